@@ -1,0 +1,85 @@
+/*
+ * The code generator's public face, used by the plugin (and xlac-compile).
+ * It receives a cluster as the executor's own IR (the body graph of an
+ * xlac_launch node) and never sees the clustering pass's internals.
+ *
+ *   xg_supports      the predicate handed to the clustering pass
+ *   xg_run_cluster   look up / compile / run one cluster for concrete inputs
+ *   xg_compile_ahead compile a cluster at its declared shapes, no execution
+ */
+#ifndef XG_H
+#define XG_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xlac/graph.h"
+#include "xlac/status.h"
+#include "xlac/tensor.h"
+
+typedef enum xg_target {
+    XG_TARGET_C,    /* C11 + OpenMP, system cc, dlopen */
+    XG_TARGET_CUDA, /* CUDA C, NVRTC, CUDA runtime library API */
+} xg_target;
+
+typedef struct xg_options {
+    bool fast_math;               /* --fast_math (default false) */
+    int compile_threshold;        /* --compile_threshold (default 1) */
+    int dynamic_after;            /* --dynamic_after (default 2) */
+    int max_compiles_per_cluster; /* --max_compiles_per_cluster (default 16) */
+    bool async_compilation;       /* --async_compilation (default false) */
+    bool disk_cache;              /* --disk_cache (default true) */
+    const char *cache_dir;        /* --cache_dir (default $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
+    const char *dump_dir;         /* XLAC_DUMP_TO, NULL: no dumps */
+    bool level2;                  /* XLAC_AUTO_JIT=2: matmul is compilable */
+} xg_options;
+
+void xg_options_default(xg_options *o);
+
+/* True when the code generator can compile node n (of graph g) on device dev. */
+bool xg_supports(const xe_graph *g, const xe_node *n, xe_device dev, const xg_options *o);
+/* Why not, when it cannot (a fixed, short phrase such as "no code generator"). */
+const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device dev,
+                                  const xg_options *o);
+
+typedef struct xg_stats {
+    uint64_t launches;    /* xg_run_cluster calls that ran compiled code */
+    uint64_t compiles;    /* programs compiled (memory and disk misses) */
+    uint64_t cache_hits;  /* in-memory hits */
+    uint64_t disk_hits;   /* programs loaded from the disk cache */
+    uint64_t fallbacks;   /* calls answered XG_FALLBACK */
+    double compile_ms;    /* total time spent compiling */
+} xg_stats;
+
+typedef struct xg_cache xg_cache;
+
+/* One per process; safe for several threads running sessions at once. */
+xg_cache *xg_cache_new(const xg_options *o, xe_status *st);
+void xg_cache_destroy(xg_cache *c);
+void xg_cache_stats(xg_cache *c, xg_stats *out);
+
+typedef enum xg_outcome {
+    XG_RAN,      /* outputs filled by compiled code */
+    XG_FALLBACK, /* not (yet) compiled or failed: the caller runs the body per op */
+} xg_outcome;
+
+/*
+ * Runs cluster `body` (inputs bound in order, outputs in order) on dev.
+ * inputs live on dev; outputs receive new tensors on dev. On a compile
+ * failure: with must_compile an error naming the cluster and the
+ * compiler's first log line; without, one warning per signature on stderr
+ * and *outcome = XG_FALLBACK.
+ */
+xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *cluster_name,
+                       xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs,
+                       bool must_compile, xg_outcome *outcome, xe_status *st);
+
+/*
+ * Ahead-of-time: compiles body at its declared (fully known) input shapes
+ * for target (arch such as 90 for CUDA; ignored for C), writing the dump
+ * files and the .cubin / .so into out_dir. No GPU needed.
+ */
+xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target,
+                         int arch, const char *out_dir, const xg_options *o, xe_status *st);
+
+#endif

@@ -1,0 +1,213 @@
+/*
+ * Element types and shapes: names, sizes, f16 conversion, broadcasting.
+ * The f16 conversions are exact bit manipulations (round to nearest even),
+ * so CPU kernels, tests and .npy files agree on every value.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "xlac/dtype.h"
+
+static const struct {
+    const char *name;
+    size_t size;
+} dtype_info[XE_DTYPE_COUNT] = {
+    [XE_F32] = {"f32", 4}, [XE_F64] = {"f64", 8}, [XE_F16] = {"f16", 2},
+    [XE_I32] = {"i32", 4}, [XE_I64] = {"i64", 8}, [XE_BOOL] = {"bool", 1},
+};
+
+size_t xe_dtype_size(xe_dtype dt)
+{
+    return dt < XE_DTYPE_COUNT ? dtype_info[dt].size : 0;
+}
+
+const char *xe_dtype_name(xe_dtype dt)
+{
+    return dt < XE_DTYPE_COUNT ? dtype_info[dt].name : "?";
+}
+
+bool xe_dtype_parse(const char *s, size_t len, xe_dtype *out)
+{
+    for (int i = 0; i < XE_DTYPE_COUNT; i++) {
+        if (strlen(dtype_info[i].name) == len && memcmp(dtype_info[i].name, s, len) == 0) {
+            *out = (xe_dtype)i;
+            return true;
+        }
+    }
+    return false;
+}
+
+bool xe_dtype_is_float(xe_dtype dt)
+{
+    return dt == XE_F32 || dt == XE_F64 || dt == XE_F16;
+}
+
+bool xe_dtype_is_int(xe_dtype dt)
+{
+    return dt == XE_I32 || dt == XE_I64;
+}
+
+float xe_f16_to_f32(xe_f16 h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
+    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13); /* inf or nan */
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else { /* subnormal: normalise */
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 0x400));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+xe_f16 xe_f32_to_f16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    uint32_t sign = (x >> 16) & 0x8000;
+    uint32_t absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u) /* inf or nan (keep nan quiet) */
+        return (xe_f16)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 | ((absx >> 13) & 0x3ff) : 0));
+    if (absx >= 0x477ff000u) /* rounds to >= 65520: overflow */
+        return (xe_f16)(sign | 0x7c00);
+    if (absx < 0x33000001u) /* below half the smallest subnormal */
+        return (xe_f16)sign;
+    int32_t exp = (int32_t)(absx >> 23) - 127 + 15;
+    uint32_t man = (absx & 0x7fffff) | 0x800000;
+    int shift = exp > 0 ? 13 : 14 - exp;
+    uint32_t half = man >> shift;
+    uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1)))
+        half++;
+    uint32_t bits = exp > 0 ? ((uint32_t)exp << 10) + (half - 0x400) : half;
+    return (xe_f16)(sign | bits);
+}
+
+double xe_load_f64(const void *buf, xe_dtype dt, int64_t i)
+{
+    switch (dt) {
+    case XE_F32: return ((const float *)buf)[i];
+    case XE_F64: return ((const double *)buf)[i];
+    case XE_F16: return xe_f16_to_f32(((const xe_f16 *)buf)[i]);
+    case XE_I32: return ((const int32_t *)buf)[i];
+    case XE_I64: return (double)((const int64_t *)buf)[i];
+    case XE_BOOL: return ((const uint8_t *)buf)[i] != 0;
+    default: return NAN;
+    }
+}
+
+void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v)
+{
+    switch (dt) {
+    case XE_F32: ((float *)buf)[i] = (float)v; break;
+    case XE_F64: ((double *)buf)[i] = v; break;
+    case XE_F16: ((xe_f16 *)buf)[i] = xe_f32_to_f16((float)v); break;
+    case XE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
+    case XE_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case XE_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
+    default: break;
+    }
+}
+
+int64_t xe_shape_numel(const xe_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++) {
+        if (s->dims[i] < 0)
+            return -1;
+        n *= s->dims[i];
+    }
+    return n;
+}
+
+bool xe_shape_equal(const xe_shape *a, const xe_shape *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int i = 0; i < a->rank; i++)
+        if (a->dims[i] != b->dims[i])
+            return false;
+    return true;
+}
+
+bool xe_shape_is_known(const xe_shape *s)
+{
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] < 0)
+            return false;
+    return true;
+}
+
+xe_shape xe_shape_make(int rank, const int64_t *dims)
+{
+    xe_shape s = {.rank = rank};
+    for (int i = 0; i < rank && i < XE_MAX_RANK; i++)
+        s.dims[i] = dims[i];
+    return s;
+}
+
+void xe_shape_strides(const xe_shape *s, int64_t *strides)
+{
+    int64_t acc = 1;
+    for (int i = s->rank - 1; i >= 0; i--) {
+        strides[i] = acc;
+        acc *= s->dims[i] > 0 ? s->dims[i] : 1;
+    }
+}
+
+char *xe_shape_str(const xe_shape *s, char *buf, size_t len)
+{
+    size_t used = 0;
+    buf[0] = '\0';
+    used += (size_t)snprintf(buf, len, "[");
+    for (int i = 0; i < s->rank && used < len; i++) {
+        if (s->dims[i] < 0)
+            used += (size_t)snprintf(buf + used, len - used, "%s?", i ? "," : "");
+        else
+            used += (size_t)snprintf(buf + used, len - used, "%s%lld", i ? "," : "",
+                                     (long long)s->dims[i]);
+    }
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+char *xe_type_str(const xe_type *t, char *buf, size_t len)
+{
+    char shape[256];
+    snprintf(buf, len, "%s%s", xe_dtype_name(t->dtype), xe_shape_str(&t->shape, shape, sizeof shape));
+    return buf;
+}
+
+bool xe_shape_broadcast(const xe_shape *a, const xe_shape *b, xe_shape *out)
+{
+    int rank = a->rank > b->rank ? a->rank : b->rank;
+    xe_shape r = {.rank = rank};
+    for (int i = 0; i < rank; i++) {
+        int ia = i - (rank - a->rank), ib = i - (rank - b->rank);
+        int64_t da = ia >= 0 ? a->dims[ia] : 1, db = ib >= 0 ? b->dims[ib] : 1;
+        if (da == db)
+            r.dims[i] = da;
+        else if (da == 1)
+            r.dims[i] = db;
+        else if (db == 1)
+            r.dims[i] = da;
+        else if (da < 0 || db < 0)
+            r.dims[i] = da < 0 ? db : da; /* unknown against known n: must be n (or 1) */
+        else
+            return false;
+    }
+    *out = r;
+    return true;
+}

@@ -1,0 +1,31 @@
+/*
+ * Private: the state shared by session.c (lifecycle, passes, feeding) and
+ * exec.c (running a graph op by op).
+ */
+#ifndef XE_EXEC_IMPL_H
+#define XE_EXEC_IMPL_H
+
+#include <stdio.h>
+
+#include "profile.h"
+#include "xlac/session.h"
+
+typedef struct xe_node_state xe_node_state; /* uthash: node pointer -> run counter */
+
+struct xe_session {
+    xe_graph *graph;          /* as it runs, after passes */
+    xe_session_options opt;
+    int id;                   /* process-wide session number */
+    xe_profile *profile;      /* NULL unless opt.profile_path */
+    xe_node_state *states;    /* per-node state of stateful ops */
+};
+
+struct xe_exec {
+    xe_session *session;
+    FILE *log;                /* placement log, NULL when off */
+};
+
+/* The counter of stateful node n (created at 0 on first use); NULL on OOM. */
+uint64_t *xe_session_node_state(xe_session *s, const xe_node *n);
+
+#endif

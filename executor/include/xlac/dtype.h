@@ -1,0 +1,68 @@
+/*
+ * Element types, shapes and the (dtype, shape) pair called a type.
+ * f16 values are stored as IEEE binary16 bit patterns in uint16_t; the
+ * conversions here round to nearest even and are used by every CPU kernel.
+ */
+#ifndef XLAC_DTYPE_H
+#define XLAC_DTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef enum xe_dtype {
+    XE_F32,  /* IEEE binary32 */
+    XE_F64,  /* IEEE binary64 */
+    XE_F16,  /* IEEE binary16, stored as uint16_t */
+    XE_I32,  /* int32_t */
+    XE_I64,  /* int64_t */
+    XE_BOOL, /* uint8_t holding 0 or 1 */
+    XE_DTYPE_COUNT
+} xe_dtype;
+
+#define XE_MAX_RANK 8
+#define XE_DIM_UNKNOWN (-1)
+
+typedef struct xe_shape {
+    int rank;                   /* 0 for a scalar */
+    int64_t dims[XE_MAX_RANK];  /* XE_DIM_UNKNOWN where the fed data decides */
+} xe_shape;
+
+typedef struct xe_type {
+    xe_dtype dtype;
+    xe_shape shape;
+} xe_type;
+
+typedef uint16_t xe_f16;
+
+size_t xe_dtype_size(xe_dtype dt);
+const char *xe_dtype_name(xe_dtype dt);       /* "f32" */
+bool xe_dtype_parse(const char *s, size_t len, xe_dtype *out);
+bool xe_dtype_is_float(xe_dtype dt);          /* f16 f32 f64 */
+bool xe_dtype_is_int(xe_dtype dt);            /* i32 i64 */
+
+float xe_f16_to_f32(xe_f16 h);
+xe_f16 xe_f32_to_f16(float f);
+
+/* Reads element i of a buffer of dtype dt as a double, and writes one. */
+double xe_load_f64(const void *buf, xe_dtype dt, int64_t i);
+void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v);
+
+/* Number of elements; -1 when any dim is unknown. */
+int64_t xe_shape_numel(const xe_shape *s);
+bool xe_shape_equal(const xe_shape *a, const xe_shape *b);
+bool xe_shape_is_known(const xe_shape *s);
+xe_shape xe_shape_make(int rank, const int64_t *dims);
+/* Row-major strides in elements. */
+void xe_shape_strides(const xe_shape *s, int64_t *strides);
+/* Prints "f32[2,?,3]" into buf; returns buf. */
+char *xe_type_str(const xe_type *t, char *buf, size_t len);
+char *xe_shape_str(const xe_shape *s, char *buf, size_t len);
+
+/*
+ * numpy broadcasting of two shapes. Unknown dims broadcast with 1 or with
+ * each other to unknown. Returns false when the shapes are incompatible.
+ */
+bool xe_shape_broadcast(const xe_shape *a, const xe_shape *b, xe_shape *out);
+
+#endif

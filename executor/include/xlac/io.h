@@ -1,0 +1,28 @@
+/*
+ * Reading and writing graphs (.xg) and tensors (.npy).
+ *
+ * The parser reports the first error as "FILE:LINE:COL: message" and
+ * returns NULL; it never crashes on any input. It infers shapes as it
+ * goes, so a shape or dtype mismatch is reported at the node's line.
+ * The writer's text parses back to the same graph (annotations included).
+ */
+#ifndef XLAC_IO_H
+#define XLAC_IO_H
+
+#include "xlac/graph.h"
+#include "xlac/status.h"
+#include "xlac/tensor.h"
+
+xe_graph *xe_parse_file(const char *path, xe_status *st);
+xe_graph *xe_parse_string(const char *text, const char *file, xe_status *st);
+
+/* Returns malloc'd text; NULL with *st set on failure. */
+char *xe_write_string(const xe_graph *g, xe_status *st);
+xe_code xe_write_file(const xe_graph *g, const char *path, xe_status *st);
+
+/* .npy v1/v2/v3, little-endian, C order. Errors name the path. */
+xe_tensor *xe_npy_read(const char *path, xe_status *st);
+/* t may live on any device. */
+xe_code xe_npy_write(const char *path, const xe_tensor *t, xe_status *st);
+
+#endif

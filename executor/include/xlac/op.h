@@ -1,0 +1,98 @@
+/*
+ * The op registry. Built-in ops come from ops.def; a plugin adds more at
+ * run time with xe_register_op (see plugin.h). An op is described by an
+ * xe_op_def: arity, class, flags, a shape function and a kernel per device.
+ */
+#ifndef XLAC_OP_H
+#define XLAC_OP_H
+
+#include <stdint.h>
+
+#include "xlac/graph.h"
+#include "xlac/status.h"
+#include "xlac/tensor.h"
+
+typedef enum xe_op {
+#define X(ENUM, name, min_in, max_in, cls, flags) XE_OP_##ENUM,
+#include "xlac/ops.def"
+#undef X
+    XE_OP_COUNT
+} xe_op;
+
+typedef enum xe_op_class {
+    XE_CLASS_SOURCE,    /* no inputs: input, const, iota */
+    XE_CLASS_STRUCTURE, /* get: picks a tuple element */
+    XE_CLASS_BINARY,    /* same-dtype arithmetic with broadcasting */
+    XE_CLASS_COMPARE,   /* same-dtype comparison to bool, with broadcasting */
+    XE_CLASS_LOGICAL,   /* bool operands, bool result, with broadcasting */
+    XE_CLASS_UNARY,     /* elementwise, one operand */
+    XE_CLASS_SELECT,    /* select(cond, a, b), broadcasting all three */
+    XE_CLASS_CAST,      /* cast(x, to=DTYPE) */
+    XE_CLASS_REDUCE,    /* reduce_*(axes=[..], keepdims=false) */
+    XE_CLASS_ARGMAX,    /* argmax(axis=.., keepdims=false) -> i64 */
+    XE_CLASS_SHAPE,     /* reshape transpose broadcast_to concat slice */
+    XE_CLASS_MATMUL,    /* batched matmul */
+    XE_CLASS_SOFTMAX,   /* softmax(axis=-1) */
+    XE_CLASS_UNIQUE,    /* sorted distinct values, data-dependent length */
+    XE_CLASS_RANDOM,    /* random_normal / random_uniform */
+    XE_CLASS_COMPOSITE, /* a node with a body graph (registered ops only) */
+} xe_op_class;
+
+enum xe_op_flags {
+    XE_OPF_FLOAT_ONLY = 1 << 0,           /* operand must be f16/f32/f64 */
+    XE_OPF_BOOL_ONLY = 1 << 1,            /* operand must be bool */
+    XE_OPF_DATA_DEPENDENT_SHAPE = 1 << 2, /* output shape known only after running */
+    XE_OPF_CPU_ONLY = 1 << 3,             /* no GPU kernel by design */
+    XE_OPF_STATEFUL = 1 << 4,             /* output differs run to run */
+};
+
+/* Everything a kernel gets. */
+typedef struct xe_kernel_args {
+    const xe_graph *graph;      /* the graph that holds node (for messages) */
+    const xe_node *node;        /* attributes, name, static type */
+    int n_in;
+    xe_tensor *const *in;       /* inputs, already on the node's device */
+    xe_tensor *out;             /* allocated with the inferred shape; NULL for
+                                   XE_OPF_DATA_DEPENDENT_SHAPE ops, which set *out_ret */
+    xe_tensor **out_ret;        /* where data-dependent ops store their new output */
+    uint64_t *state;            /* per-node state that survives runs (RNG counter) */
+    struct xe_exec *exec;       /* the running session, for composite ops */
+} xe_kernel_args;
+
+typedef xe_code (*xe_kernel_fn)(const xe_kernel_args *a, xe_status *st);
+
+/*
+ * Shape function: from input types (unknown dims allowed) and the node's
+ * attributes, the output type. The message names no node: the caller
+ * prefixes file:line:col and the node.
+ */
+typedef xe_code (*xe_infer_fn)(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                               xe_status *st);
+
+/*
+ * Composite kernel: runs a node with a body graph; outputs are one tensor
+ * per tuple element, on the node's device.
+ */
+typedef xe_code (*xe_composite_fn)(const xe_kernel_args *a, xe_tensor **outs, int n_outs,
+                                   xe_status *st);
+
+typedef struct xe_op_def {
+    const char *name;
+    int min_inputs, max_inputs;       /* max -1: any number */
+    xe_op_class cls;
+    unsigned flags;                   /* xe_op_flags */
+    xe_infer_fn infer;                /* NULL for composite ops */
+    xe_kernel_fn kernel[XE_DEV_COUNT];/* NULL where the op has no kernel on that device */
+    xe_composite_fn composite;        /* composite ops; NULL runs the body op by op */
+    const char *device_prefix;        /* composite ops: "XLA_" in placement logs */
+} xe_op_def;
+
+/* Definition of an op id; NULL if out of range. */
+const xe_op_def *xe_op_get(int op);
+/* Id of an op by name, -1 if unknown. */
+int xe_op_find(const char *name, size_t len);
+const char *xe_op_name(int op);
+/* Number of registered ops (built-in plus plugin ones). */
+int xe_op_count(void);
+
+#endif

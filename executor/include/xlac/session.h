@@ -1,0 +1,64 @@
+/*
+ * Sessions: a graph made ready to run (inferred, placed, rewritten by the
+ * registered passes) and run any number of times with fed inputs.
+ *
+ * xe_exec is the running state that composite kernels receive: with it a
+ * composite op runs its body op by op (the fallback path) and reports the
+ * ops it ran in the placement log and the profile.
+ */
+#ifndef XLAC_SESSION_H
+#define XLAC_SESSION_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "xlac/graph.h"
+#include "xlac/status.h"
+#include "xlac/tensor.h"
+
+typedef struct xe_session_options {
+    xe_place_mode place;     /* --device */
+    bool log_placement;      /* one "placement: NODE OP DEVICE [CLUSTER]" line per executed node */
+    FILE *log;               /* where placement lines go; NULL: stderr */
+    const char *profile_path;/* Chrome trace JSON written at destroy; NULL: none */
+} xe_session_options;
+
+typedef struct xe_session xe_session;
+typedef struct xe_exec xe_exec;
+
+/* Takes ownership of g (also on failure). Infers, places, runs passes. */
+xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st);
+void xe_session_destroy(xe_session *s);
+/* The graph as it will run (after passes). */
+const xe_graph *xe_session_graph(const xe_session *s);
+
+/*
+ * Runs once. inputs: one host or device tensor per graph input, in order,
+ * whose dtype matches and whose shape matches the declared one where it is
+ * known. outputs: filled with one new reference per graph output, on the
+ * host; the caller releases them.
+ */
+xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs,
+                       xe_status *st);
+
+/*
+ * Runs graph g (a composite node's body) op by op inside a running session.
+ * inputs are bound to g's inputs in order; outputs receive new references
+ * on their producers' devices. label, when not NULL, is the cluster name
+ * shown in placement lines; device_prefix ("XLA_") is put before the
+ * device name there.
+ */
+xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs,
+                      xe_tensor **outputs, const char *label, const char *device_prefix,
+                      xe_status *st);
+
+/* For composite kernels that run compiled code: log body node n as placed. */
+void xe_exec_log_placement(xe_exec *ex, const xe_node *n, const char *device_prefix,
+                           const char *label);
+/* Profile: records one complete event [start_us, now) named name, category cat. */
+void xe_exec_trace(xe_exec *ex, const char *name, const char *cat, double start_us);
+/* Microseconds on a monotonic clock. */
+double xe_now_us(void);
+
+#endif

@@ -1,0 +1,34 @@
+/*
+ * A tensor: a dense row-major buffer of one dtype on one device. Tensors
+ * are reference counted because the executor hands the same value to
+ * several consumers and to the caller as a graph output.
+ */
+#ifndef XLAC_TENSOR_H
+#define XLAC_TENSOR_H
+
+#include "xlac/device.h"
+#include "xlac/dtype.h"
+#include "xlac/status.h"
+
+typedef struct xe_tensor {
+    xe_dtype dtype;
+    xe_shape shape;     /* always fully known */
+    xe_device device;   /* where data lives */
+    void *data;         /* host pointer, or device pointer for XE_DEV_GPU */
+    size_t nbytes;      /* numel * dtype size */
+    int refcount;       /* freed when it drops to zero */
+    bool borrowed;      /* data is not ours to free */
+} xe_tensor;
+
+/* Allocates an uninitialised tensor (NULL and *st set on failure). */
+xe_tensor *xe_tensor_new(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_status *st);
+/* Wraps memory the caller keeps alive; never freed by the tensor. */
+xe_tensor *xe_tensor_wrap(xe_dtype dt, const xe_shape *shape, xe_device dev, void *data,
+                          xe_status *st);
+xe_tensor *xe_tensor_retain(xe_tensor *t);
+void xe_tensor_release(xe_tensor *t);
+int64_t xe_tensor_numel(const xe_tensor *t);
+/* Copy to another device (or a deep copy on the same one). */
+xe_tensor *xe_tensor_to_device(const xe_tensor *t, xe_device dev, xe_status *st);
+
+#endif

@@ -1,0 +1,17 @@
+/* Everything a program using the executor library needs. */
+#ifndef XLAC_XLAC_H
+#define XLAC_XLAC_H
+
+#include "xlac/device.h"
+#include "xlac/dtype.h"
+#include "xlac/graph.h"
+#include "xlac/io.h"
+#include "xlac/op.h"
+#include "xlac/plugin.h"
+#include "xlac/session.h"
+#include "xlac/status.h"
+#include "xlac/tensor.h"
+
+#define XLAC_VERSION "0.1.0"
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * Private: the shape functions and per-op kernels that ops.c puts into the
+ * op table. Shape functions live in infer_*.c, CPU kernels in cpu_*.c,
+ * GPU kernels in cuda/*.cu (compiled only when the CUDA toolkit is found,
+ * XE_HAVE_CUDA defined).
+ */
+#ifndef XE_KERNELS_H
+#define XE_KERNELS_H
+
+#include "xlac/op.h"
+
+/* Shape functions (infer_*.c). */
+xe_code xe_infer_source(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_iota(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_binary(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_compare(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_logical(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_unary(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_select(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_cast(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_reduce(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_argmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_transpose(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_broadcast_to(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_concat(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_slice(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+
+/* Per-op kernels: one list, expanded for each device prefix. */
+#define XE_KERNEL_LIST(K) \
+    K(const)              \
+    K(iota)               \
+    K(binary)             \
+    K(compare)            \
+    K(logical)            \
+    K(unary)              \
+    K(select)             \
+    K(cast)               \
+    K(reduce)             \
+    K(argmax)             \
+    K(reshape)            \
+    K(transpose)          \
+    K(broadcast_to)       \
+    K(concat)             \
+    K(slice)              \
+    K(matmul)             \
+    K(softmax)            \
+    K(random)
+
+#define XE_DECLARE_CPU(k) xe_code xe_cpu_##k(const xe_kernel_args *a, xe_status *st);
+#define XE_DECLARE_GPU(k) xe_code xe_gpu_##k(const xe_kernel_args *a, xe_status *st);
+XE_KERNEL_LIST(XE_DECLARE_CPU)
+XE_KERNEL_LIST(XE_DECLARE_GPU)
+#undef XE_DECLARE_CPU
+#undef XE_DECLARE_GPU
+xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
+
+#endif

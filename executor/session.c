@@ -1,0 +1,185 @@
+/*
+ * Sessions: the life of a graph from parse to results. Creating one infers
+ * shapes, places ops on devices and runs the graph passes that plugins
+ * registered (the xlac clustering pass among them); running one checks the
+ * fed inputs against the declared types, runs the graph op by op and
+ * brings the outputs to the host.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <uthash.h>
+
+#include "exec_impl.h"
+#include "xlac/op.h"
+#include "xlac/plugin.h"
+
+#define XE_MAX_PASSES 16
+
+typedef struct pass {
+    char name[64];
+    xe_graph_pass_fn fn;
+    void *user;
+} pass;
+
+static pass passes[XE_MAX_PASSES];
+static int n_passes;
+static atomic_int next_session_id;
+
+struct xe_node_state {
+    const xe_node *node; /* key */
+    uint64_t counter;
+    UT_hash_handle hh;
+};
+
+xe_code xe_register_graph_pass(const char *name, xe_graph_pass_fn fn, void *user, xe_status *st)
+{
+    if (!name || !fn)
+        return xe_fail(st, XE_ERR_USAGE, "xe_register_graph_pass: name and function are required");
+    if (n_passes == XE_MAX_PASSES)
+        return xe_fail(st, XE_ERR_USAGE, "xe_register_graph_pass: at most %d passes", XE_MAX_PASSES);
+    passes[n_passes] = (pass){.fn = fn, .user = user};
+    snprintf(passes[n_passes].name, sizeof passes[n_passes].name, "%s", name);
+    n_passes++;
+    return XE_OK;
+}
+
+uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
+{
+    struct xe_node_state *e = NULL;
+    HASH_FIND_PTR(s->states, &n, e);
+    if (!e) {
+        if (!(e = calloc(1, sizeof *e)))
+            return NULL;
+        e->node = n;
+        HASH_ADD_PTR(s->states, node, e);
+    }
+    return &e->counter;
+}
+
+/* One note when a dump names a composite op that no plugin registered. */
+static void note_unregistered(const xe_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const char *op = xe_node_attr_string(g->nodes[i], "@op", NULL);
+        if (g->nodes[i]->op == XE_OP_CALL && op) {
+            fprintf(stderr, "xlac: note: op '%s' is not registered (is libxlac.so loaded?); "
+                            "running its body op by op\n", op);
+            return;
+        }
+    }
+}
+
+static xe_code run_passes(xe_session *s, xe_status *st)
+{
+    xe_pass_ctx ctx = {.session_id = s->id, .place_mode = s->opt.place};
+    for (int i = 0; i < n_passes; i++) {
+        if (passes[i].fn(&s->graph, &ctx, passes[i].user, st) != XE_OK)
+            return xe_status_prefix(st, "graph pass %s: ", passes[i].name);
+    }
+    return XE_OK;
+}
+
+xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st)
+{
+    xe_session *s = calloc(1, sizeof *s);
+    if (!s) {
+        xe_graph_destroy(g);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory creating a session");
+        return NULL;
+    }
+    s->graph = g;
+    if (opt)
+        s->opt = *opt;
+    s->id = atomic_fetch_add(&next_session_id, 1);
+    if (s->opt.profile_path && !(s->profile = xe_profile_new())) {
+        xe_fail(st, XE_ERR_NOMEM, "out of memory creating a profile");
+        goto fail;
+    }
+    if (xe_graph_infer(s->graph, st) != XE_OK || xe_graph_place(s->graph, s->opt.place, st) != XE_OK ||
+        run_passes(s, st) != XE_OK)
+        goto fail;
+    note_unregistered(s->graph);
+    return s;
+fail:
+    xe_session_destroy(s);
+    return NULL;
+}
+
+void xe_session_destroy(xe_session *s)
+{
+    if (!s)
+        return;
+    if (s->profile) {
+        xe_status st;
+        xe_status_clear(&st);
+        if (xe_profile_write(s->profile, s->opt.profile_path, &st) != XE_OK)
+            fprintf(stderr, "xlac: warning: %s\n", st.msg);
+        xe_profile_destroy(s->profile);
+    }
+    struct xe_node_state *e, *tmp;
+    HASH_ITER(hh, s->states, e, tmp) {
+        HASH_DEL(s->states, e);
+        free(e);
+    }
+    xe_graph_destroy(s->graph);
+    free(s);
+}
+
+const xe_graph *xe_session_graph(const xe_session *s)
+{
+    return s->graph;
+}
+
+/* A fed tensor must match the declared dtype and every known dim. */
+static xe_code check_feed(const xe_node *in, const xe_tensor *t, xe_status *st)
+{
+    bool ok = t && t->dtype == in->type.dtype && t->shape.rank == in->type.shape.rank;
+    for (int d = 0; ok && d < t->shape.rank; d++)
+        ok = in->type.shape.dims[d] < 0 || in->type.shape.dims[d] == t->shape.dims[d];
+    if (ok)
+        return XE_OK;
+    char want[128], got[128] = "nothing";
+    if (t)
+        xe_type_str(&(xe_type){t->dtype, t->shape}, got, sizeof got);
+    return xe_fail(st, XE_ERR_USAGE, "input %s: expected %s, got %s", in->name,
+                   xe_type_str(&in->type, want, sizeof want), got);
+}
+
+/* Brings outputs to the host, in place. */
+static xe_code outputs_to_host(xe_tensor **outputs, int n, xe_status *st)
+{
+    for (int i = 0; i < n; i++) {
+        if (outputs[i]->device == XE_DEV_CPU)
+            continue;
+        xe_tensor *h = xe_tensor_to_device(outputs[i], XE_DEV_CPU, st);
+        if (!h)
+            return st->code;
+        xe_tensor_release(outputs[i]);
+        outputs[i] = h;
+    }
+    return XE_OK;
+}
+
+xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs,
+                       xe_status *st)
+{
+    const xe_graph *g = s->graph;
+    for (int i = 0; i < g->n_inputs; i++)
+        if (check_feed(g->nodes[g->inputs[i]], inputs[i], st) != XE_OK)
+            return st->code;
+    xe_exec ex = {.session = s, .log = s->opt.log_placement ? (s->opt.log ? s->opt.log : stderr) : NULL};
+    for (int i = 0; i < g->n_outputs; i++)
+        outputs[i] = NULL;
+    xe_code c = xe_exec_graph(&ex, g, inputs, outputs, NULL, "", st);
+    if (c == XE_OK)
+        c = outputs_to_host(outputs, g->n_outputs, st);
+    if (c != XE_OK) {
+        for (int i = 0; i < g->n_outputs; i++) {
+            xe_tensor_release(outputs[i]);
+            outputs[i] = NULL;
+        }
+    }
+    return c;
+}

@@ -1,0 +1,104 @@
+/*
+ * Tensors: allocation on a device, reference counting, copies between
+ * devices. Host buffers are 64-byte aligned so kernels can use wide loads.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xlac/tensor.h"
+
+static xe_tensor *tensor_header(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_status *st)
+{
+    if (dt >= XE_DTYPE_COUNT || !xe_shape_is_known(shape) || shape->rank > XE_MAX_RANK) {
+        xe_fail(st, XE_ERR_RUNTIME, "cannot allocate a tensor of unknown dtype or shape");
+        return NULL;
+    }
+    xe_tensor *t = calloc(1, sizeof *t);
+    if (!t) {
+        xe_fail(st, XE_ERR_NOMEM, "out of memory allocating a tensor header");
+        return NULL;
+    }
+    t->dtype = dt;
+    t->shape = *shape;
+    t->device = dev;
+    t->nbytes = (size_t)xe_shape_numel(shape) * xe_dtype_size(dt);
+    t->refcount = 1;
+    return t;
+}
+
+xe_tensor *xe_tensor_new(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_status *st)
+{
+    xe_tensor *t = tensor_header(dt, shape, dev, st);
+    if (!t)
+        return NULL;
+    size_t bytes = t->nbytes ? t->nbytes : 1;
+    if (dev == XE_DEV_GPU) {
+        t->data = xe_gpu_alloc(bytes, st);
+    } else {
+        t->data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        if (!t->data)
+            xe_fail(st, XE_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+    }
+    if (!t->data) {
+        free(t);
+        return NULL;
+    }
+    return t;
+}
+
+xe_tensor *xe_tensor_wrap(xe_dtype dt, const xe_shape *shape, xe_device dev, void *data,
+                          xe_status *st)
+{
+    xe_tensor *t = tensor_header(dt, shape, dev, st);
+    if (!t)
+        return NULL;
+    t->data = data;
+    t->borrowed = true;
+    return t;
+}
+
+xe_tensor *xe_tensor_retain(xe_tensor *t)
+{
+    if (t)
+        t->refcount++;
+    return t;
+}
+
+void xe_tensor_release(xe_tensor *t)
+{
+    if (!t || --t->refcount > 0)
+        return;
+    if (!t->borrowed) {
+        if (t->device == XE_DEV_GPU)
+            xe_gpu_free(t->data);
+        else
+            free(t->data);
+    }
+    free(t);
+}
+
+int64_t xe_tensor_numel(const xe_tensor *t)
+{
+    return xe_shape_numel(&t->shape);
+}
+
+xe_tensor *xe_tensor_to_device(const xe_tensor *t, xe_device dev, xe_status *st)
+{
+    xe_tensor *r = xe_tensor_new(t->dtype, &t->shape, dev, st);
+    if (!r || t->nbytes == 0)
+        return r;
+    xe_code c = XE_OK;
+    if (t->device == XE_DEV_CPU && dev == XE_DEV_CPU)
+        memcpy(r->data, t->data, t->nbytes);
+    else if (t->device == XE_DEV_CPU)
+        c = xe_gpu_copy_to_device(r->data, t->data, t->nbytes, st);
+    else if (dev == XE_DEV_CPU)
+        c = xe_gpu_copy_to_host(r->data, t->data, t->nbytes, st);
+    else
+        c = xe_gpu_copy_device(r->data, t->data, t->nbytes, st);
+    if (c != XE_OK) {
+        xe_tensor_release(r);
+        return NULL;
+    }
+    return r;
+}

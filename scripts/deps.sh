@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs the Debian packages xlac needs, when they are missing.
+# As root it runs apt-get; otherwise it prints the exact command to run.
+set -euo pipefail
+need=()
+have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
+for p in cmake gcc make pkg-config libcriterion-dev uthash-dev libopenblas-dev libxxhash-dev graphviz; do
+    have_pkg "$p" || need+=("$p")
+done
+if [ ${#need[@]} -eq 0 ]; then
+    exit 0
+fi
+if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null; then
+    echo "xlac: installing ${need[*]}" >&2
+    apt-get update -qq >/dev/null
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+else
+    echo "xlac: missing packages; run: sudo apt-get install ${need[*]}" >&2
+    exit 1
+fi
