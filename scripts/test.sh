@@ -29,7 +29,7 @@ run_suite() {
         name=$(basename "$t")
         log="$dir/test-logs/$name.log"
         local start=$SECONDS
-        ( cd "$dir" && timeout 900 "$t" --jobs="$jobs" --short-filename ) >"$log" 2>&1
+        ( cd "$dir" && timeout 900 "$t" --jobs="$jobs" --verbose --short-filename ) >"$log" 2>&1
         local rc=$?
         # Criterion: "Synthesis: Tested: T | Passing: P | Failing: F | Crashing: C"
         local syn t_ p_ f_ c_ s_
@@ -38,13 +38,13 @@ run_suite() {
         p_=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$syn"); p_=${p_:-0}
         f_=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$syn"); f_=${f_:-0}
         c_=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$syn"); c_=${c_:-0}
-        s_=$(grep -ac "SKIP" "$log")
+        s_=$(grep -ac "^\[SKIP\]" "$log")
         passed=$((passed + p_)); skipped=$((skipped + s_))
         local bad=$((f_ + c_))
         if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
         failed=$((failed + bad))
         printf '%-28s %4d passed %3d failed %3d skipped  (%ds)\n' "$label/$name" "$p_" "$bad" "$s_" $((SECONDS - start))
-        grep -a "SKIP" "$log" | sed 's/^/    /' | head -n 5
+        grep -a "^\[SKIP\]" "$log" | sed 's/^/    /' | head -n 5
         if [ "$bad" -ne 0 ]; then
             failed_names+=("$label/$name")
             grep -a -E "FAIL|CRASH|error|Assertion|ERROR|runtime error" "$log" | head -n 40 | sed 's/^/    /'

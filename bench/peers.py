@@ -1,0 +1,214 @@
+"""The same computations as bench/graphs/*.xg, for the peers a user would
+otherwise reach for: numpy, numexpr, jax.jit (XLA CPU) and TensorFlow with
+XLA auto-clustering. Each builder takes the input arrays (a dict of numpy
+arrays, named as in the graph) and returns a zero-argument callable that
+runs the computation once and waits for its result.
+
+A peer that cannot be imported is reported as missing by the harness."""
+
+import os
+
+SQRT_2_OVER_PI = 0.7978845608028654
+
+
+# ---- numpy ---------------------------------------------------------------
+
+def np_workloads(np):
+    def gelu(x):
+        return 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+    def softmax(x):
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+
+    def layernorm(x, g, b):
+        mu = x.mean(axis=1, keepdims=True)
+        c = x - mu
+        var = (c * c).mean(axis=1, keepdims=True)
+        return c / np.sqrt(var + np.float32(1e-5)) * g + b
+
+    def transformer(a):
+        h = layernorm(a["x"], a["g1"], a["be1"])
+        q, k, v = h @ a["wq"], h @ a["wk"], h @ a["wv"]
+        p = softmax((q @ k.T) * np.float32(0.04419417382415922))
+        x1 = a["x"] + (p @ v) @ a["wo"]
+        h2 = layernorm(x1, a["g2"], a["be2"])
+        return x1 + gelu(h2 @ a["w1"]) @ a["w2"]
+
+    f32 = np.float32
+    return {
+        "fused_sum": lambda a: (a["x"] + a["y"] * a["z"]).sum(),
+        "dynamic_batch": lambda a: (a["x"] + a["y"] * a["z"]).sum(),
+        "gelu": lambda a: gelu(a["x"]),
+        "softmax_rows": lambda a: softmax(a["x"]),
+        "layernorm_rows": lambda a: layernorm(a["x"], a["gamma"], a["beta"]),
+        "column_sum": lambda a: (a["x"] * a["y"]).sum(axis=0),
+        "mlp_block": lambda a: gelu(a["x"] @ a["w1"] + a["b1"]) @ a["w2"] + a["b2"] + a["x"],
+        "adam_step": lambda a: _adam(np, a, f32),
+        "transformer_block": transformer,
+    }
+
+
+def _adam(xp, a, f32):
+    m = f32(0.9) * a["m"] + f32(0.1) * a["g"]
+    v = f32(0.999) * a["v"] + f32(0.001) * (a["g"] * a["g"])
+    p = a["p"] - f32(0.001) * (m / (xp.sqrt(v) + f32(1e-8)))
+    return p, m, v
+
+
+def build_numpy(name, arrays):
+    import numpy as np
+    fn = np_workloads(np)[name]
+    return lambda: fn(arrays)
+
+
+# ---- numexpr -------------------------------------------------------------
+
+def build_numexpr(name, arrays):
+    """numexpr evaluates elementwise expressions (and a final sum) in one
+    multithreaded pass; matmuls and row reductions stay numpy, as a numexpr
+    user would write them."""
+    import numexpr as ne
+    import numpy as np
+    a = arrays
+    gelu = "0.5 * h * (1 + tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)))"
+
+    def layernorm(x, g, b):
+        mu = x.mean(axis=1, keepdims=True)
+        c = ne.evaluate("x - mu")
+        var = ne.evaluate("c * c").mean(axis=1, keepdims=True)
+        return ne.evaluate("c / sqrt(var + 1e-5) * g + b")
+
+    def softmax(x):
+        mx = x.max(axis=1, keepdims=True)
+        e = ne.evaluate("exp(x - mx)")
+        s = e.sum(axis=1, keepdims=True)
+        return ne.evaluate("e / s")
+
+    def transformer():
+        h = layernorm(a["x"], a["g1"], a["be1"])
+        q, k, v = h @ a["wq"], h @ a["wk"], h @ a["wv"]
+        sc = q @ k.T
+        p = softmax(ne.evaluate("sc * 0.04419417382415922"))
+        x = a["x"]
+        o = (p @ v) @ a["wo"]
+        x1 = ne.evaluate("x + o")
+        h = layernorm(x1, a["g2"], a["be2"]) @ a["w1"]
+        f = ne.evaluate(gelu) @ a["w2"]
+        return ne.evaluate("x1 + f")
+
+    def mlp():
+        h = a["x"] @ a["w1"] + a["b1"]
+        f = ne.evaluate(gelu) @ a["w2"]
+        b2, x = a["b2"], a["x"]
+        return ne.evaluate("f + b2 + x")
+
+    def adam():
+        p, g, m, v = a["p"], a["g"], a["m"], a["v"]
+        m2 = ne.evaluate("0.9 * m + 0.1 * g")
+        v2 = ne.evaluate("0.999 * v + 0.001 * g * g")
+        return ne.evaluate("p - 0.001 * (m2 / (sqrt(v2) + 1e-8))"), m2, v2
+
+    table = {
+        "fused_sum": lambda: ne.evaluate("sum(x + y * z)", local_dict=a),
+        "dynamic_batch": lambda: ne.evaluate("sum(x + y * z)", local_dict=a),
+        "gelu": lambda: ne.evaluate(gelu.replace("h", "x"), local_dict=a),
+        "softmax_rows": lambda: softmax(a["x"]),
+        "layernorm_rows": lambda: layernorm(a["x"], a["gamma"], a["beta"]),
+        "column_sum": lambda: ne.evaluate("x * y", local_dict=a).sum(axis=0),
+        "mlp_block": mlp,
+        "adam_step": adam,
+        "transformer_block": transformer,
+    }
+    del np
+    return table[name]
+
+
+# ---- jax.jit -------------------------------------------------------------
+
+def build_jax(name, arrays):
+    import jax
+    import jax.numpy as jnp
+    jax.config.update("jax_platforms", "cpu")
+    fn = jax.jit(np_workloads(_JnpShim(jnp))[name])
+    dev = {k: jax.device_put(v) for k, v in arrays.items()}
+
+    def run():
+        out = fn(dev)
+        jax.block_until_ready(out)
+        return out
+    return run
+
+
+class _JnpShim:
+    """numpy-like namespace over jax.numpy (float32 constants included)."""
+
+    def __init__(self, jnp):
+        self._jnp = jnp
+        self.float32 = jnp.float32
+
+    def __getattr__(self, k):
+        return getattr(self._jnp, k)
+
+
+# ---- TensorFlow with XLA auto-clustering ----------------------------------
+
+def tf_workloads(tf):
+    rs = tf.reduce_sum
+    f32 = lambda v: tf.constant(v, tf.float32)
+
+    def gelu(x):
+        return f32(0.5) * x * (f32(1.0) + tf.tanh(f32(SQRT_2_OVER_PI) * (x + f32(0.044715) * x * x * x)))
+
+    def softmax(x):
+        e = tf.exp(x - tf.reduce_max(x, axis=1, keepdims=True))
+        return e / rs(e, axis=1, keepdims=True)
+
+    def layernorm(x, g, b):
+        c = x - tf.reduce_mean(x, axis=1, keepdims=True)
+        var = tf.reduce_mean(c * c, axis=1, keepdims=True)
+        return c * tf.math.rsqrt(var + f32(1e-5)) * g + b
+
+    def transformer(a):
+        h = layernorm(a["x"], a["g1"], a["be1"])
+        q, k, v = h @ a["wq"], h @ a["wk"], h @ a["wv"]
+        p = softmax(tf.matmul(q, k, transpose_b=True) * f32(0.04419417382415922))
+        x1 = a["x"] + (p @ v) @ a["wo"]
+        h2 = layernorm(x1, a["g2"], a["be2"])
+        return x1 + gelu(h2 @ a["w1"]) @ a["w2"]
+
+    return {
+        "fused_sum": lambda a: rs(a["x"] + a["y"] * a["z"]),
+        "dynamic_batch": lambda a: rs(a["x"] + a["y"] * a["z"]),
+        "gelu": lambda a: gelu(a["x"]),
+        "softmax_rows": lambda a: softmax(a["x"]),
+        "layernorm_rows": lambda a: layernorm(a["x"], a["gamma"], a["beta"]),
+        "column_sum": lambda a: rs(a["x"] * a["y"], axis=0),
+        "mlp_block": lambda a: gelu(a["x"] @ a["w1"] + a["b1"]) @ a["w2"] + a["b2"] + a["x"],
+        "adam_step": lambda a: _adam(tf, a, f32),
+        "transformer_block": transformer,
+    }
+
+
+def build_tensorflow(name, arrays):
+    os.environ.setdefault("TF_XLA_FLAGS", "--tf_xla_auto_jit=2 --tf_xla_cpu_global_jit")
+    os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    import tensorflow as tf
+    fn = tf.function(tf_workloads(tf)[name])
+    dev = {k: tf.constant(v) for k, v in arrays.items()}
+
+    def run():
+        out = fn(dev)
+        if isinstance(out, tuple):
+            return [o.numpy() for o in out]
+        return out.numpy()
+    return run
+
+
+PEERS = {
+    "numpy": build_numpy,
+    "numexpr": build_numexpr,
+    "jax.jit": build_jax,
+    "tf-autojit": build_tensorflow,
+}
+
