@@ -222,6 +222,8 @@ static xe_code run_node(run *r, int i, xe_tensor *const *inputs, xe_status *st)
                 in[k] = value_any(&r->vals[n->inputs[k]]);
         if (c == XE_OK)
             c = run_composite(r, n, d, in, v, st);
+        if (c == XE_OK && d->composite)
+            xe_exec_trace(r->ex, n->name, xe_op_name(n->op), t0);
     } else {
         xe_tensor *out = NULL;
         c = gather_inputs(r, n, n->device, in, st);

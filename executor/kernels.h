@@ -1,7 +1,7 @@
 /*
  * Private: the shape functions and per-op kernels that ops.c puts into the
  * op table. Shape functions live in infer_*.c, CPU kernels in cpu_*.c,
- * GPU kernels in cuda/*.cu (compiled only when the CUDA toolkit is found,
+ * GPU kernels in the .cu files of cuda/ (compiled only when the CUDA toolkit is found,
  * XE_HAVE_CUDA defined).
  */
 #ifndef XE_KERNELS_H
@@ -29,6 +29,10 @@ xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *
 xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+
+/* Helpers shared by shape functions and kernels (infer_structured.c). */
+xe_code xe_transpose_perm(const xe_node *n, int rank, int *perm, xe_status *st);
+void xe_slice_bounds(int64_t begin, int64_t end, int64_t n, int64_t *b, int64_t *e);
 
 /* Per-op kernels: one list, expanded for each device prefix. */
 #define XE_KERNEL_LIST(K) \

@@ -33,13 +33,19 @@ xe_code xe_status_prefix(xe_status *st, const char *fmt, ...)
 {
     if (!st)
         return XE_ERR_RUNTIME;
-    char prefix[512], old[XE_STATUS_MSG_MAX];
+    char prefix[512];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(prefix, sizeof prefix, fmt, ap);
     va_end(ap);
-    memcpy(old, st->msg, sizeof old);
-    snprintf(st->msg, sizeof st->msg, "%s%s", prefix, old);
+    size_t np = strlen(prefix), nm = strnlen(st->msg, sizeof st->msg - 1);
+    if (np > sizeof st->msg - 1)
+        np = sizeof st->msg - 1;
+    if (np + nm > sizeof st->msg - 1) /* keep the prefix, cut the tail */
+        nm = sizeof st->msg - 1 - np;
+    memmove(st->msg + np, st->msg, nm);
+    memcpy(st->msg, prefix, np);
+    st->msg[np + nm] = '\0';
     return st->code;
 }
 

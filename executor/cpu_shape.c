@@ -1,0 +1,122 @@
+/*
+ * CPU kernels of the shape ops. reshape is a copy; transpose, slice and
+ * broadcast_to are strided copies through the broadcast iterator (each
+ * gets the input's strides rearranged over the output's dims); concat
+ * copies each input's rows into its column range of the output.
+ */
+#include <string.h>
+
+#include "broadcast.h"
+#include "kernels.h"
+
+typedef struct copy_ctx {
+    const char *src; /* at the first element to read */
+    char *dst;
+    size_t es;       /* element size */
+} copy_ctx;
+
+static void copy_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
+{
+    const copy_ctx *c = ctx;
+    char *d = c->dst + (size_t)out_off * c->es;
+    const char *s = c->src + (size_t)off[0] * c->es;
+    if (step[0] == 1) {
+        memcpy(d, s, (size_t)n * c->es);
+        return;
+    }
+    switch (c->es) {
+    case 1: for (int64_t i = 0; i < n; i++) d[i] = s[i * step[0]]; break;
+    case 2: for (int64_t i = 0; i < n; i++) ((uint16_t *)d)[i] = ((const uint16_t *)s)[i * step[0]]; break;
+    case 4: for (int64_t i = 0; i < n; i++) ((uint32_t *)d)[i] = ((const uint32_t *)s)[i * step[0]]; break;
+    default: for (int64_t i = 0; i < n; i++) ((uint64_t *)d)[i] = ((const uint64_t *)s)[i * step[0]]; break;
+    }
+}
+
+/* Copies out[idx] = in[base + sum idx[d] * strides[d]] over the output's index space. */
+static void strided_copy(const xe_tensor *in, xe_tensor *out, int64_t base, const int64_t *strides)
+{
+    int64_t st[1][XE_MAX_RANK];
+    memcpy(st[0], strides, sizeof(int64_t) * (size_t)out->shape.rank);
+    xe_bcast b;
+    xe_bcast_init_strided(&b, &out->shape, 1, (const int64_t (*)[XE_MAX_RANK])st);
+    size_t es = xe_dtype_size(in->dtype);
+    copy_ctx c = {.src = (const char *)in->data + (size_t)base * es, .dst = out->data, .es = es};
+    xe_bcast_run(&b, copy_row, &c);
+}
+
+xe_code xe_cpu_reshape(const xe_kernel_args *a, xe_status *st)
+{
+    (void)st;
+    if (a->out->nbytes)
+        memcpy(a->out->data, a->in[0]->data, a->out->nbytes);
+    return XE_OK;
+}
+
+xe_code xe_cpu_transpose(const xe_kernel_args *a, xe_status *st)
+{
+    const xe_tensor *x = a->in[0];
+    int perm[XE_MAX_RANK];
+    if (xe_transpose_perm(a->node, x->shape.rank, perm, st) != XE_OK)
+        return st->code;
+    int64_t in_strides[XE_MAX_RANK], strides[XE_MAX_RANK];
+    xe_shape_strides(&x->shape, in_strides);
+    for (int d = 0; d < x->shape.rank; d++)
+        strides[d] = in_strides[perm[d]];
+    strided_copy(x, a->out, 0, strides);
+    return XE_OK;
+}
+
+xe_code xe_cpu_broadcast_to(const xe_kernel_args *a, xe_status *st)
+{
+    (void)st;
+    const xe_shape *shapes[1] = {&a->in[0]->shape};
+    xe_bcast b;
+    xe_bcast_init(&b, &a->out->shape, shapes, 1);
+    size_t es = xe_dtype_size(a->in[0]->dtype);
+    copy_ctx c = {.src = a->in[0]->data, .dst = a->out->data, .es = es};
+    xe_bcast_run(&b, copy_row, &c);
+    return XE_OK;
+}
+
+xe_code xe_cpu_slice(const xe_kernel_args *a, xe_status *st)
+{
+    (void)st;
+    const xe_tensor *x = a->in[0];
+    const xe_attr *begin = xe_node_attr(a->node, "begin"), *end = xe_node_attr(a->node, "end");
+    int64_t strides[XE_MAX_RANK], base = 0;
+    xe_shape_strides(&x->shape, strides);
+    for (int d = 0; d < x->shape.rank; d++) {
+        int64_t lo, hi;
+        xe_slice_bounds(begin->ints[d], end->ints[d], x->shape.dims[d], &lo, &hi);
+        base += lo * strides[d];
+    }
+    strided_copy(x, a->out, base, strides);
+    return XE_OK;
+}
+
+xe_code xe_cpu_concat(const xe_kernel_args *a, xe_status *st)
+{
+    (void)st;
+    const xe_shape *s = &a->out->shape;
+    int64_t axis = xe_node_attr_int(a->node, "axis", 0);
+    if (axis < 0)
+        axis += s->rank;
+    int64_t outer = 1, inner = 1;
+    for (int d = 0; d < axis; d++)
+        outer *= s->dims[d];
+    for (int d = (int)axis + 1; d < s->rank; d++)
+        inner *= s->dims[d];
+    size_t es = xe_dtype_size(a->out->dtype);
+    size_t out_row = (size_t)(s->dims[axis] * inner) * es, col = 0;
+    for (int k = 0; k < a->n_in; k++) {
+        size_t row = (size_t)(a->in[k]->shape.dims[axis] * inner) * es;
+        const char *src = a->in[k]->data;
+        char *dst = (char *)a->out->data + col;
+#pragma omp parallel for if (outer * (int64_t)row >= 262144)
+        for (int64_t o = 0; o < outer; o++)
+            if (row)
+                memcpy(dst + (size_t)o * out_row, src + (size_t)o * row, row);
+        col += row;
+    }
+    return XE_OK;
+}

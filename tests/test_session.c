@@ -1,0 +1,145 @@
+/*
+ * Sessions end to end through the public API: parse, run, feed `?` dims
+ * with several shapes, data-dependent shapes (unique), composite nodes
+ * and `get`, the placement log, and feeding errors.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xlac/xlac.h"
+
+static xe_status st;
+
+static xe_session *session_from(const char *text, const xe_session_options *opt)
+{
+    xe_graph *g = xe_parse_string(text, "s.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_session *s = xe_session_new(g, opt, &st);
+    cr_assert_not_null(s, "%s", st.msg);
+    return s;
+}
+
+static xe_tensor *f32_tensor(int rank, const int64_t *dims, const float *vals)
+{
+    xe_shape sh = xe_shape_make(rank, dims);
+    xe_tensor *t = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
+    cr_assert_not_null(t);
+    if (vals && t->nbytes)
+        memcpy(t->data, vals, t->nbytes);
+    return t;
+}
+
+Test(session, fused_sum_reference)
+{
+    xe_session *s = session_from("xlac.graph v1\n"
+                                 "input x: f32[2,2]\ninput y: f32[2,2]\ninput z: f32[2,2]\n"
+                                 "t0 = mul(y, z)\nt1 = add(x, t0)\n"
+                                 "s = reduce_sum(t1, axes=[0,1], keepdims=false)\noutput s\n",
+                                 NULL);
+    float xv[] = {1, 2, 3, 4}, yv[] = {1, 1, 2, 2}, zv[] = {3, 4, 5, 6};
+    xe_tensor *in[3] = {f32_tensor(2, (int64_t[]){2, 2}, xv), f32_tensor(2, (int64_t[]){2, 2}, yv),
+                        f32_tensor(2, (int64_t[]){2, 2}, zv)};
+    xe_tensor *out[1];
+    cr_assert_eq(xe_session_run(s, in, out, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(out[0]->shape.rank, 0);
+    cr_assert_float_eq(((float *)out[0]->data)[0], 10.0f + 3 + 4 + 10 + 12, 1e-6);
+    xe_tensor_release(out[0]);
+    for (int i = 0; i < 3; i++)
+        xe_tensor_release(in[i]);
+    xe_session_destroy(s);
+}
+
+Test(session, unknown_dims_take_each_fed_shape)
+{
+    xe_session *s = session_from("xlac.graph v1\ninput x: f32[?,2]\n"
+                                 "y = reduce_sum(x, axes=[1])\noutput y\n", NULL);
+    for (int rows = 1; rows <= 3; rows++) {
+        float v[6] = {1, 2, 3, 4, 5, 6};
+        xe_tensor *in = f32_tensor(2, (int64_t[]){rows, 2}, v), *out;
+        cr_assert_eq(xe_session_run(s, &in, &out, &st), XE_OK, "%s", st.msg);
+        cr_assert_eq(out->shape.dims[0], rows);
+        cr_assert_float_eq(((float *)out->data)[rows - 1], v[2 * rows - 2] + v[2 * rows - 1], 0);
+        xe_tensor_release(in);
+        xe_tensor_release(out);
+    }
+    xe_session_destroy(s);
+}
+
+Test(session, feed_errors_name_the_input)
+{
+    xe_session *s = session_from("xlac.graph v1\ninput x: f32[?,2]\ny = neg(x)\noutput y\n", NULL);
+    float v[3] = {1, 2, 3};
+    xe_tensor *in = f32_tensor(1, (int64_t[]){3}, v), *out = NULL;
+    cr_assert_neq(xe_session_run(s, &in, &out, &st), XE_OK);
+    cr_assert(strstr(st.msg, "input x: expected f32[?,2], got f32[3]"), "%s", st.msg);
+    xe_tensor_release(in);
+    xe_session_destroy(s);
+}
+
+Test(session, unique_output_length_depends_on_data)
+{
+    xe_session *s = session_from("xlac.graph v1\ninput x: f32[6]\nu = unique(x)\n"
+                                 "d = mul(u, u)\noutput d\n", NULL);
+    float v[6] = {3, 1, 3, 2, 1, 3};
+    xe_tensor *in = f32_tensor(1, (int64_t[]){6}, v), *out;
+    cr_assert_eq(xe_session_run(s, &in, &out, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(out->shape.dims[0], 3);
+    float *o = out->data;
+    cr_assert(o[0] == 1 && o[1] == 4 && o[2] == 9);
+    xe_tensor_release(in);
+    xe_tensor_release(out);
+    xe_session_destroy(s);
+}
+
+Test(session, composite_body_runs_op_by_op_and_get_picks_outputs)
+{
+    xe_session *s = session_from("xlac.graph v1\ninput x: f32[3]\n"
+                                 "c = call(x) {\n  input a: f32[3]\n  b = neg(a)\n  e = add(a, b)\n"
+                                 "  output e\n  output b\n}\n"
+                                 "n = get(c, index=1)\nz = get(c, index=0)\noutput n\noutput z\n",
+                                 NULL);
+    float v[3] = {1, -2, 3};
+    xe_tensor *in = f32_tensor(1, (int64_t[]){3}, v), *out[2];
+    cr_assert_eq(xe_session_run(s, &in, out, &st), XE_OK, "%s", st.msg);
+    for (int i = 0; i < 3; i++) {
+        cr_assert_eq(((float *)out[0]->data)[i], -v[i]);
+        cr_assert_eq(((float *)out[1]->data)[i], 0.0f);
+    }
+    xe_tensor_release(in);
+    xe_tensor_release(out[0]);
+    xe_tensor_release(out[1]);
+    xe_session_destroy(s);
+}
+
+Test(session, placement_log_lists_every_executed_op)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&buf, &len);
+    xe_session_options opt = {.place = XE_PLACE_CPU, .log_placement = true, .log = log};
+    xe_session *s = session_from("xlac.graph v1\ninput x: f32[2]\na = exp(x)\nb = neg(a)\n"
+                                 "output b\n", &opt);
+    float v[2] = {0, 1};
+    xe_tensor *in = f32_tensor(1, (int64_t[]){2}, v), *out;
+    cr_assert_eq(xe_session_run(s, &in, &out, &st), XE_OK, "%s", st.msg);
+    fclose(log);
+    cr_assert_str_eq(buf, "placement: a exp CPU:0\nplacement: b neg CPU:0\n");
+    free(buf);
+    xe_tensor_release(in);
+    xe_tensor_release(out);
+    xe_session_destroy(s);
+}
+
+Test(session, runtime_errors_name_the_node)
+{
+    xe_session *s = session_from("xlac.graph v1\ninput x: f32[?,0]\n"
+                                 "m = reduce_max(x, axes=[1])\noutput m\n", NULL);
+    xe_tensor *in = f32_tensor(2, (int64_t[]){2, 0}, NULL), *out = NULL;
+    cr_assert_neq(xe_session_run(s, &in, &out, &st), XE_OK);
+    cr_assert(strstr(st.msg, "s.xg:3:") && strstr(st.msg, "node m (reduce_max)"), "%s", st.msg);
+    xe_tensor_release(in);
+    xe_session_destroy(s);
+}
