@@ -1,11 +1,83 @@
 /*
  * Tensors: allocation on a device, reference counting, copies between
  * devices. Host buffers are 64-byte aligned so kernels can use wide loads.
+ *
+ * Large host buffers are recycled: an op-by-op run allocates and frees the
+ * same sizes every iteration, and handing fresh pages to each op would
+ * cost a page fault per 4 KiB (the memory system's time, not the op's).
+ * Freed buffers of 64 KiB or more wait in a small cache keyed by size.
  */
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "xlac/tensor.h"
+
+#define CACHE_SLOTS 64
+#define CACHE_MIN_BYTES ((size_t)64 << 10)
+#define CACHE_MAX_BYTES ((size_t)4 << 30)
+
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    size_t bytes;
+    struct {
+        void *p;
+        size_t size;
+    } slot[CACHE_SLOTS];
+} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *host_alloc(size_t bytes)
+{
+    size_t size = (bytes + 63) / 64 * 64;
+#ifndef XLAC_SANITIZE
+    if (size >= CACHE_MIN_BYTES) {
+        pthread_mutex_lock(&cache.lock);
+        for (int i = cache.n - 1; i >= 0; i--) {
+            if (cache.slot[i].size == size) {
+                void *p = cache.slot[i].p;
+                cache.slot[i] = cache.slot[--cache.n];
+                cache.bytes -= size;
+                pthread_mutex_unlock(&cache.lock);
+                return p;
+            }
+        }
+        pthread_mutex_unlock(&cache.lock);
+    }
+#endif
+    return aligned_alloc(64, size);
+}
+
+static void host_free(void *p, size_t bytes)
+{
+    size_t size = (bytes + 63) / 64 * 64;
+#ifndef XLAC_SANITIZE
+    if (p && size >= CACHE_MIN_BYTES) {
+        pthread_mutex_lock(&cache.lock);
+        if (cache.n == CACHE_SLOTS || cache.bytes + size > CACHE_MAX_BYTES) { /* evict the oldest */
+            free(cache.slot[0].p);
+            cache.bytes -= cache.slot[0].size;
+            cache.slot[0] = cache.slot[--cache.n];
+        }
+        if (cache.bytes + size <= CACHE_MAX_BYTES) {
+            cache.slot[cache.n].p = p;
+            cache.slot[cache.n++].size = size;
+            cache.bytes += size;
+            p = NULL;
+        }
+        pthread_mutex_unlock(&cache.lock);
+    }
+#endif
+    free(p);
+}
+
+__attribute__((destructor)) static void cache_drain(void)
+{
+    for (int i = 0; i < cache.n; i++)
+        free(cache.slot[i].p);
+    cache.n = 0;
+    cache.bytes = 0;
+}
 
 static xe_tensor *tensor_header(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_status *st)
 {
@@ -35,7 +107,7 @@ xe_tensor *xe_tensor_new(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_s
     if (dev == XE_DEV_GPU) {
         t->data = xe_gpu_alloc(bytes, st);
     } else {
-        t->data = aligned_alloc(64, (bytes + 63) / 64 * 64);
+        t->data = host_alloc(bytes);
         if (!t->data)
             xe_fail(st, XE_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
     }
@@ -72,7 +144,7 @@ void xe_tensor_release(xe_tensor *t)
         if (t->device == XE_DEV_GPU)
             xe_gpu_free(t->data);
         else
-            free(t->data);
+            host_free(t->data, t->nbytes ? t->nbytes : 1);
     }
     free(t);
 }

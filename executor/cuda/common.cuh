@@ -22,6 +22,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
+#include <string.h>
+
+#include <type_traits>
 
 extern "C" {
 #include "broadcast.h"
@@ -162,10 +165,11 @@ __device__ __forceinline__ void xk_offsets(const xk_map &m, I i, int64_t *off)
     }
 }
 
-/* True when 32-bit index arithmetic is enough for n elements. */
+/* True when 32-bit unsigned index arithmetic is enough for a grid-stride
+   loop over n elements (i + stride never wraps below 2^32). */
 static inline bool xk_small(int64_t n)
 {
-    return n <= (int64_t)UINT32_MAX;
+    return n <= (int64_t)INT32_MAX;
 }
 
 /* ---- warp and block reductions ---------------------------------------------------- */
