@@ -32,6 +32,7 @@ typedef struct xg_options {
     const char *cache_dir;        /* --cache_dir (default $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
     const char *dump_dir;         /* XLAC_DUMP_TO, NULL: no dumps */
     bool level2;                  /* XLAC_AUTO_JIT=2: matmul is compilable */
+    const char *cc;               /* C compiler: $CC when set, else "cc" (read once by xg_options_default) */
 } xg_options;
 
 void xg_options_default(xg_options *o);

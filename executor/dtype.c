@@ -1,12 +1,13 @@
 /*
  * Element types and shapes: names, sizes, f16 conversion, broadcasting.
- * The f16 conversions are exact bit manipulations (round to nearest even),
- * so CPU kernels, tests and .npy files agree on every value.
+ * The f16 conversions live in scalar.h (shared with the GPU kernels and the
+ * generated code) and round to nearest even, so every path agrees.
  */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "scalar.h"
 #include "xlac/dtype.h"
 
 static const struct {
@@ -50,48 +51,12 @@ bool xe_dtype_is_int(xe_dtype dt)
 
 float xe_f16_to_f32(xe_f16 h)
 {
-    uint32_t sign = (uint32_t)(h & 0x8000) << 16;
-    uint32_t exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
-    if (exp == 0x1f) {
-        bits = sign | 0x7f800000u | (man << 13); /* inf or nan */
-    } else if (exp != 0) {
-        bits = sign | ((exp + 112) << 23) | (man << 13);
-    } else if (man == 0) {
-        bits = sign;
-    } else { /* subnormal: normalise */
-        int e = -1;
-        do {
-            man <<= 1;
-            e++;
-        } while (!(man & 0x400));
-        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
-    }
-    float f;
-    memcpy(&f, &bits, sizeof f);
-    return f;
+    return xe_h2f(h);
 }
 
 xe_f16 xe_f32_to_f16(float f)
 {
-    uint32_t x;
-    memcpy(&x, &f, sizeof x);
-    uint32_t sign = (x >> 16) & 0x8000;
-    uint32_t absx = x & 0x7fffffffu;
-    if (absx >= 0x7f800000u) /* inf or nan (keep nan quiet) */
-        return (xe_f16)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 | ((absx >> 13) & 0x3ff) : 0));
-    if (absx >= 0x477ff000u) /* rounds to >= 65520: overflow */
-        return (xe_f16)(sign | 0x7c00);
-    if (absx < 0x33000001u) /* below half the smallest subnormal */
-        return (xe_f16)sign;
-    int32_t exp = (int32_t)(absx >> 23) - 127 + 15;
-    uint32_t man = (absx & 0x7fffff) | 0x800000;
-    int shift = exp > 0 ? 13 : 14 - exp;
-    uint32_t half = man >> shift;
-    uint32_t rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
-    if (rem > mid || (rem == mid && (half & 1)))
-        half++;
-    uint32_t bits = exp > 0 ? ((uint32_t)exp << 10) + (half - 0x400) : half;
-    return (xe_f16)(sign | bits);
+    return xe_f2h(f);
 }
 
 double xe_load_f64(const void *buf, xe_dtype dt, int64_t i)

@@ -30,10 +30,6 @@ xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type 
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 
-/* Helpers shared by shape functions and kernels (infer_structured.c). */
-xe_code xe_transpose_perm(const xe_node *n, int rank, int *perm, xe_status *st);
-void xe_slice_bounds(int64_t begin, int64_t end, int64_t n, int64_t *b, int64_t *e);
-
 /* Per-op kernels: one list, expanded for each device prefix. */
 #define XE_KERNEL_LIST(K) \
     K(const)              \

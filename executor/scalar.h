@@ -23,6 +23,55 @@
 #include <stdint.h>
 #endif
 
+/* IEEE binary16 <-> binary32, round to nearest even (the bits of f16 tensors). */
+XE_HOSTDEV static inline float xe_h2f(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000) << 16, exp = (h >> 10) & 0x1f, man = h & 0x3ff, bits;
+    if (exp == 0x1f) {
+        bits = sign | 0x7f800000u | (man << 13);
+    } else if (exp != 0) {
+        bits = sign | ((exp + 112) << 23) | (man << 13);
+    } else if (man == 0) {
+        bits = sign;
+    } else {
+        int e = -1;
+        do {
+            man <<= 1;
+            e++;
+        } while (!(man & 0x400));
+        bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
+    }
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    v.u = bits;
+    return v.f;
+}
+
+XE_HOSTDEV static inline uint16_t xe_f2h(float f)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    v.f = f;
+    uint32_t x = v.u, sign = (x >> 16) & 0x8000, absx = x & 0x7fffffffu;
+    if (absx >= 0x7f800000u)
+        return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 | ((absx >> 13) & 0x3ff) : 0));
+    if (absx >= 0x477ff000u)
+        return (uint16_t)(sign | 0x7c00);
+    if (absx < 0x33000001u)
+        return (uint16_t)sign;
+    int32_t exp = (int32_t)(absx >> 23) - 127 + 15;
+    uint32_t man = (absx & 0x7fffff) | 0x800000;
+    int shift = exp > 0 ? 13 : 14 - exp;
+    uint32_t half = man >> shift, rem = man & ((1u << shift) - 1), mid = 1u << (shift - 1);
+    if (rem > mid || (rem == mid && (half & 1)))
+        half++;
+    return (uint16_t)(sign | (exp > 0 ? ((uint32_t)exp << 10) + (half - 0x400) : half));
+}
+
 /* numpy floor division on integers; x // 0 is 0 (numpy warns and gives 0). */
 XE_HOSTDEV static inline int64_t xe_floordiv_i64(int64_t a, int64_t b)
 {

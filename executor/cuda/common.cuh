@@ -55,7 +55,7 @@ static inline xe_code xk_check(cudaError_t e, const xe_kernel_args *a, const cha
 {
     if (e == cudaSuccess)
         return XE_OK;
-    cudaGetLastError(); /* clear a sticky-free error so later calls start clean */
+    cudaGetLastError(); /* clear a non-sticky error so that later calls start clean */
     return xe_fail(st, XE_ERR_DEVICE, "node %s (%s): %s: %s", a->node ? a->node->name : "?",
                    a->node ? xe_op_name(a->node->op) : "?", what, cudaGetErrorString(e));
 }

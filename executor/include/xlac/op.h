@@ -87,6 +87,11 @@ typedef struct xe_op_def {
     const char *device_prefix;        /* composite ops: "XLA_" in placement logs */
 } xe_op_def;
 
+/* transpose's permutation of a node (default: reversed axes), validated. */
+xe_code xe_transpose_perm(const xe_node *n, int rank, int *perm, xe_status *st);
+/* slice's bounds along one dim of size n, Python semantics: [*b, *e). */
+void xe_slice_bounds(int64_t begin, int64_t end, int64_t n, int64_t *b, int64_t *e);
+
 /* Definition of an op id; NULL if out of range. */
 const xe_op_def *xe_op_get(int op);
 /* Id of an op by name, -1 if unknown. */

@@ -1,0 +1,43 @@
+/*
+ * Ahead-of-time compilation (xlac-compile): a cluster at its declared
+ * input shapes, for a named target, without running it and without a GPU.
+ * Writes the dump files (source, plan, log, PTX) and the binary
+ * (CLUSTER.so or CLUSTER.cubin) into the output folder.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include "compile.h"
+#include "xg_impl.h"
+
+xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target, int arch,
+                         const char *out_dir, const xg_options *o, xe_status *st)
+{
+    xe_type *types = calloc((size_t)body->n_inputs + 1, sizeof *types);
+    if (!types)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < body->n_inputs; k++) {
+        types[k] = body->nodes[body->inputs[k]]->type;
+        if (!xe_shape_is_known(&types[k].shape)) {
+            free(types);
+            return xe_fail(st, XE_ERR_USAGE, "%s: input %d has unknown dims; ahead-of-time compilation needs "
+                                             "declared shapes", cluster_name, k);
+        }
+    }
+    xg_options opt = *o;
+    opt.dump_dir = out_dir;
+    xg_artifact *a = NULL;
+    mkdir(out_dir, 0755);
+    xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
+    free(types);
+    if (c == XE_OK)
+        c = xg_dump_artifact(a, out_dir, cluster_name, NULL, st);
+    if (c == XE_OK) {
+        char path[4096];
+        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, target == XG_TARGET_CUDA ? "cubin" : "so");
+        c = xg_write_file(path, a->code, a->code_len, st);
+    }
+    xg_artifact_destroy(a);
+    return c;
+}

@@ -1,0 +1,107 @@
+/*
+ * From a cluster to an artifact: plan, emit, compile. Also the compiler
+ * identity that goes into cache keys, and the dump files of XLAC_DUMP_TO.
+ */
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "compile.h"
+#include "plan.h"
+#include "xg_impl.h"
+
+void xg_artifact_destroy(xg_artifact *a)
+{
+    if (!a)
+        return;
+    free(a->code);
+    free(a->meta);
+    free(a->source);
+    free(a->plan_text);
+    free(a->log);
+    free(a->ptx);
+    free(a);
+}
+
+const char *xg_compiler_id(xg_target target)
+{
+    xg_options o;
+    xg_options_default(&o);
+    return target == XG_TARGET_CUDA ? xg_nvrtc_version() : xg_cc_version(o.cc);
+}
+
+static xe_code compile_source(xg_artifact *a, const xg_options *o, xe_status *st)
+{
+    if (a->target == XG_TARGET_C)
+        return xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
+    bool is_ptx = false;
+    xe_code c = xg_nvrtc_compile(a->source, a->arch, o->fast_math, &a->code, &a->code_len, &is_ptx, &a->log, st);
+    if (c == XE_OK && o->dump_dir)
+        a->ptx = is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
+    return c;
+}
+
+xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_generic, xg_target target, int arch,
+                 const xg_options *o, xg_artifact **out, xe_status *st)
+{
+    xg_plan *p = NULL;
+    xg_artifact *a = calloc(1, sizeof *a);
+    if (!a)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    a->target = target;
+    a->arch = target == XG_TARGET_CUDA ? arch : 0;
+    a->shape_generic = shape_generic;
+    xe_code c = xg_plan_build(body, in_types, shape_generic, &p, st);
+    if (c == XE_OK && !(a->source = xg_emit_program(p, target, st)))
+        c = st->code;
+    if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, NULL)) || !(a->meta = strdup(a->plan_text))))
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK)
+        c = compile_source(a, o, st);
+    xg_plan_destroy(p);
+    if (c != XE_OK) {
+        xg_artifact_destroy(a);
+        return c;
+    }
+    *out = a;
+    return XE_OK;
+}
+
+static atomic_int module_counter;
+
+static xe_code dump_one(const char *dir, int id, const char *cluster, const char *ext, const void *data,
+                        size_t len, xe_status *st)
+{
+    if (!data)
+        return XE_OK;
+    char path[1024];
+    snprintf(path, sizeof path, "%s/module_%04d.%s.%s", dir, id, cluster, ext);
+    return xg_write_file(path, data, len, st);
+}
+
+xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *cluster_name, const char *cache_key,
+                         xe_status *st)
+{
+    mkdir(dir, 0755);
+    int id = atomic_fetch_add(&module_counter, 1);
+    char *plan = NULL;
+    size_t n = (a->plan_text ? strlen(a->plan_text) : 0) + (cache_key ? strlen(cache_key) : 0) + 256;
+    if (!(plan = malloc(n)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    char target[32];
+    snprintf(target, sizeof target, a->target == XG_TARGET_CUDA ? "cuda sm_%d" : "c", a->arch);
+    snprintf(plan, n, "cluster: %s\ntarget: %s\ncache key: %s\n%s", cluster_name, target,
+             cache_key ? cache_key : "-", a->plan_text ? a->plan_text : "");
+    const char *src_ext = a->target == XG_TARGET_CUDA ? "cu" : "c";
+    xe_code c = dump_one(dir, id, cluster_name, src_ext, a->source, a->source ? strlen(a->source) : 0, st);
+    if (c == XE_OK)
+        c = dump_one(dir, id, cluster_name, "plan.txt", plan, strlen(plan), st);
+    if (c == XE_OK)
+        c = dump_one(dir, id, cluster_name, "log", a->log ? a->log : "", a->log ? strlen(a->log) : 0, st);
+    if (c == XE_OK && a->ptx)
+        c = dump_one(dir, id, cluster_name, "ptx", a->ptx, strlen(a->ptx), st);
+    free(plan);
+    return c;
+}

@@ -1,0 +1,515 @@
+/*
+ * The compilation cache and the cluster runtime (xg_run_cluster).
+ *
+ * A cluster is identified by its fingerprint: a hash of its canonical text
+ * (ops, attributes, dtypes, wiring; not names or annotations). A signature
+ * key adds the concrete input types, the device and architecture, the
+ * flags that change generated code, the compiler's identity and a format
+ * version. Keys map to loaded programs in memory (uthash, one mutex, never
+ * held while compiling) and to files on disk (cache_disk.c).
+ *
+ * Policy per cluster, in order:
+ *   1. a signature seen fewer than compile_threshold times runs per op;
+ *   2. after dynamic_after signatures of one shape pattern (ranks and which
+ *      dims are 1), one shape-generic program serves every further shape;
+ *   3. past max_compiles_per_cluster compiles the cluster runs per op;
+ *   4. a failed compile warns once per signature and runs per op (under
+ *      must-compile it is an error).
+ */
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <uthash.h>
+#include <xxhash.h>
+
+#include "cache_impl.h"
+#include "compile.h"
+#include "xlac/op.h"
+
+#define KEY_VERSION "xlac-cache-v1"
+
+typedef struct entry {
+    char *key;
+    xg_program *prog;     /* loaded program, NULL until compiled */
+    int seen;             /* times this signature was asked for */
+    bool failed, compiling;
+    UT_hash_handle hh;
+} entry;
+
+typedef struct cluster_state {
+    char fp[40];          /* key: fingerprint */
+    int compiles;
+    int n_patterns;
+    char patterns[16][512];
+    int pattern_sigs[16]; /* signatures seen per pattern */
+    bool stopped_warned;
+    UT_hash_handle hh;
+} cluster_state;
+
+struct xg_cache {
+    xg_options o;
+    char *cache_dir;      /* owned copy of o.cache_dir */
+    char *dump_dir;       /* owned copy of o.dump_dir */
+    xg_disk disk;
+    pthread_mutex_t lock;
+    entry *entries;
+    cluster_state *clusters;
+    xg_stats stats;
+    int async_running;
+    pthread_cond_t async_done;
+};
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+/* ---- fingerprints and keys ----------------------------------------------------------- */
+
+static void attr_text(xg_text *t, const xe_attr *a)
+{
+    xg_text_add(t, " %s=", a->name);
+    switch (a->kind) {
+    case XE_ATTR_INT:
+    case XE_ATTR_BOOL: xg_text_add(t, "%lld", (long long)a->i); break;
+    case XE_ATTR_FLOAT: xg_text_add(t, "%a", a->f); break;
+    case XE_ATTR_STRING: xg_text_add(t, "\"%s\"", a->s); break;
+    case XE_ATTR_DTYPE: xg_text_add(t, "%s", xe_dtype_name(a->dtype)); break;
+    case XE_ATTR_INTS:
+        for (int k = 0; k < a->n; k++)
+            xg_text_add(t, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
+        xg_text_add(t, "]");
+        break;
+    case XE_ATTR_FLOATS:
+        for (int k = 0; k < a->n; k++)
+            xg_text_add(t, "%s%a", k ? "," : "[", a->floats[k]);
+        xg_text_add(t, "]");
+        break;
+    }
+}
+
+/* Canonical text of a body: node k is "%k", inputs by position, annotations left out. */
+static void canonical_text(xg_text *t, const xe_graph *b)
+{
+    for (int i = 0; i < b->n_nodes; i++) {
+        const xe_node *n = b->nodes[i];
+        char ty[128];
+        xg_text_add(t, "%%%d=%s(", i, xe_op_name(n->op));
+        for (int k = 0; k < n->n_inputs; k++)
+            xg_text_add(t, "%s%%%d", k ? "," : "", n->inputs[k]);
+        xg_text_add(t, ")");
+        if (n->op == XE_OP_INPUT)
+            xg_text_add(t, ":%s", xe_type_str(&n->type, ty, sizeof ty));
+        for (int k = 0; k < n->n_attrs; k++)
+            if (n->attrs[k].name[0] != '@')
+                attr_text(t, &n->attrs[k]);
+        if (n->value) {
+            XXH128_hash_t h = XXH3_128bits(n->value->data, n->value->nbytes);
+            xg_text_add(t, " value=%s:%016llx%016llx", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
+                        (unsigned long long)h.high64, (unsigned long long)h.low64);
+        }
+        xg_text_add(t, "\n");
+    }
+    for (int i = 0; i < b->n_outputs; i++)
+        xg_text_add(t, "out %%%d\n", b->outputs[i]);
+}
+
+void xg_fingerprint(const xe_graph *body, char out[40])
+{
+    xg_text t = {0};
+    canonical_text(&t, body);
+    XXH128_hash_t h = XXH3_128bits(t.buf ? t.buf : "", t.len);
+    snprintf(out, 40, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+    free(t.buf);
+}
+
+/* Shape pattern: ranks and which dims are 1 (what a shape-generic program depends on). */
+static void shape_pattern(xe_tensor *const *in, int n, char *buf, size_t len)
+{
+    size_t u = 0;
+    buf[0] = '\0';
+    for (int k = 0; k < n && u + 16 < len; k++) {
+        u += (size_t)snprintf(buf + u, len - u, "%s%s:", k ? ";" : "", xe_dtype_name(in[k]->dtype));
+        for (int d = 0; d < in[k]->shape.rank && u + 2 < len; d++)
+            buf[u++] = in[k]->shape.dims[d] == 1 ? '1' : 'n';
+        buf[u] = '\0';
+    }
+}
+
+static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, bool generic,
+                          xg_target target, int arch, xg_text *key)
+{
+    xg_text_add(key, "%s|%s|", KEY_VERSION, fp);
+    if (generic) {
+        char pat[512];
+        shape_pattern(in, n, pat, sizeof pat);
+        xg_text_add(key, "generic:%s", pat);
+    } else {
+        for (int k = 0; k < n; k++) {
+            char ty[128];
+            xg_text_add(key, "%s%s", k ? ";" : "", xe_type_str(&(xe_type){in[k]->dtype, in[k]->shape}, ty, sizeof ty));
+        }
+    }
+    xg_text_add(key, "|%s|arch=%d|fast_math=%d|%s", target == XG_TARGET_CUDA ? "cuda" : "c", arch,
+                c->o.fast_math, xg_compiler_id(target));
+}
+
+/* ---- the cache --------------------------------------------------------------------- */
+
+xg_cache *xg_cache_new(const xg_options *o, xe_status *st)
+{
+    xg_cache *c = calloc(1, sizeof *c);
+    if (!c) {
+        xe_fail(st, XE_ERR_NOMEM, "out of memory creating the compilation cache");
+        return NULL;
+    }
+    c->o = *o;
+    c->cache_dir = o->cache_dir ? strdup(o->cache_dir) : NULL;
+    c->dump_dir = o->dump_dir ? strdup(o->dump_dir) : NULL;
+    c->o.cache_dir = c->cache_dir;
+    c->o.dump_dir = c->dump_dir;
+    if (c->o.compile_threshold < 1)
+        c->o.compile_threshold = 1;
+    pthread_mutex_init(&c->lock, NULL);
+    pthread_cond_init(&c->async_done, NULL);
+    if (c->o.disk_cache)
+        xg_disk_open(&c->disk, c->o.cache_dir);
+    return c;
+}
+
+void xg_cache_destroy(xg_cache *c)
+{
+    if (!c)
+        return;
+    pthread_mutex_lock(&c->lock);
+    while (c->async_running > 0) /* background compiles finish first */
+        pthread_cond_wait(&c->async_done, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+    entry *e, *t;
+    HASH_ITER(hh, c->entries, e, t) {
+        HASH_DEL(c->entries, e);
+        xg_program_destroy(e->prog);
+        free(e->key);
+        free(e);
+    }
+    cluster_state *s, *u;
+    HASH_ITER(hh, c->clusters, s, u) {
+        HASH_DEL(c->clusters, s);
+        free(s);
+    }
+    xg_disk_close(&c->disk);
+    pthread_mutex_destroy(&c->lock);
+    pthread_cond_destroy(&c->async_done);
+    free(c->cache_dir);
+    free(c->dump_dir);
+    free(c);
+}
+
+void xg_cache_stats(xg_cache *c, xg_stats *out)
+{
+    pthread_mutex_lock(&c->lock);
+    *out = c->stats;
+    pthread_mutex_unlock(&c->lock);
+}
+
+static entry *entry_get(xg_cache *c, const char *key)
+{
+    entry *e = NULL;
+    HASH_FIND_STR(c->entries, key, e);
+    if (e)
+        return e;
+    if (!(e = calloc(1, sizeof *e)) || !(e->key = strdup(key))) {
+        free(e);
+        return NULL;
+    }
+    HASH_ADD_KEYPTR(hh, c->entries, e->key, strlen(e->key), e);
+    return e;
+}
+
+static cluster_state *cluster_get(xg_cache *c, const char *fp)
+{
+    cluster_state *s = NULL;
+    HASH_FIND_STR(c->clusters, fp, s);
+    if (s || !(s = calloc(1, sizeof *s)))
+        return s;
+    snprintf(s->fp, sizeof s->fp, "%s", fp);
+    HASH_ADD_STR(c->clusters, fp, s);
+    return s;
+}
+
+/* Counts a new signature under its shape pattern; true when the pattern has gone generic. */
+static bool pattern_is_dynamic(const xg_cache *c, cluster_state *s, const char *pattern, bool new_signature)
+{
+    int k = 0;
+    while (k < s->n_patterns && strcmp(s->patterns[k], pattern))
+        k++;
+    if (k == s->n_patterns && k < 16) {
+        snprintf(s->patterns[k], sizeof s->patterns[k], "%s", pattern);
+        s->pattern_sigs[k] = 0;
+        s->n_patterns++;
+    }
+    if (k == 16)
+        return true;
+    if (new_signature)
+        s->pattern_sigs[k]++;
+    return s->pattern_sigs[k] > c->o.dynamic_after;
+}
+
+/* ---- compiling ------------------------------------------------------------------------- */
+
+typedef struct job {
+    xg_cache *c;
+    char *key, *name;
+    xe_graph *body;   /* owned clone */
+    xe_type *types;
+    int n_in;
+    bool generic;
+    xg_target target;
+    int arch;
+} job;
+
+static void job_free(job *j)
+{
+    free(j->key);
+    free(j->name);
+    xe_graph_destroy(j->body);
+    free(j->types);
+    free(j);
+}
+
+/* Disk hit, or build (and store); then load. Runs without the lock. */
+static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
+{
+    xg_artifact *a = NULL;
+    double t0 = now_ms();
+    *disk_hit = xg_disk_load(&j->c->disk, j->key, j->target, &a);
+    xe_code code = XE_OK;
+    if (*disk_hit) {
+        a->shape_generic = j->generic;
+        if (xg_program_load(a, j->body, j->types, prog, st) != XE_OK) { /* stale: rebuild */
+            xg_artifact_destroy(a);
+            a = NULL;
+            *disk_hit = false;
+            xe_status_clear(st);
+        }
+    }
+    if (!*disk_hit) {
+        code = xg_build(j->body, j->types, j->generic, j->target, j->arch, &j->c->o, &a, st);
+        if (code == XE_OK && j->c->o.dump_dir) {
+            xe_status ds;
+            if (xg_dump_artifact(a, j->c->o.dump_dir, j->name, j->key, &ds) != XE_OK)
+                fprintf(stderr, "xlac: warning: dump failed: %s\n", ds.msg);
+        }
+        if (code == XE_OK)
+            code = xg_program_load(a, j->body, j->types, prog, st);
+        if (code == XE_OK)
+            xg_disk_store(&j->c->disk, j->key, a);
+    }
+    *ms = now_ms() - t0;
+    xg_artifact_destroy(a);
+    return code;
+}
+
+/* Records a finished compile under the lock; warns once on failure. */
+static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, double ms, const xe_status *st)
+{
+    xg_cache *c = j->c;
+    pthread_mutex_lock(&c->lock);
+    entry *e = entry_get(c, j->key);
+    cluster_state *s = NULL;
+    char fp[40];
+    xg_fingerprint(j->body, fp);
+    s = cluster_get(c, fp);
+    if (e) {
+        e->compiling = false;
+        e->prog = prog;
+        e->failed = code != XE_OK;
+    }
+    if (code != XE_OK) {
+        c->stats.fallbacks++;
+        char first[400];
+        xg_first_line(st->msg, first, sizeof first);
+        fprintf(stderr, "xlac: warning: %s failed to compile (%s); running it op by op\n", j->name, first);
+    } else if (disk_hit) {
+        c->stats.disk_hits++;
+    } else {
+        c->stats.compiles++;
+        c->stats.compile_ms += ms;
+        if (s)
+            s->compiles++;
+    }
+    if (!e)
+        xg_program_destroy(prog);
+    pthread_mutex_unlock(&c->lock);
+}
+
+static void *async_main(void *arg)
+{
+    job *j = arg;
+    xg_program *prog = NULL;
+    bool disk = false;
+    double ms = 0;
+    xe_status st;
+    xe_status_clear(&st);
+    xe_code code = compile_job(j, &prog, &disk, &ms, &st);
+    finish_job(j, code, prog, disk, ms, &st);
+    xg_cache *c = j->c;
+    job_free(j);
+    pthread_mutex_lock(&c->lock);
+    c->async_running--;
+    pthread_cond_broadcast(&c->async_done);
+    pthread_mutex_unlock(&c->lock);
+    return NULL;
+}
+
+static job *job_new(xg_cache *c, const char *key, const char *name, const xe_graph *body, xe_tensor *const *in,
+                    bool generic, xg_target target, int arch, xe_status *st)
+{
+    job *j = calloc(1, sizeof *j);
+    if (!j)
+        return NULL;
+    j->c = c;
+    j->key = strdup(key);
+    j->name = strdup(name);
+    j->body = xe_graph_clone(body, st);
+    j->n_in = body->n_inputs;
+    j->types = calloc((size_t)j->n_in + 1, sizeof *j->types);
+    j->generic = generic;
+    j->target = target;
+    j->arch = arch;
+    if (!j->key || !j->name || !j->body || !j->types) {
+        job_free(j);
+        return NULL;
+    }
+    for (int k = 0; k < j->n_in; k++)
+        j->types[k] = (xe_type){in[k]->dtype, in[k]->shape};
+    return j;
+}
+
+/* ---- the runtime ------------------------------------------------------------------------ */
+
+typedef enum decision {
+    RUN,      /* e->prog is ready */
+    FALLBACK, /* run per op this time */
+    COMPILE,  /* this thread compiles (e->compiling set) */
+} decision;
+
+static decision decide(xg_cache *c, const char *fp, const char *name, xe_tensor *const *in, int n,
+                       xg_target target, int arch, bool must, xg_text *key, entry **out)
+{
+    cluster_state *s = cluster_get(c, fp);
+    signature_key(c, fp, in, n, false, target, arch, key);
+    entry *e = entry_get(c, key->buf);
+    if (!s || !e)
+        return FALLBACK;
+    bool new_sig = e->seen == 0;
+    e->seen++;
+    char pat[512];
+    shape_pattern(in, n, pat, sizeof pat);
+    if (!e->prog && !e->failed && !e->compiling && pattern_is_dynamic(c, s, pat, new_sig)) {
+        key->len = 0; /* this shape joins the pattern's shape-generic program */
+        signature_key(c, fp, in, n, true, target, arch, key);
+        int seen = e->seen;
+        if (!(e = entry_get(c, key->buf)))
+            return FALLBACK;
+        if (e->seen < seen)
+            e->seen = seen;
+    }
+    *out = e;
+    if (e->prog)
+        return RUN;
+    if (e->failed || e->compiling)
+        return FALLBACK;
+    if (e->seen < c->o.compile_threshold && !must)
+        return FALLBACK;
+    if (s->compiles >= c->o.max_compiles_per_cluster && !must) {
+        if (!s->stopped_warned)
+            fprintf(stderr, "xlac: warning: %s compiled %d times; it now runs op by op "
+                            "(raise --max_compiles_per_cluster)\n", name, s->compiles);
+        s->stopped_warned = true;
+        return FALLBACK;
+    }
+    e->compiling = true;
+    return COMPILE;
+}
+
+xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *cluster_name, xe_device dev,
+                       xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
+                       xe_status *st)
+{
+    xg_target target = dev == XE_DEV_GPU ? XG_TARGET_CUDA : XG_TARGET_C;
+    int arch = target == XG_TARGET_CUDA ? xe_gpu_arch() : 0;
+    char fp[40];
+    xg_fingerprint(body, fp);
+    xg_text key = {0};
+    entry *e = NULL;
+    *outcome = XG_FALLBACK;
+    pthread_mutex_lock(&c->lock);
+    decision d = decide(c, fp, cluster_name, inputs, body->n_inputs, target, arch, must_compile, &key, &e);
+    bool generic = key.buf && strstr(key.buf, "|generic:") != NULL;
+    xg_program *prog = d == RUN ? e->prog : NULL;
+    if (d == RUN)
+        c->stats.cache_hits++;
+    else if (d == FALLBACK && e && e->failed && must_compile) {
+        pthread_mutex_unlock(&c->lock);
+        free(key.buf);
+        return xe_fail(st, XE_ERR_COMPILE, "%s (must compile) failed to compile earlier", cluster_name);
+    }
+    bool async = d == COMPILE && c->o.async_compilation && !must_compile;
+    if (async)
+        c->async_running++;
+    pthread_mutex_unlock(&c->lock);
+    xe_code code = XE_OK;
+    if (d == COMPILE) {
+        job *j = job_new(c, key.buf, cluster_name, body, inputs, generic, target, arch, st);
+        pthread_t th;
+        if (!j) {
+            code = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        } else if (async && pthread_create(&th, NULL, async_main, j) == 0) {
+            pthread_detach(th);
+            free(key.buf);
+            pthread_mutex_lock(&c->lock);
+            c->stats.fallbacks++;
+            pthread_mutex_unlock(&c->lock);
+            return XE_OK; /* per op this time; the program is picked up when ready */
+        } else {
+            if (async) {
+                pthread_mutex_lock(&c->lock);
+                c->async_running--;
+                pthread_mutex_unlock(&c->lock);
+            }
+            bool disk = false;
+            double ms = 0;
+            code = compile_job(j, &prog, &disk, &ms, st);
+            xe_status keep = *st;
+            finish_job(j, code, prog, disk, ms, &keep);
+            job_free(j);
+        }
+        if (code != XE_OK) {
+            free(key.buf);
+            if (must_compile)
+                return xe_status_prefix(st, "%s (must compile): ", cluster_name);
+            xe_status_clear(st);
+            return XE_OK;
+        }
+    }
+    free(key.buf);
+    if (!prog) {
+        pthread_mutex_lock(&c->lock);
+        c->stats.fallbacks++;
+        pthread_mutex_unlock(&c->lock);
+        return XE_OK;
+    }
+    if (xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st) != XE_OK)
+        return xe_status_prefix(st, "%s: ", cluster_name);
+    pthread_mutex_lock(&c->lock);
+    c->stats.launches++;
+    pthread_mutex_unlock(&c->lock);
+    *outcome = XG_RAN;
+    return XE_OK;
+}

@@ -1,0 +1,218 @@
+/*
+ * The disk cache: one file per signature key, named by the key's XXH3-128
+ * hash. A file is
+ *
+ *   "XLACBIN1" | u32 key length | key | u32 target | u32 arch |
+ *   u64 code length | code | u64 meta length | meta | 16-byte XXH3-128 of all before
+ *
+ * and is read whole and checked (magic, lengths, checksum, the full key)
+ * before anything in it is used: the cache holds code, so a bad, truncated
+ * or foreign file is a miss that gets recompiled and replaced, never
+ * loaded. Files are written to a temp file (0600) in the same folder,
+ * fsync'ed and renamed into place, so readers never see half a file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <xxhash.h>
+
+#include "cache_impl.h"
+#include "compile.h"
+
+#define MAGIC "XLACBIN1"
+
+void xg_text_add(xg_text *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
+        va_end(ap);
+        if (n < 0)
+            return;
+        if (t->buf && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = (t->cap + (size_t)n) * 2 + 256;
+        char *b = realloc(t->buf, cap);
+        if (!b)
+            return;
+        if (!t->buf)
+            b[0] = '\0';
+        t->buf = b;
+        t->cap = cap;
+    }
+}
+
+/* mkdir -p with mode 0700 for the folders it creates. */
+static int mkdirs(const char *path)
+{
+    char buf[4096];
+    snprintf(buf, sizeof buf, "%s", path);
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -1 : 0;
+}
+
+void xg_disk_open(xg_disk *d, const char *dir)
+{
+    char path[4096];
+    d->dir = NULL;
+    if (dir && *dir)
+        snprintf(path, sizeof path, "%s", dir);
+    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME"))
+        snprintf(path, sizeof path, "%s/xlac", getenv("XDG_CACHE_HOME"));
+    else if (getenv("HOME") && *getenv("HOME"))
+        snprintf(path, sizeof path, "%s/.cache/xlac", getenv("HOME"));
+    else
+        return;
+    struct stat sb;
+    if (mkdirs(path) != 0 || stat(path, &sb) != 0) {
+        fprintf(stderr, "xlac: warning: cache folder %s cannot be created (%s); running without the disk cache\n",
+                path, strerror(errno));
+        return;
+    }
+    if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 022)) {
+        fprintf(stderr, "xlac: warning: cache folder %s is not a folder of yours that only you can write "
+                        "(mode %03o); running without the disk cache\n", path, (unsigned)(sb.st_mode & 0777));
+        return;
+    }
+    if (access(path, W_OK | X_OK) != 0) {
+        fprintf(stderr, "xlac: warning: cache folder %s is not writable; running without the disk cache\n", path);
+        return;
+    }
+    d->dir = strdup(path);
+}
+
+void xg_disk_close(xg_disk *d)
+{
+    free(d->dir);
+    d->dir = NULL;
+}
+
+void xg_disk_name(const char *key, char *buf, size_t len)
+{
+    XXH128_hash_t h = XXH3_128bits(key, strlen(key));
+    snprintf(buf, len, "%016llx%016llx.xlac", (unsigned long long)h.high64, (unsigned long long)h.low64);
+}
+
+/* Reads n bytes at *pos of a buffer of size len; false past the end. */
+static bool take(const unsigned char *buf, size_t len, size_t *pos, void *dst, size_t n)
+{
+    if (n > len || *pos > len - n)
+        return false;
+    memcpy(dst, buf + *pos, n);
+    *pos += n;
+    return true;
+}
+
+static bool parse_file(const unsigned char *buf, size_t len, const char *key, xg_target target, xg_artifact *a)
+{
+    size_t pos = 0;
+    char magic[8];
+    uint32_t klen, tgt, arch;
+    uint64_t clen, mlen;
+    if (len < 8 + 16 || !take(buf, len, &pos, magic, 8) || memcmp(magic, MAGIC, 8))
+        return false;
+    XXH128_hash_t h = XXH3_128bits(buf, len - 16), want;
+    memcpy(&want.high64, buf + len - 16, 8);
+    memcpy(&want.low64, buf + len - 8, 8);
+    if (h.high64 != want.high64 || h.low64 != want.low64)
+        return false;
+    len -= 16;
+    if (!take(buf, len, &pos, &klen, 4) || klen != strlen(key) || klen > len - pos ||
+        memcmp(buf + pos, key, klen) != 0)
+        return false;
+    pos += klen;
+    if (!take(buf, len, &pos, &tgt, 4) || !take(buf, len, &pos, &arch, 4) || tgt != (uint32_t)target ||
+        !take(buf, len, &pos, &clen, 8) || clen > len - pos)
+        return false;
+    a->code = malloc(clen + 1);
+    if (!a->code || !take(buf, len, &pos, a->code, clen) || !take(buf, len, &pos, &mlen, 8) || mlen > len - pos)
+        return false;
+    a->code_len = clen;
+    a->meta = malloc(mlen + 1);
+    if (!a->meta || !take(buf, len, &pos, a->meta, mlen) || pos != len)
+        return false;
+    a->meta[mlen] = '\0';
+    a->target = target;
+    a->arch = (int)arch;
+    return true;
+}
+
+bool xg_disk_load(xg_disk *d, const char *key, xg_target target, xg_artifact **out)
+{
+    if (!d->dir)
+        return false;
+    char name[64], path[4200];
+    xg_disk_name(key, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", d->dir, name);
+    void *buf = NULL;
+    size_t len = 0;
+    xe_status st;
+    if (access(path, R_OK) != 0 || xg_read_file(path, &buf, &len, &st) != XE_OK)
+        return false;
+    xg_artifact *a = calloc(1, sizeof *a);
+    bool ok = a && parse_file(buf, len, key, target, a);
+    free(buf);
+    if (!ok) {
+        xg_artifact_destroy(a);
+        return false;
+    }
+    *out = a;
+    return true;
+}
+
+static bool put(FILE *f, const void *p, size_t n, XXH3_state_t *h)
+{
+    XXH3_128bits_update(h, p, n);
+    return fwrite(p, 1, n, f) == n;
+}
+
+void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a)
+{
+    if (!d->dir)
+        return;
+    char name[64], path[4200], tmp[4300];
+    xg_disk_name(key, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", d->dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", d->dir, name);
+    int fd = mkstemp(tmp);
+    if (fd < 0)
+        return;
+    FILE *f = fdopen(fd, "wb");
+    XXH3_state_t *h = XXH3_createState();
+    bool ok = f && h && XXH3_128bits_reset(h) == XXH_OK;
+    uint32_t klen = (uint32_t)strlen(key), tgt = (uint32_t)a->target, arch = (uint32_t)a->arch;
+    uint64_t clen = a->code_len, mlen = a->meta ? strlen(a->meta) : 0;
+    ok = ok && put(f, MAGIC, 8, h) && put(f, &klen, 4, h) && put(f, key, klen, h) && put(f, &tgt, 4, h) &&
+         put(f, &arch, 4, h) && put(f, &clen, 8, h) && put(f, a->code, clen, h) && put(f, &mlen, 8, h) &&
+         put(f, a->meta ? a->meta : "", mlen, h);
+    if (ok) {
+        XXH128_hash_t sum = XXH3_128bits_digest(h);
+        ok = fwrite(&sum.high64, 8, 1, f) == 1 && fwrite(&sum.low64, 8, 1, f) == 1 && fflush(f) == 0 &&
+             fsync(fileno(f)) == 0;
+    }
+    if (h)
+        XXH3_freeState(h);
+    if (f)
+        ok = (fclose(f) == 0) && ok;
+    else
+        close(fd);
+    if (!ok || rename(tmp, path) != 0)
+        unlink(tmp);
+}

@@ -1,0 +1,183 @@
+/*
+ * The CPU compiler: generated C11 is compiled by the system compiler ($CC
+ * or cc) into a shared object, in a private temporary folder, with the
+ * compiler run directly (posix_spawn, no shell) and its output captured
+ * for the error message. The result is the shared object's bytes.
+ */
+#include <fcntl.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "compile.h"
+
+extern char **environ;
+
+xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return xe_fail(st, XE_ERR_IO, "%s: cannot open: %m", path);
+    char *buf = NULL;
+    size_t n = 0, cap = 0, r;
+    char chunk[65536];
+    while ((r = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (n + r + 1 > cap) {
+            cap = (n + r + 1) * 2;
+            char *b = realloc(buf, cap);
+            if (!b) {
+                free(buf);
+                fclose(f);
+                return xe_fail(st, XE_ERR_NOMEM, "out of memory reading %s", path);
+            }
+            buf = b;
+        }
+        memcpy(buf + n, chunk, r);
+        n += r;
+    }
+    fclose(f);
+    if (!buf && !(buf = malloc(1)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return XE_OK;
+}
+
+xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return xe_fail(st, XE_ERR_IO, "%s: cannot create: %m", path);
+    const char *p = data;
+    while (len > 0) {
+        ssize_t w = write(fd, p, len);
+        if (w <= 0) {
+            close(fd);
+            return xe_fail(st, XE_ERR_IO, "%s: write failed: %m", path);
+        }
+        p += w;
+        len -= (size_t)w;
+    }
+    return close(fd) == 0 ? XE_OK : xe_fail(st, XE_ERR_IO, "%s: close failed: %m", path);
+}
+
+/*
+ * The environment for the compiler: ours without LD_PRELOAD and the XLAC_
+ * variables, so the plugin does not load itself into cc, as and ld.
+ */
+static char **tool_environment(void)
+{
+    size_t n = 0;
+    while (environ[n])
+        n++;
+    char **env = calloc(n + 1, sizeof *env);
+    if (!env)
+        return NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 && strncmp(environ[i], "XLAC_", 5) != 0)
+            env[k++] = environ[i];
+    return env;
+}
+
+/* Runs argv[0] with stdout and stderr into log_path; returns the exit status or -1. */
+static int run_tool(char *const *argv, const char *log_path)
+{
+    char **env = tool_environment();
+    if (!env)
+        return -1;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+    posix_spawn_file_actions_destroy(&fa);
+    free(env);
+    if (rc != 0)
+        return -1;
+    int status;
+    while (waitpid(pid, &status, 0) < 0)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* The first non-empty line of a log, for one-line warnings. */
+void xg_first_line(const char *log, char *buf, size_t len)
+{
+    const char *p = log ? log : "";
+    while (*p == '\n')
+        p++;
+    size_t n = strcspn(p, "\n");
+    snprintf(buf, len, "%.*s", (int)(n < len - 1 ? n : len - 1), p);
+}
+
+xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void **so, size_t *so_len,
+                      char **log, xe_status *st)
+{
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char dir[512], src[600], out[600], logp[600];
+    snprintf(dir, sizeof dir, "%s/xlac-cc-XXXXXX", tmp);
+    if (!mkdtemp(dir))
+        return xe_fail(st, XE_ERR_COMPILE, "cannot create a private folder in %s: %m", tmp);
+    snprintf(src, sizeof src, "%s/cluster.c", dir);
+    snprintf(out, sizeof out, "%s/cluster.so", dir);
+    snprintf(logp, sizeof logp, "%s/log.txt", dir);
+    xe_code c = xg_write_file(src, source, strlen(source), st);
+    if (c == XE_OK) {
+        char *argv[] = {(char *)cc, "-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp",
+                        "-w", fast_math ? "-ffast-math" : "-fno-fast-math", "-o", out, src, NULL};
+        int rc = run_tool(argv, logp);
+        size_t ll = 0;
+        void *logtext = NULL;
+        *log = xg_read_file(logp, &logtext, &ll, st) == XE_OK ? logtext : NULL;
+        xe_status_clear(st);
+        if (rc != 0) {
+            char first[300];
+            xg_first_line(*log, first, sizeof first);
+            c = xe_fail(st, XE_ERR_COMPILE, "%s failed (%s): %s", cc, rc < 0 ? "could not run" : "exit status",
+                        *first ? first : "no output");
+        } else {
+            c = xg_read_file(out, so, so_len, st);
+        }
+    }
+    unlink(src);
+    unlink(out);
+    unlink(logp);
+    rmdir(dir);
+    return c;
+}
+
+static char cc_version[256];
+static const char *cc_probed;
+static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
+
+/* Runs `cc --version` once; its first line goes into every cache key. */
+static void probe_cc(void)
+{
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char logp[512];
+    snprintf(logp, sizeof logp, "%s/xlac-ccver-%d.txt", tmp, (int)getpid());
+    char *argv[] = {(char *)cc_probed, "--version", NULL};
+    void *text = NULL;
+    size_t len;
+    xe_status st;
+    snprintf(cc_version, sizeof cc_version, "%s (version unknown)", cc_probed);
+    if (run_tool(argv, logp) == 0 && xg_read_file(logp, &text, &len, &st) == XE_OK)
+        xg_first_line(text, cc_version, sizeof cc_version);
+    free(text);
+    unlink(logp);
+}
+
+const char *xg_cc_version(const char *cc)
+{
+    cc_probed = cc;
+    pthread_once(&cc_once, probe_cc);
+    return cc_version;
+}

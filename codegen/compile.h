@@ -1,0 +1,28 @@
+/*
+ * Private to codegen/: the two compilers (cc.c for C, nvrtc.c for CUDA)
+ * and small file helpers they and the cache share.
+ */
+#ifndef XG_COMPILE_H
+#define XG_COMPILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "xlac/status.h"
+
+xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void **so, size_t *so_len,
+                      char **log, xe_status *st);
+/* CUDA source → cubin for sm_<arch> (PTX for compute_<arch> when NVRTC lacks that arch). */
+xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len,
+                         bool *is_ptx, char **log, xe_status *st);
+/* PTX text of source for compute_<arch> (for dumps). */
+char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math);
+/* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. */
+const char *xg_cc_version(const char *cc);
+const char *xg_nvrtc_version(void);
+
+xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st);
+xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st);
+void xg_first_line(const char *log, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,977 @@
+/*
+ * The emitter: one walk over a fusion plan that prints the program, C11
+ * with OpenMP or CUDA C++, from the same code. What differs between the
+ * two is data in a dialect (kernel signature, loop headers, reductions,
+ * restrict); the scalar expressions and index maps are printed by the
+ * same functions for both, so the CPU tests exercise the arithmetic the
+ * GPU runs. Every generated program starts with the text of
+ * executor/scalar.h, the arithmetic the per-op kernels use.
+ *
+ * Values are computed at a symbolic index: an idx holds, for each dim of
+ * the value's shape, the name of a local variable (or "0"), and the flat
+ * offset when it is known. Shape ops only rewrite the idx (transpose
+ * permutes it, broadcast pins dims to 0, slice adds offsets, reshape goes
+ * through the flat offset), so no view is ever materialised.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "xlac/op.h"
+
+extern const char xg_scalar_text[];
+
+#define MAX_MEMO 1024
+
+typedef struct idx {
+    int rank;
+    char d[XE_MAX_RANK][24]; /* per dim: a variable or literal */
+    char flat[24];           /* flat offset in the value's shape, "" if unknown */
+} idx;
+
+typedef struct memo {
+    int node;
+    char key[200];
+    char var[16];
+} memo;
+
+typedef struct em {
+    char *buf;
+    size_t len, cap;
+    bool oom, unsupported;
+    char why[160];
+    const xg_plan *p;
+    bool cuda;
+    int var;
+    int n_memo;
+    memo m[MAX_MEMO];
+} em;
+
+static void out(em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The one printf-like sink of all generated text. */
+static void out(em *e, const char *fmt, ...)
+{
+    if (e->oom)
+        return;
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = vsnprintf(e->buf + e->len, e->cap - e->len, fmt, ap);
+        va_end(ap);
+        if (n < 0) {
+            e->oom = true;
+            return;
+        }
+        if (e->len + (size_t)n < e->cap) {
+            e->len += (size_t)n;
+            return;
+        }
+        size_t cap = (e->cap + (size_t)n) * 2 + 4096;
+        char *b = realloc(e->buf, cap);
+        if (!b) {
+            e->oom = true;
+            return;
+        }
+        e->buf = b;
+        e->cap = cap;
+    }
+}
+
+static void unsupported(em *e, const xe_node *n, const char *why)
+{
+    if (!e->unsupported)
+        snprintf(e->why, sizeof e->why, "node %s (%s): %s", n->name, xe_op_name(n->op), why);
+    e->unsupported = true;
+}
+
+/* ---- types and sizes ---------------------------------------------------------- */
+
+static const char *store_type(xe_dtype dt)
+{
+    static const char *const t[] = {[XE_F32] = "float", [XE_F64] = "double", [XE_F16] = "uint16_t",
+                                    [XE_I32] = "int32_t", [XE_I64] = "int64_t", [XE_BOOL] = "uint8_t"};
+    return t[dt];
+}
+
+/* Type a value is computed in: f16 computes in float. */
+static const char *value_type(xe_dtype dt)
+{
+    return dt == XE_F16 ? "float" : store_type(dt);
+}
+
+/* Suffix of the scalar.h function variants: f32 for f16/f32, f64, i32, i64. */
+static const char *sfx(xe_dtype dt)
+{
+    switch (dt) {
+    case XE_F64: return "f64";
+    case XE_I32: return "i32";
+    case XE_I64: return "i64";
+    default: return "f32";
+    }
+}
+
+/* Dim d of node's shape: a literal, or S[k] in shape-generic programs. */
+static void dim_text(const em *e, int node, int d, char *buf, size_t len)
+{
+    if (e->p->generic)
+        snprintf(buf, len, "S[%d]", e->p->soff[node] + d);
+    else
+        snprintf(buf, len, "%lldLL", (long long)e->p->types[node].shape.dims[d]);
+}
+
+static const xe_shape *shape_of(const em *e, int node)
+{
+    return &e->p->types[node].shape;
+}
+
+static void new_var(em *e, char *name, size_t len)
+{
+    snprintf(name, len, "v%d", e->var++);
+}
+
+/* int64_t vN = expr; */
+static void let_index(em *e, char *name, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void let_index(em *e, char *name, size_t len, const char *fmt, ...)
+{
+    char expr[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(expr, sizeof expr, fmt, ap);
+    va_end(ap);
+    new_var(e, name, len);
+    out(e, "    int64_t %s = %s;\n", name, expr);
+}
+
+/* Product of dims [from, rank) of node's shape, as text ("1" when empty). */
+static void stride_text(const em *e, int node, int from, char *buf, size_t len)
+{
+    const xe_shape *s = shape_of(e, node);
+    if (!e->p->generic) {
+        int64_t st = 1;
+        for (int d = from; d < s->rank; d++)
+            st *= s->dims[d];
+        snprintf(buf, len, "%lldLL", (long long)st);
+        return;
+    }
+    snprintf(buf, len, "1");
+    for (int d = from; d < s->rank; d++) {
+        size_t u = strlen(buf);
+        snprintf(buf + u, len - u, "*S[%d]", e->p->soff[node] + d);
+    }
+}
+
+/* ---- index maps ---------------------------------------------------------------- */
+
+/* Multi-index of node's shape from a flat offset variable. */
+static void idx_from_flat(em *e, int node, const char *flat, idx *ix)
+{
+    const xe_shape *s = shape_of(e, node);
+    ix->rank = s->rank;
+    snprintf(ix->flat, sizeof ix->flat, "%s", flat);
+    for (int d = 0; d < s->rank; d++) {
+        char st[256], dim[32];
+        if (s->dims[d] == 1) {
+            snprintf(ix->d[d], sizeof ix->d[d], "0");
+            continue;
+        }
+        stride_text(e, node, d + 1, st, sizeof st);
+        dim_text(e, node, d, dim, sizeof dim);
+        if (d == 0)
+            let_index(e, ix->d[d], sizeof ix->d[d], "%s / (%s)", flat, st);
+        else
+            let_index(e, ix->d[d], sizeof ix->d[d], "(%s / (%s)) %% %s", flat, st, dim);
+    }
+}
+
+/* Flat offset of an idx in node's shape (a variable). */
+static void flat_of(em *e, int node, const idx *ix, char *buf, size_t len)
+{
+    if (ix->flat[0]) {
+        snprintf(buf, len, "%s", ix->flat);
+        return;
+    }
+    char expr[1024] = "0";
+    for (int d = 0; d < ix->rank; d++) {
+        if (!strcmp(ix->d[d], "0"))
+            continue;
+        char st[256];
+        stride_text(e, node, d + 1, st, sizeof st);
+        size_t u = strlen(expr);
+        snprintf(expr + u, sizeof expr - u, " + %s * (%s)", ix->d[d], st);
+    }
+    let_index(e, buf, len, "%s", expr);
+}
+
+/* The idx of an operand broadcast (numpy rules) to the consumer's idx. */
+static void idx_broadcast(const em *e, int consumer, int operand, const idx *ix, idx *r)
+{
+    const xe_shape *so = shape_of(e, operand), *sc = shape_of(e, consumer);
+    r->rank = so->rank;
+    r->flat[0] = '\0';
+    if (xe_shape_equal(so, sc))
+        snprintf(r->flat, sizeof r->flat, "%s", ix->flat);
+    for (int d = 0; d < so->rank; d++) {
+        int cd = d + (sc->rank - so->rank);
+        if (so->dims[d] == 1)
+            snprintf(r->d[d], sizeof r->d[d], "0");
+        else
+            snprintf(r->d[d], sizeof r->d[d], "%s", ix->d[cd]);
+    }
+}
+
+static void idx_key(int node, const idx *ix, char *key, size_t len)
+{
+    int u = snprintf(key, len, "%d", node);
+    for (int d = 0; d < ix->rank && u < (int)len; d++)
+        u += snprintf(key + u, len - (size_t)u, ",%s", ix->d[d]);
+}
+
+static const char *memo_find(const em *e, int node, const idx *ix)
+{
+    char key[200];
+    idx_key(node, ix, key, sizeof key);
+    for (int i = e->n_memo - 1; i >= 0; i--)
+        if (e->m[i].node == node && !strcmp(e->m[i].key, key))
+            return e->m[i].var;
+    return NULL;
+}
+
+static void memo_add(em *e, int node, const idx *ix, const char *var)
+{
+    if (e->n_memo == MAX_MEMO)
+        return;
+    memo *m = &e->m[e->n_memo++];
+    m->node = node;
+    idx_key(node, ix, m->key, sizeof m->key);
+    snprintf(m->var, sizeof m->var, "%s", var);
+}
+
+/* ---- scalar expressions (shared by both dialects) ---------------------------------- */
+
+static void literal(em *e, xe_dtype dt, double v, char *buf, size_t len)
+{
+    bool f = dt == XE_F32 || dt == XE_F16;
+    if (isnan(v))
+        snprintf(buf, len, f ? "(0.0f / 0.0f)" : "(0.0 / 0.0)");
+    else if (isinf(v))
+        snprintf(buf, len, f ? "(%s1.0f / 0.0f)" : "(%s1.0 / 0.0)", v < 0 ? "-" : "");
+    else if (dt == XE_F64)
+        snprintf(buf, len, "%a", v);
+    else if (f)
+        snprintf(buf, len, "%af", (double)(float)v);
+    else if (dt == XE_BOOL)
+        snprintf(buf, len, "%d", v != 0);
+    else
+        snprintf(buf, len, "((%s)%lldLL)", store_type(dt), (long long)v);
+    (void)e;
+}
+
+/* Text of a binary op on values a, b of dtype dt. */
+static void binary_text(int op, xe_dtype dt, const char *a, const char *b, char *buf, size_t len)
+{
+    bool fl = xe_dtype_is_float(dt), in = xe_dtype_is_int(dt);
+    const char *s = sfx(dt);
+    switch (op) {
+    case XE_OP_ADD: in ? snprintf(buf, len, "xe_add_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s + %s", a, b); break;
+    case XE_OP_SUB: in ? snprintf(buf, len, "xe_sub_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s - %s", a, b); break;
+    case XE_OP_MUL: in ? snprintf(buf, len, "xe_mul_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s * %s", a, b); break;
+    case XE_OP_DIV: in ? snprintf(buf, len, "xe_floordiv_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s / %s", a, b); break;
+    case XE_OP_POW:
+        if (in)
+            snprintf(buf, len, "xe_pow_%s(%s, %s)", s, a, b);
+        else
+            snprintf(buf, len, "%s(%s, %s)", dt == XE_F64 ? "pow" : "powf", a, b);
+        break;
+    case XE_OP_MAXIMUM:
+        if (fl)
+            snprintf(buf, len, "xe_max_%s(%s, %s)", s, a, b);
+        else if (dt == XE_BOOL)
+            snprintf(buf, len, "(uint8_t)(%s | %s)", a, b);
+        else
+            snprintf(buf, len, "(%s > %s ? %s : %s)", a, b, a, b);
+        break;
+    case XE_OP_MINIMUM:
+        if (fl)
+            snprintf(buf, len, "xe_min_%s(%s, %s)", s, a, b);
+        else if (dt == XE_BOOL)
+            snprintf(buf, len, "(uint8_t)(%s & %s)", a, b);
+        else
+            snprintf(buf, len, "(%s < %s ? %s : %s)", a, b, a, b);
+        break;
+    case XE_OP_EQUAL: snprintf(buf, len, "(uint8_t)(%s == %s)", a, b); break;
+    case XE_OP_NOT_EQUAL: snprintf(buf, len, "(uint8_t)(%s != %s)", a, b); break;
+    case XE_OP_LESS: snprintf(buf, len, "(uint8_t)(%s < %s)", a, b); break;
+    case XE_OP_LESS_EQUAL: snprintf(buf, len, "(uint8_t)(%s <= %s)", a, b); break;
+    case XE_OP_GREATER: snprintf(buf, len, "(uint8_t)(%s > %s)", a, b); break;
+    case XE_OP_GREATER_EQUAL: snprintf(buf, len, "(uint8_t)(%s >= %s)", a, b); break;
+    case XE_OP_LOGICAL_AND: snprintf(buf, len, "(uint8_t)(%s & %s)", a, b); break;
+    case XE_OP_LOGICAL_OR: snprintf(buf, len, "(uint8_t)(%s | %s)", a, b); break;
+    default: snprintf(buf, len, "0"); break;
+    }
+}
+
+static bool unary_text(const xe_node *n, xe_dtype dt, const char *a, char *buf, size_t len)
+{
+    const char *s = sfx(dt), *f = dt == XE_F64 ? "" : "f";
+    bool in = xe_dtype_is_int(dt);
+    switch (n->op) {
+    case XE_OP_NEG: in ? snprintf(buf, len, "xe_sub_%s(0, %s)", s, a) : snprintf(buf, len, "-%s", a); break;
+    case XE_OP_ABS: in ? snprintf(buf, len, "xe_abs_%s(%s)", s, a) : snprintf(buf, len, "fabs%s(%s)", f, a); break;
+    case XE_OP_RELU: in ? snprintf(buf, len, "(%s < 0 ? 0 : %s)", a, a) : snprintf(buf, len, "xe_relu_%s(%s)", s, a); break;
+    case XE_OP_EXP: snprintf(buf, len, "exp%s(%s)", f, a); break;
+    case XE_OP_LOG: snprintf(buf, len, "log%s(%s)", f, a); break;
+    case XE_OP_SQRT: snprintf(buf, len, "sqrt%s(%s)", f, a); break;
+    case XE_OP_RSQRT: snprintf(buf, len, "xe_rsqrt_%s(%s)", s, a); break;
+    case XE_OP_TANH: snprintf(buf, len, "tanh%s(%s)", f, a); break;
+    case XE_OP_SIGMOID: snprintf(buf, len, "xe_sigmoid_%s(%s)", s, a); break;
+    case XE_OP_ERF: snprintf(buf, len, "erf%s(%s)", f, a); break;
+    case XE_OP_SIN: snprintf(buf, len, "sin%s(%s)", f, a); break;
+    case XE_OP_COS: snprintf(buf, len, "cos%s(%s)", f, a); break;
+    case XE_OP_FLOOR: snprintf(buf, len, "floor%s(%s)", f, a); break;
+    case XE_OP_CEIL: snprintf(buf, len, "ceil%s(%s)", f, a); break;
+    case XE_OP_GELU:
+        snprintf(buf, len, "xe_gelu_%s_%s(%s)", xe_node_attr_bool(n, "approximate", false) ? "tanh" : "erf", s, a);
+        break;
+    case XE_OP_LOGICAL_NOT: snprintf(buf, len, "(uint8_t)!%s", a); break;
+    default: return false;
+    }
+    return true;
+}
+
+/* cast(x, to=DT) from a value of dtype from. */
+static void cast_text(xe_dtype from, xe_dtype to, const char *a, char *buf, size_t len)
+{
+    if (to == XE_BOOL)
+        snprintf(buf, len, "(uint8_t)(%s != 0)", a);
+    else if (to == XE_I32 && xe_dtype_is_float(from))
+        snprintf(buf, len, "xe_f64_to_i32((double)%s)", a);
+    else if (to == XE_I64 && xe_dtype_is_float(from))
+        snprintf(buf, len, "xe_f64_to_i64((double)%s)", a);
+    else if (to == XE_I32 && from == XE_I64)
+        snprintf(buf, len, "(int32_t)(uint32_t)(uint64_t)%s", a);
+    else if (to == XE_F16 || to == XE_F32)
+        snprintf(buf, len, "(float)(%s)", a);
+    else
+        snprintf(buf, len, "(%s)(%s)", value_type(to), a);
+}
+
+/* ---- values ------------------------------------------------------------------------- */
+
+static const char *emit_val(em *e, int node, const idx *ix, char *var, size_t len);
+
+/* Loads a materialized node at ix. */
+static void emit_load(em *e, int node, const idx *ix, char *var, size_t len)
+{
+    xe_dtype dt = e->p->types[node].dtype;
+    char off[24];
+    flat_of(e, node, ix, off, sizeof off);
+    new_var(e, var, len);
+    if (dt == XE_F16)
+        out(e, "    float %s = xe_h2f(p%d[%s]);\n", var, node, off);
+    else
+        out(e, "    %s %s = p%d[%s];\n", value_type(dt), var, node, off);
+}
+
+/* The operand's idx for a consumer of a shape op (transpose, broadcast_to, slice, reshape). */
+static void idx_for_shape_op(em *e, const xe_node *n, int node, const idx *ix, idx *r)
+{
+    int in = n->inputs[0];
+    const xe_shape *si = shape_of(e, in);
+    r->rank = si->rank;
+    r->flat[0] = '\0';
+    if (n->op == XE_OP_TRANSPOSE) {
+        int perm[XE_MAX_RANK];
+        xe_status st;
+        xe_transpose_perm(n, si->rank, perm, &st);
+        for (int d = 0; d < si->rank; d++)
+            snprintf(r->d[perm[d]], sizeof r->d[0], "%s", ix->d[d]);
+    } else if (n->op == XE_OP_BROADCAST_TO) {
+        idx_broadcast(e, node, in, ix, r);
+    } else if (n->op == XE_OP_SLICE) {
+        const xe_attr *b = xe_node_attr(n, "begin"), *en = xe_node_attr(n, "end");
+        for (int d = 0; d < si->rank; d++) {
+            int64_t lo, hi;
+            xe_slice_bounds(b->ints[d], en->ints[d], si->dims[d], &lo, &hi);
+            if (lo == 0)
+                snprintf(r->d[d], sizeof r->d[d], "%s", ix->d[d]);
+            else
+                let_index(e, r->d[d], sizeof r->d[d], "%s + %lldLL", ix->d[d], (long long)lo);
+        }
+    } else { /* reshape: same flat offset */
+        char flat[24];
+        flat_of(e, node, ix, flat, sizeof flat);
+        idx_from_flat(e, in, flat, r);
+    }
+}
+
+/* concat: a chain of ranges along the axis, each computed in its own branch. */
+static void emit_concat(em *e, const xe_node *n, int node, const idx *ix, char *var, size_t len)
+{
+    const xe_shape *s = shape_of(e, node);
+    int64_t axis = xe_node_attr_int(n, "axis", 0);
+    if (axis < 0)
+        axis += s->rank;
+    xe_dtype dt = e->p->types[node].dtype;
+    new_var(e, var, len);
+    out(e, "    %s %s;\n", value_type(dt), var);
+    int64_t start = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int in = n->inputs[k];
+        int64_t w = shape_of(e, in)->dims[axis];
+        if (k + 1 < n->n_inputs)
+            out(e, "    %sif (%s < %lldLL) {\n", k ? "else " : "", ix->d[axis], (long long)(start + w));
+        else
+            out(e, "    else {\n");
+        idx r = *ix;
+        r.flat[0] = '\0';
+        if (start)
+            snprintf(r.d[axis], sizeof r.d[axis], "(%s - %lldLL)", ix->d[axis], (long long)start);
+        int saved = e->n_memo; /* values computed in a branch stay there */
+        char v[16];
+        emit_val(e, in, &r, v, sizeof v);
+        e->n_memo = saved;
+        out(e, "    %s = %s;\n    }\n", var, v);
+        start += w;
+    }
+}
+
+/* Computes node at ix from its operands (never a load of the node itself). */
+static void emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
+{
+    const xe_node *n = e->p->body->nodes[node];
+    const xe_op_def *d = xe_op_get(n->op);
+    xe_dtype dt = e->p->types[node].dtype;
+    char a[3][16], text[512];
+    switch (d->cls) {
+    case XE_CLASS_BINARY:
+    case XE_CLASS_COMPARE:
+    case XE_CLASS_LOGICAL:
+    case XE_CLASS_UNARY:
+    case XE_CLASS_SELECT:
+    case XE_CLASS_CAST:
+        for (int k = 0; k < n->n_inputs; k++) {
+            idx r;
+            idx_broadcast(e, node, n->inputs[k], ix, &r);
+            emit_val(e, n->inputs[k], &r, a[k], sizeof a[k]);
+        }
+        break;
+    default: break;
+    }
+    xe_dtype in_dt = n->n_inputs ? e->p->types[n->inputs[0]].dtype : dt;
+    switch (d->cls) {
+    case XE_CLASS_BINARY:
+    case XE_CLASS_COMPARE:
+    case XE_CLASS_LOGICAL: binary_text(n->op, in_dt, a[0], a[1], text, sizeof text); break;
+    case XE_CLASS_UNARY:
+        if (!unary_text(n, in_dt, a[0], text, sizeof text))
+            unsupported(e, n, "no emitter");
+        break;
+    case XE_CLASS_SELECT: snprintf(text, sizeof text, "%s ? %s : %s", a[0], a[1], a[2]); break;
+    case XE_CLASS_CAST: cast_text(in_dt, dt, a[0], text, sizeof text); break;
+    case XE_CLASS_SOURCE: /* iota, or a scalar constant */
+        if (n->op == XE_OP_CONST) {
+            literal(e, dt, xe_load_f64(n->value->data, dt, 0), text, sizeof text);
+        } else {
+            int64_t axis = xe_node_attr_int(n, "axis", 0);
+            if (axis < 0)
+                axis += ix->rank;
+            snprintf(text, sizeof text, "(%s)%s", value_type(dt), ix->rank ? ix->d[axis] : "0");
+        }
+        break;
+    case XE_CLASS_SHAPE:
+        if (n->op == XE_OP_CONCAT) {
+            emit_concat(e, n, node, ix, var, len);
+            return;
+        } else {
+            idx r;
+            idx_for_shape_op(e, n, node, ix, &r);
+            emit_val(e, n->inputs[0], &r, var, len);
+            return;
+        }
+    default:
+        unsupported(e, n, "no emitter for this op inside a fused loop");
+        snprintf(text, sizeof text, "0");
+        break;
+    }
+    new_var(e, var, len);
+    out(e, "    %s %s = %s;\n", value_type(dt), var, text);
+}
+
+/* The value of node at ix: memoized, loaded when materialized, else computed. */
+static const char *emit_val(em *e, int node, const idx *ix, char *var, size_t len)
+{
+    const char *m = memo_find(e, node, ix);
+    if (m) {
+        snprintf(var, len, "%s", m);
+        return var;
+    }
+    if (e->p->mat[node])
+        emit_load(e, node, ix, var, len);
+    else
+        emit_compute(e, node, ix, var, len);
+    memo_add(e, node, ix, var);
+    return var;
+}
+
+static void emit_store(em *e, int node, const char *flat, const char *v)
+{
+    xe_dtype dt = e->p->types[node].dtype;
+    if (dt == XE_F16)
+        out(e, "    p%d[%s] = xe_f2h(%s);\n", node, flat, v);
+    else
+        out(e, "    p%d[%s] = %s;\n", node, flat, v);
+}
+
+/* ---- kernels ------------------------------------------------------------------------- */
+
+static void numel_text(const em *e, int node, char *buf, size_t len)
+{
+    stride_text(e, node, 0, buf, len);
+}
+
+static void kernel_begin(em *e, int step)
+{
+    char name[32];
+    xg_step_name(step, name, sizeof name);
+    e->n_memo = 0;
+    if (e->cuda)
+        out(e, "extern \"C\" __global__ void %s(xg_args A)\n{\n    void *const *B = A.b;\n"
+               "    const int64_t *S = A.s;\n    (void)S;\n", name);
+    else
+        out(e, "void %s(void *const *restrict B, const int64_t *restrict S)\n{\n    (void)S;\n", name);
+    /* one restrict pointer per buffer, outside every loop (distinct buffers never alias) */
+    for (int i = 0; i < e->p->body->n_nodes; i++)
+        if (e->p->mat[i])
+            out(e, "    %s *%s p%d = (%s *)B[%d];\n    (void)p%d;\n", store_type(e->p->types[i].dtype),
+                e->cuda ? "__restrict__" : "restrict", i, store_type(e->p->types[i].dtype), i, i);
+}
+
+static void emit_loop_kernel(em *e, int step, const xg_step *s)
+{
+    char n[256];
+    kernel_begin(e, step);
+    numel_text(e, s->outs[0], n, sizeof n);
+    out(e, "    const int64_t n = %s;\n", n);
+    if (e->cuda)
+        out(e, "    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
+               "         i += (int64_t)gridDim.x * blockDim.x) {\n");
+    else
+        out(e, "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
+               "    for (int64_t i = 0; i < n; i++) {\n");
+    idx ix;
+    idx_from_flat(e, s->outs[0], "i", &ix);
+    for (int k = 0; k < s->n_outs; k++) {
+        char v[16];
+        emit_compute(e, s->outs[k], &ix, v, sizeof v);
+        memo_add(e, s->outs[k], &ix, v);
+        emit_store(e, s->outs[k], "i", v);
+    }
+    out(e, "    }\n}\n\n");
+}
+
+/* The reduction's combine step, init value and OpenMP reduction identifier. */
+typedef struct red_ops {
+    const char *acc_type, *init, *omp;
+    char combine[128]; /* printf format with acc and v */
+} red_ops;
+
+static red_ops red_ops_for(int op, xe_dtype dt)
+{
+    red_ops r = {0};
+    bool fl = xe_dtype_is_float(dt);
+    r.acc_type = dt == XE_F16 ? "double" : fl ? value_type(dt) : "int64_t";
+    const char *s = dt == XE_F64 || dt == XE_F16 ? "f64" : "f32";
+    switch (op) {
+    case XE_OP_REDUCE_SUM:
+    case XE_OP_REDUCE_MEAN:
+        r.init = "0";
+        r.omp = fl ? "+" : "xg_add_i64";
+        snprintf(r.combine, sizeof r.combine, fl ? "acc + %%s" : "xe_add_i64(acc, %%s)");
+        break;
+    case XE_OP_REDUCE_PROD:
+        r.init = "1";
+        r.omp = fl ? "*" : "xg_mul_i64";
+        snprintf(r.combine, sizeof r.combine, fl ? "acc * %%s" : "xe_mul_i64(acc, %%s)");
+        break;
+    case XE_OP_REDUCE_MAX:
+        r.init = fl ? "(-1.0 / 0.0)" : "INT64_MIN";
+        r.omp = fl ? (dt == XE_F32 ? "xg_max_f32" : "xg_max_f64") : "max";
+        snprintf(r.combine, sizeof r.combine, fl ? "xe_max_%s(acc, %%s)" : "(%%s > acc ? %%s : acc)", s);
+        break;
+    default: /* min */
+        r.init = fl ? "(1.0 / 0.0)" : "INT64_MAX";
+        r.omp = fl ? (dt == XE_F32 ? "xg_min_f32" : "xg_min_f64") : "min";
+        snprintf(r.combine, sizeof r.combine, fl ? "xe_min_%s(acc, %%s)" : "(%%s < acc ? %%s : acc)", s);
+        break;
+    }
+    return r;
+}
+
+/* acc = COMBINE(acc, v) */
+static void emit_combine(em *e, const red_ops *r, const char *acc, const char *v)
+{
+    char c[256], fmt[160];
+    snprintf(fmt, sizeof fmt, "%s", r->combine);
+    /* the format has one or two %s for v, and "acc" literally */
+    snprintf(c, sizeof c, fmt, v, v);
+    char full[320];
+    size_t u = 0;
+    for (const char *p = c; *p && u + 8 < sizeof full; p++) { /* rename acc */
+        if (!strncmp(p, "acc", 3)) {
+            u += (size_t)snprintf(full + u, sizeof full - u, "%s", acc);
+            p += 2;
+        } else {
+            full[u++] = *p;
+        }
+    }
+    full[u] = '\0';
+    out(e, "    %s = %s;\n", acc, full);
+}
+
+/* Reduced-axes mask of a reduction or argmax node. */
+static void reduce_mask(const xe_node *n, int rank, bool *mask)
+{
+    if (n->op == XE_OP_ARGMAX) {
+        const xe_attr *a = xe_node_attr(n, "axis");
+        for (int d = 0; d < rank; d++)
+            mask[d] = !a;
+        if (a)
+            mask[a->i < 0 ? a->i + rank : a->i] = true;
+        return;
+    }
+    const xe_attr *a = xe_node_attr(n, "axes");
+    for (int d = 0; d < rank; d++)
+        mask[d] = !a;
+    for (int k = 0; a && k < a->n; k++)
+        mask[a->ints[k] < 0 ? a->ints[k] + rank : a->ints[k]] = true;
+}
+
+/* Product of the kept (want=false) or reduced (want=true) dims of x, as text. */
+static void part_size(const em *e, int x, const bool *mask, bool want, char *buf, size_t len)
+{
+    const xe_shape *s = shape_of(e, x);
+    int64_t lit = 1;
+    snprintf(buf, len, "1");
+    for (int d = 0; d < s->rank; d++) {
+        if (mask[d] != want)
+            continue;
+        if (e->p->generic) {
+            size_t u = strlen(buf);
+            snprintf(buf + u, len - u, "*S[%d]", e->p->soff[x] + d);
+        } else {
+            lit *= s->dims[d];
+        }
+    }
+    if (!e->p->generic)
+        snprintf(buf, len, "%lldLL", (long long)lit);
+}
+
+/* The idx of x from the kept index o and the reduced index k (div/mod over each part). */
+static void reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k, bool column, idx *ix)
+{
+    const xe_shape *s = shape_of(e, x);
+    ix->rank = s->rank;
+    ix->flat[0] = '\0';
+    for (int part = 0; part < 2; part++) {
+        bool reduced = part == 1;
+        const char *src = reduced ? k : o;
+        char stride[256] = "1";
+        for (int d = s->rank - 1; d >= 0; d--) {
+            if (mask[d] != reduced)
+                continue;
+            char dim[32];
+            dim_text(e, x, d, dim, sizeof dim);
+            if (s->dims[d] == 1)
+                snprintf(ix->d[d], sizeof ix->d[d], "0");
+            else
+                let_index(e, ix->d[d], sizeof ix->d[d], "(%s / (%s)) %% %s", src, stride, dim);
+            size_t u = strlen(stride);
+            snprintf(stride + u, sizeof stride - u, "*%s", dim);
+        }
+    }
+    /* contiguous cases: kept dims then reduced dims (row), or the reverse (column) */
+    bool row = true, col = true, seen_r = false, seen_k = false;
+    for (int d = 0; d < s->rank; d++) {
+        if (s->dims[d] == 1)
+            continue;
+        if (mask[d])
+            seen_r = true, col = col && !seen_k;
+        else
+            seen_k = true, row = row && !seen_r;
+    }
+    (void)column;
+    char K[256], O[256];
+    part_size(e, x, mask, true, K, sizeof K);
+    part_size(e, x, mask, false, O, sizeof O);
+    if (row)
+        let_index(e, ix->flat, sizeof ix->flat, "%s * (%s) + %s", o, K, k);
+    else if (col)
+        let_index(e, ix->flat, sizeof ix->flat, "%s * (%s) + %s", k, O, o);
+}
+
+static void emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf, size_t len)
+{
+    if (r->op == XE_OP_REDUCE_MEAN)
+        snprintf(buf, len, xe_dtype_is_float(dt) ? "(%s)(%s / (%s)(%s))" : "(%s)(%s / (%s))", value_type(dt), acc,
+                 xe_dtype_is_float(dt) ? (dt == XE_F32 ? "float" : "double") : K, K);
+    else
+        snprintf(buf, len, "(%s)%s", value_type(dt), acc);
+    (void)e;
+}
+
+static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, const bool *mask)
+{
+    xe_dtype dt = e->p->types[x].dtype;
+    red_ops ro = red_ops_for(r->op, dt);
+    bool argmax = r->op == XE_OP_ARGMAX;
+    char O[256], K[256], v[16], fin[512];
+    part_size(e, x, mask, false, O, sizeof O);
+    part_size(e, x, mask, true, K, sizeof K);
+    out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    int node = s->outs[0];
+    bool full = xe_shape_numel(&e->p->types[node].shape) == 1 && !argmax;
+    if (full) { /* one output: threads and lanes split K */
+        out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
+        out(e, "#pragma omp parallel for simd reduction(%s : acc) if (K >= 32768) schedule(static)\n", ro.omp);
+        out(e, "    for (int64_t k = 0; k < K; k++) {\n");
+        idx ix;
+        reduce_idx(e, x, mask, "0", "k", false, &ix);
+        emit_val(e, x, &ix, v, sizeof v);
+        emit_combine(e, &ro, "acc", v);
+        out(e, "    }\n");
+        emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+        emit_store(e, node, "0", fin);
+        return;
+    }
+    if (s->column) { /* accumulate rows of x into a block of outputs */
+        out(e, "#pragma omp parallel for if (O * K >= 32768) schedule(static)\n");
+        out(e, "    for (int64_t ob = 0; ob < O; ob += 512) {\n");
+        out(e, "    const int64_t oe = ob + 512 < O ? ob + 512 : O;\n    %s accs[512];\n", ro.acc_type);
+        out(e, "    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n", ro.init);
+        out(e, "    for (int64_t k = 0; k < K; k++) {\n#pragma omp simd\n");
+        out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
+        idx ix;
+        int saved = e->n_memo;
+        reduce_idx(e, x, mask, "o", "k", true, &ix);
+        emit_val(e, x, &ix, v, sizeof v);
+        e->n_memo = saved;
+        emit_combine(e, &ro, "acc", v);
+        out(e, "    accs[o - ob] = acc;\n    }\n    }\n");
+        out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
+        emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+        emit_store(e, node, "o", fin);
+        out(e, "    }\n    }\n");
+        return;
+    }
+    out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n");
+    out(e, "    for (int64_t o = 0; o < O; o++) {\n");
+    if (argmax)
+        out(e, "    int64_t best = 0;\n    %s bv = 0;\n    for (int64_t k = 0; k < K; k++) {\n", value_type(dt));
+    else
+        out(e, "    %s acc = %s;\n#pragma omp simd reduction(%s : acc)\n    for (int64_t k = 0; k < K; k++) {\n",
+            ro.acc_type, ro.init, ro.omp);
+    idx ix;
+    int saved = e->n_memo;
+    reduce_idx(e, x, mask, "o", "k", false, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    e->n_memo = saved;
+    if (argmax)
+        out(e, "    if (k == 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = k;\n    }\n", v, v, v, v);
+    else
+        emit_combine(e, &ro, "acc", v);
+    out(e, "    }\n");
+    if (argmax)
+        snprintf(fin, sizeof fin, "best");
+    else
+        emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "o", fin);
+    out(e, "    }\n");
+}
+
+/* CUDA: one block per output (row order), one thread per output otherwise. */
+static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, const bool *mask)
+{
+    xe_dtype dt = e->p->types[x].dtype;
+    red_ops ro = red_ops_for(r->op, dt);
+    bool argmax = r->op == XE_OP_ARGMAX;
+    char O[256], K[256], v[16], fin[512];
+    part_size(e, x, mask, false, O, sizeof O);
+    part_size(e, x, mask, true, K, sizeof K);
+    int node = s->outs[0];
+    out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    if (s->column || argmax) {
+        out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
+               "         o += (int64_t)gridDim.x * blockDim.x) {\n");
+        if (argmax)
+            out(e, "    int64_t best = 0;\n    %s bv = 0;\n", value_type(dt));
+        else
+            out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
+        out(e, "    for (int64_t k = 0; k < K; k++) {\n");
+        idx ix;
+        reduce_idx(e, x, mask, "o", "k", s->column, &ix);
+        emit_val(e, x, &ix, v, sizeof v);
+        if (argmax)
+            out(e, "    if (k == 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = k;\n    }\n", v, v, v, v);
+        else
+            emit_combine(e, &ro, "acc", v);
+        out(e, "    }\n");
+        if (argmax)
+            snprintf(fin, sizeof fin, "best");
+        else
+            emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+        emit_store(e, node, "o", fin);
+        out(e, "    }\n");
+        return;
+    }
+    out(e, "    __shared__ %s sh[32];\n", ro.acc_type);
+    out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n    %s acc = %s;\n", ro.acc_type, ro.init);
+    out(e, "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n");
+    idx ix;
+    reduce_idx(e, x, mask, "o", "k", false, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    emit_combine(e, &ro, "acc", v);
+    out(e, "    }\n");
+    /* warp shuffles, then one value per warp through shared memory */
+    out(e, "    for (int off = 16; off > 0; off >>= 1) {\n    %s other = __shfl_down_sync(0xffffffffu, acc, off);\n",
+        ro.acc_type);
+    emit_combine(e, &ro, "acc", "other");
+    out(e, "    }\n    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;\n    __syncthreads();\n");
+    out(e, "    if (threadIdx.x < 32) {\n    acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : (%s)%s;\n",
+        ro.acc_type, ro.init);
+    out(e, "    for (int off = 16; off > 0; off >>= 1) {\n    %s other = __shfl_down_sync(0xffffffffu, acc, off);\n",
+        ro.acc_type);
+    emit_combine(e, &ro, "acc", "other");
+    out(e, "    }\n    if (threadIdx.x == 0) {\n");
+    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "o", fin);
+    out(e, "    }\n    }\n    __syncthreads();\n    }\n");
+}
+
+static void emit_reduce_kernel(em *e, int step, const xg_step *s)
+{
+    const xe_node *r = e->p->body->nodes[s->outs[0]];
+    int x = r->inputs[0];
+    bool mask[XE_MAX_RANK] = {0};
+    reduce_mask(r, shape_of(e, x)->rank, mask);
+    kernel_begin(e, step);
+    if (e->cuda)
+        emit_reduce_cuda(e, s, r, x, mask);
+    else
+        emit_reduce_c(e, s, r, x, mask);
+    out(e, "}\n\n");
+}
+
+/* softmax: rows along the axis; max, then exp and sum (exp stored), then scale. */
+static void emit_softmax_kernel(em *e, int step, const xg_step *s)
+{
+    int node = s->outs[0], x = e->p->body->nodes[node]->inputs[0];
+    const xe_shape *sh = shape_of(e, x);
+    int64_t axis = xe_node_attr_int(e->p->body->nodes[node], "axis", -1);
+    if (axis < 0)
+        axis += sh->rank;
+    bool mask[XE_MAX_RANK] = {0};
+    mask[axis] = true;
+    xe_dtype dt = e->p->types[node].dtype;
+    const char *vt = value_type(dt), *f = dt == XE_F64 ? "" : "f";
+    char O[256], K[256], v[16], off[24];
+    kernel_begin(e, step);
+    part_size(e, x, mask, false, O, sizeof O);
+    part_size(e, x, mask, true, K, sizeof K);
+    out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    if (e->cuda)
+        out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
+               "         o += (int64_t)gridDim.x * blockDim.x) {\n");
+    else
+        out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
+               "    for (int64_t o = 0; o < O; o++) {\n");
+    out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n    for (int64_t k = 0; k < K; k++) {\n", vt, f, f);
+    idx ix;
+    int saved = e->n_memo;
+    reduce_idx(e, x, mask, "o", "k", false, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    out(e, "    m = xe_max_%s(m, %s);\n    }\n    for (int64_t k = 0; k < K; k++) {\n", sfx(dt), v);
+    e->n_memo = saved;
+    reduce_idx(e, x, mask, "o", "k", false, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    flat_of(e, x, &ix, off, sizeof off);
+    out(e, "    %s ev = exp%s(%s - m);\n    sum += ev;\n", vt, f, v);
+    emit_store(e, node, off, "ev");
+    out(e, "    }\n    for (int64_t k = 0; k < K; k++) {\n");
+    e->n_memo = saved;
+    reduce_idx(e, x, mask, "o", "k", false, &ix);
+    flat_of(e, x, &ix, off, sizeof off);
+    char cur[16];
+    emit_load(e, node, &ix, cur, sizeof cur);
+    char q[64];
+    snprintf(q, sizeof q, "%s / sum", cur);
+    emit_store(e, node, off, q);
+    out(e, "    }\n    }\n}\n\n");
+    e->n_memo = saved;
+}
+
+/* ---- the program ---------------------------------------------------------------- */
+
+static void emit_prelude(em *e)
+{
+    if (e->cuda) {
+        out(e, "/* generated by xlac: CUDA C++ for NVRTC */\n"
+               "typedef signed char int8_t;\ntypedef unsigned char uint8_t;\ntypedef short int16_t;\n"
+               "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
+               "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
+               "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n");
+        out(e, "%s\n", xg_scalar_text);
+        out(e, "struct xg_args {\n    void *b[%d];\n    int64_t s[%d];\n};\n\n", e->p->body->n_nodes,
+            e->p->n_sizes ? e->p->n_sizes : 1);
+        return;
+    }
+    out(e, "/* generated by xlac: C11 + OpenMP */\n#include <math.h>\n#include <stdint.h>\n\n%s\n", xg_scalar_text);
+    /* NaN-propagating max/min and wrapping integer sums as OpenMP reductions */
+    out(e, "#pragma omp declare reduction(xg_max_f32 : float : omp_out = xe_max_f32(omp_out, omp_in)) "
+           "initializer(omp_priv = -1.0f / 0.0f)\n"
+           "#pragma omp declare reduction(xg_min_f32 : float : omp_out = xe_min_f32(omp_out, omp_in)) "
+           "initializer(omp_priv = 1.0f / 0.0f)\n"
+           "#pragma omp declare reduction(xg_max_f64 : double : omp_out = xe_max_f64(omp_out, omp_in)) "
+           "initializer(omp_priv = -1.0 / 0.0)\n"
+           "#pragma omp declare reduction(xg_min_f64 : double : omp_out = xe_min_f64(omp_out, omp_in)) "
+           "initializer(omp_priv = 1.0 / 0.0)\n"
+           "#pragma omp declare reduction(xg_add_i64 : int64_t : omp_out = xe_add_i64(omp_out, omp_in)) "
+           "initializer(omp_priv = 0)\n"
+           "#pragma omp declare reduction(xg_mul_i64 : int64_t : omp_out = xe_mul_i64(omp_out, omp_in)) "
+           "initializer(omp_priv = 1)\n\n");
+}
+
+char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
+{
+    em *e = calloc(1, sizeof *e);
+    if (!e) {
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    e->p = p;
+    e->cuda = target == XG_TARGET_CUDA;
+    emit_prelude(e);
+    for (int i = 0; i < p->n_steps; i++) {
+        const xg_step *s = &p->steps[i];
+        switch (s->kind) {
+        case XG_STEP_LOOP: emit_loop_kernel(e, i, s); break;
+        case XG_STEP_REDUCE: emit_reduce_kernel(e, i, s); break;
+        case XG_STEP_SOFTMAX: emit_softmax_kernel(e, i, s); break;
+        case XG_STEP_LIBRARY: break;
+        }
+    }
+    char *text = e->buf;
+    if (e->oom || e->unsupported) {
+        if (e->unsupported)
+            xe_fail(st, XE_ERR_UNSUPPORTED, "cannot generate code: %s", e->why);
+        else
+            xe_fail(st, XE_ERR_NOMEM, "out of memory generating code");
+        free(text);
+        text = NULL;
+    }
+    free(e);
+    return text;
+}

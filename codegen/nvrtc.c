@@ -1,0 +1,133 @@
+/*
+ * The GPU compiler: NVRTC compiles generated CUDA C++ to a cubin for the
+ * device's architecture (sm_XY), or to PTX (compute_XY) when this NVRTC
+ * does not list the architecture, so the driver can JIT it. No headers are
+ * included (the generated source is self-contained) and fast math is off
+ * unless asked. Without the CUDA toolkit this file reports that.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+
+#ifdef XG_HAVE_CUDA
+#include <nvrtc.h>
+
+static bool arch_supported(int arch)
+{
+    int n = 0;
+    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
+        return false;
+    int *archs = malloc((size_t)n * sizeof *archs);
+    bool found = false;
+    if (archs && nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS)
+        for (int i = 0; i < n; i++)
+            found |= archs[i] == arch;
+    free(archs);
+    return found;
+}
+
+static char *program_log(nvrtcProgram prog)
+{
+    size_t n = 0;
+    if (nvrtcGetProgramLogSize(prog, &n) != NVRTC_SUCCESS || n == 0)
+        return NULL;
+    char *log = malloc(n + 1);
+    if (log && nvrtcGetProgramLog(prog, log) != NVRTC_SUCCESS) {
+        free(log);
+        return NULL;
+    }
+    if (log)
+        log[n] = '\0';
+    return log;
+}
+
+/* Compiles for "-arch=<target>"; fills code (cubin or PTX) and log. */
+static nvrtcResult compile(const char *source, const char *target, bool fast_math, bool ptx, void **code,
+                           size_t *len, char **log)
+{
+    nvrtcProgram prog;
+    nvrtcResult r = nvrtcCreateProgram(&prog, source, "xlac_cluster.cu", 0, NULL, NULL);
+    if (r != NVRTC_SUCCESS)
+        return r;
+    char arch[64];
+    snprintf(arch, sizeof arch, "-arch=%s", target);
+    const char *opts[] = {"--std=c++17", arch, "--use_fast_math"};
+    r = nvrtcCompileProgram(prog, fast_math ? 3 : 2, opts);
+    if (log)
+        *log = program_log(prog);
+    if (r == NVRTC_SUCCESS)
+        r = ptx ? nvrtcGetPTXSize(prog, len) : nvrtcGetCUBINSize(prog, len);
+    if (r == NVRTC_SUCCESS) {
+        *code = malloc(*len + 1);
+        if (!*code)
+            r = NVRTC_ERROR_OUT_OF_MEMORY;
+        else
+            r = ptx ? nvrtcGetPTX(prog, *code) : nvrtcGetCUBIN(prog, *code);
+    }
+    nvrtcDestroyProgram(&prog);
+    return r;
+}
+
+xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len, bool *is_ptx,
+                         char **log, xe_status *st)
+{
+    char target[32];
+    *is_ptx = !arch_supported(arch);
+    snprintf(target, sizeof target, "%s_%d", *is_ptx ? "compute" : "sm", arch);
+    *code = NULL;
+    nvrtcResult r = compile(source, target, fast_math, *is_ptx, code, len, log);
+    if (r == NVRTC_SUCCESS)
+        return XE_OK;
+    free(*code);
+    *code = NULL;
+    char first[300];
+    xg_first_line(log ? *log : NULL, first, sizeof first);
+    return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s): %s: %s", target, nvrtcGetErrorString(r),
+                   *first ? first : "no log");
+}
+
+char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math)
+{
+    char target[32];
+    snprintf(target, sizeof target, "compute_%d", arch);
+    void *code = NULL;
+    size_t len = 0;
+    if (compile(source, target, fast_math, true, &code, &len, NULL) != NVRTC_SUCCESS) {
+        free(code);
+        return NULL;
+    }
+    ((char *)code)[len] = '\0';
+    return code;
+}
+
+const char *xg_nvrtc_version(void)
+{
+    static char v[32];
+    int major = 0, minor = 0;
+    nvrtcVersion(&major, &minor);
+    snprintf(v, sizeof v, "nvrtc %d.%d", major, minor);
+    return v;
+}
+#else
+xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len, bool *is_ptx,
+                         char **log, xe_status *st)
+{
+    (void)source, (void)arch, (void)fast_math, (void)len, (void)is_ptx;
+    *code = NULL;
+    *log = NULL;
+    return xe_fail(st, XE_ERR_COMPILE, "xlac was built without CUDA: no NVRTC");
+}
+
+char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math)
+{
+    (void)source, (void)arch, (void)fast_math;
+    return NULL;
+}
+
+const char *xg_nvrtc_version(void)
+{
+    return "no nvrtc";
+}
+#endif

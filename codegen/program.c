@@ -1,0 +1,174 @@
+/*
+ * Loading and running compiled clusters. A program holds its own copy of
+ * the cluster body and its plan; running it allocates the materialized
+ * buffers on the program's device, fills the sizes array, and runs the
+ * plan's steps in order: generated kernels (C functions from the shared
+ * object, or CUDA kernels from the cubin) and library calls (matmul
+ * through the executor's BLAS-backed kernel of that device).
+ *
+ * The shared object is written to a private temp file (0600) and
+ * dlopen'ed; the CUDA module is loaded with cudaLibraryLoadData.
+ */
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "compile.h"
+#include "plan.h"
+#include "program_impl.h"
+
+typedef void (*xg_c_kernel)(void *const *B, const int64_t *S);
+
+static xe_code load_c(xg_program *p, const xg_artifact *a, xe_status *st)
+{
+    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    char path[512];
+    snprintf(path, sizeof path, "%s/xlac-so-XXXXXX", tmp);
+    int fd = mkstemp(path);
+    if (fd < 0)
+        return xe_fail(st, XE_ERR_COMPILE, "cannot create a temp file in %s: %m", tmp);
+    close(fd);
+    xe_code c = xg_write_file(path, a->code, a->code_len, st);
+    if (c == XE_OK && !(p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
+        c = xe_fail(st, XE_ERR_COMPILE, "dlopen of the compiled cluster failed: %s", dlerror());
+    unlink(path); /* the mapping stays valid */
+    for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
+        char name[32];
+        if (p->plan->steps[i].kind == XG_STEP_LIBRARY)
+            continue;
+        xg_step_name(i, name, sizeof name);
+        if (!(p->fn[i] = dlsym(p->dl, name)))
+            c = xe_fail(st, XE_ERR_COMPILE, "compiled cluster lacks kernel %s", name);
+    }
+    return c;
+}
+
+void xg_program_destroy(xg_program *p)
+{
+    if (!p)
+        return;
+    if (p->dl)
+        dlclose(p->dl);
+    xg_cuda_unload(p);
+    xg_plan_destroy(p->plan);
+    free(p->fn);
+    xe_graph_destroy(p->body);
+    free(p->in_types);
+    free(p);
+}
+
+xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types, xg_program **out,
+                        xe_status *st)
+{
+    xg_program *p = calloc(1, sizeof *p);
+    if (!p)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    p->target = a->target;
+    p->device = a->target == XG_TARGET_CUDA ? XE_DEV_GPU : XE_DEV_CPU;
+    p->in_types = malloc(sizeof(xe_type) * (size_t)(body->n_inputs + 1));
+    xe_code c = p->in_types ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK)
+        memcpy(p->in_types, in_types, sizeof(xe_type) * (size_t)body->n_inputs);
+    if (c == XE_OK && !(p->body = xe_graph_clone(body, st)))
+        c = st->code;
+    if (c == XE_OK)
+        c = xg_plan_build(p->body, in_types, a->shape_generic, &p->plan, st);
+    if (c == XE_OK) {
+        char *text = xg_plan_text(p->plan, NULL);
+        if (!text || !a->meta || strcmp(text, a->meta) != 0)
+            c = xe_fail(st, XE_ERR_COMPILE, "the compiled module does not match this cluster's plan");
+        free(text);
+    }
+    if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK)
+        c = a->target == XG_TARGET_C ? load_c(p, a, st) : xg_cuda_load(p, a, st);
+    if (c != XE_OK) {
+        xg_program_destroy(p);
+        return c;
+    }
+    *out = p;
+    return XE_OK;
+}
+
+/* matmul through the executor's own kernel for the program's device. */
+static xe_code run_library(xg_program *p, int node, xe_tensor **bufs, xe_status *st)
+{
+    const xe_node *n = p->body->nodes[node];
+    const xe_op_def *d = xe_op_get(n->op);
+    xe_tensor *in[2] = {bufs[n->inputs[0]], bufs[n->inputs[1]]};
+    xe_kernel_args a = {.graph = p->body, .node = n, .n_in = 2, .in = in, .out = bufs[node]};
+    if (!d->kernel[p->device])
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "no %s kernel for %s", xe_device_name(p->device), n->name);
+    return d->kernel[p->device](&a, st);
+}
+
+/* Buffers for every materialized node: inputs and constants borrowed, the rest new. */
+static xe_code make_buffers(xg_program *p, const xe_type *types, xe_tensor *const *inputs, xe_tensor **bufs,
+                            xe_status *st)
+{
+    const xe_graph *b = p->body;
+    for (int k = 0; k < b->n_inputs; k++)
+        bufs[b->inputs[k]] = xe_tensor_retain(inputs[k]);
+    for (int i = 0; i < b->n_nodes; i++) {
+        const xe_node *n = b->nodes[i];
+        if (!p->plan->mat[i] || n->op == XE_OP_INPUT)
+            continue;
+        if (n->op == XE_OP_CONST)
+            bufs[i] = p->device == XE_DEV_CPU ? xe_tensor_retain(n->value)
+                                              : xe_tensor_to_device(n->value, p->device, st);
+        else
+            bufs[i] = xe_tensor_new(types[i].dtype, &types[i].shape, p->device, st);
+        if (!bufs[i])
+            return st->code;
+    }
+    return XE_OK;
+}
+
+xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs, int n_outputs,
+                       xe_status *st)
+{
+    const xe_graph *b = p->body;
+    if (n_inputs != b->n_inputs || n_outputs != b->n_outputs)
+        return xe_fail(st, XE_ERR_RUNTIME, "compiled cluster called with the wrong number of values");
+    xe_type *types = calloc((size_t)b->n_nodes + 1, sizeof *types);
+    xe_tensor **bufs = calloc((size_t)b->n_nodes + 1, sizeof *bufs);
+    void **ptrs = calloc((size_t)b->n_nodes + 1, sizeof *ptrs);
+    int64_t *S = calloc((size_t)p->plan->n_sizes + 1, sizeof *S);
+    xe_type *in_types = calloc((size_t)n_inputs + 1, sizeof *in_types);
+    xe_code c = (types && bufs && ptrs && S && in_types) ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int k = 0; c == XE_OK && k < n_inputs; k++)
+        in_types[k] = (xe_type){inputs[k]->dtype, inputs[k]->shape};
+    if (c == XE_OK && p->plan->generic)
+        c = xg_body_types(b, in_types, types, st);
+    else if (c == XE_OK)
+        memcpy(types, p->plan->types, sizeof *types * (size_t)b->n_nodes);
+    if (c == XE_OK)
+        c = make_buffers(p, types, inputs, bufs, st);
+    for (int i = 0; c == XE_OK && i < b->n_nodes; i++) {
+        ptrs[i] = bufs[i] ? bufs[i]->data : NULL;
+        for (int d = 0; d < types[i].shape.rank; d++)
+            S[p->plan->soff[i] + d] = types[i].shape.dims[d];
+    }
+    for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
+        const xg_step *s = &p->plan->steps[i];
+        if (s->kind == XG_STEP_LIBRARY)
+            c = run_library(p, s->outs[0], bufs, st);
+        else if (p->target == XG_TARGET_C)
+            ((xg_c_kernel)p->fn[i])(ptrs, S);
+        else
+            c = xg_cuda_launch(p, i, types, ptrs, S, st);
+    }
+    for (int k = 0; c == XE_OK && k < n_outputs; k++)
+        outputs[k] = xe_tensor_retain(bufs[b->outputs[k]]);
+    for (int i = 0; bufs && i < b->n_nodes; i++)
+        xe_tensor_release(bufs[i]);
+    free(types);
+    free(bufs);
+    free(ptrs);
+    free(S);
+    free(in_types);
+    return c;
+}
