@@ -1,0 +1,332 @@
+/*
+ * Random graph generator (see randgraph.h). Every value's shape is a
+ * "variant" of one base shape: each dim is the base dim or 1, leading dims
+ * may be missing. Any two variants broadcast, so binary ops can pick any
+ * operands. Shape ops are used in pairs that come back to a variant
+ * (transpose and its inverse, flatten and reshape back, two slices
+ * concatenated), and reductions either keep dims or drop a leading prefix.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "randgraph.h"
+
+#define MAX_VALUES 128
+
+typedef struct value {
+    char name[16];
+    int rank;
+    int dims[3];
+} value;
+
+typedef struct gen {
+    uint64_t s;
+    char *buf;
+    size_t len, cap;
+    value v[MAX_VALUES];
+    int n;
+    int base_rank, base[3];
+    const char *dt;
+    bool is_float;
+} gen;
+
+static uint64_t next(gen *g)
+{
+    uint64_t z = (g->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static int pick(gen *g, int n)
+{
+    return (int)(next(g) % (uint64_t)n);
+}
+
+static void add(gen *g, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void add(gen *g, const char *fmt, ...)
+{
+    char line[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(line, sizeof line, fmt, ap);
+    va_end(ap);
+    if (g->len + (size_t)n + 1 > g->cap) {
+        g->cap = (g->cap + (size_t)n + 1) * 2;
+        g->buf = realloc(g->buf, g->cap);
+    }
+    memcpy(g->buf + g->len, line, (size_t)n + 1);
+    g->len += (size_t)n;
+}
+
+static void shape_text(const value *v, char *buf, size_t len)
+{
+    size_t u = (size_t)snprintf(buf, len, "[");
+    for (int d = 0; d < v->rank; d++)
+        u += (size_t)snprintf(buf + u, len - u, "%s%d", d ? "," : "", v->dims[d]);
+    snprintf(buf + u, len - u, "]");
+}
+
+static value *new_value(gen *g, int rank, const int *dims)
+{
+    value *v = &g->v[g->n];
+    snprintf(v->name, sizeof v->name, "v%d", g->n);
+    v->rank = rank;
+    memcpy(v->dims, dims, sizeof(int) * (size_t)rank);
+    g->n++;
+    return v;
+}
+
+/* A random variant of the base shape. */
+static void variant(gen *g, int *rank, int *dims)
+{
+    *rank = g->base_rank - pick(g, g->base_rank + 1) / 2;
+    for (int d = 0; d < *rank; d++) {
+        int bd = d + g->base_rank - *rank;
+        dims[d] = pick(g, 4) == 0 ? 1 : g->base[bd];
+    }
+}
+
+static const value *any(gen *g)
+{
+    return &g->v[g->n - 1 - pick(g, g->n < 4 ? g->n : 4)];
+}
+
+static void broadcast_shape(const value *a, const value *b, int *rank, int *dims)
+{
+    *rank = a->rank > b->rank ? a->rank : b->rank;
+    for (int d = 0; d < *rank; d++) {
+        int da = d - (*rank - a->rank) >= 0 ? a->dims[d - (*rank - a->rank)] : 1;
+        int db = d - (*rank - b->rank) >= 0 ? b->dims[d - (*rank - b->rank)] : 1;
+        dims[d] = da > db ? da : db;
+    }
+}
+
+static void op_binary(gen *g)
+{
+    static const char *const fl[] = {"add", "sub", "mul", "maximum", "minimum", "div"};
+    static const char *const in[] = {"add", "sub", "mul", "maximum", "minimum"};
+    const value *a = any(g), *b = any(g);
+    int rank, dims[3];
+    broadcast_shape(a, b, &rank, dims);
+    const char *op = g->is_float ? fl[pick(g, 6)] : in[pick(g, 5)];
+    char an[16], bn[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    snprintf(bn, sizeof bn, "%s", b->name);
+    value *r = new_value(g, rank, dims);
+    add(g, "%s = %s(%s, %s)\n", r->name, op, an, bn);
+}
+
+static void op_unary(gen *g)
+{
+    static const char *const fl[] = {"neg", "abs", "tanh", "sigmoid", "relu", "sin", "cos", "gelu", "floor"};
+    static const char *const in[] = {"neg", "abs", "relu"};
+    const value *a = any(g);
+    const char *op = g->is_float ? fl[pick(g, 9)] : in[pick(g, 3)];
+    char an[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    value *r = new_value(g, a->rank, a->dims);
+    if (!strcmp(op, "gelu"))
+        add(g, "%s = gelu(%s, approximate=%s)\n", r->name, an, pick(g, 2) ? "true" : "false");
+    else
+        add(g, "%s = %s(%s)\n", r->name, op, an);
+}
+
+/* select(less(a, b), a, c) */
+static void op_select(gen *g)
+{
+    const value *a = any(g), *b = any(g), *c = any(g);
+    int r1, d1[3], r2, d2[3];
+    broadcast_shape(a, b, &r1, d1);
+    value tmp = {.rank = r1};
+    memcpy(tmp.dims, d1, sizeof d1);
+    broadcast_shape(&tmp, c, &r2, d2);
+    char an[16], bn[16], cn[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    snprintf(bn, sizeof bn, "%s", b->name);
+    snprintf(cn, sizeof cn, "%s", c->name);
+    int k = g->n;
+    value *r = new_value(g, r2, d2);
+    add(g, "c%d = less(%s, %s)\n%s = select(c%d, %s, %s)\n", k, an, bn, r->name, k, an, cn);
+}
+
+static void op_reduce(gen *g)
+{
+    static const char *const fl[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min"};
+    static const char *const in[] = {"reduce_sum", "reduce_max", "reduce_min"};
+    const value *a = any(g);
+    if (a->rank == 0)
+        return op_unary(g);
+    const char *op = g->is_float ? fl[pick(g, 4)] : in[pick(g, 3)];
+    int mask = 1 + pick(g, (1 << a->rank) - 1);
+    /* keepdims=false only when the reduced axes are a leading prefix */
+    bool prefix = true;
+    for (int d = 0, seen_kept = 0; d < a->rank; d++) {
+        if (!(mask >> d & 1))
+            seen_kept = 1;
+        else if (seen_kept)
+            prefix = false;
+    }
+    bool keep = !prefix || pick(g, 2);
+    char axes[64] = "", an[16];
+    int rank = 0, dims[3];
+    for (int d = 0; d < a->rank; d++) {
+        if (mask >> d & 1) {
+            snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%d", axes[0] ? "," : "", d);
+            if (keep)
+                dims[rank++] = 1;
+        } else {
+            dims[rank++] = a->dims[d];
+        }
+    }
+    snprintf(an, sizeof an, "%s", a->name);
+    value *r = new_value(g, rank, dims);
+    add(g, "%s = %s(%s, axes=[%s], keepdims=%s)\n", r->name, op, an, axes, keep ? "true" : "false");
+}
+
+/* transpose, a unary op, and the inverse transpose */
+static void op_transpose(gen *g)
+{
+    const value *a = any(g);
+    if (a->rank < 2)
+        return op_unary(g);
+    int perm[3] = {0, 1, 2}, inv[3];
+    for (int d = a->rank - 1; d > 0; d--) {
+        int j = pick(g, d + 1), t = perm[d];
+        perm[d] = perm[j];
+        perm[j] = t;
+    }
+    for (int d = 0; d < a->rank; d++)
+        inv[perm[d]] = d;
+    char p[32] = "", q[32] = "", an[16];
+    for (int d = 0; d < a->rank; d++) {
+        snprintf(p + strlen(p), sizeof p - strlen(p), "%s%d", d ? "," : "", perm[d]);
+        snprintf(q + strlen(q), sizeof q - strlen(q), "%s%d", d ? "," : "", inv[d]);
+    }
+    snprintf(an, sizeof an, "%s", a->name);
+    int k = g->n;
+    value *r = new_value(g, a->rank, a->dims);
+    add(g, "t%d = transpose(%s, perm=[%s])\nu%d = %s(t%d)\n%s = transpose(u%d, perm=[%s])\n", k, an, p, k,
+        g->is_float ? "tanh" : "neg", k, r->name, k, q);
+}
+
+/* flatten, a unary op, reshape back */
+static void op_reshape(gen *g)
+{
+    const value *a = any(g);
+    char sh[32], an[16];
+    shape_text(a, sh, sizeof sh);
+    snprintf(an, sizeof an, "%s", a->name);
+    int k = g->n;
+    value *r = new_value(g, a->rank, a->dims);
+    add(g, "f%d = reshape(%s, shape=[-1])\nw%d = abs(f%d)\n%s = reshape(w%d, shape=%s)\n", k, an, k, k, r->name, k, sh);
+}
+
+/* two slices of the last axis, concatenated back */
+static void op_slice_concat(gen *g)
+{
+    const value *a = any(g);
+    if (a->rank == 0 || a->dims[a->rank - 1] < 2)
+        return op_binary(g);
+    int last = a->rank - 1, cut = 1 + pick(g, a->dims[last] - 1);
+    char b1[32] = "", e1[32] = "", b2[32] = "", e2[32] = "", an[16];
+    for (int d = 0; d < a->rank; d++) {
+        const char *sep = d ? "," : "";
+        snprintf(b1 + strlen(b1), 32 - strlen(b1), "%s0", sep);
+        snprintf(e1 + strlen(e1), 32 - strlen(e1), "%s%d", sep, d == last ? cut : a->dims[d]);
+        snprintf(b2 + strlen(b2), 32 - strlen(b2), "%s%d", sep, d == last ? cut : 0);
+        snprintf(e2 + strlen(e2), 32 - strlen(e2), "%s%d", sep, a->dims[d]);
+    }
+    snprintf(an, sizeof an, "%s", a->name);
+    int k = g->n;
+    value *r = new_value(g, a->rank, a->dims);
+    add(g, "s%d = slice(%s, begin=[%s], end=[%s])\nsb%d = slice(%s, begin=[%s], end=[%s])\nsn%d = neg(sb%d)\n"
+           "%s = concat(s%d, sn%d, axis=%d)\n", k, an, b1, e1, k, an, b2, e2, k, k, r->name, k, k, last);
+}
+
+static void op_broadcast_softmax(gen *g)
+{
+    const value *a = any(g);
+    char an[16], sh[32];
+    snprintf(an, sizeof an, "%s", a->name);
+    value full = {.rank = g->base_rank};
+    memcpy(full.dims, g->base, sizeof g->base);
+    shape_text(&full, sh, sizeof sh);
+    if (g->is_float && a->rank > 0 && pick(g, 2)) {
+        value *r = new_value(g, a->rank, a->dims);
+        add(g, "%s = softmax(%s, axis=-1)\n", r->name, an);
+        return;
+    }
+    value *r = new_value(g, full.rank, full.dims);
+    add(g, "%s = broadcast_to(%s, shape=%s)\n", r->name, an, sh);
+}
+
+static void op_opaque(gen *g)
+{
+    const value *a = any(g);
+    char an[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    int k = g->n;
+    if (pick(g, 2) && g->is_float) {
+        value *r = new_value(g, g->base_rank, g->base);
+        char sh[32];
+        shape_text(r, sh, sizeof sh);
+        add(g, "%s = random_normal(shape=%s, seed=%d, dtype=%s)\n", r->name, sh, k, g->dt);
+        return;
+    }
+    value *r = new_value(g, 0, NULL);
+    add(g, "q%d = reshape(%s, shape=[-1])\nuq%d = unique(q%d)\n%s = reduce_sum(uq%d, axes=[0])\n", k, an, k, k,
+        r->name, k);
+}
+
+char *randgraph_text(uint64_t seed, const randgraph_options *o)
+{
+    gen g = {.s = seed * 0x2545F4914F6CDD1Dull + 1};
+    static const char *const dts[] = {"f32", "f64", "i32", "f32"};
+    g.dt = o && o->dtype ? o->dtype : dts[pick(&g, 4)];
+    g.is_float = g.dt[0] == 'f';
+    g.base_rank = 1 + pick(&g, 3);
+    for (int d = 0; d < g.base_rank; d++)
+        g.base[d] = 2 + pick(&g, 6);
+    add(&g, "xlac.graph v1\n");
+    int n_in = 2 + pick(&g, 2);
+    for (int k = 0; k < n_in; k++) {
+        int rank, dims[3];
+        variant(&g, &rank, dims);
+        if (k == 0) { /* the first input has the full base shape */
+            rank = g.base_rank;
+            memcpy(dims, g.base, sizeof g.base);
+        }
+        value *v = new_value(&g, rank, dims);
+        char sh[32];
+        shape_text(v, sh, sizeof sh);
+        if (o && o->allow_unknown && rank == g.base_rank && rank > 0)
+            add(&g, "input %s: %s[?%s\n", v->name, g.dt, strchr(sh, ',') ? strchr(sh, ',') : "]");
+        else
+            add(&g, "input %s: %s%s\n", v->name, g.dt, sh);
+    }
+    int n_ops = o && o->n_ops ? o->n_ops : 8;
+    for (int i = 0; i < n_ops && g.n < MAX_VALUES - 4; i++) {
+        int r = pick(&g, o && o->allow_opaque ? 11 : 10);
+        switch (r) {
+        case 0:
+        case 1:
+        case 2: op_binary(&g); break;
+        case 3: op_unary(&g); break;
+        case 4: op_select(&g); break;
+        case 5:
+        case 6: op_reduce(&g); break;
+        case 7: op_transpose(&g); break;
+        case 8: pick(&g, 2) ? op_reshape(&g) : op_slice_concat(&g); break;
+        case 9: op_broadcast_softmax(&g); break;
+        default: op_opaque(&g); break;
+        }
+    }
+    add(&g, "output %s\n", g.v[g.n - 1].name);
+    int extra = n_in + pick(&g, g.n - n_in);
+    if (extra != g.n - 1)
+        add(&g, "output %s\n", g.v[extra].name);
+    return g.buf;
+}

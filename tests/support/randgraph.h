@@ -1,0 +1,24 @@
+/*
+ * Random well-typed graphs as .xg text, for differential and property
+ * tests: elementwise chains and diamonds with broadcasting, reshape,
+ * transpose, slice, concat, reductions on every axis with and without
+ * keepdims, softmax, several outputs; f32, f64 or i32. Deterministic for a
+ * seed.
+ */
+#ifndef XLAC_TEST_RANDGRAPH_H
+#define XLAC_TEST_RANDGRAPH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+typedef struct randgraph_options {
+    int n_ops;            /* ops to generate (default 8) */
+    bool allow_opaque;    /* sprinkle unique and random_normal (not compilable) */
+    bool allow_unknown;   /* declare the first dim of inputs as `?` */
+    const char *dtype;    /* "f32", "f64", "i32", or NULL: chosen by the seed */
+} randgraph_options;
+
+/* Returns malloc'd .xg text. */
+char *randgraph_text(uint64_t seed, const randgraph_options *o);
+
+#endif
