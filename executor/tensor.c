@@ -51,6 +51,7 @@ static void *host_alloc(size_t bytes)
 static void host_free(void *p, size_t bytes)
 {
     size_t size = (bytes + 63) / 64 * 64;
+    (void)size; /* unused when the sanitizers want every buffer freed at once */
 #ifndef XLAC_SANITIZE
     if (p && size >= CACHE_MIN_BYTES) {
         pthread_mutex_lock(&cache.lock);

@@ -1,0 +1,292 @@
+/*
+ * What the user sees of the clustering: the graph annotated with
+ * @cluster / @reason (a valid .xg once written), the same picture as
+ * Graphviz (clusters as filled subgraphs, unclustered ops grey with their
+ * reason, edges labelled with tensor types), and the summary (counts, an
+ * op histogram per cluster, unclustered ops by op and by reason).
+ */
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xc.h"
+#include "xlac/op.h"
+
+/* ---- annotation -------------------------------------------------------------- */
+
+static xe_code annotate_node(xe_node *n, const xc_clustering *c, int i, xe_status *st)
+{
+    xe_node_remove_attr(n, "@cluster");
+    xe_node_remove_attr(n, "@reason");
+    int k = c->cluster[i];
+    if (k >= 0) {
+        if (xe_node_set_string(n, "@cluster", c->clusters[k].name, st) != XE_OK)
+            return st->code;
+        return xe_node_set_string(n, "@device", xc_xla_device_name(c->clusters[k].device), st);
+    }
+    if (c->reason[i])
+        return xe_node_set_string(n, "@reason", c->reason[i], st);
+    return XE_OK;
+}
+
+xe_graph *xc_annotate(const xe_graph *g, const xc_clustering *c, xe_status *st)
+{
+    xe_graph *a = xe_graph_clone(g, st);
+    if (!a)
+        return NULL;
+    for (int i = 0; i < a->n_nodes && i < c->n_nodes; i++) {
+        if (annotate_node(a->nodes[i], c, i, st) != XE_OK) {
+            xe_graph_destroy(a);
+            return NULL;
+        }
+    }
+    return a;
+}
+
+/* ---- a growing text buffer ------------------------------------------------- */
+
+typedef struct xc_buf {
+    char *s;
+    size_t len, cap;
+    bool oom;
+} xc_buf;
+
+__attribute__((format(printf, 2, 3))) static void emit(xc_buf *b, const char *fmt, ...)
+{
+    if (b->oom)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(NULL, 0, fmt, ap);
+    va_end(ap);
+    if (n < 0 || b->len + (size_t)n + 1 > b->cap) {
+        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)(n > 0 ? n : 0);
+        char *s = n < 0 ? NULL : realloc(b->s, cap);
+        if (!s) {
+            b->oom = true;
+            return;
+        }
+        b->s = s;
+        b->cap = cap;
+    }
+    va_start(ap, fmt);
+    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
+    va_end(ap);
+    b->len += (size_t)n;
+}
+
+/* Appends s as the inside of a Graphviz double-quoted string. */
+static void emit_escaped(xc_buf *b, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '"' || *s == '\\')
+            emit(b, "\\%c", *s);
+        else if (*s == '\n')
+            emit(b, "\\n");
+        else
+            emit(b, "%c", *s);
+    }
+}
+
+/* ---- Graphviz ------------------------------------------------------------------ */
+
+static const char *const palette[] = {"#cfe2ff", "#d1f2d1", "#ffe5c2",
+                                      "#f3d1f4", "#fff3b0", "#c9f1f0"};
+#define PALETTE_N ((int)(sizeof palette / sizeof palette[0]))
+
+static bool is_output(const xe_graph *g, int i)
+{
+    for (int k = 0; k < g->n_outputs; k++)
+        if (g->outputs[k] == i)
+            return true;
+    return false;
+}
+
+/* One node statement: name, op, type, and what the clustering says. */
+static void dot_node(xc_buf *b, const xe_graph *g, const xc_clustering *c, int i,
+                     const char *indent)
+{
+    const xe_node *n = g->nodes[i];
+    char type[128] = "";
+    if (!n->body)
+        xe_type_str(&n->type, type, sizeof type);
+    emit(b, "%sn%d [label=\"", indent, i);
+    emit_escaped(b, n->name);
+    emit(b, "\\n%s",
+         n->body ? xe_node_attr_string(n, "@op", xe_op_name(n->op)) : xe_op_name(n->op));
+    if (n->body)
+        emit(b, "\\n%d ops on %s", n->body->n_nodes - n->body->n_inputs,
+             xe_node_attr_string(n, "@device", xe_device_name(n->device)));
+    else
+        emit(b, "\\n%s", type);
+    const char *why = c && i < c->n_nodes && c->cluster[i] < 0 ? c->reason[i] : NULL;
+    if (why) {
+        emit(b, "\\n(");
+        emit_escaped(b, why);
+        emit(b, ")");
+    }
+    emit(b, "\"");
+    if (n->op == XE_OP_INPUT)
+        emit(b, ", shape=ellipse");
+    if (is_output(g, i))
+        emit(b, ", peripheries=2");
+    if (why)
+        emit(b, ", fillcolor=\"#dddddd\", fontcolor=\"#555555\"");
+    else if (n->body)
+        emit(b, ", fillcolor=\"%s\"", palette[i % PALETTE_N]);
+    emit(b, "];\n");
+}
+
+static void dot_cluster(xc_buf *b, const xe_graph *g, const xc_clustering *c, int k)
+{
+    const xc_cluster *cl = &c->clusters[k];
+    emit(b, "  subgraph cluster_%d {\n", k);
+    emit(b, "    label=\"");
+    emit_escaped(b, cl->name);
+    emit(b, " (%s, %d ops%s)\";\n", xc_xla_device_name(cl->device), cl->n_nodes,
+         cl->must_compile ? ", must compile" : "");
+    emit(b, "    style=filled; color=\"#4a6fa5\"; fillcolor=\"%s\";\n", palette[k % PALETTE_N]);
+    for (int j = 0; j < cl->n_nodes; j++)
+        dot_node(b, g, c, cl->nodes[j], "    ");
+    emit(b, "  }\n");
+}
+
+static void dot_edges(xc_buf *b, const xe_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xe_node *n = g->nodes[i];
+        for (int k = 0; k < n->n_inputs; k++) {
+            const xe_node *p = g->nodes[n->inputs[k]];
+            char type[128] = "tuple";
+            if (!p->body)
+                xe_type_str(&p->type, type, sizeof type);
+            emit(b, "  n%d -> n%d [label=\"%s\"];\n", n->inputs[k], i, type);
+        }
+    }
+}
+
+char *xc_dot_string(const xe_graph *g, const xc_clustering *c, xe_status *st)
+{
+    xc_buf b = {0};
+    emit(&b, "digraph xlac {\n  rankdir=TB;\n");
+    emit(&b, "  node [shape=box, style=\"rounded,filled\", fillcolor=white, "
+             "fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n");
+    for (int k = 0; c && k < c->n_clusters; k++)
+        dot_cluster(&b, g, c, k);
+    for (int i = 0; i < g->n_nodes; i++)
+        if (!c || i >= c->n_nodes || c->cluster[i] < 0)
+            dot_node(&b, g, c, i, "  ");
+    dot_edges(&b, g);
+    emit(&b, "}\n");
+    if (b.oom || !b.s) {
+        free(b.s);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory writing a .dot graph");
+        return NULL;
+    }
+    return b.s;
+}
+
+/* ---- the summary ------------------------------------------------------------ */
+
+typedef struct hist {
+    int n;
+    const char **keys;
+    int *counts;
+} hist;
+
+static bool hist_init(hist *h, int cap)
+{
+    h->n = 0;
+    h->keys = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *h->keys);
+    h->counts = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *h->counts);
+    return h->keys && h->counts;
+}
+
+static void hist_free(hist *h)
+{
+    free(h->keys);
+    free(h->counts);
+}
+
+static void hist_add(hist *h, const char *key)
+{
+    for (int i = 0; i < h->n; i++) {
+        if (strcmp(h->keys[i], key) == 0) {
+            h->counts[i]++;
+            return;
+        }
+    }
+    int j = h->n++;
+    while (j > 0 && strcmp(h->keys[j - 1], key) > 0) { /* keep keys sorted */
+        h->keys[j] = h->keys[j - 1];
+        h->counts[j] = h->counts[j - 1];
+        j--;
+    }
+    h->keys[j] = key;
+    h->counts[j] = 1;
+}
+
+static void hist_print(FILE *f, const hist *h)
+{
+    for (int i = 0; i < h->n; i++)
+        fprintf(f, "%s%s %d", i ? ", " : "", h->keys[i], h->counts[i]);
+    fprintf(f, "%s\n", h->n ? "" : "none");
+}
+
+static void summary_cluster(FILE *f, const xe_graph *g, const xc_cluster *cl)
+{
+    hist h;
+    if (!hist_init(&h, cl->n_nodes)) {
+        hist_free(&h);
+        fprintf(f, "%s: out of memory\n", cl->name);
+        return;
+    }
+    for (int j = 0; j < cl->n_nodes; j++)
+        hist_add(&h, xe_op_name(g->nodes[cl->nodes[j]]->op));
+    fprintf(f, "%s: %d ops on %s%s: ", cl->name, cl->n_nodes, xc_xla_device_name(cl->device),
+            cl->must_compile ? " (jit block, must compile)" : "");
+    hist_print(f, &h);
+    hist_free(&h);
+}
+
+static void summary_unclustered(FILE *f, const xe_graph *g, const xc_clustering *c)
+{
+    hist by_op, by_reason;
+    bool ok = hist_init(&by_op, g->n_nodes) & hist_init(&by_reason, g->n_nodes);
+    int n = 0;
+    for (int i = 0; ok && i < g->n_nodes; i++) {
+        if (c->cluster[i] >= 0 || g->nodes[i]->op == XE_OP_INPUT)
+            continue;
+        n++;
+        hist_add(&by_op, xe_op_name(g->nodes[i]->op));
+        hist_add(&by_reason, c->reason[i] ? c->reason[i] : "unknown");
+    }
+    if (ok) {
+        fprintf(f, "ops not clustered: %d\n  by op: ", n);
+        hist_print(f, &by_op);
+        fprintf(f, "  by reason: ");
+        hist_print(f, &by_reason);
+    } else {
+        fprintf(f, "ops not clustered: out of memory\n");
+    }
+    hist_free(&by_op);
+    hist_free(&by_reason);
+}
+
+void xc_write_summary(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id)
+{
+    int ops = 0, clustered = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->op == XE_OP_INPUT)
+            continue;
+        ops++;
+        clustered += i < c->n_nodes && c->cluster[i] >= 0;
+    }
+    fprintf(f, "xlac clustering summary (session %d, %s)\n", session_id, g->file);
+    fprintf(f, "ops in the graph: %d (graph inputs not counted)\n", ops);
+    fprintf(f, "clusters built: %d\n", c->n_clusters);
+    fprintf(f, "ops clustered: %d\n", clustered);
+    for (int k = 0; k < c->n_clusters; k++)
+        summary_cluster(f, g, &c->clusters[k]);
+    summary_unclustered(f, g, c);
+}

@@ -1,0 +1,49 @@
+/*
+ * The plugin's configuration, read once from the environment
+ * (XLAC_AUTO_JIT, XLAC_FLAGS, XLAC_DUMP_GRAPH_PREFIX, XLAC_DUMP_TO) into
+ * one struct that is passed down; nothing else in the plugin calls getenv.
+ */
+#ifndef XLAC_FLAGS_H
+#define XLAC_FLAGS_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "xg.h"
+#include "xlac/device.h"
+#include "xlac/status.h"
+
+typedef struct xlac_flags {
+    int auto_jit;               /* XLAC_AUTO_JIT: 0 off, 1 conservative, 2 aggressive */
+    int min_cluster_size;       /* --min_cluster_size (default 2) */
+    int max_cluster_size;       /* --max_cluster_size (default 0: no limit) */
+    bool devices[XE_DEV_COUNT]; /* --devices=cpu,gpu (default both) */
+    char **ops_to_exclude;      /* --ops_to_exclude=a,b */
+    int n_ops_to_exclude;
+    long long clustering_fuel; /* --clustering_fuel (default -1: no limit) */
+    bool clustering_debug;     /* --clustering_debug: dumps and summary */
+    bool stats;                /* --stats: one line at exit */
+    bool codegen;              /* --codegen=0: launch ops always run per op */
+    bool help;                 /* --help: print the flags and exit 0 */
+    char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
+    xg_options xg;             /* the code generator's flags */
+    char *cache_dir;           /* owns xg.cache_dir when given */
+    char *dump_to;             /* owns xg.dump_dir (XLAC_DUMP_TO) */
+} xlac_flags;
+
+/* Every flag at its default (xg_options_default included). */
+void xlac_flags_default(xlac_flags *f);
+
+/*
+ * Parses the values of the four environment variables (each may be NULL).
+ * A bad XLAC_AUTO_JIT, an unknown flag or a malformed value is an error
+ * naming it (XE_ERR_USAGE); *f is then freed.
+ */
+xe_code xlac_flags_parse(xlac_flags *f, const char *auto_jit, const char *flags,
+                         const char *dump_graph_prefix, const char *dump_to, xe_status *st);
+void xlac_flags_free(xlac_flags *f);
+
+/* Every flag with its default and meaning. */
+void xlac_flags_help(FILE *out);
+
+#endif

@@ -1,0 +1,246 @@
+/*
+ * The xlac graph pass, run by the executor on every session's graph after
+ * inference and placement. With XLAC_AUTO_JIT=0 and no jit block it does
+ * nothing at all. Otherwise:
+ *   1. clustering options from the flags (the level's predicate);
+ *   2. mark for compilation (a jit block that cannot compile fails here);
+ *   3. encapsulation: each cluster becomes one xlac_launch node;
+ *   4. with --clustering_debug: dumps (.xg and .dot before marking, marked,
+ *      after encapsulation) and the summary, to files and stderr.
+ * Also the registration of the op and the pass (xlac_plugin_install).
+ */
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "xlac/io.h"
+#include "xlac/op.h"
+#include "xlac_plugin.h"
+
+static xlac_flags flags;
+static bool installed;  /* flags hold the process-wide configuration */
+static bool registered; /* the op and the pass are registered */
+static int launch_op = -1;
+static atomic_bool warned_no_prefix;
+
+const xlac_flags *xlac_plugin_flags(void)
+{
+    return installed ? &flags : NULL;
+}
+
+int xlac_launch_op(void)
+{
+    return launch_op;
+}
+
+/* ---- the predicate ---------------------------------------------------------- */
+
+static bool fusible_at_level1(xe_op_class cls)
+{
+    switch (cls) {
+    case XE_CLASS_BINARY:
+    case XE_CLASS_COMPARE:
+    case XE_CLASS_LOGICAL:
+    case XE_CLASS_UNARY:
+    case XE_CLASS_SELECT:
+    case XE_CLASS_CAST:
+    case XE_CLASS_REDUCE:
+    case XE_CLASS_ARGMAX:
+    case XE_CLASS_SHAPE:
+    case XE_CLASS_SOFTMAX:
+        return true;
+    default:
+        return false;
+    }
+}
+
+bool xlac_supports(const xe_graph *g, const xe_node *n, xe_device dev, bool must_compile,
+                   void *user, const char **reason)
+{
+    const xlac_flags *f = user;
+    const xe_op_def *d = xe_op_get(n->op);
+    if (!d) {
+        *reason = XC_REASON_NO_CODEGEN;
+        return false;
+    }
+    if (!must_compile && f->auto_jit == 1 && !fusible_at_level1(d->cls)) {
+        *reason = XC_REASON_LEVEL1;
+        return false;
+    }
+    xg_options o = f->xg;
+    o.level2 = must_compile || f->auto_jit >= 2;
+    if (xg_supports(g, n, dev, &o))
+        return true;
+    *reason = xg_unsupported_reason(g, n, dev, &o);
+    return false;
+}
+
+void xlac_cluster_options(const xlac_flags *f, xc_options *o)
+{
+    xc_options_default(o);
+    o->auto_cluster = f->auto_jit > 0;
+    o->min_cluster_size = f->min_cluster_size;
+    o->max_cluster_size = f->max_cluster_size;
+    for (int d = 0; d < XE_DEV_COUNT; d++)
+        o->devices[d] = f->devices[d];
+    o->ops_to_exclude = (const char *const *)f->ops_to_exclude;
+    o->n_ops_to_exclude = f->n_ops_to_exclude;
+    o->fuel = f->clustering_fuel;
+    o->need_intermediate = f->auto_jit == 1;
+    o->supports = xlac_supports;
+    o->user = (void *)f;
+}
+
+/* ---- dumps -------------------------------------------------------------------- */
+
+static xe_code make_dir(const char *dir, xe_status *st)
+{
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
+        return xe_fail(st, XE_ERR_IO, "cannot create dump folder %s: %s", dir, strerror(errno));
+    return XE_OK;
+}
+
+static xe_code write_text(const char *path, const char *text, xe_status *st)
+{
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    bool ok = fputs(text, f) >= 0;
+    ok = fclose(f) == 0 && ok;
+    return ok ? XE_OK : xe_fail(st, XE_ERR_IO, "cannot write %s", path);
+}
+
+/* DIR/STAGE_N.xg and DIR/STAGE_N.dot of g (c: the clustering, or NULL). */
+static xe_code dump_stage(const char *stage, int id, const xe_graph *g, const xc_clustering *c,
+                          xe_status *st)
+{
+    char path[4096];
+    const char *dir = flags.dump_graph_prefix;
+    xe_graph *annotated = c ? xc_annotate(g, c, st) : NULL;
+    if (c && !annotated)
+        return st->code;
+    snprintf(path, sizeof path, "%s/%s_%d.xg", dir, stage, id);
+    xe_code code = xe_write_file(annotated ? annotated : g, path, st);
+    xe_graph_destroy(annotated);
+    char *dot = code == XE_OK ? xc_dot_string(g, c, st) : NULL;
+    if (code == XE_OK && !dot)
+        code = st->code;
+    if (dot) {
+        snprintf(path, sizeof path, "%s/%s_%d.dot", dir, stage, id);
+        code = write_text(path, dot, st);
+        free(dot);
+    }
+    return code;
+}
+
+static xe_code dump_summary(const xe_graph *g, const xc_clustering *c, int id, xe_status *st)
+{
+    xc_write_summary(stderr, g, c, id);
+    if (!flags.dump_graph_prefix) {
+        if (!atomic_exchange(&warned_no_prefix, true))
+            fprintf(stderr, "xlac: note: --clustering_debug without XLAC_DUMP_GRAPH_PREFIX=DIR: "
+                            "no graph dumps written\n");
+        return XE_OK;
+    }
+    char path[4096];
+    snprintf(path, sizeof path, "%s/clustering_summary_%d.txt", flags.dump_graph_prefix, id);
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    xc_write_summary(f, g, c, id);
+    return fclose(f) == 0 ? XE_OK : xe_fail(st, XE_ERR_IO, "cannot write %s", path);
+}
+
+/* ---- the pass ------------------------------------------------------------------ */
+
+/* Steps 2-4 on g; *out receives the encapsulated graph (NULL: unchanged). */
+static xe_code cluster_graph(const xe_graph *g, int id, xe_graph **out, xe_status *st)
+{
+    bool dumps = flags.clustering_debug && flags.dump_graph_prefix;
+    xc_options o;
+    xlac_cluster_options(&flags, &o); /* 1. */
+    if (dumps && (make_dir(flags.dump_graph_prefix, st) != XE_OK ||
+                  dump_stage("before_mark_for_compilation", id, g, NULL, st) != XE_OK))
+        return st->code;
+    xc_clustering *c = xc_mark_for_compilation(g, &o, st); /* 2. */
+    if (!c)
+        return st->code;
+    xe_code code = XE_OK;
+    if (c->n_clusters && !(*out = xc_encapsulate(g, c, launch_op, st))) /* 3. */
+        code = st->code;
+    if (code == XE_OK && dumps) /* 4. */
+        code = dump_stage("mark_for_compilation", id, g, c, st);
+    if (code == XE_OK && dumps)
+        code = dump_stage("after_encapsulation", id, *out ? *out : g, NULL, st);
+    if (code == XE_OK && flags.clustering_debug)
+        code = dump_summary(g, c, id, st);
+    if (code == XE_OK)
+        xlac_stats_add_clusters(c->n_clusters);
+    xc_clustering_destroy(c);
+    return code;
+}
+
+xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st)
+{
+    (void)user;
+    if (!installed || (flags.auto_jit == 0 && (*g)->n_jit == 0))
+        return XE_OK;
+    xe_graph *ng = NULL;
+    if (cluster_graph(*g, ctx ? ctx->session_id : 0, &ng, st) != XE_OK) {
+        xe_graph_destroy(ng);
+        return st->code;
+    }
+    if (ng) {
+        xe_graph_destroy(*g);
+        *g = ng;
+    }
+    return XE_OK;
+}
+
+/* ---- installation ---------------------------------------------------------------- */
+
+static xe_code register_all(xe_status *st)
+{
+    if (xe_plugin_abi_version() != XE_PLUGIN_ABI_VERSION)
+        return xe_fail(st, XE_ERR_USAGE,
+                       "libxlac.so was built for executor plugin ABI %d but the executor has %d",
+                       XE_PLUGIN_ABI_VERSION, xe_plugin_abi_version());
+    xe_op_def def = {
+        .name = "xlac_launch",
+        .min_inputs = 0,
+        .max_inputs = -1,
+        .cls = XE_CLASS_COMPOSITE,
+        .composite = xlac_launch_run,
+        .device_prefix = "XLA_",
+    };
+    int op = xe_register_op(&def, st);
+    if (op < 0)
+        return st->code;
+    if (xe_register_graph_pass("xlac", xlac_pass, NULL, st) != XE_OK)
+        return st->code;
+    launch_op = op;
+    return XE_OK;
+}
+
+xe_code xlac_plugin_install(xlac_flags *f, xe_status *st)
+{
+    if (!registered && register_all(st) != XE_OK)
+        return st->code;
+    registered = true;
+    if (installed)
+        xlac_flags_free(&flags);
+    flags = *f;
+    memset(f, 0, sizeof *f);
+    installed = true;
+    return XE_OK;
+}
+
+void xlac_plugin_shutdown(void)
+{
+    xlac_launch_shutdown();
+    if (installed)
+        xlac_flags_free(&flags);
+    installed = false;
+}

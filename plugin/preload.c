@@ -1,0 +1,47 @@
+/*
+ * libxlac.so's entry: an ELF constructor that runs when the library is
+ * preloaded (LD_PRELOAD) or opened. It reads the environment once into
+ * the flags, registers the launch op and the clustering pass, and on a bad
+ * value prints one line and ends the process with exit status 2: the only
+ * place the plugin may end its host, because a misconfigured run must
+ * stop before it starts rather than silently run without the JIT.
+ * `XLAC_FLAGS=--help` prints the flags and exits 0. A destructor prints
+ * the --stats line and frees the plugin's state.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
+#include "xlac_plugin.h"
+
+__attribute__((constructor)) static void xlac_preload_init(void)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xlac_flags f;
+    if (xlac_flags_parse(&f, getenv("XLAC_AUTO_JIT"), getenv("XLAC_FLAGS"),
+                         getenv("XLAC_DUMP_GRAPH_PREFIX"), getenv("XLAC_DUMP_TO"), &st) != XE_OK) {
+        fprintf(stderr, "xlac: error: %s\n", st.msg);
+        fflush(stderr);
+        _exit(2);
+    }
+    if (f.help) {
+        xlac_flags_help(stderr);
+        fflush(stdout);
+        fflush(stderr);
+        _exit(0);
+    }
+    if (xlac_plugin_install(&f, &st) != XE_OK) {
+        xlac_flags_free(&f);
+        fprintf(stderr, "xlac: error: %s\n", st.msg);
+        fflush(stderr);
+        _exit(2);
+    }
+}
+
+__attribute__((destructor)) static void xlac_preload_fini(void)
+{
+    const xlac_flags *f = xlac_plugin_flags();
+    if (f && f->stats)
+        xlac_print_stats(stderr);
+    xlac_plugin_shutdown();
+}

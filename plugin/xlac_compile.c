@@ -1,0 +1,205 @@
+/*
+ * xlac-compile: clusters a graph and compiles every cluster ahead of time
+ * for a named target, at the graph's declared shapes, without running
+ * anything (so it works without a GPU):
+ *
+ *   xlac-compile GRAPH.xg --target cuda|c [--arch sm_90] --out DIR [--level 1|2]
+ *
+ * Exit status: 0 when every cluster compiled, 1 when one failed to
+ * compile, 2 for a usage or graph error (unknown dims included). One
+ * progress line per cluster with its compile time.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "xlac/io.h"
+#include "xlac/op.h"
+#include "xlac/session.h"
+#include "xlac_plugin.h"
+
+typedef struct args {
+    const char *graph; /* GRAPH.xg */
+    xg_target target;  /* --target */
+    bool have_target;
+    int arch;        /* --arch sm_NN (CUDA) */
+    const char *out; /* --out DIR */
+    int level;       /* --level 1|2 (default 2) */
+} args;
+
+static void usage(FILE *f)
+{
+    fprintf(f, "usage: xlac-compile GRAPH.xg --target cuda|c [--arch sm_90] --out DIR "
+               "[--level 1|2]\n");
+}
+
+static bool parse_arch(const char *v, int *arch)
+{
+    if (strncmp(v, "sm_", 3) == 0)
+        v += 3;
+    char *end;
+    long a = strtol(v, &end, 10);
+    if (*v == '\0' || *end || a < 10 || a > 999)
+        return false;
+    *arch = (int)a;
+    return true;
+}
+
+/* One option with its value; returns false on a usage error (message printed). */
+static bool parse_option(args *a, const char *opt, const char *v)
+{
+    if (!v) {
+        fprintf(stderr, "xlac-compile: %s needs a value\n", opt);
+        return false;
+    }
+    if (strcmp(opt, "--target") == 0 && (strcmp(v, "cuda") == 0 || strcmp(v, "c") == 0)) {
+        a->target = strcmp(v, "cuda") == 0 ? XG_TARGET_CUDA : XG_TARGET_C;
+        a->have_target = true;
+    } else if (strcmp(opt, "--arch") == 0 && parse_arch(v, &a->arch)) {
+    } else if (strcmp(opt, "--out") == 0) {
+        a->out = v;
+    } else if (strcmp(opt, "--level") == 0 && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
+        a->level = v[0] - '0';
+    } else {
+        fprintf(stderr, "xlac-compile: bad option %s %s\n", opt, v);
+        return false;
+    }
+    return true;
+}
+
+static bool parse_args(int argc, char **argv, args *a)
+{
+    *a = (args){.level = 2, .arch = xe_gpu_available() ? xe_gpu_arch() : 90};
+    for (int i = 1; i < argc; i++) {
+        if (strncmp(argv[i], "--", 2) != 0) {
+            if (a->graph) {
+                fprintf(stderr, "xlac-compile: more than one graph given\n");
+                return false;
+            }
+            a->graph = argv[i];
+        } else if (!parse_option(a, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
+            return false;
+        } else {
+            i++;
+        }
+    }
+    if (!a->graph || !a->have_target || !a->out) {
+        fprintf(stderr, "xlac-compile: GRAPH, --target and --out are required\n");
+        return false;
+    }
+    return true;
+}
+
+/* Every op on the target's device (unique stays on the CPU: it never compiles). */
+static void place_for_target(xe_graph *g, xg_target target)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        xe_node *n = g->nodes[i];
+        const xe_op_def *d = xe_op_get(n->op);
+        bool cpu_only = n->op == XE_OP_INPUT || !d || (d->flags & XE_OPF_CPU_ONLY);
+        n->device = target == XG_TARGET_CUDA && !cpu_only ? XE_DEV_GPU : XE_DEV_CPU;
+    }
+}
+
+/* The clustered graph (launch nodes are `call` nodes here), NULL on error. */
+static xe_graph *cluster(const xe_graph *g, const args *a, xlac_flags *f, xe_status *st)
+{
+    xc_options o;
+    xlac_cluster_options(f, &o);
+    for (int d = 0; d < XE_DEV_COUNT; d++)
+        o.devices[d] = d == (a->target == XG_TARGET_CUDA ? XE_DEV_GPU : XE_DEV_CPU);
+    xc_clustering *c = xc_mark_for_compilation(g, &o, st);
+    if (!c)
+        return NULL;
+    xe_graph *ng = c->n_clusters ? xc_encapsulate(g, c, XE_OP_CALL, st) : NULL;
+    if (!c->n_clusters)
+        fprintf(stderr, "xlac-compile: %s: no clusters at level %d\n", g->file, a->level);
+    xc_clustering_destroy(c);
+    return ng;
+}
+
+static bool known_inputs(const xe_node *launch, const char *name, xe_status *st)
+{
+    const xe_graph *b = launch->body;
+    for (int i = 0; i < b->n_inputs; i++) {
+        const xe_node *in = b->nodes[b->inputs[i]];
+        if (!xe_shape_is_known(&in->type.shape)) {
+            char t[128];
+            xe_fail(st, XE_ERR_GRAPH,
+                    "%s: input %s is %s: ahead-of-time compilation needs "
+                    "fully declared shapes",
+                    name, in->name, xe_type_str(&in->type, t, sizeof t));
+            return false;
+        }
+    }
+    return true;
+}
+
+/* Compiles every launch node's body; returns the exit status. */
+static int compile_all(const xe_graph *ng, const args *a, const xlac_flags *f)
+{
+    int status = 0;
+    for (int i = 0; i < ng->n_nodes; i++) {
+        const xe_node *n = ng->nodes[i];
+        const char *name = xe_node_attr_string(n, "@cluster", NULL);
+        xe_status st;
+        xe_status_clear(&st);
+        if (!n->body || !name)
+            continue;
+        if (!known_inputs(n, name, &st)) {
+            fprintf(stderr, "xlac-compile: %s\n", st.msg);
+            return 2;
+        }
+        double t0 = xe_now_us();
+        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, a->out, &f->xg, &st);
+        double ms = (xe_now_us() - t0) / 1e3;
+        int ops = n->body->n_nodes - n->body->n_inputs;
+        if (c == XE_OK) {
+            printf("xlac-compile: %s (%d ops): compiled in %.1f ms\n", name, ops, ms);
+        } else {
+            printf("xlac-compile: %s (%d ops): FAILED after %.1f ms\n", name, ops, ms);
+            fprintf(stderr, "xlac-compile: %s: %s\n", name, st.msg);
+            status = 1;
+        }
+        fflush(stdout);
+    }
+    return status;
+}
+
+int main(int argc, char **argv)
+{
+    args a;
+    if (argc == 2 && (strcmp(argv[1], "--help") == 0 || strcmp(argv[1], "-h") == 0)) {
+        usage(stdout);
+        return 0;
+    }
+    if (!parse_args(argc, argv, &a)) {
+        usage(stderr);
+        return 2;
+    }
+    xe_status st;
+    xe_status_clear(&st);
+    xlac_flags f;
+    xlac_flags_default(&f);
+    f.auto_jit = a.level;
+    f.xg.level2 = a.level == 2;
+    int status = 2;
+    xe_graph *g = xe_parse_file(a.graph, &st), *ng = NULL;
+    if (g && xe_graph_infer(g, &st) == XE_OK) {
+        place_for_target(g, a.target);
+        ng = cluster(g, &a, &f, &st);
+        if (ng && mkdir(a.out, 0777) != 0 && errno != EEXIST)
+            fprintf(stderr, "xlac-compile: cannot create %s: %s\n", a.out, strerror(errno));
+        else if (ng)
+            status = compile_all(ng, &a, &f);
+        else if (st.code == XE_OK)
+            status = 0; /* nothing to compile */
+    }
+    if (status == 2 && st.code != XE_OK)
+        fprintf(stderr, "xlac-compile: %s\n", st.msg);
+    xe_graph_destroy(ng);
+    xe_graph_destroy(g);
+    xlac_flags_free(&f);
+    return status;
+}

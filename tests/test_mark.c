@@ -1,0 +1,383 @@
+/*
+ * Mark for compilation on hand-written graphs: chains, diamonds, the
+ * cycle case (a -> unique -> b with a -> b), several devices, every
+ * reason an op is left out, min/max cluster size, fuel, jit blocks,
+ * constants joining their cluster, and determinism.
+ */
+#include <criterion/criterion.h>
+#include <string.h>
+
+#include "xc.h"
+#include "xlac/xlac.h"
+
+static xe_status st;
+
+static xe_graph *graph(const char *text)
+{
+    xe_status_clear(&st);
+    xe_graph *g = xe_parse_string(text, "m.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_assert_eq(xe_graph_infer(g, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xe_graph_place(g, XE_PLACE_CPU, &st), XE_OK, "%s", st.msg);
+    return g;
+}
+
+static xc_clustering *mark(const xe_graph *g, const xc_options *o)
+{
+    xc_clustering *c = xc_mark_for_compilation(g, o, &st);
+    cr_assert_not_null(c, "%s", st.msg);
+    return c;
+}
+
+static int node(const xe_graph *g, const char *name)
+{
+    int i = xe_graph_find(g, name);
+    cr_assert_geq(i, 0, "no node %s", name);
+    return i;
+}
+
+static int cluster_of(const xe_graph *g, const xc_clustering *c, const char *name)
+{
+    return c->cluster[node(g, name)];
+}
+
+static const char *reason_of(const xe_graph *g, const xc_clustering *c, const char *name)
+{
+    const char *r = c->reason[node(g, name)];
+    return r ? r : "(clustered)";
+}
+
+#define ASSERT_REASON(g, c, name, want)                                                            \
+    cr_assert_str_eq(reason_of(g, c, name), want, "node %s", name)
+
+/* Every cluster: one device, no node listed twice, listed nodes point back. */
+static void check_consistent(const xe_graph *g, const xc_clustering *c)
+{
+    for (int k = 0; k < c->n_clusters; k++) {
+        const xc_cluster *cl = &c->clusters[k];
+        char name[32];
+        snprintf(name, sizeof name, "cluster_%d", k);
+        cr_assert_str_eq(cl->name, name);
+        for (int j = 0; j < cl->n_nodes; j++) {
+            cr_assert_eq(c->cluster[cl->nodes[j]], k);
+            cr_assert_eq(g->nodes[cl->nodes[j]]->device, cl->device);
+            if (j)
+                cr_assert_lt(cl->nodes[j - 1], cl->nodes[j]);
+        }
+    }
+    for (int i = 0; i < g->n_nodes; i++)
+        cr_assert((c->cluster[i] >= 0) == (c->reason[i] == NULL), "node %s", g->nodes[i]->name);
+}
+
+static const char *chain5 = "xlac.graph v1\ninput x: f32[4]\n"
+                            "a = neg(x)\nb = exp(a)\nc = abs(b)\nd = sin(c)\ne = cos(d)\n"
+                            "output e\n";
+
+Test(mark, chain_is_one_cluster)
+{
+    xe_graph *g = graph(chain5);
+    xc_clustering *c = mark(g, NULL);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 1);
+    cr_assert_eq(c->clusters[0].n_nodes, 5);
+    cr_assert_str_eq(c->clusters[0].name, "cluster_0");
+    ASSERT_REASON(g, c, "x", XC_REASON_INPUT);
+    cr_assert_not(c->clusters[0].must_compile);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, diamond_is_one_cluster)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "a = neg(x)\nb = exp(a)\nc = abs(a)\nd = add(b, c)\noutput d\n");
+    xc_clustering *c = mark(g, NULL);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 1);
+    cr_assert_eq(c->clusters[0].n_nodes, 4);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+/* a -> unique -> ... -> b and a -> b: one cluster {a, b} would be a cycle. */
+Test(mark, cycle_case_keeps_a_and_b_apart)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "a = neg(x)\nu = unique(a)\ns = reduce_sum(u, keepdims=true)\n"
+                        "b = add(a, s)\nc = exp(b)\noutput c\n");
+    xc_clustering *c = mark(g, NULL);
+    check_consistent(g, c);
+    int ka = cluster_of(g, c, "a"), kb = cluster_of(g, c, "b");
+    cr_assert(ka < 0 || ka != kb, "a and b share a cluster");
+    ASSERT_REASON(g, c, "u", XC_REASON_DATA_DEPENDENT);
+    ASSERT_REASON(g, c, "a", XC_REASON_CYCLE);
+    cr_assert_geq(kb, 0);
+    cr_assert_eq(cluster_of(g, c, "c"), kb);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+/* The smallest form: a -> u -> b, a -> b with only a and b compilable. */
+Test(mark, cycle_case_minimal)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "a = neg(x)\nr = random_uniform(shape=[4], seed=1)\nu = add(a, r)\n"
+                        "b = mul(a, u)\noutput b\n");
+    xc_options o;
+    xc_options_default(&o);
+    const char *ex[] = {"add"};
+    o.ops_to_exclude = ex;
+    o.n_ops_to_exclude = 1;
+    xc_clustering *c = mark(g, &o);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 0);
+    ASSERT_REASON(g, c, "a", XC_REASON_CYCLE);
+    ASSERT_REASON(g, c, "b", XC_REASON_CYCLE);
+    ASSERT_REASON(g, c, "u", XC_REASON_FLAG);
+    ASSERT_REASON(g, c, "r", XC_REASON_STATEFUL);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, clusters_are_single_device)
+{
+    xe_graph *g = graph(chain5);
+    g->nodes[node(g, "c")]->device = XE_DEV_GPU;
+    g->nodes[node(g, "d")]->device = XE_DEV_GPU;
+    g->nodes[node(g, "e")]->device = XE_DEV_GPU;
+    xc_clustering *c = mark(g, NULL);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 2);
+    cr_assert_eq(c->clusters[0].device, XE_DEV_CPU);
+    cr_assert_eq(c->clusters[0].n_nodes, 2);
+    cr_assert_eq(c->clusters[1].device, XE_DEV_GPU);
+    cr_assert_eq(c->clusters[1].n_nodes, 3);
+    xc_clustering_destroy(c);
+
+    xc_options o;
+    xc_options_default(&o);
+    o.devices[XE_DEV_GPU] = false;
+    c = mark(g, &o);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 1);
+    ASSERT_REASON(g, c, "d", XC_REASON_DEVICE);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+static bool no_sin(const xe_graph *g, const xe_node *n, xe_device dev, bool must, void *user,
+                   const char **reason)
+{
+    (void)g, (void)dev, (void)must;
+    ++*(int *)user;
+    if (strcmp(xe_op_name(n->op), "sin") == 0) {
+        *reason = XC_REASON_NO_CODEGEN;
+        return false;
+    }
+    return true;
+}
+
+Test(mark, predicate_reason_and_split)
+{
+    xe_graph *g = graph(chain5);
+    xc_options o;
+    xc_options_default(&o);
+    int calls = 0;
+    o.supports = no_sin;
+    o.user = &calls;
+    xc_clustering *c = mark(g, &o);
+    check_consistent(g, c);
+    cr_assert_gt(calls, 0);
+    ASSERT_REASON(g, c, "d", XC_REASON_NO_CODEGEN);
+    ASSERT_REASON(g, c, "e", XC_REASON_TOO_SMALL);
+    cr_assert_eq(c->n_clusters, 1);
+    cr_assert_eq(c->clusters[0].n_nodes, 3);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, min_cluster_size)
+{
+    xe_graph *g = graph(chain5);
+    xc_options o;
+    xc_options_default(&o);
+    o.min_cluster_size = 6;
+    xc_clustering *c = mark(g, &o);
+    cr_assert_eq(c->n_clusters, 0);
+    ASSERT_REASON(g, c, "a", XC_REASON_TOO_SMALL);
+    xc_clustering_destroy(c);
+    o.min_cluster_size = 5;
+    c = mark(g, &o);
+    cr_assert_eq(c->n_clusters, 1);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, max_cluster_size_splits)
+{
+    xe_graph *g = graph(chain5);
+    xc_options o;
+    xc_options_default(&o);
+    o.max_cluster_size = 2;
+    xc_clustering *c = mark(g, &o);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 2);
+    for (int k = 0; k < c->n_clusters; k++)
+        cr_assert_leq(c->clusters[k].n_nodes, 2);
+    ASSERT_REASON(g, c, "e", XC_REASON_MAX_SIZE);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, fuel_limits_candidates_in_order)
+{
+    xe_graph *g = graph(chain5);
+    xc_options o;
+    xc_options_default(&o);
+    o.fuel = 3;
+    xc_clustering *c = mark(g, &o);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 1);
+    cr_assert_eq(c->clusters[0].n_nodes, 3);
+    cr_assert_geq(cluster_of(g, c, "c"), 0);
+    ASSERT_REASON(g, c, "d", XC_REASON_FUEL);
+    ASSERT_REASON(g, c, "e", XC_REASON_FUEL);
+    xc_clustering_destroy(c);
+    o.fuel = 0;
+    c = mark(g, &o);
+    cr_assert_eq(c->n_clusters, 0);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, level1_dissolves_clusters_without_intermediate)
+{
+    /* a and b both graph outputs: fusing them removes no tensor */
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "a = neg(x)\nb = exp(a)\noutput a\noutput b\n");
+    xc_options o;
+    xc_options_default(&o);
+    o.need_intermediate = true;
+    xc_clustering *c = mark(g, &o);
+    cr_assert_eq(c->n_clusters, 0);
+    ASSERT_REASON(g, c, "a", XC_REASON_NO_INTERMEDIATE);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+
+    g = graph(chain5);
+    c = mark(g, &o);
+    cr_assert_eq(c->n_clusters, 1);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, constants_join_their_only_cluster)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "k = const(f32[], 2.0)\nj = const(f32[], 3.0)\n"
+                        "a = mul(x, k)\nb = exp(a)\nc = add(b, j)\nd = unique(c)\n"
+                        "e = add(d, j)\noutput e\noutput b\n");
+    xc_clustering *c = mark(g, NULL);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 1);
+    cr_assert_eq(cluster_of(g, c, "k"), 0, "k is used only in cluster_0");
+    ASSERT_REASON(g, c, "j", XC_REASON_CONSTANT);
+    ASSERT_REASON(g, c, "e", XC_REASON_TOO_SMALL);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, jit_block_is_one_must_compile_cluster)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "a = neg(x)\njit {\n  b = exp(a)\n}\nc = abs(b)\nd = sin(c)\noutput d\n");
+    xc_options o;
+    xc_options_default(&o);
+    o.auto_cluster = false;
+    xc_clustering *c = mark(g, &o);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 1, "a jit block of one op is kept");
+    cr_assert(c->clusters[0].must_compile);
+    cr_assert_eq(cluster_of(g, c, "b"), 0);
+    ASSERT_REASON(g, c, "a", XC_REASON_AUTO_OFF);
+    xc_clustering_destroy(c);
+    o.auto_cluster = true;
+    c = mark(g, &o);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 2, "auto clusters never absorb a jit block");
+    cr_assert_neq(cluster_of(g, c, "a"), cluster_of(g, c, "b"));
+    cr_assert_eq(cluster_of(g, c, "c"), cluster_of(g, c, "d"));
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+Test(mark, jit_block_with_unique_fails_naming_the_op)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "jit {\n  a = neg(x)\n  u = unique(a)\n}\noutput u\n");
+    xe_status_clear(&st);
+    xc_clustering *c = xc_mark_for_compilation(g, NULL, &st);
+    cr_assert_null(c);
+    cr_assert_neq(st.code, XE_OK);
+    cr_assert(strstr(st.msg, "m.xg:5:") != NULL, "%s", st.msg);
+    cr_assert(strstr(st.msg, "node u (unique) in a jit block cannot be compiled: "
+                             "data-dependent output shape") != NULL,
+              "%s", st.msg);
+    xe_graph_destroy(g);
+}
+
+Test(mark, deterministic)
+{
+    const char *text = "xlac.graph v1\ninput x: f32[4]\ninput y: f32[4]\n"
+                       "a = neg(x)\nb = exp(y)\nu = unique(a)\nc = add(a, b)\n"
+                       "d = mul(c, c)\nr = reduce_sum(u, keepdims=true)\ne = add(d, r)\n"
+                       "f = abs(e)\noutput f\n";
+    xe_graph *g1 = graph(text), *g2 = graph(text);
+    xc_clustering *c1 = mark(g1, NULL), *c2 = mark(g2, NULL), *c3 = mark(g1, NULL);
+    cr_assert_eq(c1->n_clusters, c2->n_clusters);
+    cr_assert_gt(c1->n_clusters, 0);
+    for (int i = 0; i < g1->n_nodes; i++) {
+        cr_assert_eq(c1->cluster[i], c2->cluster[i]);
+        cr_assert_eq(c1->cluster[i], c3->cluster[i]);
+        if (c1->reason[i])
+            cr_assert_str_eq(c1->reason[i], c2->reason[i]);
+    }
+    for (int k = 0; k < c1->n_clusters; k++)
+        cr_assert_str_eq(c1->clusters[k].name, c2->clusters[k].name);
+    xc_clustering_destroy(c1);
+    xc_clustering_destroy(c2);
+    xc_clustering_destroy(c3);
+    xe_graph_destroy(g1);
+    xe_graph_destroy(g2);
+}
+
+Test(mark, summary_and_annotations)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4]\n"
+                        "a = neg(x)\nb = exp(a)\nu = unique(b)\noutput u\n");
+    xc_clustering *c = mark(g, NULL);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    xc_write_summary(f, g, c, 7);
+    fclose(f);
+    cr_assert(strstr(text, "session 7") != NULL, "%s", text);
+    cr_assert(strstr(text, "clusters built: 1") != NULL, "%s", text);
+    cr_assert(strstr(text, "ops clustered: 2") != NULL, "%s", text);
+    cr_assert(strstr(text, "cluster_0: 2 ops on XLA_CPU:0: exp 1, neg 1") != NULL, "%s", text);
+    cr_assert(strstr(text, "by reason: data-dependent output shape 1") != NULL, "%s", text);
+    free(text);
+    xe_graph *a = xc_annotate(g, c, &st);
+    cr_assert_not_null(a, "%s", st.msg);
+    cr_assert_str_eq(xe_node_attr_string(a->nodes[node(a, "a")], "@cluster", ""), "cluster_0");
+    cr_assert_str_eq(xe_node_attr_string(a->nodes[node(a, "u")], "@reason", ""),
+                     XC_REASON_DATA_DEPENDENT);
+    char *dot = xc_dot_string(g, c, &st);
+    cr_assert_not_null(dot);
+    cr_assert(strstr(dot, "subgraph cluster_0") != NULL);
+    cr_assert(strstr(dot, "data-dependent output shape") != NULL);
+    free(dot);
+    xe_graph_destroy(a);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}

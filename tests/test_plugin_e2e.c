@@ -1,0 +1,504 @@
+/*
+ * The plugin end to end: the real CLI (XLAC_BINARY_DIR/bin/xlac-run) run
+ * as a child process with LD_PRELOAD=XLAC_BINARY_DIR/lib/libxlac.so and
+ * the plugin's environment variables:
+ *   - unset or 0: byte-identical output, nothing written;
+ *   - 2: the same outputs (bit for bit with --codegen=0), placement lines
+ *     with XLA_CPU:0 and cluster names;
+ *   - --clustering_debug dumps: every file written, every .xg dump runs
+ *     through xlac-run, every .dot renders with `dot -Tsvg`;
+ *   - bad values: exit 2 with one line; --help; --stats;
+ *   - a jit block holding unique: an error naming the op and its line;
+ *   - with a CUDA device: clusters on XLA_GPU:0.
+ * In process: flag parsing (every flag, every kind of error) and the
+ * level-1 predicate.
+ */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <fcntl.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "flags.h"
+#include "xlac/xlac.h"
+#include "xlac_plugin.h"
+
+extern char **environ;
+
+#define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
+#define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
+
+static char tmp[256];
+
+static void make_tmp(void)
+{
+    snprintf(tmp, sizeof tmp, "/tmp/xlac_e2e_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+}
+
+static void remove_tree(const char *dir)
+{
+    char cmd[600];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", dir);
+}
+
+TestSuite(e2e, .init = make_tmp, .fini = NULL, .timeout = 120);
+
+static char *path(const char *name)
+{
+    static char buf[4][512];
+    static int k;
+    k = (k + 1) % 4;
+    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp, name);
+    return buf[k];
+}
+
+static void write_file(const char *p, const char *text)
+{
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f, "%s", p);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_file(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+typedef struct result {
+    int rc;
+    char *out, *err;
+} result;
+
+static void result_free(result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/*
+ * Runs argv in dir cwd with the environment minus LD_PRELOAD and XLAC_*,
+ * plus env (NULL-terminated "K=V"); preload: with libxlac.so.
+ */
+static result run_in(const char *cwd, bool preload, const char *const *env, const char *const *argv)
+{
+    char *envp[256];
+    int n = 0;
+    static char ld[600];
+    for (char **e = environ; *e && n < 200; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "XLAC_", 5) &&
+            strncmp(*e, "ASAN_OPTIONS=", 13))
+            envp[n++] = *e;
+#ifdef XLAC_SANITIZE
+    /* a preloaded library comes before libasan in the load order */
+    envp[n++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1";
+#endif
+    if (preload) {
+        snprintf(ld, sizeof ld, "LD_PRELOAD=%s", LIBXLAC);
+        envp[n++] = ld;
+    }
+    for (int i = 0; env && env[i]; i++)
+        envp[n++] = (char *)env[i];
+    envp[n] = NULL;
+    char out[600], err[600];
+    snprintf(out, sizeof out, "%s/.stdout", tmp);
+    snprintf(err, sizeof err, "%s/.stderr", tmp);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0 || chdir(cwd) != 0)
+            _exit(120);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execve(argv[0], (char *const *)argv, envp);
+        _exit(121);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    result r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
+    r.out = read_file(out);
+    r.err = read_file(err);
+    unlink(out);
+    unlink(err);
+    return r;
+}
+
+static result xlac_run(bool preload, const char *const *env, const char *graph, const char *extra1,
+                       const char *extra2)
+{
+    const char *argv[] = {XLAC_RUN, graph,  "--seed", "3", "--log-device-placement",
+                          extra1,   extra2, NULL};
+    return run_in(tmp, preload, env, argv);
+}
+
+/* Placement lines may go to stdout or stderr: look in both. */
+static bool has(const result *r, const char *text)
+{
+    return (r->out && strstr(r->out, text)) || (r->err && strstr(r->err, text));
+}
+
+static int count_lines(const char *s)
+{
+    int n = 0;
+    for (; s && *s; s++)
+        n += *s == '\n';
+    return n;
+}
+
+static int count_files(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    if (!d)
+        return -1;
+    for (struct dirent *e; (e = readdir(d));)
+        n += e->d_name[0] != '.';
+    closedir(d);
+    return n;
+}
+
+static bool same_file(const char *a, const char *b)
+{
+    char *x = read_file(a), *y = read_file(b);
+    bool same = x && y && strcmp(x, y) == 0;
+    /* .npy data can hold NUL bytes: compare the whole files */
+    if (x && y) {
+        FILE *fa = fopen(a, "rb"), *fb = fopen(b, "rb");
+        int ca, cb;
+        do {
+            ca = fgetc(fa);
+            cb = fgetc(fb);
+        } while (ca == cb && ca != EOF);
+        same = ca == cb;
+        fclose(fa);
+        fclose(fb);
+    }
+    free(x);
+    free(y);
+    return same;
+}
+
+static const char *graph_text = "xlac.graph v1\n"
+                                "input x: f32[8,4]\n"
+                                "input y: f32[8,4]\n"
+                                "a = mul(x, y)\n"
+                                "b = add(a, x)\n"
+                                "c = tanh(b)\n"
+                                "s = reduce_sum(c, axes=[1], keepdims=false)\n"
+                                "u = unique(s)\n"
+                                "output s\n"
+                                "output u\n";
+
+static void write_graph(void)
+{
+    write_file(path("g.xg"), graph_text);
+}
+
+Test(e2e, off_is_byte_identical_and_writes_nothing)
+{
+    write_graph();
+    mkdir(path("dumps"), 0755);
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", path("dumps"));
+    const char *env0[] = {"XLAC_AUTO_JIT=0", prefix, NULL};
+    const char *env_unset[] = {prefix, NULL};
+    result plain = xlac_run(false, NULL, path("g.xg"), "--print-outputs", NULL);
+    cr_assert_eq(plain.rc, 0, "%s", plain.err);
+    cr_assert(has(&plain, "placement: a mul CPU:0"), "%s%s", plain.out, plain.err);
+    for (int k = 0; k < 2; k++) {
+        result r = xlac_run(true, k ? env0 : env_unset, path("g.xg"), "--print-outputs", NULL);
+        cr_assert_eq(r.rc, 0, "%s", r.err);
+        cr_assert_str_eq(r.out, plain.out);
+        cr_assert_str_eq(r.err, plain.err);
+        result_free(&r);
+    }
+    cr_assert_eq(count_files(path("dumps")), 0);
+    cr_assert_eq(count_files(tmp), 2, "only g.xg and dumps/ in the folder");
+    result_free(&plain);
+    remove_tree(tmp);
+}
+
+Test(e2e, level2_same_outputs_and_xla_placement)
+{
+    write_graph();
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--codegen=0", NULL};
+    result plain = xlac_run(false, NULL, path("g.xg"), "--save-outputs", path("ref"));
+    cr_assert_eq(plain.rc, 0, "%s", plain.err);
+    result r = xlac_run(true, env, path("g.xg"), "--save-outputs", path("jit"));
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(has(&r, "placement: a mul XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
+    cr_assert(has(&r, "placement: c tanh XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
+    cr_assert(has(&r, "placement: u unique CPU:0"), "%s%s", r.out, r.err);
+    cr_assert(same_file(path("ref/s.npy"), path("jit/s.npy")), "s differs");
+    cr_assert(same_file(path("ref/u.npy"), path("jit/u.npy")), "u differs");
+    result_free(&plain);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+Test(e2e, level2_with_codegen_runs)
+{
+    write_graph();
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --disk_cache=0", NULL};
+    result r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(has(&r, "XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=1 "), "%s", r.err);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+static void check_dump_runs(const char *name)
+{
+    result r = xlac_run(false, NULL, path(name), "--save-outputs", path("again"));
+    cr_assert_eq(r.rc, 0, "%s: %s", name, r.err);
+    cr_assert(same_file(path("ref/s.npy"), path("again/s.npy")), "%s: s differs", name);
+    result_free(&r);
+}
+
+static void check_dot(const char *name)
+{
+    char cmd[1400];
+    snprintf(cmd, sizeof cmd, "dot -Tsvg '%s' -o '%s.svg' 2>'%s.err'", path(name), path(name),
+             path(name));
+    cr_assert_eq(system(cmd), 0, "dot rejects %s", name);
+}
+
+Test(e2e, clustering_debug_dumps)
+{
+    write_graph();
+    mkdir(path("dumps"), 0755);
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", path("dumps"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", prefix,
+                         NULL};
+    result plain = xlac_run(false, NULL, path("g.xg"), "--save-outputs", path("ref"));
+    cr_assert_eq(plain.rc, 0, "%s", plain.err);
+    result r = xlac_run(true, env, path("g.xg"), NULL, NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "clusters built: 1"), "%s", r.err);
+    const char *stages[] = {"before_mark_for_compilation_0", "mark_for_compilation_0",
+                            "after_encapsulation_0"};
+    for (int i = 0; i < 3; i++) {
+        char name[128];
+        snprintf(name, sizeof name, "dumps/%s.xg", stages[i]);
+        check_dump_runs(name);
+        snprintf(name, sizeof name, "dumps/%s.dot", stages[i]);
+        check_dot(name);
+    }
+    char *marked = read_file(path("dumps/mark_for_compilation_0.xg"));
+    cr_assert_not_null(marked);
+    cr_assert(strstr(marked, "@cluster=\"cluster_0\""), "%s", marked);
+    cr_assert(strstr(marked, "@reason=\"data-dependent output shape\""), "%s", marked);
+    free(marked);
+    char *after = read_file(path("dumps/after_encapsulation_0.xg"));
+    cr_assert(strstr(after, "xlac_launch"), "%s", after);
+    free(after);
+    char *summary = read_file(path("dumps/clustering_summary_0.txt"));
+    cr_assert_not_null(summary);
+    cr_assert(strstr(summary, "ops clustered: 4"), "%s", summary);
+    cr_assert(strstr(summary, "cluster_0: 4 ops on XLA_CPU:0"), "%s", summary);
+    free(summary);
+    result_free(&plain);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+static void expect_start_error(const char *var, const char *want)
+{
+    const char *env[] = {var, NULL};
+    result r = xlac_run(true, env, path("g.xg"), NULL, NULL);
+    cr_assert_eq(r.rc, 2, "%s: rc %d: %s", var, r.rc, r.err);
+    cr_assert_eq(count_lines(r.err), 1, "%s: %s", var, r.err);
+    cr_assert(strncmp(r.err, "xlac: error: ", 13) == 0, "%s", r.err);
+    cr_assert(strstr(r.err, want), "%s: %s", var, r.err);
+    cr_assert_str_eq(r.out, "");
+    result_free(&r);
+}
+
+Test(e2e, bad_configuration_is_exit_2_with_one_line)
+{
+    write_graph();
+    expect_start_error("XLAC_AUTO_JIT=3", "XLAC_AUTO_JIT=3");
+    expect_start_error("XLAC_AUTO_JIT=yes", "XLAC_AUTO_JIT=yes");
+    expect_start_error("XLAC_FLAGS=--bogus", "--bogus");
+    expect_start_error("XLAC_FLAGS=--min_cluster_size=abc", "--min_cluster_size=abc");
+    expect_start_error("XLAC_FLAGS=--devices=tpu", "tpu");
+    expect_start_error("XLAC_FLAGS=--ops_to_exclude=nosuchop", "nosuchop");
+    const char *help[] = {"XLAC_FLAGS=--help", NULL};
+    result r = xlac_run(true, help, path("g.xg"), NULL, NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "--clustering_fuel"), "%s", r.err);
+    cr_assert(strstr(r.err, "--min_cluster_size"), "%s", r.err);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+Test(e2e, jit_block_with_unique_names_the_op)
+{
+    write_file(path("j.xg"), "xlac.graph v1\ninput x: f32[6]\njit {\n  a = neg(x)\n"
+                             "  u = unique(a)\n}\noutput u\n");
+    result plain = xlac_run(false, NULL, path("j.xg"), NULL, NULL);
+    cr_assert_eq(plain.rc, 0, "without the plugin a jit block runs op by op: %s", plain.err);
+    result r = xlac_run(true, NULL, path("j.xg"), NULL, NULL);
+    cr_assert_neq(r.rc, 0);
+    cr_assert(strstr(r.err, "j.xg:5:"), "%s", r.err);
+    cr_assert(strstr(r.err, "node u (unique) in a jit block cannot be compiled: "
+                            "data-dependent output shape"),
+              "%s", r.err);
+    result_free(&plain);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+Test(e2e, jit_block_compiles_at_level_0)
+{
+    write_file(path("j.xg"), "xlac.graph v1\ninput x: f32[6]\na = neg(x)\njit {\n"
+                             "  b = exp(a)\n  c = mul(b, b)\n}\nd = abs(c)\noutput d\n");
+    const char *env[] = {"XLAC_FLAGS=--codegen=0", NULL};
+    result r = xlac_run(true, env, path("j.xg"), NULL, NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(has(&r, "placement: b exp XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
+    cr_assert(has(&r, "placement: c mul XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
+    cr_assert(has(&r, "placement: a neg CPU:0"), "%s%s", r.out, r.err);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+/* ---- in process: flags and the level predicate ------------------------------ */
+
+Test(flags, defaults_and_every_flag)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xlac_flags f;
+    cr_assert_eq(xlac_flags_parse(&f, NULL, NULL, NULL, NULL, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(f.auto_jit, 0);
+    cr_assert_eq(f.min_cluster_size, 2);
+    cr_assert_eq(f.max_cluster_size, 0);
+    cr_assert_eq(f.clustering_fuel, -1);
+    cr_assert(f.devices[XE_DEV_CPU] && f.devices[XE_DEV_GPU]);
+    cr_assert(f.codegen);
+    cr_assert_not(f.clustering_debug);
+    xlac_flags_free(&f);
+    const char *all = " --min_cluster_size=3 --max_cluster_size=9 --devices=gpu "
+                      "--ops_to_exclude=add,matmul --clustering_fuel=7 --clustering_debug "
+                      "--stats=1 --codegen=false --fast_math --compile_threshold=4 "
+                      "--dynamic_after=5 --max_compiles_per_cluster=6 --async_compilation=true "
+                      "--disk_cache=0 --cache_dir=/tmp/c ";
+    cr_assert_eq(xlac_flags_parse(&f, "2", all, "/tmp/d", "/tmp/t", &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(f.auto_jit, 2);
+    cr_assert(f.xg.level2);
+    cr_assert_eq(f.min_cluster_size, 3);
+    cr_assert_eq(f.max_cluster_size, 9);
+    cr_assert(!f.devices[XE_DEV_CPU] && f.devices[XE_DEV_GPU]);
+    cr_assert_eq(f.n_ops_to_exclude, 2);
+    cr_assert_str_eq(f.ops_to_exclude[1], "matmul");
+    cr_assert_eq(f.clustering_fuel, 7);
+    cr_assert(f.clustering_debug && f.stats && !f.codegen && f.xg.fast_math);
+    cr_assert_eq(f.xg.compile_threshold, 4);
+    cr_assert_eq(f.xg.dynamic_after, 5);
+    cr_assert_eq(f.xg.max_compiles_per_cluster, 6);
+    cr_assert(f.xg.async_compilation && !f.xg.disk_cache);
+    cr_assert_str_eq(f.xg.cache_dir, "/tmp/c");
+    cr_assert_str_eq(f.dump_graph_prefix, "/tmp/d");
+    cr_assert_str_eq(f.xg.dump_dir, "/tmp/t");
+    xlac_flags_free(&f);
+}
+
+Test(flags, errors_name_the_flag)
+{
+    const char *bad[][2] = {
+        {"x", NULL},
+        {"-1", NULL},
+        {"1", "--nope"},
+        {"1", "--min_cluster_size"},
+        {"1", "--min_cluster_size=0"},
+        {"1", "--max_cluster_size=-2"},
+        {"1", "--stats=maybe"},
+        {"1", "--clustering_fuel=1e3"},
+        {"1", "--devices="},
+        {"1", "--ops_to_exclude=add,,mul"},
+        {"1", "min_cluster_size=3"},
+        {"1", "--min_cluster_size=5 --max_cluster_size=3"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        xe_status st;
+        xe_status_clear(&st);
+        xlac_flags f;
+        cr_assert_eq(xlac_flags_parse(&f, bad[i][0], bad[i][1], NULL, NULL, &st), XE_ERR_USAGE,
+                     "accepted %s %s", bad[i][0], bad[i][1] ? bad[i][1] : "");
+        cr_assert_null(strchr(st.msg, '\n'), "one line: %s", st.msg);
+    }
+}
+
+Test(flags, level1_predicate)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xe_graph *g = xe_parse_string("xlac.graph v1\ninput x: f32[2,2]\nm = matmul(x, x)\n"
+                                  "e = exp(m)\noutput e\n",
+                                  "p.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xlac_flags f;
+    cr_assert_eq(xlac_flags_parse(&f, "1", NULL, NULL, NULL, &st), XE_OK);
+    const char *why = NULL;
+    const xe_node *m = g->nodes[xe_graph_find(g, "m")];
+    cr_assert_not(xlac_supports(g, m, XE_DEV_CPU, false, &f, &why));
+    cr_assert_str_eq(why, "not fusible at level 1");
+    xc_options o;
+    xlac_cluster_options(&f, &o);
+    cr_assert(o.need_intermediate && o.auto_cluster);
+    cr_assert_eq(o.min_cluster_size, 2);
+    xlac_flags_free(&f);
+    xe_graph_destroy(g);
+}
+
+Test(e2e, gpu_clusters_report_xla_gpu)
+{
+    if (!xe_gpu_available())
+        cr_skip_test("skipped: no CUDA device");
+    write_graph();
+    const char *env[] = {"XLAC_AUTO_JIT=2", NULL};
+    result plain = xlac_run(false, NULL, path("g.xg"), "--save-outputs", path("ref"));
+    cr_assert_eq(plain.rc, 0, "%s", plain.err);
+    result r = xlac_run(true, env, path("g.xg"), "--save-outputs", path("jit"));
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(has(&r, "placement: a mul XLA_GPU:0 cluster_0"), "%s%s", r.out, r.err);
+    cr_assert(has(&r, "placement: u unique CPU:0"), "%s%s", r.out, r.err);
+    xe_status st;
+    xe_status_clear(&st);
+    xe_tensor *a = xe_npy_read(path("ref/s.npy"), &st), *b = xe_npy_read(path("jit/s.npy"), &st);
+    cr_assert(a && b, "%s", st.msg);
+    for (int64_t i = 0; i < xe_tensor_numel(a); i++) {
+        float x = ((float *)a->data)[i], y = ((float *)b->data)[i];
+        cr_assert(x == x && y == y, "NaN at %lld", (long long)i);
+        cr_assert_leq(fabsf(x - y), 1e-5f * (1.0f + fabsf(x)), "s[%lld]: %g vs %g", (long long)i, x,
+                      y);
+    }
+    xe_tensor_release(a);
+    xe_tensor_release(b);
+    result_free(&plain);
+    result_free(&r);
+    remove_tree(tmp);
+}
