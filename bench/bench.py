@@ -122,6 +122,7 @@ class Xlac:
                     stats[k] = float(v)
                 except ValueError:
                     stats[k] = v
+        self.last_stdout = p.stdout
         return float(m.group(1)), stats, wall
 
 
@@ -215,9 +216,10 @@ def bench_workload(name, args, xlac, copy_gbs, tmp):
         for r in range(args.rounds):
             op.append(xlac.run(graph, static_feed, False, args.iterations, args.warmup)[0])
             cl.append(xlac.run(graph, static_feed, True, args.iterations, args.warmup)[0])
-        dyn_feed = [f for f in feeds if f.endswith("b%d" % STATIC_BATCH)]
-        row["dyn_ms"] = xlac.run(graph, feeds[:-1] + dyn_feed, True, args.iterations,
-                                 args.warmup)[0]
+        # the static size last, after 19 other sizes in the same process
+        xlac.run(graph, feeds, True, args.iterations, args.warmup)
+        m = re.search(r"time feed=\S*b%d median_ms=([\d.]+)" % STATIC_BATCH, xlac.last_stdout)
+        row["dyn_ms"] = float(m.group(1)) if m else float("nan")
     else:
         for r in range(args.rounds):
             f = [feeds[r % len(feeds)]]
@@ -248,11 +250,9 @@ def compile_figures(args, xlac, tmp):
         _, st, wall_cold = x.run(graph, [feed], True, 1, 0)
         if st.get("compiles"):
             times.append(st["compile_ms"] / st["compiles"])
-        _, st2, wall_warm = x.run(graph, [feed], True, 1, 0)
-        _, _, wall_off = x.run(graph, [feed], False, 1, 0)
+        _, st2, _ = x.run(graph, [feed], True, 1, 0)
         if st2.get("disk_hits"):
-            fig.setdefault("disk_load_ms", []).append(
-                max(0.0, (wall_warm - wall_off) * 1e3) / st2["disk_hits"])
+            fig.setdefault("disk_load_ms", []).append(st2["disk_load_ms"] / st2["disk_hits"])
     fig["compile_ms_median"] = statistics.median(times) if times else float("nan")
     fig["compile_ms_max"] = max(times) if times else float("nan")
     if fig.get("disk_load_ms"):
@@ -338,7 +338,7 @@ def write_results(rows, fig, info, copy_gbs, args, path):
           "| compile time per cluster, median (cold cache) | %s ms | ≤ 60 ms (NVRTC) |" %
           fmt(fig.get("compile_ms_median"), "%.1f"),
           "| compile time per cluster, max | %s ms | |" % fmt(fig.get("compile_ms_max"), "%.1f"),
-          "| disk-cache load per module (process wall-time difference) | %s ms | ≤ 2 ms |" %
+          "| disk-cache load per module (read, check, dlopen) | %s ms | ≤ 2 ms |" %
           fmt(fig.get("disk_load_ms"), "%.2f"),
           "| cache-hit run of a tiny 3-op cluster, per launch | %s µs | ≤ 5 µs |" %
           fmt(fig.get("dispatch_us"), "%.1f"),

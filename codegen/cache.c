@@ -337,6 +337,7 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
         fprintf(stderr, "xlac: warning: %s failed to compile (%s); running it op by op\n", j->name, first);
     } else if (disk_hit) {
         c->stats.disk_hits++;
+        c->stats.disk_load_ms += ms;
     } else {
         c->stats.compiles++;
         c->stats.compile_ms += ms;

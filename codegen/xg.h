@@ -50,6 +50,7 @@ typedef struct xg_stats {
     uint64_t disk_hits;   /* programs loaded from the disk cache */
     uint64_t fallbacks;   /* calls answered XG_FALLBACK */
     double compile_ms;    /* total time spent compiling */
+    double disk_load_ms;  /* total time spent loading programs from the disk cache */
 } xg_stats;
 
 typedef struct xg_cache xg_cache;
