@@ -26,6 +26,7 @@ run_suite() {
     for t in "$dir"/bin/test_*; do
         [ -x "$t" ] || continue
         local name log
+        t=$(realpath "$t")
         name=$(basename "$t")
         log="$dir/test-logs/$name.log"
         local start=$SECONDS
