@@ -723,6 +723,41 @@ static void emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, c
     (void)e;
 }
 
+/*
+ * The inner loop of one output o of a reduction or argmax, computed by one
+ * thread: accumulator, loop over the reduced index k (with an OpenMP simd
+ * reduction when simd), the value of x at (o, k), and the store of out[o].
+ */
+static void emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int node, bool column, bool simd)
+{
+    xe_dtype dt = e->p->types[x].dtype;
+    red_ops ro = red_ops_for(r->op, dt);
+    bool argmax = r->op == XE_OP_ARGMAX;
+    char v[16], fin[512];
+    if (argmax)
+        out(e, "    int64_t best = 0;\n    %s bv = 0;\n", value_type(dt));
+    else
+        out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
+    if (simd && !argmax)
+        out(e, "#pragma omp simd reduction(%s : acc)\n", ro.omp);
+    out(e, "    for (int64_t k = 0; k < K; k++) {\n");
+    idx ix;
+    int saved = e->n_memo;
+    reduce_idx(e, x, mask, "o", "k", column, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    e->n_memo = saved;
+    if (argmax)
+        out(e, "    if (k == 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = k;\n    }\n", v, v, v, v);
+    else
+        emit_combine(e, &ro, "acc", v);
+    out(e, "    }\n");
+    if (argmax)
+        snprintf(fin, sizeof fin, "best");
+    else
+        emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "o", fin);
+}
+
 static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, const bool *mask)
 {
     xe_dtype dt = e->p->types[x].dtype;
@@ -769,26 +804,7 @@ static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, cons
     }
     out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n");
     out(e, "    for (int64_t o = 0; o < O; o++) {\n");
-    if (argmax)
-        out(e, "    int64_t best = 0;\n    %s bv = 0;\n    for (int64_t k = 0; k < K; k++) {\n", value_type(dt));
-    else
-        out(e, "    %s acc = %s;\n#pragma omp simd reduction(%s : acc)\n    for (int64_t k = 0; k < K; k++) {\n",
-            ro.acc_type, ro.init, ro.omp);
-    idx ix;
-    int saved = e->n_memo;
-    reduce_idx(e, x, mask, "o", "k", false, &ix);
-    emit_val(e, x, &ix, v, sizeof v);
-    e->n_memo = saved;
-    if (argmax)
-        out(e, "    if (k == 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = k;\n    }\n", v, v, v, v);
-    else
-        emit_combine(e, &ro, "acc", v);
-    out(e, "    }\n");
-    if (argmax)
-        snprintf(fin, sizeof fin, "best");
-    else
-        emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
-    emit_store(e, node, "o", fin);
+    emit_serial_reduce(e, r, x, mask, node, false, true);
     out(e, "    }\n");
 }
 
@@ -806,24 +822,7 @@ static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, c
     if (s->column || argmax) {
         out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
                "         o += (int64_t)gridDim.x * blockDim.x) {\n");
-        if (argmax)
-            out(e, "    int64_t best = 0;\n    %s bv = 0;\n", value_type(dt));
-        else
-            out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
-        out(e, "    for (int64_t k = 0; k < K; k++) {\n");
-        idx ix;
-        reduce_idx(e, x, mask, "o", "k", s->column, &ix);
-        emit_val(e, x, &ix, v, sizeof v);
-        if (argmax)
-            out(e, "    if (k == 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = k;\n    }\n", v, v, v, v);
-        else
-            emit_combine(e, &ro, "acc", v);
-        out(e, "    }\n");
-        if (argmax)
-            snprintf(fin, sizeof fin, "best");
-        else
-            emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
-        emit_store(e, node, "o", fin);
+        emit_serial_reduce(e, r, x, mask, node, s->column, false);
         out(e, "    }\n");
         return;
     }

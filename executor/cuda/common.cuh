@@ -35,10 +35,6 @@ extern "C" {
 #include "xlac/op.h"
 #include "xlac/status.h"
 #include "xlac/tensor.h"
-
-/* From infer_structured.c: the same attribute rules as shape inference. */
-xe_code xe_transpose_perm(const xe_node *n, int rank, int *perm, xe_status *st);
-void xe_slice_bounds(int64_t begin, int64_t end, int64_t n, int64_t *b, int64_t *e);
 }
 
 #include "rng.h"
@@ -150,7 +146,7 @@ static inline bool xk_map_flat(const xk_map *m)
 
 /* Offsets of operands [0, N) at linear index i; I is the index arithmetic type. */
 template <int N, typename I>
-__device__ __forceinline__ void xk_offsets(const xk_map &m, I i, int64_t *off)
+__host__ __device__ __forceinline__ void xk_offsets(const xk_map &m, I i, int64_t *off)
 {
 #pragma unroll
     for (int k = 0; k < N; k++)
@@ -170,13 +166,6 @@ __device__ __forceinline__ void xk_offsets(const xk_map &m, I i, int64_t *off)
 static inline bool xk_small(int64_t n)
 {
     return n <= (int64_t)INT32_MAX;
-}
-
-/* ---- warp and block reductions ---------------------------------------------------- */
-
-template <typename T> __device__ __forceinline__ T xk_shfl_down(T v, int delta)
-{
-    return __shfl_down_sync(0xffffffffu, v, delta);
 }
 
 #endif

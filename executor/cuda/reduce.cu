@@ -89,7 +89,7 @@ static void red_build(const xe_shape *in, const bool *mask, red_map *m)
 }
 
 /* Input offset of output o (row-major over the kept groups). */
-__device__ __forceinline__ int64_t koff(const red_map &m, int64_t o)
+__host__ __device__ __forceinline__ int64_t koff(const red_map &m, int64_t o)
 {
     int64_t off = 0;
     for (int g = m.nk - 1; g >= 0; g--) {
@@ -101,7 +101,7 @@ __device__ __forceinline__ int64_t koff(const red_map &m, int64_t o)
 }
 
 /* Input offset of reduced index r (row-major over the reduced groups). */
-__device__ __forceinline__ int64_t roff(const red_map &m, int64_t r)
+__host__ __device__ __forceinline__ int64_t roff(const red_map &m, int64_t r)
 {
     if (m.nr == 1)
         return r * m.rstride[0];
