@@ -15,38 +15,16 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "xlac/io.h"
 
 extern char **environ;
 
 xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
-        return xe_fail(st, XE_ERR_IO, "%s: cannot open: %m", path);
     char *buf = NULL;
-    size_t n = 0, cap = 0, r;
-    char chunk[65536];
-    while ((r = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (n + r + 1 > cap) {
-            cap = (n + r + 1) * 2;
-            char *b = realloc(buf, cap);
-            if (!b) {
-                free(buf);
-                fclose(f);
-                return xe_fail(st, XE_ERR_NOMEM, "out of memory reading %s", path);
-            }
-            buf = b;
-        }
-        memcpy(buf + n, chunk, r);
-        n += r;
-    }
-    fclose(f);
-    if (!buf && !(buf = malloc(1)))
-        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    buf[n] = '\0';
+    xe_code c = xe_read_file(path, &buf, len, st);
     *data = buf;
-    *len = n;
-    return XE_OK;
+    return c;
 }
 
 xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st)

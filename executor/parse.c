@@ -680,46 +680,54 @@ xe_graph *xe_parse_string(const char *text, const char *file, xe_status *st)
     return g;
 }
 
-xe_graph *xe_parse_file(const char *path, xe_status *st)
+xe_code xe_read_file(const char *path, char **data, size_t *len, xe_status *st)
 {
     FILE *f = fopen(path, "rb");
-    if (!f) {
-        xe_fail(st, XE_ERR_IO, "%s: cannot open: %m", path);
-        return NULL;
-    }
+    if (!f)
+        return xe_fail(st, XE_ERR_IO, "%s: cannot open: %m", path);
     char *buf = NULL;
-    size_t len = 0, cap = 0, n;
+    size_t n = 0, cap = 0, r;
     char chunk[65536];
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) {
-        if (len + n + 1 > cap) {
-            cap = (len + n + 1) * 2;
-            char *nb = realloc(buf, cap);
-            if (!nb) {
+    while ((r = fread(chunk, 1, sizeof chunk, f)) > 0) {
+        if (n + r + 1 > cap) {
+            cap = (n + r + 1) * 2;
+            char *b = realloc(buf, cap);
+            if (!b) {
                 free(buf);
                 fclose(f);
-                xe_fail(st, XE_ERR_NOMEM, "%s: out of memory reading the file", path);
-                return NULL;
+                return xe_fail(st, XE_ERR_NOMEM, "%s: out of memory reading the file", path);
             }
-            buf = nb;
+            buf = b;
         }
-        memcpy(buf + len, chunk, n);
-        len += n;
+        memcpy(buf + n, chunk, r);
+        n += r;
     }
     bool failed = ferror(f);
     fclose(f);
     if (failed) {
         free(buf);
-        xe_fail(st, XE_ERR_IO, "%s: read error (is it a directory?)", path);
-        return NULL;
+        return xe_fail(st, XE_ERR_IO, "%s: read error (is it a directory?)", path);
     }
-    if (memchr(buf ? buf : "", '\0', len)) {
+    if (!buf && !(buf = malloc(1)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    buf[n] = '\0';
+    *data = buf;
+    *len = n;
+    return XE_OK;
+}
+
+xe_graph *xe_parse_file(const char *path, xe_status *st)
+{
+    char *buf = NULL;
+    size_t len = 0;
+    if (xe_read_file(path, &buf, &len, st) != XE_OK)
+        return NULL;
+    if (memchr(buf, '\0', len)) {
         free(buf);
         xe_fail(st, XE_ERR_PARSE, "%s:1:1: the file contains NUL bytes: not a graph", path);
         return NULL;
     }
-    if (buf)
-        buf[len] = '\0';
-    xe_graph *g = xe_parse_string(buf ? buf : "", path, st);
+    xe_graph *g = xe_parse_string(buf, path, st);
     free(buf);
     return g;
 }

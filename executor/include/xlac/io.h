@@ -14,6 +14,9 @@
 #include "xlac/tensor.h"
 
 xe_graph *xe_parse_file(const char *path, xe_status *st);
+
+/* A whole file into a malloc'd, NUL-terminated buffer (len excludes the NUL). */
+xe_code xe_read_file(const char *path, char **data, size_t *len, xe_status *st);
 xe_graph *xe_parse_string(const char *text, const char *file, xe_status *st);
 
 /* Returns malloc'd text; NULL with *st set on failure. */
