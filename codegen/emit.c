@@ -429,7 +429,7 @@ static void emit_concat(em *e, const xe_node *n, int node, const idx *ix, char *
         idx r = *ix;
         r.flat[0] = '\0';
         if (start)
-            snprintf(r.d[axis], sizeof r.d[axis], "(%s - %lldLL)", ix->d[axis], (long long)start);
+            let_index(e, r.d[axis], sizeof r.d[axis], "%s - %lldLL", ix->d[axis], (long long)start);
         int saved = e->n_memo; /* values computed in a branch stay there */
         char v[16];
         emit_val(e, in, &r, v, sizeof v);

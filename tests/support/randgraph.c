@@ -74,7 +74,8 @@ static value *new_value(gen *g, int rank, const int *dims)
     value *v = &g->v[g->n];
     snprintf(v->name, sizeof v->name, "v%d", g->n);
     v->rank = rank;
-    memcpy(v->dims, dims, sizeof(int) * (size_t)rank);
+    if (rank)
+        memcpy(v->dims, dims, sizeof(int) * (size_t)rank);
     g->n++;
     return v;
 }
