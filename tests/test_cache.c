@@ -306,3 +306,24 @@ Test(cache, threads_share_one_cache)
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
+
+Test(cache, async_compilation_runs_per_op_until_ready)
+{
+    fixture f;
+    fixture_init(&f);
+    xe_status st;
+    f.o.async_compilation = true;
+    f.o.disk_cache = false;
+    xg_cache *c = xg_cache_new(&f.o, &st);
+    cr_assert_not(run_rows(c, f.g, 7)); /* compiling in the background: per op now */
+    bool ran = false;
+    for (int i = 0; i < 600 && !ran; i++) { /* up to a minute */
+        ran = run_rows(c, f.g, 7);
+        if (!ran)
+            usleep(100000);
+    }
+    cr_assert(ran, "the background compile never finished");
+    cr_assert_eq(stats_of(c).compiles, 1);
+    xg_cache_destroy(c);
+    fixture_fini(&f);
+}

@@ -502,3 +502,35 @@ Test(e2e, gpu_clusters_report_xla_gpu)
     result_free(&r);
     remove_tree(tmp);
 }
+
+Test(e2e, second_process_compiles_nothing)
+{
+    write_graph();
+    char flags[600];
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", path("cache"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
+    result r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "compiles=1 ") && strstr(r.err, "disk_hits=0 "), "%s", r.err);
+    result_free(&r);
+    r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "compiles=0 ") && strstr(r.err, "disk_hits=1 "), "%s", r.err);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+Test(e2e, unsafe_cache_folder_warns_once_and_runs)
+{
+    write_graph();
+    mkdir(path("open"), 0777);
+    chmod(path("open"), 0777);
+    char flags[600];
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", path("open"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
+    result r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "running without the disk cache") && strstr(r.err, "compiles=1 "), "%s", r.err);
+    result_free(&r);
+    remove_tree(tmp);
+}
