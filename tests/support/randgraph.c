@@ -110,7 +110,7 @@ static void op_binary(gen *g)
     static const char *const fl[] = {"add", "sub", "mul", "maximum", "minimum", "div"};
     static const char *const in[] = {"add", "sub", "mul", "maximum", "minimum"};
     const value *a = any(g), *b = any(g);
-    int rank, dims[3];
+    int rank, dims[3] = {0};
     broadcast_shape(a, b, &rank, dims);
     const char *op = g->is_float ? fl[pick(g, 6)] : in[pick(g, 5)];
     char an[16], bn[16];
@@ -139,7 +139,7 @@ static void op_unary(gen *g)
 static void op_select(gen *g)
 {
     const value *a = any(g), *b = any(g), *c = any(g);
-    int r1, d1[3], r2, d2[3];
+    int r1, d1[3] = {0}, r2, d2[3] = {0};
     broadcast_shape(a, b, &r1, d1);
     value tmp = {.rank = r1};
     memcpy(tmp.dims, d1, sizeof d1);
@@ -172,7 +172,7 @@ static void op_reduce(gen *g)
     }
     bool keep = !prefix || pick(g, 2);
     char axes[64] = "", an[16];
-    int rank = 0, dims[3];
+    int rank = 0, dims[3] = {0};
     for (int d = 0; d < a->rank; d++) {
         if (mask >> d & 1) {
             snprintf(axes + strlen(axes), sizeof axes - strlen(axes), "%s%d", axes[0] ? "," : "", d);
@@ -294,7 +294,7 @@ char *randgraph_text(uint64_t seed, const randgraph_options *o)
     add(&g, "xlac.graph v1\n");
     int n_in = 2 + pick(&g, 2);
     for (int k = 0; k < n_in; k++) {
-        int rank, dims[3];
+        int rank, dims[3] = {0};
         variant(&g, &rank, dims);
         if (k == 0) { /* the first input has the full base shape */
             rank = g.base_rank;
