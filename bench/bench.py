@@ -60,12 +60,17 @@ def parse_output_count(path):
     return sum(1 for line in open(path) if re.match(r"\s*output\s+\w+", line))
 
 
+# inputs that must be non-negative (Adam's second moment)
+NON_NEGATIVE = {"v"}
+
+
 def make_inputs(spec, seed, batch=None):
     rng = np.random.default_rng(seed)
     arrays = {}
     for name, dtype, dims in spec:
         shape = [batch if d == "?" else int(d) for d in dims]
-        arrays[name] = rng.uniform(-1.0, 1.0, size=shape).astype(np.float32)
+        lo = 0.0 if name in NON_NEGATIVE else -1.0
+        arrays[name] = rng.uniform(lo, 1.0, size=shape).astype(np.float32)
     return arrays
 
 

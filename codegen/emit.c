@@ -550,27 +550,66 @@ static void kernel_begin(em *e, int step)
                 e->cuda ? "__restrict__" : "restrict", i, store_type(e->p->types[i].dtype), i, i);
 }
 
+/*
+ * A loop kernel. On the GPU one grid-stride loop over flat indices; on
+ * the CPU a loop nest: rows (every dim but the last, indices from one
+ * division per row) in parallel, and a simd loop along the last dim, so
+ * broadcast operands need no division per element. Outputs with few rows
+ * parallelise the inner loop instead.
+ */
 static void emit_loop_kernel(em *e, int step, const xg_step *s)
 {
     char n[256];
-    kernel_begin(e, step);
-    numel_text(e, s->outs[0], n, sizeof n);
-    out(e, "    const int64_t n = %s;\n", n);
-    if (e->cuda)
-        out(e, "    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
-               "         i += (int64_t)gridDim.x * blockDim.x) {\n");
-    else
-        out(e, "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
-               "    for (int64_t i = 0; i < n; i++) {\n");
+    int root = s->outs[0];
+    const xe_shape *sh = shape_of(e, root);
     idx ix;
-    idx_from_flat(e, s->outs[0], "i", &ix);
+    kernel_begin(e, step);
+    numel_text(e, root, n, sizeof n);
+    out(e, "    const int64_t n = %s;\n", n);
+    if (e->cuda || sh->rank <= 1) {
+        if (e->cuda)
+            out(e, "    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
+                   "         i += (int64_t)gridDim.x * blockDim.x) {\n");
+        else
+            out(e, "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
+                   "    for (int64_t i = 0; i < n; i++) {\n");
+        idx_from_flat(e, root, "i", &ix);
+    } else {
+        char L[32];
+        int64_t rows = xe_shape_numel(sh) / (sh->dims[sh->rank - 1] ? sh->dims[sh->rank - 1] : 1);
+        bool outer = rows >= 16; /* enough rows to share among the threads */
+        dim_text(e, root, sh->rank - 1, L, sizeof L);
+        out(e, "    const int64_t L = %s, R = L ? n / L : 0;\n", L);
+        if (outer)
+            out(e, "#pragma omp parallel for if (n >= 32768) schedule(static)\n");
+        out(e, "    for (int64_t r = 0; r < R; r++) {\n");
+        /* the row's multi-index: all dims but the last, from r */
+        ix.rank = sh->rank;
+        char stride[256] = "1";
+        for (int d = sh->rank - 2; d >= 0; d--) {
+            char dim[32];
+            dim_text(e, root, d, dim, sizeof dim);
+            if (sh->dims[d] == 1)
+                snprintf(ix.d[d], sizeof ix.d[d], "0");
+            else if (d == 0)
+                let_index(e, ix.d[d], sizeof ix.d[d], "r / (%s)", stride);
+            else
+                let_index(e, ix.d[d], sizeof ix.d[d], "(r / (%s)) %% %s", stride, dim);
+            size_t u = strlen(stride);
+            snprintf(stride + u, sizeof stride - u, "*%s", dim);
+        }
+        out(e, outer ? "#pragma omp simd\n" : "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n");
+        out(e, "    for (int64_t j = 0; j < L; j++) {\n    const int64_t i = r * L + j;\n");
+        snprintf(ix.d[sh->rank - 1], sizeof ix.d[0], "%s", sh->dims[sh->rank - 1] == 1 ? "0" : "j");
+        snprintf(ix.flat, sizeof ix.flat, "i");
+    }
     for (int k = 0; k < s->n_outs; k++) {
         char v[16];
         emit_compute(e, s->outs[k], &ix, v, sizeof v);
         memo_add(e, s->outs[k], &ix, v);
         emit_store(e, s->outs[k], "i", v);
     }
-    out(e, "    }\n}\n\n");
+    out(e, e->cuda || sh->rank <= 1 ? "    }\n}\n\n" : "    }\n    }\n}\n\n");
 }
 
 /* The reduction's combine step, init value and OpenMP reduction identifier. */
@@ -679,14 +718,26 @@ static void reduce_idx(em *e, int x, const bool *mask, const char *o, const char
     for (int part = 0; part < 2; part++) {
         bool reduced = part == 1;
         const char *src = reduced ? k : o;
-        char stride[256] = "1";
+        int dims[XE_MAX_RANK], nd = 0; /* this part's non-unit dims, innermost first */
         for (int d = s->rank - 1; d >= 0; d--) {
             if (mask[d] != reduced)
                 continue;
-            char dim[32];
-            dim_text(e, x, d, dim, sizeof dim);
             if (s->dims[d] == 1)
                 snprintf(ix->d[d], sizeof ix->d[d], "0");
+            else
+                dims[nd++] = d;
+        }
+        char stride[256] = "1";
+        for (int j = 0; j < nd; j++) { /* no % on the outermost dim, no / on the innermost */
+            int d = dims[j];
+            char dim[32];
+            dim_text(e, x, d, dim, sizeof dim);
+            if (nd == 1)
+                snprintf(ix->d[d], sizeof ix->d[d], "%s", src);
+            else if (j == 0)
+                let_index(e, ix->d[d], sizeof ix->d[d], "%s %% %s", src, dim);
+            else if (j == nd - 1)
+                let_index(e, ix->d[d], sizeof ix->d[d], "%s / (%s)", src, stride);
             else
                 let_index(e, ix->d[d], sizeof ix->d[d], "(%s / (%s)) %% %s", src, stride, dim);
             size_t u = strlen(stride);
