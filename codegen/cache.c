@@ -439,14 +439,17 @@ static decision decide(xg_cache *c, const char *fp, const char *name, xe_tensor 
     return COMPILE;
 }
 
-xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *cluster_name, xe_device dev,
-                       xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
-                       xe_status *st)
+xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
+                       xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
+                       xg_outcome *outcome, xe_status *st)
 {
     xg_target target = dev == XE_DEV_GPU ? XG_TARGET_CUDA : XG_TARGET_C;
     int arch = target == XG_TARGET_CUDA ? xe_gpu_arch() : 0;
     char fp[40];
-    xg_fingerprint(body, fp);
+    if (fingerprint && strlen(fingerprint) < sizeof fp)
+        snprintf(fp, sizeof fp, "%s", fingerprint);
+    else
+        xg_fingerprint(body, fp);
     xg_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;

@@ -17,8 +17,6 @@ typedef struct xg_text {
 
 void xg_text_add(xg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Hex XXH3-128 of a cluster body's canonical text (names and annotations excluded). */
-void xg_fingerprint(const xe_graph *body, char out[40]);
 
 typedef struct xg_disk {
     char *dir;    /* NULL: the disk cache is off */

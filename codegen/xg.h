@@ -66,15 +66,25 @@ typedef enum xg_outcome {
 } xg_outcome;
 
 /*
- * Runs cluster `body` (inputs bound in order, outputs in order) on dev.
+ * Runs cluster `body` (inputs bound in order, outputs in order) on dev;
+ * fingerprint is xg_fingerprint(body) or NULL.
  * inputs live on dev; outputs receive new tensors on dev. On a compile
  * failure: with must_compile an error naming the cluster and the
  * compiler's first log line; without, one warning per signature on stderr
  * and *outcome = XG_FALLBACK.
  */
-xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *cluster_name,
-                       xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs,
-                       bool must_compile, xg_outcome *outcome, xe_status *st);
+xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint,
+                       const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
+                       xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
+                       xe_status *st);
+
+/*
+ * Hex XXH3-128 of a cluster body's canonical text (ops, attributes, dtypes,
+ * wiring, constant values; not names or annotations): what the cache keys
+ * on. xg_run_cluster computes it when given NULL; callers that launch the
+ * same body often compute it once.
+ */
+void xg_fingerprint(const xe_graph *body, char out[40]);
 
 /*
  * Ahead-of-time: compiles body at its declared (fully known) input shapes

@@ -69,7 +69,8 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     xg_cache *c = get_cache(xlac_plugin_flags());
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
-        if (xg_run_cluster(c, n->body, name, n->device, a->in, outs, must, &outcome, st) != XE_OK)
+        if (xg_run_cluster(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name, n->device,
+                           a->in, outs, must, &outcome, st) != XE_OK)
             return st->code;
         if (outcome == XG_RAN) {
             log_compiled(a, name);

@@ -182,6 +182,21 @@ static xe_code cluster_graph(const xe_graph *g, int id, xe_graph **out, xe_statu
     return code;
 }
 
+/* Each launch node carries its body's fingerprint, so a launch does not hash the body again. */
+static xe_code stamp_fingerprints(xe_graph *g, xe_status *st)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        xe_node *n = g->nodes[i];
+        if (n->op != launch_op || !n->body)
+            continue;
+        char fp[40];
+        xg_fingerprint(n->body, fp);
+        if (xe_node_set_string(n, "@fingerprint", fp, st) != XE_OK)
+            return st->code;
+    }
+    return XE_OK;
+}
+
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st)
 {
     (void)user;
@@ -196,7 +211,7 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
         xe_graph_destroy(*g);
         *g = ng;
     }
-    return XE_OK;
+    return stamp_fingerprints(*g, st);
 }
 
 /* ---- installation ---------------------------------------------------------------- */

@@ -60,7 +60,7 @@ static bool run_rows(xg_cache *c, const xe_graph *g, int rows)
     }
     xe_tensor *in[2] = {x, y}, *out[1] = {NULL};
     xg_outcome oc;
-    cr_assert_eq(xg_run_cluster(c, g, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st), XE_OK, "%s", st.msg);
     if (oc == XG_RAN) {
         cr_assert_eq(out[0]->shape.dims[0], rows);
         for (int r = 0; r < rows; r++) {
