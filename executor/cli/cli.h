@@ -1,11 +1,13 @@
 /*
- * Private to xlac-run: the parsed command line and the helpers that
- * prepare inputs and report outputs.
+ * Private to xlac-run: the parsed command line (options.c), input
+ * preparation (inputs.c), output printing and saving (outputs.c) and run
+ * timings (timing.c). main.c ties them together.
  */
 #ifndef XE_CLI_H
 #define XE_CLI_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "xlac/xlac.h"
@@ -13,26 +15,38 @@
 #define CLI_MAX_ITEMS 256
 
 typedef struct cli_input {
-    const char *name, *path; /* --input NAME=FILE.npy */
+    const char *name; /* --input NAME=FILE.npy: NAME, not NUL-terminated (points into argv) */
+    size_t name_len;  /* length of NAME */
+    const char *path; /* FILE.npy */
 } cli_input;
 
 typedef struct cli_options {
-    const char *graph;
-    cli_input inputs[CLI_MAX_ITEMS];
+    const char *graph;               /* GRAPH.xg */
+    cli_input inputs[CLI_MAX_ITEMS]; /* --input */
     int n_inputs;
-    const char *feeds[CLI_MAX_ITEMS]; /* --feed DIR */
+    const char *feeds[CLI_MAX_ITEMS]; /* --feed DIR, in order */
     int n_feeds;
-    const char *save_dir;   /* --save-outputs */
-    bool print_outputs;
-    int iterations, warmup; /* --iterations (0: no time line), --warmup */
-    uint64_t seed;
-    xe_place_mode place;
-    bool log_placement;
-    const char *profile;
+    const char *save_dir; /* --save-outputs DIR; NULL: none */
+    bool print_outputs;   /* --print-outputs */
+    int iterations;       /* --iterations N; 0: one untimed run, no time line */
+    int warmup;           /* --warmup N */
+    uint64_t seed;        /* --seed N */
+    xe_place_mode place;  /* --device */
+    bool log_placement;   /* --log-device-placement */
+    const char *profile;  /* --profile FILE.json; NULL: none */
 } cli_options;
 
-/* Parses argv; returns 0 to run, 1 when --help/--version printed, -1 on a usage error. */
-int cli_parse(int argc, char **argv, cli_options *o);
+/* What cli_parse decided. */
+typedef enum cli_parse_result {
+    CLI_RUN,   /* options parsed: run the graph */
+    CLI_DONE,  /* --help or --version printed: exit 0 */
+    CLI_USAGE, /* a usage error was printed: exit 2 */
+} cli_parse_result;
+
+cli_parse_result cli_parse(int argc, char **argv, cli_options *o);
+
+/* Checks that every --input names a graph input and every --feed is a folder. */
+xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st);
 
 /*
  * Fills inputs[] (one per graph input) for one run: from --input, then the
@@ -41,10 +55,28 @@ int cli_parse(int argc, char **argv, cli_options *o);
 xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *feed,
                            xe_tensor **inputs, xe_status *st);
 
-/* --print-outputs text of one tensor. */
-void cli_print_tensor(const char *name, const xe_tensor *t);
-
-/* Creates a folder (and its parents); fine if it exists. */
+/* --print-outputs: "NAME: f32[2,3]" then the values, numpy style. */
+xe_code cli_print_outputs(const xe_graph *g, xe_tensor *const *outs, xe_status *st);
+/* --save-outputs: DIR/NAME.npy, or DIR/K/NAME.npy with several feeds. */
+xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *const *outs,
+                         int feed_k, xe_status *st);
+/* Creates a folder and its parents; fine if it exists. */
 xe_code cli_mkdirs(const char *path, xe_status *st);
+/* XE_OK while stdout has taken everything written to it. */
+xe_code cli_check_stdout(xe_status *st);
+
+/* Wall-clock times of the timed runs, in milliseconds. */
+typedef struct cli_timing {
+    double *ms;
+    int n, cap;
+} cli_timing;
+
+xe_code cli_timing_init(cli_timing *t, int cap, xe_status *st);
+void cli_timing_add(cli_timing *t, double ms);
+/* Appends all of src's times to dst. */
+void cli_timing_merge(cli_timing *dst, const cli_timing *src);
+/* "time [feed=DIR ]median_ms=%.3f min_ms=%.3f iterations=N"; nothing when empty. */
+void cli_timing_report(cli_timing *t, const char *feed);
+void cli_timing_free(cli_timing *t);
 
 #endif

@@ -1,9 +1,11 @@
 /*
- * xlac-run: parse a graph, make a session, run it once per feed (or once),
- * report outputs and timings. Exit codes: 0 ok, 1 runtime error, 2 usage
- * or graph error. Never ends by a signal: SIGPIPE is ignored and every
- * error is a message.
+ * xlac-run: parse a graph, make one session, run it once per --feed folder
+ * (or once), then print, save and time the outputs. Exit codes: 0 ok,
+ * 1 runtime error, 2 usage or graph error (xe_code_exit_status). Never
+ * ends by a signal: SIGPIPE is ignored, every write is checked and every
+ * error is one "xlac-run: MESSAGE" line on stderr.
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,147 +13,160 @@
 
 #include "cli.h"
 
+/* Everything one invocation holds while it runs. */
+typedef struct run_state {
+    const cli_options *o;
+    xe_session *s;
+    const xe_graph *g;  /* the session's graph */
+    xe_tensor **inputs; /* one per graph input, for the current feed */
+    xe_tensor **outs;   /* one per graph output, from the last run */
+    cli_timing all;     /* every timed run, all feeds */
+    cli_timing one;     /* the current feed's timed runs */
+} run_state;
+
 static int fail(const xe_status *st)
 {
     fprintf(stderr, "xlac-run: %s\n", st->msg);
     return xe_code_exit_status(st->code);
 }
 
-static int cmp_double(const void *a, const void *b)
+static void release_all(xe_tensor **ts, int n)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* One line when the build has CUDA but this machine has no usable device. */
-static void note_no_gpu(const cli_options *o)
-{
-    if (o->place != XE_PLACE_AUTO || xe_gpu_available())
-        return;
-    const char *why = xe_gpu_unavailable_reason();
-    if (strstr(why, "built without CUDA"))
-        return;
-    fprintf(stderr, "xlac-run: no CUDA device (%s): running on CPU\n", why);
-}
-
-static xe_code save_outputs(const cli_options *o, const xe_graph *g, xe_tensor **outs, int feed_k,
-                            xe_status *st)
-{
-    char dir[4096];
-    if (o->n_feeds > 1)
-        snprintf(dir, sizeof dir, "%s/%d", o->save_dir, feed_k);
-    else
-        snprintf(dir, sizeof dir, "%s", o->save_dir);
-    if (cli_mkdirs(dir, st) != XE_OK)
-        return st->code;
-    for (int i = 0; i < g->n_outputs; i++) {
-        char path[4352];
-        snprintf(path, sizeof path, "%s/%s.npy", dir, g->nodes[g->outputs[i]]->name);
-        if (xe_npy_write(path, outs[i], st) != XE_OK)
-            return st->code;
+    for (int i = 0; ts && i < n; i++) {
+        xe_tensor_release(ts[i]);
+        ts[i] = NULL;
     }
+}
+
+#ifdef XE_HAVE_CUDA
+/* Would any op of g (bodies included) have run on a GPU if there were one? */
+static bool wants_gpu(const xe_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xe_node *n = g->nodes[i];
+        const xe_op_def *d = xe_op_get(n->op);
+        if (n->body ? wants_gpu(n->body)
+                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[XE_DEV_GPU])
+            return true;
+    }
+    return false;
+}
+#endif
+
+/* One stderr line when --device auto finds no GPU for ops that wanted one. */
+static void note_no_gpu(const cli_options *o, const xe_graph *g)
+{
+#ifdef XE_HAVE_CUDA
+    if (o->place == XE_PLACE_AUTO && !xe_gpu_available() && wants_gpu(g))
+        fprintf(stderr, "xlac-run: no CUDA device (%s): running on CPU\n",
+                xe_gpu_unavailable_reason());
+#else
+    (void)o;
+    (void)g;
+#endif
+}
+
+/* The session writes the profile at the end: find out now if it cannot. */
+static xe_code check_profile_path(const char *path, xe_status *st)
+{
+    FILE *f = path ? fopen(path, "w") : NULL;
+    if (path && (!f || fclose(f) != 0))
+        return xe_fail(st, XE_ERR_USAGE, "--profile %s: cannot write: %s", path, strerror(errno));
     return XE_OK;
 }
 
-typedef struct timings {
-    double *ms;
-    int n;
-} timings;
-
-static void report_time(const char *feed, timings *t)
+/* --warmup untimed runs, then --iterations timed ones (or one untimed run). */
+static xe_code run_timed(run_state *r, xe_status *st)
 {
-    if (t->n == 0)
-        return;
-    qsort(t->ms, (size_t)t->n, sizeof *t->ms, cmp_double);
-    if (feed)
-        printf("time feed=%s median_ms=%.3f min_ms=%.3f iterations=%d\n", feed, t->ms[t->n / 2],
-               t->ms[0], t->n);
-    else
-        printf("time median_ms=%.3f min_ms=%.3f iterations=%d\n", t->ms[t->n / 2], t->ms[0], t->n);
-}
-
-/* Warm-up and timed runs for one feed; outputs of the last run are kept in outs. */
-static xe_code run_feed(const cli_options *o, xe_session *s, xe_tensor **inputs, xe_tensor **outs,
-                        timings *t, xe_status *st)
-{
-    const xe_graph *g = xe_session_graph(s);
-    int total = o->warmup + (o->iterations ? o->iterations : 1);
-    for (int r = 0; r < total; r++) {
-        for (int i = 0; i < g->n_outputs; i++) {
-            xe_tensor_release(outs[i]);
-            outs[i] = NULL;
-        }
+    int total = r->o->warmup + (r->o->iterations ? r->o->iterations : 1);
+    for (int k = 0; k < total; k++) {
+        release_all(r->outs, r->g->n_outputs);
         double t0 = xe_now_us();
-        if (xe_session_run(s, inputs, outs, st) != XE_OK)
+        if (xe_session_run(r->s, r->inputs, r->outs, st) != XE_OK)
             return st->code;
-        if (r >= o->warmup && o->iterations)
-            t->ms[t->n++] = (xe_now_us() - t0) / 1e3;
+        if (k >= r->o->warmup && r->o->iterations)
+            cli_timing_add(&r->one, (xe_now_us() - t0) / 1e3);
     }
     return XE_OK;
 }
 
-static int run_all(const cli_options *o, xe_session *s, xe_status *st)
+/* One feed (k-th folder, or the only run): inputs, runs, outputs. */
+static xe_code run_feed(run_state *r, int k, xe_status *st)
 {
-    const xe_graph *g = xe_session_graph(s);
+    const cli_options *o = r->o;
+    const char *feed = o->n_feeds ? o->feeds[k] : NULL;
+    if (cli_prepare_inputs(o, r->g, feed, r->inputs, st) != XE_OK)
+        return st->code;
+    r->one.n = 0;
+    xe_code c = run_timed(r, st);
+    release_all(r->inputs, r->g->n_inputs);
+    if (c == XE_OK && o->print_outputs)
+        c = cli_print_outputs(r->g, r->outs, st);
+    if (c == XE_OK && o->save_dir)
+        c = cli_save_outputs(o, r->g, r->outs, k, st);
+    cli_timing_merge(&r->all, &r->one);
+    if (c == XE_OK && o->n_feeds > 1)
+        cli_timing_report(&r->one, feed);
+    return c;
+}
+
+static xe_code run_all(run_state *r, xe_status *st)
+{
+    const cli_options *o = r->o;
     int n_runs = o->n_feeds ? o->n_feeds : 1;
-    xe_tensor **inputs = calloc((size_t)g->n_inputs + 1, sizeof *inputs);
-    xe_tensor **outs = calloc((size_t)g->n_outputs + 1, sizeof *outs);
-    timings all = {calloc((size_t)n_runs * (size_t)o->iterations + 1, sizeof(double)), 0};
-    timings one = {calloc((size_t)o->iterations + 1, sizeof(double)), 0};
-    xe_code c = (!inputs || !outs || !all.ms || !one.ms) ? xe_fail(st, XE_ERR_NOMEM, "out of memory") : XE_OK;
-    for (int k = 0; k < n_runs && c == XE_OK; k++) {
-        const char *feed = o->n_feeds ? o->feeds[k] : NULL;
-        if ((c = cli_prepare_inputs(o, g, feed, inputs, st)) != XE_OK)
-            break;
-        one.n = 0;
-        c = run_feed(o, s, inputs, outs, &one, st);
-        for (int i = 0; i < g->n_inputs; i++)
-            xe_tensor_release(inputs[i]);
-        if (c == XE_OK && o->print_outputs)
-            for (int i = 0; i < g->n_outputs; i++)
-                cli_print_tensor(g->nodes[g->outputs[i]]->name, outs[i]);
-        if (c == XE_OK && o->save_dir)
-            c = save_outputs(o, g, outs, k, st);
-        memcpy(all.ms + all.n, one.ms, (size_t)one.n * sizeof *one.ms);
-        all.n += one.n;
-        if (c == XE_OK && n_runs > 1)
-            report_time(feed, &one);
+    r->inputs = calloc((size_t)r->g->n_inputs + 1, sizeof *r->inputs);
+    r->outs = calloc((size_t)r->g->n_outputs + 1, sizeof *r->outs);
+    xe_code c = r->inputs && r->outs ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK && (c = cli_timing_init(&r->all, n_runs * o->iterations, st)) == XE_OK)
+        c = cli_timing_init(&r->one, o->iterations, st);
+    for (int k = 0; k < n_runs && c == XE_OK; k++)
+        c = run_feed(r, k, st);
+    if (c == XE_OK) {
+        cli_timing_report(&r->all, NULL);
+        c = cli_check_stdout(st);
     }
-    if (c == XE_OK)
-        report_time(NULL, &all);
-    for (int i = 0; outs && i < g->n_outputs; i++)
-        xe_tensor_release(outs[i]);
-    free(inputs);
-    free(outs);
-    free(all.ms);
-    free(one.ms);
-    if (fflush(stdout) != 0 && c == XE_OK)
-        c = xe_fail(st, XE_ERR_IO, "writing to stdout failed");
-    return c == XE_OK ? 0 : fail(st);
+    release_all(r->outs, r->g->n_outputs);
+    free(r->inputs);
+    free(r->outs);
+    cli_timing_free(&r->all);
+    cli_timing_free(&r->one);
+    return c;
+}
+
+static xe_graph *load_graph(const cli_options *o, xe_status *st)
+{
+    xe_graph *g = xe_parse_file(o->graph, st);
+    if (!g && st->code == XE_ERR_IO)
+        st->code = XE_ERR_USAGE; /* a graph that cannot be read is a usage error: exit 2 */
+    if (g && (cli_check_inputs(o, g, st) != XE_OK || check_profile_path(o->profile, st) != XE_OK)) {
+        xe_graph_destroy(g);
+        return NULL;
+    }
+    return g;
 }
 
 int main(int argc, char **argv)
 {
     signal(SIGPIPE, SIG_IGN);
     cli_options o;
-    int r = cli_parse(argc, argv, &o);
-    if (r != 0)
-        return r > 0 ? 0 : 2;
     xe_status st;
     xe_status_clear(&st);
-    xe_graph *g = xe_parse_file(o.graph, &st);
-    if (!g && st.code == XE_ERR_IO)
-        st.code = XE_ERR_USAGE; /* a graph that cannot be read is a usage error: exit 2 */
+    cli_parse_result pr = cli_parse(argc, argv, &o);
+    if (pr == CLI_DONE)
+        return cli_check_stdout(&st) == XE_OK ? 0 : fail(&st);
+    if (pr == CLI_USAGE)
+        return 2;
+    xe_graph *g = load_graph(&o, &st);
     if (!g)
         return fail(&st);
-    note_no_gpu(&o);
-    xe_session_options so = {.place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
-    xe_session *s = xe_session_new(g, &so, &st);
-    if (!s)
+    note_no_gpu(&o, g);
+    xe_session_options so = {
+        .place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
+    run_state r = {.o = &o, .s = xe_session_new(g, &so, &st)};
+    if (!r.s)
         return fail(&st);
-    int rc = run_all(&o, s, &st);
-    xe_session_destroy(s);
-    for (int i = 0; i < o.n_inputs; i++)
-        free((char *)o.inputs[i].name);
-    return rc;
+    r.g = xe_session_graph(r.s);
+    xe_code c = run_all(&r, &st);
+    xe_session_destroy(r.s);
+    return c == XE_OK ? 0 : fail(&st);
 }

@@ -1,6 +1,8 @@
 /*
- * xlac-run's command line: options are parsed once into cli_options; a bad
- * option is one line on stderr and exit code 2.
+ * xlac-run's command line, parsed once into cli_options. --help and
+ * --version win over everything else; any bad option is one line on
+ * stderr ("xlac-run: MESSAGE (see xlac-run --help)") and exit code 2.
+ * Values point into argv, so nothing here allocates.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -15,28 +17,38 @@ static const char usage[] =
     "Runs a graph in the .xg format op by op on the CPU or a CUDA GPU.\n"
     "\n"
     "options:\n"
-    "  --input NAME=FILE.npy   feed input NAME from a .npy file (repeatable)\n"
+    "  --input NAME=FILE.npy   feed input NAME from a .npy file (repeatable); its dtype and\n"
+    "                          known dims must match the graph's declaration\n"
     "  --feed DIR              run once with DIR/NAME.npy for each input (repeatable: one\n"
-    "                          session, several runs, e.g. several shapes of `?` dims)\n"
-    "  --seed N                seed of the random values of inputs not fed (default 0)\n"
-    "  --save-outputs DIR      write DIR/NAME.npy per output (DIR/K/NAME.npy with several feeds)\n"
-    "  --print-outputs         print every output\n"
-    "  --iterations N          run N timed times; last line: time median_ms=.. min_ms=.. iterations=N\n"
+    "                          session, one run per folder, e.g. several shapes of `?` dims)\n"
+    "  --seed N                seed of the random values of inputs not fed (default 0):\n"
+    "                          floats uniform in [-1,1), ints in [-10,10], bools 0/1\n"
+    "  --save-outputs DIR      write DIR/NAME.npy per output (DIR/K/NAME.npy, K = 0,1,..,\n"
+    "                          with several --feed)\n"
+    "  --print-outputs         print every output as NAME: TYPE and its values\n"
+    "  --iterations N          run N timed times; the last line is\n"
+    "                          time median_ms=.. min_ms=.. iterations=N\n"
     "  --warmup N              untimed runs before the timed ones (default 0)\n"
-    "  --device cpu|gpu|auto   where ops run (default auto: GPU when present)\n"
+    "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one)\n"
     "  --log-device-placement  print 'placement: NODE OP DEVICE [CLUSTER]' per executed op\n"
-    "  --profile FILE.json     write a Chrome trace (one event per op; open in Perfetto)\n"
-    "  --help, --version\n"
+    "  --profile FILE.json     write a Chrome trace, one event per op (Perfetto, "
+    "chrome://tracing)\n"
+    "  --help                  this text\n"
+    "  --version               version and whether this build has CUDA\n"
     "\n"
-    "exit codes: 0 ok, 1 runtime error, 2 usage or graph error\n"
+    "exit codes:\n"
+    "  0  success\n"
+    "  1  runtime error (an op failed, no CUDA device for --device gpu, a write failed)\n"
+    "  2  usage or graph error (bad option, unreadable or invalid graph, bad input file)\n"
+    "\n"
     "With LD_PRELOAD=libxlac.so and XLAC_AUTO_JIT=1|2, xlac clusters and compiles the graph.\n";
 
-static int bad(const char *fmt, const char *arg)
+static cli_parse_result bad(const char *fmt, const char *arg)
 {
     fprintf(stderr, "xlac-run: ");
     fprintf(stderr, fmt, arg);
     fprintf(stderr, " (see xlac-run --help)\n");
-    return -1;
+    return CLI_USAGE;
 }
 
 static bool parse_count(const char *s, int *out)
@@ -44,110 +56,140 @@ static bool parse_count(const char *s, int *out)
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno || *end || end == s || v < 0 || v > 100000000)
+    if (errno || *end || end == s || v < 0 || v > 1000000)
         return false;
     *out = (int)v;
     return true;
 }
 
-/* One option with a value: returns the value or NULL (usage error printed). */
-static const char *value(int argc, char **argv, int *i)
+/* --input NAME=FILE.npy */
+static cli_parse_result add_input(const char *v, cli_options *o)
 {
-    if (*i + 1 >= argc) {
-        bad("%s needs a value", argv[*i]);
-        return NULL;
-    }
-    return argv[++*i];
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1])
+        return bad("--input wants NAME=FILE.npy, got '%s'", v);
+    if (o->n_inputs == CLI_MAX_ITEMS)
+        return bad("too many --input options%s", "");
+    size_t len = (size_t)(eq - v);
+    for (int i = 0; i < o->n_inputs; i++)
+        if (o->inputs[i].name_len == len && !memcmp(o->inputs[i].name, v, len))
+            return bad("--input %s: this input is given twice", v);
+    o->inputs[o->n_inputs++] = (cli_input){v, len, eq + 1};
+    return CLI_RUN;
 }
 
-static int parse_one(int argc, char **argv, int *i, cli_options *o)
+static cli_parse_result set_device(const char *v, cli_options *o)
 {
-    const char *a = argv[*i], *v;
-    if (!strcmp(a, "--print-outputs"))
-        o->print_outputs = true;
-    else if (!strcmp(a, "--log-device-placement"))
-        o->log_placement = true;
-    else if (!strcmp(a, "--input")) {
-        if (!(v = value(argc, argv, i)))
-            return -1;
-        const char *eq = strchr(v, '=');
-        if (!eq || eq == v || !eq[1])
-            return bad("--input wants NAME=FILE.npy, got '%s'", v);
-        if (o->n_inputs == CLI_MAX_ITEMS)
-            return bad("too many --input options%s", "");
-        char *name = strndup(v, (size_t)(eq - v));
-        if (!name)
-            return bad("out of memory%s", "");
-        o->inputs[o->n_inputs++] = (cli_input){name, eq + 1};
-    } else if (!strcmp(a, "--feed")) {
-        if (!(v = value(argc, argv, i)))
-            return -1;
+    if (!strcmp(v, "cpu"))
+        o->place = XE_PLACE_CPU;
+    else if (!strcmp(v, "gpu"))
+        o->place = XE_PLACE_GPU;
+    else if (!strcmp(v, "auto"))
+        o->place = XE_PLACE_AUTO;
+    else
+        return bad("--device wants cpu, gpu or auto, got '%s'", v);
+    return CLI_RUN;
+}
+
+static cli_parse_result set_seed(const char *v, cli_options *o)
+{
+    char *end;
+    errno = 0;
+    o->seed = strtoull(v, &end, 10);
+    if (errno || *end || end == v || v[0] == '-')
+        return bad("bad seed '%s' (want a non-negative integer)", v);
+    return CLI_RUN;
+}
+
+/* An option that takes a value: a = the option, v = its value. */
+static cli_parse_result parse_valued(const char *a, const char *v, cli_options *o)
+{
+    if (!strcmp(a, "--input"))
+        return add_input(v, o);
+    if (!strcmp(a, "--feed")) {
         if (o->n_feeds == CLI_MAX_ITEMS)
             return bad("too many --feed options%s", "");
         o->feeds[o->n_feeds++] = v;
     } else if (!strcmp(a, "--save-outputs")) {
-        if (!(o->save_dir = value(argc, argv, i)))
-            return -1;
+        o->save_dir = v;
     } else if (!strcmp(a, "--profile")) {
-        if (!(o->profile = value(argc, argv, i)))
-            return -1;
-    } else if (!strcmp(a, "--iterations") || !strcmp(a, "--warmup")) {
-        if (!(v = value(argc, argv, i)))
-            return -1;
-        int *dst = !strcmp(a, "--warmup") ? &o->warmup : &o->iterations;
-        if (!parse_count(v, dst) || (dst == &o->iterations && *dst == 0))
-            return bad("bad count '%s'", v);
+        o->profile = v;
+    } else if (!strcmp(a, "--iterations")) {
+        if (!parse_count(v, &o->iterations) || o->iterations == 0)
+            return bad("--iterations wants a count of at least 1, got '%s'", v);
+    } else if (!strcmp(a, "--warmup")) {
+        if (!parse_count(v, &o->warmup))
+            return bad("--warmup wants a count, got '%s'", v);
     } else if (!strcmp(a, "--seed")) {
-        if (!(v = value(argc, argv, i)))
-            return -1;
-        char *end;
-        errno = 0;
-        o->seed = strtoull(v, &end, 10);
-        if (errno || *end || end == v)
-            return bad("bad seed '%s'", v);
-    } else if (!strcmp(a, "--device")) {
-        if (!(v = value(argc, argv, i)))
-            return -1;
-        if (!strcmp(v, "cpu"))
-            o->place = XE_PLACE_CPU;
-        else if (!strcmp(v, "gpu"))
-            o->place = XE_PLACE_GPU;
-        else if (!strcmp(v, "auto"))
-            o->place = XE_PLACE_AUTO;
-        else
-            return bad("--device wants cpu, gpu or auto, got '%s'", v);
-    } else if (a[0] == '-' && a[1]) {
-        return bad("unknown option '%s'", a);
-    } else if (!o->graph) {
-        o->graph = a;
+        return set_seed(v, o);
     } else {
-        return bad("more than one graph given ('%s')", a);
+        return set_device(v, o);
     }
-    return 0;
+    return CLI_RUN;
 }
 
-int cli_parse(int argc, char **argv, cli_options *o)
+static bool takes_value(const char *a)
 {
-    memset(o, 0, sizeof *o);
-    o->place = XE_PLACE_AUTO;
+    static const char *const valued[] = {"--input",  "--feed",       "--save-outputs", "--profile",
+                                         "--warmup", "--iterations", "--seed",         "--device"};
+    for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
+        if (!strcmp(a, valued[i]))
+            return true;
+    return false;
+}
+
+static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
+{
+    const char *a = argv[*i];
+    if (!strcmp(a, "--print-outputs"))
+        o->print_outputs = true;
+    else if (!strcmp(a, "--log-device-placement"))
+        o->log_placement = true;
+    else if (takes_value(a)) {
+        if (*i + 1 >= argc)
+            return bad("%s needs a value", a);
+        return parse_valued(a, argv[++*i], o);
+    } else if (a[0] == '-' && a[1])
+        return bad("unknown option '%s'", a);
+    else if (!o->graph)
+        o->graph = a;
+    else
+        return bad("more than one graph given ('%s')", a);
+    return CLI_RUN;
+}
+
+/* --help and --version, looked for before anything else is checked. */
+static bool info_option(int argc, char **argv)
+{
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
             fputs(usage, stdout);
-            return 1;
+            return true;
         }
         if (!strcmp(argv[i], "--version")) {
 #ifdef XE_HAVE_CUDA
             printf("xlac-run %s (built with CUDA)\n", XLAC_VERSION);
 #else
-            printf("xlac-run %s (CPU-only build)\n", XLAC_VERSION);
+            printf("xlac-run %s (built without CUDA: CPU only)\n", XLAC_VERSION);
 #endif
-            return 1;
+            return true;
         }
     }
-    for (int i = 1; i < argc; i++)
-        if (parse_one(argc, argv, &i, o) != 0)
-            return -1;
+    return false;
+}
+
+cli_parse_result cli_parse(int argc, char **argv, cli_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->place = XE_PLACE_AUTO;
+    if (info_option(argc, argv))
+        return CLI_DONE;
+    for (int i = 1; i < argc; i++) {
+        cli_parse_result r = parse_one(argc, argv, &i, o);
+        if (r != CLI_RUN)
+            return r;
+    }
     if (!o->graph)
         return bad("no graph given%s", "");
-    return 0;
+    return CLI_RUN;
 }
