@@ -6,6 +6,8 @@
  * in int64 with wrap-around).
  */
 #include <cblas.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "broadcast.h"
@@ -41,58 +43,73 @@ typedef struct mm_job {
     int64_t M, N, K;
 } mm_job;
 
-/* C[M,N] = op(A)[M,K] op(B)[K,N] for one batch element, any dtype. */
+#define NB 256 /* output columns per block of accumulators */
+
+/*
+ * C[M,N] = op(A) op(B) with a blocked loop: for each row of C, a block of
+ * NB accumulators is updated a row of op(B) at a time (contiguous reads
+ * of B when it is not transposed). ACC is float for f16 and uint64_t for
+ * ints (wrap-around instead of signed overflow).
+ */
+#define GEMM_LOOP(T, ACC, LOAD, STORE)                                                             \
+    do {                                                                                           \
+        const T *A = (const T *)j->a->data + abase, *B = (const T *)j->b->data + bbase;            \
+        T *Cm = (T *)j->c->data + cbase;                                                           \
+        _Pragma("omp parallel for if (M * N * K >= 65536 && M > 1)") for (int64_t m = 0; m < M; m++) { \
+            ACC acc[NB];                                                                           \
+            for (int64_t n0 = 0; n0 < N; n0 += NB) {                                               \
+                int64_t w = N - n0 < NB ? N - n0 : NB;                                             \
+                for (int64_t n = 0; n < w; n++)                                                    \
+                    acc[n] = 0;                                                                    \
+                for (int64_t k = 0; k < K; k++) {                                                  \
+                    ACC av = LOAD(A[ta ? k * lda + m : m * lda + k]);                              \
+                    for (int64_t n = 0; n < w; n++)                                                \
+                        acc[n] += av * LOAD(B[tb ? (n0 + n) * ldb + k : k * ldb + n0 + n]);        \
+                }                                                                                  \
+                for (int64_t n = 0; n < w; n++)                                                    \
+                    Cm[m * N + n0 + n] = STORE(acc[n]);                                            \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+#define H2F(v) xe_f16_to_f32(v)
+#define F2H(v) xe_f32_to_f16(v)
+#define I2U(v) ((uint64_t)(int64_t)(v))
+#define U2I32(v) ((int32_t)(uint32_t)(v))
+#define U2I64(v) ((int64_t)(v))
+
+static void gemm_generic(const mm_job *j, int64_t abase, int64_t bbase, int64_t cbase)
+{
+    int64_t M = j->M, N = j->N, K = j->K, lda = j->va.cols, ldb = j->vb.cols;
+    bool ta = j->va.trans, tb = j->vb.trans;
+    switch (j->c->dtype) {
+    case XE_F16: GEMM_LOOP(xe_f16, float, H2F, F2H); break;
+    case XE_I32: GEMM_LOOP(int32_t, uint64_t, I2U, U2I32); break;
+    default: GEMM_LOOP(int64_t, uint64_t, I2U, U2I64); break;
+    }
+}
+
+/* C[M,N] = op(A)[M,K] op(B)[K,N] for one batch element (flat indices ia, ib, ic). */
 static void gemm_one(const mm_job *j, int64_t ia, int64_t ib, int64_t ic)
 {
     xe_dtype dt = j->c->dtype;
     int64_t M = j->M, N = j->N, K = j->K;
     int64_t lda = j->va.cols, ldb = j->vb.cols;
-    if (dt == XE_F32) {
-        const float *A = (const float *)j->a->data + ia * j->va.rows * j->va.cols;
-        const float *B = (const float *)j->b->data + ib * j->vb.rows * j->vb.cols;
-        cblas_sgemm(CblasRowMajor, j->va.trans ? CblasTrans : CblasNoTrans,
-                    j->vb.trans ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0f, A,
-                    (int)(lda ? lda : 1), B, (int)(ldb ? ldb : 1), 0.0f,
-                    (float *)j->c->data + ic * M * N, (int)(N ? N : 1));
-        return;
-    }
-    if (dt == XE_F64) {
-        const double *A = (const double *)j->a->data + ia * j->va.rows * j->va.cols;
-        const double *B = (const double *)j->b->data + ib * j->vb.rows * j->vb.cols;
-        cblas_dgemm(CblasRowMajor, j->va.trans ? CblasTrans : CblasNoTrans,
-                    j->vb.trans ? CblasTrans : CblasNoTrans, (int)M, (int)N, (int)K, 1.0, A,
-                    (int)(lda ? lda : 1), B, (int)(ldb ? ldb : 1), 0.0,
-                    (double *)j->c->data + ic * M * N, (int)(N ? N : 1));
-        return;
-    }
     int64_t abase = ia * j->va.rows * j->va.cols, bbase = ib * j->vb.rows * j->vb.cols;
-#pragma omp parallel for if (M * N * K >= 65536)
-    for (int64_t m = 0; m < M; m++) {
-        for (int64_t n = 0; n < N; n++) {
-            double accf = 0;
-            uint64_t acci = 0;
-            for (int64_t k = 0; k < K; k++) {
-                int64_t ai = abase + (j->va.trans ? k * lda + m : m * lda + k);
-                int64_t bi = bbase + (j->vb.trans ? n * ldb + k : k * ldb + n);
-                if (dt == XE_F16)
-                    accf += (double)xe_f16_to_f32(((const xe_f16 *)j->a->data)[ai]) *
-                            xe_f16_to_f32(((const xe_f16 *)j->b->data)[bi]);
-                else if (dt == XE_I32)
-                    acci += (uint64_t)((const int32_t *)j->a->data)[ai] *
-                            (uint64_t)((const int32_t *)j->b->data)[bi];
-                else
-                    acci += (uint64_t)((const int64_t *)j->a->data)[ai] *
-                            (uint64_t)((const int64_t *)j->b->data)[bi];
-            }
-            int64_t ci = ic * M * N + m * N + n;
-            if (dt == XE_F16)
-                ((xe_f16 *)j->c->data)[ci] = xe_f32_to_f16((float)accf);
-            else if (dt == XE_I32)
-                ((int32_t *)j->c->data)[ci] = (int32_t)(uint32_t)acci;
-            else
-                ((int64_t *)j->c->data)[ci] = (int64_t)acci;
-        }
-    }
+    CBLAS_TRANSPOSE ta = j->va.trans ? CblasTrans : CblasNoTrans;
+    CBLAS_TRANSPOSE tb = j->vb.trans ? CblasTrans : CblasNoTrans;
+    if (dt == XE_F32)
+        cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f,
+                    (const float *)j->a->data + abase, (int)(lda ? lda : 1),
+                    (const float *)j->b->data + bbase, (int)(ldb ? ldb : 1), 0.0f,
+                    (float *)j->c->data + ic * M * N, (int)(N ? N : 1));
+    else if (dt == XE_F64)
+        cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0,
+                    (const double *)j->a->data + abase, (int)(lda ? lda : 1),
+                    (const double *)j->b->data + bbase, (int)(ldb ? ldb : 1), 0.0,
+                    (double *)j->c->data + ic * M * N, (int)(N ? N : 1));
+    else
+        gemm_generic(j, abase, bbase, ic * M * N);
 }
 
 /* Flat index of a batch element of an operand broadcast against the output batch. */
@@ -124,7 +141,11 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
     if (!xe_shape_broadcast(&j.va.batch, &j.vb.batch, &batch))
         return xe_fail(st, XE_ERR_RUNTIME, "batch dims do not broadcast");
     int64_t nb = xe_shape_numel(&batch);
-    if (j.M * j.N == 0)
+    if (j.c->dtype == XE_BOOL)
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "matmul is not defined on bool");
+    if (j.M > INT32_MAX || j.N > INT32_MAX || j.K > INT32_MAX)
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "matmul dims above 2^31 are not supported");
+    if (nb * j.M * j.N == 0)
         return XE_OK;
     if (j.K == 0) {
         memset(a->out->data, 0, a->out->nbytes);

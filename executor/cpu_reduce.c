@@ -1,8 +1,8 @@
 /*
- * CPU kernels of the reductions (sum mean max min prod), argmax and
- * softmax.
+ * CPU kernels of the reductions (sum mean max min prod) and argmax
+ * (softmax, which shares the view, is in cpu_softmax.c).
  *
- * All three view the operand as [outer, K, inner] after merging adjacent
+ * Both view the operand as [outer, K, inner] after merging adjacent
  * dims that are reduced together or kept together: a row reduction has
  * inner == 1 (contiguous; vectorized with an OpenMP simd reduction, as
  * DESIGN.md's performance note asks), a column reduction has outer == 1
@@ -48,63 +48,140 @@ typedef struct red {
     bool last;     /* the final pass applies the mean's division */
 } red;
 
-/*
- * Row loops (inner == 1) and column loops (inner > 1) for one dtype. ACC is
- * the accumulator type, LOAD converts an element, COMBINE(acc, v) folds.
- */
-#define REDUCE_LOOPS(T, ACC, LOAD, STORE, INIT, COMBINE, SIMD)                                  \
-    do {                                                                                        \
-        const T *restrict x = r->x;                                                             \
-        T *restrict y = r->y;                                                                   \
-        int64_t O = r->v.outer, K = r->v.k, I = r->v.inner;                                     \
-        if (I == 1) {                                                                           \
-            _Pragma("omp parallel for if (O * K >= 32768 && O > 1)") for (int64_t o = 0; o < O; o++) { \
-                ACC acc = INIT;                                                                 \
-                const T *row = x + o * K;                                                       \
-                SIMD for (int64_t k = 0; k < K; k++) acc = COMBINE(acc, LOAD(row[k]));          \
-                y[o] = STORE(finish(r, acc));                                                   \
-            }                                                                                   \
-        } else {                                                                                \
-            _Pragma("omp parallel for if (O * K * I >= 32768)") for (int64_t c = 0; c < O * ((I + 255) / 256); c++) { \
-                int64_t o = c / ((I + 255) / 256), i0 = (c % ((I + 255) / 256)) * 256;          \
-                int64_t i1 = i0 + 256 < I ? i0 + 256 : I;                                       \
-                ACC acc[256];                                                                   \
-                for (int64_t i = i0; i < i1; i++) acc[i - i0] = INIT;                           \
-                for (int64_t k = 0; k < K; k++) {                                               \
-                    const T *row = x + (o * K + k) * I;                                         \
-                    _Pragma("omp simd") for (int64_t i = i0; i < i1; i++)                       \
-                        acc[i - i0] = COMBINE(acc[i - i0], LOAD(row[i]));                       \
-                }                                                                               \
-                for (int64_t i = i0; i < i1; i++) y[o * I + i] = STORE(finish(r, acc[i - i0])); \
-            }                                                                                   \
-        }                                                                                       \
-    } while (0)
+#define COLS 1024       /* output columns per chunk in the column case */
+#define FEW_ROWS 4      /* below this many rows, threads split each row instead */
+#define PRAGMA(x) _Pragma(#x)
 
+/* f16 loads: the F16C instruction where the compiler targets it (exact either way). */
+#ifdef __F16C__
+#include <immintrin.h>
+#define H2F(v) _cvtsh_ss(v)
+#else
+#define H2F(v) xe_h2f(v)
+#endif
+#define F2H(v) xe_f2h((float)(v))
+#define KEEP(v) (v)
 #define ADD(a, b) ((a) + (b))
 #define MUL(a, b) ((a) * (b))
-#define MAXF(a, b) xe_max_f64((a), (b))
-#define MINF(a, b) xe_min_f64((a), (b))
 #define MAXI(a, b) ((a) > (b) ? (a) : (b))
 #define MINI(a, b) ((a) < (b) ? (a) : (b))
-#define WMUL(a, b) ((int64_t)((uint64_t)(a) * (uint64_t)(b)))
-#define TO_D(v) ((double)(v))
-#define H_TO_D(v) ((double)xe_f16_to_f32(v))
-#define D_TO_H(v) xe_f32_to_f16((float)(v))
-#define D_TO_F(v) ((float)(v))
-#define KEEP(v) (v)
-#define SIMD_SUM _Pragma("omp simd reduction(+ : acc)")
-#define SIMD_PROD _Pragma("omp simd reduction(* : acc)")
-#define NO_SIMD
+#define MAXF(a, b) ((a) != (a) || (a) > (b) ? (a) : (b)) /* NaN-propagating */
+#define MINF(a, b) ((a) != (a) || (a) < (b) ? (a) : (b))
+#define I2U(v) ((uint64_t)(int64_t)(v)) /* int sums and products wrap in uint64 */
+#define I2I(v) ((int64_t)(v))
 
-/* The mean divides on the last pass; float sums keep their type. */
-static inline double finish_d(const red *r, double acc)
-{
-    return r->op == XE_OP_REDUCE_MEAN && r->last ? acc / (double)r->count : acc;
-}
+/*
+ * One contiguous row folded with an OpenMP reduction clause RED: vectorized
+ * (simd) and, for the few-long-rows case, split across threads too.
+ */
+#define DEF_ROW_FOLD(NAME, T, ACC, LOAD, INIT, RED, COMBINE)                                       \
+    static ACC NAME(const T *restrict x, int64_t K, bool par)                                     \
+    {                                                                                              \
+        ACC s = INIT;                                                                              \
+        if (par) {                                                                                 \
+            PRAGMA(omp parallel for simd reduction(RED : s))                                       \
+            for (int64_t k = 0; k < K; k++)                                                        \
+                s = COMBINE(s, LOAD(x[k]));                                                        \
+        } else {                                                                                   \
+            PRAGMA(omp simd reduction(RED : s))                                                    \
+            for (int64_t k = 0; k < K; k++)                                                        \
+                s = COMBINE(s, LOAD(x[k]));                                                        \
+        }                                                                                          \
+        return s;                                                                                  \
+    }
+
+/* Float max/min of a row: a vectorized max/min plus a NaN flag (NaN wins). */
+#define DEF_ROW_NANFOLD(NAME, T, ACC, LOAD, INIT, RED, CMP)                                        \
+    static ACC NAME(const T *restrict x, int64_t K, bool par)                                     \
+    {                                                                                              \
+        ACC m = INIT;                                                                              \
+        int bad = 0;                                                                               \
+        if (par) {                                                                                 \
+            PRAGMA(omp parallel for simd reduction(RED : m) reduction(| : bad))                    \
+            for (int64_t k = 0; k < K; k++) {                                                      \
+                ACC v = LOAD(x[k]);                                                                \
+                m = v CMP m ? v : m;                                                               \
+                bad |= v != v;                                                                     \
+            }                                                                                      \
+        } else {                                                                                   \
+            PRAGMA(omp simd reduction(RED : m) reduction(| : bad))                                 \
+            for (int64_t k = 0; k < K; k++) {                                                      \
+                ACC v = LOAD(x[k]);                                                                \
+                m = v CMP m ? v : m;                                                               \
+                bad |= v != v;                                                                     \
+            }                                                                                      \
+        }                                                                                          \
+        return bad ? (ACC)NAN : m;                                                                 \
+    }
+
+DEF_ROW_FOLD(row_sum_f32, float, float, KEEP, 0.0f, +, ADD)
+DEF_ROW_FOLD(row_prod_f32, float, float, KEEP, 1.0f, *, MUL)
+DEF_ROW_NANFOLD(row_max_f32, float, float, KEEP, -INFINITY, max, >)
+DEF_ROW_NANFOLD(row_min_f32, float, float, KEEP, INFINITY, min, <)
+DEF_ROW_FOLD(row_sum_f64, double, double, KEEP, 0.0, +, ADD)
+DEF_ROW_FOLD(row_prod_f64, double, double, KEEP, 1.0, *, MUL)
+DEF_ROW_NANFOLD(row_max_f64, double, double, KEEP, -INFINITY, max, >)
+DEF_ROW_NANFOLD(row_min_f64, double, double, KEEP, INFINITY, min, <)
+DEF_ROW_FOLD(row_sum_f16, xe_f16, float, H2F, 0.0f, +, ADD)
+DEF_ROW_FOLD(row_prod_f16, xe_f16, float, H2F, 1.0f, *, MUL)
+DEF_ROW_NANFOLD(row_max_f16, xe_f16, float, H2F, -INFINITY, max, >)
+DEF_ROW_NANFOLD(row_min_f16, xe_f16, float, H2F, INFINITY, min, <)
+DEF_ROW_FOLD(row_sum_i32, int32_t, uint64_t, I2U, 0, +, ADD)
+DEF_ROW_FOLD(row_prod_i32, int32_t, uint64_t, I2U, 1, *, MUL)
+DEF_ROW_FOLD(row_max_i32, int32_t, int64_t, I2I, INT64_MIN, max, MAXI)
+DEF_ROW_FOLD(row_min_i32, int32_t, int64_t, I2I, INT64_MAX, min, MINI)
+DEF_ROW_FOLD(row_sum_i64, int64_t, uint64_t, I2U, 0, +, ADD)
+DEF_ROW_FOLD(row_prod_i64, int64_t, uint64_t, I2U, 1, *, MUL)
+DEF_ROW_FOLD(row_max_i64, int64_t, int64_t, I2I, INT64_MIN, max, MAXI)
+DEF_ROW_FOLD(row_min_i64, int64_t, int64_t, I2I, INT64_MAX, min, MINI)
+
+/*
+ * The three layouts for one dtype and op. Rows (inner == 1): ROW folds a
+ * contiguous row, threads over rows, or inside each row when there are
+ * few. Columns (inner > 1): chunks of up to COLS adjacent outputs, each
+ * accumulating the K input rows of its chunk (contiguous reads), threads
+ * over chunks. ACC is the accumulator, COMBINE(acc, v) folds one value.
+ */
+#define REDUCE_LOOPS(T, ACC, LOAD, STORE, INIT, COMBINE, ROW)                                      \
+    do {                                                                                           \
+        const T *restrict x = r->x;                                                                \
+        T *restrict y = r->y;                                                                      \
+        int64_t O = r->v.outer, K = r->v.k, I = r->v.inner;                                        \
+        bool big = O * K * I >= XE_PARALLEL_MIN;                                                   \
+        if (I == 1 && O < FEW_ROWS) {                                                              \
+            for (int64_t o = 0; o < O; o++)                                                        \
+                y[o] = STORE(finish(r, ROW(x + o * K, K, big)));                                   \
+        } else if (I == 1) {                                                                       \
+            _Pragma("omp parallel for if (big)") for (int64_t o = 0; o < O; o++)                   \
+                y[o] = STORE(finish(r, ROW(x + o * K, K, false)));                                 \
+        } else {                                                                                   \
+            int64_t chunks = (I + COLS - 1) / COLS;                                                \
+            _Pragma("omp parallel for if (big)") for (int64_t c = 0; c < O * chunks; c++) {        \
+                int64_t o = c / chunks, i0 = c % chunks * COLS, w = I - i0 < COLS ? I - i0 : COLS; \
+                ACC acc[COLS];                                                                     \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    acc[i] = INIT;                                                                 \
+                for (int64_t k = 0; k < K; k++) {                                                  \
+                    const T *row = x + (o * K + k) * I + i0;                                       \
+                    _Pragma("omp simd") for (int64_t i = 0; i < w; i++)                            \
+                        acc[i] = COMBINE(acc[i], LOAD(row[i]));                                    \
+                }                                                                                  \
+                for (int64_t i = 0; i < w; i++)                                                    \
+                    y[o * I + i0 + i] = STORE(finish(r, acc[i]));                                  \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+/* The mean divides on the last pass. */
 static inline float finish_f(const red *r, float acc)
 {
     return r->op == XE_OP_REDUCE_MEAN && r->last ? acc / (float)r->count : acc;
 }
+static inline double finish_d(const red *r, double acc)
+{
+    return r->op == XE_OP_REDUCE_MEAN && r->last ? acc / (double)r->count : acc;
+}
+/* Ints: the mean is the (wrapped) sum truncated-divided by the count. */
 static inline int64_t finish_i(const red *r, int64_t acc)
 {
     if (r->op == XE_OP_REDUCE_MEAN && r->last)
@@ -112,15 +189,18 @@ static inline int64_t finish_i(const red *r, int64_t acc)
     return acc;
 }
 
+#define TO_I32(v) ((int32_t)(uint32_t)(uint64_t)(v))
+#define TO_I64(v) ((int64_t)(v))
+
 static void reduce_f32(const red *r)
 {
 #define finish finish_f
     switch (r->op) {
     case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(float, float, KEEP, KEEP, 0.0f, ADD, SIMD_SUM); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(float, float, KEEP, KEEP, 1.0f, MUL, SIMD_PROD); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(float, float, KEEP, KEEP, -INFINITY, xe_max_f32, NO_SIMD); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(float, float, KEEP, KEEP, INFINITY, xe_min_f32, NO_SIMD); break;
+    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(float, float, KEEP, KEEP, 0.0f, ADD, row_sum_f32); break;
+    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(float, float, KEEP, KEEP, 1.0f, MUL, row_prod_f32); break;
+    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(float, float, KEEP, KEEP, -INFINITY, MAXF, row_max_f32); break;
+    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(float, float, KEEP, KEEP, INFINITY, MINF, row_min_f32); break;
     default: break;
     }
 #undef finish
@@ -131,55 +211,54 @@ static void reduce_f64(const red *r)
 #define finish finish_d
     switch (r->op) {
     case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(double, double, KEEP, KEEP, 0.0, ADD, SIMD_SUM); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(double, double, KEEP, KEEP, 1.0, MUL, SIMD_PROD); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(double, double, KEEP, KEEP, -INFINITY, MAXF, NO_SIMD); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(double, double, KEEP, KEEP, INFINITY, MINF, NO_SIMD); break;
+    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(double, double, KEEP, KEEP, 0.0, ADD, row_sum_f64); break;
+    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(double, double, KEEP, KEEP, 1.0, MUL, row_prod_f64); break;
+    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(double, double, KEEP, KEEP, -INFINITY, MAXF, row_max_f64); break;
+    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(double, double, KEEP, KEEP, INFINITY, MINF, row_min_f64); break;
     default: break;
     }
 #undef finish
 }
 
+/* f16 accumulates in float and rounds once at the end. */
 static void reduce_f16(const red *r)
 {
-#define finish finish_d
+#define finish finish_f
     switch (r->op) {
     case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(xe_f16, double, H_TO_D, D_TO_H, 0.0, ADD, NO_SIMD); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(xe_f16, double, H_TO_D, D_TO_H, 1.0, MUL, NO_SIMD); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(xe_f16, double, H_TO_D, D_TO_H, -INFINITY, MAXF, NO_SIMD); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(xe_f16, double, H_TO_D, D_TO_H, INFINITY, MINF, NO_SIMD); break;
+    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(xe_f16, float, H2F, F2H, 0.0f, ADD, row_sum_f16); break;
+    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(xe_f16, float, H2F, F2H, 1.0f, MUL, row_prod_f16); break;
+    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(xe_f16, float, H2F, F2H, -INFINITY, MAXF, row_max_f16); break;
+    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(xe_f16, float, H2F, F2H, INFINITY, MINF, row_min_f16); break;
     default: break;
     }
 #undef finish
 }
 
-static inline int64_t add_wrap(int64_t a, int64_t b)
+static void reduce_i32(const red *r)
 {
-    return (int64_t)((uint64_t)a + (uint64_t)b);
+#define finish(r, acc) finish_i((r), (int64_t)(acc))
+    switch (r->op) {
+    case XE_OP_REDUCE_SUM:
+    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(int32_t, uint64_t, I2U, TO_I32, 0, ADD, row_sum_i32); break;
+    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(int32_t, uint64_t, I2U, TO_I32, 1, MUL, row_prod_i32); break;
+    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(int32_t, int64_t, I2I, TO_I32, INT64_MIN, MAXI, row_max_i32); break;
+    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(int32_t, int64_t, I2I, TO_I32, INT64_MAX, MINI, row_min_i32); break;
+    default: break;
+    }
+#undef finish
 }
 
-static void reduce_int(const red *r)
+static void reduce_i64(const red *r)
 {
-#define finish finish_i
-    if (r->dt == XE_I32) {
-        switch (r->op) {
-        case XE_OP_REDUCE_SUM:
-        case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(int32_t, int64_t, KEEP, (int32_t), 0, add_wrap, NO_SIMD); break;
-        case XE_OP_REDUCE_PROD: REDUCE_LOOPS(int32_t, int64_t, KEEP, (int32_t), 1, WMUL, NO_SIMD); break;
-        case XE_OP_REDUCE_MAX: REDUCE_LOOPS(int32_t, int64_t, KEEP, (int32_t), INT64_MIN, MAXI, NO_SIMD); break;
-        case XE_OP_REDUCE_MIN: REDUCE_LOOPS(int32_t, int64_t, KEEP, (int32_t), INT64_MAX, MINI, NO_SIMD); break;
-        default: break;
-        }
-    } else {
-        switch (r->op) {
-        case XE_OP_REDUCE_SUM:
-        case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(int64_t, int64_t, KEEP, KEEP, 0, add_wrap, NO_SIMD); break;
-        case XE_OP_REDUCE_PROD: REDUCE_LOOPS(int64_t, int64_t, KEEP, KEEP, 1, WMUL, NO_SIMD); break;
-        case XE_OP_REDUCE_MAX: REDUCE_LOOPS(int64_t, int64_t, KEEP, KEEP, INT64_MIN, MAXI, NO_SIMD); break;
-        case XE_OP_REDUCE_MIN: REDUCE_LOOPS(int64_t, int64_t, KEEP, KEEP, INT64_MAX, MINI, NO_SIMD); break;
-        default: break;
-        }
+#define finish(r, acc) finish_i((r), (int64_t)(acc))
+    switch (r->op) {
+    case XE_OP_REDUCE_SUM:
+    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(int64_t, uint64_t, I2U, TO_I64, 0, ADD, row_sum_i64); break;
+    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(int64_t, uint64_t, I2U, TO_I64, 1, MUL, row_prod_i64); break;
+    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(int64_t, int64_t, I2I, TO_I64, INT64_MIN, MAXI, row_max_i64); break;
+    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(int64_t, int64_t, I2I, TO_I64, INT64_MAX, MINI, row_min_i64); break;
+    default: break;
     }
 #undef finish
 }
@@ -190,7 +269,8 @@ static void reduce_pass(const red *r)
     case XE_F32: reduce_f32(r); break;
     case XE_F64: reduce_f64(r); break;
     case XE_F16: reduce_f16(r); break;
-    default: reduce_int(r); break;
+    case XE_I32: reduce_i32(r); break;
+    default: reduce_i64(r); break;
     }
 }
 
@@ -204,33 +284,27 @@ static void node_mask(const xe_node *n, int rank, bool *mask)
         mask[a->ints[k] < 0 ? a->ints[k] + rank : a->ints[k]] = true;
 }
 
-xe_code xe_cpu_reduce(const xe_kernel_args *a, xe_status *st)
+/* Number of blocks of consecutive reduced dims (one pass each). */
+static int count_blocks(const bool *mask, int rank)
 {
-    const xe_tensor *x = a->in[0];
-    xe_shape s = x->shape;
-    bool mask[XE_MAX_RANK];
-    node_mask(a->node, s.rank, mask);
-    int64_t count = 1;
-    bool empty = false;
-    for (int d = 0; d < s.rank; d++)
-        if (mask[d]) {
-            count *= s.dims[d];
-            empty |= s.dims[d] == 0;
-        }
-    int op = a->node->op;
-    if (empty && (op == XE_OP_REDUCE_MAX || op == XE_OP_REDUCE_MIN) && xe_tensor_numel(a->out) > 0)
-        return xe_fail(st, XE_ERR_RUNTIME, "%s over an empty axis", xe_op_name(op));
-    /* one pass per block of consecutive reduced dims, last block first */
-    const void *src = x->data;
+    int blocks = 0;
+    for (int d = 0; d < rank; d++)
+        blocks += mask[d] && (d == 0 || !mask[d - 1]);
+    return blocks;
+}
+
+/*
+ * Reduces src (dtype dt, shape s) over mask into dst, one pass per block
+ * of consecutive reduced dims, last block first; intermediate results go
+ * to temporaries of dtype dt.
+ */
+static xe_code reduce_passes(int op, xe_dtype dt, xe_shape s, const bool *mask, int64_t count,
+                             const void *src, void *dst, xe_status *st)
+{
     xe_tensor *tmp = NULL;
     int d = s.rank - 1;
     while (d >= 0 && !mask[d])
         d--;
-    if (d < 0) { /* nothing reduced: a copy */
-        if (a->out->nbytes)
-            memcpy(a->out->data, x->data, a->out->nbytes);
-        return XE_OK;
-    }
     while (d >= 0) {
         int last = d;
         while (d >= 0 && mask[d])
@@ -239,30 +313,132 @@ xe_code xe_cpu_reduce(const xe_kernel_args *a, xe_status *st)
         while (d >= 0 && !mask[d])
             d--;
         bool final = d < 0;
-        red r = {.op = op, .dt = x->dtype, .v = view_block(&s, first, last), .x = src,
-                 .count = count, .last = final};
+        red r = {.op = op, .dt = dt, .v = view_block(&s, first, last), .x = src, .count = count,
+                 .last = final};
         xe_shape next = s;
-        next.dims[first] = 1;
-        for (int k = first + 1; k <= last; k++)
+        for (int k = first; k <= last; k++)
             next.dims[k] = 1;
-        xe_tensor *dst = final ? NULL : xe_tensor_new(x->dtype, &next, XE_DEV_CPU, st);
-        if (!final && !dst) {
+        xe_tensor *out = final ? NULL : xe_tensor_new(dt, &next, XE_DEV_CPU, st);
+        if (!final && !out) {
             xe_tensor_release(tmp);
             return st->code;
         }
-        r.y = final ? a->out->data : dst->data;
+        r.y = final ? dst : out->data;
         if (op == XE_OP_REDUCE_MEAN && !final)
             r.op = XE_OP_REDUCE_SUM;
         reduce_pass(&r);
         xe_tensor_release(tmp);
-        tmp = dst;
-        src = dst ? dst->data : NULL;
+        tmp = out;
+        src = out ? out->data : NULL;
         s = next;
     }
     return XE_OK;
 }
 
+/* Converts n elements between f16/f32 or i32/i64 (the promoted pass types). */
+static void convert(const void *src, xe_dtype from, void *dst, xe_dtype to, int64_t n)
+{
+#pragma omp parallel for if (n >= XE_PARALLEL_MIN)
+    for (int64_t i = 0; i < n; i++) {
+        if (from == XE_F16 && to == XE_F32)
+            ((float *)dst)[i] = xe_f16_to_f32(((const xe_f16 *)src)[i]);
+        else if (from == XE_F32 && to == XE_F16)
+            ((xe_f16 *)dst)[i] = xe_f32_to_f16(((const float *)src)[i]);
+        else if (from == XE_I32 && to == XE_I64)
+            ((int64_t *)dst)[i] = ((const int32_t *)src)[i];
+        else
+            ((int32_t *)dst)[i] = (int32_t)(uint32_t)(uint64_t)((const int64_t *)src)[i];
+    }
+}
+
+/*
+ * Several passes over f16 or i32 would round or wrap the partial sums and
+ * products; those run in f32 / i64 and are converted once at the end.
+ */
+static xe_code reduce_promoted(int op, const xe_tensor *x, const bool *mask, int64_t count,
+                               xe_tensor *y, xe_status *st)
+{
+    xe_dtype pdt = x->dtype == XE_F16 ? XE_F32 : XE_I64;
+    xe_tensor *px = xe_tensor_new(pdt, &x->shape, XE_DEV_CPU, st);
+    xe_tensor *py = px ? xe_tensor_new(pdt, &y->shape, XE_DEV_CPU, st) : NULL;
+    if (!py) {
+        xe_tensor_release(px);
+        return st->code;
+    }
+    convert(x->data, x->dtype, px->data, pdt, xe_tensor_numel(x));
+    xe_code c = reduce_passes(op, pdt, x->shape, mask, count, px->data, py->data, st);
+    if (c == XE_OK)
+        convert(py->data, pdt, y->data, y->dtype, xe_tensor_numel(y));
+    xe_tensor_release(px);
+    xe_tensor_release(py);
+    return c;
+}
+
+xe_code xe_cpu_reduce(const xe_kernel_args *a, xe_status *st)
+{
+    const xe_tensor *x = a->in[0];
+    int op = a->node->op, rank = x->shape.rank;
+    bool mask[XE_MAX_RANK];
+    node_mask(a->node, rank, mask);
+    int64_t count = 1;
+    bool empty = false;
+    for (int d = 0; d < rank; d++)
+        if (mask[d]) {
+            count *= x->shape.dims[d];
+            empty |= x->shape.dims[d] == 0;
+        }
+    if (x->dtype == XE_BOOL)
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "%s is not defined on bool", xe_op_name(op));
+    if (empty && (op == XE_OP_REDUCE_MAX || op == XE_OP_REDUCE_MIN) && xe_tensor_numel(a->out) > 0)
+        return xe_fail(st, XE_ERR_RUNTIME, "%s over an empty axis", xe_op_name(op));
+    if (xe_tensor_numel(a->out) == 0)
+        return XE_OK;
+    if (count_blocks(mask, rank) == 0) { /* nothing reduced: a copy */
+        memcpy(a->out->data, x->data, a->out->nbytes);
+        return XE_OK;
+    }
+    bool exact_max = op == XE_OP_REDUCE_MAX || op == XE_OP_REDUCE_MIN;
+    if (count_blocks(mask, rank) > 1 && !exact_max && (x->dtype == XE_F16 || x->dtype == XE_I32))
+        return reduce_promoted(op, x, mask, count, a->out, st);
+    return reduce_passes(op, x->dtype, x->shape, mask, count, x->data, a->out->data, st);
+}
+
 /* ---- argmax ------------------------------------------------------------------- */
+
+/*
+ * First index of the maximum along the view's K; a NaN wins (the first
+ * one), as numpy's argmax. Compared in the element's own type so large
+ * i64 values are exact.
+ */
+#define ARGMAX(T, ACC, LOAD)                                                                       \
+    do {                                                                                           \
+        const T *x = xv;                                                                           \
+        _Pragma("omp parallel for if (v.outer * v.k * v.inner >= XE_PARALLEL_MIN)") for (int64_t oi = 0; oi < v.outer * v.inner; oi++) { \
+            int64_t o = oi / v.inner, i = oi % v.inner, best = 0;                                  \
+            const T *p = x + o * v.k * v.inner + i;                                                \
+            ACC bv = LOAD(p[0]);                                                                   \
+            for (int64_t k = 1; k < v.k && bv == bv; k++) {                                        \
+                ACC e = LOAD(p[k * v.inner]);                                                      \
+                if (e > bv || e != e) {                                                            \
+                    best = k;                                                                      \
+                    bv = e;                                                                        \
+                }                                                                                  \
+            }                                                                                      \
+            y[oi] = best;                                                                          \
+        }                                                                                          \
+    } while (0)
+
+static void argmax_typed(xe_dtype dt, const void *xv, int64_t *y, okI v)
+{
+    switch (dt) {
+    case XE_F32: ARGMAX(float, float, KEEP); break;
+    case XE_F64: ARGMAX(double, double, KEEP); break;
+    case XE_F16: ARGMAX(xe_f16, float, H2F); break;
+    case XE_I32: ARGMAX(int32_t, int32_t, KEEP); break;
+    case XE_I64: ARGMAX(int64_t, int64_t, KEEP); break;
+    default: ARGMAX(uint8_t, uint8_t, KEEP); break;
+    }
+}
 
 xe_code xe_cpu_argmax(const xe_kernel_args *a, xe_status *st)
 {
@@ -274,61 +450,10 @@ xe_code xe_cpu_argmax(const xe_kernel_args *a, xe_status *st)
         int axis = (int)(ax->i < 0 ? ax->i + rank : ax->i);
         v = view_block(&x->shape, axis, axis);
     }
-    if (v.k == 0 && v.outer * v.inner > 0)
+    if (v.outer * v.inner == 0)
+        return XE_OK;
+    if (v.k == 0)
         return xe_fail(st, XE_ERR_RUNTIME, "argmax over an empty axis");
-    int64_t *y = a->out->data;
-#pragma omp parallel for if (v.outer * v.k * v.inner >= 32768)
-    for (int64_t oi = 0; oi < v.outer * v.inner; oi++) {
-        int64_t o = oi / v.inner, i = oi % v.inner, best = 0;
-        double bv = 0;
-        for (int64_t k = 0; k < v.k; k++) {
-            double e = xe_load_f64(x->data, x->dtype, (o * v.k + k) * v.inner + i);
-            if (k == 0 || (e > bv && !isnan(bv)) || (isnan(e) && !isnan(bv))) {
-                best = k;
-                bv = e;
-            }
-        }
-        y[oi] = best;
-    }
-    return XE_OK;
-}
-
-/* ---- softmax -------------------------------------------------------------------- */
-
-#define SOFTMAX(T, ACC, LOAD, STORE, EXP)                                                       \
-    do {                                                                                        \
-        const T *x = a->in[0]->data;                                                            \
-        T *y = a->out->data;                                                                    \
-        _Pragma("omp parallel for if (v.outer * v.k * v.inner >= 32768)") for (int64_t oi = 0; oi < v.outer * v.inner; oi++) { \
-            int64_t o = oi / v.inner, i = oi % v.inner, base = o * v.k * v.inner + i;           \
-            ACC m = -INFINITY, s = 0;                                                           \
-            for (int64_t k = 0; k < v.k; k++) {                                                 \
-                ACC e = LOAD(x[base + k * v.inner]);                                            \
-                m = (e > m || e != e) ? e : m;                                                  \
-            }                                                                                   \
-            for (int64_t k = 0; k < v.k; k++) {                                                 \
-                ACC e = EXP(LOAD(x[base + k * v.inner]) - m);                                   \
-                y[base + k * v.inner] = STORE(e);                                               \
-                s += e;                                                                         \
-            }                                                                                   \
-            for (int64_t k = 0; k < v.k; k++)                                                   \
-                y[base + k * v.inner] = STORE(LOAD(y[base + k * v.inner]) / s);                 \
-        }                                                                                       \
-    } while (0)
-
-xe_code xe_cpu_softmax(const xe_kernel_args *a, xe_status *st)
-{
-    (void)st;
-    const xe_shape *s = &a->in[0]->shape;
-    int64_t axis = xe_node_attr_int(a->node, "axis", -1);
-    if (axis < 0)
-        axis += s->rank;
-    okI v = view_block(s, (int)axis, (int)axis);
-    switch (a->in[0]->dtype) {
-    case XE_F32: SOFTMAX(float, float, KEEP, KEEP, expf); break;
-    case XE_F64: SOFTMAX(double, double, KEEP, KEEP, exp); break;
-    case XE_F16: SOFTMAX(xe_f16, float, xe_f16_to_f32, xe_f32_to_f16, expf); break;
-    default: break;
-    }
+    argmax_typed(x->dtype, x->data, a->out->data, v);
     return XE_OK;
 }

@@ -1,9 +1,11 @@
 /*
  * CPU kernels of the shape ops. reshape is a copy; transpose, slice and
  * broadcast_to are strided copies through the broadcast iterator (each
- * gets the input's strides rearranged over the output's dims); concat
- * copies each input's rows into its column range of the output.
+ * gets the input's strides rearranged over the output's dims), except the
+ * transpose that swaps the two innermost dims, which is a tiled copy;
+ * concat copies each input's rows into its column range of the output.
  */
+#include <stdbool.h>
 #include <string.h>
 
 #include "broadcast.h"
@@ -52,17 +54,73 @@ xe_code xe_cpu_reshape(const xe_kernel_args *a, xe_status *st)
     return XE_OK;
 }
 
+#define TILE 16 /* transpose tile edge, in elements (small: power-of-two strides alias in cache) */
+
+/* Input offset of the first element of output matrix o (dims before the last two). */
+static int64_t outer_offset(const xe_shape *out, const int64_t *strides, int64_t o)
+{
+    int64_t off = 0;
+    for (int d = out->rank - 3; d >= 0; d--) {
+        off += (o % out->dims[d]) * strides[d];
+        o /= out->dims[d];
+    }
+    return off;
+}
+
+/* One TILE x TILE block: out[r][c] = in[r + c * sc] for r in [r0, r1), c in [c0, c1). */
+#define TILE_COPY(T)                                                                               \
+    do {                                                                                           \
+        const T *src = (const T *)in + base;                                                       \
+        T *dst = (T *)out + o * R * C;                                                             \
+        for (int64_t r = r0; r < r1; r++)                                                          \
+            for (int64_t c = c0; c < c1; c++)                                                      \
+                dst[r * C + c] = src[r + c * sc];                                                  \
+    } while (0)
+
+/*
+ * The 2-D inner case (the output's last two dims read the input's last
+ * dim and a strided one): copied in TILE x TILE blocks so both the reads
+ * and the writes of a block stay in cache.
+ */
+static void transpose_tiled(const xe_tensor *x, xe_tensor *y, const int64_t *strides)
+{
+    const xe_shape *s = &y->shape;
+    int64_t R = s->dims[s->rank - 2], C = s->dims[s->rank - 1], sc = strides[s->rank - 1];
+    int64_t outer = xe_tensor_numel(y) / (R * C), tr = (R + TILE - 1) / TILE, tc = (C + TILE - 1) / TILE;
+    size_t es = xe_dtype_size(x->dtype);
+    const void *in = x->data;
+    void *out = y->data;
+#pragma omp parallel for if (outer * R * C >= XE_PARALLEL_MIN)
+    for (int64_t t = 0; t < outer * tr * tc; t++) {
+        int64_t o = t / (tr * tc), r0 = (t / tc % tr) * TILE, c0 = t % tc * TILE;
+        int64_t r1 = r0 + TILE < R ? r0 + TILE : R, c1 = c0 + TILE < C ? c0 + TILE : C;
+        int64_t base = outer_offset(s, strides, o);
+        switch (es) {
+        case 1: TILE_COPY(uint8_t); break;
+        case 2: TILE_COPY(uint16_t); break;
+        case 4: TILE_COPY(uint32_t); break;
+        default: TILE_COPY(uint64_t); break;
+        }
+    }
+}
+
 xe_code xe_cpu_transpose(const xe_kernel_args *a, xe_status *st)
 {
     const xe_tensor *x = a->in[0];
-    int perm[XE_MAX_RANK];
-    if (xe_transpose_perm(a->node, x->shape.rank, perm, st) != XE_OK)
+    int perm[XE_MAX_RANK], rank = x->shape.rank;
+    if (xe_transpose_perm(a->node, rank, perm, st) != XE_OK)
         return st->code;
+    if (xe_tensor_numel(x) == 0)
+        return XE_OK;
     int64_t in_strides[XE_MAX_RANK], strides[XE_MAX_RANK];
     xe_shape_strides(&x->shape, in_strides);
-    for (int d = 0; d < x->shape.rank; d++)
+    for (int d = 0; d < rank; d++)
         strides[d] = in_strides[perm[d]];
-    strided_copy(x, a->out, 0, strides);
+    bool inner_swap = rank >= 2 && perm[rank - 2] == rank - 1 && perm[rank - 1] != rank - 1;
+    if (inner_swap && x->shape.dims[rank - 1] > 1 && a->out->shape.dims[rank - 1] > 1)
+        transpose_tiled(x, a->out, strides);
+    else
+        strided_copy(x, a->out, 0, strides);
     return XE_OK;
 }
 

@@ -3,6 +3,7 @@
  * Each validates its attributes against the operand's rank and computes
  * the output shape; unknown dims pass through where the rule allows.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -100,6 +101,25 @@ xe_code xe_infer_argmax(const xe_node *n, const xe_type *in, int n_in, xe_type *
     return XE_OK;
 }
 
+/* Prints an ints attribute as "[4,-1,2]" into buf. */
+static char *ints_str(const xe_attr *a, char *buf, size_t len)
+{
+    size_t used = (size_t)snprintf(buf, len, "[");
+    for (int k = 0; k < a->n && used < len; k++)
+        used += (size_t)snprintf(buf + used, len - used, "%s%lld", k ? "," : "", (long long)a->ints[k]);
+    if (used < len)
+        snprintf(buf + used, len - used, "]");
+    return buf;
+}
+
+static xe_code reshape_mismatch(const xe_type *in, const xe_attr *a, xe_status *st)
+{
+    char t[160], s[160];
+    return xe_fail(st, XE_ERR_GRAPH, "cannot reshape %s (%lld elements) into %s",
+                   xe_type_str(in, t, sizeof t), (long long)xe_shape_numel(&in->shape),
+                   ints_str(a, s, sizeof s));
+}
+
 xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
 {
     (void)n_in;
@@ -125,20 +145,15 @@ xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type 
         }
     }
     int64_t total = xe_shape_numel(&in[0].shape);
-    char a1[128], a2[128];
     if (total < 0) { /* unknown input dims: only the -1 stays unknown */
         if (wild >= 0)
             s.dims[wild] = XE_DIM_UNKNOWN;
     } else if (wild >= 0) {
         if (known == 0 || total % known != 0)
-            return xe_fail(st, XE_ERR_GRAPH, "cannot reshape %s (%lld elements) into %s",
-                           xe_shape_str(&in[0].shape, a1, sizeof a1), (long long)total,
-                           xe_shape_str(&s, a2, sizeof a2));
+            return reshape_mismatch(&in[0], a, st);
         s.dims[wild] = total / known;
     } else if (known != total) {
-        return xe_fail(st, XE_ERR_GRAPH, "cannot reshape %s (%lld elements) into %s",
-                       xe_shape_str(&in[0].shape, a1, sizeof a1), (long long)total,
-                       xe_shape_str(&s, a2, sizeof a2));
+        return reshape_mismatch(&in[0], a, st);
     }
     *out = (xe_type){in[0].dtype, s};
     return XE_OK;
