@@ -355,6 +355,9 @@ def write_results(rows, fig, info, copy_gbs, args, path):
                          fmt(r.get("dyn_clusters"), "%.0f")))
             md.append("| dynamic_batch: time at batch %d after 19 other sizes vs static | %s ms vs %s ms | within 10%% |"
                       % (STATIC_BATCH, fmt(r.get("dyn_ms"), "%.3f"), fmt(r["cl_ms"], "%.3f")))
+    notes = os.path.join(HERE, "NOTES.md")
+    if os.path.exists(notes):  # the hand-written analysis of missed targets
+        md += ["", open(notes).read().rstrip()]
     md += ["", "Missing peers and why:", ""]
     for r in rows:
         for p, (status, v) in r["peers"].items():
