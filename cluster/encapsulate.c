@@ -122,29 +122,6 @@ static xe_code order_units(encap *e, xe_status *st)
 
 /* ---- 3. emission ------------------------------------------------------------ */
 
-/* Copies what a node carries besides its name, op and inputs. */
-static xe_code copy_payload(xe_node *d, const xe_node *s, xe_status *st)
-{
-    d->type = s->type;
-    d->line = s->line;
-    d->col = s->col;
-    d->jit = s->jit;
-    d->device = s->device;
-    for (int i = 0; i < s->n_attrs; i++)
-        if (xe_node_copy_attr(d, &s->attrs[i], st) != XE_OK)
-            return st->code;
-    if (s->value)
-        d->value = xe_tensor_retain(s->value);
-    if (s->n_tuple) {
-        if (!(d->tuple = malloc((size_t)s->n_tuple * sizeof *d->tuple)))
-            return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-        memcpy(d->tuple, s->tuple, (size_t)s->n_tuple * sizeof *d->tuple);
-        d->n_tuple = s->n_tuple;
-    }
-    if (s->body && !(d->body = xe_graph_clone(s->body, st)))
-        return st->code;
-    return XE_OK;
-}
 
 /* Adds a copy of node s to dst with inputs remapped through map. */
 static int copy_node(xe_graph *dst, const xe_node *s, const int *map, xe_status *st)
@@ -156,7 +133,7 @@ static int copy_node(xe_graph *dst, const xe_node *s, const int *map, xe_status 
         in[k] = map[s->inputs[k]];
     int idx = xe_graph_add_node(dst, s->name, s->op, in, s->n_inputs, st);
     free(in);
-    if (idx >= 0 && copy_payload(dst->nodes[idx], s, st) != XE_OK)
+    if (idx >= 0 && xe_node_copy_payload(dst->nodes[idx], s, st) != XE_OK)
         return -1;
     return idx;
 }

@@ -360,7 +360,7 @@ xe_code xe_node_copy_attr(xe_node *dst, const xe_attr *a, xe_status *st)
 
 /* ---- copies and queries -------------------------------------------------- */
 
-static xe_code node_copy_payload(xe_node *d, const xe_node *s, xe_status *st)
+xe_code xe_node_copy_payload(xe_node *d, const xe_node *s, xe_status *st)
 {
     d->type = s->type;
     d->line = s->line;
@@ -395,7 +395,7 @@ xe_graph *xe_graph_clone(const xe_graph *g, xe_status *st)
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *s = g->nodes[i];
         int idx = xe_graph_add_node(c, s->name, s->op, s->inputs, s->n_inputs, st);
-        if (idx < 0 || node_copy_payload(c->nodes[idx], s, st) != XE_OK)
+        if (idx < 0 || xe_node_copy_payload(c->nodes[idx], s, st) != XE_OK)
             goto fail;
     }
     for (int i = 0; i < g->n_inputs; i++)

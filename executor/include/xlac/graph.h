@@ -107,6 +107,8 @@ xe_code xe_node_set_ints(xe_node *n, const char *name, const int64_t *v, int cou
 xe_code xe_node_set_floats(xe_node *n, const char *name, const double *v, int count,
                            xe_status *st);
 xe_code xe_node_copy_attr(xe_node *dst, const xe_attr *a, xe_status *st);
+/* Copies what a node carries besides its name, op and inputs (type, place, attributes, value, body). */
+xe_code xe_node_copy_payload(xe_node *dst, const xe_node *src, xe_status *st);
 void xe_node_remove_attr(xe_node *n, const char *name);
 
 /* Consumers: counts[i] = number of uses of node i (graph outputs count). */
