@@ -57,6 +57,7 @@ run_suite() {
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$quick" -eq 0 ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+        LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
         run_suite build-asan "asan" -DXLAC_SANITIZE=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
 fi
 if [ ${#failed_names[@]} -gt 0 ]; then
