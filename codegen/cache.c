@@ -29,7 +29,7 @@
 #include "compile.h"
 #include "xlac/op.h"
 
-#define KEY_VERSION "xlac-cache-v2"
+#define KEY_VERSION "xlac-cache-v3"
 
 typedef struct entry {
     char *key;

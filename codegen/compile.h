@@ -15,6 +15,8 @@ xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void *
 /* CUDA source → cubin for sm_<arch> (PTX for compute_<arch> when NVRTC lacks that arch). */
 xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len,
                          bool *is_ptx, char **log, xe_status *st);
+/* ptxas's resource report (registers, stack, spills per kernel) of the sm_<arch> cubin; malloc'd, NULL on failure. */
+char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math);
 /* PTX text of source for compute_<arch> (for dumps). */
 char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math);
 /* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. */

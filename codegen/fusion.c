@@ -9,6 +9,7 @@
  *   4. steps     one step per materialized computed node, in order
  *   5. merge     consecutive loop steps of one shape become one kernel
  *                with several outputs (multi-output fusion)
+ *   6. verify    the plan's invariants (xg_plan_verify)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -186,6 +187,64 @@ void xg_plan_destroy(xg_plan *p)
     free(p);
 }
 
+/* Marks in ready[] what step s reads: materialized values reached through its inline producers. */
+static bool step_reads_ready(const xg_plan *p, int node, const bool *ready, bool root)
+{
+    if (!root && p->mat[node])
+        return ready[node];
+    const xe_node *n = p->body->nodes[node];
+    for (int k = 0; k < n->n_inputs; k++)
+        if (!step_reads_ready(p, n->inputs[k], ready, false))
+            return false;
+    return true;
+}
+
+/*
+ * The plan's invariants, checked between planning and emission: every
+ * computed buffer is written by exactly one step, after every buffer it
+ * reads; a step writes only buffers of its own kind; the outputs of a
+ * multi-output loop share one shape; the sizes array covers every dim.
+ */
+xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
+{
+    const xe_graph *b = p->body;
+    bool *ready = calloc((size_t)b->n_nodes + 1, sizeof *ready);
+    if (!ready)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory verifying a plan");
+    xe_code c = XE_OK;
+    for (int i = 0; i < b->n_nodes; i++)
+        ready[i] = b->nodes[i]->op == XE_OP_INPUT || (b->nodes[i]->op == XE_OP_CONST && p->mat[i]);
+    for (int i = 0; c == XE_OK && i < p->n_steps; i++) {
+        const xg_step *s = &p->steps[i];
+        for (int k = 0; c == XE_OK && k < s->n_outs; k++) {
+            int o = s->outs[k];
+            if (o < 0 || o >= b->n_nodes) {
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes node %d of %d", i, o, b->n_nodes);
+                break;
+            }
+            const char *name = b->nodes[o]->name;
+            if (!p->mat[o] || ready[o])
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes %s, not a fresh buffer", i, name);
+            else if (step_kind(b->nodes[o]) != s->kind)
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d has the wrong kind for %s", i, name);
+            else if (!xe_shape_equal(&p->types[o].shape, &p->types[s->outs[0]].shape))
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i, name);
+            else if (!step_reads_ready(p, o, ready, true))
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d reads a buffer before it is written (%s)", i, name);
+            else
+                ready[o] = true; /* later outputs of a multi-output loop may read it, at the same index */
+        }
+    }
+    for (int i = 0; c == XE_OK && i < b->n_nodes; i++) {
+        if (p->mat[i] && !ready[i])
+            c = xe_fail(st, XE_ERR_RUNTIME, "plan: no step writes buffer %s", b->nodes[i]->name);
+        else if (p->soff[i] < 0 || p->soff[i] + p->types[i].shape.rank > p->n_sizes)
+            c = xe_fail(st, XE_ERR_RUNTIME, "plan: sizes of %s out of range", b->nodes[i]->name);
+    }
+    free(ready);
+    return c;
+}
+
 xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generic, xg_plan **out,
                       xe_status *st)
 {
@@ -225,6 +284,11 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
     /* 5. multi-output loops */
     merge_loops(p);
     assign_sizes(p);
+    /* 6. verify (cheap: linear in the cluster, so every build runs it) */
+    if (xg_plan_verify(p, st) != XE_OK) {
+        xg_plan_destroy(p);
+        return st->code;
+    }
     *out = p;
     return XE_OK;
 }
@@ -260,6 +324,24 @@ static void list_ops(const xg_plan *p, int node, bool *seen, char *buf, size_t l
         snprintf(buf + used, len - used, " %s(%s)", n->name, xe_op_name(n->op));
 }
 
+/*
+ * A node's type as plan text. A shape-generic plan prints its pattern
+ * ("f32[?,1,?]": the program depends on ranks and size-1 dims only), so
+ * the metadata of a generic artifact is the same at every shape it serves.
+ */
+static char *plan_type_str(const xg_plan *p, int node, char *buf, size_t len)
+{
+    if (!p->generic)
+        return xe_type_str(&p->types[node], buf, len);
+    const xe_type *t = &p->types[node];
+    size_t u = (size_t)snprintf(buf, len, "%s[", xe_dtype_name(t->dtype));
+    for (int d = 0; d < t->shape.rank && u < len; d++)
+        u += (size_t)snprintf(buf + u, len - u, "%s%s", d ? "," : "", t->shape.dims[d] == 1 ? "1" : "?");
+    if (u < len)
+        snprintf(buf + u, len - u, "]");
+    return buf;
+}
+
 char *xg_plan_text(const xg_plan *p, const char *key)
 {
     size_t cap = 4096 + (size_t)p->n_steps * 1024;
@@ -280,14 +362,14 @@ char *xg_plan_text(const xg_plan *p, const char *key)
         for (int k = 0; k < s->n_outs; k++)
             list_ops(p, s->outs[k], seen, ops, sizeof ops);
         u += (size_t)snprintf(buf + u, cap - u, "%s: %s over %s, ops:%s\n", name, kind_name(s),
-                              xe_type_str(&p->types[s->kind == XG_STEP_REDUCE ? p->body->nodes[s->outs[0]]->inputs[0] : s->outs[0]],
-                                          ty, sizeof ty), ops);
+                              plan_type_str(p, s->kind == XG_STEP_REDUCE ? p->body->nodes[s->outs[0]]->inputs[0] : s->outs[0],
+                                            ty, sizeof ty), ops);
     }
     for (int i = 0; i < p->body->n_nodes && u < cap; i++) {
         char ty[128];
         if (p->mat[i])
             u += (size_t)snprintf(buf + u, cap - u, "buffer %s: %s%s\n", p->body->nodes[i]->name,
-                                  xe_type_str(&p->types[i], ty, sizeof ty),
+                                  plan_type_str(p, i, ty, sizeof ty),
                                   p->body->nodes[i]->op == XE_OP_INPUT ? " (input)" : "");
     }
     free(seen);

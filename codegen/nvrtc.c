@@ -43,9 +43,9 @@ static char *program_log(nvrtcProgram prog)
     return log;
 }
 
-/* Compiles for "-arch=<target>"; fills code (cubin or PTX) and log. */
-static nvrtcResult compile(const char *source, const char *target, bool fast_math, bool ptx, void **code,
-                           size_t *len, char **log)
+/* Compiles for "-arch=<target>" (verbose: ptxas's resource report in the log); fills code and log. */
+static nvrtcResult compile_opts(const char *source, const char *target, bool fast_math, bool verbose, bool ptx,
+                                void **code, size_t *len, char **log)
 {
     nvrtcProgram prog;
     nvrtcResult r = nvrtcCreateProgram(&prog, source, "xlac_cluster.cu", 0, NULL, NULL);
@@ -53,8 +53,13 @@ static nvrtcResult compile(const char *source, const char *target, bool fast_mat
         return r;
     char arch[64];
     snprintf(arch, sizeof arch, "-arch=%s", target);
-    const char *opts[] = {"--std=c++17", arch, "--use_fast_math"};
-    r = nvrtcCompileProgram(prog, fast_math ? 3 : 2, opts);
+    const char *opts[4] = {"--std=c++17", arch};
+    int n = 2;
+    if (fast_math)
+        opts[n++] = "--use_fast_math";
+    if (verbose)
+        opts[n++] = "--ptxas-options=-v";
+    r = nvrtcCompileProgram(prog, n, opts);
     if (log)
         *log = program_log(prog);
     if (r == NVRTC_SUCCESS)
@@ -68,6 +73,12 @@ static nvrtcResult compile(const char *source, const char *target, bool fast_mat
     }
     nvrtcDestroyProgram(&prog);
     return r;
+}
+
+static nvrtcResult compile(const char *source, const char *target, bool fast_math, bool ptx, void **code,
+                           size_t *len, char **log)
+{
+    return compile_opts(source, target, fast_math, false, ptx, code, len, log);
 }
 
 xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len, bool *is_ptx,
@@ -102,6 +113,21 @@ char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math)
     return code;
 }
 
+char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math)
+{
+    char target[32];
+    snprintf(target, sizeof target, "sm_%d", arch);
+    void *code = NULL;
+    size_t len = 0;
+    char *log = NULL;
+    if (compile_opts(source, target, fast_math, true, false, &code, &len, &log) != NVRTC_SUCCESS) {
+        free(log);
+        log = NULL;
+    }
+    free(code);
+    return log;
+}
+
 const char *xg_nvrtc_version(void)
 {
     static char v[32];
@@ -121,6 +147,12 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
 }
 
 char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math)
+{
+    (void)source, (void)arch, (void)fast_math;
+    return NULL;
+}
+
+char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math)
 {
     (void)source, (void)arch, (void)fast_math;
     return NULL;

@@ -48,6 +48,8 @@ xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *ty
 xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generic, xg_plan **out,
                       xe_status *st);
 void xg_plan_destroy(xg_plan *p);
+/* The plan's invariants (buffers written once, in order; one shape per loop); run by xg_plan_build. */
+xe_code xg_plan_verify(const xg_plan *p, xe_status *st);
 /* Fills S[] (n_sizes entries) from the plan's types. */
 void xg_plan_sizes(const xg_plan *p, int64_t *S);
 /* "kernel xg_k0: loop f32[4096,2048] -> t1, s (ops: mul add)" lines; malloc'd. */

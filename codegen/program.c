@@ -127,6 +127,49 @@ static xe_code make_buffers(xg_program *p, const xe_type *types, xe_tensor *cons
     return XE_OK;
 }
 
+/* Same dtype, rank and size-1 dims: what a shape-generic program depends on. */
+static bool same_pattern(const xe_type *a, const xe_type *b)
+{
+    if (a->dtype != b->dtype || a->shape.rank != b->shape.rank)
+        return false;
+    for (int d = 0; d < a->shape.rank; d++)
+        if ((a->shape.dims[d] == 1) != (b->shape.dims[d] == 1))
+            return false;
+    return true;
+}
+
+/*
+ * The types of this call must be those the program was built for: equal
+ * input types, or for a shape-generic program the same pattern at every
+ * node, with the outputs of each multi-output loop still of one shape
+ * (the plan merged them because they were). Anything else would index
+ * out of bounds, so it is an error, never a guess.
+ */
+static xe_code check_types(const xg_program *p, const xe_type *in_types, const xe_type *types, xe_status *st)
+{
+    const xe_graph *b = p->body;
+    char want[128], got[128];
+    for (int k = 0; !p->plan->generic && k < b->n_inputs; k++)
+        if (in_types[k].dtype != p->in_types[k].dtype || !xe_shape_equal(&in_types[k].shape, &p->in_types[k].shape))
+            return xe_fail(st, XE_ERR_RUNTIME, "compiled cluster built for input %d as %s, called with %s", k,
+                           xe_type_str(&p->in_types[k], want, sizeof want), xe_type_str(&in_types[k], got, sizeof got));
+    if (!p->plan->generic)
+        return XE_OK;
+    for (int i = 0; i < b->n_nodes; i++)
+        if (!same_pattern(&types[i], &p->plan->types[i]))
+            return xe_fail(st, XE_ERR_RUNTIME, "shape-generic cluster: node %s is %s, outside the pattern of %s",
+                           b->nodes[i]->name, xe_type_str(&types[i], got, sizeof got),
+                           xe_type_str(&p->plan->types[i], want, sizeof want));
+    for (int i = 0; i < p->plan->n_steps; i++) {
+        const xg_step *s = &p->plan->steps[i];
+        for (int k = 1; k < s->n_outs; k++)
+            if (!xe_shape_equal(&types[s->outs[k]].shape, &types[s->outs[0]].shape))
+                return xe_fail(st, XE_ERR_RUNTIME, "shape-generic cluster: %s and %s share a kernel but differ in shape",
+                               b->nodes[s->outs[0]]->name, b->nodes[s->outs[k]]->name);
+    }
+    return XE_OK;
+}
+
 xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs, int n_outputs,
                        xe_status *st)
 {
@@ -145,6 +188,8 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         c = xg_body_types(b, in_types, types, st);
     else if (c == XE_OK)
         memcpy(types, p->plan->types, sizeof *types * (size_t)b->n_nodes);
+    if (c == XE_OK)
+        c = check_types(p, in_types, types, st);
     if (c == XE_OK)
         c = make_buffers(p, types, inputs, bufs, st);
     for (int i = 0; c == XE_OK && i < b->n_nodes; i++) {

@@ -1,92 +1,156 @@
 /*
- * The CUDA side of the code generator, checked without a GPU: every module
- * that the random graphs produce is compiled by NVRTC for sm_90, and the
- * resource report (ptxas -v on the module's PTX for sm_90: registers,
- * stack frame, spill stores and loads; cuobjdump is not part of this
- * machine's toolkit) must show no spills for any kernel. Runs in builds
- * with the CUDA toolkit; elsewhere each test says it is skipped.
+ * The CUDA side of the code generator. Without a GPU: every module that
+ * the differential tests' random graphs produce (the same seeds as
+ * test_codegen_diff.c: fixed-shape, shape-generic, and the more_ops menu
+ * with compare/logical/cast, argmax, iota, constants and matmul) and the
+ * benchmark graphs produce is compiled by NVRTC
+ * for sm_90 into a cubin, and ptxas's resource report for that cubin
+ * (NVRTC's --ptxas-options=-v log: registers, stack frame, spill stores
+ * and loads per kernel; no shell, no cuobjdump, which this toolkit lacks)
+ * must show zero spills for every kernel. Runs in builds with the CUDA
+ * toolkit; elsewhere each test says it is skipped.
+ *
+ * With a CUDA device: the same random graphs run compiled on the GPU and
+ * are compared with the op-by-op CPU reference. The GPU's math library
+ * differs from glibc by an ulp or two, so the tolerances are looser than
+ * the CPU test's (f32 1e-4, f64 1e-10 relative to the output's largest
+ * magnitude), and graphs with floor, ceil or argmax (an ulp can move
+ * them) are left out there.
  */
 #include <criterion/criterion.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "compile.h"
 #include "support/randgraph.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
 
+#define N_RANDOM 240 /* as in test_codegen_diff.c */
+#define N_GENERIC 60
+#define N_MORE 120
+
 static xe_status st;
 
-#ifdef XG_HAVE_CUDA
-/* ptxas -v on PTX for sm_90; returns its report (malloc'd). */
-static char *resource_report(const char *ptx)
-{
-    char path[] = "/tmp/xlac-test-ptx-XXXXXX";
-    int fd = mkstemp(path);
-    cr_assert(fd >= 0);
-    cr_assert_eq(write(fd, ptx, strlen(ptx)), (ssize_t)strlen(ptx));
-    close(fd);
-    char cmd[512];
-    snprintf(cmd, sizeof cmd, "PATH=\"$PATH:/usr/local/cuda/bin\" ptxas -arch=sm_90 -v -o /dev/null %s 2>&1", path);
-    FILE *p = popen(cmd, "r");
-    cr_assert_not_null(p);
-    char *buf = calloc(1, 1 << 20);
-    size_t n = fread(buf, 1, (1 << 20) - 1, p);
-    buf[n] = '\0';
-    pclose(p);
-    unlink(path);
-    return buf;
-}
-
-static void check_cuda(const char *text)
+static xe_graph *parse(const char *text, xe_type *types)
 {
     xe_graph *g = xe_parse_string(text, "rand.xg", &st);
-    cr_assert_not_null(g, "%s", st.msg);
-    xe_type types[8];
+    cr_assert_not_null(g, "%s\n%s", st.msg, text);
+    cr_assert_leq(g->n_inputs, 8);
     for (int k = 0; k < g->n_inputs; k++)
         types[k] = g->nodes[g->inputs[k]]->type;
+    return g;
+}
+
+#ifdef XG_HAVE_CUDA
+/*
+ * Checks ptxas's report: one "Compiling entry function 'NAME'" block per
+ * kernel, each with "N bytes stack frame, S bytes spill stores, L bytes
+ * spill loads". Returns the number of kernels seen.
+ */
+static int check_no_spills(const char *report, const char *source)
+{
+    int kernels = 0;
+    for (const char *f = strstr(report, "Compiling entry function"); f;
+         f = strstr(f + 1, "Compiling entry function")) {
+        const char *props = strstr(f, "bytes stack frame,");
+        cr_assert_not_null(props, "no properties line:\n%s", report);
+        long stores = -1, loads = -1;
+        cr_assert_eq(sscanf(props, "bytes stack frame, %ld bytes spill stores, %ld bytes spill loads", &stores,
+                            &loads), 2, "unreadable report:\n%s", report);
+        cr_assert(stores == 0 && loads == 0, "a kernel spills:\n%s\n%s", report, source);
+        kernels++;
+    }
+    return kernels;
+}
+
+static void check_cuda(const char *text, bool generic)
+{
+    xe_type types[8];
+    xe_graph *g = parse(text, types);
     xg_options o;
     xg_options_default(&o);
     xg_artifact *a = NULL;
-    cr_assert_eq(xg_build(g, types, false, XG_TARGET_CUDA, 90, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
-    cr_assert_gt(a->code_len, 0);
-    char *ptx = xg_nvrtc_ptx(a->source, 90, false);
-    cr_assert_not_null(ptx);
-    char *report = resource_report(ptx);
-    cr_assert(strstr(report, "Used"), "no resource report:\n%s", report);
-    for (char *f = strstr(report, "spill stores"); f; f = strstr(f + 1, "spill stores")) {
-        char *line = f;
-        while (line > report && line[-1] != '\n')
-            line--;
-        cr_assert_eq(atoi(strstr(line, "stack frame, ") + 13), 0, "a kernel spills:\n%s\n%s", report, a->source);
-    }
+    cr_assert_eq(xg_build(g, types, generic, XG_TARGET_CUDA, 90, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
+    cr_assert_gt(a->code_len, 4);
+    cr_assert(!memcmp(a->code, "\177ELF", 4), "sm_90 is known to NVRTC: the artifact must be a cubin");
+    char *report = xg_nvrtc_resource_report(a->source, 90, false);
+    cr_assert_not_null(report, "NVRTC failed on a module it had compiled\n%s", a->source);
+    int kernels = check_no_spills(report, a->source);
+    cr_assert_geq(kernels, 1, "no kernel in the report:\n%s", report);
     free(report);
-    free(ptx);
     xg_artifact_destroy(a);
     xe_graph_destroy(g);
 }
-#endif
 
-Test(nvrtc, random_graph_modules_compile_for_sm90_without_spills, .timeout = 900)
+static void check_seeds(uint64_t from, uint64_t to, bool generic, bool more)
 {
-#ifndef XG_HAVE_CUDA
-    cr_skip_test("skipped: built without the CUDA toolkit (no NVRTC)");
-#else
-    for (uint64_t seed = 1; seed <= 60; seed++) {
-        char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 4 + (int)(seed % 8)});
-        check_cuda(text);
+    for (uint64_t seed = from; seed < to; seed++) {
+        char *text = randgraph_text(seed, &(randgraph_options){.n_ops = generic ? 5 : 4 + (int)(seed % 8),
+                                                               .more_ops = more});
+        check_cuda(text, generic);
         free(text);
     }
+}
+#define NEEDS_NVRTC()
+#else
+static void check_seeds(uint64_t from, uint64_t to, bool generic, bool more)
+{
+    (void)from, (void)to, (void)generic, (void)more;
+}
+#define NEEDS_NVRTC() cr_skip_test("skipped: built without the CUDA toolkit (no NVRTC)")
 #endif
+
+Test(nvrtc, random_modules_1_compile_for_sm90_without_spills, .timeout = 900)
+{
+    NEEDS_NVRTC();
+    check_seeds(1, 1 + N_RANDOM / 3, false, false);
+}
+
+Test(nvrtc, random_modules_2_compile_for_sm90_without_spills, .timeout = 900)
+{
+    NEEDS_NVRTC();
+    check_seeds(1 + N_RANDOM / 3, 1 + 2 * N_RANDOM / 3, false, false);
+}
+
+Test(nvrtc, random_modules_3_compile_for_sm90_without_spills, .timeout = 900)
+{
+    NEEDS_NVRTC();
+    check_seeds(1 + 2 * N_RANDOM / 3, 1 + N_RANDOM, false, false);
+}
+
+Test(nvrtc, more_ops_modules_compile_for_sm90_without_spills, .timeout = 900)
+{
+    NEEDS_NVRTC();
+    check_seeds(3000, 3000 + N_MORE, false, true);
+}
+
+Test(nvrtc, dtype_modules_compile_for_sm90_without_spills, .timeout = 900)
+{
+    NEEDS_NVRTC();
+#ifdef XG_HAVE_CUDA
+    static const char *const dts[] = {"f32", "f64", "i32"};
+    for (int d = 0; d < 3; d++)
+        for (uint64_t seed = 2000; seed < 2010; seed++) {
+            char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 8, .dtype = dts[d]});
+            check_cuda(text, false);
+            free(text);
+        }
+#endif
+}
+
+Test(nvrtc, shape_generic_modules_compile_for_sm90_without_spills, .timeout = 900)
+{
+    NEEDS_NVRTC();
+    check_seeds(500, 500 + N_GENERIC, true, false);
 }
 
 Test(nvrtc, benchmark_workloads_compile_for_sm90, .timeout = 300)
 {
-#ifndef XG_HAVE_CUDA
-    cr_skip_test("skipped: built without the CUDA toolkit (no NVRTC)");
-#else
+    NEEDS_NVRTC();
+#ifdef XG_HAVE_CUDA
     const char *names[] = {"fused_sum", "gelu", "softmax_rows", "layernorm_rows", "column_sum", "adam_step"};
     for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
         char path[512];
@@ -97,49 +161,140 @@ Test(nvrtc, benchmark_workloads_compile_for_sm90, .timeout = 300)
         size_t n = fread(text, 1, (1 << 16) - 1, f);
         text[n] = '\0';
         fclose(f);
-        check_cuda(text);
+        check_cuda(text, false);
+        check_cuda(text, true);
         free(text);
     }
 #endif
+}
+
+/* ---- on a CUDA device ------------------------------------------------------------ */
+
+static xe_tensor *input_for(const xe_type *t, uint64_t seed)
+{
+    xe_tensor *x = xe_tensor_new(t->dtype, &t->shape, XE_DEV_CPU, &st);
+    cr_assert_not_null(x, "%s", st.msg);
+    for (int64_t i = 0; i < xe_tensor_numel(x); i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(seed >> 11) / 9007199254740992.0;
+        xe_store_f64(x->data, t->dtype, i, t->dtype == XE_I32 ? (double)((int)(u * 11) - 5) : 4 * u - 2);
+    }
+    return x;
+}
+
+static void compare(const xe_tensor *got, const xe_tensor *want, const char *text, int out)
+{
+    cr_assert_eq(got->dtype, want->dtype);
+    cr_assert(xe_shape_equal(&got->shape, &want->shape), "output %d shape differs\n%s", out, text);
+    int64_t n = xe_tensor_numel(want);
+    double scale = 1, tol = want->dtype == XE_F64 ? 1e-10 : want->dtype == XE_F32 ? 1e-4 : 0;
+    for (int64_t i = 0; i < n; i++) {
+        double w = xe_load_f64(want->data, want->dtype, i);
+        if (isfinite(w) && fabs(w) > scale)
+            scale = fabs(w);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double g = xe_load_f64(got->data, got->dtype, i), w = xe_load_f64(want->data, want->dtype, i);
+        if (isnan(w) || isnan(g))
+            cr_assert(isnan(w) && isnan(g), "output %d element %lld: got %g want %g\n%s", out, (long long)i, g, w,
+                      text);
+        else if (isinf(w) || isinf(g))
+            cr_assert_eq(g, w, "output %d element %lld: got %g want %g\n%s", out, (long long)i, g, w, text);
+        else
+            cr_assert(fabs(g - w) <= tol * scale, "output %d element %lld: got %.17g want %.17g\n%s", out,
+                      (long long)i, g, w, text);
+    }
+}
+
+/* Builds text for this GPU, runs it there and compares with the CPU op-by-op run. */
+static void check_gpu(const char *text, bool generic)
+{
+    xe_type types[8];
+    xe_graph *g = parse(text, types);
+    int n_in = g->n_inputs, n_out = g->n_outputs;
+    xg_options o;
+    xg_options_default(&o);
+    xg_artifact *a = NULL;
+    xg_program *p = NULL;
+    cr_assert_eq(xg_build(g, types, generic, XG_TARGET_CUDA, xe_gpu_arch(), &o, &a, &st), XE_OK, "%s\n%s", st.msg,
+                 text);
+    cr_assert_eq(xg_program_load(a, g, types, &p, &st), XE_OK, "%s\n%s", st.msg, text);
+    xe_tensor *in[8] = {0}, *din[8] = {0}, *got[8] = {0}, *want[8] = {0};
+    for (int k = 0; k < n_in && k < 8; k++) {
+        in[k] = input_for(&types[k], 1000 + (uint64_t)k);
+        din[k] = xe_tensor_to_device(in[k], XE_DEV_GPU, &st);
+        cr_assert_not_null(din[k], "%s", st.msg);
+    }
+    cr_assert_eq(xg_program_run(p, din, n_in, got, n_out, &st), XE_OK, "%s\n%s", st.msg, text);
+    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
+    cr_assert_not_null(s, "%s", st.msg);
+    cr_assert_eq(xe_session_run(s, in, want, &st), XE_OK, "%s\n%s", st.msg, text);
+    for (int k = 0; k < n_out; k++) {
+        xe_tensor *h = xe_tensor_to_device(got[k], XE_DEV_CPU, &st);
+        cr_assert_not_null(h, "%s", st.msg);
+        compare(h, want[k], text, k);
+        xe_tensor_release(h);
+        xe_tensor_release(got[k]);
+        xe_tensor_release(want[k]);
+    }
+    for (int k = 0; k < n_in; k++) {
+        xe_tensor_release(in[k]);
+        xe_tensor_release(din[k]);
+    }
+    xe_session_destroy(s); /* owns g */
+    xg_program_destroy(p);
+    xg_artifact_destroy(a);
+}
+
+Test(nvrtc, gpu_random_graphs_match_the_cpu, .timeout = 900)
+{
+    if (!xe_gpu_available())
+        cr_skip_test("skipped: no CUDA device");
+    int ran = 0;
+    for (uint64_t seed = 1; seed <= N_RANDOM; seed++) {
+        char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 4 + (int)(seed % 8)});
+        if (!strstr(text, "floor(")) {
+            check_gpu(text, false);
+            ran++;
+        }
+        free(text);
+    }
+    for (uint64_t seed = 500; seed < 500 + N_GENERIC; seed++) {
+        char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 5});
+        if (!strstr(text, "floor(")) {
+            check_gpu(text, true);
+            ran++;
+        }
+        free(text);
+    }
+    cr_assert_geq(ran, (N_RANDOM + N_GENERIC) / 2);
+}
+
+/* The more_ops menu on the GPU; an ulp can move floor, ceil and argmax (near ties), so those graphs are left out. */
+Test(nvrtc, gpu_random_graphs_with_more_ops_match_the_cpu, .timeout = 900)
+{
+    if (!xe_gpu_available())
+        cr_skip_test("skipped: no CUDA device");
+    int ran = 0;
+    for (uint64_t seed = 3000; seed < 3000 + N_MORE; seed++) {
+        char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 4 + (int)(seed % 8), .more_ops = true});
+        if (!strstr(text, "floor(") && !strstr(text, "ceil(") && !strstr(text, "argmax(")) {
+            check_gpu(text, false);
+            ran++;
+        }
+        free(text);
+    }
+    cr_assert_geq(ran, N_MORE / 4);
 }
 
 Test(nvrtc, gpu_execution_matches_the_cpu)
 {
     if (!xe_gpu_available())
         cr_skip_test("skipped: no CUDA device");
-    const char *text = "xlac.graph v1\ninput x: f32[300,70]\ninput y: f32[70]\n"
-                       "a = mul(x, y)\nb = tanh(a)\ns = reduce_sum(b, axes=[1])\nm = reduce_max(b, axes=[0])\n"
-                       "output s\noutput m\n";
-    xe_graph *g = xe_parse_string(text, "gpu.xg", &st);
-    cr_assert_not_null(g);
-    xe_type types[2] = {g->nodes[g->inputs[0]]->type, g->nodes[g->inputs[1]]->type};
-    xg_options o;
-    xg_options_default(&o);
-    xg_artifact *a = NULL;
-    xg_program *p = NULL;
-    cr_assert_eq(xg_build(g, types, false, XG_TARGET_CUDA, xe_gpu_arch(), &o, &a, &st), XE_OK, "%s", st.msg);
-    cr_assert_eq(xg_program_load(a, g, types, &p, &st), XE_OK, "%s", st.msg);
-    xe_tensor *in[2], *din[2], *got[2], *want[2];
-    for (int k = 0; k < 2; k++) {
-        in[k] = xe_tensor_new(XE_F32, &types[k].shape, XE_DEV_CPU, &st);
-        for (int64_t i = 0; i < xe_tensor_numel(in[k]); i++)
-            ((float *)in[k]->data)[i] = (float)((i * 7919 + k * 31) % 1000) / 500.0f - 1.0f;
-        din[k] = xe_tensor_to_device(in[k], XE_DEV_GPU, &st);
-    }
-    cr_assert_eq(xg_program_run(p, din, 2, got, 2, &st), XE_OK, "%s", st.msg);
-    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
-    cr_assert_eq(xe_session_run(s, in, want, &st), XE_OK, "%s", st.msg);
-    for (int k = 0; k < 2; k++) {
-        xe_tensor *h = xe_tensor_to_device(got[k], XE_DEV_CPU, &st);
-        for (int64_t i = 0; i < xe_tensor_numel(h); i++)
-            cr_assert_float_eq(((float *)h->data)[i], ((float *)want[k]->data)[i], 1e-3);
-        xe_tensor_release(h);
-        xe_tensor_release(got[k]);
-        xe_tensor_release(want[k]);
-        xe_tensor_release(in[k]);
-        xe_tensor_release(din[k]);
-    }
-    xe_session_destroy(s);
-    xg_program_destroy(p);
-    xg_artifact_destroy(a);
+    check_gpu("xlac.graph v1\ninput x: f32[300,70]\ninput y: f32[70]\n"
+              "a = mul(x, y)\nb = tanh(a)\ns = reduce_sum(b, axes=[1])\nm = reduce_max(b, axes=[0])\n"
+              "t = reduce_sum(b, axes=[0,1])\nsm = softmax(b, axis=-1)\noutput s\noutput m\noutput t\noutput sm\n",
+              false);
+    check_gpu("xlac.graph v1\ninput x: f64[4096,33]\nr = reduce_sum(x, axes=[0])\nc = reduce_min(x, axes=[1])\n"
+              "output r\noutput c\n", false);
 }

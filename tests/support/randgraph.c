@@ -264,6 +264,132 @@ static void op_broadcast_softmax(gen *g)
     add(g, "%s = broadcast_to(%s, shape=%s)\n", r->name, an, sh);
 }
 
+/* compare, logical, cast back: not((a >= b) and/or (a != c)) as the graph's dtype */
+static void op_logical(gen *g)
+{
+    const value *a = any(g), *b = any(g), *c = any(g);
+    int r1, d1[3] = {0}, r2, d2[3] = {0};
+    broadcast_shape(a, b, &r1, d1);
+    value tmp = {.rank = r1};
+    memcpy(tmp.dims, d1, sizeof d1);
+    broadcast_shape(&tmp, c, &r2, d2);
+    char an[16], bn[16], cn[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    snprintf(bn, sizeof bn, "%s", b->name);
+    snprintf(cn, sizeof cn, "%s", c->name);
+    int k = g->n;
+    const char *join = pick(g, 2) ? "and" : "or";
+    value *r = new_value(g, r2, d2);
+    add(g, "ge%d = greater_equal(%s, %s)\nne%d = not_equal(%s, %s)\nla%d = logical_%s(ge%d, ne%d)\n"
+           "ln%d = logical_not(la%d)\n%s = cast(ln%d, to=%s)\n",
+        k, an, bn, k, an, cn, k, join, k, k, k, k, r->name, k, g->dt);
+}
+
+/* a cast to another dtype and back, or argmax along an axis (kept) cast to the graph's dtype */
+static void op_cast(gen *g)
+{
+    const value *a = any(g);
+    char an[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    int k = g->n;
+    if (a->rank > 0 && pick(g, 2)) {
+        int axis = pick(g, a->rank), dims[3] = {0};
+        memcpy(dims, a->dims, sizeof(int) * (size_t)a->rank);
+        dims[axis] = 1;
+        value *r = new_value(g, a->rank, dims);
+        add(g, "am%d = argmax(%s, axis=%d, keepdims=true)\n%s = cast(am%d, to=%s)\n", k, an, axis, r->name, k,
+            g->dt);
+        return;
+    }
+    const char *other = !strcmp(g->dt, "f64") ? "f32" : "f64";
+    value *r = new_value(g, a->rank, a->dims);
+    add(g, "ca%d = cast(%s, to=%s)\n%s = cast(ca%d, to=%s)\n", k, an, other, r->name, k, g->dt);
+}
+
+/* unary ops with NaN and infinities in their range, pow, reduce_prod */
+static void op_math(gen *g)
+{
+    static const char *const fl[] = {"exp", "log", "sqrt", "rsqrt", "erf", "ceil"};
+    const value *a = any(g);
+    char an[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    int choice = pick(g, 3);
+    if (choice == 0 && a->rank > 0) {
+        int axis = pick(g, a->rank), dims[3] = {0};
+        memcpy(dims, a->dims, sizeof(int) * (size_t)a->rank);
+        dims[axis] = 1;
+        value *r = new_value(g, a->rank, dims);
+        add(g, "%s = reduce_prod(%s, axes=[%d], keepdims=true)\n", r->name, an, axis);
+        return;
+    }
+    if (choice == 1 && g->is_float) {
+        const value *b = any(g);
+        int rank, dims[3] = {0};
+        broadcast_shape(a, b, &rank, dims);
+        char bn[16];
+        snprintf(bn, sizeof bn, "%s", b->name);
+        value *r = new_value(g, rank, dims);
+        add(g, "%s = pow(%s, %s)\n", r->name, an, bn);
+        return;
+    }
+    const char *op = g->is_float ? fl[pick(g, 6)] : "neg";
+    value *r = new_value(g, a->rank, a->dims);
+    add(g, "%s = %s(%s)\n", r->name, op, an);
+}
+
+/* iota, a scalar constant, or a constant vector along the last base dim, combined with a value */
+static void op_source(gen *g)
+{
+    const value *a = any(g);
+    char an[16], sh[32];
+    snprintf(an, sizeof an, "%s", a->name);
+    value full = {.rank = g->base_rank};
+    memcpy(full.dims, g->base, sizeof g->base);
+    shape_text(&full, sh, sizeof sh);
+    int k = g->n, choice = pick(g, 3), axis = pick(g, g->base_rank);
+    value *r = new_value(g, g->base_rank, g->base);
+    if (choice == 0) {
+        add(g, "io%d = iota(shape=%s, axis=%d, dtype=%s)\n%s = add(%s, io%d)\n", k, sh, axis, g->dt, r->name, an, k);
+        return;
+    }
+    if (choice == 1) {
+        add(g, "kc%d = const(%s[], %s)\nkb%d = broadcast_to(%s, shape=%s)\n%s = mul(kb%d, kc%d)\n", k, g->dt,
+            g->is_float ? "-1.5" : "3", k, an, sh, r->name, k, k);
+        return;
+    }
+    int last = g->base[g->base_rank - 1];
+    char vals[128] = "";
+    for (int i = 0; i < last; i++)
+        snprintf(vals + strlen(vals), sizeof vals - strlen(vals), "%s%d", i ? "," : "", i - 2);
+    add(g, "kv%d = const(%s[%d], [%s])\nkb%d = broadcast_to(%s, shape=%s)\n%s = sub(kb%d, kv%d)\n", k, g->dt, last,
+        vals, k, an, sh, r->name, k, k);
+}
+
+/* matmul (rank-2 floats): a @ transpose(a), reduced back to a variant; otherwise a math op */
+static void op_matmul(gen *g)
+{
+    const value *a = any(g);
+    if (!g->is_float || a->rank != 2 || a->dims[0] != g->base[0] || a->dims[1] != g->base[1])
+        return op_math(g);
+    char an[16];
+    snprintf(an, sizeof an, "%s", a->name);
+    int k = g->n, dims[2] = {g->base[0], 1};
+    value *r = new_value(g, 2, dims);
+    add(g, "mt%d = transpose(%s, perm=[1,0])\nmm%d = matmul(%s, mt%d)\n%s = reduce_sum(mm%d, axes=[1], keepdims=true)\n",
+        k, an, k, an, k, r->name, k);
+}
+
+static void op_more(gen *g)
+{
+    switch (pick(g, 5)) {
+    case 0: op_logical(g); break;
+    case 1: op_cast(g); break;
+    case 2: op_math(g); break;
+    case 3: op_source(g); break;
+    default: op_matmul(g); break;
+    }
+}
+
 static void op_opaque(gen *g)
 {
     const value *a = any(g);
@@ -310,7 +436,12 @@ char *randgraph_text(uint64_t seed, const randgraph_options *o)
     }
     int n_ops = o && o->n_ops ? o->n_ops : 8;
     for (int i = 0; i < n_ops && g.n < MAX_VALUES - 4; i++) {
-        int r = pick(&g, o && o->allow_opaque ? 11 : 10);
+        bool more = o && o->more_ops;
+        int r = pick(&g, 10 + (more ? 5 : 0) + (o && o->allow_opaque ? 1 : 0));
+        if (more && r >= 10 && r < 15) {
+            op_more(&g);
+            continue;
+        }
         switch (r) {
         case 0:
         case 1:

@@ -2,8 +2,10 @@
  * Random well-typed graphs as .xg text, for differential and property
  * tests: elementwise chains and diamonds with broadcasting, reshape,
  * transpose, slice, concat, reductions on every axis with and without
- * keepdims, softmax, several outputs; f32, f64 or i32. Deterministic for a
- * seed.
+ * keepdims, softmax, several outputs; f32, f64 or i32 (optionally
+ * compare/logical/cast, argmax, iota, constants, matmul and more). The
+ * same seed and options always give the same graph; allow_unknown changes
+ * only the input declarations.
  */
 #ifndef XLAC_TEST_RANDGRAPH_H
 #define XLAC_TEST_RANDGRAPH_H
@@ -16,6 +18,8 @@ typedef struct randgraph_options {
     bool allow_opaque;    /* sprinkle unique and random_normal (not compilable) */
     bool allow_unknown;   /* declare the first dim of inputs as `?` */
     const char *dtype;    /* "f32", "f64", "i32", or NULL: chosen by the seed */
+    bool more_ops;        /* also compare/logical/cast, argmax, unary ops with NaN and inf in range,
+                             pow, reduce_prod, iota, constants, matmul (level 2) */
 } randgraph_options;
 
 /* Returns malloc'd .xg text. */
