@@ -29,13 +29,8 @@ static xe_status st;
 /* Deterministic inputs in [-2, 2) (ints in [-5, 5]). */
 static xe_tensor *input_for(const xe_type *t, uint64_t seed)
 {
-    xe_tensor *x = xe_tensor_new(t->dtype, &t->shape, XE_DEV_CPU, &st);
-    cr_assert_not_null(x, "%s", st.msg);
-    for (int64_t i = 0; i < xe_tensor_numel(x); i++) {
-        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
-        double u = (double)(seed >> 11) / 9007199254740992.0;
-        xe_store_f64(x->data, t->dtype, i, t->dtype == XE_I32 ? (double)((int)(u * 11) - 5) : 4 * u - 2);
-    }
+    xe_tensor *x = randgraph_input(t, seed);
+    cr_assert_not_null(x, "cannot allocate an input");
     return x;
 }
 

@@ -462,3 +462,15 @@ char *randgraph_text(uint64_t seed, const randgraph_options *o)
         add(&g, "output %s\n", g.v[extra].name);
     return g.buf;
 }
+
+xe_tensor *randgraph_input(const xe_type *t, uint64_t seed)
+{
+    xe_status st;
+    xe_tensor *x = xe_tensor_new(t->dtype, &t->shape, XE_DEV_CPU, &st);
+    for (int64_t i = 0; x && i < xe_tensor_numel(x); i++) {
+        seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+        double u = (double)(seed >> 11) / 9007199254740992.0;
+        xe_store_f64(x->data, t->dtype, i, t->dtype == XE_I32 ? (double)((int)(u * 11) - 5) : 4 * u - 2);
+    }
+    return x;
+}

@@ -22,6 +22,11 @@ typedef struct randgraph_options {
                              pow, reduce_prod, iota, constants, matmul (level 2) */
 } randgraph_options;
 
+#include "xlac/tensor.h"
+
+/* Deterministic host tensor of type t: floats in [-2, 2), ints in [-5, 5]; NULL on failure. */
+xe_tensor *randgraph_input(const xe_type *t, uint64_t seed);
+
 /* Returns malloc'd .xg text. */
 char *randgraph_text(uint64_t seed, const randgraph_options *o);
 
