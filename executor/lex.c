@@ -6,6 +6,7 @@
  */
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -64,6 +65,8 @@ static xe_tok lex_number(xe_lexer *lx, size_t start)
         return error_tok(t.col, "malformed number");
     if (errno == ERANGE && !is_float)
         return error_tok(t.col, "integer out of range");
+    if (errno == ERANGE && isinf(t.f))
+        return error_tok(t.col, "number out of range (write inf for infinity)");
     lx->pos = end;
     return t;
 }
@@ -79,7 +82,9 @@ static xe_tok lex_string(xe_lexer *lx, size_t start)
     if (end >= lx->len)
         return error_tok((int)start + 1, "unterminated string");
     lx->pos = end + 1;
-    return (xe_tok){.kind = XE_TOK_STRING, .text = lx->line + start + 1, .len = end - start - 1,
+    return (xe_tok){.kind = XE_TOK_STRING,
+                    .text = lx->line + start + 1,
+                    .len = end - start - 1,
                     .col = (int)start + 1};
 }
 
@@ -96,16 +101,21 @@ xe_tok xe_lex_next(xe_lexer *lx)
         return lex_number(lx, p);
     if (c == '"')
         return lex_string(lx, p);
-    if (ident_start(c) || (c == '-' && p + 1 < lx->len && isalpha((unsigned char)lx->line[p + 1]))) {
+    if (ident_start(c) ||
+        (c == '-' && p + 1 < lx->len && isalpha((unsigned char)lx->line[p + 1]))) {
         size_t end = p + 1;
         while (end < lx->len && ident_char((unsigned char)lx->line[end]))
             end++;
         lx->pos = end;
-        return (xe_tok){.kind = XE_TOK_IDENT, .text = lx->line + p, .len = end - p, .col = (int)p + 1};
+        return (xe_tok){
+            .kind = XE_TOK_IDENT, .text = lx->line + p, .len = end - p, .col = (int)p + 1};
     }
     if (strchr("=()[],:{}?", c) && c) {
         lx->pos++;
-        return (xe_tok){.kind = XE_TOK_PUNCT, .text = lx->line + p, .len = 1, .col = (int)p + 1,
+        return (xe_tok){.kind = XE_TOK_PUNCT,
+                        .text = lx->line + p,
+                        .len = 1,
+                        .col = (int)p + 1,
                         .punct = (char)c};
     }
     return error_tok((int)p + 1, "unexpected character");
@@ -113,7 +123,8 @@ xe_tok xe_lex_next(xe_lexer *lx)
 
 bool xe_tok_is(const xe_tok *t, const char *ident)
 {
-    return t->kind == XE_TOK_IDENT && strlen(ident) == t->len && memcmp(t->text, ident, t->len) == 0;
+    return t->kind == XE_TOK_IDENT && strlen(ident) == t->len &&
+           memcmp(t->text, ident, t->len) == 0;
 }
 
 bool xe_tok_punct(const xe_tok *t, char c)

@@ -24,10 +24,10 @@ typedef struct xe_tok {
     xe_tok_kind kind;
     const char *text; /* points into the line */
     size_t len;
-    int col;          /* 1-based */
-    int64_t i;        /* INT */
-    double f;         /* FLOAT */
-    char punct;       /* PUNCT */
+    int col;    /* 1-based */
+    int64_t i;  /* INT */
+    double f;   /* FLOAT */
+    char punct; /* PUNCT */
 } xe_tok;
 
 typedef struct xe_lexer {

@@ -13,12 +13,20 @@
  *   input     = "input" NAME ":" type { annotation }
  *   output    = "output" NAME
  *   jit       = "jit" "{"
- *   node      = NAME "=" OP "(" [ args ] ")" [ "{" ]
+ *   node      = NAME "=" OP "(" [ args ] ")" [ "{" ]      "{": a body up to "}"
+ *             | NAME "=" "const" "(" type "," literal { "," KEY "=" value } ")"
  *   args      = arg { "," arg }
- *   arg       = NAME | KEY "=" value
+ *   arg       = NAME | KEY "=" value                      KEY "@...": an annotation
  *   type      = DTYPE "[" [ dim { "," dim } ] "]"      dim = INT | "?"
  *   value     = INT | FLOAT | "true" | "false" | "nan" | "inf" | "-inf" | DTYPE | STRING | list
+ *   literal   = number | "[" [ literal { "," literal } ] "]"  (nested as the shape)
+ *
+ * An unknown op followed by a body becomes the built-in `call` with the
+ * name kept in `@op`; the writer prints it back under that name. Limits
+ * keep hostile input harmless: lists and bodies nest at most 32 deep,
+ * names are at most 200 characters, a constant has at most 2^26 elements.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -30,25 +38,37 @@
 #include "xlac/op.h"
 
 #define MAX_LIST_DEPTH 32
+#define MAX_BODY_DEPTH 32
+#define MAX_TYPE_ELEMS ((int64_t)1 << 48)
 
 typedef struct parser {
     const char *file;
     const char *text;
-    size_t len, next;     /* next: offset of the next line */
-    int line;             /* current line, 1-based */
+    size_t len, next; /* next: offset of the next line */
+    int line;         /* current line, 1-based */
     xe_lexer lx;
-    xe_tok tok;           /* current token */
+    xe_tok tok; /* current token */
     xe_status *st;
-    int jit;              /* open jit block index, -1 if none */
-    int jit_line;         /* where it opened */
+    bool in_jit;  /* a jit block is open */
+    int jit;      /* its index, -1 until its first node takes one */
+    int jit_line; /* where it opened */
+    int depth;    /* composite bodies open around the current line */
 } parser;
+
+/* One number of a literal, with where it was written. */
+typedef struct lit_elem {
+    double f;    /* the value (ints converted) */
+    int64_t i;   /* exact value of an integer or true/false */
+    bool is_int; /* written as an integer or true/false */
+    int col;     /* column of the token */
+} lit_elem;
 
 /* A literal: numbers in order, flattened, for const values and lists. */
 typedef struct literal {
     int n, cap;
-    double *f;
-    int64_t *i;
+    lit_elem *e;
     bool all_int;
+    const xe_shape *shape; /* const: nested lists must match it; NULL for attributes */
 } literal;
 
 static xe_code perr(parser *p, int col, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -90,9 +110,10 @@ static xe_code expect_punct(parser *p, char c)
 static xe_code expect_end(parser *p)
 {
     if (p->tok.kind != XE_TOK_END)
-        return p->tok.kind == XE_TOK_ERROR ? expected(p, "")
-                                           : perr(p, p->tok.col, "unexpected '%.*s' after the statement",
-                                                  (int)p->tok.len, p->tok.text);
+        return p->tok.kind == XE_TOK_ERROR
+                   ? expected(p, "")
+                   : perr(p, p->tok.col, "unexpected '%.*s' after the statement", (int)p->tok.len,
+                          p->tok.text);
     return XE_OK;
 }
 
@@ -126,13 +147,15 @@ static xe_code parse_type(parser *p, xe_type *t, bool allow_unknown)
 {
     if (p->tok.kind != XE_TOK_IDENT || !xe_dtype_parse(p->tok.text, p->tok.len, &t->dtype))
         return p->tok.kind == XE_TOK_IDENT
-                   ? perr(p, p->tok.col, "unknown dtype '%.*s' (expected f32, f64, f16, i32, i64 or bool)",
+                   ? perr(p, p->tok.col,
+                          "unknown dtype '%.*s' (expected f32, f64, f16, i32, i64 or bool)",
                           (int)p->tok.len, p->tok.text)
                    : expected(p, "a type such as f32[2,3]");
     advance(p);
     if (expect_punct(p, '[') != XE_OK)
         return p->st->code;
     t->shape.rank = 0;
+    int64_t known = 1; /* product of the known dims, kept below MAX_TYPE_ELEMS */
     while (!xe_tok_punct(&p->tok, ']')) {
         if (t->shape.rank == XE_MAX_RANK)
             return perr(p, p->tok.col, "rank above %d is not supported", XE_MAX_RANK);
@@ -143,6 +166,10 @@ static xe_code parse_type(parser *p, xe_type *t, bool allow_unknown)
                 return perr(p, p->tok.col, "a constant's shape must be fully known");
             t->shape.dims[t->shape.rank++] = XE_DIM_UNKNOWN;
         } else if (p->tok.kind == XE_TOK_INT && p->tok.i >= 0 && p->tok.i < ((int64_t)1 << 40)) {
+            if (p->tok.i > 0 && known > MAX_TYPE_ELEMS / p->tok.i)
+                return perr(p, p->tok.col, "shape too large (more than %lld elements)",
+                            (long long)MAX_TYPE_ELEMS);
+            known *= p->tok.i ? p->tok.i : 1;
             t->shape.dims[t->shape.rank++] = p->tok.i;
         } else {
             return expected(p, "a dimension (a non-negative integer or '?')");
@@ -153,47 +180,43 @@ static xe_code parse_type(parser *p, xe_type *t, bool allow_unknown)
     return XE_OK;
 }
 
-static bool literal_push(literal *l, double f, int64_t i, bool is_int)
+static bool literal_push(literal *l, double f, int64_t i, bool is_int, int col)
 {
     if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 16;
-        double *nf = realloc(l->f, (size_t)cap * sizeof *nf);
-        if (nf)
-            l->f = nf;
-        int64_t *ni = realloc(l->i, (size_t)cap * sizeof *ni);
-        if (ni)
-            l->i = ni;
-        if (!nf || !ni)
+        if (l->cap > (1 << 28))
             return false;
+        int cap = l->cap ? l->cap * 2 : 16;
+        lit_elem *e = realloc(l->e, (size_t)cap * sizeof *e);
+        if (!e)
+            return false;
+        l->e = e;
         l->cap = cap;
     }
-    l->f[l->n] = f;
-    l->i[l->n] = is_int ? i : 0;
+    l->e[l->n++] = (lit_elem){.f = f, .i = is_int ? i : 0, .is_int = is_int, .col = col};
     l->all_int &= is_int;
-    l->n++;
     return true;
 }
 
 static void literal_free(literal *l)
 {
-    free(l->f);
-    free(l->i);
+    free(l->e);
 }
 
 /* One scalar of a literal: INT, FLOAT, true, false, nan, inf, -inf. */
 static xe_code parse_scalar(parser *p, literal *l)
 {
-    bool ok;
-    if (p->tok.kind == XE_TOK_INT)
-        ok = literal_push(l, (double)p->tok.i, p->tok.i, true);
-    else if (p->tok.kind == XE_TOK_FLOAT)
-        ok = literal_push(l, p->tok.f, 0, false);
-    else if (xe_tok_is(&p->tok, "true") || xe_tok_is(&p->tok, "false"))
-        ok = literal_push(l, xe_tok_is(&p->tok, "true"), xe_tok_is(&p->tok, "true"), true);
-    else if (xe_tok_is(&p->tok, "nan"))
-        ok = literal_push(l, NAN, 0, false);
-    else if (xe_tok_is(&p->tok, "inf") || xe_tok_is(&p->tok, "-inf"))
-        ok = literal_push(l, xe_tok_is(&p->tok, "inf") ? INFINITY : -INFINITY, 0, false);
+    const xe_tok *t = &p->tok;
+    bool ok, is_true = xe_tok_is(t, "true");
+    if (t->kind == XE_TOK_INT)
+        ok = literal_push(l, (double)t->i, t->i, true, t->col);
+    else if (t->kind == XE_TOK_FLOAT)
+        ok = literal_push(l, t->f, 0, false, t->col);
+    else if (is_true || xe_tok_is(t, "false"))
+        ok = literal_push(l, is_true, is_true, true, t->col);
+    else if (xe_tok_is(t, "nan"))
+        ok = literal_push(l, NAN, 0, false, t->col);
+    else if (xe_tok_is(t, "inf") || xe_tok_is(t, "-inf"))
+        ok = literal_push(l, xe_tok_is(t, "inf") ? INFINITY : -INFINITY, 0, false, t->col);
     else
         return expected(p, "a number");
     if (!ok)
@@ -202,26 +225,57 @@ static xe_code parse_scalar(parser *p, literal *l)
     return XE_OK;
 }
 
+/*
+ * A constant's nested list must follow its shape: the list at depth d has
+ * dims[d-1] items, and numbers sit at depth rank. A flat list (depth 1 of
+ * numbers only) is checked by its element count instead.
+ */
+static xe_code check_nesting(parser *p, const literal *l, int depth, int col, int count,
+                             bool has_list, bool has_num)
+{
+    const xe_shape *s = l->shape;
+    if (has_list && has_num)
+        return perr(p, col, "a list mixes numbers and lists");
+    if (!s || (depth == 1 && !has_list))
+        return XE_OK;
+    char buf[160];
+    xe_shape_str(s, buf, sizeof buf);
+    if (depth > s->rank || (has_list && depth == s->rank) || (has_num && depth != s->rank))
+        return perr(p, col, "the nested list does not match the shape %s: wrong depth %d", buf,
+                    depth + (has_list ? 1 : 0));
+    if (count != s->dims[depth - 1])
+        return perr(
+            p, col,
+            "the nested list does not match the shape %s: %d items at depth %d, expected %lld", buf,
+            count, depth, (long long)s->dims[depth - 1]);
+    return XE_OK;
+}
+
 /* list = "[" [ item { "," item } ] "]", item = scalar | list (nested up to MAX_LIST_DEPTH) */
 static xe_code parse_list(parser *p, literal *l, int depth, bool nested_ok)
 {
+    int col = p->tok.col, count = 0;
+    bool has_list = false, has_num = false;
     if (depth > MAX_LIST_DEPTH)
-        return perr(p, p->tok.col, "lists nested deeper than %d", MAX_LIST_DEPTH);
+        return perr(p, col, "lists nested deeper than %d", MAX_LIST_DEPTH);
     advance(p); /* '[' */
-    for (int k = 0; !xe_tok_punct(&p->tok, ']'); k++) {
-        if (k > 0 && expect_punct(p, ',') != XE_OK)
+    for (; !xe_tok_punct(&p->tok, ']'); count++) {
+        if (count > 0 && expect_punct(p, ',') != XE_OK)
             return p->st->code;
         xe_code c;
-        if (xe_tok_punct(&p->tok, '['))
+        if (xe_tok_punct(&p->tok, '[')) {
+            has_list = true;
             c = nested_ok ? parse_list(p, l, depth + 1, true)
                           : perr(p, p->tok.col, "nested lists are only allowed in constants");
-        else
+        } else {
+            has_num = true;
             c = parse_scalar(p, l);
+        }
         if (c != XE_OK)
             return c;
     }
     advance(p);
-    return XE_OK;
+    return check_nesting(p, l, depth, col, count, has_list, has_num);
 }
 
 /* ---- attributes ------------------------------------------------------------ */
@@ -252,6 +306,27 @@ static xe_code decode_string(parser *p, const xe_tok *t, char **out)
     return XE_OK;
 }
 
+/* A list attribute: INTS when every item is an integer, else FLOATS. */
+static xe_code set_list_attr(parser *p, xe_node *n, const char *name, const literal *l)
+{
+    size_t count = l->n ? (size_t)l->n : 1;
+    int64_t *ints = l->all_int ? malloc(count * sizeof *ints) : NULL;
+    double *floats = l->all_int ? NULL : malloc(count * sizeof *floats);
+    if (!ints && !floats)
+        return xe_fail(p->st, XE_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < l->n; k++) {
+        if (ints)
+            ints[k] = l->e[k].i;
+        else
+            floats[k] = l->e[k].f;
+    }
+    xe_code c = ints ? xe_node_set_ints(n, name, ints, l->n, p->st)
+                     : xe_node_set_floats(n, name, floats, l->n, p->st);
+    free(ints);
+    free(floats);
+    return c;
+}
+
 /* value, stored on node n as attribute `name` */
 static xe_code parse_attr_value(parser *p, xe_node *n, const char *name)
 {
@@ -271,8 +346,7 @@ static xe_code parse_attr_value(parser *p, xe_node *n, const char *name)
         literal l = {.all_int = true};
         xe_code c = parse_list(p, &l, 1, false);
         if (c == XE_OK)
-            c = l.all_int ? xe_node_set_ints(n, name, l.i, l.n, st)
-                          : xe_node_set_floats(n, name, l.f, l.n, st);
+            c = set_list_attr(p, n, name, &l);
         literal_free(&l);
         return c;
     }
@@ -316,21 +390,34 @@ static const char *const *allowed_attrs(int op)
     if (op >= XE_OP_COUNT || op == XE_OP_CALL)
         return NULL; /* plugin ops and calls accept anything */
     switch (op) {
-    case XE_OP_ARGMAX: return argmax;
+    case XE_OP_ARGMAX:
+        return argmax;
     case XE_OP_RESHAPE:
-    case XE_OP_BROADCAST_TO: return shape;
-    case XE_OP_TRANSPOSE: return perm;
+    case XE_OP_BROADCAST_TO:
+        return shape;
+    case XE_OP_TRANSPOSE:
+        return perm;
     case XE_OP_CONCAT:
-    case XE_OP_SOFTMAX: return axis;
-    case XE_OP_SLICE: return slice;
-    case XE_OP_MATMUL: return matmul;
-    case XE_OP_GELU: return gelu;
-    case XE_OP_CAST: return cast;
-    case XE_OP_IOTA: return iota;
-    case XE_OP_RANDOM_NORMAL: return normal;
-    case XE_OP_RANDOM_UNIFORM: return uniform;
-    case XE_OP_GET: return get;
-    default: return d && d->cls == XE_CLASS_REDUCE ? reduce : none;
+    case XE_OP_SOFTMAX:
+        return axis;
+    case XE_OP_SLICE:
+        return slice;
+    case XE_OP_MATMUL:
+        return matmul;
+    case XE_OP_GELU:
+        return gelu;
+    case XE_OP_CAST:
+        return cast;
+    case XE_OP_IOTA:
+        return iota;
+    case XE_OP_RANDOM_NORMAL:
+        return normal;
+    case XE_OP_RANDOM_UNIFORM:
+        return uniform;
+    case XE_OP_GET:
+        return get;
+    default:
+        return d && d->cls == XE_CLASS_REDUCE ? reduce : none;
     }
 }
 
@@ -375,12 +462,34 @@ static xe_code parse_annotations(parser *p, xe_node *n)
 
 static xe_code parse_graph(parser *p, xe_graph *g, bool is_body, int open_line);
 
+/* The jit index of a node defined now: an open block takes its index at its first node. */
+static int node_jit(parser *p, xe_graph *g)
+{
+    if (p->in_jit && p->jit < 0)
+        p->jit = g->n_jit++;
+    return p->in_jit ? p->jit : -1;
+}
+
+/* A node name starts with a letter or '_' (not '@', '-' or a digit). */
+static xe_code check_name(parser *p, const xe_tok *t)
+{
+    unsigned char c = (unsigned char)t->text[0];
+    if (t->kind != XE_TOK_IDENT || !(isalpha(c) || c == '_'))
+        return perr(p, t->col, "bad name '%.*s' (a name starts with a letter or '_')", (int)t->len,
+                    t->text);
+    if (t->len > 200)
+        return perr(p, t->col, "name longer than 200 characters");
+    return XE_OK;
+}
+
 /* input = "input" NAME ":" type { annotation } */
 static xe_code parse_input(parser *p, xe_graph *g)
 {
     advance(p);
-    if (p->tok.kind != XE_TOK_IDENT || p->tok.text[0] == '@')
+    if (p->tok.kind != XE_TOK_IDENT)
         return expected(p, "an input name");
+    if (check_name(p, &p->tok) != XE_OK)
+        return p->st->code;
     xe_tok name = p->tok;
     advance(p);
     xe_type t = {0};
@@ -397,7 +506,7 @@ static xe_code parse_input(parser *p, xe_graph *g)
     xe_node *n = g->nodes[idx];
     n->line = p->line;
     n->col = name.col;
-    n->jit = p->jit;
+    n->jit = node_jit(p, g);
     return parse_annotations(p, n);
 }
 
@@ -418,39 +527,93 @@ static xe_code parse_output(parser *p, xe_graph *g)
     return xe_graph_add_output(g, idx, p->st);
 }
 
+#define MAX_CONST_ELEMS ((int64_t)1 << 26)
+
+/* Whether one literal number fits dtype dt; the message names the value and dtype. */
+static xe_code check_const_elem(parser *p, const lit_elem *e, xe_dtype dt)
+{
+    const char *why = NULL;
+    double v = e->f;
+    if (dt == XE_F32 || dt == XE_F16) {
+        if (isfinite(v) && fabs(v) >= 0x1.ffffffp127) /* rounds to inf in f32 */
+            why = "is out of range";
+        else if (dt == XE_F16 && isfinite(v) && isinf(xe_f16_to_f32(xe_f32_to_f16((float)v))))
+            why = "is out of range";
+    } else if (dt == XE_I32 || dt == XE_I64) {
+        double lo = dt == XE_I32 ? -2147483648.0 : -9223372036854775808.0;
+        double end = dt == XE_I32 ? 2147483648.0 : 9223372036854775808.0; /* exclusive */
+        if (e->is_int ? dt == XE_I32 && (e->i < INT32_MIN || e->i > INT32_MAX)
+                      : !(v >= lo && v < end))
+            why = "is out of range";
+        else if (!e->is_int && v != trunc(v))
+            why = "is not an integer";
+    } else if (dt == XE_BOOL && v != 0 && v != 1) {
+        why = "is not a bool (true, false, 1 or 0)";
+    }
+    if (!why)
+        return XE_OK;
+    char val[48];
+    if (e->is_int)
+        snprintf(val, sizeof val, "%lld", (long long)e->i);
+    else /* the shortest text that reads back as v */
+        for (int digits = 6; digits <= 17; digits++)
+            if (snprintf(val, sizeof val, "%.*g", digits, v) > 0 && strtod(val, NULL) == v)
+                break;
+    return perr(p, e->col, "constant value %s %s for %s", val, why, xe_dtype_name(dt));
+}
+
+/* Checks every value of a literal, then fills tensor v with it (splat when it has one). */
+static xe_code fill_const(parser *p, const literal *l, xe_tensor *v)
+{
+    for (int k = 0; k < l->n; k++)
+        if (check_const_elem(p, &l->e[k], v->dtype) != XE_OK)
+            return p->st->code;
+    int64_t numel = xe_tensor_numel(v);
+    for (int64_t k = 0; k < numel; k++) {
+        const lit_elem *e = &l->e[l->n == 1 ? 0 : k];
+        if (v->dtype == XE_I64 && e->is_int)
+            ((int64_t *)v->data)[k] = e->i;
+        else if (v->dtype == XE_I32 && e->is_int)
+            ((int32_t *)v->data)[k] = (int32_t)e->i;
+        else
+            xe_store_f64(v->data, v->dtype, k, e->f);
+    }
+    return XE_OK;
+}
+
 /* const(TYPE, LITERAL): fills n->value */
 static xe_code parse_const(parser *p, xe_node *n)
 {
     xe_type t = {0};
+    int tcol = p->tok.col;
     if (parse_type(p, &t, false) != XE_OK || expect_punct(p, ',') != XE_OK)
         return p->st->code;
-    literal l = {.all_int = true};
+    int64_t numel = xe_shape_numel(&t.shape);
+    if (numel > MAX_CONST_ELEMS)
+        return perr(p, tcol, "constant too large: %lld elements (at most %lld in a graph file)",
+                    (long long)numel, (long long)MAX_CONST_ELEMS);
+    literal l = {.all_int = true, .shape = &t.shape};
     int col = p->tok.col;
     xe_code c = xe_tok_punct(&p->tok, '[') ? parse_list(p, &l, 1, true) : parse_scalar(p, &l);
-    int64_t numel = xe_shape_numel(&t.shape);
     if (c == XE_OK && l.n != 1 && l.n != numel)
-        c = perr(p, col, "constant of shape with %lld elements given %d values", (long long)numel, l.n);
+        c = perr(p, col, "constant of %lld elements given %d values (give all, or one to fill it)",
+                 (long long)numel, l.n);
     if (c == XE_OK && !(n->value = xe_tensor_new(t.dtype, &t.shape, XE_DEV_CPU, p->st)))
-        c = p->st->code;
-    for (int64_t k = 0; c == XE_OK && k < numel; k++) {
-        int64_t src = l.n == 1 ? 0 : k;
-        if (t.dtype == XE_I64 && l.all_int)
-            ((int64_t *)n->value->data)[k] = l.i[src];
-        else
-            xe_store_f64(n->value->data, t.dtype, k, l.f[src]);
-    }
+        c = perr(p, col, "%s", p->st->msg);
+    if (c == XE_OK)
+        c = fill_const(p, &l, n->value);
     literal_free(&l);
     if (c == XE_OK)
         n->type = t;
     return c;
 }
 
-/* args = arg { "," arg } ")"; positional names first, then KEY=value */
+/* args = arg { "," arg } ")"; positional names first, then KEY=value; first: items already read */
 static xe_code parse_args(parser *p, xe_graph *g, int op, int **inputs, int *n_inputs,
-                          xe_node *attrs)
+                          xe_node *attrs, int first)
 {
     bool keywords = false;
-    for (int k = 0; !xe_tok_punct(&p->tok, ')'); k++) {
+    for (int k = first; !xe_tok_punct(&p->tok, ')'); k++) {
         if (k > 0 && expect_punct(p, ',') != XE_OK)
             return p->st->code;
         if (p->tok.kind != XE_TOK_IDENT)
@@ -494,11 +657,71 @@ static xe_code move_attrs(parser *p, xe_node *tmp, xe_node *n)
     return XE_OK;
 }
 
+/* body = { stmt } "}": its own namespace; jit blocks stay outside, so body nodes have jit -1 */
+static xe_code parse_body(parser *p, xe_node *n)
+{
+    if (!(n->body = xe_graph_new(p->file)))
+        return xe_fail(p->st, XE_ERR_NOMEM, "out of memory");
+    if (p->depth >= MAX_BODY_DEPTH)
+        return perr(p, 1, "bodies nested deeper than %d", MAX_BODY_DEPTH);
+    bool in_jit = p->in_jit;
+    int jit = p->jit;
+    p->depth++;
+    p->in_jit = false;
+    p->jit = -1;
+    xe_code c = parse_graph(p, n->body, true, n->line);
+    p->depth--;
+    p->in_jit = in_jit;
+    p->jit = jit;
+    return c;
+}
+
+/*
+ * An unknown op is only allowed with a body: it becomes a `call` that keeps
+ * its name in `@op`. A body goes with composite ops and only with them.
+ */
+static xe_code resolve_op(parser *p, int *op, bool has_body, const xe_tok *optok,
+                          const char *opname, xe_node *tmp)
+{
+    if (*op < 0 && !has_body)
+        return perr(p, optok->col, "unknown op '%s'", opname);
+    if (*op < 0) {
+        *op = XE_OP_CALL;
+        if (xe_node_set_string(tmp, "@op", opname, p->st) != XE_OK)
+            return p->st->code;
+    }
+    if (has_body != (xe_op_get(*op)->cls == XE_CLASS_COMPOSITE))
+        return perr(p, optok->col,
+                    has_body ? "%s does not take a body { ... }" : "%s needs a body { ... }",
+                    opname);
+    return XE_OK;
+}
+
+/* Gives the new node n its position, value, attributes (from tmp) and body, then infers it. */
+static xe_code finish_node(parser *p, xe_graph *g, xe_node *n, xe_node *tmp, int col, bool has_body)
+{
+    n->line = p->line;
+    n->col = col;
+    n->jit = node_jit(p, g);
+    if (n->op == XE_OP_CONST) {
+        n->value = tmp->value;
+        tmp->value = NULL;
+        n->type = tmp->type;
+    }
+    if (move_attrs(p, tmp, n) != XE_OK)
+        return p->st->code;
+    if (has_body && parse_body(p, n) != XE_OK)
+        return p->st->code;
+    return xe_node_infer(g, n, p->st);
+}
+
 /* node = NAME "=" OP "(" [ args ] ")" [ "{" body "}" ] */
 static xe_code parse_node(parser *p, xe_graph *g, xe_graph *scratch)
 {
     xe_tok name = p->tok;
-    char nm[256], opname[128];
+    char nm[256], opname[256];
+    if (check_name(p, &name) != XE_OK)
+        return p->st->code;
     tok_str(&name, nm, sizeof nm);
     advance(p); /* name */
     advance(p); /* '=' */
@@ -506,13 +729,17 @@ static xe_code parse_node(parser *p, xe_graph *g, xe_graph *scratch)
         return expected(p, "an op name");
     xe_tok optok = p->tok;
     tok_str(&optok, opname, sizeof opname);
+    int op = xe_op_find(optok.text, optok.len);
+    if (op < 0 && (check_name(p, &optok) != XE_OK))
+        return perr(p, optok.col, "unknown op '%s'", opname);
+    if (op == XE_OP_INPUT)
+        return perr(p, optok.col, "declare an input with 'input NAME: TYPE'");
     int prev = xe_graph_find(g, nm);
     if (prev >= 0)
         return perr(p, name.col, "'%s' is already defined at line %d", nm, g->nodes[prev]->line);
     advance(p);
     if (expect_punct(p, '(') != XE_OK)
         return p->st->code;
-    int op = xe_op_find(optok.text, optok.len);
     /* a scratch node collects attributes until the op is known */
     int tmp_idx = xe_graph_add_node(scratch, NULL, XE_OP_CALL, NULL, 0, p->st);
     if (tmp_idx < 0)
@@ -520,47 +747,23 @@ static xe_code parse_node(parser *p, xe_graph *g, xe_graph *scratch)
     xe_node *tmp = scratch->nodes[tmp_idx];
     int *inputs = NULL, n_inputs = 0;
     xe_code c;
-    if (op == XE_OP_CONST)
-        c = parse_const(p, tmp) != XE_OK ? p->st->code : expect_punct(p, ')');
+    if (op == XE_OP_CONST) /* const(TYPE, LITERAL { "," KEY=value }) */
+        c = parse_const(p, tmp) != XE_OK ? p->st->code
+                                         : parse_args(p, g, op, &inputs, &n_inputs, tmp, 1);
     else
-        c = parse_args(p, g, op, &inputs, &n_inputs, tmp);
+        c = parse_args(p, g, op, &inputs, &n_inputs, tmp, 0);
     bool has_body = c == XE_OK && xe_tok_punct(&p->tok, '{');
     if (has_body)
         advance(p);
     if (c == XE_OK)
         c = expect_end(p);
-    if (c == XE_OK && op < 0 && !has_body)
-        c = perr(p, optok.col, "unknown op '%s'", opname);
-    if (c == XE_OK && op < 0) { /* a composite op nobody registered: run its body as a call */
-        op = XE_OP_CALL;
-        c = xe_node_set_string(tmp, "@op", opname, p->st);
-    }
-    const xe_op_def *d = c == XE_OK ? xe_op_get(op) : NULL;
-    if (c == XE_OK && has_body != (d->cls == XE_CLASS_COMPOSITE))
-        c = perr(p, optok.col, has_body ? "%s does not take a body { ... }" : "%s needs a body { ... }",
-                 opname);
+    if (c == XE_OK)
+        c = resolve_op(p, &op, has_body, &optok, opname, tmp);
     int idx = c == XE_OK ? xe_graph_add_node(g, nm, op, inputs, n_inputs, p->st) : -1;
     free(inputs);
     if (idx < 0)
         return p->st->code;
-    xe_node *n = g->nodes[idx];
-    n->line = p->line;
-    n->col = name.col;
-    n->jit = p->jit;
-    if (op == XE_OP_CONST) {
-        n->value = tmp->value;
-        tmp->value = NULL;
-        n->type = tmp->type;
-    }
-    if (move_attrs(p, tmp, n) != XE_OK)
-        return p->st->code;
-    if (has_body) {
-        if (!(n->body = xe_graph_new(p->file)))
-            return xe_fail(p->st, XE_ERR_NOMEM, "out of memory");
-        if (parse_graph(p, n->body, true, n->line) != XE_OK)
-            return p->st->code;
-    }
-    return xe_node_infer(g, n, p->st);
+    return finish_node(p, g, g->nodes[idx], tmp, name.col, has_body);
 }
 
 /* "jit" "{" opens a must-compile block; "}" closes it */
@@ -570,11 +773,13 @@ static xe_code parse_jit(parser *p, xe_graph *g, bool is_body)
     advance(p);
     if (expect_punct(p, '{') != XE_OK || expect_end(p) != XE_OK)
         return p->st->code;
-    if (p->jit >= 0)
+    if (p->in_jit)
         return perr(p, col, "jit blocks do not nest (the open one starts at line %d)", p->jit_line);
     if (is_body)
         return perr(p, col, "a jit block cannot be inside a body");
-    p->jit = g->n_jit++;
+    (void)g;
+    p->in_jit = true;
+    p->jit = -1;
     p->jit_line = p->line;
     return XE_OK;
 }
@@ -610,7 +815,8 @@ static xe_code parse_stmt(parser *p, xe_graph *g, xe_graph *scratch, bool is_bod
         p->tok = first;
         if (is_node)
             return parse_node(p, g, scratch);
-        return perr(p, first.col, "expected a statement (input, output, jit, or NAME = op(...)), found '%.*s'",
+        return perr(p, first.col,
+                    "expected a statement (input, output, jit, or NAME = op(...)), found '%.*s'",
                     (int)first.len, first.text);
     }
     return expected(p, "a statement");
@@ -635,7 +841,8 @@ static xe_code parse_graph(parser *p, xe_graph *g, bool is_body, int open_line)
             advance(p);
             if ((c = expect_end(p)) != XE_OK)
                 break;
-            if (p->jit >= 0 && !is_body) {
+            if (p->in_jit && !is_body) {
+                p->in_jit = false;
                 p->jit = -1;
             } else if (is_body) {
                 closed = true;
@@ -651,14 +858,16 @@ static xe_code parse_graph(parser *p, xe_graph *g, bool is_body, int open_line)
     if (c != XE_OK)
         return c;
     if (!header)
-        return xe_fail(p->st, XE_ERR_PARSE, "%s:1:1: empty graph: expected the header 'xlac.graph v1'",
-                       p->file);
+        return xe_fail(p->st, XE_ERR_PARSE,
+                       "%s:1:1: empty graph: expected the header 'xlac.graph v1'", p->file);
     if (is_body && !closed)
-        return xe_fail(p->st, XE_ERR_PARSE, "%s:%d:1: the body opened at line %d is not closed with '}'",
-                       p->file, p->line, open_line);
-    if (!is_body && p->jit >= 0)
-        return xe_fail(p->st, XE_ERR_PARSE, "%s:%d:1: the jit block opened at line %d is not closed with '}'",
-                       p->file, p->line, p->jit_line);
+        return xe_fail(p->st, XE_ERR_PARSE,
+                       "%s:%d:1: the body opened at line %d is not closed with '}'", p->file,
+                       p->line, open_line);
+    if (!is_body && p->in_jit)
+        return xe_fail(p->st, XE_ERR_PARSE,
+                       "%s:%d:1: the jit block opened at line %d is not closed with '}'", p->file,
+                       p->line, p->jit_line);
     if (g->n_outputs == 0)
         return xe_fail(p->st, XE_ERR_PARSE, "%s:%d:1: the %s has no outputs (add 'output NAME')",
                        p->file, p->line, is_body ? "body" : "graph");
@@ -667,7 +876,8 @@ static xe_code parse_graph(parser *p, xe_graph *g, bool is_body, int open_line)
 
 xe_graph *xe_parse_string(const char *text, const char *file, xe_status *st)
 {
-    parser p = {.file = file ? file : "<string>", .text = text, .len = strlen(text), .st = st, .jit = -1};
+    parser p = {
+        .file = file ? file : "<string>", .text = text, .len = strlen(text), .st = st, .jit = -1};
     xe_graph *g = xe_graph_new(p.file);
     if (!g) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");

@@ -84,11 +84,21 @@ static void emit_string(out *o, const char *s)
 static void emit_attr_value(out *o, const xe_attr *a)
 {
     switch (a->kind) {
-    case XE_ATTR_INT: emit(o, "%lld", (long long)a->i); break;
-    case XE_ATTR_FLOAT: emit_double(o, a->f, "%.17g"); break;
-    case XE_ATTR_BOOL: emit(o, "%s", a->i ? "true" : "false"); break;
-    case XE_ATTR_STRING: emit_string(o, a->s); break;
-    case XE_ATTR_DTYPE: emit(o, "%s", xe_dtype_name(a->dtype)); break;
+    case XE_ATTR_INT:
+        emit(o, "%lld", (long long)a->i);
+        break;
+    case XE_ATTR_FLOAT:
+        emit_double(o, a->f, "%.17g");
+        break;
+    case XE_ATTR_BOOL:
+        emit(o, "%s", a->i ? "true" : "false");
+        break;
+    case XE_ATTR_STRING:
+        emit_string(o, a->s);
+        break;
+    case XE_ATTR_DTYPE:
+        emit(o, "%s", xe_dtype_name(a->dtype));
+        break;
     case XE_ATTR_INTS:
         emit(o, "[");
         for (int k = 0; k < a->n; k++)
@@ -127,11 +137,21 @@ static void emit_const_value(out *o, const xe_tensor *v)
         if (k)
             emit(o, ",");
         switch (v->dtype) {
-        case XE_I64: emit(o, "%lld", (long long)((const int64_t *)v->data)[k]); break;
-        case XE_I32: emit(o, "%d", ((const int32_t *)v->data)[k]); break;
-        case XE_BOOL: emit(o, "%s", ((const uint8_t *)v->data)[k] ? "true" : "false"); break;
-        case XE_F64: emit_double(o, ((const double *)v->data)[k], "%.17g"); break;
-        default: emit_double(o, xe_load_f64(v->data, v->dtype, k), "%.9g"); break;
+        case XE_I64:
+            emit(o, "%lld", (long long)((const int64_t *)v->data)[k]);
+            break;
+        case XE_I32:
+            emit(o, "%d", ((const int32_t *)v->data)[k]);
+            break;
+        case XE_BOOL:
+            emit(o, "%s", ((const uint8_t *)v->data)[k] ? "true" : "false");
+            break;
+        case XE_F64:
+            emit_double(o, ((const double *)v->data)[k], "%.17g");
+            break;
+        default:
+            emit_double(o, xe_load_f64(v->data, v->dtype, k), "%.9g");
+            break;
         }
     }
     if (!splat)
@@ -182,17 +202,20 @@ static void emit_input(out *o, const xe_node *n, int indent)
     emit(o, "\n");
 }
 
+/* Nodes, jit blocks re-opened around runs of one index (top level only: bodies have none), outputs.
+ */
 static void emit_graph(out *o, const xe_graph *g, int indent)
 {
     int open_jit = -1;
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
-        if (n->jit != open_jit) {
+        int jit = indent == 0 && n->jit >= 0 ? n->jit : -1;
+        if (jit != open_jit) {
             if (open_jit >= 0)
                 emit(o, "%*s}\n", indent, "");
-            if (n->jit >= 0)
+            if (jit >= 0)
                 emit(o, "%*sjit {\n", indent, "");
-            open_jit = n->jit;
+            open_jit = jit;
         }
         int in = indent + (open_jit >= 0 ? 2 : 0);
         if (n->op == XE_OP_INPUT)
