@@ -702,7 +702,7 @@ Test(parse_error, data_files)
         phrase += 2;
         xe_graph *g = xe_parse_file(path, &st);
         cr_assert_null(g, "%s should fail", path);
-        char prefix[600];
+        char prefix[1024];
         snprintf(prefix, sizeof prefix, "%s:%s: ", path, want);
         cr_assert(!strncmp(st.msg, prefix, strlen(prefix)), "want prefix %s, got %s", prefix,
                   st.msg);
