@@ -13,8 +13,9 @@
  *   2. after dynamic_after signatures of one shape pattern (ranks and which
  *      dims are 1), one shape-generic program serves every further shape;
  *   3. past max_compiles_per_cluster compiles the cluster runs per op;
- *   4. a failed compile warns once per signature and runs per op (under
- *      must-compile it is an error).
+ *   4. a failed compile, load or launch warns once per signature and that
+ *      signature runs per op from then on (under must-compile it is an
+ *      error naming the cluster).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -265,10 +266,12 @@ static bool pattern_is_dynamic(const xg_cache *c, cluster_state *s, const char *
 typedef struct job {
     xg_cache *c;
     char *key, *name;
+    char fp[40];      /* the cluster's fingerprint, as in the key */
     xe_graph *body;   /* owned clone */
     xe_type *types;
     int n_in;
     bool generic;
+    bool must;        /* must-compile: a failure is the caller's error, not a warning */
     xg_target target;
     int arch;
 } job;
@@ -321,20 +324,18 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
     xg_cache *c = j->c;
     pthread_mutex_lock(&c->lock);
     entry *e = entry_get(c, j->key);
-    cluster_state *s = NULL;
-    char fp[40];
-    xg_fingerprint(j->body, fp);
-    s = cluster_get(c, fp);
+    cluster_state *s = cluster_get(c, j->fp);
     if (e) {
         e->compiling = false;
         e->prog = prog;
         e->failed = code != XE_OK;
     }
-    if (code != XE_OK) {
-        c->stats.fallbacks++;
+    if (code != XE_OK && !j->must) {
         char first[400];
         xg_first_line(st->msg, first, sizeof first);
         fprintf(stderr, "xlac: warning: %s failed to compile (%s); running it op by op\n", j->name, first);
+    } else if (code != XE_OK) {
+        /* must-compile: the caller returns the error */
     } else if (disk_hit) {
         c->stats.disk_hits++;
         c->stats.disk_load_ms += ms;
@@ -369,7 +370,7 @@ static void *async_main(void *arg)
 }
 
 static job *job_new(xg_cache *c, const char *key, const char *name, const xe_graph *body, xe_tensor *const *in,
-                    bool generic, xg_target target, int arch, xe_status *st)
+                    bool generic, bool must, xg_target target, int arch, xe_status *st)
 {
     job *j = calloc(1, sizeof *j);
     if (!j)
@@ -381,6 +382,9 @@ static job *job_new(xg_cache *c, const char *key, const char *name, const xe_gra
     j->n_in = body->n_inputs;
     j->types = calloc((size_t)j->n_in + 1, sizeof *j->types);
     j->generic = generic;
+    j->must = must;
+    const char *bar = strchr(key, '|'); /* key = "VERSION|FINGERPRINT|..." */
+    snprintf(j->fp, sizeof j->fp, "%.*s", bar ? (int)strcspn(bar + 1, "|") : 0, bar ? bar + 1 : "");
     j->target = target;
     j->arch = arch;
     if (!j->key || !j->name || !j->body || !j->types) {
@@ -422,10 +426,10 @@ static decision decide(xg_cache *c, const char *fp, const char *name, xe_tensor 
             e->seen = seen;
     }
     *out = e;
+    if (e->failed || (e->compiling && !e->prog))
+        return FALLBACK;
     if (e->prog)
         return RUN;
-    if (e->failed || e->compiling)
-        return FALLBACK;
     if (e->seen < c->o.compile_threshold && !must)
         return FALLBACK;
     if (s->compiles >= c->o.max_compiles_per_cluster && !must) {
@@ -437,6 +441,83 @@ static decision decide(xg_cache *c, const char *fp, const char *name, xe_tensor 
     }
     e->compiling = true;
     return COMPILE;
+}
+
+static void count(xg_cache *c, uint64_t *counter)
+{
+    pthread_mutex_lock(&c->lock);
+    (*counter)++;
+    pthread_mutex_unlock(&c->lock);
+}
+
+/*
+ * Compiles (or loads) the program for key: on a background thread when
+ * async (*prog stays NULL: per op this time), else here. A failure
+ * without must-compile has already warned and leaves *prog NULL.
+ */
+static xe_code compile_now(xg_cache *c, job *j, bool async, xg_program **prog, xe_status *st)
+{
+    pthread_t th;
+    if (async) {
+        pthread_mutex_lock(&c->lock);
+        c->async_running++;
+        pthread_mutex_unlock(&c->lock);
+        if (pthread_create(&th, NULL, async_main, j) == 0) {
+            pthread_detach(th);
+            return XE_OK;
+        }
+        pthread_mutex_lock(&c->lock); /* no thread: compile here */
+        c->async_running--;
+        pthread_mutex_unlock(&c->lock);
+    }
+    bool disk = false, must = j->must;
+    double ms = 0;
+    xe_code code = compile_job(j, prog, &disk, &ms, st);
+    xe_status keep = *st;
+    finish_job(j, code, *prog, disk, ms, &keep);
+    job_free(j);
+    if (code != XE_OK) {
+        *prog = NULL;
+        if (must)
+            return code;
+        xe_status_clear(st);
+    }
+    return XE_OK;
+}
+
+/* Marks a signature failed (it runs per op from now on); warns once when what is given. */
+static void mark_failed(xg_cache *c, const char *key, const char *name, const char *what, const xe_status *st)
+{
+    char first[400];
+    xg_first_line(st->msg, first, sizeof first);
+    pthread_mutex_lock(&c->lock);
+    entry *e = NULL;
+    HASH_FIND_STR(c->entries, key, e);
+    if (e && !e->failed && what)
+        fprintf(stderr, "xlac: warning: %s failed to %s (%s); running it op by op\n", name, what, first);
+    if (e) {
+        e->failed = true;
+        e->compiling = false;
+    }
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Step 2 of xg_run_cluster: compile (or start compiling) the signature of key. */
+static xe_code compile_signature(xg_cache *c, const char *key, const xe_graph *body, const char *name,
+                                 xe_tensor *const *inputs, bool must, xg_target target, int arch,
+                                 xg_program **prog, xe_status *st)
+{
+    bool generic = strstr(key, "|generic:") != NULL;
+    job *j = job_new(c, key, name, body, inputs, generic, must, target, arch, st);
+    if (j)
+        return compile_now(c, j, c->o.async_compilation && !must, prog, st);
+    if (st->code == XE_OK)
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    mark_failed(c, key, name, must ? NULL : "compile", st);
+    if (must)
+        return st->code;
+    xe_status_clear(st);
+    return XE_OK;
 }
 
 xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
@@ -453,67 +534,35 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     xg_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;
+    /* 1. decide under the lock */
     pthread_mutex_lock(&c->lock);
     decision d = decide(c, fp, cluster_name, inputs, body->n_inputs, target, arch, must_compile, &key, &e);
-    bool generic = key.buf && strstr(key.buf, "|generic:") != NULL;
+    bool failed_before = d == FALLBACK && e && e->failed;
     xg_program *prog = d == RUN ? e->prog : NULL;
     if (d == RUN)
         c->stats.cache_hits++;
-    else if (d == FALLBACK && e && e->failed && must_compile) {
-        pthread_mutex_unlock(&c->lock);
-        free(key.buf);
-        return xe_fail(st, XE_ERR_COMPILE, "%s (must compile) failed to compile earlier", cluster_name);
-    }
-    bool async = d == COMPILE && c->o.async_compilation && !must_compile;
-    if (async)
-        c->async_running++;
     pthread_mutex_unlock(&c->lock);
+    const char *k = key.buf ? key.buf : "";
     xe_code code = XE_OK;
-    if (d == COMPILE) {
-        job *j = job_new(c, key.buf, cluster_name, body, inputs, generic, target, arch, st);
-        pthread_t th;
-        if (!j) {
-            code = xe_fail(st, XE_ERR_NOMEM, "out of memory");
-        } else if (async && pthread_create(&th, NULL, async_main, j) == 0) {
-            pthread_detach(th);
-            free(key.buf);
-            pthread_mutex_lock(&c->lock);
-            c->stats.fallbacks++;
-            pthread_mutex_unlock(&c->lock);
-            return XE_OK; /* per op this time; the program is picked up when ready */
+    if (failed_before && must_compile)
+        code = xe_fail(st, XE_ERR_COMPILE, "failed to compile earlier");
+    /* 2. compile without it */
+    if (code == XE_OK && d == COMPILE)
+        code = compile_signature(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, st);
+    /* 3. run, or leave it to the per-op path */
+    if (code == XE_OK && prog && xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st) != XE_OK) {
+        if (must_compile) {
+            code = st->code;
         } else {
-            if (async) {
-                pthread_mutex_lock(&c->lock);
-                c->async_running--;
-                pthread_mutex_unlock(&c->lock);
-            }
-            bool disk = false;
-            double ms = 0;
-            code = compile_job(j, &prog, &disk, &ms, st);
-            xe_status keep = *st;
-            finish_job(j, code, prog, disk, ms, &keep);
-            job_free(j);
-        }
-        if (code != XE_OK) {
-            free(key.buf);
-            if (must_compile)
-                return xe_status_prefix(st, "%s (must compile): ", cluster_name);
+            mark_failed(c, k, cluster_name, "run", st);
             xe_status_clear(st);
-            return XE_OK;
         }
+        prog = NULL;
     }
     free(key.buf);
-    if (!prog) {
-        pthread_mutex_lock(&c->lock);
-        c->stats.fallbacks++;
-        pthread_mutex_unlock(&c->lock);
-        return XE_OK;
-    }
-    if (xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st) != XE_OK)
-        return xe_status_prefix(st, "%s: ", cluster_name);
-    pthread_mutex_lock(&c->lock);
-    c->stats.launches++;
-    pthread_mutex_unlock(&c->lock);
-    *outcome = XG_RAN;
+    if (code != XE_OK)
+        return xe_status_prefix(st, "%s (must compile): ", cluster_name);
+    count(c, prog ? &c->stats.launches : &c->stats.fallbacks);
+    *outcome = prog ? XG_RAN : XG_FALLBACK;
     return XE_OK;
 }

@@ -3,8 +3,11 @@
  * new shapes, the switch to one shape-generic program, the compile limit,
  * the compile threshold, the disk cache (a second cache on the same
  * folder compiles nothing; corrupt, truncated and foreign files are misses
- * that get replaced; an unsafe folder is not used), fingerprints that
- * ignore names, and many threads on one cache.
+ * that get replaced; an unsafe, read-only or uncreatable folder is not
+ * used, with one warning), a compiler that fails (one warning per
+ * signature, per-op fallback; an error under must-compile), dumps,
+ * fingerprints that ignore names, many threads on one cache, and
+ * background compilation.
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -48,32 +51,59 @@ static void fixture_fini(fixture *f)
     xe_graph_destroy(f->g);
 }
 
-/* Runs the cluster at [rows, 8]; returns whether compiled code ran, checks the value. */
-static bool run_rows(xg_cache *c, const xe_graph *g, int rows)
+/*
+ * Runs the cluster at [rows, 8]: 1 when compiled code ran with the right
+ * values, 0 when it answered per op, -1 on an error or a wrong value
+ * (no Criterion asserts: worker threads call this too).
+ */
+static int try_rows(xg_cache *c, const xe_graph *g, int rows, char *why, size_t why_len)
 {
     xe_status st;
     xe_shape sh = {2, {rows, 8}};
     xe_tensor *x = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st), *y = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
+    if (!x || !y) {
+        snprintf(why, why_len, "%.300s", st.msg);
+        xe_tensor_release(x);
+        xe_tensor_release(y);
+        return -1;
+    }
     for (int i = 0; i < rows * 8; i++) {
         ((float *)x->data)[i] = (float)(i % 5);
         ((float *)y->data)[i] = 2.0f;
     }
     xe_tensor *in[2] = {x, y}, *out[1] = {NULL};
-    xg_outcome oc;
-    cr_assert_eq(xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st), XE_OK, "%s", st.msg);
-    if (oc == XG_RAN) {
-        cr_assert_eq(out[0]->shape.dims[0], rows);
-        for (int r = 0; r < rows; r++) {
-            float want = 0;
+    xg_outcome oc = XG_FALLBACK;
+    int r = 0;
+    if (xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st) != XE_OK) {
+        snprintf(why, why_len, "%.300s", st.msg);
+        r = -1;
+    } else if (oc == XG_RAN) {
+        r = out[0] && out[0]->shape.rank == 1 && out[0]->shape.dims[0] == rows ? 1 : -1;
+        snprintf(why, why_len, "wrong output shape");
+        for (int i = 0; r == 1 && i < rows; i++) {
+            double want = 0;
             for (int j = 0; j < 8; j++)
-                want += 3.0f * (float)((r * 8 + j) % 5);
-            cr_assert_float_eq(((float *)out[0]->data)[r], want, 1e-4);
+                want += 3.0 * (double)((i * 8 + j) % 5);
+            double got = ((float *)out[0]->data)[i];
+            if (!(got - want <= 1e-4 * (1 + want) && want - got <= 1e-4 * (1 + want))) { /* NaN fails */
+                snprintf(why, why_len, "row %d: %g, want %g", i, got, want);
+                r = -1;
+            }
         }
         xe_tensor_release(out[0]);
     }
     xe_tensor_release(x);
     xe_tensor_release(y);
-    return oc == XG_RAN;
+    return r;
+}
+
+/* Runs the cluster at [rows, 8]; returns whether compiled code ran, checks the value. */
+static bool run_rows(xg_cache *c, const xe_graph *g, int rows)
+{
+    char why[512] = "";
+    int r = try_rows(c, g, rows, why, sizeof why);
+    cr_assert_geq(r, 0, "rows=%d: %s", rows, why);
+    return r == 1;
 }
 
 static xg_stats stats_of(xg_cache *c)
@@ -106,11 +136,13 @@ Test(cache, many_batch_sizes_compile_a_handful_of_times)
     xe_status st;
     xg_cache *c = xg_cache_new(&f.o, &st);
     for (int rows = 2; rows < 42; rows += 2)
-        cr_assert(run_rows(c, f.g, rows) || true);
+        cr_assert(run_rows(c, f.g, rows), "rows=%d ran per op", rows);
     /* dynamic_after=2: two specialised programs, then one shape-generic one */
-    cr_assert_leq(stats_of(c).compiles, 3, "compiles=%llu", (unsigned long long)stats_of(c).compiles);
+    cr_assert_eq(stats_of(c).compiles, 3, "compiles=%llu", (unsigned long long)stats_of(c).compiles);
     cr_assert(run_rows(c, f.g, 1000));
-    cr_assert_leq(stats_of(c).compiles, 3);
+    cr_assert(run_rows(c, f.g, 3));
+    cr_assert_eq(stats_of(c).compiles, 3);
+    cr_assert_eq(stats_of(c).fallbacks, 0);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -274,15 +306,19 @@ Test(cache, fingerprint_ignores_names_and_annotations)
 typedef struct worker {
     xg_cache *c;
     const xe_graph *g;
-    bool ok;
+    int ran, per_op, wrong;
+    char why[512];
 } worker;
 
 static void *work(void *arg)
 {
     worker *w = arg;
-    w->ok = true;
-    for (int i = 0; i < 20; i++)
-        run_rows(w->c, w->g, 3 + i % 2);
+    for (int i = 0; i < 25; i++) {
+        int r = try_rows(w->c, w->g, 3 + i % 3, w->why, sizeof w->why);
+        w->ran += r == 1;
+        w->per_op += r == 0;
+        w->wrong += r < 0;
+    }
     return NULL;
 }
 
@@ -291,18 +327,30 @@ Test(cache, threads_share_one_cache)
     fixture f;
     fixture_init(&f);
     xe_status st;
+    f.o.dynamic_after = 100;
     xg_cache *c = xg_cache_new(&f.o, &st);
-    pthread_t th[4];
-    worker w[4];
-    for (int i = 0; i < 4; i++) {
-        w[i] = (worker){c, f.g, false};
-        pthread_create(&th[i], NULL, work, &w[i]);
+    enum { N = 8 };
+    pthread_t th[N];
+    worker w[N];
+    for (int i = 0; i < N; i++) {
+        w[i] = (worker){.c = c, .g = f.g};
+        cr_assert_eq(pthread_create(&th[i], NULL, work, &w[i]), 0);
     }
-    for (int i = 0; i < 4; i++) {
+    int ran = 0, per_op = 0;
+    for (int i = 0; i < N; i++) {
         pthread_join(th[i], NULL);
-        cr_assert(w[i].ok);
+        cr_assert_eq(w[i].wrong, 0, "thread %d: %s", i, w[i].why);
+        ran += w[i].ran;
+        per_op += w[i].per_op;
     }
-    cr_assert_leq(stats_of(c).compiles, 2);
+    xg_stats s = stats_of(c);
+    cr_assert_eq(s.compiles + s.disk_hits, 3, "one compile per shape, whichever thread got there first");
+    cr_assert_eq((int)s.launches, ran);
+    cr_assert_eq((int)s.fallbacks, per_op);
+    cr_assert_gt(ran, 0, "ran=%d per_op=%d", ran, per_op); /* while one thread compiles, the others run per op */
+    for (int rows = 3; rows < 6; rows++) /* every program landed */
+        cr_assert(run_rows(c, f.g, rows));
+    cr_assert_eq(stats_of(c).compiles + stats_of(c).disk_hits, 3);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -325,5 +373,222 @@ Test(cache, async_compilation_runs_per_op_until_ready)
     cr_assert(ran, "the background compile never finished");
     cr_assert_eq(stats_of(c).compiles, 1);
     xg_cache_destroy(c);
+    fixture_fini(&f);
+}
+
+/* ---- warnings: stderr captured into a temp file --------------------------------------- */
+
+typedef struct capture {
+    char path[64];
+    int saved;
+} capture;
+
+static void capture_begin(capture *k)
+{
+    snprintf(k->path, sizeof k->path, "/tmp/xlac-cache-err-XXXXXX");
+    int fd = mkstemp(k->path);
+    cr_assert_geq(fd, 0);
+    fflush(stderr);
+    k->saved = dup(2);
+    cr_assert_geq(dup2(fd, 2), 0);
+    close(fd);
+}
+
+/* Restores stderr; returns what was written (malloc'd). */
+static char *capture_end(capture *k)
+{
+    fflush(stderr);
+    dup2(k->saved, 2);
+    close(k->saved);
+    FILE *f = fopen(k->path, "rb");
+    cr_assert_not_null(f);
+    char *buf = calloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, f);
+    buf[n] = '\0';
+    fclose(f);
+    unlink(k->path);
+    return buf;
+}
+
+static int occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+/* Runs the fixture's cluster three times at two shapes with the folder as set up; returns stderr. */
+static char *run_with_unusable_folder(fixture *f)
+{
+    capture k;
+    capture_begin(&k);
+    xe_status st;
+    xg_cache *c = xg_cache_new(&f->o, &st);
+    bool ran = c && run_rows(c, f->g, 6) && run_rows(c, f->g, 6) && run_rows(c, f->g, 7);
+    xg_stats s = c ? stats_of(c) : (xg_stats){0};
+    xg_cache_destroy(c);
+    char *err = capture_end(&k);
+    cr_assert(ran, "%s", err);
+    cr_assert_eq(s.compiles, 2);
+    cr_assert_eq(s.disk_hits, 0);
+    return err;
+}
+
+Test(cache, unsafe_folder_warns_once)
+{
+    fixture f;
+    fixture_init(&f);
+    chmod(f.dir, 0775); /* group-writable */
+    char *err = run_with_unusable_folder(&f);
+    cr_assert_eq(occurrences(err, "xlac: warning: cache folder"), 1, "%s", err);
+    cr_assert_eq(occurrences(err, "xlac: warning"), 1, "%s", err);
+    cr_assert_eq(count_files(f.dir), 0);
+    free(err);
+    fixture_fini(&f);
+}
+
+Test(cache, uncreatable_folder_warns_once_and_runs)
+{
+    fixture f;
+    fixture_init(&f);
+    char file[128], sub[160];
+    snprintf(file, sizeof file, "%s/a-file", f.dir);
+    FILE *fp = fopen(file, "w");
+    cr_assert_not_null(fp);
+    fclose(fp);
+    snprintf(sub, sizeof sub, "%s/cache", file); /* under a plain file: cannot exist */
+    f.o.cache_dir = sub;
+    char *err = run_with_unusable_folder(&f);
+    cr_assert_eq(occurrences(err, "xlac: warning"), 1, "%s", err);
+    free(err);
+    fixture_fini(&f);
+}
+
+Test(cache, read_only_folder_warns_once_and_runs)
+{
+    fixture f;
+    fixture_init(&f);
+    chmod(f.dir, 0500);
+    if (geteuid() == 0) { /* root writes anyway: the cache must still work */
+        xe_status st;
+        xg_cache *c = xg_cache_new(&f.o, &st);
+        cr_assert(run_rows(c, f.g, 6));
+        xg_cache_destroy(c);
+    } else {
+        char *err = run_with_unusable_folder(&f);
+        cr_assert_eq(occurrences(err, "xlac: warning"), 1, "%s", err);
+        cr_assert_eq(count_files(f.dir), 0);
+        free(err);
+    }
+    chmod(f.dir, 0700);
+    fixture_fini(&f);
+}
+
+Test(cache, failed_compile_warns_once_per_signature_and_runs_per_op)
+{
+    fixture f;
+    fixture_init(&f);
+    f.o.cc = "/nonexistent/xlac-test-cc";
+    f.o.disk_cache = false;
+    capture k;
+    capture_begin(&k);
+    xe_status st;
+    xg_cache *c = xg_cache_new(&f.o, &st);
+    bool ran = run_rows(c, f.g, 4) || run_rows(c, f.g, 4) || run_rows(c, f.g, 4) || run_rows(c, f.g, 5);
+    xg_stats s = stats_of(c);
+    char *err = capture_end(&k);
+    cr_assert_not(ran);
+    cr_assert_eq(s.compiles, 0);
+    cr_assert_eq(s.launches, 0);
+    cr_assert_eq(s.fallbacks, 4);
+    cr_assert_eq(occurrences(err, "xlac: warning: cluster_0 failed to compile ("), 2, "%s", err);
+    cr_assert_eq(occurrences(err, "running it op by op"), 2, "%s", err);
+    cr_assert(strstr(err, "xlac-test-cc"), "the warning names the compiler's failure: %s", err);
+    free(err);
+
+    /* under must-compile the same failure is an error naming the cluster */
+    xe_shape sh = {2, {9, 8}};
+    xe_tensor *x = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st), *y = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
+    xe_tensor *in[2] = {x, y}, *out[1] = {NULL};
+    xg_outcome oc = XG_RAN;
+    cr_assert_eq(xg_run_cluster(c, f.g, NULL, "cluster_0", XE_DEV_CPU, in, out, true, &oc, &st), XE_ERR_COMPILE);
+    cr_assert(strstr(st.msg, "cluster_0"), "%s", st.msg);
+    cr_assert(strstr(st.msg, "must compile"), "%s", st.msg);
+    cr_assert_null(out[0]);
+    cr_assert_eq(oc, XG_FALLBACK);
+    /* and again, from the failed entry */
+    cr_assert_eq(xg_run_cluster(c, f.g, NULL, "cluster_0", XE_DEV_CPU, in, out, true, &oc, &st), XE_ERR_COMPILE);
+    cr_assert(strstr(st.msg, "cluster_0"), "%s", st.msg);
+    xe_tensor_release(x);
+    xe_tensor_release(y);
+    xg_cache_destroy(c);
+    fixture_fini(&f);
+}
+
+Test(cache, must_compile_compiles_below_the_threshold)
+{
+    fixture f;
+    fixture_init(&f);
+    f.o.compile_threshold = 5;
+    f.o.disk_cache = false;
+    xe_status st;
+    xg_cache *c = xg_cache_new(&f.o, &st);
+    xe_shape sh = {2, {3, 8}};
+    xe_tensor *x = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st), *y = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
+    for (int i = 0; i < 24; i++) {
+        ((float *)x->data)[i] = (float)i;
+        ((float *)y->data)[i] = -1.0f;
+    }
+    xe_tensor *in[2] = {x, y}, *out[1] = {NULL};
+    xg_outcome oc;
+    cr_assert_eq(xg_run_cluster(c, f.g, NULL, "cluster_0", XE_DEV_CPU, in, out, true, &oc, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(oc, XG_RAN);
+    for (int r = 0; r < 3; r++) /* x*y + x = 0 */
+        cr_assert_float_eq(((float *)out[0]->data)[r], 0.0f, 1e-6);
+    xe_tensor_release(out[0]);
+    xe_tensor_release(x);
+    xe_tensor_release(y);
+    cr_assert_eq(stats_of(c).compiles, 1);
+    xg_cache_destroy(c);
+    fixture_fini(&f);
+}
+
+Test(cache, dumps_name_the_cluster_and_hold_the_key)
+{
+    fixture f;
+    fixture_init(&f);
+    char dump[128];
+    snprintf(dump, sizeof dump, "%s/dump", f.dir);
+    f.o.dump_dir = dump;
+    f.o.disk_cache = false;
+    xe_status st;
+    xg_cache *c = xg_cache_new(&f.o, &st);
+    cr_assert(run_rows(c, f.g, 4));
+    cr_assert(run_rows(c, f.g, 4)); /* a hit dumps nothing new */
+    xg_cache_destroy(c);
+    DIR *d = opendir(dump);
+    cr_assert_not_null(d);
+    int plans = 0, sources = 0;
+    char plan[400] = "";
+    for (struct dirent *e; (e = readdir(d));) {
+        if (strstr(e->d_name, ".cluster_0.plan.txt")) {
+            plans++;
+            snprintf(plan, sizeof plan, "%s/%s", dump, e->d_name);
+        }
+        sources += strstr(e->d_name, ".cluster_0.c") != NULL;
+    }
+    closedir(d);
+    cr_assert_eq(plans, 1);
+    cr_assert_eq(sources, 1);
+    FILE *fp = fopen(plan, "r");
+    cr_assert_not_null(fp);
+    char *text = calloc(1, 65536);
+    size_t n = fread(text, 1, 65535, fp);
+    fclose(fp);
+    text[n] = '\0';
+    cr_assert(strstr(text, "cache key: xlac-cache-"), "%s", text);
+    cr_assert(strstr(text, "f32[4,8]"), "%s", text);
+    free(text);
     fixture_fini(&f);
 }
