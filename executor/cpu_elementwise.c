@@ -256,6 +256,14 @@ static void cast_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, 
             ((int32_t *)c->out)[k] = (int32_t)(uint32_t)(uint64_t)(*(const int64_t *)p);
             continue;
         }
+        if (c->dt == XE_I64 && (c->to == XE_F32 || c->to == XE_F16)) { /* one rounding, not two */
+            float f = (float)*(const int64_t *)p;
+            if (c->to == XE_F32)
+                ((float *)c->out)[k] = f;
+            else
+                ((xe_f16 *)c->out)[k] = xe_f32_to_f16(f);
+            continue;
+        }
         double v = load_any(p, c->dt, 0);
         switch (c->to) {
         case XE_F32: ((float *)c->out)[k] = (float)v; break;

@@ -43,7 +43,8 @@ xe_code xe_cpu_iota(const xe_kernel_args *a, xe_status *st)
 xe_code xe_cpu_random(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
-    uint64_t seed = (uint64_t)xe_node_attr_int(a->node, "seed", 0), run = (*a->state)++;
+    uint64_t seed = (uint64_t)xe_node_attr_int(a->node, "seed", 0);
+    uint64_t run = a->state ? (*a->state)++ : 0; /* no state: always the first run */
     bool normal = a->node->op == XE_OP_RANDOM_NORMAL;
     double p0 = xe_node_attr_float(a->node, normal ? "mean" : "minval", 0.0);
     double p1 = xe_node_attr_float(a->node, normal ? "stddev" : "maxval", 1.0);
