@@ -128,7 +128,7 @@ static sm_view sm_view_of(const xe_shape *s, int axis)
 
 static void softmax_f32(const void *xv, void *yv, sm_view v)
 {
-    SOFTMAX_ALL(float, float, KEEP, KEEP, expf, 1);
+    SOFTMAX_ALL(float, float, KEEP, KEEP, xe_exp_f32, 1);
 }
 
 static void softmax_f64(const void *xv, void *yv, sm_view v)
@@ -138,7 +138,7 @@ static void softmax_f64(const void *xv, void *yv, sm_view v)
 
 static void softmax_f16(const void *xv, void *yv, sm_view v)
 {
-    SOFTMAX_ALL(xe_f16, float, xe_h2f, xe_f2h, expf, 0);
+    SOFTMAX_ALL(xe_f16, float, xe_h2f_vec, xe_f2h_vec, xe_exp_f32, 0);
 }
 
 xe_code xe_cpu_softmax(const xe_kernel_args *a, xe_status *st)
