@@ -240,6 +240,23 @@ def bench_workload(name, args, xlac, copy_gbs, tmp):
     return row
 
 
+def nvrtc_times(args, tmp):
+    """NVRTC time to a cubin for sm_90 per cluster (xlac-compile: needs no GPU), one process each."""
+    times = []
+    tool = os.path.join(args.build, "bin", "xlac-compile")
+    for name in WORKLOADS:
+        if name == "dynamic_batch":  # unknown dims: nothing to compile ahead of time
+            continue
+        graph = os.path.join(HERE, "graphs", name + ".xg")
+        p = subprocess.run([tool, graph, "--target", "cuda", "--arch", "sm_90", "--out",
+                            os.path.join(tmp, "aot", name)], capture_output=True, text=True, timeout=600)
+        for m in re.finditer(r"NVRTC to cubin ([0-9.]+) ms", p.stdout):
+            times.append(float(m.group(1)))
+        if p.returncode != 0:
+            log("xlac-compile --target cuda %s failed: %s" % (name, p.stderr.strip()))
+    return times
+
+
 def compile_figures(args, xlac, tmp):
     """Compile time per cluster (cold cache), disk-cache load, dispatch overhead."""
     fig = {}
@@ -260,6 +277,9 @@ def compile_figures(args, xlac, tmp):
             fig.setdefault("disk_load_ms", []).append(st2["disk_load_ms"] / st2["disk_hits"])
     fig["compile_ms_median"] = statistics.median(times) if times else float("nan")
     fig["compile_ms_max"] = max(times) if times else float("nan")
+    nvrtc = nvrtc_times(args, tmp)
+    fig["nvrtc_ms_median"] = statistics.median(nvrtc) if nvrtc else float("nan")
+    fig["nvrtc_ms_max"] = max(nvrtc) if nvrtc else float("nan")
     if fig.get("disk_load_ms"):
         fig["disk_load_ms"] = statistics.median(fig["disk_load_ms"])
     # dispatch: a tiny cluster, many iterations; per-launch host time
@@ -340,9 +360,12 @@ def write_results(rows, fig, info, copy_gbs, args, path):
           "![speed-up and roofline](results.svg)", "",
           "## Compile side", "",
           "| figure | value | target |", "|---|---|---|",
-          "| compile time per cluster, median (cold cache) | %s ms | ≤ 60 ms (NVRTC) |" %
+          "| cc compile per cluster, median (cold cache, whole JIT path) | %s ms | |" %
           fmt(fig.get("compile_ms_median"), "%.1f"),
-          "| compile time per cluster, max | %s ms | |" % fmt(fig.get("compile_ms_max"), "%.1f"),
+          "| cc compile per cluster, max | %s ms | |" % fmt(fig.get("compile_ms_max"), "%.1f"),
+          "| NVRTC to an sm_90 cubin per cluster, median (xlac-compile, one process each) | %s ms | ≤ 60 ms |" %
+          fmt(fig.get("nvrtc_ms_median"), "%.1f"),
+          "| NVRTC per cluster, max | %s ms | |" % fmt(fig.get("nvrtc_ms_max"), "%.1f"),
           "| disk-cache load per module (read, check, dlopen) | %s ms | ≤ 2 ms |" %
           fmt(fig.get("disk_load_ms"), "%.2f"),
           "| cache-hit run of a tiny 3-op cluster, per launch | %s µs | ≤ 5 µs |" %

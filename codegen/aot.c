@@ -12,7 +12,7 @@
 #include "xg_impl.h"
 
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target, int arch,
-                         const char *out_dir, const xg_options *o, xe_status *st)
+                         const char *out_dir, const xg_options *o, double *compiler_ms, xe_status *st)
 {
     xe_type *types = calloc((size_t)body->n_inputs + 1, sizeof *types);
     if (!types)
@@ -31,6 +31,8 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     mkdir(out_dir, 0755);
     xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
     free(types);
+    if (c == XE_OK && compiler_ms)
+        *compiler_ms = a->compiler_ms;
     if (c == XE_OK)
         c = xg_dump_artifact(a, out_dir, cluster_name, NULL, st);
     if (c == XE_OK) {

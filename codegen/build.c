@@ -2,13 +2,17 @@
  * From a cluster to an artifact: plan, emit, compile. Also the compiler
  * identity that goes into cache keys, and the dump files of XLAC_DUMP_TO.
  */
+#include <errno.h>
+#include <fcntl.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "compile.h"
+#include "xlac/session.h"
 #include "plan.h"
 #include "xg_impl.h"
 
@@ -34,10 +38,15 @@ const char *xg_compiler_id(xg_target target)
 
 static xe_code compile_source(xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    if (a->target == XG_TARGET_C)
-        return xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
+    double t0 = xe_now_us();
+    if (a->target == XG_TARGET_C) {
+        xe_code c = xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
+        a->compiler_ms = (xe_now_us() - t0) / 1e3;
+        return c;
+    }
     bool is_ptx = false;
     xe_code c = xg_nvrtc_compile(a->source, a->arch, o->fast_math, &a->code, &a->code_len, &is_ptx, &a->log, st);
+    a->compiler_ms = (xe_now_us() - t0) / 1e3;
     if (c == XE_OK && o->dump_dir)
         a->ptx = is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
     return c;
@@ -85,7 +94,19 @@ xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *clus
                          xe_status *st)
 {
     mkdir(dir, 0755);
+    /* the first free number: processes dumping into one folder never overwrite each other */
     int id = atomic_fetch_add(&module_counter, 1);
+    for (int tries = 0; tries < 100000; tries++, id = atomic_fetch_add(&module_counter, 1)) {
+        char path[1024];
+        snprintf(path, sizeof path, "%s/module_%04d.%s.plan.txt", dir, id, cluster_name);
+        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+        if (fd >= 0) {
+            close(fd);
+            break;
+        }
+        if (errno != EEXIST)
+            return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+    }
     char *plan = NULL;
     size_t n = (a->plan_text ? strlen(a->plan_text) : 0) + (cache_key ? strlen(cache_key) : 0) + 256;
     if (!(plan = malloc(n)))

@@ -30,7 +30,10 @@
 #include "compile.h"
 #include "xlac/op.h"
 
-#define KEY_VERSION "xlac-cache-v3"
+#define KEY_VERSION "xlac-cache-v4"
+
+/* Hash of the code generator's sources (CMake): programs of another generator never match. */
+extern const char xg_codegen_id[];
 
 typedef struct entry {
     char *key;
@@ -145,7 +148,7 @@ static void shape_pattern(xe_tensor *const *in, int n, char *buf, size_t len)
 static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, bool generic,
                           xg_target target, int arch, xg_text *key)
 {
-    xg_text_add(key, "%s|%s|", KEY_VERSION, fp);
+    xg_text_add(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
     if (generic) {
         char pat[512];
         shape_pattern(in, n, pat, sizeof pat);
@@ -290,7 +293,8 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
 {
     xg_artifact *a = NULL;
     double t0 = now_ms();
-    *disk_hit = xg_disk_load(&j->c->disk, j->key, j->target, &a);
+    /* with a dump folder every signature is built here, so that its dump is whole (source, plan, log) */
+    *disk_hit = !j->c->o.dump_dir && xg_disk_load(&j->c->disk, j->key, j->target, &a);
     xe_code code = XE_OK;
     if (*disk_hit) {
         a->shape_generic = j->generic;

@@ -110,7 +110,9 @@ xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void *
     xe_code c = xg_write_file(src, source, strlen(source), st);
     if (c == XE_OK) {
         char *argv[] = {(char *)cc, "-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp",
-                        "-w", "-fno-math-errno", fast_math ? "-ffast-math" : "-fno-fast-math", "-o", out, src, NULL};
+                        "-w", fast_math ? "-ffast-math" : "-fno-fast-math",
+                        /* after -fno-fast-math, which would turn errno back on: sqrt vectorises */
+                        "-fno-math-errno", "-o", out, src, NULL};
         int rc = run_tool(argv, logp);
         size_t ll = 0;
         void *logtext = NULL;

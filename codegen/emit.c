@@ -48,6 +48,7 @@ typedef struct em {
     int var;
     int n_memo;
     memo m[MAX_MEMO];
+    char (*rowvar)[16]; /* row kernels: the register holding a node's value for the current row */
 } em;
 
 static void out(em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -322,11 +323,11 @@ static bool unary_text(const xe_node *n, xe_dtype dt, const char *a, char *buf, 
     case XE_OP_NEG: in ? snprintf(buf, len, "xe_sub_%s(0, %s)", s, a) : snprintf(buf, len, "-%s", a); break;
     case XE_OP_ABS: in ? snprintf(buf, len, "xe_abs_%s(%s)", s, a) : snprintf(buf, len, "fabs%s(%s)", f, a); break;
     case XE_OP_RELU: in ? snprintf(buf, len, "(%s < 0 ? 0 : %s)", a, a) : snprintf(buf, len, "xe_relu_%s(%s)", s, a); break;
-    case XE_OP_EXP: snprintf(buf, len, "exp%s(%s)", f, a); break;
+    case XE_OP_EXP: snprintf(buf, len, "%s(%s)", dt == XE_F64 ? "exp" : "xe_exp_f32", a); break;
     case XE_OP_LOG: snprintf(buf, len, "log%s(%s)", f, a); break;
     case XE_OP_SQRT: snprintf(buf, len, "sqrt%s(%s)", f, a); break;
     case XE_OP_RSQRT: snprintf(buf, len, "xe_rsqrt_%s(%s)", s, a); break;
-    case XE_OP_TANH: snprintf(buf, len, "tanh%s(%s)", f, a); break;
+    case XE_OP_TANH: snprintf(buf, len, "%s(%s)", dt == XE_F64 ? "tanh" : "xe_tanh_f32", a); break;
     case XE_OP_SIGMOID: snprintf(buf, len, "xe_sigmoid_%s(%s)", s, a); break;
     case XE_OP_ERF: snprintf(buf, len, "erf%s(%s)", f, a); break;
     case XE_OP_SIN: snprintf(buf, len, "sin%s(%s)", f, a); break;
@@ -504,6 +505,10 @@ static void emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
 /* The value of node at ix: memoized, loaded when materialized, else computed. */
 static const char *emit_val(em *e, int node, const idx *ix, char *var, size_t len)
 {
+    if (e->rowvar[node][0]) { /* the planner checked that it is read at the current row */
+        snprintf(var, len, "%s", e->rowvar[node]);
+        return var;
+    }
     const char *m = memo_find(e, node, ix);
     if (m) {
         snprintf(var, len, "%s", m);
@@ -538,6 +543,8 @@ static void kernel_begin(em *e, int step)
     char name[32];
     xg_step_name(step, name, sizeof name);
     e->n_memo = 0;
+    for (int i = 0; i < e->p->body->n_nodes; i++)
+        e->rowvar[i][0] = '\0';
     if (e->cuda)
         out(e, "extern \"C\" __global__ void %s(xg_args A)\n{\n    void *const *B = A.b;\n"
                "    const int64_t *S = A.s;\n    (void)S;\n", name);
@@ -784,24 +791,6 @@ static void emit_combine(em *e, const red_ops *r, const char *acc, const char *v
     out(e, "    %s = %s;\n", acc, full);
 }
 
-/* Reduced-axes mask of a reduction or argmax node. */
-static void reduce_mask(const xe_node *n, int rank, bool *mask)
-{
-    if (n->op == XE_OP_ARGMAX) {
-        const xe_attr *a = xe_node_attr(n, "axis");
-        for (int d = 0; d < rank; d++)
-            mask[d] = !a;
-        if (a)
-            mask[a->i < 0 ? a->i + rank : a->i] = true;
-        return;
-    }
-    const xe_attr *a = xe_node_attr(n, "axes");
-    for (int d = 0; d < rank; d++)
-        mask[d] = !a;
-    for (int k = 0; a && k < a->n; k++)
-        mask[a->ints[k] < 0 ? a->ints[k] + rank : a->ints[k]] = true;
-}
-
 /* Product of the kept (want=false) or reduced (want=true) dims of x, as text. */
 static void part_size(const em *e, int x, const bool *mask, bool want, char *buf, size_t len)
 {
@@ -972,6 +961,65 @@ static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, cons
     out(e, "    }\n");
 }
 
+/*
+ * CUDA: combines acc over the block (warp shuffles, then one value per
+ * warp through sh[0..31]); every thread ends with the block's value,
+ * passed through sh[32]. The caller syncs before sh is used again.
+ */
+static void emit_block_reduce(em *e, const red_ops *ro, const char *acc, const char *sh)
+{
+    for (int round = 0; round < 2; round++) {
+        if (round == 1)
+            out(e, "    if (threadIdx.x < 32) {\n    %s = threadIdx.x < (blockDim.x >> 5) ? %s[threadIdx.x] : (%s)%s;\n",
+                acc, sh, ro->acc_type, ro->init);
+        out(e, "    for (int off = 16; off > 0; off >>= 1) {\n    %s other = __shfl_down_sync(0xffffffffu, %s, off);\n",
+            ro->acc_type, acc);
+        emit_combine(e, ro, acc, "other");
+        out(e, "    }\n");
+        if (round == 0)
+            out(e, "    if ((threadIdx.x & 31) == 0) %s[threadIdx.x >> 5] = %s;\n    __syncthreads();\n", sh, acc);
+    }
+    out(e, "    if (threadIdx.x == 0) %s[32] = %s;\n    }\n    __syncthreads();\n    %s = %s[32];\n", sh, acc, acc, sh);
+}
+
+/*
+ * CUDA, a reduction to one value: every block combines a grid-stride
+ * share, writes its partial to the workspace and counts itself in; the
+ * last block in combines the partials (in block order: the result does
+ * not depend on timing) and resets the counter for the next launch.
+ */
+static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *mask, int node)
+{
+    red_ops ro = red_ops_for(r->op, e->p->types[x].dtype);
+    char v[16], fin[512];
+    out(e, "    __shared__ %s sh[33];\n    __shared__ bool last;\n", ro.acc_type);
+    out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
+        ro.acc_type, ro.acc_type, XG_SPLIT_BLOCKS * 8);
+    out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
+    out(e, "    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < K;\n"
+           "         k += (int64_t)gridDim.x * blockDim.x) {\n");
+    idx ix;
+    int saved = e->n_memo;
+    reduce_idx(e, x, mask, "0", "k", false, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    e->n_memo = saved;
+    emit_combine(e, &ro, "acc", v);
+    out(e, "    }\n");
+    emit_block_reduce(e, &ro, "acc", "sh");
+    out(e, "    if (threadIdx.x == 0) {\n    part[blockIdx.x] = acc;\n    __threadfence();\n"
+           "    last = atomicAdd(count, 1u) == gridDim.x - 1;\n    }\n    __syncthreads();\n");
+    out(e, "    if (!last)\n    return;\n    __threadfence();\n    acc = %s;\n", ro.init);
+    out(e, "    for (int64_t b = threadIdx.x; b < gridDim.x; b += blockDim.x) {\n"
+           "    %s other = ((volatile %s *)part)[b];\n", ro.acc_type, ro.acc_type);
+    emit_combine(e, &ro, "acc", "other");
+    out(e, "    }\n");
+    emit_block_reduce(e, &ro, "acc", "sh");
+    out(e, "    if (threadIdx.x == 0) {\n");
+    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "0", fin);
+    out(e, "    *count = 0u;\n    }\n    (void)O;\n");
+}
+
 /* CUDA: one block per output (row order), one thread per output otherwise. */
 static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, const bool *mask)
 {
@@ -983,6 +1031,10 @@ static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, c
     part_size(e, x, mask, true, K, sizeof K);
     int node = s->outs[0];
     out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    if (!argmax && xe_shape_numel(shape_of(e, node)) == 1) { /* xg_step_is_split */
+        emit_split_reduce_cuda(e, r, x, mask, node);
+        return;
+    }
     if (s->column || argmax) {
         out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
                "         o += (int64_t)gridDim.x * blockDim.x) {\n");
@@ -990,7 +1042,7 @@ static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, c
         out(e, "    }\n");
         return;
     }
-    out(e, "    __shared__ %s sh[32];\n", ro.acc_type);
+    out(e, "    __shared__ %s sh[33];\n", ro.acc_type);
     out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n    %s acc = %s;\n", ro.acc_type, ro.init);
     out(e, "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n");
     idx ix;
@@ -998,20 +1050,11 @@ static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, c
     emit_val(e, x, &ix, v, sizeof v);
     emit_combine(e, &ro, "acc", v);
     out(e, "    }\n");
-    /* warp shuffles, then one value per warp through shared memory */
-    out(e, "    for (int off = 16; off > 0; off >>= 1) {\n    %s other = __shfl_down_sync(0xffffffffu, acc, off);\n",
-        ro.acc_type);
-    emit_combine(e, &ro, "acc", "other");
-    out(e, "    }\n    if ((threadIdx.x & 31) == 0) sh[threadIdx.x >> 5] = acc;\n    __syncthreads();\n");
-    out(e, "    if (threadIdx.x < 32) {\n    acc = threadIdx.x < (blockDim.x >> 5) ? sh[threadIdx.x] : (%s)%s;\n",
-        ro.acc_type, ro.init);
-    out(e, "    for (int off = 16; off > 0; off >>= 1) {\n    %s other = __shfl_down_sync(0xffffffffu, acc, off);\n",
-        ro.acc_type);
-    emit_combine(e, &ro, "acc", "other");
-    out(e, "    }\n    if (threadIdx.x == 0) {\n");
+    emit_block_reduce(e, &ro, "acc", "sh");
+    out(e, "    if (threadIdx.x == 0) {\n");
     emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
     emit_store(e, node, "o", fin);
-    out(e, "    }\n    }\n    __syncthreads();\n    }\n");
+    out(e, "    }\n    __syncthreads();\n    }\n");
 }
 
 static void emit_reduce_kernel(em *e, int step, const xg_step *s)
@@ -1019,7 +1062,7 @@ static void emit_reduce_kernel(em *e, int step, const xg_step *s)
     const xe_node *r = e->p->body->nodes[s->outs[0]];
     int x = r->inputs[0];
     bool mask[XE_MAX_RANK] = {0};
-    reduce_mask(r, shape_of(e, x)->rank, mask);
+    xg_reduce_mask(r, shape_of(e, x)->rank, mask);
     kernel_begin(e, step);
     if (e->cuda)
         emit_reduce_cuda(e, s, r, x, mask);
@@ -1028,7 +1071,136 @@ static void emit_reduce_kernel(em *e, int step, const xg_step *s)
     out(e, "}\n\n");
 }
 
-/* softmax: rows along the axis; max, then exp and sum (exp stored), then scale. */
+/* The header of one pass over row o's K elements: all of it (CPU), or a block-stride share (GPU). */
+static void row_pass_header(em *e)
+{
+    out(e, e->cuda ? "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n"
+                   : "    for (int64_t k = 0; k < K; k++) {\n");
+}
+
+/* ---- row kernels ---------------------------------------------------------------- */
+
+/*
+ * One phase's pass over the row: at each element k of row o, the values
+ * of the row shape this phase computes (stored), and the reductions it
+ * accumulates (into a<N>, N the output's position in the step).
+ */
+static void emit_row_pass(em *e, const xg_step *s, int ph, const bool *mask, const red_ops *ro)
+{
+    for (int k = 0; k < s->n_outs; k++)
+        if (s->phase[k] == ph && s->role[k] == XG_ROW_REDUCE)
+            out(e, "    %s a%d = %s;\n", ro[k].acc_type, k, ro[k].init);
+    if (!e->cuda) {
+        out(e, "#pragma omp simd");
+        for (int k = 0; k < s->n_outs; k++)
+            if (s->phase[k] == ph && s->role[k] == XG_ROW_REDUCE)
+                out(e, " reduction(%s : a%d)", ro[k].omp, k);
+        out(e, "\n");
+    }
+    row_pass_header(e);
+    int saved = e->n_memo;
+    idx ix; /* every value of the row shape is at this idx */
+    reduce_idx(e, s->x, mask, "o", "k", false, &ix);
+    for (int k = 0; k < s->n_outs; k++) {
+        int node = s->outs[k];
+        if (s->phase[k] != ph || s->role[k] == XG_ROW_SCALAR)
+            continue;
+        char v[16], acc[16], off[24];
+        if (s->role[k] == XG_ROW_LOOP) {
+            emit_compute(e, node, &ix, v, sizeof v);
+            memo_add(e, node, &ix, v);
+            flat_of(e, node, &ix, off, sizeof off);
+            emit_store(e, node, off, v);
+        } else {
+            emit_val(e, e->p->body->nodes[node]->inputs[0], &ix, v, sizeof v);
+            snprintf(acc, sizeof acc, "a%d", k);
+            emit_combine(e, &ro[k], acc, v);
+        }
+    }
+    e->n_memo = saved;
+    out(e, "    }\n");
+}
+
+/*
+ * After a phase's pass: its reductions finished into r<N> (registers for
+ * the rest of the row; on the GPU combined over the block first), then the
+ * values of the reduced shape computed after this pass; each stored once.
+ */
+static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, const red_ops *ro)
+{
+    const char *first = e->cuda ? "    if (threadIdx.x == 0)\n" : "";
+    for (int k = 0; k < s->n_outs; k++) {
+        int node = s->outs[k];
+        if (s->phase[k] != ph || s->role[k] == XG_ROW_LOOP)
+            continue;
+        char v[16];
+        if (s->role[k] == XG_ROW_REDUCE) {
+            char acc[16], sh[16], fin[512];
+            snprintf(acc, sizeof acc, "a%d", k);
+            snprintf(sh, sizeof sh, "sh%d", k);
+            if (e->cuda)
+                emit_block_reduce(e, &ro[k], acc, sh);
+            emit_finish(e, e->p->body->nodes[node], e->p->types[node].dtype, acc, "K", fin, sizeof fin);
+            new_var(e, v, sizeof v);
+            out(e, "    %s %s = %s;\n", value_type(e->p->types[node].dtype), v, fin);
+        } else {
+            idx ix;
+            reduce_idx(e, node, mask, "o", "0", false, &ix);
+            emit_compute(e, node, &ix, v, sizeof v);
+        }
+        snprintf(e->rowvar[node], sizeof e->rowvar[node], "%s", v);
+        out(e, "%s", first);
+        emit_store(e, node, "o", v);
+    }
+}
+
+/*
+ * A row kernel (XG_STEP_ROW): for each row, the step's phases in order,
+ * each one pass over the row (in cache after the first). CPU: rows in
+ * parallel, each pass a simd loop; GPU: a block per row, each pass a
+ * block-stride loop, reductions combined across the block.
+ */
+static void emit_row_kernel(em *e, int step, const xg_step *s)
+{
+    const xe_node *r0 = e->p->body->nodes[s->outs[0]];
+    bool mask[XE_MAX_RANK] = {0};
+    xg_reduce_mask(r0, shape_of(e, s->x)->rank, mask);
+    red_ops ro[XG_MAX_OUTS];
+    char O[256], K[256];
+    kernel_begin(e, step);
+    part_size(e, s->x, mask, false, O, sizeof O);
+    part_size(e, s->x, mask, true, K, sizeof K);
+    out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    for (int k = 0; k < s->n_outs; k++) {
+        if (s->role[k] != XG_ROW_REDUCE)
+            continue;
+        const xe_node *r = e->p->body->nodes[s->outs[k]];
+        ro[k] = red_ops_for(r->op, e->p->types[r->inputs[0]].dtype);
+        if (e->cuda)
+            out(e, "    __shared__ %s sh%d[33];\n", ro[k].acc_type, k);
+    }
+    if (e->cuda)
+        out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n");
+    else
+        out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
+               "    for (int64_t o = 0; o < O; o++) {\n");
+    for (int ph = 0; ph < s->n_phases; ph++) {
+        out(e, "    /* phase %d */\n", ph);
+        emit_row_pass(e, s, ph, mask, ro);
+        emit_row_after(e, s, ph, mask, ro);
+        if (e->cuda) /* this pass's stores are read by other threads in the next */
+            out(e, "    __syncthreads();\n");
+    }
+    out(e, "    }\n}\n\n");
+    for (int k = 0; k < s->n_outs; k++)
+        e->rowvar[s->outs[k]][0] = '\0';
+}
+
+/*
+ * softmax: rows along the axis; max, then exp and sum (exp stored), then
+ * scale. CPU: a thread per row; GPU: a block per row, max and sum
+ * combined across the block (each thread rescales the elements it wrote).
+ */
 static void emit_softmax_kernel(em *e, int step, const xg_step *s)
 {
     int node = s->outs[0], x = e->p->body->nodes[node]->inputs[0];
@@ -1040,31 +1212,40 @@ static void emit_softmax_kernel(em *e, int step, const xg_step *s)
     mask[axis] = true;
     xe_dtype dt = e->p->types[node].dtype;
     const char *vt = value_type(dt), *f = dt == XE_F64 ? "" : "f";
+    red_ops max = red_ops_for(XE_OP_REDUCE_MAX, dt), sum = red_ops_for(XE_OP_REDUCE_SUM, dt);
+    max.acc_type = sum.acc_type = vt;
     char O[256], K[256], v[16], off[24];
     kernel_begin(e, step);
     part_size(e, x, mask, false, O, sizeof O);
     part_size(e, x, mask, true, K, sizeof K);
     out(e, "    const int64_t O = %s, K = %s;\n", O, K);
     if (e->cuda)
-        out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
-               "         o += (int64_t)gridDim.x * blockDim.x) {\n");
+        out(e, "    __shared__ %s shm[33], shs[33];\n"
+               "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n", vt);
     else
         out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
                "    for (int64_t o = 0; o < O; o++) {\n");
-    out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n    for (int64_t k = 0; k < K; k++) {\n", vt, f, f);
+    out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n", vt, f, f);
+    row_pass_header(e);
     idx ix;
     int saved = e->n_memo;
     reduce_idx(e, x, mask, "o", "k", false, &ix);
     emit_val(e, x, &ix, v, sizeof v);
-    out(e, "    m = xe_max_%s(m, %s);\n    }\n    for (int64_t k = 0; k < K; k++) {\n", sfx(dt), v);
+    out(e, "    m = xe_max_%s(m, %s);\n    }\n", sfx(dt), v);
+    if (e->cuda)
+        emit_block_reduce(e, &max, "m", "shm");
     e->n_memo = saved;
+    row_pass_header(e);
     reduce_idx(e, x, mask, "o", "k", false, &ix);
     emit_val(e, x, &ix, v, sizeof v);
     flat_of(e, x, &ix, off, sizeof off);
-    out(e, "    %s ev = exp%s(%s - m);\n    sum += ev;\n", vt, f, v);
+    out(e, "    %s ev = %s(%s - m);\n    sum += ev;\n", vt, dt == XE_F64 ? "exp" : "xe_exp_f32", v);
     emit_store(e, node, off, "ev");
-    out(e, "    }\n    for (int64_t k = 0; k < K; k++) {\n");
+    out(e, "    }\n");
+    if (e->cuda)
+        emit_block_reduce(e, &sum, "sum", "shs");
     e->n_memo = saved;
+    row_pass_header(e);
     reduce_idx(e, x, mask, "o", "k", false, &ix);
     flat_of(e, x, &ix, off, sizeof off);
     char cur[16];
@@ -1072,7 +1253,10 @@ static void emit_softmax_kernel(em *e, int step, const xg_step *s)
     char q[64];
     snprintf(q, sizeof q, "%s / sum", cur);
     emit_store(e, node, off, q);
-    out(e, "    }\n    }\n}\n\n");
+    out(e, "    }\n");
+    if (e->cuda)
+        out(e, "    __syncthreads();\n");
+    out(e, "    }\n}\n\n");
     e->n_memo = saved;
 }
 
@@ -1087,8 +1271,8 @@ static void emit_prelude(em *e)
                "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
                "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n");
         out(e, "%s\n", xg_scalar_text);
-        out(e, "struct xg_args {\n    void *b[%d];\n    int64_t s[%d];\n};\n\n", e->p->body->n_nodes,
-            e->p->n_sizes ? e->p->n_sizes : 1);
+        out(e, "struct xg_args {\n    void *b[%d];\n    int64_t s[%d];\n    void *w; /* workspace */\n};\n\n",
+            e->p->body->n_nodes, e->p->n_sizes ? e->p->n_sizes : 1);
         return;
     }
     out(e, "/* generated by xlac: C11 + OpenMP */\n#include <math.h>\n#include <stdint.h>\n\n%s\n", xg_scalar_text);
@@ -1116,6 +1300,12 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
     }
     e->p = p;
     e->cuda = target == XG_TARGET_CUDA;
+    e->rowvar = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rowvar);
+    if (!e->rowvar) {
+        free(e);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     emit_prelude(e);
     for (int i = 0; i < p->n_steps; i++) {
         const xg_step *s = &p->steps[i];
@@ -1123,6 +1313,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
         case XG_STEP_LOOP: emit_loop_kernel(e, i, s); break;
         case XG_STEP_REDUCE: emit_reduce_kernel(e, i, s); break;
         case XG_STEP_SOFTMAX: emit_softmax_kernel(e, i, s); break;
+        case XG_STEP_ROW: emit_row_kernel(e, i, s); break;
         case XG_STEP_LIBRARY: break;
         }
     }
@@ -1135,6 +1326,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
         free(text);
         text = NULL;
     }
+    free(e->rowvar);
     free(e);
     return text;
 }

@@ -9,7 +9,10 @@
  *   4. steps     one step per materialized computed node, in order
  *   5. merge     consecutive loop steps of one shape become one kernel
  *                with several outputs (multi-output fusion)
- *   6. verify    the plan's invariants (xg_plan_verify)
+ *   6. rows      a row reduction and the steps after it that read it back
+ *                over the same rows become one row kernel (fusion.c's
+ *                row_groups: softmax and layer norm written out)
+ *   7. verify    the plan's invariants (xg_plan_verify)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +161,325 @@ static void merge_loops(xg_plan *p)
     p->n_steps = w;
 }
 
+/* ---- row kernels ---------------------------------------------------------------- */
+
+void xg_reduce_mask(const xe_node *n, int rank, bool *mask)
+{
+    if (n->op == XE_OP_ARGMAX) {
+        const xe_attr *a = xe_node_attr(n, "axis");
+        for (int d = 0; d < rank; d++)
+            mask[d] = !a;
+        if (a)
+            mask[a->i < 0 ? a->i + rank : a->i] = true;
+        return;
+    }
+    const xe_attr *a = xe_node_attr(n, "axes");
+    for (int d = 0; d < rank; d++)
+        mask[d] = !a;
+    for (int k = 0; a && k < a->n; k++)
+        mask[a->ints[k] < 0 ? a->ints[k] + rank : a->ints[k]] = true;
+}
+
+/* The rows of a ROW step: x's shape, its reduced dims (the innermost ones), and the reduced shape. */
+typedef struct rows {
+    xe_shape xs, rs;
+    bool mask[XE_MAX_RANK];
+} rows;
+
+/*
+ * A reduction over the innermost dims (at least one dim kept, not argmax)
+ * keeps rows; fills r from it.
+ */
+static bool row_reduce(const xg_plan *p, const xe_node *n, rows *r)
+{
+    xe_op_class c = xe_op_get(n->op)->cls;
+    const xe_shape *s = &p->types[n->inputs[0]].shape;
+    if (c != XE_CLASS_REDUCE || s->rank < 1)
+        return false;
+    memset(r, 0, sizeof *r);
+    xg_reduce_mask(n, s->rank, r->mask);
+    if (r->mask[0])
+        return false;
+    for (int d = 1; d < s->rank; d++)
+        if (r->mask[d - 1] && !r->mask[d])
+            return false;
+    r->xs = *s;
+    r->rs = *s;
+    for (int d = 0; d < s->rank; d++)
+        if (r->mask[d])
+            r->rs.dims[d] = 1;
+    return true;
+}
+
+/*
+ * Whether computing node (inline, at its position in the row kernel)
+ * reads the values the row step already computes only where they are:
+ * a value of the row shape at the same element, a value of the reduced
+ * shape at the same row. `aligned` says the node itself is evaluated at
+ * its own row position; elementwise ops pass that on to operands of
+ * their shape, and from the row shape to the reduced shape (broadcast).
+ */
+static bool reads_aligned(const xg_plan *p, int node, const bool *in_row, const rows *r, bool aligned, bool root)
+{
+    if (!root && in_row[node])
+        return aligned;
+    if (!root && p->mat[node])
+        return true;
+    const xe_node *n = p->body->nodes[node];
+    const xe_shape *s = &p->types[node].shape;
+    bool elementwise = is_elementwise(n->op), reduce = xe_op_get(n->op)->cls == XE_CLASS_REDUCE;
+    for (int k = 0; k < n->n_inputs; k++) {
+        const xe_shape *si = &p->types[n->inputs[k]].shape;
+        bool a = false;
+        if (aligned && elementwise)
+            a = xe_shape_equal(si, s) || (xe_shape_equal(s, &r->xs) && xe_shape_equal(si, &r->rs));
+        else if (aligned && reduce && root)
+            a = xe_shape_equal(si, &r->xs);
+        if (!reads_aligned(p, n->inputs[k], in_row, r, a, false))
+            return false;
+    }
+    return true;
+}
+
+/* Marks in reads[] the outputs of the row step that node reads (through its inline producers). */
+static void row_reads(const xg_plan *p, int node, const bool *in_row, bool *reads, bool root)
+{
+    if (!root && in_row[node]) {
+        reads[node] = true;
+        return;
+    }
+    if (!root && p->mat[node])
+        return;
+    const xe_node *n = p->body->nodes[node];
+    for (int k = 0; k < n->n_inputs; k++)
+        row_reads(p, n->inputs[k], in_row, reads, false);
+}
+
+/* Whether step s can join the row step g with rows r; sets the roles it would get. */
+static bool row_joins(const xg_plan *p, const xg_step *g, const xg_step *s, const bool *in_row, const rows *r,
+                      xg_row_role *role)
+{
+    if (g->n_outs + s->n_outs > XG_MAX_OUTS)
+        return false;
+    if (s->kind == XG_STEP_REDUCE) {
+        rows r2;
+        const xe_node *n = p->body->nodes[s->outs[0]];
+        if (s->column || !row_reduce(p, n, &r2) || !xe_shape_equal(&r2.xs, &r->xs) ||
+            memcmp(r2.mask, r->mask, sizeof r->mask) != 0 || !reads_aligned(p, s->outs[0], in_row, r, true, true))
+            return false;
+        role[0] = XG_ROW_REDUCE;
+        return true;
+    }
+    if (s->kind != XG_STEP_LOOP)
+        return false;
+    for (int k = 0; k < s->n_outs; k++) {
+        const xe_shape *os = &p->types[s->outs[k]].shape;
+        if (xe_shape_equal(os, &r->xs))
+            role[k] = XG_ROW_LOOP;
+        else if (xe_shape_equal(os, &r->rs))
+            role[k] = XG_ROW_SCALAR;
+        else
+            return false;
+        if (!reads_aligned(p, s->outs[k], in_row, r, true, true))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Phases of a ROW step: a value of the row shape, and a reduction, go
+ * into the first loop after everything they read is known; a value of
+ * the reduced shape is computed after the loop of the last reduction it
+ * reads. A reduction is known after its loop, a reduced-shape value after
+ * the loop it follows.
+ */
+static void row_phases(const xg_plan *p, xg_step *g, const bool *in_row, bool *reads)
+{
+    int n = p->body->n_nodes;
+    g->n_phases = 1;
+    for (int k = 0; k < g->n_outs; k++) {
+        memset(reads, 0, (size_t)n * sizeof *reads);
+        row_reads(p, g->outs[k], in_row, reads, true);
+        int ph = 0;
+        for (int j = 0; j < k; j++) {
+            if (!reads[g->outs[j]])
+                continue;
+            int known = g->role[j] == XG_ROW_LOOP ? g->phase[j] : g->phase[j] + 1;
+            if (g->role[k] == XG_ROW_SCALAR && g->role[j] != XG_ROW_LOOP)
+                known = g->phase[j]; /* computed after that loop, in order */
+            ph = known > ph ? known : ph;
+        }
+        g->phase[k] = ph;
+        g->n_phases = ph + 1 > g->n_phases ? ph + 1 : g->n_phases;
+    }
+}
+
+/* Whether every read of node happens inside the row step (its outputs and what they compute inline). */
+static bool read_only_inside(const xg_plan *p, int node, const bool *in_row)
+{
+    const xe_graph *b = p->body;
+    for (int i = 0; i < b->n_outputs; i++)
+        if (b->outputs[i] == node)
+            return false;
+    for (int j = 0; j < b->n_nodes; j++) {
+        const xe_node *n = b->nodes[j];
+        for (int k = 0; k < n->n_inputs; k++) {
+            if (n->inputs[k] != node)
+                continue;
+            if (!in_row[j] && (p->mat[j] || !read_only_inside(p, j, in_row)))
+                return false;
+            break;
+        }
+    }
+    return true;
+}
+
+/*
+ * A value of the row shape that only the row step reads (the centred x
+ * of a layer norm, the exponentials of a softmax) needs no buffer: each
+ * phase that reads it recomputes it from the row, which is in cache, so
+ * memory sees the row read once and the outputs written once.
+ */
+static void row_drop_buffers(xg_plan *p, xg_step *g, bool *in_row)
+{
+    int w = 0;
+    for (int k = 0; k < g->n_outs; k++) {
+        int o = g->outs[k];
+        if (g->role[k] == XG_ROW_LOOP && read_only_inside(p, o, in_row)) {
+            p->mat[o] = false;
+            in_row[o] = false;
+            continue;
+        }
+        g->role[w] = g->role[k];
+        g->outs[w++] = o;
+    }
+    g->n_outs = w;
+}
+
+/*
+ * Row kernels: a row reduction opens a group; the loop and row-reduction
+ * steps right after it join while they read the group's values aligned
+ * (softmax: max, exp, sum, divide; layer norm: mean, centre, variance,
+ * normalise). A group of two or more steps becomes one ROW step: one pass
+ * over memory per row instead of one per step, the row staying in cache.
+ */
+static xe_code row_groups(xg_plan *p, xe_status *st)
+{
+    int n = p->body->n_nodes;
+    bool *in_row = calloc((size_t)n + 1, sizeof *in_row), *reads = calloc((size_t)n + 1, sizeof *reads);
+    if (!in_row || !reads) {
+        free(in_row);
+        free(reads);
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory planning row kernels");
+    }
+    int w = 0;
+    for (int i = 0; i < p->n_steps;) {
+        rows r;
+        xg_step g = p->steps[i];
+        if (g.kind != XG_STEP_REDUCE || g.column || !row_reduce(p, p->body->nodes[g.outs[0]], &r)) {
+            p->steps[w++] = p->steps[i++];
+            continue;
+        }
+        memset(in_row, 0, (size_t)n * sizeof *in_row);
+        g.kind = XG_STEP_ROW;
+        g.x = p->body->nodes[g.outs[0]]->inputs[0];
+        g.role[0] = XG_ROW_REDUCE;
+        in_row[g.outs[0]] = true;
+        int j = i + 1;
+        for (; j < p->n_steps; j++) {
+            xg_row_role role[XG_MAX_OUTS];
+            const xg_step *s = &p->steps[j];
+            if (!row_joins(p, &g, s, in_row, &r, role))
+                break;
+            for (int k = 0; k < s->n_outs; k++) {
+                g.role[g.n_outs] = role[k];
+                g.outs[g.n_outs++] = s->outs[k];
+                in_row[s->outs[k]] = true;
+            }
+        }
+        if (j == i + 1) { /* nothing joined: a plain reduction */
+            p->steps[w++] = p->steps[i++];
+            continue;
+        }
+        row_drop_buffers(p, &g, in_row);
+        row_phases(p, &g, in_row, reads);
+        p->steps[w++] = g;
+        i = j;
+    }
+    p->n_steps = w;
+    free(in_row);
+    free(reads);
+    return XE_OK;
+}
+
+int xg_step_shape_mismatch(const xg_plan *p, int i, const xe_type *types)
+{
+    const xg_step *s = &p->steps[i];
+    if (s->kind != XG_STEP_ROW) {
+        for (int k = 1; k < s->n_outs; k++)
+            if (!xe_shape_equal(&types[s->outs[k]].shape, &types[s->outs[0]].shape))
+                return s->outs[k];
+        return -1;
+    }
+    xe_shape xs = types[s->x].shape, rs = xs;
+    bool mask[XE_MAX_RANK] = {0};
+    xg_reduce_mask(p->body->nodes[s->outs[0]], xs.rank, mask);
+    for (int d = 0; d < rs.rank; d++)
+        rs.dims[d] = mask[d] ? 1 : rs.dims[d];
+    for (int k = 0; k < s->n_outs; k++) {
+        int o = s->outs[k];
+        const xe_shape *want = s->role[k] == XG_ROW_SCALAR ? &rs : &xs;
+        const xe_shape *got = s->role[k] == XG_ROW_REDUCE ? &types[p->body->nodes[o]->inputs[0]].shape : &types[o].shape;
+        if (!xe_shape_equal(got, want))
+            return o;
+    }
+    return -1;
+}
+
+bool xg_step_is_split(const xg_plan *p, int i, const xe_type *types)
+{
+    const xg_step *s = &p->steps[i];
+    return s->kind == XG_STEP_REDUCE && p->body->nodes[s->outs[0]]->op != XE_OP_ARGMAX &&
+           xe_shape_numel(&types[s->outs[0]].shape) == 1;
+}
+
+/* Work items of step i at types: elements (loop), outputs (reduce), rows (softmax, row kernels). */
+int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block_per_item)
+{
+    const xg_step *s = &p->steps[i];
+    const xe_node *n = p->body->nodes[s->outs[0]];
+    const xe_shape *os = &types[s->outs[0]].shape;
+    *block_per_item = false;
+    switch (s->kind) {
+    case XG_STEP_ROW: {
+        const xe_shape *xs = &types[s->x].shape;
+        bool mask[XE_MAX_RANK] = {0};
+        xg_reduce_mask(n, xs->rank, mask);
+        int64_t items = 1;
+        for (int d = 0; d < xs->rank; d++)
+            items *= mask[d] ? 1 : xs->dims[d];
+        *block_per_item = true;
+        return items;
+    }
+    case XG_STEP_SOFTMAX: {
+        int64_t axis = xe_node_attr_int(n, "axis", -1);
+        if (os->rank == 0)
+            return 1;
+        axis = (axis % os->rank + os->rank) % os->rank;
+        *block_per_item = true;
+        return os->dims[axis] ? xe_shape_numel(os) / os->dims[axis] : 0;
+    }
+    case XG_STEP_REDUCE:
+        if (xg_step_is_split(p, i, types)) { /* a thread per input element, at least one */
+            int64_t k = xe_shape_numel(&types[n->inputs[0]].shape);
+            return k > 1 ? k : 1;
+        }
+        *block_per_item = !s->column && n->op != XE_OP_ARGMAX;
+        return xe_shape_numel(os);
+    default: return xe_shape_numel(os);
+    }
+}
+
 static void assign_sizes(xg_plan *p)
 {
     int off = 0;
@@ -203,7 +525,8 @@ static bool step_reads_ready(const xg_plan *p, int node, const bool *ready, bool
  * The plan's invariants, checked between planning and emission: every
  * computed buffer is written by exactly one step, after every buffer it
  * reads; a step writes only buffers of its own kind; the outputs of a
- * multi-output loop share one shape; the sizes array covers every dim.
+ * multi-output loop share one shape, those of a row kernel are of its
+ * rows, each in one of its phases; the sizes array covers every dim.
  */
 xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
 {
@@ -223,12 +546,17 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
                 break;
             }
             const char *name = b->nodes[o]->name;
+            xg_step_kind want = s->kind != XG_STEP_ROW ? s->kind
+                                : s->role[k] == XG_ROW_REDUCE ? XG_STEP_REDUCE : XG_STEP_LOOP;
             if (!p->mat[o] || ready[o])
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes %s, not a fresh buffer", i, name);
-            else if (step_kind(b->nodes[o]) != s->kind)
+            else if (step_kind(b->nodes[o]) != want)
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d has the wrong kind for %s", i, name);
-            else if (!xe_shape_equal(&p->types[o].shape, &p->types[s->outs[0]].shape))
-                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i, name);
+            else if (xg_step_shape_mismatch(p, i, p->types) >= 0)
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i,
+                            b->nodes[xg_step_shape_mismatch(p, i, p->types)]->name);
+            else if (s->kind == XG_STEP_ROW && (s->phase[k] < 0 || s->phase[k] >= s->n_phases))
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d computes %s in no phase", i, name);
             else if (!step_reads_ready(p, o, ready, true))
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d reads a buffer before it is written (%s)", i, name);
             else
@@ -281,10 +609,14 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
         s->outs[0] = i;
         s->column = s->kind == XG_STEP_REDUCE && is_column_reduce(p, nd);
     }
-    /* 5. multi-output loops */
+    /* 5. multi-output loops, 6. row kernels */
     merge_loops(p);
+    if (row_groups(p, st) != XE_OK) {
+        xg_plan_destroy(p);
+        return st->code;
+    }
     assign_sizes(p);
-    /* 6. verify (cheap: linear in the cluster, so every build runs it) */
+    /* 7. verify (cheap: linear in the cluster, so every build runs it) */
     if (xg_plan_verify(p, st) != XE_OK) {
         xg_plan_destroy(p);
         return st->code;
@@ -305,6 +637,7 @@ static const char *kind_name(const xg_step *s)
     case XG_STEP_REDUCE: return s->column ? "reduce (column order)" : "reduce (row order)";
     case XG_STEP_SOFTMAX: return "softmax rows";
     case XG_STEP_LIBRARY: return "library call (BLAS)";
+    case XG_STEP_ROW: return "row kernel";
     }
     return "?";
 }
@@ -352,8 +685,10 @@ char *xg_plan_text(const xg_plan *p, const char *key)
         free(seen);
         return NULL;
     }
-    size_t u = (size_t)snprintf(buf, cap, "plan: %d step(s)%s\ncache key: %s\n", p->n_steps,
-                                p->generic ? ", shape-generic (sizes are arguments)" : "", key ? key : "-");
+    size_t u = (size_t)snprintf(buf, cap, "plan: %d step(s)%s\n", p->n_steps,
+                                p->generic ? ", shape-generic (sizes are arguments)" : "");
+    if (key)
+        u += (size_t)snprintf(buf + u, cap - u, "cache key: %s\n", key);
     for (int i = 0; i < p->n_steps && u < cap; i++) {
         const xg_step *s = &p->steps[i];
         char name[32], ty[128], ops[768] = "";
@@ -361,9 +696,20 @@ char *xg_plan_text(const xg_plan *p, const char *key)
         memset(seen, 0, (size_t)p->body->n_nodes * sizeof *seen);
         for (int k = 0; k < s->n_outs; k++)
             list_ops(p, s->outs[k], seen, ops, sizeof ops);
+        int over = s->kind == XG_STEP_REDUCE ? p->body->nodes[s->outs[0]]->inputs[0]
+                   : s->kind == XG_STEP_ROW  ? s->x
+                                             : s->outs[0];
         u += (size_t)snprintf(buf + u, cap - u, "%s: %s over %s, ops:%s\n", name, kind_name(s),
-                              plan_type_str(p, s->kind == XG_STEP_REDUCE ? p->body->nodes[s->outs[0]]->inputs[0] : s->outs[0],
-                                            ty, sizeof ty), ops);
+                              plan_type_str(p, over, ty, sizeof ty), ops);
+        for (int ph = 0; s->kind == XG_STEP_ROW && ph < s->n_phases && u < cap; ph++) {
+            static const char *role[] = {"", "reduce ", "then "};
+            u += (size_t)snprintf(buf + u, cap - u, "  phase %d (one pass over the row):", ph);
+            for (int k = 0; k < s->n_outs && u < cap; k++)
+                if (s->phase[k] == ph)
+                    u += (size_t)snprintf(buf + u, cap - u, " %s%s", role[s->role[k]], p->body->nodes[s->outs[k]]->name);
+            if (u < cap)
+                u += (size_t)snprintf(buf + u, cap - u, "\n");
+        }
     }
     for (int i = 0; i < p->body->n_nodes && u < cap; i++) {
         char ty[128];

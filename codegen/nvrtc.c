@@ -53,8 +53,9 @@ static nvrtcResult compile_opts(const char *source, const char *target, bool fas
         return r;
     char arch[64];
     snprintf(arch, sizeof arch, "-arch=%s", target);
-    const char *opts[4] = {"--std=c++17", arch};
-    int n = 2;
+    /* index variables an index map computes but a load does not use are fine: no warnings 177, 550 for them */
+    const char *opts[5] = {"--std=c++17", arch, "--diag-suppress=177,550"};
+    int n = 3;
     if (fast_math)
         opts[n++] = "--use_fast_math";
     if (verbose)

@@ -14,20 +14,42 @@
 
 #include "xg.h"
 
-#define XG_MAX_OUTS 8
+#define XG_MAX_OUTS 16
+
+/*
+ * GPU reductions to one value are split over up to XG_SPLIT_BLOCKS blocks:
+ * each writes a partial to the program's workspace (8 bytes each), the last
+ * block to finish (a counter after the partials) combines them.
+ */
+#define XG_SPLIT_BLOCKS 1024
+#define XG_WORKSPACE_BYTES (XG_SPLIT_BLOCKS * 8 + 64)
 
 typedef enum xg_step_kind {
     XG_STEP_LOOP,    /* elementwise and shape ops fused into one loop; several outputs of one shape */
     XG_STEP_REDUCE,  /* reduce_* or argmax, its producers computed inline */
     XG_STEP_SOFTMAX, /* softmax along one axis, one row at a time */
     XG_STEP_LIBRARY, /* matmul: a BLAS call */
+    XG_STEP_ROW,     /* row reductions and what they feed, one row at a time, in phases */
 } xg_step_kind;
+
+/* What a ROW step does with each output. */
+typedef enum xg_row_role {
+    XG_ROW_LOOP,   /* a value of the row shape, computed inside a phase's loop over the row */
+    XG_ROW_REDUCE, /* a reduction over the row, accumulated in a phase's loop, finished after it */
+    XG_ROW_SCALAR, /* a value of the reduced shape (one per row), computed after a phase's loop */
+} xg_row_role;
 
 typedef struct xg_step {
     xg_step_kind kind;
     int n_outs;
     int outs[XG_MAX_OUTS]; /* body node indices this step writes */
     bool column;           /* REDUCE: reduced dims outside the kept ones (accumulate rows) */
+    /* ROW: x is a value of the row shape (O rows of K, the reduced dims last); outs[k]
+       has role[k] and is computed in phase[k]; a phase is one loop over the row. */
+    int x;
+    int n_phases;
+    xg_row_role role[XG_MAX_OUTS];
+    int phase[XG_MAX_OUTS];
 } xg_step;
 
 typedef struct xg_plan {
@@ -54,6 +76,23 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st);
 void xg_plan_sizes(const xg_plan *p, int64_t *S);
 /* "kernel xg_k0: loop f32[4096,2048] -> t1, s (ops: mul add)" lines; malloc'd. */
 char *xg_plan_text(const xg_plan *p, const char *key);
+/* Reduced-axes mask of a reduction or argmax node whose input has the given rank. */
+void xg_reduce_mask(const xe_node *n, int rank, bool *mask);
+/* Whether step i is a reduction to one value, split over blocks on the GPU (at the given types). */
+bool xg_step_is_split(const xg_plan *p, int i, const xe_type *types);
+/*
+ * How the GPU covers step i at the plan's types: items of work (elements,
+ * outputs or rows) and whether each item gets a block (cooperative
+ * reductions) rather than a thread.
+ */
+int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block_per_item);
+/*
+ * The shapes step i relies on, at the types of one call (a shape-generic
+ * program is called at others than it was planned at): the outputs of a
+ * multi-output loop share one shape; a row kernel's values have the row
+ * shape or the reduced one. Returns the first node that breaks them, or -1.
+ */
+int xg_step_shape_mismatch(const xg_plan *p, int i, const xe_type *types);
 /* Kernel name of step i ("xg_k3"). */
 void xg_step_name(int i, char *buf, size_t len);
 

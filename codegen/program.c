@@ -141,8 +141,9 @@ static bool same_pattern(const xe_type *a, const xe_type *b)
 /*
  * The types of this call must be those the program was built for: equal
  * input types, or for a shape-generic program the same pattern at every
- * node, with the outputs of each multi-output loop still of one shape
- * (the plan merged them because they were). Anything else would index
+ * node, with the shapes each kernel relies on still holding (the outputs
+ * of a multi-output loop share one shape, a row kernel's values are of
+ * its rows: xg_step_shape_mismatch). Anything else would index
  * out of bounds, so it is an error, never a guess.
  */
 static xe_code check_types(const xg_program *p, const xe_type *in_types, const xe_type *types, xe_status *st)
@@ -161,11 +162,10 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
                            b->nodes[i]->name, xe_type_str(&types[i], got, sizeof got),
                            xe_type_str(&p->plan->types[i], want, sizeof want));
     for (int i = 0; i < p->plan->n_steps; i++) {
-        const xg_step *s = &p->plan->steps[i];
-        for (int k = 1; k < s->n_outs; k++)
-            if (!xe_shape_equal(&types[s->outs[k]].shape, &types[s->outs[0]].shape))
-                return xe_fail(st, XE_ERR_RUNTIME, "shape-generic cluster: %s and %s share a kernel but differ in shape",
-                               b->nodes[s->outs[0]]->name, b->nodes[s->outs[k]]->name);
+        int bad = xg_step_shape_mismatch(p->plan, i, types);
+        if (bad >= 0)
+            return xe_fail(st, XE_ERR_RUNTIME, "shape-generic cluster: %s shares a kernel with %s but no longer its shape",
+                           b->nodes[bad]->name, b->nodes[p->plan->steps[i].outs[0]]->name);
     }
     return XE_OK;
 }

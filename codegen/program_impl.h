@@ -18,6 +18,7 @@ struct xg_program {
     void *dl;           /* C: dlopen handle */
     void **fn;          /* per step: C function or cudaKernel_t */
     void *library;      /* CUDA: cudaLibrary_t */
+    void *workspace;    /* CUDA: XG_WORKSPACE_BYTES of device memory (split reductions), zeroed */
 };
 
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st);

@@ -89,9 +89,11 @@ void xg_fingerprint(const xe_graph *body, char out[40]);
 /*
  * Ahead-of-time: compiles body at its declared (fully known) input shapes
  * for target (arch such as 90 for CUDA; ignored for C), writing the dump
- * files and the .cubin / .so into out_dir. No GPU needed.
+ * files and the .cubin / .so into out_dir. No GPU needed. compiler_ms
+ * (may be NULL) gets the time spent in the compiler proper.
  */
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target,
-                         int arch, const char *out_dir, const xg_options *o, xe_status *st);
+                         int arch, const char *out_dir, const xg_options *o, double *compiler_ms,
+                         xe_status *st);
 
 #endif

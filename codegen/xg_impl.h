@@ -26,6 +26,7 @@ typedef struct xg_artifact {
     char *plan_text;    /* human-readable plan (for dumps); may be NULL */
     char *log;          /* compiler log; may be NULL */
     char *ptx;          /* CUDA: PTX text for dumps; may be NULL */
+    double compiler_ms; /* time in the compiler proper (cc or NVRTC's cubin), not the dump's PTX */
 } xg_artifact;
 
 void xg_artifact_destroy(xg_artifact *a);

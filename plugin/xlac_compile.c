@@ -34,6 +34,25 @@ static void usage(FILE *f)
                "[--level 1|2]\n");
 }
 
+/* mkdir -p: the output folder and any missing parents. */
+static int make_dirs(const char *path)
+{
+    char buf[4096];
+    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
+        errno = ENAMETOOLONG;
+        return -1;
+    }
+    for (char *p = buf + 1; *p; p++) {
+        if (*p != '/')
+            continue;
+        *p = '\0';
+        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
+            return -1;
+        *p = '/';
+    }
+    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
+}
+
 static bool parse_arch(const char *v, int *arch)
 {
     if (strncmp(v, "sm_", 3) == 0)
@@ -151,12 +170,13 @@ static int compile_all(const xe_graph *ng, const args *a, const xlac_flags *f)
             fprintf(stderr, "xlac-compile: %s\n", st.msg);
             return 2;
         }
-        double t0 = xe_now_us();
-        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, a->out, &f->xg, &st);
+        double t0 = xe_now_us(), compiler_ms = 0;
+        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, a->out, &f->xg, &compiler_ms, &st);
         double ms = (xe_now_us() - t0) / 1e3;
         int ops = n->body->n_nodes - n->body->n_inputs;
         if (c == XE_OK) {
-            printf("xlac-compile: %s (%d ops): compiled in %.1f ms\n", name, ops, ms);
+            printf("xlac-compile: %s (%d ops): compiled in %.1f ms (%s %.1f ms)\n", name, ops, ms,
+                   a->target == XG_TARGET_CUDA ? "NVRTC to cubin" : "cc", compiler_ms);
         } else {
             printf("xlac-compile: %s (%d ops): FAILED after %.1f ms\n", name, ops, ms);
             fprintf(stderr, "xlac-compile: %s: %s\n", name, st.msg);
@@ -189,7 +209,7 @@ int main(int argc, char **argv)
     if (g && xe_graph_infer(g, &st) == XE_OK) {
         place_for_target(g, a.target);
         ng = cluster(g, &a, &f, &st);
-        if (ng && mkdir(a.out, 0777) != 0 && errno != EEXIST)
+        if (ng && make_dirs(a.out) != 0)
             fprintf(stderr, "xlac-compile: cannot create %s: %s\n", a.out, strerror(errno));
         else if (ng)
             status = compile_all(ng, &a, &f);

@@ -147,6 +147,44 @@ Test(codegen_diff, random_graphs_match_op_by_op, .timeout = 900)
     }
 }
 
+/*
+ * The random graphs above do exercise row kernels (a row reduction read
+ * back by the steps after it), with several phases and several
+ * reductions in one: planning them alone, count what the plans hold.
+ */
+Test(codegen_diff, random_graphs_exercise_row_kernels)
+{
+    int row_steps = 0, multi_phase = 0, two_reductions = 0;
+    for (uint64_t seed = 1; seed <= N_RANDOM; seed++) {
+        char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 4 + (int)(seed % 8)});
+        xe_graph *g = xe_parse_string(text, "rand.xg", &st);
+        cr_assert_not_null(g, "%s", st.msg);
+        xe_type types[8];
+        input_types(g, 0, 1, types);
+        xg_plan *p = NULL;
+        cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s\n%s", st.msg, text);
+        for (int i = 0; i < p->n_steps; i++) {
+            const xg_step *s = &p->steps[i];
+            if (s->kind != XG_STEP_ROW)
+                continue;
+            int reductions = 0;
+            for (int k = 0; k < s->n_outs; k++)
+                reductions += s->role[k] == XG_ROW_REDUCE;
+            row_steps++;
+            multi_phase += s->n_phases > 1;
+            two_reductions += reductions > 1;
+        }
+        xg_plan_destroy(p);
+        xe_graph_destroy(g);
+        free(text);
+    }
+    cr_log_info("row kernels in %d random graphs: %d (%d with several phases, %d with several reductions)",
+                N_RANDOM, row_steps, multi_phase, two_reductions);
+    cr_expect_geq(row_steps, N_RANDOM / 20);
+    cr_expect_geq(multi_phase, 3);
+    cr_expect_geq(two_reductions, 1);
+}
+
 /* compare/logical/cast, argmax, NaN- and inf-producing math, pow, reduce_prod, iota, constants, matmul */
 Test(codegen_diff, random_graphs_with_more_ops_match_op_by_op, .timeout = 900)
 {
@@ -279,7 +317,8 @@ Test(codegen_diff, the_plan_verifier_catches_a_broken_plan)
     xe_type t = {XE_F32, {2, {4, 8}}};
     xg_plan *p = NULL;
     cr_assert_eq(xg_plan_build(g, &t, false, &p, &st), XE_OK, "%s", st.msg);
-    cr_assert_geq(p->n_steps, 3);
+    cr_assert_eq(p->n_steps, 2); /* a row kernel (s, y), then the column reduction */
+    cr_assert_eq(p->steps[0].kind, XG_STEP_ROW);
     cr_assert_eq(xg_plan_verify(p, &st), XE_OK, "%s", st.msg);
     xg_step first = p->steps[0];
     p->steps[0] = p->steps[1];
