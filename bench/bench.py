@@ -382,10 +382,9 @@ def write_results(rows, fig, info, copy_gbs, args, path):
     if os.path.exists(notes):  # the hand-written analysis of missed targets
         md += ["", open(notes).read().rstrip()]
     md += ["", "Missing peers and why:", ""]
-    for r in rows:
-        for p, (status, v) in r["peers"].items():
-            if status != "ok":
-                md.append("- %s / %s: %s" % (r["name"], p, v))
+    missing = ["- %s / %s: %s" % (r["name"], p, v) for r in rows
+               for p, (status, v) in r["peers"].items() if status != "ok"]
+    md += missing or ["- none: every peer ran every workload"]
     with open(path, "w") as f:
         f.write("\n".join(md) + "\n")
     return "\n".join(md)

@@ -71,7 +71,8 @@ def build_numexpr(name, arrays):
     import numexpr as ne
     import numpy as np
     a = arrays
-    gelu = "0.5 * h * (1 + tanh(0.7978845608028654 * (h + 0.044715 * h * h * h)))"
+    gelu_of = "0.5 * {v} * (1 + tanh(0.7978845608028654 * ({v} + 0.044715 * {v} * {v} * {v})))".format
+    gelu = gelu_of(v="h")
 
     def layernorm(x, g, b):
         mu = x.mean(axis=1, keepdims=True)
@@ -112,7 +113,7 @@ def build_numexpr(name, arrays):
     table = {
         "fused_sum": lambda: ne.evaluate("sum(x + y * z)", local_dict=a),
         "dynamic_batch": lambda: ne.evaluate("sum(x + y * z)", local_dict=a),
-        "gelu": lambda: ne.evaluate(gelu.replace("h", "x"), local_dict=a),
+        "gelu": lambda: ne.evaluate(gelu_of(v="x"), local_dict=a),
         "softmax_rows": lambda: softmax(a["x"]),
         "layernorm_rows": lambda: layernorm(a["x"], a["gamma"], a["beta"]),
         "column_sum": lambda: ne.evaluate("x * y", local_dict=a).sum(axis=0),

@@ -8,7 +8,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-bench -j"$(nproc)" --target xlac-run xlac xlac-stream >/dev/null
+cmake --build build-bench -j"$(nproc)" --target xlac-run xlac xlac-compile xlac-stream >/dev/null
 venv=bench/.venv
 if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
