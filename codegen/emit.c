@@ -866,6 +866,22 @@ static void reduce_idx(em *e, int x, const bool *mask, const char *o, const char
         let_index(e, ix->flat, sizeof ix->flat, "%s * (%s) + %s", k, O, o);
 }
 
+/*
+ * acc = COMBINE(acc, x at (o, k)) inside a loop over k: x's inline
+ * producers are computed there, and forgotten after (loop-scoped).
+ */
+static void emit_accumulate(em *e, int x, const bool *mask, const char *o, bool column, const red_ops *ro,
+                            const char *acc)
+{
+    idx ix;
+    char v[16];
+    int saved = e->n_memo;
+    reduce_idx(e, x, mask, o, "k", column, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    e->n_memo = saved;
+    emit_combine(e, ro, acc, v);
+}
+
 static void emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf, size_t len)
 {
     if (r->op == XE_OP_REDUCE_MEAN)
@@ -916,7 +932,7 @@ static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, cons
     xe_dtype dt = e->p->types[x].dtype;
     red_ops ro = red_ops_for(r->op, dt);
     bool argmax = r->op == XE_OP_ARGMAX;
-    char O[256], K[256], v[16], fin[512];
+    char O[256], K[256], fin[512];
     part_size(e, x, mask, false, O, sizeof O);
     part_size(e, x, mask, true, K, sizeof K);
     out(e, "    const int64_t O = %s, K = %s;\n", O, K);
@@ -926,10 +942,7 @@ static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, cons
         out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
         out(e, "#pragma omp parallel for simd reduction(%s : acc) if (K >= 32768) schedule(static)\n", ro.omp);
         out(e, "    for (int64_t k = 0; k < K; k++) {\n");
-        idx ix;
-        reduce_idx(e, x, mask, "0", "k", false, &ix);
-        emit_val(e, x, &ix, v, sizeof v);
-        emit_combine(e, &ro, "acc", v);
+        emit_accumulate(e, x, mask, "0", false, &ro, "acc");
         out(e, "    }\n");
         emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
         emit_store(e, node, "0", fin);
@@ -942,12 +955,7 @@ static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, cons
         out(e, "    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n", ro.init);
         out(e, "    for (int64_t k = 0; k < K; k++) {\n#pragma omp simd\n");
         out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
-        idx ix;
-        int saved = e->n_memo;
-        reduce_idx(e, x, mask, "o", "k", true, &ix);
-        emit_val(e, x, &ix, v, sizeof v);
-        e->n_memo = saved;
-        emit_combine(e, &ro, "acc", v);
+        emit_accumulate(e, x, mask, "o", true, &ro, "acc");
         out(e, "    accs[o - ob] = acc;\n    }\n    }\n");
         out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
         emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
@@ -991,19 +999,14 @@ static void emit_block_reduce(em *e, const red_ops *ro, const char *acc, const c
 static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *mask, int node)
 {
     red_ops ro = red_ops_for(r->op, e->p->types[x].dtype);
-    char v[16], fin[512];
+    char fin[512];
     out(e, "    __shared__ %s sh[33];\n    __shared__ bool last;\n", ro.acc_type);
     out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
         ro.acc_type, ro.acc_type, XG_SPLIT_BLOCKS * 8);
     out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
     out(e, "    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < K;\n"
            "         k += (int64_t)gridDim.x * blockDim.x) {\n");
-    idx ix;
-    int saved = e->n_memo;
-    reduce_idx(e, x, mask, "0", "k", false, &ix);
-    emit_val(e, x, &ix, v, sizeof v);
-    e->n_memo = saved;
-    emit_combine(e, &ro, "acc", v);
+    emit_accumulate(e, x, mask, "0", false, &ro, "acc");
     out(e, "    }\n");
     emit_block_reduce(e, &ro, "acc", "sh");
     out(e, "    if (threadIdx.x == 0) {\n    part[blockIdx.x] = acc;\n    __threadfence();\n"
@@ -1026,7 +1029,7 @@ static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, c
     xe_dtype dt = e->p->types[x].dtype;
     red_ops ro = red_ops_for(r->op, dt);
     bool argmax = r->op == XE_OP_ARGMAX;
-    char O[256], K[256], v[16], fin[512];
+    char O[256], K[256], fin[512];
     part_size(e, x, mask, false, O, sizeof O);
     part_size(e, x, mask, true, K, sizeof K);
     int node = s->outs[0];
@@ -1045,10 +1048,7 @@ static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, c
     out(e, "    __shared__ %s sh[33];\n", ro.acc_type);
     out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n    %s acc = %s;\n", ro.acc_type, ro.init);
     out(e, "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n");
-    idx ix;
-    reduce_idx(e, x, mask, "o", "k", false, &ix);
-    emit_val(e, x, &ix, v, sizeof v);
-    emit_combine(e, &ro, "acc", v);
+    emit_accumulate(e, x, mask, "o", false, &ro, "acc");
     out(e, "    }\n");
     emit_block_reduce(e, &ro, "acc", "sh");
     out(e, "    if (threadIdx.x == 0) {\n");

@@ -34,6 +34,26 @@
 #endif
 #endif
 
+/* A float's bits and back (a union: defined in C and in CUDA). */
+XE_HOSTDEV static inline XE_VEC_INLINE uint32_t xe_f32_bits(float f)
+{
+    union {
+        float f;
+        uint32_t u;
+    } v;
+    v.f = f;
+    return v.u;
+}
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_f32_of_bits(uint32_t u)
+{
+    union {
+        uint32_t u;
+        float f;
+    } v;
+    v.u = u;
+    return v.f;
+}
+
 /* IEEE binary16 <-> binary32, round to nearest even (the bits of f16 tensors). */
 XE_HOSTDEV static inline float xe_h2f(uint16_t h)
 {
@@ -52,22 +72,12 @@ XE_HOSTDEV static inline float xe_h2f(uint16_t h)
         } while (!(man & 0x400));
         bits = sign | ((uint32_t)(112 - e) << 23) | ((man & 0x3ff) << 13);
     }
-    union {
-        uint32_t u;
-        float f;
-    } v;
-    v.u = bits;
-    return v.f;
+    return xe_f32_of_bits(bits);
 }
 
 XE_HOSTDEV static inline uint16_t xe_f2h(float f)
 {
-    union {
-        uint32_t u;
-        float f;
-    } v;
-    v.f = f;
-    uint32_t x = v.u, sign = (x >> 16) & 0x8000, absx = x & 0x7fffffffu;
+    uint32_t x = xe_f32_bits(f), sign = (x >> 16) & 0x8000, absx = x & 0x7fffffffu;
     if (absx >= 0x7f800000u)
         return (uint16_t)(sign | 0x7c00 | (absx > 0x7f800000u ? 0x200 | ((absx >> 13) & 0x3ff) : 0));
     if (absx >= 0x477ff000u)
@@ -193,24 +203,6 @@ XE_HOSTDEV static inline float xe_tanh_f32(float x)
     return tanhf(x);
 }
 #else
-static inline XE_VEC_INLINE uint32_t xe_f32_bits(float f)
-{
-    union {
-        float f;
-        uint32_t u;
-    } v;
-    v.f = f;
-    return v.u;
-}
-static inline XE_VEC_INLINE float xe_f32_of_bits(uint32_t u)
-{
-    union {
-        uint32_t u;
-        float f;
-    } v;
-    v.u = u;
-    return v.f;
-}
 
 /*
  * c ? a : b in bit operations. gcc sinks arithmetic whose result only one
