@@ -1024,7 +1024,7 @@ static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *m
 }
 
 /* CUDA: one block per output (row order), one thread per output otherwise. */
-static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, const bool *mask)
+static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r, int x, const bool *mask)
 {
     xe_dtype dt = e->p->types[x].dtype;
     red_ops ro = red_ops_for(r->op, dt);
@@ -1034,7 +1034,7 @@ static void emit_reduce_cuda(em *e, const xg_step *s, const xe_node *r, int x, c
     part_size(e, x, mask, true, K, sizeof K);
     int node = s->outs[0];
     out(e, "    const int64_t O = %s, K = %s;\n", O, K);
-    if (!argmax && xe_shape_numel(shape_of(e, node)) == 1) { /* xg_step_is_split */
+    if (xg_step_is_split(e->p, step, e->p->types)) {
         emit_split_reduce_cuda(e, r, x, mask, node);
         return;
     }
@@ -1065,7 +1065,7 @@ static void emit_reduce_kernel(em *e, int step, const xg_step *s)
     xg_reduce_mask(r, shape_of(e, x)->rank, mask);
     kernel_begin(e, step);
     if (e->cuda)
-        emit_reduce_cuda(e, s, r, x, mask);
+        emit_reduce_cuda(e, step, s, r, x, mask);
     else
         emit_reduce_c(e, s, r, x, mask);
     out(e, "}\n\n");
@@ -1192,8 +1192,6 @@ static void emit_row_kernel(em *e, int step, const xg_step *s)
             out(e, "    __syncthreads();\n");
     }
     out(e, "    }\n}\n\n");
-    for (int k = 0; k < s->n_outs; k++)
-        e->rowvar[s->outs[k]][0] = '\0';
 }
 
 /*

@@ -95,11 +95,7 @@ static bool is_column_reduce(const xg_plan *p, const xe_node *n)
     if (s->rank < 2 || xe_op_get(n->op)->cls == XE_CLASS_ARGMAX)
         return false;
     bool mask[XE_MAX_RANK] = {0};
-    const xe_attr *a = xe_node_attr(n, "axes");
-    if (!a)
-        return false;
-    for (int k = 0; k < a->n; k++)
-        mask[a->ints[k] < 0 ? a->ints[k] + s->rank : a->ints[k]] = true;
+    xg_reduce_mask(n, s->rank, mask); /* no axes: every dim, the innermost too */
     if (mask[s->rank - 1])
         return false;
     bool seen_kept = false;
@@ -190,10 +186,10 @@ typedef struct rows {
  * A reduction over the innermost dims (at least one dim kept, not argmax)
  * keeps rows; fills r from it.
  */
-static bool row_reduce(const xg_plan *p, const xe_node *n, rows *r)
+static bool row_reduce(const xe_node *n, const xe_type *types, rows *r)
 {
     xe_op_class c = xe_op_get(n->op)->cls;
-    const xe_shape *s = &p->types[n->inputs[0]].shape;
+    const xe_shape *s = &types[n->inputs[0]].shape;
     if (c != XE_CLASS_REDUCE || s->rank < 1)
         return false;
     memset(r, 0, sizeof *r);
@@ -264,7 +260,7 @@ static bool row_joins(const xg_plan *p, const xg_step *g, const xg_step *s, cons
     if (s->kind == XG_STEP_REDUCE) {
         rows r2;
         const xe_node *n = p->body->nodes[s->outs[0]];
-        if (s->column || !row_reduce(p, n, &r2) || !xe_shape_equal(&r2.xs, &r->xs) ||
+        if (s->column || !row_reduce(n, p->types, &r2) || !xe_shape_equal(&r2.xs, &r->xs) ||
             memcmp(r2.mask, r->mask, sizeof r->mask) != 0 || !reads_aligned(p, s->outs[0], in_row, r, true, true))
             return false;
         role[0] = XG_ROW_REDUCE;
@@ -376,7 +372,7 @@ static xe_code row_groups(xg_plan *p, xe_status *st)
     for (int i = 0; i < p->n_steps;) {
         rows r;
         xg_step g = p->steps[i];
-        if (g.kind != XG_STEP_REDUCE || g.column || !row_reduce(p, p->body->nodes[g.outs[0]], &r)) {
+        if (g.kind != XG_STEP_REDUCE || g.column || !row_reduce(p->body->nodes[g.outs[0]], p->types, &r)) {
             p->steps[w++] = p->steps[i++];
             continue;
         }
@@ -421,14 +417,11 @@ int xg_step_shape_mismatch(const xg_plan *p, int i, const xe_type *types)
                 return s->outs[k];
         return -1;
     }
-    xe_shape xs = types[s->x].shape, rs = xs;
-    bool mask[XE_MAX_RANK] = {0};
-    xg_reduce_mask(p->body->nodes[s->outs[0]], xs.rank, mask);
-    for (int d = 0; d < rs.rank; d++)
-        rs.dims[d] = mask[d] ? 1 : rs.dims[d];
+    rows r; /* outs[0] is the reduction that opened the row kernel; x is its input */
+    row_reduce(p->body->nodes[s->outs[0]], types, &r);
     for (int k = 0; k < s->n_outs; k++) {
         int o = s->outs[k];
-        const xe_shape *want = s->role[k] == XG_ROW_SCALAR ? &rs : &xs;
+        const xe_shape *want = s->role[k] == XG_ROW_SCALAR ? &r.rs : &r.xs;
         const xe_shape *got = s->role[k] == XG_ROW_REDUCE ? &types[p->body->nodes[o]->inputs[0]].shape : &types[o].shape;
         if (!xe_shape_equal(got, want))
             return o;
@@ -452,14 +445,10 @@ int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block
     *block_per_item = false;
     switch (s->kind) {
     case XG_STEP_ROW: {
-        const xe_shape *xs = &types[s->x].shape;
-        bool mask[XE_MAX_RANK] = {0};
-        xg_reduce_mask(n, xs->rank, mask);
-        int64_t items = 1;
-        for (int d = 0; d < xs->rank; d++)
-            items *= mask[d] ? 1 : xs->dims[d];
+        rows r;
+        row_reduce(n, types, &r);
         *block_per_item = true;
-        return items;
+        return xe_shape_numel(&r.rs);
     }
     case XG_STEP_SOFTMAX: {
         int64_t axis = xe_node_attr_int(n, "axis", -1);
@@ -539,6 +528,7 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
         ready[i] = b->nodes[i]->op == XE_OP_INPUT || (b->nodes[i]->op == XE_OP_CONST && p->mat[i]);
     for (int i = 0; c == XE_OK && i < p->n_steps; i++) {
         const xg_step *s = &p->steps[i];
+        int mixed = xg_step_shape_mismatch(p, i, p->types);
         for (int k = 0; c == XE_OK && k < s->n_outs; k++) {
             int o = s->outs[k];
             if (o < 0 || o >= b->n_nodes) {
@@ -552,9 +542,8 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes %s, not a fresh buffer", i, name);
             else if (step_kind(b->nodes[o]) != want)
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d has the wrong kind for %s", i, name);
-            else if (xg_step_shape_mismatch(p, i, p->types) >= 0)
-                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i,
-                            b->nodes[xg_step_shape_mismatch(p, i, p->types)]->name);
+            else if (mixed >= 0)
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i, b->nodes[mixed]->name);
             else if (s->kind == XG_STEP_ROW && (s->phase[k] < 0 || s->phase[k] >= s->n_phases))
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d computes %s in no phase", i, name);
             else if (!step_reads_ready(p, o, ready, true))
