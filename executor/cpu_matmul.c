@@ -1,11 +1,19 @@
 /*
  * CPU matmul with numpy's rules: 1-D operands are promoted (and the added
  * dim dropped from the result), batch dims broadcast, transpose_a/_b swap
- * an operand's last two dims. f32 and f64 go to CBLAS (OpenBLAS), one gemm
- * per batch element; f16 and ints use a blocked loop (f16 in float, ints
- * in int64 with wrap-around).
+ * an operand's last two dims. f32 and f64 go to CBLAS (OpenBLAS); f16 and
+ * ints use a blocked loop (f16 in float, ints in int64 with wrap-around).
+ *
+ * BLAS runs inside the executor's OpenMP team, not in its own threads:
+ * OpenBLAS is set to one thread once, and the batch elements and row (or
+ * column) blocks of a large matmul are an OpenMP loop of single-threaded
+ * gemms. Two thread pools on the same cores take turns spinning; one pool
+ * does not (transformer_block's elementwise ops after a matmul were up to
+ * 7x slower behind OpenBLAS's spinning workers).
  */
 #include <cblas.h>
+#include <omp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -89,27 +97,32 @@ static void gemm_generic(const mm_job *j, int64_t abase, int64_t bbase, int64_t 
     }
 }
 
-/* C[M,N] = op(A)[M,K] op(B)[K,N] for one batch element (flat indices ia, ib, ic). */
-static void gemm_one(const mm_job *j, int64_t ia, int64_t ib, int64_t ic)
+/*
+ * Rows [m0, m1) and columns [n0, n1) of C = op(A)[M,K] op(B)[K,N] for one
+ * batch element (flat indices ia, ib, ic), by BLAS (f32, f64).
+ */
+static void gemm_blas_block(const mm_job *j, int64_t ia, int64_t ib, int64_t ic, int64_t m0,
+                            int64_t m1, int64_t n0, int64_t n1)
 {
-    xe_dtype dt = j->c->dtype;
     int64_t M = j->M, N = j->N, K = j->K;
-    int64_t lda = j->va.cols, ldb = j->vb.cols;
-    int64_t abase = ia * j->va.rows * j->va.cols, bbase = ib * j->vb.rows * j->vb.cols;
-    CBLAS_TRANSPOSE ta = j->va.trans ? CblasTrans : CblasNoTrans;
-    CBLAS_TRANSPOSE tb = j->vb.trans ? CblasTrans : CblasNoTrans;
-    if (dt == XE_F32)
-        cblas_sgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0f,
-                    (const float *)j->a->data + abase, (int)(lda ? lda : 1),
-                    (const float *)j->b->data + bbase, (int)(ldb ? ldb : 1), 0.0f,
-                    (float *)j->c->data + ic * M * N, (int)(N ? N : 1));
-    else if (dt == XE_F64)
-        cblas_dgemm(CblasRowMajor, ta, tb, (int)M, (int)N, (int)K, 1.0,
-                    (const double *)j->a->data + abase, (int)(lda ? lda : 1),
-                    (const double *)j->b->data + bbase, (int)(ldb ? ldb : 1), 0.0,
-                    (double *)j->c->data + ic * M * N, (int)(N ? N : 1));
+    int64_t lda = j->va.cols ? j->va.cols : 1, ldb = j->vb.cols ? j->vb.cols : 1;
+    bool ta = j->va.trans, tb = j->vb.trans;
+    /* op(A)'s row m starts at A + m*lda, or at column m of the stored A^T. */
+    int64_t aoff = ia * j->va.rows * j->va.cols + (ta ? m0 : m0 * lda);
+    int64_t boff = ib * j->vb.rows * j->vb.cols + (tb ? n0 * ldb : n0);
+    int64_t coff = ic * M * N + m0 * N + n0;
+    CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+    int bm = (int)(m1 - m0), bn = (int)(n1 - n0), ldc = (int)(N ? N : 1);
+    if (j->c->dtype == XE_F32)
+        cblas_sgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0f,
+                    (const float *)j->a->data + aoff, (int)lda,
+                    (const float *)j->b->data + boff, (int)ldb, 0.0f,
+                    (float *)j->c->data + coff, ldc);
     else
-        gemm_generic(j, abase, bbase, ic * M * N);
+        cblas_dgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0,
+                    (const double *)j->a->data + aoff, (int)lda,
+                    (const double *)j->b->data + boff, (int)ldb, 0.0,
+                    (double *)j->c->data + coff, ldc);
 }
 
 /* Flat index of a batch element of an operand broadcast against the output batch. */
@@ -127,6 +140,48 @@ static int64_t batch_index(const xe_shape *opb, const xe_shape *outb, int64_t fl
         }
     }
     return idx;
+}
+
+static void blas_single_threaded(void)
+{
+    openblas_set_num_threads(1);
+}
+
+/* Below this many multiply-adds a matmul is one gemm on the calling thread. */
+#define MM_PARALLEL_MIN_MACS (1 << 18)
+/* A block is at least this many rows (or columns) of C. */
+#define MM_MIN_BLOCK 32
+
+/*
+ * Every batch element, cut into `parts` blocks of rows (or of columns when
+ * C is too short to cut by rows), one single-threaded gemm per block, the
+ * blocks an OpenMP loop.
+ */
+static void gemm_blas_parallel(const mm_job *j, const xe_shape *batch, int64_t nb)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_single_threaded);
+    int threads = omp_get_max_threads();
+    int64_t parts = 1;
+    bool by_rows = j->M >= j->N || j->M >= MM_MIN_BLOCK * threads;
+    int64_t extent = by_rows ? j->M : j->N;
+    if (nb * j->M * j->N * j->K >= MM_PARALLEL_MIN_MACS && nb < threads) {
+        parts = (threads + nb - 1) / nb;
+        int64_t most = (extent + MM_MIN_BLOCK - 1) / MM_MIN_BLOCK;
+        parts = parts < most ? parts : most;
+    }
+    int64_t tasks = nb * parts;
+    bool parallel = tasks > 1 && nb * j->M * j->N * j->K >= MM_PARALLEL_MIN_MACS;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t i = t / parts, p = t % parts;
+        int64_t lo = extent * p / parts, hi = extent * (p + 1) / parts;
+        int64_t ia = batch_index(&j->va.batch, batch, i), ib = batch_index(&j->vb.batch, batch, i);
+        if (by_rows)
+            gemm_blas_block(j, ia, ib, i, lo, hi, 0, j->N);
+        else
+            gemm_blas_block(j, ia, ib, i, 0, j->M, lo, hi);
+    }
 }
 
 xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
@@ -151,7 +206,13 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
         memset(a->out->data, 0, a->out->nbytes);
         return XE_OK;
     }
-    for (int64_t i = 0; i < nb; i++)
-        gemm_one(&j, batch_index(&j.va.batch, &batch, i), batch_index(&j.vb.batch, &batch, i), i);
+    if (j.c->dtype != XE_F32 && j.c->dtype != XE_F64) {
+        for (int64_t i = 0; i < nb; i++)
+            gemm_generic(&j, batch_index(&j.va.batch, &batch, i) * j.va.rows * j.va.cols,
+                         batch_index(&j.vb.batch, &batch, i) * j.vb.rows * j.vb.cols,
+                         i * j.M * j.N);
+        return XE_OK;
+    }
+    gemm_blas_parallel(&j, &batch, nb);
     return XE_OK;
 }

@@ -983,6 +983,14 @@ static const mm_case mm_cases[] = {
     {2, 2, {1, 1}, {1, 1}, false, false},
     {2, 2, {37, 70}, {70, 300}, false, false},           /* blocked / parallel / BLAS-sized */
     {3, 2, {3, 40, 65}, {33, 65}, false, true},
+    /* past 2^18 multiply-adds BLAS runs as an OpenMP loop of blocks: of columns when C is short, */
+    {2, 2, {3, 300}, {300, 400}, false, false},
+    {2, 2, {300, 3}, {400, 300}, true, true},
+    /* of rows when it is tall, and of batch elements when there are enough */
+    {2, 2, {200, 64}, {64, 30}, false, false},
+    {2, 2, {64, 200}, {30, 64}, true, true},
+    {3, 3, {2, 40, 100}, {1, 100, 70}, false, false},
+    {4, 2, {3, 1, 50, 60}, {40, 60}, false, true},
 };
 
 Test(structured, matmul_every_dtype_promotion_broadcast_transpose)
