@@ -112,7 +112,7 @@ xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void *
         char *argv[] = {(char *)cc, "-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp",
                         "-w", fast_math ? "-ffast-math" : "-fno-fast-math",
                         /* after -fno-fast-math, which would turn errno back on: sqrt vectorises */
-                        "-fno-math-errno", "-o", out, src, NULL};
+                        "-fno-math-errno", "-ffp-contract=fast", "-o", out, src, NULL};
         int rc = run_tool(argv, logp);
         size_t ll = 0;
         void *logtext = NULL;

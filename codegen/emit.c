@@ -49,6 +49,14 @@ typedef struct em {
     int n_memo;
     memo m[MAX_MEMO];
     char (*rowvar)[16]; /* row kernels: the register holding a node's value for the current row */
+    /* Row kernels on the CPU: the pass being printed (phase, its element's idx, -1 / NULL
+       outside one) and the row cache (row_cache_plan): per node, the phases that compute
+       it at that element (found by a dry run), and the phase that keeps it (-1: none). */
+    int row_ph, row_x;
+    const idx *row_ix;
+    bool rc_dry;
+    unsigned *rc_phases;
+    int *rc_first;
 } em;
 
 static void out(em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -502,6 +510,42 @@ static void emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
     out(e, "    %s %s = %s;\n", value_type(dt), var, text);
 }
 
+static bool same_idx(const idx *a, const idx *b)
+{
+    if (a->rank != b->rank)
+        return false;
+    for (int d = 0; d < a->rank; d++)
+        if (strcmp(a->d[d], b->d[d]))
+            return false;
+    return true;
+}
+
+/*
+ * A row kernel's value at the pass's own element (o, k) that the row cache
+ * holds: the phase that keeps it computes it and writes rcN[k], later
+ * phases read rcN[k]. In the dry run, records the phase and declines.
+ */
+static bool row_cache_value(em *e, int node, const idx *ix, char *var, size_t len)
+{
+    if (!e->row_ix || !same_idx(ix, e->row_ix) ||
+        !xe_shape_equal(shape_of(e, node), shape_of(e, e->row_x)))
+        return false;
+    if (e->rc_dry) {
+        e->rc_phases[node] |= 1u << e->row_ph;
+        return false;
+    }
+    if (e->rc_first[node] < 0)
+        return false;
+    if (e->row_ph == e->rc_first[node]) {
+        emit_compute(e, node, ix, var, len);
+        out(e, "    rc%d[k] = %s;\n", node, var);
+    } else {
+        new_var(e, var, len);
+        out(e, "    %s %s = rc%d[k];\n", value_type(e->p->types[node].dtype), var, node);
+    }
+    return true;
+}
+
 /* The value of node at ix: memoized, loaded when materialized, else computed. */
 static const char *emit_val(em *e, int node, const idx *ix, char *var, size_t len)
 {
@@ -516,7 +560,7 @@ static const char *emit_val(em *e, int node, const idx *ix, char *var, size_t le
     }
     if (e->p->mat[node])
         emit_load(e, node, ix, var, len);
-    else
+    else if (!row_cache_value(e, node, ix, var, len))
         emit_compute(e, node, ix, var, len);
     memo_add(e, node, ix, var);
     return var;
@@ -1101,6 +1145,9 @@ static void emit_row_pass(em *e, const xg_step *s, int ph, const bool *mask, con
     int saved = e->n_memo;
     idx ix; /* every value of the row shape is at this idx */
     reduce_idx(e, s->x, mask, "o", "k", false, &ix);
+    e->row_ph = ph;
+    e->row_x = s->x;
+    e->row_ix = &ix;
     for (int k = 0; k < s->n_outs; k++) {
         int node = s->outs[k];
         if (s->phase[k] != ph || s->role[k] == XG_ROW_SCALAR)
@@ -1117,6 +1164,7 @@ static void emit_row_pass(em *e, const xg_step *s, int ph, const bool *mask, con
             emit_combine(e, &ro[k], acc, v);
         }
     }
+    e->row_ix = NULL;
     e->n_memo = saved;
     out(e, "    }\n");
 }
@@ -1154,6 +1202,89 @@ static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, co
     }
 }
 
+/* Ops worth a store and a load to compute once per element instead of once per phase. */
+static bool costly_op(int op)
+{
+    switch (op) {
+    case XE_OP_EXP: case XE_OP_LOG: case XE_OP_TANH: case XE_OP_SIGMOID: case XE_OP_GELU:
+    case XE_OP_ERF: case XE_OP_SIN: case XE_OP_COS: case XE_OP_POW: return true;
+    default: return false;
+    }
+}
+
+static void row_phases(em *e, const xg_step *s, const bool *mask, const red_ops *ro)
+{
+    for (int ph = 0; ph < s->n_phases; ph++) {
+        out(e, "    /* phase %d */\n", ph);
+        emit_row_pass(e, s, ph, mask, ro);
+        emit_row_after(e, s, ph, mask, ro);
+        if (e->cuda) /* this pass's stores are read by other threads in the next */
+            out(e, "    __syncthreads();\n");
+    }
+}
+
+/*
+ * The row cache (CPU, static shapes): a value of the row shape that is
+ * not stored but computed by several phases with a costly op (softmax's
+ * exponentials) is kept by the first of them in a buffer of one row on the
+ * thread's stack, at most XG_ROW_CACHE_BYTES in all, and read back by the
+ * others. A dry run of the phases finds which phases compute what; its
+ * text is dropped. Declares the buffers; returns their count.
+ */
+#define XG_ROW_CACHE_BYTES (64 << 10)
+
+/* Elements of one row: the product of the reduced dims. */
+static int64_t row_length(const xe_shape *x, const bool *mask)
+{
+    int64_t k = 1;
+    for (int d = 0; d < x->rank; d++)
+        if (mask[d])
+            k *= x->dims[d];
+    return k;
+}
+
+static int row_cache_plan(em *e, const xg_step *s, const bool *mask, const red_ops *ro, int64_t K)
+{
+    int n = e->p->body->n_nodes;
+    for (int i = 0; i < n; i++)
+        e->rc_first[i] = -1;
+    if (e->cuda || e->p->generic || K <= 0)
+        return 0;
+    size_t len = e->len, rv_bytes = ((size_t)n + 1) * sizeof *e->rowvar;
+    int var = e->var, n_memo = e->n_memo;
+    char(*rowvar)[16] = malloc(rv_bytes);
+    if (!rowvar)
+        return 0;
+    memcpy(rowvar, e->rowvar, rv_bytes);
+    memset(e->rc_phases, 0, sizeof *e->rc_phases * (size_t)n);
+    e->rc_dry = true;
+    row_phases(e, s, mask, ro);
+    e->rc_dry = false;
+    e->len = len;
+    if (e->buf)
+        e->buf[len] = '\0';
+    e->var = var;
+    e->n_memo = n_memo;
+    memcpy(e->rowvar, rowvar, rv_bytes);
+    free(rowvar);
+    int64_t bytes = 0;
+    int count = 0;
+    for (int i = 0; i < n; i++) {
+        unsigned ph = e->rc_phases[i];
+        xe_dtype dt = e->p->types[i].dtype;
+        int64_t b = K * (dt == XE_F64 || dt == XE_I64 ? 8 : 4);
+        if ((ph & (ph - 1)) == 0 || !costly_op(e->p->body->nodes[i]->op) ||
+            bytes + b > XG_ROW_CACHE_BYTES)
+            continue;
+        e->rc_first[i] = __builtin_ctz(ph);
+        bytes += b;
+        count++;
+        out(e, "    _Alignas(64) %s rc%d[%lld]; /* %s: computed in phase %d, read by later ones */\n",
+            value_type(dt), i, (long long)K, e->p->body->nodes[i]->name, e->rc_first[i]);
+    }
+    return count;
+}
+
 /*
  * A row kernel (XG_STEP_ROW): for each row, the step's phases in order,
  * each one pass over the row (in cache after the first). CPU: rows in
@@ -1184,13 +1315,8 @@ static void emit_row_kernel(em *e, int step, const xg_step *s)
     else
         out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
                "    for (int64_t o = 0; o < O; o++) {\n");
-    for (int ph = 0; ph < s->n_phases; ph++) {
-        out(e, "    /* phase %d */\n", ph);
-        emit_row_pass(e, s, ph, mask, ro);
-        emit_row_after(e, s, ph, mask, ro);
-        if (e->cuda) /* this pass's stores are read by other threads in the next */
-            out(e, "    __syncthreads();\n");
-    }
+    row_cache_plan(e, s, mask, ro, row_length(shape_of(e, s->x), mask));
+    row_phases(e, s, mask, ro);
     out(e, "    }\n}\n\n");
 }
 
@@ -1298,8 +1424,14 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
     }
     e->p = p;
     e->cuda = target == XG_TARGET_CUDA;
+    e->row_ph = -1;
     e->rowvar = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rowvar);
-    if (!e->rowvar) {
+    e->rc_phases = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_phases);
+    e->rc_first = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_first);
+    if (!e->rowvar || !e->rc_phases || !e->rc_first) {
+        free(e->rowvar);
+        free(e->rc_phases);
+        free(e->rc_first);
         free(e);
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
@@ -1325,6 +1457,8 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
         text = NULL;
     }
     free(e->rowvar);
+    free(e->rc_phases);
+    free(e->rc_first);
     free(e);
     return text;
 }

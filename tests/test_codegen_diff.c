@@ -185,6 +185,59 @@ Test(codegen_diff, random_graphs_exercise_row_kernels)
     cr_expect_geq(two_reductions, 1);
 }
 
+/* The C program generated for text's graph at its declared shapes. */
+static char *c_source(const char *text)
+{
+    xe_graph *g = xe_parse_string(text, "row.xg", &st);
+    cr_assert_not_null(g, "%s\n%s", st.msg, text);
+    xe_type types[8];
+    input_types(g, 0, 1, types);
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s\n%s", st.msg, text);
+    char *src = xg_emit_program(p, XG_TARGET_C, &st);
+    cr_assert_not_null(src, "%s", st.msg);
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+    return src;
+}
+
+/*
+ * The row cache: softmax written out as ops computes its exponentials in
+ * two phases (the sum, then the division); the first keeps them in a row
+ * buffer and the second reads it. Over two reduced dims, in f64, with the
+ * exponentials also feeding a second reduction, and not for rows too long
+ * for the buffer; every one agrees with the op-by-op run.
+ */
+Test(codegen_diff, row_cache_keeps_values_that_several_phases_compute, .timeout = 300)
+{
+    static const struct {
+        const char *text;
+        bool cached;
+    } cases[] = {
+        {"xlac.graph v1\ninput x: f32[33,1000]\nm = reduce_max(x, axes=[1], keepdims=true)\n"
+         "d = sub(x, m)\ne = exp(d)\ns = reduce_sum(e, axes=[1], keepdims=true)\ny = div(e, s)\n"
+         "output y\n", true},
+        {"xlac.graph v1\ninput x: f64[4,6,35]\nm = reduce_max(x, axes=[1,2], keepdims=true)\n"
+         "d = sub(x, m)\ne = exp(d)\ns = reduce_sum(e, axes=[1,2], keepdims=true)\ny = div(e, s)\n"
+         "output y\n", true},
+        {"xlac.graph v1\ninput x: f32[16,300]\nm = reduce_mean(x, axes=[1], keepdims=true)\n"
+         "d = sub(x, m)\nt = tanh(d)\ns = reduce_sum(t, axes=[1], keepdims=true)\n"
+         "u = mul(t, s)\nq = reduce_max(u, axes=[1], keepdims=true)\nz = sub(t, q)\n"
+         "output z\noutput q\n", true},
+        {"xlac.graph v1\ninput x: f32[3,20000]\nm = reduce_max(x, axes=[1], keepdims=true)\n"
+         "d = sub(x, m)\ne = exp(d)\ns = reduce_sum(e, axes=[1], keepdims=true)\ny = div(e, s)\n"
+         "output y\n", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *src = c_source(cases[i].text);
+        bool cached = strstr(src, "rc") && strstr(src, "[k] = ");
+        cr_expect_eq(cached, cases[i].cached, "case %zu: row cache %s\n%s", i,
+                     cached ? "used" : "not used", src);
+        free(src);
+        check_graph(cases[i].text, cases[i].text, false);
+    }
+}
+
 /* compare/logical/cast, argmax, NaN- and inf-producing math, pow, reduce_prod, iota, constants, matmul */
 Test(codegen_diff, random_graphs_with_more_ops_match_op_by_op, .timeout = 900)
 {
