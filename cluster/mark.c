@@ -139,7 +139,7 @@ static xe_code jit_error(const mark *m, const xe_node *n, const char *why, xe_st
 {
     char where[512];
     xe_node_where(m->g, n, where, sizeof where);
-    return xe_fail(st, XE_ERR_COMPILE, "%s: node %s (%s) in a jit block cannot be compiled: %s",
+    return xe_fail(st, XE_ERR_GRAPH, "%s: node %s (%s) in a jit block cannot be compiled: %s",
                    where, n->name, xe_op_name(n->op), why);
 }
 

@@ -6,7 +6,6 @@
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <sys/stat.h>
 
 #include "compile.h"
 #include "xg_impl.h"
@@ -28,13 +27,17 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     xg_options opt = *o;
     opt.dump_dir = out_dir;
     xg_artifact *a = NULL;
-    mkdir(out_dir, 0755);
     xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
     free(types);
     if (c == XE_OK && compiler_ms)
         *compiler_ms = a->compiler_ms;
-    if (c == XE_OK)
+    if (c == XE_OK) {
         c = xg_dump_artifact(a, out_dir, cluster_name, NULL, st);
+    } else if (a) { /* the compiler failed: its source and log say why */
+        xe_status ds;
+        if (xg_dump_artifact(a, out_dir, cluster_name, NULL, &ds) != XE_OK)
+            fprintf(stderr, "xlac-compile: warning: dump failed: %s\n", ds.msg);
+    }
     if (c == XE_OK) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, target == XG_TARGET_CUDA ? "cubin" : "so");

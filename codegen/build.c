@@ -15,6 +15,7 @@
 #include "xlac/session.h"
 #include "plan.h"
 #include "xg_impl.h"
+#include "xlac/io.h"
 
 void xg_artifact_destroy(xg_artifact *a)
 {
@@ -70,6 +71,10 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     if (c == XE_OK)
         c = compile_source(a, o, st);
     xg_plan_destroy(p);
+    if (c == XE_ERR_COMPILE && a->source) { /* kept for the dumps */
+        *out = a;
+        return c;
+    }
     if (c != XE_OK) {
         xg_artifact_destroy(a);
         return c;
@@ -93,7 +98,8 @@ static xe_code dump_one(const char *dir, int id, const char *cluster, const char
 xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *cluster_name, const char *cache_key,
                          xe_status *st)
 {
-    mkdir(dir, 0755);
+    if (xe_mkdirs(dir, 0777, st) != XE_OK)
+        return st->code;
     /* the first free number: processes dumping into one folder never overwrite each other */
     int id = atomic_fetch_add(&module_counter, 1);
     for (int tries = 0; tries < 100000; tries++, id = atomic_fetch_add(&module_counter, 1)) {

@@ -307,7 +307,7 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
     }
     if (!*disk_hit) {
         code = xg_build(j->body, j->types, j->generic, j->target, j->arch, &j->c->o, &a, st);
-        if (code == XE_OK && j->c->o.dump_dir) {
+        if (a && j->c->o.dump_dir) { /* a failed compile too: its source and log say why */
             xe_status ds;
             if (xg_dump_artifact(a, j->c->o.dump_dir, j->name, j->key, &ds) != XE_OK)
                 fprintf(stderr, "xlac: warning: dump failed: %s\n", ds.msg);

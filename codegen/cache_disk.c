@@ -24,6 +24,7 @@
 #include <xxhash.h>
 
 #include "cache_impl.h"
+#include "xlac/io.h"
 #include "compile.h"
 
 #define MAGIC "XLACBIN1"
@@ -52,22 +53,6 @@ void xg_text_add(xg_text *t, const char *fmt, ...)
     }
 }
 
-/* mkdir -p with mode 0700 for the folders it creates. */
-static int mkdirs(const char *path)
-{
-    char buf[4096];
-    snprintf(buf, sizeof buf, "%s", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0700) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0700) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 void xg_disk_open(xg_disk *d, const char *dir)
 {
     char path[4096];
@@ -81,9 +66,11 @@ void xg_disk_open(xg_disk *d, const char *dir)
     else
         return;
     struct stat sb;
-    if (mkdirs(path) != 0 || stat(path, &sb) != 0) {
+    xe_status ms;
+    xe_status_clear(&ms);
+    if (xe_mkdirs(path, 0700, &ms) != XE_OK || stat(path, &sb) != 0) {
         fprintf(stderr, "xlac: warning: cache folder %s cannot be created (%s); running without the disk cache\n",
-                path, strerror(errno));
+                path, ms.code != XE_OK ? ms.msg : strerror(errno));
         return;
     }
     if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 022)) {

@@ -96,6 +96,14 @@ void xg_first_line(const char *log, char *buf, size_t len)
     snprintf(buf, len, "%.*s", (int)(n < len - 1 ? n : len - 1), p);
 }
 
+void xg_error_line(const char *log, char *buf, size_t len)
+{
+    const char *p = log ? strstr(log, "error") : NULL;
+    while (p && p > log && p[-1] != '\n')
+        p--;
+    xg_first_line(p ? p : log, buf, len);
+}
+
 xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void **so, size_t *so_len,
                       char **log, xe_status *st)
 {
@@ -120,7 +128,7 @@ xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void *
         xe_status_clear(st);
         if (rc != 0) {
             char first[300];
-            xg_first_line(*log, first, sizeof first);
+            xg_error_line(*log, first, sizeof first);
             c = xe_fail(st, XE_ERR_COMPILE, "%s failed (%s): %s", cc, rc < 0 ? "could not run" : "exit status",
                         *first ? first : "no output");
         } else {

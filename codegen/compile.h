@@ -26,5 +26,7 @@ const char *xg_nvrtc_version(void);
 xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st);
 xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st);
 void xg_first_line(const char *log, char *buf, size_t len);
+/* The first line of a compiler's log that says "error", else its first line. */
+void xg_error_line(const char *log, char *buf, size_t len);
 
 #endif

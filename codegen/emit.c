@@ -403,8 +403,18 @@ static void idx_for_shape_op(em *e, const xe_node *n, int node, const idx *ix, i
     } else if (n->op == XE_OP_SLICE) {
         const xe_attr *b = xe_node_attr(n, "begin"), *en = xe_node_attr(n, "end");
         for (int d = 0; d < si->rank; d++) {
-            int64_t lo, hi;
-            xe_slice_bounds(b->ints[d], en->ints[d], si->dims[d], &lo, &hi);
+            int64_t lo, hi, begin = b->ints[d];
+            xe_slice_bounds(begin, en->ints[d], si->dims[d], &lo, &hi);
+            if (e->p->generic && begin < 0) { /* from the end of this call's dim, clamped at 0 */
+                char dim[32];
+                dim_text(e, in, d, dim, sizeof dim);
+                let_index(e, r->d[d], sizeof r->d[d], "%s + (%s + %lldLL < 0 ? 0 : %s + %lldLL)", ix->d[d],
+                          dim, (long long)begin, dim, (long long)begin);
+            } else if (e->p->generic) { /* a begin past the dim leaves nothing to index */
+                lo = begin;
+            }
+            if (e->p->generic && begin < 0)
+                continue;
             if (lo == 0)
                 snprintf(r->d[d], sizeof r->d[d], "%s", ix->d[d]);
             else
@@ -417,35 +427,55 @@ static void idx_for_shape_op(em *e, const xe_node *n, int node, const idx *ix, i
     }
 }
 
-/* concat: a chain of ranges along the axis, each computed in its own branch. */
+/*
+ * concat: a chain of ranges along the axis, each computed in its own
+ * branch. The range ends are literals, or (shape-generic) running sums of
+ * the operands' dims declared before the chain.
+ */
 static void emit_concat(em *e, const xe_node *n, int node, const idx *ix, char *var, size_t len)
 {
     const xe_shape *s = shape_of(e, node);
     int64_t axis = xe_node_attr_int(n, "axis", 0);
     if (axis < 0)
         axis += s->rank;
+    char(*end)[32] = calloc((size_t)n->n_inputs, sizeof *end);
+    if (!end) {
+        e->oom = true;
+        snprintf(var, len, "0");
+        return;
+    }
+    int64_t total = 0;
+    for (int k = 0; k < n->n_inputs; k++) {
+        int in = n->inputs[k];
+        char w[32];
+        dim_text(e, in, (int)axis, w, sizeof w);
+        total += shape_of(e, in)->dims[axis];
+        if (!e->p->generic)
+            snprintf(end[k], sizeof end[k], "%lldLL", (long long)total);
+        else if (k == 0)
+            snprintf(end[k], sizeof end[k], "%s", w);
+        else if (k + 1 < n->n_inputs) /* the last end is never read */
+            let_index(e, end[k], sizeof end[k], "%s + %s", end[k - 1], w);
+    }
     xe_dtype dt = e->p->types[node].dtype;
     new_var(e, var, len);
     out(e, "    %s %s;\n", value_type(dt), var);
-    int64_t start = 0;
     for (int k = 0; k < n->n_inputs; k++) {
-        int in = n->inputs[k];
-        int64_t w = shape_of(e, in)->dims[axis];
         if (k + 1 < n->n_inputs)
-            out(e, "    %sif (%s < %lldLL) {\n", k ? "else " : "", ix->d[axis], (long long)(start + w));
+            out(e, "    %sif (%s < %s) {\n", k ? "else " : "", ix->d[axis], end[k]);
         else
             out(e, "    else {\n");
         idx r = *ix;
         r.flat[0] = '\0';
-        if (start)
-            let_index(e, r.d[axis], sizeof r.d[axis], "%s - %lldLL", ix->d[axis], (long long)start);
+        if (k)
+            let_index(e, r.d[axis], sizeof r.d[axis], "%s - %s", ix->d[axis], end[k - 1]);
         int saved = e->n_memo; /* values computed in a branch stay there */
         char v[16];
-        emit_val(e, in, &r, v, sizeof v);
+        emit_val(e, n->inputs[k], &r, v, sizeof v);
         e->n_memo = saved;
         out(e, "    %s = %s;\n    }\n", var, v);
-        start += w;
     }
+    free(end);
 }
 
 /* Computes node at ix from its operands (never a load of the node itself). */
@@ -492,7 +522,10 @@ static void emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         }
         break;
     case XE_CLASS_SHAPE:
-        if (n->op == XE_OP_CONCAT) {
+        if (n->op == XE_OP_CONCAT && n->n_inputs == 1) { /* the operand itself */
+            emit_val(e, n->inputs[0], ix, var, len);
+            return;
+        } else if (n->op == XE_OP_CONCAT) {
             emit_concat(e, n, node, ix, var, len);
             return;
         } else {
@@ -507,7 +540,10 @@ static void emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         break;
     }
     new_var(e, var, len);
-    out(e, "    %s %s = %s;\n", value_type(dt), var, text);
+    if (dt == XE_F16) /* computed in float, rounded to f16 at every op, as op by op */
+        out(e, "    float %s = xe_h2f(xe_f2h(%s));\n", var, text);
+    else
+        out(e, "    %s %s = %s;\n", value_type(dt), var, text);
 }
 
 static bool same_idx(const idx *a, const idx *b)
@@ -928,11 +964,18 @@ static void emit_accumulate(em *e, int x, const bool *mask, const char *o, bool 
 
 static void emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf, size_t len)
 {
-    if (r->op == XE_OP_REDUCE_MEAN)
-        snprintf(buf, len, xe_dtype_is_float(dt) ? "(%s)(%s / (%s)(%s))" : "(%s)(%s / (%s))", value_type(dt), acc,
-                 xe_dtype_is_float(dt) ? (dt == XE_F32 ? "float" : "double") : K, K);
+    if (r->op == XE_OP_REDUCE_MEAN && xe_dtype_is_float(dt))
+        snprintf(buf, len, "(%s)(%s / (%s)(%s))", value_type(dt), acc, dt == XE_F32 ? "float" : "double", K);
+    else if (r->op == XE_OP_REDUCE_MEAN) /* ints: 0 over an empty axis, as the per-op kernel */
+        snprintf(buf, len, "(%s)((%s) ? %s / (%s) : 0)", value_type(dt), K, acc, K);
     else
         snprintf(buf, len, "(%s)%s", value_type(dt), acc);
+    if (dt == XE_F16 && len > 16) { /* rounded to f16, as the per-op kernel stores it */
+        size_t n = strlen(buf) < len - 17 ? strlen(buf) : len - 17;
+        memmove(buf + 14, buf, n);
+        memcpy(buf, "xe_h2f(xe_f2h(", 14);
+        memcpy(buf + 14 + n, "))", 3);
+    }
     (void)e;
 }
 

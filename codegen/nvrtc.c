@@ -95,7 +95,7 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
     free(*code);
     *code = NULL;
     char first[300];
-    xg_first_line(log ? *log : NULL, first, sizeof first);
+    xg_error_line(log ? *log : NULL, first, sizeof first);
     return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s): %s: %s", target, nvrtcGetErrorString(r),
                    *first ? first : "no log");
 }

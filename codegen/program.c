@@ -146,10 +146,26 @@ static bool same_pattern(const xe_type *a, const xe_type *b)
  * its rows: xg_step_shape_mismatch). Anything else would index
  * out of bounds, so it is an error, never a guess.
  */
+/* max, min and argmax of nothing have no value: an error, as op by op (never the identity). */
+static xe_code check_empty_reductions(const xe_graph *b, const xe_type *types, xe_status *st)
+{
+    for (int i = 0; i < b->n_nodes; i++) {
+        const xe_node *n = b->nodes[i];
+        if (n->op != XE_OP_REDUCE_MAX && n->op != XE_OP_REDUCE_MIN && n->op != XE_OP_ARGMAX)
+            continue;
+        if (xe_shape_numel(&types[i].shape) > 0 && xe_shape_numel(&types[n->inputs[0]].shape) == 0)
+            return xe_fail(st, XE_ERR_RUNTIME, "node %s (%s): %s over an empty axis", n->name,
+                           xe_op_name(n->op), xe_op_name(n->op));
+    }
+    return XE_OK;
+}
+
 static xe_code check_types(const xg_program *p, const xe_type *in_types, const xe_type *types, xe_status *st)
 {
     const xe_graph *b = p->body;
     char want[128], got[128];
+    if (check_empty_reductions(b, types, st) != XE_OK)
+        return st->code;
     for (int k = 0; !p->plan->generic && k < b->n_inputs; k++)
         if (in_types[k].dtype != p->in_types[k].dtype || !xe_shape_equal(&in_types[k].shape, &p->in_types[k].shape))
             return xe_fail(st, XE_ERR_RUNTIME, "compiled cluster built for input %d as %s, called with %s", k,

@@ -35,7 +35,9 @@ void xg_artifact_destroy(xg_artifact *a);
  * Plans, emits and compiles body for concrete input types in_types (one
  * per body input). shape_generic: sizes become kernel arguments, valid for
  * every shape with the same ranks and broadcast pattern. arch: CUDA
- * compute capability. On failure the compiler's log is in the message.
+ * compute capability. On failure the compiler's log is in the message;
+ * when the compiler itself failed (XE_ERR_COMPILE), *out still holds the
+ * source, plan and log (no code) for the dumps, and the caller destroys it.
  */
 xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_generic,
                  xg_target target, int arch, const xg_options *o, xg_artifact **out,

@@ -94,7 +94,7 @@ static xe_code node_fail(const run *r, const xe_node *n, xe_status *st)
 {
     char where[512];
     xe_node_where(r->g, n, where, sizeof where);
-    return xe_status_prefix(st, "%s: node %s (%s): ", where, n->name, xe_op_name(n->op));
+    return xe_status_prefix(st, "%s: node %s (%s): ", where, n->name, xe_node_op_name(n));
 }
 
 /* Inputs of n on its device (borrowed references). */

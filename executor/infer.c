@@ -14,7 +14,7 @@ static xe_code node_error(const xe_graph *g, const xe_node *n, xe_status *st)
 {
     char where[512];
     xe_node_where(g, n, where, sizeof where);
-    return xe_status_prefix(st, "%s: node %s (%s): ", where, n->name, xe_op_name(n->op));
+    return xe_status_prefix(st, "%s: node %s (%s): ", where, n->name, xe_node_op_name(n));
 }
 
 static xe_code infer_get(const xe_graph *g, xe_node *n, xe_status *st)
@@ -130,5 +130,13 @@ xe_code xe_graph_infer(xe_graph *g, xe_status *st)
             return st->code;
     if (g->n_outputs == 0)
         return xe_fail(st, XE_ERR_GRAPH, "%s: the graph has no outputs", g->file);
+    for (int i = 0; i < g->n_outputs; i++) {
+        const xe_node *n = g->nodes[g->outputs[i]];
+        if (n->body) {
+            xe_fail(st, XE_ERR_GRAPH, "output '%s' has %d outputs; pick one with get(%s, index=K)",
+                    n->name, n->n_tuple, n->name);
+            return node_error(g, n, st);
+        }
+    }
     return XE_OK;
 }

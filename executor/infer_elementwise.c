@@ -179,10 +179,8 @@ xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *
 
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
 {
-    (void)n, (void)n_in;
-    if (in[0].shape.rank != 1)
-        return xe_fail(st, XE_ERR_GRAPH, "unique needs a 1-D operand, got rank %d", in[0].shape.rank);
-    out->dtype = in[0].dtype;
+    (void)n, (void)n_in, (void)st;
+    out->dtype = in[0].dtype; /* of any rank, flattened (numpy.unique) */
     out->shape.rank = 1;
     out->shape.dims[0] = XE_DIM_UNKNOWN;
     return XE_OK;

@@ -441,6 +441,39 @@ static xe_code check_attr_name(parser *p, int op, const xe_tok *key)
                 key->text, xe_op_name(op), list);
 }
 
+/*
+ * The kind a built-in op's scalar attribute must have (list attributes are
+ * checked by the shape functions): a value of another kind would otherwise
+ * read as the default, silently (keepdims=1 as false).
+ */
+static xe_code check_attr_kind(parser *p, int op, const xe_node *attrs, const char *name, int col)
+{
+    static const struct {
+        const char *name;
+        xe_attr_kind kind;
+        const char *what;
+    } kinds[] = {
+        {"keepdims", XE_ATTR_BOOL, "true or false"},    {"transpose_a", XE_ATTR_BOOL, "true or false"},
+        {"transpose_b", XE_ATTR_BOOL, "true or false"}, {"approximate", XE_ATTR_BOOL, "true or false"},
+        {"axis", XE_ATTR_INT, "an integer"},            {"seed", XE_ATTR_INT, "an integer"},
+        {"index", XE_ATTR_INT, "an integer"},           {"to", XE_ATTR_DTYPE, "a dtype such as f32"},
+        {"dtype", XE_ATTR_DTYPE, "a dtype such as f32"}, {"mean", XE_ATTR_FLOAT, "a number"},
+        {"stddev", XE_ATTR_FLOAT, "a number"},          {"minval", XE_ATTR_FLOAT, "a number"},
+        {"maxval", XE_ATTR_FLOAT, "a number"},
+    };
+    if (name[0] == '@' || !allowed_attrs(op))
+        return XE_OK;
+    const xe_attr *a = xe_node_attr(attrs, name);
+    for (size_t k = 0; a && k < sizeof kinds / sizeof kinds[0]; k++) {
+        if (strcmp(kinds[k].name, name))
+            continue;
+        bool number = kinds[k].kind == XE_ATTR_FLOAT && a->kind == XE_ATTR_INT;
+        if (a->kind != kinds[k].kind && !number)
+            return perr(p, col, "%s must be %s", name, kinds[k].what);
+    }
+    return XE_OK;
+}
+
 /* Annotations after an input's type: { KEY "=" value } with optional commas. */
 static xe_code parse_annotations(parser *p, xe_node *n)
 {
@@ -521,6 +554,9 @@ static xe_code parse_output(parser *p, xe_graph *g)
     int idx = xe_graph_find(g, buf);
     if (idx < 0)
         return perr(p, p->tok.col, "output of an undefined name '%s'", buf);
+    if (g->nodes[idx]->body)
+        return perr(p, p->tok.col, "output '%s' has %d outputs; pick one with get(%s, index=K)", buf,
+                    g->nodes[idx]->n_tuple, buf);
     advance(p);
     if (expect_end(p) != XE_OK)
         return p->st->code;
@@ -629,7 +665,9 @@ static xe_code parse_args(parser *p, xe_graph *g, int op, int **inputs, int *n_i
                 return perr(p, name.col, "attribute '%s' given twice", buf);
             if (op >= 0 && check_attr_name(p, op, &name) != XE_OK)
                 return p->st->code;
-            if (parse_attr_value(p, attrs, buf) != XE_OK)
+            int value_col = p->tok.col;
+            if (parse_attr_value(p, attrs, buf) != XE_OK ||
+                (op >= 0 && check_attr_kind(p, op, attrs, buf, value_col) != XE_OK))
                 return p->st->code;
             continue;
         }

@@ -75,8 +75,9 @@ static xe_code run_passes(xe_session *s, xe_status *st)
 {
     xe_pass_ctx ctx = {.session_id = s->id, .place_mode = s->opt.place};
     for (int i = 0; i < n_passes; i++) {
+        /* an error in the user's graph names its line already; others name the pass */
         if (passes[i].fn(&s->graph, &ctx, passes[i].user, st) != XE_OK)
-            return xe_status_prefix(st, "graph pass %s: ", passes[i].name);
+            return st->code == XE_ERR_GRAPH ? st->code : xe_status_prefix(st, "graph pass %s: ", passes[i].name);
     }
     return XE_OK;
 }

@@ -85,6 +85,11 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     return xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
 }
 
+bool xlac_made_clusters(void)
+{
+    return atomic_load(&n_clusters) > 0 || atomic_load(&n_launches) > 0;
+}
+
 void xlac_print_stats(FILE *out)
 {
     xg_stats s = {0};

@@ -41,7 +41,8 @@ __attribute__((constructor)) static void xlac_preload_init(void)
 __attribute__((destructor)) static void xlac_preload_fini(void)
 {
     const xlac_flags *f = xlac_plugin_flags();
-    if (f && f->stats)
+    /* off, and no jit block: nothing observable, not even the stats line */
+    if (f && f->stats && (f->auto_jit > 0 || xlac_made_clusters()))
         xlac_print_stats(stderr);
     xlac_plugin_shutdown();
 }

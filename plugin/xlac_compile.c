@@ -34,25 +34,6 @@ static void usage(FILE *f)
                "[--level 1|2]\n");
 }
 
-/* mkdir -p: the output folder and any missing parents. */
-static int make_dirs(const char *path)
-{
-    char buf[4096];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf) {
-        errno = ENAMETOOLONG;
-        return -1;
-    }
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/')
-            continue;
-        *p = '\0';
-        if (mkdir(buf, 0777) != 0 && errno != EEXIST)
-            return -1;
-        *p = '/';
-    }
-    return mkdir(buf, 0777) != 0 && errno != EEXIST ? -1 : 0;
-}
-
 static bool parse_arch(const char *v, int *arch)
 {
     if (strncmp(v, "sm_", 3) == 0)
@@ -198,6 +179,13 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+#ifndef XG_HAVE_CUDA
+    if (a.target == XG_TARGET_CUDA) {
+        fprintf(stderr, "xlac-compile: --target cuda: this build has no CUDA toolkit (NVRTC); "
+                        "configure it where the toolkit is installed, or use --target c\n");
+        return 2;
+    }
+#endif
     xe_status st;
     xe_status_clear(&st);
     xlac_flags f;
@@ -209,8 +197,9 @@ int main(int argc, char **argv)
     if (g && xe_graph_infer(g, &st) == XE_OK) {
         place_for_target(g, a.target);
         ng = cluster(g, &a, &f, &st);
-        if (ng && make_dirs(a.out) != 0)
-            fprintf(stderr, "xlac-compile: cannot create %s: %s\n", a.out, strerror(errno));
+        xe_status ds;
+        if (ng && xe_mkdirs(a.out, 0777, &ds) != XE_OK)
+            fprintf(stderr, "xlac-compile: %s\n", ds.msg);
         else if (ng)
             status = compile_all(ng, &a, &f);
         else if (st.code == XE_OK)

@@ -43,6 +43,8 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
 
 /* Counted by the pass and the launch op for --stats. */
 void xlac_stats_add_clusters(int n);
+/* Whether any cluster was formed (a jit block counts) or launched in this process. */
+bool xlac_made_clusters(void);
 /* "xlac: stats clusters=... launches=... ..." */
 void xlac_print_stats(FILE *out);
 /* Frees the compilation cache (launch.c). */

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "plan.h"
 #include "support/randgraph.h"
 #include "xg_impl.h"
@@ -238,6 +239,35 @@ Test(codegen_diff, row_cache_keeps_values_that_several_phases_compute, .timeout 
     }
 }
 
+/*
+ * Shape-generic programs whose index maps depend on the call's sizes:
+ * concat's range ends along a dim that changes, slice's negative begin
+ * counted from the end of this call's dim; f16 rounded at every op, int
+ * means over an empty axis. Each runs at its declared shapes and at the
+ * leading dim tripled.
+ */
+Test(codegen_diff, generic_concat_slice_f16_and_empty_means, .timeout = 300)
+{
+    static const char *const graphs[] = {
+        "xlac.graph v1\ninput x: f32[4,3]\nc = concat(x, x, axis=0)\nn = neg(c)\noutput n\n",
+        "xlac.graph v1\ninput x: f32[4,3]\ninput y: f32[4,2]\nc = concat(y, x, y, axis=1)\n"
+        "n = neg(c)\noutput n\n",
+        "xlac.graph v1\ninput x: f32[4,3]\nc = concat(x, x, x, axis=0)\ns = reduce_sum(c, axes=[1])\noutput s\n",
+        "xlac.graph v1\ninput x: f32[4,3]\nc = concat(x, axis=0)\nn = neg(c)\noutput n\n",
+        "xlac.graph v1\ninput x: f32[5,3]\na = neg(x)\nb = slice(a, begin=[-2,1], end=[100,3])\n"
+        "c = exp(b)\noutput c\n",
+        "xlac.graph v1\ninput x: f32[7,3]\na = neg(x)\nb = slice(a, begin=[-9,-2], end=[-1,3])\n"
+        "c = exp(b)\noutput c\n",
+        "xlac.graph v1\ninput x: f16[6,5]\na = mul(x, x)\nb = mul(a, a)\nm = reduce_mean(b, axes=[1], keepdims=true)\n"
+        "c = sub(b, m)\nd = cast(c, to=f32)\noutput d\n",
+        "xlac.graph v1\ninput x: i32[3,0]\na = neg(x)\nm = reduce_mean(a, axes=[1])\noutput m\n",
+    };
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++) {
+        check_graph(graphs[i], graphs[i], false);
+        check_graph(graphs[i], graphs[i], true);
+    }
+}
+
 /* compare/logical/cast, argmax, NaN- and inf-producing math, pow, reduce_prod, iota, constants, matmul */
 Test(codegen_diff, random_graphs_with_more_ops_match_op_by_op, .timeout = 900)
 {
@@ -357,8 +387,25 @@ Test(codegen_diff, compile_errors_carry_the_compiler_log)
     xg_artifact *a = NULL;
     cr_assert_eq(xg_build(g, &t, false, XG_TARGET_C, 0, &o, &a, &st), XE_ERR_COMPILE);
     cr_assert(strstr(st.msg, "/nonexistent/cc"), "%s", st.msg);
-    cr_assert_null(a);
+    cr_assert_not_null(a, "a failed compile keeps its source for the dumps");
+    cr_assert(a->source && strstr(a->source, "xg_k0"));
+    cr_assert_null(a->code);
+    xg_artifact_destroy(a);
     xe_graph_destroy(g);
+}
+
+/* A failed compile's one-line warning quotes the log's error, not gcc's "In function" line. */
+Test(codegen_diff, warnings_quote_the_compilers_error_line)
+{
+    char line[200];
+    xg_error_line("/tmp/x/cluster.c: In function 'xg_k0':\n/tmp/x/cluster.c:9:5: error: 'else' without a "
+                  "previous 'if'\n    9 |     else {\n",
+                  line, sizeof line);
+    cr_expect_str_eq(line, "/tmp/x/cluster.c:9:5: error: 'else' without a previous 'if'");
+    xg_error_line("ld: cannot find -lfoo\n", line, sizeof line);
+    cr_expect_str_eq(line, "ld: cannot find -lfoo");
+    xg_error_line(NULL, line, sizeof line);
+    cr_expect_str_eq(line, "");
 }
 
 /* The plan verifier (run by every xg_plan_build) rejects a plan whose steps are out of order. */

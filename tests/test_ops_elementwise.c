@@ -1073,6 +1073,28 @@ Test(elementwise, unique_nan_last_and_large_integers)
     xe_tensor_release(x);
 }
 
+/* As numpy.unique: an operand of any rank is flattened, a scalar gives one value. */
+Test(elementwise, unique_flattens_any_rank)
+{
+    const double v[] = {4, 2, 4, 1, 2, 9};
+    xe_shape s = {2, {2, 3}};
+    xe_tensor *x = ref_tensor_from(XE_I32, &s, v);
+    xe_tensor *r = run_unique(x);
+    const int32_t want[] = {1, 2, 4, 9};
+    cr_assert_eq(r->shape.dims[0], LEN(want));
+    for (int i = 0; i < LEN(want); i++)
+        cr_assert_eq(((int32_t *)r->data)[i], want[i]);
+    xe_tensor_release(r);
+    xe_tensor_release(x);
+    xe_shape s0 = {0, {0}};
+    x = ref_tensor_from(XE_F32, &s0, (const double[]){2.5});
+    r = run_unique(x);
+    cr_assert_eq(r->shape.dims[0], 1);
+    cr_assert_eq(((float *)r->data)[0], 2.5f);
+    xe_tensor_release(r);
+    xe_tensor_release(x);
+}
+
 /* ---- shape functions ----------------------------------------------------------------------------- */
 
 /* Infers op on the given input types; returns the code, *out the type. */
@@ -1096,7 +1118,7 @@ static void expect_infer_error(int op, const xe_type *in, int n_in, const char *
 Test(elementwise, shape_function_errors)
 {
     xe_type f32_3 = {XE_F32, SHAPE(3)}, i32_3 = {XE_I32, SHAPE(3)}, f32_4 = {XE_F32, SHAPE(4)};
-    xe_type b_3 = {XE_BOOL, SHAPE(3)}, f32_23 = {XE_F32, SHAPE(2, 3)};
+    xe_type b_3 = {XE_BOOL, SHAPE(3)};
     expect_infer_error(XE_OP_ADD, (xe_type[]){f32_3, i32_3}, 2,
                        "operands have different dtypes f32 and i32");
     expect_infer_error(XE_OP_MUL, (xe_type[]){f32_3, f32_4}, 2, "do not broadcast");
@@ -1111,7 +1133,6 @@ Test(elementwise, shape_function_errors)
     expect_infer_error(XE_OP_SELECT, (xe_type[]){b_3, f32_3, i32_3}, 3, "different dtypes");
     expect_infer_error(XE_OP_SELECT, (xe_type[]){b_3, f32_3, f32_4}, 3, "do not broadcast");
     expect_infer_error(XE_OP_CAST, (xe_type[]){f32_3}, 1, "to=");
-    expect_infer_error(XE_OP_UNIQUE, (xe_type[]){f32_23}, 1, "1-D");
     expect_infer_error(XE_OP_ADD, (xe_type[]){f32_3}, 1, "2 inputs");
     /* the message names the node and the op */
     expect_infer_error(XE_OP_ADD, (xe_type[]){f32_3, i32_3}, 2, "node r (add)");

@@ -457,7 +457,17 @@ Test(parse_error, bad_attribute_value)
     expect_error(HDR "input x: f32[3]\ny = reshape(x, shape=[[3]])\noutput y\n",
                  "3:23: ", "nested lists are only allowed in constants");
     expect_error(HDR "input x: f32[3]\ny = gelu(x, approximate=5)\noutput y\n",
-                 "3:1: node y (gelu): ", "approximate");
+                 "3:25: ", "approximate must be true or false");
+    expect_error(HDR "input x: f32[2,3]\ny = reduce_sum(x, keepdims=1)\noutput y\n",
+                 "3:28: ", "keepdims must be true or false");
+    expect_error(HDR "input x: f32[2,3]\ny = matmul(x, x, transpose_b=\"yes\")\noutput y\n",
+                 "3:30: ", "transpose_b must be true or false");
+    expect_error(HDR "input x: f32[2,3]\ny = softmax(x, axis=1.0)\noutput y\n",
+                 "3:21: ", "axis must be an integer");
+    expect_error(HDR "input x: f32[2,3]\ny = cast(x, to=5)\noutput y\n",
+                 "3:16: ", "to must be a dtype such as f32");
+    expect_error(HDR "y = random_normal(shape=[2], seed=1, mean=\"a\")\noutput y\n",
+                 "2:43: ", "mean must be a number");
 }
 
 Test(parse_error, malformed_literal)
@@ -647,10 +657,13 @@ Test(parse_error, body_binding)
 {
     expect_error(HDR "input x: f32[3]\ncl = xlac_launch(x) {\n  input a: f32[4]\n  output a\n}\no "
                      "= get(cl, index=0)\noutput o\n",
-                 "3:1: node cl (call): ", "body input 0 is f32[4]");
+                 "3:1: node cl (xlac_launch): ", "body input 0 is f32[4]");
     expect_error(HDR "input x: f32[3]\ncl = xlac_launch(x) {\n  input a: f32[3]\n  output a\n}\no "
                      "= neg(cl)\noutput o\n",
                  "7:1: node o (neg): ", "pick one with get(cl, index=K)");
+    expect_error(HDR "input x: f32[3]\ncl = xlac_launch(x) {\n  input a: f32[3]\n  output a\n}\n"
+                     "output cl\n",
+                 "7:8: ", "output 'cl' has 1 outputs; pick one with get(cl, index=K)");
     expect_error(HDR "input x: f32[3]\ncl = xlac_launch(x) {\n  input a: f32[3]\n  b = neg(q)\n}\n",
                  "5:11: ", "undefined name 'q'");
     expect_error(HDR "input x: f32[3]\ncl = xlac_launch(x) {\n  input a: f32[3]\n  output x\n}\n",

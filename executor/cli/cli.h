@@ -61,7 +61,6 @@ xe_code cli_print_outputs(const xe_graph *g, xe_tensor *const *outs, xe_status *
 xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *const *outs,
                          int feed_k, xe_status *st);
 /* Creates a folder and its parents; fine if it exists. */
-xe_code cli_mkdirs(const char *path, xe_status *st);
 /* XE_OK while stdout has taken everything written to it. */
 xe_code cli_check_stdout(xe_status *st);
 

@@ -66,6 +66,7 @@ static xe_tensor *load_checked(const char *name, const char *path, const xe_type
     if (!t) {
         if (st->code != XE_ERR_NOMEM)
             st->code = XE_ERR_USAGE; /* a bad file to feed is the caller's mistake: exit 2 */
+        xe_status_prefix(st, "input %s: ", name);
         return NULL;
     }
     if (check_type(name, path, want, t, st) != XE_OK) {

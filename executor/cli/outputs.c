@@ -142,31 +142,6 @@ xe_code cli_check_stdout(xe_status *st)
 
 /* ---- saving ---------------------------------------------------------------- */
 
-static xe_code make_dir(const char *path, xe_status *st)
-{
-    struct stat sb;
-    if (mkdir(path, 0777) == 0 || (errno == EEXIST && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)))
-        return XE_OK;
-    return xe_fail(st, XE_ERR_IO, "%s: cannot create the folder: %s", path,
-                   errno == EEXIST ? "a file of that name exists" : strerror(errno));
-}
-
-xe_code cli_mkdirs(const char *path, xe_status *st)
-{
-    char buf[PATH_MAX];
-    if (snprintf(buf, sizeof buf, "%s", path) >= (int)sizeof buf)
-        return xe_fail(st, XE_ERR_USAGE, "%s: path too long", path);
-    for (char *p = buf + 1; *p; p++) {
-        if (*p != '/' || p[-1] == '/')
-            continue;
-        *p = '\0';
-        if (make_dir(buf, st) != XE_OK)
-            return st->code;
-        *p = '/';
-    }
-    return make_dir(buf, st);
-}
-
 xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *const *outs,
                          int feed_k, xe_status *st)
 {
@@ -175,7 +150,7 @@ xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *con
                            : snprintf(dir, sizeof dir, "%s", o->save_dir);
     if (n >= (int)sizeof dir)
         return xe_fail(st, XE_ERR_USAGE, "--save-outputs %s: path too long", o->save_dir);
-    if (cli_mkdirs(dir, st) != XE_OK)
+    if (xe_mkdirs(dir, 0777, st) != XE_OK)
         return st->code;
     for (int i = 0; i < g->n_outputs; i++) {
         const char *name = g->nodes[g->outputs[i]]->name;

@@ -98,6 +98,9 @@ int64_t xe_node_attr_int(const xe_node *n, const char *name, int64_t dflt);
 double xe_node_attr_float(const xe_node *n, const char *name, double dflt);
 bool xe_node_attr_bool(const xe_node *n, const char *name, bool dflt);
 const char *xe_node_attr_string(const xe_node *n, const char *name, const char *dflt);
+/* The op's name as the graph spells it: a plugin op that is not registered (a call
+   holding its body) keeps its own name (@op), e.g. xlac_launch. */
+const char *xe_node_op_name(const xe_node *n);
 xe_code xe_node_set_int(xe_node *n, const char *name, int64_t v, xe_status *st);
 xe_code xe_node_set_float(xe_node *n, const char *name, double v, xe_status *st);
 xe_code xe_node_set_bool(xe_node *n, const char *name, bool v, xe_status *st);

@@ -28,4 +28,8 @@ xe_tensor *xe_npy_read(const char *path, xe_status *st);
 /* t may live on any device. */
 xe_code xe_npy_write(const char *path, const xe_tensor *t, xe_status *st);
 
+/* mkdir -p: path and its missing parents (mode for the ones it creates); an existing
+   folder is fine, a file in the way is an error naming it. */
+xe_code xe_mkdirs(const char *path, unsigned mode, xe_status *st);
+
 #endif
