@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli.h"
 
@@ -145,8 +146,26 @@ static xe_graph *load_graph(const cli_options *o, xe_status *st)
     return g;
 }
 
+/*
+ * OpenMP threads that spin after each parallel region collapse when
+ * anything else wants the cores: transformer_block on 2 cores with a build
+ * running beside it took 265 ms with spinning threads and 50 ms with
+ * passive ones (about the same when the machine is idle; bench/NOTES.md).
+ * libgomp reads OMP_WAIT_POLICY when it loads, before main, so the CLI
+ * sets it and runs itself again, once; a policy the user set is kept. If
+ * the exec fails, the run goes on as is.
+ */
+static void prefer_passive_openmp(char **argv)
+{
+    if (getenv("OMP_WAIT_POLICY"))
+        return;
+    if (setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
+        execv("/proc/self/exe", argv);
+}
+
 int main(int argc, char **argv)
 {
+    prefer_passive_openmp(argv);
     signal(SIGPIPE, SIG_IGN);
     cli_options o;
     xe_status st;
