@@ -84,8 +84,6 @@ xe_code xe_infer_argmax(const xe_node *n, const xe_type *in, int n_in, xe_type *
     bool mask[XE_MAX_RANK] = {0};
     const xe_attr *a = xe_node_attr(n, "axis");
     int rank = in[0].shape.rank;
-    if (in[0].dtype == XE_BOOL)
-        return xe_fail(st, XE_ERR_GRAPH, "argmax is not defined on bool");
     if (a) {
         int ax = 0;
         if (a->kind != XE_ATTR_INT)

@@ -528,9 +528,9 @@ static void check_argmax(xe_tensor *x, int axis, bool keepdims)
 
 Test(structured, argmax_ties_nan_every_axis)
 {
-    for (size_t di = 0; di < sizeof num_dtypes / sizeof *num_dtypes; di++)
+    for (size_t di = 0; di < sizeof all_dtypes / sizeof *all_dtypes; di++) /* bool too, as numpy */
         for (int trial = 0; trial < 15; trial++) {
-            xe_dtype dt = num_dtypes[di];
+            xe_dtype dt = all_dtypes[di];
             xe_shape s = random_shape(trial % 5);
             xe_tensor *x = random_tensor(dt, &s, 0, 4); /* few distinct values: ties */
             if (xe_dtype_is_float(dt))

@@ -519,6 +519,7 @@ extern "C" xe_code xe_gpu_argmax(const xe_kernel_args *a, xe_status *st)
     case XE_F16: return red_launch<xe_f16, ArgOp<xe_f16>>(a, m, st);
     case XE_I32: return red_launch<int32_t, ArgOp<int32_t>>(a, m, st);
     case XE_I64: return red_launch<int64_t, ArgOp<int64_t>>(a, m, st);
+    case XE_BOOL: return red_launch<uint8_t, ArgOp<uint8_t>>(a, m, st); /* first true, as numpy */
     default:
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (argmax): no GPU kernel for %s", a->node->name,
                        xe_dtype_name(a->in[0]->dtype));
