@@ -970,9 +970,15 @@ xe_graph *xe_parse_file(const char *path, xe_status *st)
     size_t len = 0;
     if (xe_read_file(path, &buf, &len, st) != XE_OK)
         return NULL;
-    if (memchr(buf, '\0', len)) {
+    const char *nul = memchr(buf, '\0', len);
+    if (nul) { /* reported where it is */
+        int line = 1, col = 1;
+        for (const char *c = buf; c < nul; c++, col++)
+            if (*c == '\n')
+                line++, col = 0;
         free(buf);
-        xe_fail(st, XE_ERR_PARSE, "%s:1:1: the file contains NUL bytes: not a graph", path);
+        xe_fail(st, XE_ERR_PARSE, "%s:%d:%d: a NUL byte: not a graph (a text file is expected)", path, line,
+                col);
         return NULL;
     }
     xe_graph *g = xe_parse_string(buf, path, st);

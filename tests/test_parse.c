@@ -741,7 +741,7 @@ Test(parse_error, files)
     fwrite(HDR "input x: f32[3]\0\noutput x\n", 1, sizeof HDR + 25, f);
     fclose(f);
     cr_assert_null(xe_parse_file(path, &st));
-    cr_assert(strstr(st.msg, ":1:1: "), "%s", st.msg);
+    cr_assert(strstr(st.msg, ":2:16: "), "where the NUL is: %s", st.msg);
     cr_assert(strstr(st.msg, "NUL"), "%s", st.msg);
     remove(path);
 }
