@@ -241,20 +241,16 @@ def bench_workload(name, args, xlac, copy_gbs, tmp):
 
 
 def nvrtc_times(args, tmp):
-    """NVRTC time to a cubin for sm_90 per cluster (xlac-compile: needs no GPU), one process each."""
-    times = []
+    """NVRTC time to a cubin for sm_90 per cluster (xlac-compile: needs no GPU), every graph in
+    one process, as a long-running host would compile them (the first includes NVRTC's start-up)."""
     tool = os.path.join(args.build, "bin", "xlac-compile")
-    for name in WORKLOADS:
-        if name == "dynamic_batch":  # unknown dims: nothing to compile ahead of time
-            continue
-        graph = os.path.join(HERE, "graphs", name + ".xg")
-        p = subprocess.run([tool, graph, "--target", "cuda", "--arch", "sm_90", "--out",
-                            os.path.join(tmp, "aot", name)], capture_output=True, text=True, timeout=600)
-        for m in re.finditer(r"NVRTC to cubin ([0-9.]+) ms", p.stdout):
-            times.append(float(m.group(1)))
-        if p.returncode != 0:
-            log("xlac-compile --target cuda %s failed: %s" % (name, p.stderr.strip()))
-    return times
+    graphs = [os.path.join(HERE, "graphs", name + ".xg") for name in WORKLOADS
+              if name != "dynamic_batch"]  # unknown dims: nothing to compile ahead of time
+    p = subprocess.run([tool] + graphs + ["--target", "cuda", "--arch", "sm_90", "--out",
+                       os.path.join(tmp, "aot")], capture_output=True, text=True, timeout=600)
+    if p.returncode != 0:
+        log("xlac-compile --target cuda failed: %s" % p.stderr.strip())
+    return [float(m.group(1)) for m in re.finditer(r"NVRTC to cubin ([0-9.]+) ms", p.stdout)]
 
 
 def compile_figures(args, xlac, tmp):
@@ -363,7 +359,7 @@ def write_results(rows, fig, info, copy_gbs, args, path):
           "| cc compile per cluster, median (cold cache, whole JIT path) | %s ms | |" %
           fmt(fig.get("compile_ms_median"), "%.1f"),
           "| cc compile per cluster, max | %s ms | |" % fmt(fig.get("compile_ms_max"), "%.1f"),
-          "| NVRTC to an sm_90 cubin per cluster, median (xlac-compile, one process each) | %s ms | ≤ 60 ms |" %
+          "| NVRTC to an sm_90 cubin per cluster, median (xlac-compile, all graphs in one process) | %s ms | ≤ 60 ms |" %
           fmt(fig.get("nvrtc_ms_median"), "%.1f"),
           "| NVRTC per cluster, max | %s ms | |" % fmt(fig.get("nvrtc_ms_max"), "%.1f"),
           "| disk-cache load per module (read, check, dlopen) | %s ms | ≤ 2 ms |" %

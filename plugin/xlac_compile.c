@@ -3,11 +3,14 @@
  * for a named target, at the graph's declared shapes, without running
  * anything (so it works without a GPU):
  *
- *   xlac-compile GRAPH.xg --target cuda|c [--arch sm_90] --out DIR [--level 1|2]
+ *   xlac-compile GRAPH.xg... --target cuda|c [--arch sm_90] --out DIR [--level 1|2]
  *
- * Exit status: 0 when every cluster compiled, 1 when one failed to
- * compile, 2 for a usage or graph error (unknown dims included). One
- * progress line per cluster with its compile time.
+ * Several graphs compile in one process, each into DIR/NAME (NAME: the
+ * graph's file name without .xg), so only the first pays the compiler's
+ * start-up. Exit status: 0 when every cluster compiled, 1 when one failed
+ * to compile, 2 for a usage or graph error (unknown dims included; the
+ * worst over the graphs). One progress line per cluster with its compile
+ * time.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,7 +23,8 @@
 #include "xlac_plugin.h"
 
 typedef struct args {
-    const char *graph; /* GRAPH.xg */
+    const char **graphs; /* GRAPH.xg... */
+    int n_graphs;
     xg_target target;  /* --target */
     bool have_target;
     int arch;        /* --arch sm_NN (CUDA) */
@@ -30,8 +34,9 @@ typedef struct args {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: xlac-compile GRAPH.xg --target cuda|c [--arch sm_90] --out DIR "
-               "[--level 1|2]\n");
+    fprintf(f, "usage: xlac-compile GRAPH.xg... --target cuda|c [--arch sm_90] --out DIR "
+               "[--level 1|2]\n"
+               "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n");
 }
 
 static bool parse_arch(const char *v, int *arch)
@@ -71,20 +76,19 @@ static bool parse_option(args *a, const char *opt, const char *v)
 static bool parse_args(int argc, char **argv, args *a)
 {
     *a = (args){.level = 2, .arch = xe_gpu_available() ? xe_gpu_arch() : 90};
+    a->graphs = calloc((size_t)argc, sizeof *a->graphs);
+    if (!a->graphs)
+        return false;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--", 2) != 0) {
-            if (a->graph) {
-                fprintf(stderr, "xlac-compile: more than one graph given\n");
-                return false;
-            }
-            a->graph = argv[i];
+            a->graphs[a->n_graphs++] = argv[i];
         } else if (!parse_option(a, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
             return false;
         } else {
             i++;
         }
     }
-    if (!a->graph || !a->have_target || !a->out) {
+    if (!a->n_graphs || !a->have_target || !a->out) {
         fprintf(stderr, "xlac-compile: GRAPH, --target and --out are required\n");
         return false;
     }
@@ -137,7 +141,7 @@ static bool known_inputs(const xe_node *launch, const char *name, xe_status *st)
 }
 
 /* Compiles every launch node's body; returns the exit status. */
-static int compile_all(const xe_graph *ng, const args *a, const xlac_flags *f)
+static int compile_all(const xe_graph *ng, const args *a, const char *out, const xlac_flags *f)
 {
     int status = 0;
     for (int i = 0; i < ng->n_nodes; i++) {
@@ -148,23 +152,59 @@ static int compile_all(const xe_graph *ng, const args *a, const xlac_flags *f)
         if (!n->body || !name)
             continue;
         if (!known_inputs(n, name, &st)) {
-            fprintf(stderr, "xlac-compile: %s\n", st.msg);
+            fprintf(stderr, "xlac-compile: %s: %s\n", ng->file, st.msg);
             return 2;
         }
         double t0 = xe_now_us(), compiler_ms = 0;
-        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, a->out, &f->xg, &compiler_ms, &st);
+        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, out, &f->xg, &compiler_ms, &st);
         double ms = (xe_now_us() - t0) / 1e3;
         int ops = n->body->n_nodes - n->body->n_inputs;
         if (c == XE_OK) {
-            printf("xlac-compile: %s (%d ops): compiled in %.1f ms (%s %.1f ms)\n", name, ops, ms,
+            printf("xlac-compile: %s%s%s (%d ops): compiled in %.1f ms (%s %.1f ms)\n",
+                   a->n_graphs > 1 ? ng->file : "", a->n_graphs > 1 ? ": " : "", name, ops, ms,
                    a->target == XG_TARGET_CUDA ? "NVRTC to cubin" : "cc", compiler_ms);
         } else {
             printf("xlac-compile: %s (%d ops): FAILED after %.1f ms\n", name, ops, ms);
-            fprintf(stderr, "xlac-compile: %s: %s\n", name, st.msg);
+            fprintf(stderr, "xlac-compile: %s: %s: %s\n", ng->file, name, st.msg);
             status = 1;
         }
         fflush(stdout);
     }
+    return status;
+}
+
+/* DIR/NAME for graph PATH/NAME.xg. */
+static void graph_out_dir(const char *dir, const char *graph, char *buf, size_t len)
+{
+    const char *base = strrchr(graph, '/') ? strrchr(graph, '/') + 1 : graph;
+    size_t n = strlen(base);
+    if (n > 3 && strcmp(base + n - 3, ".xg") == 0)
+        n -= 3;
+    snprintf(buf, len, "%s/%.*s", dir, (int)n, base);
+}
+
+/* Clusters and compiles one graph into out; returns its exit status. */
+static int compile_graph(const char *path, const char *out, const args *a, xlac_flags *f)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    int status = 2;
+    xe_graph *g = xe_parse_file(path, &st), *ng = NULL;
+    if (g && xe_graph_infer(g, &st) == XE_OK) {
+        place_for_target(g, a->target);
+        ng = cluster(g, a, f, &st);
+        xe_status ds;
+        if (ng && xe_mkdirs(out, 0777, &ds) != XE_OK)
+            fprintf(stderr, "xlac-compile: %s\n", ds.msg);
+        else if (ng)
+            status = compile_all(ng, a, out, f);
+        else if (st.code == XE_OK)
+            status = 0; /* nothing to compile */
+    }
+    if (status == 2 && st.code != XE_OK)
+        fprintf(stderr, "xlac-compile: %s\n", st.msg);
+    xe_graph_destroy(ng);
+    xe_graph_destroy(g);
     return status;
 }
 
@@ -186,29 +226,21 @@ int main(int argc, char **argv)
         return 2;
     }
 #endif
-    xe_status st;
-    xe_status_clear(&st);
     xlac_flags f;
     xlac_flags_default(&f);
     f.auto_jit = a.level;
     f.xg.level2 = a.level == 2;
-    int status = 2;
-    xe_graph *g = xe_parse_file(a.graph, &st), *ng = NULL;
-    if (g && xe_graph_infer(g, &st) == XE_OK) {
-        place_for_target(g, a.target);
-        ng = cluster(g, &a, &f, &st);
-        xe_status ds;
-        if (ng && xe_mkdirs(a.out, 0777, &ds) != XE_OK)
-            fprintf(stderr, "xlac-compile: %s\n", ds.msg);
-        else if (ng)
-            status = compile_all(ng, &a, &f);
-        else if (st.code == XE_OK)
-            status = 0; /* nothing to compile */
+    int status = 0;
+    for (int i = 0; i < a.n_graphs; i++) {
+        char out[4096];
+        if (a.n_graphs == 1)
+            snprintf(out, sizeof out, "%s", a.out);
+        else
+            graph_out_dir(a.out, a.graphs[i], out, sizeof out);
+        int s = compile_graph(a.graphs[i], out, &a, &f);
+        status = s > status ? s : status;
     }
-    if (status == 2 && st.code != XE_OK)
-        fprintf(stderr, "xlac-compile: %s\n", st.msg);
-    xe_graph_destroy(ng);
-    xe_graph_destroy(g);
     xlac_flags_free(&f);
+    free(a.graphs);
     return status;
 }

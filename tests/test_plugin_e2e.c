@@ -537,3 +537,65 @@ Test(e2e, unsafe_cache_folder_warns_once_and_runs)
     result_free(&r);
     remove_tree(tmp);
 }
+
+/* ---- xlac-compile ---------------------------------------------------------------------------- */
+
+#define XLAC_COMPILE XLAC_BINARY_DIR "/bin/xlac-compile"
+
+static bool exists(const char *p)
+{
+    struct stat sb;
+    return stat(p, &sb) == 0;
+}
+
+/*
+ * Ahead of time for the C target: one graph into --out (created with its
+ * parents), two graphs into --out/NAME each, one progress line per
+ * cluster; unknown dims and bad options are usage errors (exit 2).
+ */
+Test(e2e, xlac_compile_writes_the_dumps_and_the_binary)
+{
+    write_graph();
+    write_file(path("h.xg"), "xlac.graph v1\ninput x: f32[5]\na = neg(x)\nb = exp(a)\noutput b\n");
+    const char *one[] = {XLAC_COMPILE, path("g.xg"), "--target", "c", "--out", path("aot/one"), NULL};
+    result r = run_in(tmp, false, NULL, one);
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "xlac-compile: cluster_0 (4 ops): compiled in "), "%s", r.out);
+    cr_assert(exists(path("aot/one/cluster_0.so")) && exists(path("aot/one/module_0000.cluster_0.c")) &&
+              exists(path("aot/one/module_0000.cluster_0.plan.txt")) &&
+              exists(path("aot/one/module_0000.cluster_0.log")));
+    result_free(&r);
+    const char *two[] = {XLAC_COMPILE, path("g.xg"), path("h.xg"), "--target", "c", "--out", path("aot/two"), NULL};
+    r = run_in(tmp, false, NULL, two);
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert_eq(count_lines(r.out), 2, "%s", r.out);
+    cr_assert(exists(path("aot/two/g/cluster_0.so")) && exists(path("aot/two/h/cluster_0.so")));
+    result_free(&r);
+    write_file(path("d.xg"), "xlac.graph v1\ninput x: f32[?,3]\na = neg(x)\nb = exp(a)\noutput b\n");
+    const char *dyn[] = {XLAC_COMPILE, path("d.xg"), "--target", "c", "--out", path("aot/d"), NULL};
+    r = run_in(tmp, false, NULL, dyn);
+    cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "needs fully declared shapes"), "%s", r.err);
+    result_free(&r);
+    const char *bad[] = {XLAC_COMPILE, path("g.xg"), "--target", "ptx", "--out", path("aot/b"), NULL};
+    r = run_in(tmp, false, NULL, bad);
+    cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "usage: xlac-compile"), "%s", r.err);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+/* A compiler that fails: exit 1, the cluster named, and its source and (empty) log still written. */
+Test(e2e, xlac_compile_failure_keeps_the_source)
+{
+    write_graph();
+    const char *argv[] = {XLAC_COMPILE, path("g.xg"), "--target", "c", "--out", path("aot"), NULL};
+    const char *env[] = {"CC=/bin/false", NULL};
+    result r = run_in(tmp, false, env, argv);
+    cr_assert_eq(r.rc, 1, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "cluster_0 (4 ops): FAILED"), "%s", r.out);
+    cr_assert(strstr(r.err, "/bin/false"), "%s", r.err);
+    cr_assert(exists(path("aot/module_0000.cluster_0.c")) && !exists(path("aot/cluster_0.so")));
+    result_free(&r);
+    remove_tree(tmp);
+}
