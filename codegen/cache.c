@@ -28,6 +28,7 @@
 
 #include "cache_impl.h"
 #include "compile.h"
+#include "plan.h"
 #include "xlac/op.h"
 
 #define KEY_VERSION "xlac-cache-v4"
@@ -43,11 +44,12 @@ typedef struct entry {
     UT_hash_handle hh;
 } entry;
 
+/* Per cluster (its name and fingerprint: twin clusters share programs, not budgets). */
 typedef struct cluster_state {
-    char fp[40];          /* key: fingerprint */
+    char id[200];         /* key: "fingerprint|name" */
     int compiles;
     int n_patterns;
-    char patterns[16][512];
+    char patterns[16][40];  /* shape_pattern hashes */
     int pattern_sigs[16]; /* signatures seen per pattern */
     bool stopped_warned;
     UT_hash_handle hh;
@@ -132,27 +134,50 @@ void xg_fingerprint(const xe_graph *body, char out[40])
     free(t.buf);
 }
 
-/* Shape pattern: ranks and which dims are 1 (what a shape-generic program depends on). */
-static void shape_pattern(xe_tensor *const *in, int n, char *buf, size_t len)
+/* One type's pattern: dtype, then per dim '1' or 'n'. */
+static void type_pattern(const xe_type *t, xg_text *out)
 {
-    size_t u = 0;
-    buf[0] = '\0';
-    for (int k = 0; k < n && u + 16 < len; k++) {
-        u += (size_t)snprintf(buf + u, len - u, "%s%s:", k ? ";" : "", xe_dtype_name(in[k]->dtype));
-        for (int d = 0; d < in[k]->shape.rank && u + 2 < len; d++)
-            buf[u++] = in[k]->shape.dims[d] == 1 ? '1' : 'n';
-        buf[u] = '\0';
-    }
+    xg_text_add(out, "%s:", xe_dtype_name(t->dtype));
+    for (int d = 0; d < t->shape.rank; d++)
+        xg_text_add(out, "%c", t->shape.dims[d] == 1 ? '1' : 'n');
 }
 
-static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, bool generic,
+/*
+ * Shape pattern: ranks and which dims are 1, of the inputs and of every
+ * value the body computes from them (a slice or reshape can make a size-1
+ * dim that the inputs do not have): what a shape-generic program depends
+ * on, so one program per pattern serves every shape that has it. Written
+ * as the 128-bit hash of that text (32 hex digits).
+ */
+static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, char out[40])
+{
+    xg_text t = {0};
+    xe_type *ins = calloc((size_t)n + 1, sizeof *ins);
+    xe_type *types = calloc((size_t)body->n_nodes + 1, sizeof *types);
+    for (int k = 0; ins && k < n; k++)
+        ins[k] = (xe_type){in[k]->dtype, in[k]->shape};
+    xe_status st;
+    bool inferred = ins && types && xg_body_types(body, ins, types, &st) == XE_OK;
+    const xe_type *ty = inferred ? types : ins; /* the inputs alone when inference fails */
+    int count = !ins ? 0 : inferred ? body->n_nodes : n;
+    for (int k = 0; k < count; k++) {
+        xg_text_add(&t, "%s", k ? ";" : "");
+        type_pattern(&ty[k], &t);
+    }
+    XXH128_hash_t h = XXH3_128bits(t.buf ? t.buf : "", t.len);
+    snprintf(out, 40, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+    free(t.buf);
+    free(ins);
+    free(types);
+}
+
+/* The key of a signature: its input types, or (pattern given) its shape-generic program's pattern. */
+static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, const char *pattern,
                           xg_target target, int arch, xg_text *key)
 {
     xg_text_add(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
-    if (generic) {
-        char pat[512];
-        shape_pattern(in, n, pat, sizeof pat);
-        xg_text_add(key, "generic:%s", pat);
+    if (pattern) {
+        xg_text_add(key, "generic:%s", pattern);
     } else {
         for (int k = 0; k < n; k++) {
             char ty[128];
@@ -235,14 +260,16 @@ static entry *entry_get(xg_cache *c, const char *key)
     return e;
 }
 
-static cluster_state *cluster_get(xg_cache *c, const char *fp)
+static cluster_state *cluster_get(xg_cache *c, const char *fp, const char *name)
 {
+    char id[200];
+    snprintf(id, sizeof id, "%s|%.150s", fp, name ? name : "");
     cluster_state *s = NULL;
-    HASH_FIND_STR(c->clusters, fp, s);
+    HASH_FIND_STR(c->clusters, id, s);
     if (s || !(s = calloc(1, sizeof *s)))
         return s;
-    snprintf(s->fp, sizeof s->fp, "%s", fp);
-    HASH_ADD_STR(c->clusters, fp, s);
+    snprintf(s->id, sizeof s->id, "%s", id);
+    HASH_ADD_STR(c->clusters, id, s);
     return s;
 }
 
@@ -328,7 +355,7 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
     xg_cache *c = j->c;
     pthread_mutex_lock(&c->lock);
     entry *e = entry_get(c, j->key);
-    cluster_state *s = cluster_get(c, j->fp);
+    cluster_state *s = cluster_get(c, j->fp, j->name);
     if (e) {
         e->compiling = false;
         e->prog = prog;
@@ -408,21 +435,22 @@ typedef enum decision {
     COMPILE,  /* this thread compiles (e->compiling set) */
 } decision;
 
-static decision decide(xg_cache *c, const char *fp, const char *name, xe_tensor *const *in, int n,
+static decision decide(xg_cache *c, const char *fp, const char *name, const xe_graph *body, xe_tensor *const *in, int n,
                        xg_target target, int arch, bool must, xg_text *key, entry **out)
 {
-    cluster_state *s = cluster_get(c, fp);
-    signature_key(c, fp, in, n, false, target, arch, key);
+    cluster_state *s = cluster_get(c, fp, name);
+    signature_key(c, fp, in, n, NULL, target, arch, key);
     entry *e = entry_get(c, key->buf);
     if (!s || !e)
         return FALLBACK;
     bool new_sig = e->seen == 0;
     e->seen++;
-    char pat[512];
-    shape_pattern(in, n, pat, sizeof pat);
+    char pat[40] = "";
+    if (!e->prog && !e->failed && !e->compiling)
+        shape_pattern(body, in, n, pat);
     if (!e->prog && !e->failed && !e->compiling && pattern_is_dynamic(c, s, pat, new_sig)) {
         key->len = 0; /* this shape joins the pattern's shape-generic program */
-        signature_key(c, fp, in, n, true, target, arch, key);
+        signature_key(c, fp, in, n, pat, target, arch, key);
         int seen = e->seen;
         if (!(e = entry_get(c, key->buf)))
             return FALLBACK;
@@ -540,7 +568,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     *outcome = XG_FALLBACK;
     /* 1. decide under the lock */
     pthread_mutex_lock(&c->lock);
-    decision d = decide(c, fp, cluster_name, inputs, body->n_inputs, target, arch, must_compile, &key, &e);
+    decision d = decide(c, fp, cluster_name, body, inputs, body->n_inputs, target, arch, must_compile, &key, &e);
     bool failed_before = d == FALLBACK && e && e->failed;
     xg_program *prog = d == RUN ? e->prog : NULL;
     if (d == RUN)
@@ -557,6 +585,8 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     if (code == XE_OK && prog && xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st) != XE_OK) {
         if (must_compile) {
             code = st->code;
+        } else if (st->code == XE_ERR_UNSUPPORTED) { /* this call only (an empty max): per op, quietly */
+            xe_status_clear(st);
         } else {
             mark_failed(c, k, cluster_name, "run", st);
             xe_status_clear(st);

@@ -101,7 +101,7 @@ static xe_code run_library(xg_program *p, int node, xe_tensor **bufs, xe_status 
     xe_tensor *in[2] = {bufs[n->inputs[0]], bufs[n->inputs[1]]};
     xe_kernel_args a = {.graph = p->body, .node = n, .n_in = 2, .in = in, .out = bufs[node]};
     if (!d->kernel[p->device])
-        return xe_fail(st, XE_ERR_UNSUPPORTED, "no %s kernel for %s", xe_device_name(p->device), n->name);
+        return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
     return d->kernel[p->device](&a, st);
 }
 
@@ -146,7 +146,8 @@ static bool same_pattern(const xe_type *a, const xe_type *b)
  * its rows: xg_step_shape_mismatch). Anything else would index
  * out of bounds, so it is an error, never a guess.
  */
-/* max, min and argmax of nothing have no value: an error, as op by op (never the identity). */
+/* max, min and argmax of nothing have no value: not for the program (XE_ERR_UNSUPPORTED: the
+   per-op path runs the call and reports the error at the node's line), never the identity. */
 static xe_code check_empty_reductions(const xe_graph *b, const xe_type *types, xe_status *st)
 {
     for (int i = 0; i < b->n_nodes; i++) {
@@ -154,7 +155,7 @@ static xe_code check_empty_reductions(const xe_graph *b, const xe_type *types, x
         if (n->op != XE_OP_REDUCE_MAX && n->op != XE_OP_REDUCE_MIN && n->op != XE_OP_ARGMAX)
             continue;
         if (xe_shape_numel(&types[i].shape) > 0 && xe_shape_numel(&types[n->inputs[0]].shape) == 0)
-            return xe_fail(st, XE_ERR_RUNTIME, "node %s (%s): %s over an empty axis", n->name,
+            return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (%s): %s over an empty axis", n->name,
                            xe_op_name(n->op), xe_op_name(n->op));
     }
     return XE_OK;

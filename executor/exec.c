@@ -94,6 +94,10 @@ static xe_code node_fail(const run *r, const xe_node *n, xe_status *st)
 {
     char where[512];
     xe_node_where(r->g, n, where, sizeof where);
+    /* a composite's body names its own failing node, at its line in the same file: enough */
+    size_t file_len = strcspn(where, ":");
+    if (n->body && !strncmp(st->msg, where, file_len) && st->msg[file_len] == ':')
+        return st->code;
     return xe_status_prefix(st, "%s: node %s (%s): ", where, n->name, xe_node_op_name(n));
 }
 

@@ -68,7 +68,7 @@ static const flag_row rows[] = {
      "false: clusters always run with the executor's per-op kernels"},
     {F_FAST_MATH, "fast_math", FLAG_BOOL, 0, "false",
      "generated code may reassociate floating-point math"},
-    {F_COMPILE_THRESHOLD, "compile_threshold", FLAG_INT, 0, "1",
+    {F_COMPILE_THRESHOLD, "compile_threshold", FLAG_INT, 1, "1",
      "runs of one signature before it is compiled (earlier runs go per op)"},
     {F_DYNAMIC_AFTER, "dynamic_after", FLAG_INT, 0, "2",
      "distinct shapes of a cluster before one shape-generic program is compiled"},

@@ -54,6 +54,14 @@ static bool parse_arch(const char *v, int *arch)
 /* One option with its value; returns false on a usage error (message printed). */
 static bool parse_option(args *a, const char *opt, const char *v)
 {
+    static const char *const known[] = {"--target", "--arch", "--out", "--level"};
+    bool is_known = false;
+    for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
+        is_known |= strcmp(opt, known[k]) == 0;
+    if (!is_known) {
+        fprintf(stderr, "xlac-compile: unknown option %s\n", opt);
+        return false;
+    }
     if (!v) {
         fprintf(stderr, "xlac-compile: %s needs a value\n", opt);
         return false;
@@ -82,6 +90,12 @@ static bool parse_args(int argc, char **argv, args *a)
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--", 2) != 0) {
             a->graphs[a->n_graphs++] = argv[i];
+        } else if (strchr(argv[i], '=')) { /* --name=value */
+            char opt[64];
+            size_t n = (size_t)(strchr(argv[i], '=') - argv[i]);
+            snprintf(opt, sizeof opt, "%.*s", (int)(n < sizeof opt ? n : sizeof opt - 1), argv[i]);
+            if (!parse_option(a, opt, argv[i] + n + 1))
+                return false;
         } else if (!parse_option(a, argv[i], i + 1 < argc ? argv[i + 1] : NULL)) {
             return false;
         } else {

@@ -18,6 +18,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <math.h>
+
 #include "cache_impl.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
@@ -51,6 +53,9 @@ static void fixture_fini(fixture *f)
     xe_graph_destroy(f->g);
 }
 
+/* The name the cluster runs under (twin clusters: two names, one fingerprint). */
+static const char *cluster_name = "cluster_0";
+
 /*
  * Runs the cluster at [rows, 8]: 1 when compiled code ran with the right
  * values, 0 when it answered per op, -1 on an error or a wrong value
@@ -74,7 +79,7 @@ static int try_rows(xg_cache *c, const xe_graph *g, int rows, char *why, size_t 
     xe_tensor *in[2] = {x, y}, *out[1] = {NULL};
     xg_outcome oc = XG_FALLBACK;
     int r = 0;
-    if (xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st) != XE_OK) {
+    if (xg_run_cluster(c, g, NULL, cluster_name, XE_DEV_CPU, in, out, false, &oc, &st) != XE_OK) {
         snprintf(why, why_len, "%.300s", st.msg);
         r = -1;
     } else if (oc == XG_RAN) {
@@ -165,6 +170,74 @@ Test(cache, threshold_and_compile_limit)
     cr_assert_not(run_rows(c, f.g, 5)); /* limit reached: per op from now on */
     cr_assert_eq(stats_of(c).compiles, 2);
     xg_cache_destroy(c);
+    fixture_fini(&f);
+}
+
+/*
+ * --max_compiles_per_cluster is per cluster: two clusters with one
+ * fingerprint share the programs (a shape one compiled is a hit for the
+ * other) but each has its own budget.
+ */
+Test(cache, compile_limit_is_per_cluster_and_programs_are_shared)
+{
+    fixture f;
+    fixture_init(&f);
+    xe_status st;
+    f.o.dynamic_after = 100;
+    f.o.max_compiles_per_cluster = 1;
+    f.o.disk_cache = false;
+    xg_cache *c = xg_cache_new(&f.o, &st);
+    cluster_name = "cluster_0";
+    cr_assert(run_rows(c, f.g, 3));
+    cluster_name = "cluster_1";
+    cr_assert(run_rows(c, f.g, 5)); /* its own budget */
+    cr_assert(run_rows(c, f.g, 3)); /* cluster_0's program: a hit */
+    cr_assert_not(run_rows(c, f.g, 7));
+    cluster_name = "cluster_0";
+    cr_assert(run_rows(c, f.g, 5)); /* cluster_1's program */
+    cr_assert_not(run_rows(c, f.g, 9));
+    cr_assert_eq(stats_of(c).compiles, 2);
+    cr_assert_eq(stats_of(c).cache_hits, 2);
+    xg_cache_destroy(c);
+    fixture_fini(&f);
+}
+
+/*
+ * The shape pattern of a generic program covers the values the body
+ * computes: a slice that is one row at some shapes and two at others gets
+ * a program for each pattern, and no shape falls back to per op.
+ */
+Test(cache, generic_programs_follow_size_one_dims_inside_the_body)
+{
+    fixture f;
+    fixture_init(&f);
+    xe_status st;
+    f.o.disk_cache = false;
+    xe_graph *g = xe_parse_string("xlac.graph v1\ninput x: f32[?,?]\na = neg(x)\n"
+                                  "b = slice(a, begin=[1,0], end=[3,100])\nc = exp(b)\noutput c\n", "s.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xg_cache *c = xg_cache_new(&f.o, &st);
+    const int rows[] = {4, 5, 2, 6, 7, 8, 2, 9};
+    for (int i = 0; i < 8; i++) {
+        xe_shape sh = {2, {rows[i], 3}};
+        xe_tensor *x = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st), *out[1] = {NULL};
+        for (int k = 0; k < rows[i] * 3; k++)
+            ((float *)x->data)[k] = (float)k;
+        xg_outcome oc = XG_FALLBACK;
+        cr_assert_eq(xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, &x, out, false, &oc, &st), XE_OK, "%s",
+                     st.msg);
+        cr_assert_eq(oc, XG_RAN, "rows=%d ran per op", rows[i]);
+        int64_t n = rows[i] >= 3 ? 2 : 1;
+        cr_assert_eq(out[0]->shape.dims[0], n);
+        for (int k = 0; k < n * 3; k++) /* row 1 on: x[3 + k] */
+            cr_assert_float_eq(((float *)out[0]->data)[k], expf(-(float)(3 + k)), 1e-6f, "rows=%d k=%d", rows[i], k);
+        xe_tensor_release(out[0]);
+        xe_tensor_release(x);
+    }
+    cr_assert_eq(stats_of(c).fallbacks, 0);
+    cr_assert_leq(stats_of(c).compiles, 4, "two programs per pattern at most before it goes generic");
+    xg_cache_destroy(c);
+    xe_graph_destroy(g);
     fixture_fini(&f);
 }
 

@@ -437,6 +437,8 @@ Test(flags, errors_name_the_flag)
         {"1", "--nope"},
         {"1", "--min_cluster_size"},
         {"1", "--min_cluster_size=0"},
+        {"1", "--compile_threshold=0"},
+        {"1", "--max_compiles_per_cluster=0"},
         {"1", "--max_cluster_size=-2"},
         {"1", "--stats=maybe"},
         {"1", "--clustering_fuel=1e3"},
@@ -582,6 +584,18 @@ Test(e2e, xlac_compile_writes_the_dumps_and_the_binary)
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "usage: xlac-compile"), "%s", r.err);
     result_free(&r);
+    const char *bogus[] = {XLAC_COMPILE, path("g.xg"), "--target", "c", "--out", path("aot/b"), "--bogus", NULL};
+    r = run_in(tmp, false, NULL, bogus);
+    cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.err, "unknown option --bogus"), "%s", r.err);
+    result_free(&r);
+    char out_eq[600];
+    snprintf(out_eq, sizeof out_eq, "--out=%s", path("aot/eq"));
+    const char *eq[] = {XLAC_COMPILE, path("g.xg"), "--target=c", out_eq, NULL};
+    r = run_in(tmp, false, NULL, eq);
+    cr_assert_eq(r.rc, 0, "--name=value works too: %s%s", r.out, r.err);
+    cr_assert(exists(path("aot/eq/cluster_0.so")));
+    result_free(&r);
     remove_tree(tmp);
 }
 
@@ -596,6 +610,24 @@ Test(e2e, xlac_compile_failure_keeps_the_source)
     cr_assert(strstr(r.out, "cluster_0 (4 ops): FAILED"), "%s", r.out);
     cr_assert(strstr(r.err, "/bin/false"), "%s", r.err);
     cr_assert(exists(path("aot/module_0000.cluster_0.c")) && !exists(path("aot/cluster_0.so")));
+    result_free(&r);
+    remove_tree(tmp);
+}
+
+/* A call the program cannot serve (max over an empty axis): the op-by-op error, one line, at the node. */
+Test(e2e, empty_max_under_the_plugin_is_the_op_by_op_error)
+{
+    write_file(path("z.xg"), "xlac.graph v1\ninput x: f32[0,3]\na = neg(x)\nm = reduce_max(a, axes=[0])\n"
+                             "output m\n");
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
+    const char *argv[] = {XLAC_RUN, path("z.xg"), NULL};
+    result r = run_in(tmp, true, env, argv);
+    cr_assert_eq(r.rc, 1, "%s", r.err);
+    char want[700];
+    snprintf(want, sizeof want, "xlac-run: %s:4:1: node m (reduce_max): reduce_max over an empty axis\n",
+             path("z.xg"));
+    cr_assert(strstr(r.err, want), "want '%s' in: %s", want, r.err);
+    cr_assert_null(strstr(r.err, "warning"), "%s", r.err);
     result_free(&r);
     remove_tree(tmp);
 }
