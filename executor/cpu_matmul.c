@@ -165,13 +165,14 @@ static void gemm_blas_parallel(const mm_job *j, const xe_shape *batch, int64_t n
     int64_t parts = 1;
     bool by_rows = j->M >= j->N || j->M >= MM_MIN_BLOCK * threads;
     int64_t extent = by_rows ? j->M : j->N;
-    if (nb * j->M * j->N * j->K >= MM_PARALLEL_MIN_MACS && nb < threads) {
+    double macs = (double)nb * (double)j->M * (double)j->N * (double)j->K; /* no int64 overflow */
+    if (macs >= MM_PARALLEL_MIN_MACS && nb < threads) {
         parts = (threads + nb - 1) / nb;
         int64_t most = (extent + MM_MIN_BLOCK - 1) / MM_MIN_BLOCK;
         parts = parts < most ? parts : most;
     }
     int64_t tasks = nb * parts;
-    bool parallel = tasks > 1 && nb * j->M * j->N * j->K >= MM_PARALLEL_MIN_MACS;
+    bool parallel = tasks > 1 && macs >= MM_PARALLEL_MIN_MACS;
 #pragma omp parallel for schedule(static) if (parallel)
     for (int64_t t = 0; t < tasks; t++) {
         int64_t i = t / parts, p = t % parts;
