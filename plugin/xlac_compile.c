@@ -231,12 +231,14 @@ int main(int argc, char **argv)
     }
     if (!parse_args(argc, argv, &a)) {
         usage(stderr);
+        free(a.graphs);
         return 2;
     }
 #ifndef XG_HAVE_CUDA
     if (a.target == XG_TARGET_CUDA) {
         fprintf(stderr, "xlac-compile: --target cuda: this build has no CUDA toolkit (NVRTC); "
                         "configure it where the toolkit is installed, or use --target c\n");
+        free(a.graphs);
         return 2;
     }
 #endif
