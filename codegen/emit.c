@@ -1266,16 +1266,6 @@ static void row_phases(em *e, const xg_step *s, const bool *mask, const red_ops 
     }
 }
 
-/*
- * The row cache (CPU, static shapes): a value of the row shape that is
- * not stored but computed by several phases with a costly op (softmax's
- * exponentials) is kept by the first of them in a buffer of one row on the
- * thread's stack, at most XG_ROW_CACHE_BYTES in all, and read back by the
- * others. A dry run of the phases finds which phases compute what; its
- * text is dropped. Declares the buffers; returns their count.
- */
-#define XG_ROW_CACHE_BYTES (64 << 10)
-
 /* Elements of one row: the product of the reduced dims. */
 static int64_t row_length(const xe_shape *x, const bool *mask)
 {
@@ -1286,18 +1276,21 @@ static int64_t row_length(const xe_shape *x, const bool *mask)
     return k;
 }
 
-static int row_cache_plan(em *e, const xg_step *s, const bool *mask, const red_ops *ro, int64_t K)
+/*
+ * Prints the phases with nothing kept: e->rc_phases[node] gets the phases
+ * that compute node at their own element; the text, the variable and memo
+ * counters and the row registers are put back as they were.
+ */
+static void row_phases_dry_run(em *e, const xg_step *s, const bool *mask, const red_ops *ro)
 {
     int n = e->p->body->n_nodes;
-    for (int i = 0; i < n; i++)
-        e->rc_first[i] = -1;
-    if (e->cuda || e->p->generic || K <= 0)
-        return 0;
     size_t len = e->len, rv_bytes = ((size_t)n + 1) * sizeof *e->rowvar;
     int var = e->var, n_memo = e->n_memo;
     char(*rowvar)[16] = malloc(rv_bytes);
-    if (!rowvar)
-        return 0;
+    if (!rowvar) {
+        e->oom = true;
+        return;
+    }
     memcpy(rowvar, e->rowvar, rv_bytes);
     memset(e->rc_phases, 0, sizeof *e->rc_phases * (size_t)n);
     e->rc_dry = true;
@@ -1310,9 +1303,27 @@ static int row_cache_plan(em *e, const xg_step *s, const bool *mask, const red_o
     e->n_memo = n_memo;
     memcpy(e->rowvar, rowvar, rv_bytes);
     free(rowvar);
+}
+
+/*
+ * The row cache (CPU, static shapes): a value of the row shape that is
+ * not stored but computed by several phases with a costly op (softmax's
+ * exponentials) is kept by the first of them in a buffer of one row (K
+ * elements) on the thread's stack, at most XG_ROW_CACHE_BYTES in all, and
+ * read back by the others. Declares the buffers; returns their count.
+ */
+#define XG_ROW_CACHE_BYTES (64 << 10)
+static int row_cache_plan(em *e, const xg_step *s, const bool *mask, const red_ops *ro, int64_t K)
+{
+    int n = e->p->body->n_nodes;
+    for (int i = 0; i < n; i++)
+        e->rc_first[i] = -1;
+    if (e->cuda || e->p->generic || K <= 0)
+        return 0;
+    row_phases_dry_run(e, s, mask, ro);
     int64_t bytes = 0;
     int count = 0;
-    for (int i = 0; i < n; i++) {
+    for (int i = 0; i < n && !e->oom; i++) {
         unsigned ph = e->rc_phases[i];
         xe_dtype dt = e->p->types[i].dtype;
         int64_t b = K * (dt == XE_F64 || dt == XE_I64 ? 8 : 4);
