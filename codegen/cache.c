@@ -435,6 +435,18 @@ typedef enum decision {
     COMPILE,  /* this thread compiles (e->compiling set) */
 } decision;
 
+/* Past --max_compiles_per_cluster (must-compile aside): warns once, true. Under the lock. */
+static bool over_budget(xg_cache *c, cluster_state *s, const char *name, bool must)
+{
+    if (s->compiles < c->o.max_compiles_per_cluster || must)
+        return false;
+    if (!s->stopped_warned)
+        fprintf(stderr, "xlac: warning: %s compiled %d times; it now runs op by op "
+                        "(raise --max_compiles_per_cluster)\n", name, s->compiles);
+    s->stopped_warned = true;
+    return true;
+}
+
 static decision decide(xg_cache *c, const char *fp, const char *name, const xe_graph *body, xe_tensor *const *in, int n,
                        xg_target target, int arch, bool must, xg_text *key, entry **out)
 {
@@ -464,13 +476,8 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
         return RUN;
     if (e->seen < c->o.compile_threshold && !must)
         return FALLBACK;
-    if (s->compiles >= c->o.max_compiles_per_cluster && !must) {
-        if (!s->stopped_warned)
-            fprintf(stderr, "xlac: warning: %s compiled %d times; it now runs op by op "
-                            "(raise --max_compiles_per_cluster)\n", name, s->compiles);
-        s->stopped_warned = true;
+    if (over_budget(c, s, name, must))
         return FALLBACK;
-    }
     e->compiling = true;
     return COMPILE;
 }
@@ -552,6 +559,33 @@ static xe_code compile_signature(xg_cache *c, const char *key, const xe_graph *b
     return XE_OK;
 }
 
+/*
+ * A shape its shape-generic program cannot serve (outputs of one kernel
+ * that no longer share a shape): this signature's own program, found or
+ * compiled now, within the cluster's budget. NULL: per op this time.
+ */
+static xg_program *specific_program(xg_cache *c, const char *fp, const xe_graph *body, const char *name,
+                                    xe_tensor *const *inputs, bool must, xg_target target, int arch,
+                                    xe_code *code, xe_status *st)
+{
+    xg_text key = {0};
+    xg_program *prog = NULL;
+    pthread_mutex_lock(&c->lock);
+    signature_key(c, fp, inputs, body->n_inputs, NULL, target, arch, &key);
+    entry *e = entry_get(c, key.buf);
+    cluster_state *s = cluster_get(c, fp, name);
+    bool compile = e && s && !e->prog && !e->failed && !e->compiling && !over_budget(c, s, name, must);
+    if (e && e->prog)
+        prog = e->prog;
+    if (compile)
+        e->compiling = true;
+    pthread_mutex_unlock(&c->lock);
+    if (compile && key.buf)
+        *code = compile_signature(c, key.buf, body, name, inputs, must, target, arch, &prog, st);
+    free(key.buf);
+    return prog;
+}
+
 xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
                        xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
                        xg_outcome *outcome, xe_status *st)
@@ -581,12 +615,23 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     /* 2. compile without it */
     if (code == XE_OK && d == COMPILE)
         code = compile_signature(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, st);
-    /* 3. run, or leave it to the per-op path */
-    if (code == XE_OK && prog && xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st) != XE_OK) {
-        if (must_compile) {
-            code = st->code;
-        } else if (st->code == XE_ERR_UNSUPPORTED) { /* this call only (an empty max): per op, quietly */
+    /* 3. run, or leave it to the per-op path; a call the program cannot serve
+          (XE_ERR_UNSUPPORTED) goes to this signature's own program if this one
+          was shape-generic, else per op, quietly (an empty max: per op says why) */
+    xe_code r = XE_OK;
+    if (code == XE_OK && prog)
+        r = xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st);
+    if (r == XE_ERR_UNSUPPORTED && strstr(k, "|generic:")) {
+        xe_status_clear(st);
+        prog = specific_program(c, fp, body, cluster_name, inputs, must_compile, target, arch, &code, st);
+        r = code == XE_OK && prog ? xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st)
+                                  : XE_OK;
+    }
+    if (code == XE_OK && r != XE_OK) {
+        if (r == XE_ERR_UNSUPPORTED) {
             xe_status_clear(st);
+        } else if (must_compile) {
+            code = st->code;
         } else {
             mark_failed(c, k, cluster_name, "run", st);
             xe_status_clear(st);

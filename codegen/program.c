@@ -175,13 +175,13 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
         return XE_OK;
     for (int i = 0; i < b->n_nodes; i++)
         if (!same_pattern(&types[i], &p->plan->types[i]))
-            return xe_fail(st, XE_ERR_RUNTIME, "shape-generic cluster: node %s is %s, outside the pattern of %s",
+            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: node %s is %s, outside the pattern of %s",
                            b->nodes[i]->name, xe_type_str(&types[i], got, sizeof got),
                            xe_type_str(&p->plan->types[i], want, sizeof want));
     for (int i = 0; i < p->plan->n_steps; i++) {
         int bad = xg_step_shape_mismatch(p->plan, i, types);
         if (bad >= 0)
-            return xe_fail(st, XE_ERR_RUNTIME, "shape-generic cluster: %s shares a kernel with %s but no longer its shape",
+            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s shares a kernel with %s but no longer its shape",
                            b->nodes[bad]->name, b->nodes[p->plan->steps[i].outs[0]]->name);
     }
     return XE_OK;

@@ -241,6 +241,59 @@ Test(cache, generic_programs_follow_size_one_dims_inside_the_body)
     fixture_fini(&f);
 }
 
+/*
+ * A shape that the pattern's generic program cannot serve (two outputs
+ * that shared a kernel at the build shape, [n,8] both when b has no
+ * columns, no longer share a shape) gets its own program, not per op.
+ */
+Test(cache, generic_program_refusing_a_shape_gives_way_to_a_specific_one)
+{
+    fixture f;
+    fixture_init(&f);
+    xe_status st;
+    f.o.disk_cache = false;
+    f.o.dynamic_after = 0;
+    xe_graph *g = xe_parse_string("xlac.graph v1\ninput a: f32[?,1]\ninput w: f32[8]\ninput b: f32[?,?]\n"
+                                  "p = mul(w, a)\nc = concat(p, b, axis=1)\nd = exp(p)\noutput c\noutput d\n",
+                                  "m.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xg_cache *c = xg_cache_new(&f.o, &st);
+    const int64_t shapes[][2] = {{8, 0}, {7, 3}, {7, 3}};
+    for (int i = 0; i < 3; i++) {
+        int64_t n = shapes[i][0], m = shapes[i][1];
+        xe_shape sa = {2, {n, 1}}, sw = {1, {8}}, sb = {2, {n, m}};
+        xe_tensor *in[3] = {xe_tensor_new(XE_F32, &sa, XE_DEV_CPU, &st), xe_tensor_new(XE_F32, &sw, XE_DEV_CPU, &st),
+                            xe_tensor_new(XE_F32, &sb, XE_DEV_CPU, &st)};
+        for (int64_t k = 0; k < n; k++)
+            ((float *)in[0]->data)[k] = 0.1f * (float)k;
+        for (int k = 0; k < 8; k++)
+            ((float *)in[1]->data)[k] = (float)k;
+        for (int64_t k = 0; k < n * m; k++)
+            ((float *)in[2]->data)[k] = -1.0f;
+        xe_tensor *out[2] = {NULL, NULL};
+        xg_outcome oc = XG_FALLBACK;
+        cr_assert_eq(xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st), XE_OK, "%s",
+                     st.msg);
+        cr_assert_eq(oc, XG_RAN, "call %d ran per op", i);
+        cr_assert_eq(out[0]->shape.dims[1], 8 + m);
+        for (int64_t r = 0; r < n; r++)
+            for (int k = 0; k < 8; k++) {
+                float want = 0.1f * (float)r * (float)k;
+                cr_assert_float_eq(((float *)out[0]->data)[r * (8 + m) + k], want, 1e-6f);
+                cr_assert_float_eq(((float *)out[1]->data)[r * 8 + k], expf(want), 1e-5f * expf(want));
+            }
+        for (int j = 0; j < 2; j++)
+            xe_tensor_release(out[j]);
+        for (int j = 0; j < 3; j++)
+            xe_tensor_release(in[j]);
+    }
+    cr_assert_eq(stats_of(c).compiles, 2, "the generic program and one for [7,3]");
+    cr_assert_eq(stats_of(c).fallbacks, 0);
+    xg_cache_destroy(c);
+    xe_graph_destroy(g);
+    fixture_fini(&f);
+}
+
 static int count_files(const char *dir)
 {
     DIR *d = opendir(dir);
