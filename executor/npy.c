@@ -82,8 +82,12 @@ static xe_code scan_string(scan *s, char *out, size_t cap)
         return bad_header(s, "expected a quoted string");
     char q = *s->p++;
     const char *start = s->p;
-    while (s->p < s->end && *s->p != q)
+    while (s->p < s->end && *s->p != q) {
+        unsigned char ch = (unsigned char)*s->p;
+        if (ch < 0x20 || ch >= 0x7f) /* keys and dtypes are ASCII; error messages quote them */
+            return bad_header(s, "a control or non-ASCII byte in a string");
         s->p++;
+    }
     if (s->p >= s->end)
         return bad_header(s, "unterminated string");
     size_t n = (size_t)(s->p - start);

@@ -323,6 +323,10 @@ Test(npy, header_and_size_mismatches_are_clear_errors, .init = setup, .fini = te
     expect_dict_error("{'descr: '<f4', 'fortran_order': False, 'shape': (2,), }", 8, "malformed");
     expect_dict_error("'descr': '<f4'", 8, "not a dict");
     expect_dict_error("", 8, "not a dict");
+    /* messages quote keys and dtypes: bytes that would break the one-line message are refused */
+    expect_dict_error("{'descr': '<f4', 'fort\nran_order': False, 'shape': (2,), }", 8, "control");
+    expect_dict_error("{'descr': '<f\0334', 'fortran_order': False, 'shape': (2,), }", 8, "control");
+    cr_assert_null(strchr(st.msg, '\n'), "one line: %s", st.msg);
 }
 
 Test(npy, broken_files_are_clear_errors, .init = setup, .fini = teardown)
