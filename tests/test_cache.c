@@ -130,6 +130,11 @@ Test(cache, hit_and_new_shape)
     cr_assert_eq(stats_of(c).cache_hits, 1);
     cr_assert(run_rows(c, f.g, 5));
     cr_assert_eq(stats_of(c).compiles, 2);
+    /* the last signature that ran is remembered: alternating shapes still get their own programs */
+    for (int k = 0; k < 4; k++)
+        cr_assert(run_rows(c, f.g, k % 2 ? 5 : 4));
+    cr_assert_eq(stats_of(c).compiles, 2);
+    cr_assert_eq(stats_of(c).cache_hits, 5);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
