@@ -122,9 +122,10 @@ static void canonical_text(xg_text *t, const xe_graph *b)
             if (n->attrs[k].name[0] != '@')
                 attr_text(t, &n->attrs[k]);
         if (n->value) {
-            XXH128_hash_t h = XXH3_128bits(n->value->data, n->value->nbytes);
-            xg_text_add(t, " value=%s:%016llx%016llx", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
-                        (unsigned long long)h.high64, (unsigned long long)h.low64);
+            char hex[33];
+            xg_hash_hex(n->value->data, n->value->nbytes, hex);
+            xg_text_add(t, " value=%s:%s", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
+                        hex);
         }
         xg_text_add(t, "\n");
     }
@@ -132,12 +133,17 @@ static void canonical_text(xg_text *t, const xe_graph *b)
         xg_text_add(t, "out %%%d\n", b->outputs[i]);
 }
 
+void xg_hash_hex(const void *data, size_t len, char out[33])
+{
+    XXH128_hash_t h = XXH3_128bits(data ? data : "", len);
+    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+}
+
 void xg_fingerprint(const xe_graph *body, char out[40])
 {
     xg_text t = {0};
     canonical_text(&t, body);
-    XXH128_hash_t h = XXH3_128bits(t.buf ? t.buf : "", t.len);
-    snprintf(out, 40, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+    xg_hash_hex(t.buf, t.len, out);
     free(t.buf);
 }
 
@@ -171,8 +177,7 @@ static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, cha
         xg_text_add(&t, "%s", k ? ";" : "");
         type_pattern(&ty[k], &t);
     }
-    XXH128_hash_t h = XXH3_128bits(t.buf ? t.buf : "", t.len);
-    snprintf(out, 40, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
+    xg_hash_hex(t.buf, t.len, out);
     free(t.buf);
     free(ins);
     free(types);

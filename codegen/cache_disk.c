@@ -93,8 +93,9 @@ void xg_disk_close(xg_disk *d)
 
 void xg_disk_name(const char *key, char *buf, size_t len)
 {
-    XXH128_hash_t h = XXH3_128bits(key, strlen(key));
-    snprintf(buf, len, "%016llx%016llx.xlac", (unsigned long long)h.high64, (unsigned long long)h.low64);
+    char hex[33];
+    xg_hash_hex(key, strlen(key), hex);
+    snprintf(buf, len, "%s.xlac", hex);
 }
 
 /* Reads n bytes at *pos of a buffer of size len; false past the end. */

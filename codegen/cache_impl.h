@@ -16,6 +16,8 @@ typedef struct xg_text {
 } xg_text;
 
 void xg_text_add(xg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* The XXH3 128-bit hash of len bytes as 32 hex digits (out holds 33). */
+void xg_hash_hex(const void *data, size_t len, char out[33]);
 
 
 typedef struct xg_disk {

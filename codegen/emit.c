@@ -964,18 +964,15 @@ static void emit_accumulate(em *e, int x, const bool *mask, const char *o, bool 
 
 static void emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf, size_t len)
 {
+    /* f16: rounded to f16, as the per-op kernel stores it */
+    const char *pre = dt == XE_F16 ? "xe_h2f(xe_f2h(" : "", *post = dt == XE_F16 ? "))" : "";
     if (r->op == XE_OP_REDUCE_MEAN && xe_dtype_is_float(dt))
-        snprintf(buf, len, "(%s)(%s / (%s)(%s))", value_type(dt), acc, dt == XE_F32 ? "float" : "double", K);
+        snprintf(buf, len, "%s(%s)(%s / (%s)(%s))%s", pre, value_type(dt), acc, dt == XE_F32 ? "float" : "double",
+                 K, post);
     else if (r->op == XE_OP_REDUCE_MEAN) /* ints: 0 over an empty axis, as the per-op kernel */
-        snprintf(buf, len, "(%s)((%s) ? %s / (%s) : 0)", value_type(dt), K, acc, K);
+        snprintf(buf, len, "%s(%s)((%s) ? %s / (%s) : 0)%s", pre, value_type(dt), K, acc, K, post);
     else
-        snprintf(buf, len, "(%s)%s", value_type(dt), acc);
-    if (dt == XE_F16 && len > 16) { /* rounded to f16, as the per-op kernel stores it */
-        size_t n = strlen(buf) < len - 17 ? strlen(buf) : len - 17;
-        memmove(buf + 14, buf, n);
-        memcpy(buf, "xe_h2f(xe_f2h(", 14);
-        memcpy(buf + 14 + n, "))", 3);
-    }
+        snprintf(buf, len, "%s(%s)%s%s", pre, value_type(dt), acc, post);
     (void)e;
 }
 
@@ -1078,6 +1075,19 @@ static void emit_block_reduce(em *e, const red_ops *ro, const char *acc, const c
 }
 
 /*
+ * CUDA: acc combined across the block, then thread 0 finishes the
+ * reduction and stores it at out[at], inside an `if` the caller closes.
+ */
+static void emit_block_store(em *e, const red_ops *ro, const xe_node *r, int node, const char *at)
+{
+    char fin[512];
+    emit_block_reduce(e, ro, "acc", "sh");
+    out(e, "    if (threadIdx.x == 0) {\n");
+    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, at, fin);
+}
+
+/*
  * CUDA, a reduction to one value: every block combines a grid-stride
  * share, writes its partial to the workspace and counts itself in; the
  * last block in combines the partials (in block order: the result does
@@ -1086,7 +1096,6 @@ static void emit_block_reduce(em *e, const red_ops *ro, const char *acc, const c
 static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *mask, int node)
 {
     red_ops ro = red_ops_for(r->op, e->p->types[x].dtype);
-    char fin[512];
     out(e, "    __shared__ %s sh[33];\n    __shared__ bool last;\n", ro.acc_type);
     out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
         ro.acc_type, ro.acc_type, XG_SPLIT_BLOCKS * 8);
@@ -1103,10 +1112,7 @@ static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *m
            "    %s other = ((volatile %s *)part)[b];\n", ro.acc_type, ro.acc_type);
     emit_combine(e, &ro, "acc", "other");
     out(e, "    }\n");
-    emit_block_reduce(e, &ro, "acc", "sh");
-    out(e, "    if (threadIdx.x == 0) {\n");
-    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
-    emit_store(e, node, "0", fin);
+    emit_block_store(e, &ro, r, node, "0");
     out(e, "    *count = 0u;\n    }\n    (void)O;\n");
 }
 
@@ -1116,7 +1122,7 @@ static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r
     xe_dtype dt = e->p->types[x].dtype;
     red_ops ro = red_ops_for(r->op, dt);
     bool argmax = r->op == XE_OP_ARGMAX;
-    char O[256], K[256], fin[512];
+    char O[256], K[256];
     part_size(e, x, mask, false, O, sizeof O);
     part_size(e, x, mask, true, K, sizeof K);
     int node = s->outs[0];
@@ -1137,10 +1143,7 @@ static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r
     out(e, "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n");
     emit_accumulate(e, x, mask, "o", false, &ro, "acc");
     out(e, "    }\n");
-    emit_block_reduce(e, &ro, "acc", "sh");
-    out(e, "    if (threadIdx.x == 0) {\n");
-    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
-    emit_store(e, node, "o", fin);
+    emit_block_store(e, &ro, r, node, "o");
     out(e, "    }\n    __syncthreads();\n    }\n");
 }
 
