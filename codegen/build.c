@@ -66,7 +66,7 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     xe_code c = xg_plan_build(body, in_types, shape_generic, &p, st);
     if (c == XE_OK && !(a->source = xg_emit_program(p, target, st)))
         c = st->code;
-    if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, NULL)) || !(a->meta = strdup(a->plan_text))))
+    if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, target)) || !(a->meta = strdup(a->plan_text))))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
         c = compile_source(a, o, st);

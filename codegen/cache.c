@@ -499,6 +499,15 @@ static void remember_hit(cluster_state *s, entry *e, const char *key, xe_tensor 
     s->hit_arch = arch;
 }
 
+/* Whether this thread may compile e's program now (then e->compiling is set). Under the lock. */
+static bool claim_compile(xg_cache *c, cluster_state *s, entry *e, const char *name, bool must)
+{
+    if (e->prog || e->failed || e->compiling || over_budget(c, s, name, must))
+        return false;
+    e->compiling = true;
+    return true;
+}
+
 static decision decide(xg_cache *c, const char *fp, const char *name, const xe_graph *body, xe_tensor *const *in, int n,
                        xg_target target, int arch, bool must, xg_text *key, entry **out)
 {
@@ -535,10 +544,7 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
     }
     if (e->seen < c->o.compile_threshold && !must)
         return FALLBACK;
-    if (over_budget(c, s, name, must))
-        return FALLBACK;
-    e->compiling = true;
-    return COMPILE;
+    return claim_compile(c, s, e, name, must) ? COMPILE : FALLBACK;
 }
 
 static void count(xg_cache *c, uint64_t *counter)
@@ -633,11 +639,9 @@ static xg_program *specific_program(xg_cache *c, const char *fp, const xe_graph 
     signature_key(c, fp, inputs, body->n_inputs, NULL, target, arch, &key);
     entry *e = entry_get(c, key.buf);
     cluster_state *s = cluster_get(c, fp, name);
-    bool compile = e && s && !e->prog && !e->failed && !e->compiling && !over_budget(c, s, name, must);
     if (e && e->prog)
         prog = e->prog;
-    if (compile)
-        e->compiling = true;
+    bool compile = e && s && claim_compile(c, s, e, name, must);
     pthread_mutex_unlock(&c->lock);
     if (compile && key.buf)
         *code = compile_signature(c, key.buf, body, name, inputs, must, target, arch, &prog, st);

@@ -1011,6 +1011,53 @@ static void emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask,
     emit_store(e, node, "o", fin);
 }
 
+/*
+ * C, a column reduction: tiles of outputs (all of them when there are at
+ * most XG_C_COL_WIDE, so each reduced row is read whole and in order), a
+ * tile's rows accumulated into a stack array, simd across the tile. With
+ * few tiles and many rows, the rows are also split into C chunks (a
+ * number fixed by the shape, never by the thread count: the result is the
+ * same on every machine), each chunk's sums written to a heap workspace
+ * and combined in chunk order. If the workspace cannot be had, one chunk.
+ */
+static void emit_column_reduce_c(em *e, const xe_node *r, int x, const bool *mask, int node)
+{
+    red_ops ro = red_ops_for(r->op, e->p->types[x].dtype);
+    char fin[512], v[64];
+    out(e, "    const int64_t T = O <= %d ? O : %d, tiles = T ? (O + T - 1) / T : 0;\n", XG_C_COL_WIDE,
+        XG_C_COL_TILE);
+    out(e, "    int64_t C = tiles >= 8 || K < %d ? 1 : K / %d < %d ? K / %d : %d;\n", 2 * XG_C_COL_ROWS,
+        XG_C_COL_ROWS, XG_C_COL_CHUNKS, XG_C_COL_ROWS, XG_C_COL_CHUNKS);
+    out(e, "    %s *part = C > 1 ? malloc(sizeof(%s) * (size_t)(C * O)) : NULL;\n    if (!part)\n    C = 1;\n",
+        ro.acc_type, ro.acc_type);
+    out(e, "#pragma omp parallel for collapse(2) if (O * K >= 32768) schedule(static)\n");
+    out(e, "    for (int64_t tile = 0; tile < tiles; tile++)\n    for (int64_t c = 0; c < C; c++) {\n");
+    out(e, "    const int64_t ob = tile * T, oe = ob + T < O ? ob + T : O;\n");
+    out(e, "    const int64_t q = K / C, rem = K %% C;\n"
+           "    const int64_t kb = c * q + (c < rem ? c : rem), ke = kb + q + (c < rem);\n");
+    out(e, "    %s accs[%d];\n    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n", ro.acc_type,
+        XG_C_COL_WIDE, ro.init);
+    out(e, "    for (int64_t k = kb; k < ke; k++) {\n#pragma omp simd\n");
+    out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
+    emit_accumulate(e, x, mask, "o", true, &ro, "acc");
+    out(e, "    accs[o - ob] = acc;\n    }\n    }\n");
+    out(e, "    if (C > 1) {\n    for (int64_t o = ob; o < oe; o++) part[c * O + o] = accs[o - ob];\n"
+           "    continue;\n    }\n");
+    out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
+    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "o", fin);
+    out(e, "    }\n    }\n    if (C > 1) {\n");
+    out(e, "#pragma omp parallel for if (O * C >= 32768) schedule(static)\n");
+    out(e, "    for (int64_t o = 0; o < O; o++) {\n    %s acc = %s;\n", ro.acc_type, ro.init);
+    out(e, "    for (int64_t c = 0; c < C; c++) {\n");
+    snprintf(v, sizeof v, "part[c * O + o]");
+    emit_combine(e, &ro, "acc", v);
+    out(e, "    }\n");
+    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "o", fin);
+    out(e, "    }\n    }\n    free(part);\n");
+}
+
 static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, const bool *mask)
 {
     xe_dtype dt = e->p->types[x].dtype;
@@ -1032,19 +1079,8 @@ static void emit_reduce_c(em *e, const xg_step *s, const xe_node *r, int x, cons
         emit_store(e, node, "0", fin);
         return;
     }
-    if (s->column) { /* accumulate rows of x into a block of outputs */
-        out(e, "#pragma omp parallel for if (O * K >= 32768) schedule(static)\n");
-        out(e, "    for (int64_t ob = 0; ob < O; ob += 512) {\n");
-        out(e, "    const int64_t oe = ob + 512 < O ? ob + 512 : O;\n    %s accs[512];\n", ro.acc_type);
-        out(e, "    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n", ro.init);
-        out(e, "    for (int64_t k = 0; k < K; k++) {\n#pragma omp simd\n");
-        out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
-        emit_accumulate(e, x, mask, "o", true, &ro, "acc");
-        out(e, "    accs[o - ob] = acc;\n    }\n    }\n");
-        out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
-        emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
-        emit_store(e, node, "o", fin);
-        out(e, "    }\n    }\n");
+    if (s->column) {
+        emit_column_reduce_c(e, r, x, mask, node);
         return;
     }
     out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n");
@@ -1097,8 +1133,8 @@ static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *m
 {
     red_ops ro = red_ops_for(r->op, e->p->types[x].dtype);
     out(e, "    __shared__ %s sh[33];\n    __shared__ bool last;\n", ro.acc_type);
-    out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
-        ro.acc_type, ro.acc_type, XG_SPLIT_BLOCKS * 8);
+    out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d) + %d;\n",
+        ro.acc_type, ro.acc_type, XG_WS_COUNTERS, XG_WS_SPLIT_COUNTER);
     out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
     out(e, "    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < K;\n"
            "         k += (int64_t)gridDim.x * blockDim.x) {\n");
@@ -1116,7 +1152,54 @@ static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *m
     out(e, "    *count = 0u;\n    }\n    (void)O;\n");
 }
 
-/* CUDA: one block per output (row order), one thread per output otherwise. */
+/*
+ * CUDA, a column reduction: a block per tile of 32 outputs, a warp wide
+ * (lane: output, warp: every rows-th reduced row, so each row's read is
+ * one coalesced segment), the warps' sums combined through shared memory.
+ * When the launch splits the rows into chunks (gridDim.x = tiles x chunks,
+ * see xg_column_chunks), a chunk writes its tile's partials to the
+ * workspace, and the last chunk of the tile to finish combines them in
+ * chunk order (the result does not depend on timing) and resets the
+ * tile's counter for the next launch.
+ */
+static void emit_column_reduce_cuda(em *e, const xe_node *r, int x, const bool *mask, int node)
+{
+    red_ops ro = red_ops_for(r->op, e->p->types[x].dtype);
+    char fin[512];
+    out(e, "    __shared__ %s sh[%d][%d];\n    __shared__ bool last;\n", ro.acc_type, XG_THREADS / 32,
+        XG_COL_TILE + 1);
+    out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
+        ro.acc_type, ro.acc_type, XG_WS_COUNTERS);
+    out(e, "    const int64_t tiles = (O + %d) / %d, chunks = tiles && gridDim.x >= tiles ? gridDim.x / tiles : 1;\n",
+        XG_COL_TILE - 1, XG_COL_TILE);
+    out(e, "    const int lane = threadIdx.x %% %d, row = threadIdx.x / %d, rows = blockDim.x / %d;\n",
+        XG_COL_TILE, XG_COL_TILE, XG_COL_TILE);
+    out(e, "    for (int64_t t = blockIdx.x; t < tiles * chunks; t += gridDim.x) {\n");
+    out(e, "    const int64_t tile = t %% tiles, chunk = t / tiles, o = tile * %d + lane;\n", XG_COL_TILE);
+    out(e, "    const int64_t q = K / chunks, rem = K %% chunks;\n"
+           "    const int64_t kb = chunk * q + (chunk < rem ? chunk : rem), ke = kb + q + (chunk < rem);\n");
+    out(e, "    %s acc = %s;\n    if (o < O)\n    for (int64_t k = kb + row; k < ke; k += rows) {\n",
+        ro.acc_type, ro.init);
+    emit_accumulate(e, x, mask, "o", true, &ro, "acc");
+    out(e, "    }\n    sh[row][lane] = acc;\n    __syncthreads();\n");
+    out(e, "    if (row == 0) {\n    for (int j = 1; j < rows; j++) {\n    %s other = sh[j][lane];\n", ro.acc_type);
+    emit_combine(e, &ro, "acc", "other");
+    out(e, "    }\n    if (chunks > 1 && o < O)\n    part[chunk * O + o] = acc;\n    __threadfence();\n    }\n");
+    out(e, "    __syncthreads();\n    if (threadIdx.x == 0)\n"
+           "    last = chunks == 1 || atomicAdd(count + tile, 1u) == (unsigned int)(chunks - 1);\n"
+           "    __syncthreads();\n");
+    out(e, "    if (chunks > 1 && last && row == 0 && o < O) {\n    __threadfence();\n    acc = %s;\n"
+           "    for (int64_t c = 0; c < chunks; c++) {\n    %s other = ((volatile %s *)part)[c * O + o];\n",
+        ro.init, ro.acc_type, ro.acc_type);
+    emit_combine(e, &ro, "acc", "other");
+    out(e, "    }\n    }\n    if (chunks > 1 && last && threadIdx.x == 0)\n    count[tile] = 0u;\n");
+    out(e, "    if (last && row == 0 && o < O) {\n");
+    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "o", fin);
+    out(e, "    }\n    __syncthreads();\n    }\n");
+}
+
+/* CUDA: one block per output (row order) or per column tile, one thread per output (argmax). */
 static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r, int x, const bool *mask)
 {
     xe_dtype dt = e->p->types[x].dtype;
@@ -1131,10 +1214,14 @@ static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r
         emit_split_reduce_cuda(e, r, x, mask, node);
         return;
     }
-    if (s->column || argmax) {
+    if (s->column) {
+        emit_column_reduce_cuda(e, r, x, mask, node);
+        return;
+    }
+    if (argmax) {
         out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
                "         o += (int64_t)gridDim.x * blockDim.x) {\n");
-        emit_serial_reduce(e, r, x, mask, node, s->column, false);
+        emit_serial_reduce(e, r, x, mask, node, false, false);
         out(e, "    }\n");
         return;
     }
@@ -1456,7 +1543,8 @@ static void emit_prelude(em *e)
             e->p->body->n_nodes, e->p->n_sizes ? e->p->n_sizes : 1);
         return;
     }
-    out(e, "/* generated by xlac: C11 + OpenMP */\n#include <math.h>\n#include <stdint.h>\n\n%s\n", xg_scalar_text);
+    out(e, "/* generated by xlac: C11 + OpenMP */\n#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n%s\n",
+            xg_scalar_text);
     /* NaN-propagating max/min and wrapping integer sums as OpenMP reductions */
     out(e, "#pragma omp declare reduction(xg_max_f32 : float : omp_out = xe_max_f32(omp_out, omp_in)) "
            "initializer(omp_priv = -1.0f / 0.0f)\n"

@@ -463,10 +463,30 @@ int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block
             int64_t k = xe_shape_numel(&types[n->inputs[0]].shape);
             return k > 1 ? k : 1;
         }
-        *block_per_item = !s->column && n->op != XE_OP_ARGMAX;
+        *block_per_item = n->op != XE_OP_ARGMAX;
+        if (s->column) /* a block per tile of outputs */
+            return (xe_shape_numel(os) + XG_COL_TILE - 1) / XG_COL_TILE;
         return xe_shape_numel(os);
     default: return xe_shape_numel(os);
     }
+}
+
+int64_t xg_column_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks)
+{
+    const xg_step *s = &p->steps[i];
+    if (s->kind != XG_STEP_REDUCE || !s->column)
+        return 1;
+    int64_t outputs = xe_shape_numel(&types[s->outs[0]].shape);
+    int64_t rows = outputs ? xe_shape_numel(&types[p->body->nodes[s->outs[0]]->inputs[0]].shape) / outputs : 0;
+    int64_t tiles = (outputs + XG_COL_TILE - 1) / XG_COL_TILE;
+    if (tiles <= 0 || tiles >= max_blocks)
+        return 1;
+    int64_t chunks = max_blocks / tiles;
+    if (chunks > rows / XG_COL_MIN_ROWS)
+        chunks = rows / XG_COL_MIN_ROWS;
+    if (chunks > XG_COL_SPLIT_MAX / tiles)
+        chunks = XG_COL_SPLIT_MAX / tiles;
+    return chunks > 1 ? chunks : 1;
 }
 
 static void assign_sizes(xg_plan *p)
@@ -664,9 +684,85 @@ static char *plan_type_str(const xg_plan *p, int node, char *buf, size_t len)
     return buf;
 }
 
-char *xg_plan_text(const xg_plan *p, const char *key)
+/* The items of step i as text: a count, or ? in a shape-generic plan. */
+static void items_text(const xg_plan *p, int64_t items, const char *unit, char *buf, size_t len)
 {
-    size_t cap = 4096 + (size_t)p->n_steps * 1024;
+    if (p->generic)
+        snprintf(buf, len, "? %s", unit);
+    else
+        snprintf(buf, len, "%lld %s", (long long)items, unit);
+}
+
+/* How the CUDA program launches step i: what a block or a thread does, and how many. */
+static void launch_cuda(const xg_plan *p, int i, char *buf, size_t len)
+{
+    const xg_step *s = &p->steps[i];
+    bool per_block;
+    int64_t items = xg_step_items(p, i, p->types, &per_block);
+    const char *unit = s->kind == XG_STEP_LOOP                           ? "elements"
+                       : s->kind == XG_STEP_ROW || s->kind == XG_STEP_SOFTMAX ? "rows"
+                       : s->column                                       ? "tiles of 32 outputs"
+                                                                         : "outputs";
+    char n[64];
+    if (s->kind == XG_STEP_LIBRARY) {
+        snprintf(buf, len, "cuBLAS gemm (strided batched over the batch dims)");
+        return;
+    }
+    if (xg_step_is_split(p, i, p->types)) {
+        items_text(p, items, "input elements", n, sizeof n);
+        snprintf(buf, len, "a thread per input element (%s) over at most %d blocks of %d threads; "
+                 "the last block to finish combines their partials", n, XG_SPLIT_BLOCKS, XG_THREADS);
+        return;
+    }
+    items_text(p, items, unit, n, sizeof n);
+    snprintf(buf, len, "a %s per item (%s), blocks of %d threads; grid: the items, at most SMs x "
+             "resident blocks per SM (grid-stride beyond)%s", per_block ? "block" : "thread", n, XG_THREADS,
+             s->kind == XG_STEP_REDUCE && s->column
+                 ? "; the rows split into chunks (a block per tile and chunk) when the tiles do not fill "
+                   "the device, the last chunk of a tile combining the partials"
+                 : "");
+}
+
+/* How the C program runs step i: what the OpenMP threads share, and how many. */
+static void launch_c(const xg_plan *p, int i, char *buf, size_t len)
+{
+    const xg_step *s = &p->steps[i];
+    const xe_shape *os = &p->types[s->outs[0]].shape;
+    bool per_block;
+    int64_t items = xg_step_items(p, i, p->types, &per_block);
+    char n[64];
+    switch (s->kind) {
+    case XG_STEP_LIBRARY:
+        snprintf(buf, len, "OpenBLAS gemm (one thread each) over batch elements and row or column blocks, "
+                 "in an OpenMP loop");
+        return;
+    case XG_STEP_LOOP:
+        items_text(p, items, "elements", n, sizeof n);
+        snprintf(buf, len, "OpenMP parallel for over %s (rows, or elements), simd inside", n);
+        return;
+    case XG_STEP_REDUCE:
+        if (xg_step_is_split(p, i, p->types)) {
+            items_text(p, items, "input elements", n, sizeof n);
+            snprintf(buf, len, "OpenMP parallel for simd reduction over %s", n);
+        } else if (s->column) {
+            items_text(p, xe_shape_numel(os), "outputs", n, sizeof n);
+            snprintf(buf, len, "OpenMP parallel for over %s in blocks of 512, each accumulating the rows "
+                     "in order, simd over the block", n);
+        } else {
+            items_text(p, items, "outputs", n, sizeof n);
+            snprintf(buf, len, "OpenMP parallel for over %s, simd over each reduced range", n);
+        }
+        return;
+    default:
+        items_text(p, items, "rows", n, sizeof n);
+        snprintf(buf, len, "OpenMP parallel for over %s, simd over each row", n);
+        return;
+    }
+}
+
+char *xg_plan_text(const xg_plan *p, xg_target target)
+{
+    size_t cap = 4096 + (size_t)p->n_steps * 2048;
     char *buf = calloc(1, cap);
     bool *seen = calloc((size_t)p->body->n_nodes + 1, sizeof *seen);
     if (!buf || !seen) {
@@ -676,8 +772,6 @@ char *xg_plan_text(const xg_plan *p, const char *key)
     }
     size_t u = (size_t)snprintf(buf, cap, "plan: %d step(s)%s\n", p->n_steps,
                                 p->generic ? ", shape-generic (sizes are arguments)" : "");
-    if (key)
-        u += (size_t)snprintf(buf + u, cap - u, "cache key: %s\n", key);
     for (int i = 0; i < p->n_steps && u < cap; i++) {
         const xg_step *s = &p->steps[i];
         char name[32], ty[128], ops[768] = "";
@@ -688,8 +782,13 @@ char *xg_plan_text(const xg_plan *p, const char *key)
         int over = s->kind == XG_STEP_REDUCE ? p->body->nodes[s->outs[0]]->inputs[0]
                    : s->kind == XG_STEP_ROW  ? s->x
                                              : s->outs[0];
-        u += (size_t)snprintf(buf + u, cap - u, "%s: %s over %s, ops:%s\n", name, kind_name(s),
-                              plan_type_str(p, over, ty, sizeof ty), ops);
+        char launch[512];
+        if (target == XG_TARGET_CUDA)
+            launch_cuda(p, i, launch, sizeof launch);
+        else
+            launch_c(p, i, launch, sizeof launch);
+        u += (size_t)snprintf(buf + u, cap - u, "%s: %s over %s, ops:%s\n  launch: %s\n", name, kind_name(s),
+                              plan_type_str(p, over, ty, sizeof ty), ops, launch);
         for (int ph = 0; s->kind == XG_STEP_ROW && ph < s->n_phases && u < cap; ph++) {
             static const char *role[] = {"", "reduce ", "then "};
             u += (size_t)snprintf(buf + u, cap - u, "  phase %d (one pass over the row):", ph);

@@ -16,13 +16,42 @@
 
 #define XG_MAX_OUTS 16
 
+/* Threads in a block of every generated CUDA kernel. */
+#define XG_THREADS 256
+
 /*
  * GPU reductions to one value are split over up to XG_SPLIT_BLOCKS blocks:
  * each writes a partial to the program's workspace (8 bytes each), the last
- * block to finish (a counter after the partials) combines them.
+ * block to finish (it counts itself in) combines them.
+ *
+ * GPU column reductions work in tiles of XG_COL_TILE outputs (a warp
+ * wide, so reads stay coalesced), the block's warps splitting the reduced
+ * rows. When there are too few tiles to fill the device, the rows are also
+ * split into chunks, a block per (tile, chunk), at most XG_COL_SPLIT_MAX
+ * blocks: each writes its tile's partials to the workspace and the last
+ * chunk of a tile to finish combines them, in chunk order.
+ *
+ * Workspace: partials from byte 0, then unsigned counters from
+ * XG_WS_COUNTERS (one per column tile, then the one-value split's). Every
+ * counter is reset by the block that read it last, for the next launch.
  */
 #define XG_SPLIT_BLOCKS 1024
-#define XG_WORKSPACE_BYTES (XG_SPLIT_BLOCKS * 8 + 64)
+#define XG_COL_TILE 32
+#define XG_COL_SPLIT_MAX 2048
+#define XG_COL_MIN_ROWS 64 /* rows of a chunk, at least */
+#define XG_WS_COUNTERS (XG_COL_SPLIT_MAX * XG_COL_TILE * 8)
+#define XG_WS_SPLIT_COUNTER XG_COL_SPLIT_MAX /* index of the one-value split's counter */
+#define XG_WORKSPACE_BYTES (XG_WS_COUNTERS + (XG_COL_SPLIT_MAX + 1) * 4)
+
+/*
+ * CPU column reductions: tiles of outputs (one tile when there are at most
+ * XG_C_COL_WIDE), and with fewer than 8 tiles the reduced rows split into
+ * up to XG_C_COL_CHUNKS chunks of at least XG_C_COL_ROWS rows.
+ */
+#define XG_C_COL_WIDE 4096
+#define XG_C_COL_TILE 1024
+#define XG_C_COL_CHUNKS 16
+#define XG_C_COL_ROWS 512
 
 typedef enum xg_step_kind {
     XG_STEP_LOOP,    /* elementwise and shape ops fused into one loop; several outputs of one shape */
@@ -75,17 +104,23 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st);
 /* Fills S[] (n_sizes entries) from the plan's types. */
 void xg_plan_sizes(const xg_plan *p, int64_t *S);
 /* "kernel xg_k0: loop f32[4096,2048] -> t1, s (ops: mul add)" lines; malloc'd. */
-char *xg_plan_text(const xg_plan *p, const char *key);
+char *xg_plan_text(const xg_plan *p, xg_target target);
 /* Reduced-axes mask of a reduction or argmax node whose input has the given rank. */
 void xg_reduce_mask(const xe_node *n, int rank, bool *mask);
 /* Whether step i is a reduction to one value, split over blocks on the GPU (at the given types). */
 bool xg_step_is_split(const xg_plan *p, int i, const xe_type *types);
 /*
  * How the GPU covers step i at the plan's types: items of work (elements,
- * outputs or rows) and whether each item gets a block (cooperative
- * reductions) rather than a thread.
+ * outputs, rows, or column tiles) and whether each item gets a block
+ * (cooperative reductions) rather than a thread.
  */
 int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block_per_item);
+/*
+ * GPU, a column reduction (step i): the chunks its reduced rows are split
+ * into when max_blocks blocks fit on the device at once (1: not split).
+ * The kernel reads it back from the grid: chunks = gridDim.x / tiles.
+ */
+int64_t xg_column_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks);
 /*
  * The shapes step i relies on, at the types of one call (a shape-generic
  * program is called at others than it was planned at): the outputs of a

@@ -76,7 +76,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (c == XE_OK)
         c = xg_plan_build(p->body, in_types, a->shape_generic, &p->plan, st);
     if (c == XE_OK) {
-        char *text = xg_plan_text(p->plan, NULL);
+        char *text = xg_plan_text(p->plan, a->target);
         if (!text || !a->meta || strcmp(text, a->meta) != 0)
             c = xe_fail(st, XE_ERR_COMPILE, "the compiled module does not match this cluster's plan");
         free(text);

@@ -15,8 +15,6 @@
 #ifdef XG_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#define XG_THREADS 256
-
 static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
 {
     return e == cudaSuccess ? XE_OK : xe_fail(st, XE_ERR_COMPILE, "%s: %s", what, cudaGetErrorString(e));
@@ -77,6 +75,7 @@ xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *cons
     cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)p->fn[step], XG_THREADS, 0);
     int64_t max_blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * (xe_gpu_sm_count() ? xe_gpu_sm_count() : 1);
     int64_t want = block_per_item ? items : (items + XG_THREADS - 1) / XG_THREADS;
+    want *= xg_column_chunks(p->plan, step, types, max_blocks); /* then want <= max_blocks */
     if (xg_step_is_split(p->plan, step, types) && max_blocks > XG_SPLIT_BLOCKS)
         max_blocks = XG_SPLIT_BLOCKS;
     dim3 grid = {(unsigned)(want < max_blocks ? want : max_blocks), 1, 1}, block = {XG_THREADS, 1, 1};

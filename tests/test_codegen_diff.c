@@ -433,3 +433,52 @@ Test(codegen_diff, the_plan_verifier_catches_a_broken_plan)
     xg_plan_destroy(p);
     xe_graph_destroy(g);
 }
+
+/*
+ * Long column reductions in generated C: rows split into chunks (few
+ * tiles, K >= 1024) whose partials are combined in chunk order, tiles
+ * narrower than a row, a NaN that must win a max, at a fixed shape and
+ * shape-generic (then at three times the rows).
+ */
+Test(codegen_diff, long_column_reductions_match_op_by_op, .timeout = 300)
+{
+    static const char *const graphs[] = {
+        "xlac.graph v1\ninput x: f32[3000,5]\np = mul(x, x)\ns = reduce_sum(p, axes=[0])\n"
+        "m = reduce_max(x, axes=[0], keepdims=true)\nn = reduce_mean(p, axes=[0])\noutput s\noutput m\noutput n\n",
+        "xlac.graph v1\ninput x: f64[1500,2,7]\ne = exp(x)\ns = reduce_sum(e, axes=[0,1])\noutput s\n",
+        "xlac.graph v1\ninput x: i32[1100,5000]\na = abs(x)\ns = reduce_sum(a, axes=[0])\noutput s\n",
+        "xlac.graph v1\ninput x: f16[2048,9]\na = mul(x, x)\nm = reduce_mean(a, axes=[0])\noutput m\n",
+        "xlac.graph v1\ninput x: f32[1030,3]\nl = log(x)\nm = reduce_max(l, axes=[0])\noutput m\n",
+    };
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++) {
+        char ref[512]; /* the reference takes any number of rows */
+        const char *open = strchr(graphs[i], '['), *comma = strchr(open, ',');
+        snprintf(ref, sizeof ref, "%.*s?%s", (int)(open + 1 - graphs[i]), graphs[i], comma);
+        check_graph(graphs[i], ref, false);
+        cr_assert(check_graph(graphs[i], ref, true), "%s", ref);
+    }
+}
+
+/* The plan says how each kernel is launched, for either target, with ? for a generic plan's sizes. */
+Test(codegen_diff, plans_say_how_each_kernel_launches)
+{
+    xe_graph *g = xe_parse_string("xlac.graph v1\ninput x: f32[4096,64]\ny = tanh(x)\ns = reduce_sum(y, axes=[0])\n"
+                                  "r = reduce_max(y, axes=[1])\noutput s\noutput r\n", "l.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_type t = {XE_F32, {2, {4096, 64}}};
+    for (int generic = 0; generic < 2; generic++) {
+        xg_plan *p = NULL;
+        cr_assert_eq(xg_plan_build(g, &t, generic, &p, &st), XE_OK, "%s", st.msg);
+        char *c = xg_plan_text(p, XG_TARGET_C), *cu = xg_plan_text(p, XG_TARGET_CUDA);
+        cr_assert(c && cu);
+        const char *outputs = generic ? "over ? outputs" : "over 64 outputs";
+        cr_assert(strstr(c, "launch: OpenMP parallel for") && strstr(c, outputs), "%s", c);
+        cr_assert(strstr(cu, generic ? "a block per item (? tiles of 32 outputs)" : "(2 tiles of 32 outputs)"),
+                  "%s", cu);
+        cr_assert(strstr(cu, generic ? "(? outputs)" : "(4096 outputs)"), "%s", cu);
+        free(c);
+        free(cu);
+        xg_plan_destroy(p);
+    }
+    xe_graph_destroy(g);
+}

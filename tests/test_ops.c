@@ -347,6 +347,46 @@ Test(ops, reductions_every_axis_set_and_keepdims)
         }
 }
 
+/*
+ * Long columns: the rows split into chunks whose partials are combined
+ * (few tiles of outputs, K >= 1024), tiles narrower than a row (more than
+ * 4096 outputs a row), an outer kept dim, and a NaN that must win a max.
+ */
+Test(ops, long_column_reductions_split_rows)
+{
+    const char *ops[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"};
+    const struct {
+        xe_shape s;
+        const char *axes;
+        bool mask[3];
+    } cases[] = {
+        {{2, {3000, 5}}, "axes=[0]", {true, false}},
+        {{3, {2, 1500, 7}}, "axes=[1]", {false, true, false}},
+        {{2, {1100, 5000}}, "axes=[0]", {true, false}},
+    };
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        for (size_t oi = 0; oi < 5; oi++)
+            for (size_t di = 0; di < 5; di++) {
+                xe_dtype dt = all_dtypes[di];
+                bool prod = oi == 4;
+                xe_tensor *in[1] = {random_tensor(dt, &cases[ci].s, prod ? 0.999 : -4, prod ? 1.001 : 4)};
+                if (xe_dtype_is_float(dt) && oi == 2)
+                    xe_store_f64(in[0]->data, dt, 3 * xe_tensor_numel(in[0]) / 4, NAN);
+                xe_type ot;
+                xe_tensor *r = run_kernel(ops[oi], cases[ci].axes, in, 1, &ot);
+                cr_assert_not_null(r, "%s", st.msg);
+                int64_t n = xe_tensor_numel(r);
+                double *want = calloc((size_t)n + 1, sizeof *want);
+                ref_reduce(ops[oi], in[0], cases[ci].mask, want, n);
+                double scale = oi == 0 ? 4.0 * (double)(xe_tensor_numel(in[0]) / n) : 4; /* sum: sum of |x| */
+                for (int64_t i = 0; i < n; i++)
+                    check_value(ops[oi], dt, xe_load_f64(r->data, dt, i), as_dtype(dt, want[i]), scale, i);
+                free(want);
+                xe_tensor_release(r);
+                xe_tensor_release(in[0]);
+            }
+}
+
 Test(ops, empty_reductions)
 {
     xe_shape s = {.rank = 2, .dims = {3, 0}};
