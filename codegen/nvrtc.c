@@ -14,18 +14,19 @@
 #ifdef XG_HAVE_CUDA
 #include <nvrtc.h>
 
-static bool arch_supported(int arch)
+/* The newest architecture this NVRTC knows that is not newer than arch (0: none). */
+static int best_supported_arch(int arch)
 {
-    int n = 0;
+    int n = 0, best = 0;
     if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
-        return false;
+        return 0;
     int *archs = malloc((size_t)n * sizeof *archs);
-    bool found = false;
     if (archs && nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS)
         for (int i = 0; i < n; i++)
-            found |= archs[i] == arch;
+            if (archs[i] <= arch && archs[i] > best)
+                best = archs[i];
     free(archs);
-    return found;
+    return best;
 }
 
 static char *program_log(nvrtcProgram prog)
@@ -96,8 +97,15 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
                          char **log, xe_status *st)
 {
     char target[32];
-    *is_ptx = !arch_supported(arch);
-    snprintf(target, sizeof target, "%s_%d", *is_ptx ? "compute" : "sm", arch);
+    int known = best_supported_arch(arch);
+    *is_ptx = known != arch; /* PTX for the newest known arch: the driver JITs it for this device */
+    if (known == 0) {
+        *code = NULL;
+        if (log)
+            *log = NULL;
+        return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s) knows no architecture up to sm_%d", xg_nvrtc_version(), arch);
+    }
+    snprintf(target, sizeof target, "%s_%d", *is_ptx ? "compute" : "sm", known);
     *code = NULL;
     nvrtcResult r = compile(source, target, fast_math, *is_ptx, code, len, log);
     if (r == NVRTC_SUCCESS)

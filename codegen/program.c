@@ -116,9 +116,8 @@ static xe_code make_buffers(xg_program *p, const xe_type *types, xe_tensor *cons
         const xe_node *n = b->nodes[i];
         if (!p->plan->mat[i] || n->op == XE_OP_INPUT)
             continue;
-        if (n->op == XE_OP_CONST)
-            bufs[i] = p->device == XE_DEV_CPU ? xe_tensor_retain(n->value)
-                                              : xe_tensor_to_device(n->value, p->device, st);
+        if (n->op == XE_OP_CONST) /* CUDA: the copy made at load */
+            bufs[i] = xe_tensor_retain(p->device == XE_DEV_CPU ? n->value : p->consts[i]);
         else
             bufs[i] = xe_tensor_new(types[i].dtype, &types[i].shape, p->device, st);
         if (!bufs[i])

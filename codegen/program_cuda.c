@@ -4,7 +4,7 @@
  * executor's stream with cudaLaunchKernel. Every kernel takes one struct
  * by value (the buffer pointers and the sizes, laid out as the generated
  * xg_args). Launch dimensions come from the SM count and the occupancy
- * the runtime reports for the kernel.
+ * the runtime reports for each kernel (asked once, at load).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,7 +17,22 @@
 
 static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
 {
-    return e == cudaSuccess ? XE_OK : xe_fail(st, XE_ERR_COMPILE, "%s: %s", what, cudaGetErrorString(e));
+    if (e == cudaSuccess)
+        return XE_OK;
+    cudaGetLastError(); /* do not leave it for the per-op fallback's launch check */
+    return xe_fail(st, XE_ERR_COMPILE, "%s: %s", what, cudaGetErrorString(e));
+}
+
+/* Blocks of kernel k resident on the device at once: the SM count times its occupancy (at least 1 each). */
+static int64_t resident_blocks(cudaKernel_t k)
+{
+    int per_sm = 1;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, XG_THREADS, 0) != cudaSuccess) {
+        cudaGetLastError(); /* not left for the next launch check */
+        per_sm = 1;
+    }
+    int sms = xe_gpu_sm_count();
+    return (int64_t)(per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
 }
 
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
@@ -33,8 +48,16 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
         return st->code;
     p->library = lib;
     if (cuda_check(cudaMalloc(&p->workspace, XG_WORKSPACE_BYTES), "cudaMalloc (workspace)", st) != XE_OK ||
-        cuda_check(cudaMemset(p->workspace, 0, XG_WORKSPACE_BYTES), "cudaMemset (workspace)", st) != XE_OK)
+        cuda_check(cudaMemsetAsync(p->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_gpu_stream()),
+                   "cudaMemsetAsync (workspace)", st) != XE_OK)
         return st->code;
+    if (!(p->max_blocks = calloc((size_t)p->plan->n_steps + 1, sizeof *p->max_blocks)) ||
+        !(p->consts = calloc((size_t)p->body->n_nodes + 1, sizeof *p->consts)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < p->body->n_nodes; i++) /* copied once, not at every run */
+        if (p->plan->mat[i] && p->body->nodes[i]->op == XE_OP_CONST &&
+            !(p->consts[i] = xe_tensor_to_device(p->body->nodes[i]->value, XE_DEV_GPU, st)))
+            return st->code;
     for (int i = 0; i < p->plan->n_steps; i++) {
         if (p->plan->steps[i].kind == XG_STEP_LIBRARY)
             continue;
@@ -44,6 +67,7 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
         if (cuda_check(cudaLibraryGetKernel(&k, lib, name), "cudaLibraryGetKernel", st) != XE_OK)
             return st->code;
         p->fn[i] = (void *)k;
+        p->max_blocks[i] = resident_blocks(k);
     }
     return XE_OK;
 }
@@ -54,8 +78,14 @@ void xg_cuda_unload(xg_program *p)
         cudaLibraryUnload((cudaLibrary_t)p->library);
     if (p->workspace)
         cudaFree(p->workspace);
+    free(p->max_blocks);
+    for (int i = 0; p->consts && i < p->body->n_nodes; i++)
+        xe_tensor_release(p->consts[i]);
+    free(p->consts);
+    p->consts = NULL;
     p->library = NULL;
     p->workspace = NULL;
+    p->max_blocks = NULL;
 }
 
 xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
@@ -71,9 +101,7 @@ xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *cons
     memcpy(args + nb * sizeof(void *), S, (p->plan->n_sizes ? ns : 0) * sizeof(int64_t));
     memcpy(args + nb * sizeof(void *) + ns * sizeof(int64_t), &p->workspace, sizeof(void *));
     void *params[] = {args};
-    int per_sm = 1;
-    cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)p->fn[step], XG_THREADS, 0);
-    int64_t max_blocks = (int64_t)(per_sm > 0 ? per_sm : 1) * (xe_gpu_sm_count() ? xe_gpu_sm_count() : 1);
+    int64_t max_blocks = p->max_blocks[step];
     int64_t want = block_per_item ? items : (items + XG_THREADS - 1) / XG_THREADS;
     want *= xg_column_chunks(p->plan, step, types, max_blocks); /* then want <= max_blocks */
     if (xg_step_is_split(p->plan, step, types) && max_blocks > XG_SPLIT_BLOCKS)
@@ -83,9 +111,23 @@ xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *cons
                                      (cudaStream_t)xe_gpu_stream());
     if (e == cudaSuccess)
         e = cudaGetLastError();
+    else
+        cudaGetLastError(); /* not left for the per-op fallback's launch check */
     return e == cudaSuccess ? XE_OK : xe_fail(st, XE_ERR_DEVICE, "launch of xg_k%d: %s", step, cudaGetErrorString(e));
 }
 #else
+/* Blocks of kernel k resident on the device at once: the SM count times its occupancy (at least 1 each). */
+static int64_t resident_blocks(cudaKernel_t k)
+{
+    int per_sm = 1;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, XG_THREADS, 0) != cudaSuccess) {
+        cudaGetLastError(); /* not left for the next launch check */
+        per_sm = 1;
+    }
+    int sms = xe_gpu_sm_count();
+    return (int64_t)(per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
+}
+
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
 {
     (void)p, (void)a;

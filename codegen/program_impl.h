@@ -19,6 +19,8 @@ struct xg_program {
     void **fn;          /* per step: C function or cudaKernel_t */
     void *library;      /* CUDA: cudaLibrary_t */
     void *workspace;    /* CUDA: XG_WORKSPACE_BYTES of device memory (split reductions), zeroed */
+    int64_t *max_blocks; /* CUDA, per step: blocks resident on the device at once (SMs x occupancy) */
+    xe_tensor **consts;  /* CUDA, per node: the device copy of a materialized constant, made at load */
 };
 
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st);

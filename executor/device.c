@@ -57,6 +57,11 @@ static void detect(void)
         snprintf(gpu.reason, sizeof gpu.reason, "CUDA device 0 unusable: %s", cudaGetErrorString(e));
         return;
     }
+    cudaMemPool_t pool;
+    uint64_t keep = UINT64_MAX; /* keep freed blocks across synchronizations */
+    if (cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess)
+        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
+    cudaGetLastError();
     gpu.arch = p.major * 10 + p.minor;
     gpu.sm_count = p.multiProcessorCount;
     gpu.available = true;
@@ -95,6 +100,7 @@ static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
 {
     if (e == cudaSuccess)
         return XE_OK;
+    cudaGetLastError(); /* a failed call is also the thread's last error: clear it */
     return xe_fail(st, XE_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
 }
 

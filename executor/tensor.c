@@ -132,14 +132,14 @@ xe_tensor *xe_tensor_wrap(xe_dtype dt, const xe_shape *shape, xe_device dev, voi
 
 xe_tensor *xe_tensor_retain(xe_tensor *t)
 {
-    if (t)
-        t->refcount++;
+    if (t) /* atomic: a compiled program's constants are shared by sessions on several threads */
+        __atomic_add_fetch(&t->refcount, 1, __ATOMIC_RELAXED);
     return t;
 }
 
 void xe_tensor_release(xe_tensor *t)
 {
-    if (!t || --t->refcount > 0)
+    if (!t || __atomic_sub_fetch(&t->refcount, 1, __ATOMIC_ACQ_REL) > 0)
         return;
     if (!t->borrowed) {
         if (t->device == XE_DEV_GPU)

@@ -109,6 +109,8 @@ static xe_tensor *random_tensor(const xe_type *t, fill_mode mode)
         double v = draw(t->dtype, mode, i);
         if (t->dtype == XE_I64 && mode == FILL_SPECIAL && i % 11 == 5)
             ((int64_t *)x->data)[i] = (i / 11) % 2 ? INT64_MAX : INT64_MIN;
+        else if (t->dtype == XE_I64 && mode == FILL_SPECIAL && i % 11 == 7) /* a float cast rounds once */
+            ((int64_t *)x->data)[i] = ((int64_t)1 << 60) + ((int64_t)1 << 36) + 1 - (i / 11) % 2 * 2;
         else
             xe_store_f64(x->data, t->dtype, i, v);
     }

@@ -395,6 +395,10 @@ template <typename TI, typename TO> struct CastOp {
             return (int32_t)(uint32_t)(uint64_t)v;
         else if constexpr (std::is_same<TI, int32_t>::value && std::is_same<TO, int64_t>::value)
             return (int64_t)v;
+        else if constexpr (std::is_same<TI, int64_t>::value && std::is_same<TO, float>::value)
+            return (float)v; /* one rounding, as cpu_elementwise.c's cast_row */
+        else if constexpr (std::is_same<TI, int64_t>::value && std::is_same<TO, xe_f16>::value)
+            return __half_as_ushort(__float2half_rn((float)v));
         else
             return from_f64<TO>(to_f64<TI>(v));
     }

@@ -16,7 +16,7 @@ typedef struct xe_tensor {
     xe_device device;   /* where data lives */
     void *data;         /* host pointer, or device pointer for XE_DEV_GPU */
     size_t nbytes;      /* numel * dtype size */
-    int refcount;       /* freed when it drops to zero */
+    int refcount;       /* freed when it drops to zero; changed atomically (retain, release) */
     bool borrowed;      /* data is not ours to free */
 } xe_tensor;
 
