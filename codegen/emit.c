@@ -1199,7 +1199,42 @@ static void emit_column_reduce_cuda(em *e, const xe_node *r, int x, const bool *
     out(e, "    }\n    __syncthreads();\n    }\n");
 }
 
-/* CUDA: one block per output (row order) or per column tile, one thread per output (argmax). */
+/*
+ * CUDA, argmax over long rows (K >= XG_ARGMAX_BLOCK_K): a block per output,
+ * each thread the first best of its strided share (as the serial loop: a
+ * greater value or the first NaN), then a tree over shared memory that
+ * keeps NaN first, then the greater value, then the smaller index, so the
+ * block finds the first best, as the per-op kernel does.
+ */
+static void emit_argmax_block_cuda(em *e, int x, const bool *mask, int node)
+{
+    const char *vt = value_type(e->p->types[x].dtype);
+    char v[16];
+    idx ix;
+    out(e, "    __shared__ %s shv[%d];\n    __shared__ int64_t shi[%d];\n", vt, XG_THREADS, XG_THREADS);
+    out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n    int64_t best = -1;\n    %s bv = 0;\n", vt);
+    out(e, "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n");
+    int saved = e->n_memo;
+    reduce_idx(e, x, mask, "o", "k", false, &ix);
+    emit_val(e, x, &ix, v, sizeof v);
+    e->n_memo = saved;
+    out(e, "    if (best < 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = k;\n    }\n    }\n",
+        v, v, v, v);
+    out(e, "    shv[threadIdx.x] = bv;\n    shi[threadIdx.x] = best;\n    __syncthreads();\n");
+    out(e, "    for (unsigned int half = blockDim.x / 2; half > 0; half >>= 1) {\n"
+           "    if (threadIdx.x < half) {\n"
+           "    %s mv = shv[threadIdx.x], ov = shv[threadIdx.x + half];\n"
+           "    int64_t mi = shi[threadIdx.x], oi = shi[threadIdx.x + half];\n"
+           "    bool take = oi >= 0 && (mi < 0 || (mv != mv ? ov != ov && oi < mi\n"
+           "                                              : ov != ov || ov > mv || (ov == mv && oi < mi)));\n"
+           "    if (take) {\n    shv[threadIdx.x] = ov;\n    shi[threadIdx.x] = oi;\n    }\n    }\n"
+           "    __syncthreads();\n    }\n", vt);
+    out(e, "    if (threadIdx.x == 0) {\n");
+    emit_store(e, node, "o", "(shi[0] < 0 ? 0 : shi[0])");
+    out(e, "    }\n    __syncthreads();\n    }\n");
+}
+
+/* CUDA: one block per output (row order; argmax over long rows) or per column tile, else a thread per output. */
 static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r, int x, const bool *mask)
 {
     xe_dtype dt = e->p->types[x].dtype;
@@ -1219,6 +1254,9 @@ static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r
         return;
     }
     if (argmax) {
+        out(e, "    if (K >= %d) {\n", XG_ARGMAX_BLOCK_K);
+        emit_argmax_block_cuda(e, x, mask, node);
+        out(e, "    return;\n    }\n");
         out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
                "         o += (int64_t)gridDim.x * blockDim.x) {\n");
         emit_serial_reduce(e, r, x, mask, node, false, false);

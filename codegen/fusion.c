@@ -436,6 +436,13 @@ bool xg_step_is_split(const xg_plan *p, int i, const xe_type *types)
            xe_shape_numel(&types[s->outs[0]].shape) == 1;
 }
 
+/* The elements each output of a reduction of x to out is made from. */
+static int64_t reduced_count(const xe_shape *x, const xe_shape *out)
+{
+    int64_t n = xe_shape_numel(out);
+    return n ? xe_shape_numel(x) / n : 0;
+}
+
 /* Work items of step i at types: elements (loop), outputs (reduce), rows (softmax, row kernels). */
 int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block_per_item)
 {
@@ -463,7 +470,8 @@ int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block
             int64_t k = xe_shape_numel(&types[n->inputs[0]].shape);
             return k > 1 ? k : 1;
         }
-        *block_per_item = n->op != XE_OP_ARGMAX;
+        *block_per_item = n->op != XE_OP_ARGMAX ||
+                          reduced_count(&types[n->inputs[0]].shape, os) >= XG_ARGMAX_BLOCK_K;
         if (s->column) /* a block per tile of outputs */
             return (xe_shape_numel(os) + XG_COL_TILE - 1) / XG_COL_TILE;
         return xe_shape_numel(os);
@@ -476,8 +484,8 @@ int64_t xg_column_chunks(const xg_plan *p, int i, const xe_type *types, int64_t 
     const xg_step *s = &p->steps[i];
     if (s->kind != XG_STEP_REDUCE || !s->column)
         return 1;
-    int64_t outputs = xe_shape_numel(&types[s->outs[0]].shape);
-    int64_t rows = outputs ? xe_shape_numel(&types[p->body->nodes[s->outs[0]]->inputs[0]].shape) / outputs : 0;
+    const xe_shape *os = &types[s->outs[0]].shape;
+    int64_t outputs = xe_shape_numel(os), rows = reduced_count(&types[p->body->nodes[s->outs[0]]->inputs[0]].shape, os);
     int64_t tiles = (outputs + XG_COL_TILE - 1) / XG_COL_TILE;
     if (tiles <= 0 || tiles >= max_blocks)
         return 1;
@@ -684,6 +692,33 @@ static char *plan_type_str(const xg_plan *p, int node, char *buf, size_t len)
     return buf;
 }
 
+int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks)
+{
+    bool per_block;
+    int64_t items = xg_step_items(p, i, types, &per_block);
+    if (items <= 0)
+        return 0;
+    int64_t want = per_block ? items : (items + XG_THREADS - 1) / XG_THREADS;
+    want *= xg_column_chunks(p, i, types, max_blocks); /* then want <= max_blocks */
+    if (xg_step_is_split(p, i, types) && max_blocks > XG_SPLIT_BLOCKS)
+        max_blocks = XG_SPLIT_BLOCKS;
+    return want < max_blocks ? want : max_blocks;
+}
+
+size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace, char *args,
+                    size_t cap)
+{
+    size_t nb = (size_t)p->body->n_nodes, ns = (size_t)(p->n_sizes ? p->n_sizes : 1);
+    size_t len = (nb + ns + 1) * 8; /* as emit_prelude declares struct xg_args */
+    if (len > cap)
+        return 0;
+    memset(args, 0, len);
+    memcpy(args, ptrs, nb * sizeof(void *));
+    memcpy(args + nb * 8, S, (size_t)p->n_sizes * sizeof(int64_t));
+    memcpy(args + (nb + ns) * 8, &workspace, sizeof(void *));
+    return len;
+}
+
 /* The items of step i as text: a count, or ? in a shape-generic plan. */
 static void items_text(const xg_plan *p, int64_t items, const char *unit, char *buf, size_t len)
 {
@@ -715,6 +750,12 @@ static void launch_cuda(const xg_plan *p, int i, char *buf, size_t len)
         return;
     }
     items_text(p, items, unit, n, sizeof n);
+    if (s->kind == XG_STEP_REDUCE && p->body->nodes[s->outs[0]]->op == XE_OP_ARGMAX) {
+        snprintf(buf, len, "a block per output (%s) chosen from at least %d elements, else a thread per output; "
+                 "blocks of %d threads; grid: at most SMs x resident blocks per SM (grid-stride beyond)", n,
+                 XG_ARGMAX_BLOCK_K, XG_THREADS);
+        return;
+    }
     snprintf(buf, len, "a %s per item (%s), blocks of %d threads; grid: the items, at most SMs x "
              "resident blocks per SM (grid-stride beyond)%s", per_block ? "block" : "thread", n, XG_THREADS,
              s->kind == XG_STEP_REDUCE && s->column

@@ -43,6 +43,9 @@
 #define XG_WS_SPLIT_COUNTER XG_COL_SPLIT_MAX /* index of the one-value split's counter */
 #define XG_WORKSPACE_BYTES (XG_WS_COUNTERS + (XG_COL_SPLIT_MAX + 1) * 4)
 
+/* GPU argmax: a block per output over rows of at least this many elements, else a thread per output. */
+#define XG_ARGMAX_BLOCK_K 128
+
 /*
  * CPU column reductions: tiles of outputs (one tile when there are at most
  * XG_C_COL_WIDE), and with fewer than 8 tiles the reduced rows split into
@@ -121,6 +124,19 @@ int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block
  * The kernel reads it back from the grid: chunks = gridDim.x / tiles.
  */
 int64_t xg_column_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks);
+/*
+ * GPU: the blocks (of XG_THREADS threads) step i is launched with at the
+ * given types, on a device that holds max_blocks of them at once; 0:
+ * nothing to launch.
+ */
+int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks);
+/*
+ * GPU: the bytes of a kernel's argument block (struct xg_args: the buffer
+ * pointers, the sizes, the workspace), written to args (cap bytes); 0 when
+ * it does not fit.
+ */
+size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace, char *args,
+                    size_t cap);
 /*
  * The shapes step i relies on, at the types of one call (a shape-generic
  * program is called at others than it was planned at): the outputs of a

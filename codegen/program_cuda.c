@@ -91,22 +91,14 @@ void xg_cuda_unload(xg_program *p)
 xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                        xe_status *st)
 {
-    bool block_per_item;
-    int64_t items = xg_step_items(p->plan, step, types, &block_per_item);
-    if (items <= 0)
+    int64_t blocks = xg_launch_blocks(p->plan, step, types, p->max_blocks[step]);
+    if (blocks <= 0)
         return XE_OK;
-    size_t nb = (size_t)p->body->n_nodes, ns = (size_t)(p->plan->n_sizes ? p->plan->n_sizes : 1);
     char args[4096];
-    memcpy(args, ptrs, nb * sizeof(void *));
-    memcpy(args + nb * sizeof(void *), S, (p->plan->n_sizes ? ns : 0) * sizeof(int64_t));
-    memcpy(args + nb * sizeof(void *) + ns * sizeof(int64_t), &p->workspace, sizeof(void *));
+    if (!xg_pack_args(p->plan, ptrs, S, p->workspace, args, sizeof args))
+        return xe_fail(st, XE_ERR_RUNTIME, "kernel arguments of xg_k%d too large", step);
     void *params[] = {args};
-    int64_t max_blocks = p->max_blocks[step];
-    int64_t want = block_per_item ? items : (items + XG_THREADS - 1) / XG_THREADS;
-    want *= xg_column_chunks(p->plan, step, types, max_blocks); /* then want <= max_blocks */
-    if (xg_step_is_split(p->plan, step, types) && max_blocks > XG_SPLIT_BLOCKS)
-        max_blocks = XG_SPLIT_BLOCKS;
-    dim3 grid = {(unsigned)(want < max_blocks ? want : max_blocks), 1, 1}, block = {XG_THREADS, 1, 1};
+    dim3 grid = {(unsigned)blocks, 1, 1}, block = {XG_THREADS, 1, 1};
     cudaError_t e = cudaLaunchKernel((const void *)p->fn[step], grid, block, params, 0,
                                      (cudaStream_t)xe_gpu_stream());
     if (e == cudaSuccess)

@@ -332,3 +332,25 @@ Test(nvrtc, gpu_column_reductions_match_the_cpu)
         check_gpu_runs(graphs[i], true, 3);
     }
 }
+
+/*
+ * argmax over long rows runs a block per output: ties (floor leaves few
+ * values) must give the first index, and the first NaN must win (log of
+ * the negative inputs), as on the CPU; short rows keep a thread each.
+ */
+Test(nvrtc, gpu_argmax_finds_the_first_best)
+{
+    if (!xe_gpu_available())
+        cr_skip_test("skipped: no CUDA device");
+    const char *graphs[] = {
+        "xlac.graph v1\ninput x: f32[64,5000]\nf = floor(x)\na = argmax(f, axis=1)\nb = argmax(f, axis=0)\n"
+        "output a\noutput b\n",
+        "xlac.graph v1\ninput x: f64[40,3000]\nl = log(x)\na = argmax(l, axis=-1, keepdims=true)\noutput a\n",
+        "xlac.graph v1\ninput x: i32[3,700]\nn = neg(x)\na = argmax(n, axis=1)\nb = argmax(n, axis=0)\n"
+        "output a\noutput b\n",
+    };
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++) {
+        check_gpu_runs(graphs[i], false, 2);
+        check_gpu_runs(graphs[i], true, 1);
+    }
+}
