@@ -108,18 +108,6 @@ xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *cons
     return e == cudaSuccess ? XE_OK : xe_fail(st, XE_ERR_DEVICE, "launch of xg_k%d: %s", step, cudaGetErrorString(e));
 }
 #else
-/* Blocks of kernel k resident on the device at once: the SM count times its occupancy (at least 1 each). */
-static int64_t resident_blocks(cudaKernel_t k)
-{
-    int per_sm = 1;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, XG_THREADS, 0) != cudaSuccess) {
-        cudaGetLastError(); /* not left for the next launch check */
-        per_sm = 1;
-    }
-    int sms = xe_gpu_sm_count();
-    return (int64_t)(per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
-}
-
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
 {
     (void)p, (void)a;
