@@ -119,8 +119,7 @@ class Xlac:
         if not m:
             raise RuntimeError("no time line in xlac-run output:\n" + p.stdout[-1000:])
         stats = {}
-        s = re.search(r"xlac: stats (.*)", p.stderr)
-        if s:
+        for s in re.finditer(r"xlac: (?:stats|timing) (.*)", p.stderr):
             for kv in s.group(1).split():
                 k, _, v = kv.partition("=")
                 try:

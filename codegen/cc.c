@@ -1,9 +1,10 @@
 /*
- * The CPU compiler: generated C11 is compiled by the system compiler ($CC
- * or cc) into a shared object, in a private temporary folder, with the
+ * The CPU compiler: generated C11 is compiled by the system compiler ($CC,
+ * split into words as make does, or cc) into a shared object, in a private temporary folder, with the
  * compiler run directly (posix_spawn, no shell) and its output captured
  * for the error message. The result is the shared object's bytes.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <spawn.h>
@@ -64,12 +65,18 @@ static char **tool_environment(void)
     return env;
 }
 
-/* Runs argv[0] with stdout and stderr into log_path; returns the exit status or -1. */
-static int run_tool(char *const *argv, const char *log_path)
+/*
+ * Runs argv[0] (searched in PATH) with stdout and stderr into log_path.
+ * Returns 0 when it exits 0; otherwise -1 with why set: "exit status 1",
+ * "killed by signal 11", or "could not run: No such file or directory".
+ */
+static int run_tool(char *const *argv, const char *log_path, char *why, size_t why_len)
 {
     char **env = tool_environment();
-    if (!env)
+    if (!env) {
+        snprintf(why, why_len, "could not run: out of memory");
         return -1;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
@@ -78,12 +85,39 @@ static int run_tool(char *const *argv, const char *log_path)
     int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
     posix_spawn_file_actions_destroy(&fa);
     free(env);
-    if (rc != 0)
+    if (rc != 0) {
+        snprintf(why, why_len, "could not run: %s", strerror(rc));
         return -1;
+    }
     int status;
     while (waitpid(pid, &status, 0) < 0)
-        ;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+        if (errno != EINTR) {
+            snprintf(why, why_len, "could not wait for it: %s", strerror(errno));
+            return -1;
+        }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        return 0;
+    if (WIFEXITED(status))
+        snprintf(why, why_len, "exit status %d", WEXITSTATUS(status));
+    else
+        snprintf(why, why_len, "killed by signal %d", WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+    return -1;
+}
+
+/*
+ * $CC split into words, as make does ("ccache gcc", "gcc -g"): no shell,
+ * no quotes. Returns the number of words (at most max - 1, then NULL).
+ */
+static int cc_words(const char *cc, char *buf, size_t len, char **words, int max)
+{
+    snprintf(buf, len, "%s", cc);
+    int n = 0;
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w && n < max - 1; w = strtok_r(NULL, " \t", &save))
+        words[n++] = w;
+    if (n == 0) /* an empty $CC: cc */
+        words[n++] = "cc";
+    words[n] = NULL;
+    return n;
 }
 
 /* The first non-empty line of a log, for one-line warnings. */
@@ -117,11 +151,18 @@ xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void *
     snprintf(logp, sizeof logp, "%s/log.txt", dir);
     xe_code c = xg_write_file(src, source, strlen(source), st);
     if (c == XE_OK) {
-        char *argv[] = {(char *)cc, "-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp",
-                        "-w", fast_math ? "-ffast-math" : "-fno-fast-math",
-                        /* after -fno-fast-math, which would turn errno back on: sqrt vectorises */
-                        "-fno-math-errno", "-ffp-contract=fast", "-o", out, src, NULL};
-        int rc = run_tool(argv, logp);
+        static const char *const flags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-w",
+                                            /* after -fno-fast-math, which would turn errno back on: sqrt vectorises */
+                                            "-fno-math-errno", "-ffp-contract=fast", "-o"};
+        char words[1024], why[300], *argv[48];
+        int n = cc_words(cc, words, sizeof words, argv, 24);
+        argv[n++] = fast_math ? "-ffast-math" : "-fno-fast-math";
+        for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+            argv[n++] = (char *)flags[k];
+        argv[n++] = out;
+        argv[n++] = src;
+        argv[n] = NULL;
+        int rc = run_tool(argv, logp, why, sizeof why);
         size_t ll = 0;
         void *logtext = NULL;
         *log = xg_read_file(logp, &logtext, &ll, st) == XE_OK ? logtext : NULL;
@@ -129,8 +170,7 @@ xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void *
         if (rc != 0) {
             char first[300];
             xg_error_line(*log, first, sizeof first);
-            c = xe_fail(st, XE_ERR_COMPILE, "%s failed (%s): %s", cc, rc < 0 ? "could not run" : "exit status",
-                        *first ? first : "no output");
+            c = xe_fail(st, XE_ERR_COMPILE, "%s failed (%s)%s%s", cc, why, *first ? ": " : "", first);
         } else {
             c = xg_read_file(out, so, so_len, st);
         }
@@ -152,12 +192,15 @@ static void probe_cc(void)
     const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char logp[512];
     snprintf(logp, sizeof logp, "%s/xlac-ccver-%d.txt", tmp, (int)getpid());
-    char *argv[] = {(char *)cc_probed, "--version", NULL};
+    char words[1024], why[300], *argv[28];
+    int n = cc_words(cc_probed, words, sizeof words, argv, 24);
+    argv[n++] = "--version";
+    argv[n] = NULL;
     void *text = NULL;
     size_t len;
     xe_status st;
     snprintf(cc_version, sizeof cc_version, "%s (version unknown)", cc_probed);
-    if (run_tool(argv, logp) == 0 && xg_read_file(logp, &text, &len, &st) == XE_OK)
+    if (run_tool(argv, logp, why, sizeof why) == 0 && xg_read_file(logp, &text, &len, &st) == XE_OK)
         xg_first_line(text, cc_version, sizeof cc_version);
     free(text);
     unlink(logp);

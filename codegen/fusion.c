@@ -33,13 +33,19 @@ xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *ty
             continue;
         }
         const xe_op_def *d = xe_op_get(n->op);
-        xe_type in[16];
-        if (n->n_inputs > 16 || !d || !d->infer)
-            return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (%s) cannot be planned", n->name, xe_op_name(n->op));
+        if (!d || !d->infer)
+            return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (%s) cannot be planned: no shape function", n->name,
+                           xe_op_name(n->op));
+        xe_type few[16], *in = n->n_inputs > 16 ? malloc(sizeof *in * (size_t)n->n_inputs) : few;
+        if (!in)
+            return xe_fail(st, XE_ERR_NOMEM, "out of memory planning node %s", n->name);
         for (int k = 0; k < n->n_inputs; k++)
             in[k] = types[n->inputs[k]];
         types[i] = n->type;
-        if (d->infer(n, in, n->n_inputs, &types[i], st) != XE_OK)
+        xe_code c = d->infer(n, in, n->n_inputs, &types[i], st);
+        if (in != few)
+            free(in);
+        if (c != XE_OK)
             return xe_status_prefix(st, "node %s (%s): ", n->name, xe_op_name(n->op));
     }
     return XE_OK;
@@ -590,6 +596,37 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
     return c;
 }
 
+/*
+ * Inline chains are cut every XG_MAX_INLINE ops by a buffer: the emitters
+ * walk an inline value's producers recursively, a few stack frames per op,
+ * so a chain of thousands of elementwise ops would exhaust a thread's
+ * stack (a buffer costs one store and one load per element). Nodes come
+ * in topological order.
+ */
+static xe_code bound_inline_depth(xg_plan *p, xe_status *st)
+{
+    int n = p->body->n_nodes;
+    int *depth = calloc((size_t)n + 1, sizeof *depth); /* inline levels under a node; 0 when it has a buffer */
+    if (!depth)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory planning a cluster");
+    for (int i = 0; i < n; i++) {
+        const xe_node *nd = p->body->nodes[i];
+        if (p->mat[i])
+            continue;
+        int deepest = 0;
+        for (int k = 0; k < nd->n_inputs; k++)
+            if (nd->inputs[k] < i && depth[nd->inputs[k]] > deepest)
+                deepest = depth[nd->inputs[k]];
+        depth[i] = deepest + 1;
+        if (depth[i] > XG_MAX_INLINE) {
+            p->mat[i] = true;
+            depth[i] = 0;
+        }
+    }
+    free(depth);
+    return XE_OK;
+}
+
 xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generic, xg_plan **out,
                       xe_status *st)
 {
@@ -615,6 +652,10 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
     }
     /* 2-3. uses (from xe_graph_use_counts) and materialization */
     mark_materialized(p);
+    if (bound_inline_depth(p, st) != XE_OK) {
+        xg_plan_destroy(p);
+        return st->code;
+    }
     /* 4. one step per materialized computed node */
     for (int i = 0; i < n; i++) {
         const xe_node *nd = body->nodes[i];

@@ -15,6 +15,7 @@
 #include "xg.h"
 
 #define XG_MAX_OUTS 16
+#define XG_MAX_INLINE 32 /* ops in an inline chain before a value gets a buffer (bounds recursion) */
 
 /* Threads in a block of every generated CUDA kernel. */
 #define XG_THREADS 256

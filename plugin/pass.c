@@ -24,6 +24,7 @@ static bool installed;  /* flags hold the process-wide configuration */
 static bool registered; /* the op and the pass are registered */
 static int launch_op = -1;
 static atomic_bool warned_no_prefix;
+static atomic_bool warned_dump_failed;
 
 const xlac_flags *xlac_plugin_flags(void)
 {
@@ -95,11 +96,12 @@ void xlac_cluster_options(const xlac_flags *f, xc_options *o)
 
 /* ---- dumps -------------------------------------------------------------------- */
 
-static xe_code make_dir(const char *dir, xe_status *st)
+/* A graph dump that cannot be written warns (once a process); the run goes on without it. */
+static void dump_failed(xe_status *st)
 {
-    if (mkdir(dir, 0777) != 0 && errno != EEXIST)
-        return xe_fail(st, XE_ERR_IO, "cannot create dump folder %s: %s", dir, strerror(errno));
-    return XE_OK;
+    if (!atomic_exchange(&warned_dump_failed, true))
+        fprintf(stderr, "xlac: warning: graph dump not written (%s); the run goes on\n", st->msg);
+    xe_status_clear(st);
 }
 
 static xe_code write_text(const char *path, const char *text, xe_status *st)
@@ -161,21 +163,23 @@ static xe_code cluster_graph(const xe_graph *g, int id, xe_graph **out, xe_statu
     bool dumps = flags.clustering_debug && flags.dump_graph_prefix;
     xc_options o;
     xlac_cluster_options(&flags, &o); /* 1. */
-    if (dumps && (make_dir(flags.dump_graph_prefix, st) != XE_OK ||
-                  dump_stage("before_mark_for_compilation", id, g, NULL, st) != XE_OK))
-        return st->code;
+    if (dumps && (xe_mkdirs(flags.dump_graph_prefix, 0777, st) != XE_OK ||
+                  dump_stage("before_mark_for_compilation", id, g, NULL, st) != XE_OK)) {
+        dump_failed(st);
+        dumps = false;
+    }
     xc_clustering *c = xc_mark_for_compilation(g, &o, st); /* 2. */
     if (!c)
         return st->code;
     xe_code code = XE_OK;
     if (c->n_clusters && !(*out = xc_encapsulate(g, c, launch_op, st))) /* 3. */
         code = st->code;
-    if (code == XE_OK && dumps) /* 4. */
-        code = dump_stage("mark_for_compilation", id, g, c, st);
-    if (code == XE_OK && dumps)
-        code = dump_stage("after_encapsulation", id, *out ? *out : g, NULL, st);
-    if (code == XE_OK && flags.clustering_debug)
-        code = dump_summary(g, c, id, st);
+    if (code == XE_OK && dumps && /* 4. */
+        (dump_stage("mark_for_compilation", id, g, c, st) != XE_OK ||
+         dump_stage("after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK))
+        dump_failed(st);
+    if (code == XE_OK && flags.clustering_debug && dump_summary(g, c, id, st) != XE_OK)
+        dump_failed(st);
     if (code == XE_OK)
         xlac_stats_add_clusters(c->n_clusters);
     xc_clustering_destroy(c);

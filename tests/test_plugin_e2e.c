@@ -264,7 +264,12 @@ Test(e2e, level2_with_codegen_runs)
     result r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
-    cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=1 "), "%s", r.err);
+    const char *line = strstr(r.err, "xlac: stats clusters=1 launches=1 ");
+    cr_assert(line, "%s", r.err);
+    /* the documented line, ending with compile_ms=NUMBER */
+    const char *end = strchr(line, '\n'), *cm = strstr(line, " compile_ms=");
+    cr_assert(end && cm && cm < end && strspn(cm + 12, "0123456789.") == (size_t)(end - cm - 12), "%s", line);
+    cr_assert(strstr(r.err, "xlac: timing disk_load_ms="), "%s", r.err);
     result_free(&r);
     remove_tree(tmp);
 }
@@ -283,6 +288,29 @@ static void check_dot(const char *name)
     snprintf(cmd, sizeof cmd, "dot -Tsvg '%s' -o '%s.svg' 2>'%s.err'", path(name), path(name),
              path(name));
     cr_assert_eq(system(cmd), 0, "dot rejects %s", name);
+}
+
+/* The dump folder's parents are created; a folder that cannot be made is one warning, and the run goes on. */
+Test(e2e, graph_dump_folders_are_created_or_skipped_with_a_warning)
+{
+    write_graph();
+    char nested[600], under_file[600];
+    snprintf(nested, sizeof nested, "XLAC_DUMP_GRAPH_PREFIX=%s", path("new/a/b"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", nested, NULL};
+    result r = xlac_run(true, env, path("g.xg"), NULL, NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    char *marked = read_file(path("new/a/b/mark_for_compilation_0.xg"));
+    cr_assert_not_null(marked, "%s", r.err);
+    free(marked);
+    result_free(&r);
+    snprintf(under_file, sizeof under_file, "XLAC_DUMP_GRAPH_PREFIX=%s", path("g.xg/sub"));
+    env[2] = under_file;
+    r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "xlac: warning: graph dump not written ("), "%s", r.err);
+    cr_assert(strstr(r.err, "clusters built: 1"), "the summary still goes to stderr: %s", r.err);
+    result_free(&r);
+    remove_tree(tmp);
 }
 
 Test(e2e, clustering_debug_dumps)
