@@ -11,6 +11,7 @@
  * to run outside the shapes it was built for must refuse, not guess.
  */
 #include <criterion/criterion.h>
+#include <pthread.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -481,4 +482,85 @@ Test(codegen_diff, plans_say_how_each_kernel_launches)
         xg_plan_destroy(p);
     }
     xe_graph_destroy(g);
+}
+
+/* An elementwise chain of `ops` ops on x (unary ops, an add of x every fifth). */
+static char *chain_text(int ops)
+{
+    static const char *const unary[] = {"tanh", "neg", "abs", "sigmoid"};
+    size_t cap = (size_t)ops * 40 + 128;
+    char *t = malloc(cap);
+    cr_assert_not_null(t);
+    size_t u = (size_t)snprintf(t, cap, "xlac.graph v1\ninput x: f32[64]\nv0 = neg(x)\n");
+    for (int i = 1; i < ops; i++) {
+        if (i % 5 == 4)
+            u += (size_t)snprintf(t + u, cap - u, "v%d = add(v%d, x)\n", i, i - 1);
+        else
+            u += (size_t)snprintf(t + u, cap - u, "v%d = %s(v%d)\n", i, unary[i % 4], i - 1);
+    }
+    snprintf(t + u, cap - u, "output v%d\n", ops - 1);
+    return t;
+}
+
+typedef struct emit_job {
+    const char *text;
+    xe_code code;
+    int buffers;
+    char msg[256];
+} emit_job;
+
+static void *plan_and_emit(void *arg)
+{
+    emit_job *j = arg;
+    xe_status s;
+    xe_graph *g = xe_parse_string(j->text, "chain.xg", &s);
+    xe_type t = {XE_F32, {1, {64}}};
+    xg_plan *p = NULL;
+    j->code = g ? xg_plan_build(g, &t, false, &p, &s) : s.code;
+    char *src = j->code == XE_OK ? xg_emit_program(p, XG_TARGET_C, &s) : NULL;
+    if (j->code == XE_OK && !src)
+        j->code = s.code;
+    for (int i = 0; p && i < p->body->n_nodes; i++)
+        j->buffers += p->mat[i];
+    snprintf(j->msg, sizeof j->msg, "%.200s", j->code == XE_OK ? "" : s.msg);
+    free(src);
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+    return NULL;
+}
+
+/*
+ * Inline chains are cut by buffers, so the emitters' recursion is bounded:
+ * a 3000-op chain plans and emits on a thread with a 512 KiB stack (it
+ * overflowed an 8 MiB one before), and a 300-op chain matches op by op.
+ */
+Test(codegen_diff, long_chains_plan_in_bounded_stack, .timeout = 300)
+{
+    char *text = chain_text(3000);
+    emit_job j = {.text = text};
+    pthread_attr_t attr;
+    pthread_t th;
+    pthread_attr_init(&attr);
+    pthread_attr_setstacksize(&attr, 512 << 10);
+    cr_assert_eq(pthread_create(&th, &attr, plan_and_emit, &j), 0);
+    pthread_join(th, NULL);
+    pthread_attr_destroy(&attr);
+    cr_assert_eq(j.code, XE_OK, "%s", j.msg);
+    cr_assert_geq(j.buffers, 3000 / (XG_MAX_INLINE + 1), "%d buffers", j.buffers);
+    free(text);
+    text = chain_text(300);
+    check_graph(text, text, false);
+    free(text);
+}
+
+/* concat of more operands than a step has outputs is still one loop. */
+Test(codegen_diff, concat_of_many_operands_matches_op_by_op)
+{
+    char text[2048];
+    size_t u = (size_t)snprintf(text, sizeof text, "xlac.graph v1\ninput x: f32[2,3]\ninput y: f32[1,3]\nc = concat(");
+    for (int k = 0; k < 40; k++)
+        u += (size_t)snprintf(text + u, sizeof text - u, "%s%s", k ? ", " : "", k % 3 ? "x" : "y");
+    snprintf(text + u, sizeof text - u, ", axis=0)\ne = exp(c)\noutput e\n");
+    check_graph(text, text, false);
+    check_graph(text, text, true);
 }
