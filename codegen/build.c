@@ -2,6 +2,7 @@
  * From a cluster to an artifact: plan, emit, compile. Also the compiler
  * identity that goes into cache keys, and the dump files of XLAC_DUMP_TO.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdatomic.h>
@@ -83,8 +84,6 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     return XE_OK;
 }
 
-static atomic_int module_counter;
-
 static xe_code dump_one(const char *dir, int id, const char *cluster, const char *ext, const void *data,
                         size_t len, xe_status *st)
 {
@@ -95,14 +94,30 @@ static xe_code dump_one(const char *dir, int id, const char *cluster, const char
     return xg_write_file(path, data, len, st);
 }
 
+/* One more than the highest NNNN of the folder's module_NNNN.* files (0 in an empty folder). */
+static int next_module_number(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int next = 0;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        int id, used = 0;
+        if (sscanf(e->d_name, "module_%d.%n", &id, &used) == 1 && used > 0 && id >= next)
+            next = id + 1;
+    }
+    if (d)
+        closedir(d);
+    return next;
+}
+
 xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *cluster_name, const char *cache_key,
                          xe_status *st)
 {
     if (xe_mkdirs(dir, 0777, st) != XE_OK)
         return st->code;
-    /* the first free number: processes dumping into one folder never overwrite each other */
-    int id = atomic_fetch_add(&module_counter, 1);
-    for (int tries = 0; tries < 100000; tries++, id = atomic_fetch_add(&module_counter, 1)) {
+    /* the number after the folder's highest (O_EXCL: threads and processes dumping into one
+       folder never overwrite each other) */
+    int id = next_module_number(dir);
+    for (; id < 100000; id++) {
         char path[1024];
         snprintf(path, sizeof path, "%s/module_%04d.%s.plan.txt", dir, id, cluster_name);
         int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);

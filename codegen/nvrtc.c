@@ -14,8 +14,7 @@
 #ifdef XG_HAVE_CUDA
 #include <nvrtc.h>
 
-/* The newest architecture this NVRTC knows that is not newer than arch (0: none). */
-static int best_supported_arch(int arch)
+int xg_nvrtc_arch_for(int arch)
 {
     int n = 0, best = 0;
     if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
@@ -97,7 +96,7 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
                          char **log, xe_status *st)
 {
     char target[32];
-    int known = best_supported_arch(arch);
+    int known = xg_nvrtc_arch_for(arch);
     *is_ptx = known != arch; /* PTX for the newest known arch: the driver JITs it for this device */
     if (known == 0) {
         *code = NULL;
@@ -156,6 +155,12 @@ const char *xg_nvrtc_version(void)
     return v;
 }
 #else
+int xg_nvrtc_arch_for(int arch)
+{
+    (void)arch;
+    return 0;
+}
+
 xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len, bool *is_ptx,
                          char **log, xe_status *st)
 {

@@ -92,6 +92,12 @@ void xg_fingerprint(const xe_graph *body, char out[40]);
  * files and the .cubin / .so into out_dir. No GPU needed. compiler_ms
  * (may be NULL) gets the time spent in the compiler proper.
  */
+/*
+ * The architecture NVRTC compiles for on a device of arch: arch itself
+ * (a cubin), else the newest older one it knows (PTX, which the driver
+ * compiles for the device); 0 when it knows none (or no CUDA in this build).
+ */
+int xg_nvrtc_arch_for(int arch);
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target,
                          int arch, const char *out_dir, const xg_options *o, double *compiler_ms,
                          xe_status *st);

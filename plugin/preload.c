@@ -25,7 +25,7 @@ __attribute__((constructor)) static void xlac_preload_init(void)
         _exit(2);
     }
     if (f.help) {
-        xlac_flags_help(stderr);
+        xlac_flags_help(stdout); /* help asked for: to stdout, as every --help */
         fflush(stdout);
         fflush(stderr);
         _exit(0);

@@ -28,6 +28,7 @@ typedef struct args {
     xg_target target;  /* --target */
     bool have_target;
     int arch;        /* --arch sm_NN (CUDA) */
+    bool have_arch;
     const char *out; /* --out DIR */
     int level;       /* --level 1|2 (default 2) */
 } args;
@@ -39,10 +40,13 @@ static void usage(FILE *f)
                "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n");
 }
 
+/* sm_XY, compute_XY (taken as sm_XY) or XY. */
 static bool parse_arch(const char *v, int *arch)
 {
     if (strncmp(v, "sm_", 3) == 0)
         v += 3;
+    else if (strncmp(v, "compute_", 8) == 0)
+        v += 8;
     char *end;
     long a = strtol(v, &end, 10);
     if (*v == '\0' || *end || a < 10 || a > 999)
@@ -70,6 +74,7 @@ static bool parse_option(args *a, const char *opt, const char *v)
         a->target = strcmp(v, "cuda") == 0 ? XG_TARGET_CUDA : XG_TARGET_C;
         a->have_target = true;
     } else if (strcmp(opt, "--arch") == 0 && parse_arch(v, &a->arch)) {
+        a->have_arch = true;
     } else if (strcmp(opt, "--out") == 0) {
         a->out = v;
     } else if (strcmp(opt, "--level") == 0 && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
@@ -104,6 +109,10 @@ static bool parse_args(int argc, char **argv, args *a)
     }
     if (!a->n_graphs || !a->have_target || !a->out) {
         fprintf(stderr, "xlac-compile: GRAPH, --target and --out are required\n");
+        return false;
+    }
+    if (a->have_arch && a->target != XG_TARGET_CUDA) {
+        fprintf(stderr, "xlac-compile: --arch applies to --target cuda only\n");
         return false;
     }
     return true;
@@ -197,6 +206,23 @@ static void graph_out_dir(const char *dir, const char *graph, char *buf, size_t 
     snprintf(buf, len, "%s/%.*s", dir, (int)n, base);
 }
 
+/* Several graphs go to DIR/NAME each: two with one NAME would overwrite each other's files. */
+static bool distinct_out_dirs(const args *a)
+{
+    for (int i = 0; a->n_graphs > 1 && i < a->n_graphs; i++)
+        for (int j = 0; j < i; j++) {
+            char di[4096], dj[4096];
+            graph_out_dir(a->out, a->graphs[i], di, sizeof di);
+            graph_out_dir(a->out, a->graphs[j], dj, sizeof dj);
+            if (strcmp(di, dj) == 0) {
+                fprintf(stderr, "xlac-compile: %s and %s would both be written to %s; compile them into "
+                                "different --out folders\n", a->graphs[j], a->graphs[i], di);
+                return false;
+            }
+        }
+    return true;
+}
+
 /* Clusters and compiles one graph into out; returns its exit status. */
 static int compile_graph(const char *path, const char *out, const args *a, xlac_flags *f)
 {
@@ -241,7 +267,17 @@ int main(int argc, char **argv)
         free(a.graphs);
         return 2;
     }
+#else
+    if (a.target == XG_TARGET_CUDA && !xg_nvrtc_arch_for(a.arch)) {
+        fprintf(stderr, "xlac-compile: --arch sm_%d: NVRTC knows no architecture that old\n", a.arch);
+        free(a.graphs);
+        return 2;
+    }
 #endif
+    if (!distinct_out_dirs(&a)) {
+        free(a.graphs);
+        return 2;
+    }
     xlac_flags f;
     xlac_flags_default(&f);
     f.auto_jit = a.level;
