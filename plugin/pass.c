@@ -180,15 +180,18 @@ static xe_code cluster_graph(const xe_graph *g, int id, xe_graph **out, xe_statu
         dump_failed(st);
     if (code == XE_OK && flags.clustering_debug && dump_summary(g, c, id, st) != XE_OK)
         dump_failed(st);
-    if (code == XE_OK)
-        xlac_stats_add_clusters(c->n_clusters);
     xc_clustering_destroy(c);
     return code;
 }
 
-/* Each launch node carries its body's fingerprint, so a launch does not hash the body again. */
-static xe_code stamp_fingerprints(xe_graph *g, xe_status *st)
+/*
+ * Each launch node carries its body's fingerprint, so a launch does not
+ * hash the body again; every launch node counts as a cluster in --stats
+ * (those of a re-run dump too).
+ */
+static xe_code stamp_launch_nodes(xe_graph *g, xe_status *st)
 {
+    int clusters = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         xe_node *n = g->nodes[i];
         if (n->op != launch_op || !n->body)
@@ -197,17 +200,19 @@ static xe_code stamp_fingerprints(xe_graph *g, xe_status *st)
         xg_fingerprint(n->body, fp);
         if (xe_node_set_string(n, "@fingerprint", fp, st) != XE_OK)
             return st->code;
+        clusters++;
     }
+    xlac_stats_add_clusters(clusters);
     return XE_OK;
 }
 
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st)
 {
     (void)user;
-    if (!installed || (flags.auto_jit == 0 && (*g)->n_jit == 0))
+    if (!installed)
         return XE_OK;
     xe_graph *ng = NULL;
-    if (cluster_graph(*g, ctx ? ctx->session_id : 0, &ng, st) != XE_OK) {
+    if ((flags.auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(*g, ctx ? ctx->session_id : 0, &ng, st) != XE_OK) {
         xe_graph_destroy(ng);
         return st->code;
     }
@@ -215,7 +220,7 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
         xe_graph_destroy(*g);
         *g = ng;
     }
-    return stamp_fingerprints(*g, st);
+    return stamp_launch_nodes(*g, st);
 }
 
 /* ---- installation ---------------------------------------------------------------- */

@@ -313,6 +313,36 @@ Test(e2e, graph_dump_folders_are_created_or_skipped_with_a_warning)
     remove_tree(tmp);
 }
 
+/*
+ * A dump re-run: annotations of an earlier clustering do not survive into
+ * the new after-encapsulation dump (an op outside every cluster said
+ * @cluster="cluster_0"), and the dump's launch nodes count as clusters.
+ */
+Test(e2e, rerun_dumps_drop_stale_annotations_and_count_their_clusters)
+{
+    write_file(path("a.xg"), "xlac.graph v1\ninput x: f32[4,4]\ninput y: f32[4,4]\n"
+                             "a = add(x, y, @cluster=\"cluster_9\", @device=\"XLA_GPU:3\")\nb = mul(a, y)\n"
+                             "u = unique(x, @cluster=\"cluster_0\")\noutput b\noutput u\n");
+    char prefix[600];
+    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", path("d"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", prefix, NULL};
+    result r = xlac_run(true, env, path("a.xg"), NULL, NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    result_free(&r);
+    char *after = read_file(path("d/after_encapsulation_0.xg"));
+    cr_assert_not_null(after);
+    cr_assert(strstr(after, "u = unique(x)\n"), "%s", after);
+    cr_assert_null(strstr(after, "cluster_9"), "%s", after);
+    cr_assert_null(strstr(after, "XLA_GPU:3"), "%s", after);
+    free(after);
+    const char *stats[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --codegen=0", NULL};
+    r = xlac_run(true, stats, path("d/after_encapsulation_0.xg"), NULL, NULL);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=1 "), "%s", r.err);
+    result_free(&r);
+    remove_tree(tmp);
+}
+
 Test(e2e, clustering_debug_dumps)
 {
     write_graph();
