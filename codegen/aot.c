@@ -28,14 +28,15 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     opt.dump_dir = out_dir;
     xg_artifact *a = NULL;
     xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
+    char *key = xg_signature_key(body, types, target, target == XG_TARGET_CUDA ? arch : 0, o->fast_math);
     free(types);
     if (c == XE_OK && compiler_ms)
         *compiler_ms = a->compiler_ms;
     if (c == XE_OK) {
-        c = xg_dump_artifact(a, out_dir, cluster_name, NULL, st);
+        c = xg_dump_artifact(a, out_dir, cluster_name, key, st);
     } else if (a) { /* the compiler failed: its source and log say why */
         xe_status ds;
-        if (xg_dump_artifact(a, out_dir, cluster_name, NULL, &ds) != XE_OK)
+        if (xg_dump_artifact(a, out_dir, cluster_name, key, &ds) != XE_OK)
             fprintf(stderr, "xlac-compile: warning: dump failed: %s\n", ds.msg);
     }
     if (c == XE_OK) {
@@ -44,5 +45,6 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
         c = xg_write_file(path, a->code, a->code_len, st);
     }
     xg_artifact_destroy(a);
+    free(key);
     return c;
 }

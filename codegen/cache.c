@@ -183,9 +183,12 @@ static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, cha
     free(types);
 }
 
-/* The key of a signature: its input types, or (pattern given) its shape-generic program's pattern. */
-static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, const char *pattern,
-                          xg_target target, int arch, xg_text *key)
+/*
+ * The key of a signature: its input types (of the tensors in, or types
+ * when in is NULL), or (pattern given) its shape-generic program's pattern.
+ */
+static void key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
+                   xg_target target, int arch, bool fast_math, xg_text *key)
 {
     xg_text_add(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
     if (pattern) {
@@ -193,11 +196,27 @@ static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *i
     } else {
         for (int k = 0; k < n; k++) {
             char ty[128];
-            xg_text_add(key, "%s%s", k ? ";" : "", xe_type_str(&(xe_type){in[k]->dtype, in[k]->shape}, ty, sizeof ty));
+            xe_type t = in ? (xe_type){in[k]->dtype, in[k]->shape} : types[k];
+            xg_text_add(key, "%s%s", k ? ";" : "", xe_type_str(&t, ty, sizeof ty));
         }
     }
-    xg_text_add(key, "|%s|arch=%d|fast_math=%d|%s", target == XG_TARGET_CUDA ? "cuda" : "c", arch,
-                c->o.fast_math, xg_compiler_id(target));
+    xg_text_add(key, "|%s|arch=%d|fast_math=%d|%s", target == XG_TARGET_CUDA ? "cuda" : "c", arch, fast_math,
+                xg_compiler_id(target));
+}
+
+static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, const char *pattern,
+                          xg_target target, int arch, xg_text *key)
+{
+    key_of(fp, in, NULL, n, pattern, target, arch, c->o.fast_math, key);
+}
+
+char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, bool fast_math)
+{
+    char fp[40];
+    xg_text key = {0};
+    xg_fingerprint(body, fp);
+    key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, fast_math, &key);
+    return key.buf;
 }
 
 /* ---- the cache --------------------------------------------------------------------- */

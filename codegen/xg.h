@@ -85,6 +85,8 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
  * same body often compute it once.
  */
 void xg_fingerprint(const xe_graph *body, char out[40]);
+/* The cache key of body at input types (fixed shapes), as the JIT forms it; malloc'd, NULL if out of memory. */
+char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, bool fast_math);
 
 /*
  * Ahead-of-time: compiles body at its declared (fully known) input shapes

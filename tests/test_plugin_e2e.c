@@ -624,6 +624,10 @@ Test(e2e, xlac_compile_writes_the_dumps_and_the_binary)
     cr_assert(exists(path("aot/one/cluster_0.so")) && exists(path("aot/one/module_0000.cluster_0.c")) &&
               exists(path("aot/one/module_0000.cluster_0.plan.txt")) &&
               exists(path("aot/one/module_0000.cluster_0.log")));
+    char *plan = read_file(path("aot/one/module_0000.cluster_0.plan.txt"));
+    cr_assert(plan && strstr(plan, "cache key: xlac-cache-") && strstr(plan, "  launch: OpenMP parallel for"),
+              "the plan has the key the JIT would use and each kernel's launch: %s", plan);
+    free(plan);
     result_free(&r);
     const char *two[] = {XLAC_COMPILE, path("g.xg"), path("h.xg"), "--target", "c", "--out", path("aot/two"), NULL};
     r = run_in(tmp, false, NULL, two);
