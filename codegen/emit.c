@@ -1157,7 +1157,7 @@ static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *m
  * (lane: output, warp: every rows-th reduced row, so each row's read is
  * one coalesced segment), the warps' sums combined through shared memory.
  * When the launch splits the rows into chunks (gridDim.x = tiles x chunks,
- * see xg_column_chunks), a chunk writes its tile's partials to the
+ * see xg_step_chunks), a chunk writes its tile's partials to the
  * workspace, and the last chunk of the tile to finish combines them in
  * chunk order (the result does not depend on timing) and resets the
  * tile's counter for the next launch.
@@ -1234,6 +1234,45 @@ static void emit_argmax_block_cuda(em *e, int x, const bool *mask, int node)
     out(e, "    }\n    __syncthreads();\n    }\n");
 }
 
+/*
+ * CUDA, a reduction in row order: a block per output, its threads over the
+ * reduced range. When the outputs do not fill the device, the launch
+ * splits each range into chunks (gridDim.x = outputs x chunks, see
+ * xg_step_chunks): a chunk writes its partial to the workspace and the
+ * last chunk of an output to finish combines them in chunk order (the
+ * result does not depend on timing) and resets the output's counter.
+ */
+static void emit_row_reduce_cuda(em *e, const red_ops *ro, const xe_node *r, int x, const bool *mask, int node)
+{
+    out(e, "    __shared__ %s sh[33];\n    __shared__ bool last;\n", ro->acc_type);
+    out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
+        ro->acc_type, ro->acc_type, XG_WS_COUNTERS);
+    out(e, "    const int64_t chunks = O && gridDim.x >= O ? gridDim.x / O : 1;\n");
+    out(e, "    for (int64_t t = blockIdx.x; t < O * chunks; t += gridDim.x) {\n");
+    out(e, "    const int64_t o = t %% O, chunk = t / O, q = K / chunks, rem = K %% chunks;\n"
+           "    const int64_t kb = chunk * q + (chunk < rem ? chunk : rem), ke = kb + q + (chunk < rem);\n");
+    out(e, "    %s acc = %s;\n    for (int64_t k = kb + threadIdx.x; k < ke; k += blockDim.x) {\n", ro->acc_type,
+        ro->init);
+    emit_accumulate(e, x, mask, "o", false, ro, "acc");
+    out(e, "    }\n");
+    emit_block_reduce(e, ro, "acc", "sh");
+    out(e, "    if (threadIdx.x == 0)\n    last = chunks == 1;\n"
+           "    if (chunks > 1 && threadIdx.x == 0) {\n    part[chunk * O + o] = acc;\n    __threadfence();\n"
+           "    last = atomicAdd(count + o, 1u) == (unsigned int)(chunks - 1);\n    }\n    __syncthreads();\n");
+    out(e, "    if (chunks > 1 && last) {\n    __threadfence();\n    acc = %s;\n"
+           "    for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {\n"
+           "    %s other = ((volatile %s *)part)[c * O + o];\n", ro->init, ro->acc_type, ro->acc_type);
+    emit_combine(e, ro, "acc", "other");
+    out(e, "    }\n");
+    emit_block_reduce(e, ro, "acc", "sh");
+    out(e, "    if (threadIdx.x == 0)\n    count[o] = 0u;\n    }\n");
+    out(e, "    if (last && threadIdx.x == 0) {\n");
+    char fin[512];
+    emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
+    emit_store(e, node, "o", fin);
+    out(e, "    }\n    __syncthreads();\n    }\n");
+}
+
 /* CUDA: one block per output (row order; argmax over long rows) or per column tile, else a thread per output. */
 static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r, int x, const bool *mask)
 {
@@ -1263,13 +1302,7 @@ static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r
         out(e, "    }\n");
         return;
     }
-    out(e, "    __shared__ %s sh[33];\n", ro.acc_type);
-    out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n    %s acc = %s;\n", ro.acc_type, ro.init);
-    out(e, "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n");
-    emit_accumulate(e, x, mask, "o", false, &ro, "acc");
-    out(e, "    }\n");
-    emit_block_store(e, &ro, r, node, "o");
-    out(e, "    }\n    __syncthreads();\n    }\n");
+    emit_row_reduce_cuda(e, &ro, r, x, mask, node);
 }
 
 static void emit_reduce_kernel(em *e, int step, const xg_step *s)

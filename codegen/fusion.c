@@ -485,22 +485,31 @@ int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block
     }
 }
 
-int64_t xg_column_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks)
+/* Chunks a split over `items` block items of `each` elements: enough to fill max_blocks, each of at least min. */
+static int64_t chunks_for(int64_t items, int64_t each, int64_t min, int64_t max_blocks, int64_t max_total)
+{
+    if (items <= 0 || items >= max_blocks)
+        return 1;
+    int64_t chunks = max_blocks / items;
+    if (chunks > each / min)
+        chunks = each / min;
+    if (chunks > max_total / items)
+        chunks = max_total / items;
+    return chunks > 1 ? chunks : 1;
+}
+
+int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks)
 {
     const xg_step *s = &p->steps[i];
-    if (s->kind != XG_STEP_REDUCE || !s->column)
+    const xe_node *n = p->body->nodes[s->outs[0]];
+    if (s->kind != XG_STEP_REDUCE || n->op == XE_OP_ARGMAX || xg_step_is_split(p, i, types))
         return 1;
     const xe_shape *os = &types[s->outs[0]].shape;
-    int64_t outputs = xe_shape_numel(os), rows = reduced_count(&types[p->body->nodes[s->outs[0]]->inputs[0]].shape, os);
-    int64_t tiles = (outputs + XG_COL_TILE - 1) / XG_COL_TILE;
-    if (tiles <= 0 || tiles >= max_blocks)
-        return 1;
-    int64_t chunks = max_blocks / tiles;
-    if (chunks > rows / XG_COL_MIN_ROWS)
-        chunks = rows / XG_COL_MIN_ROWS;
-    if (chunks > XG_COL_SPLIT_MAX / tiles)
-        chunks = XG_COL_SPLIT_MAX / tiles;
-    return chunks > 1 ? chunks : 1;
+    int64_t outputs = xe_shape_numel(os), each = reduced_count(&types[n->inputs[0]].shape, os);
+    if (s->column)
+        return chunks_for((outputs + XG_COL_TILE - 1) / XG_COL_TILE, each, XG_COL_MIN_ROWS, max_blocks,
+                          XG_COL_SPLIT_MAX);
+    return chunks_for(outputs, each, XG_ROW_MIN_CHUNK, max_blocks, XG_COL_SPLIT_MAX);
 }
 
 static void assign_sizes(xg_plan *p)
@@ -740,7 +749,7 @@ int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, int64_t 
     if (items <= 0)
         return 0;
     int64_t want = per_block ? items : (items + XG_THREADS - 1) / XG_THREADS;
-    want *= xg_column_chunks(p, i, types, max_blocks); /* then want <= max_blocks */
+    want *= xg_step_chunks(p, i, types, max_blocks); /* then want <= max_blocks */
     if (xg_step_is_split(p, i, types) && max_blocks > XG_SPLIT_BLOCKS)
         max_blocks = XG_SPLIT_BLOCKS;
     return want < max_blocks ? want : max_blocks;
@@ -799,9 +808,9 @@ static void launch_cuda(const xg_plan *p, int i, char *buf, size_t len)
     }
     snprintf(buf, len, "a %s per item (%s), blocks of %d threads; grid: the items, at most SMs x "
              "resident blocks per SM (grid-stride beyond)%s", per_block ? "block" : "thread", n, XG_THREADS,
-             s->kind == XG_STEP_REDUCE && s->column
-                 ? "; the rows split into chunks (a block per tile and chunk) when the tiles do not fill "
-                   "the device, the last chunk of a tile combining the partials"
+             s->kind == XG_STEP_REDUCE
+                 ? "; the reduced range split into chunks (a block per item and chunk) when the items do not "
+                   "fill the device, the last chunk of an item combining the partials in chunk order"
                  : "");
 }
 

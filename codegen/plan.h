@@ -30,7 +30,9 @@
  * rows. When there are too few tiles to fill the device, the rows are also
  * split into chunks, a block per (tile, chunk), at most XG_COL_SPLIT_MAX
  * blocks: each writes its tile's partials to the workspace and the last
- * chunk of a tile to finish combines them, in chunk order.
+ * chunk of a tile to finish combines them, in chunk order. Row-order
+ * reductions to a few outputs split each output's range the same way
+ * (a block per output and chunk, a counter per output).
  *
  * Workspace: partials from byte 0, then unsigned counters from
  * XG_WS_COUNTERS (one per column tile, then the one-value split's). Every
@@ -40,6 +42,7 @@
 #define XG_COL_TILE 32
 #define XG_COL_SPLIT_MAX 2048
 #define XG_COL_MIN_ROWS 64 /* rows of a chunk, at least */
+#define XG_ROW_MIN_CHUNK 2048 /* row order: elements of a chunk, at least */
 #define XG_WS_COUNTERS (XG_COL_SPLIT_MAX * XG_COL_TILE * 8)
 #define XG_WS_SPLIT_COUNTER XG_COL_SPLIT_MAX /* index of the one-value split's counter */
 #define XG_WORKSPACE_BYTES (XG_WS_COUNTERS + (XG_COL_SPLIT_MAX + 1) * 4)
@@ -120,11 +123,12 @@ bool xg_step_is_split(const xg_plan *p, int i, const xe_type *types);
  */
 int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block_per_item);
 /*
- * GPU, a column reduction (step i): the chunks its reduced rows are split
- * into when max_blocks blocks fit on the device at once (1: not split).
- * The kernel reads it back from the grid: chunks = gridDim.x / tiles.
+ * GPU, a reduction (step i) to fewer block items (column tiles, or
+ * outputs in row order) than max_blocks blocks fill: the chunks each
+ * item's reduced range is split into (1: not split). The kernel reads it
+ * back from the grid: chunks = gridDim.x / items.
  */
-int64_t xg_column_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks);
+int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks);
 /*
  * GPU: the blocks (of XG_THREADS threads) step i is launched with at the
  * given types, on a device that holds max_blocks of them at once; 0:

@@ -133,3 +133,21 @@ Test(cuda_emu, reductions_row_kernels_and_argmax_match_op_by_op, .timeout = 900)
         for (int generic = 0; generic < 2; generic++)
             check_emulated(graphs[i], generic, devices[i % 3]);
 }
+
+/*
+ * Row-order reductions to a few outputs: each output's range split into
+ * 3 or 4 chunks on the 64-block device (with 3 or more, a counter left set
+ * by the first run shows in the second, even with blocks in order).
+ */
+Test(cuda_emu, few_output_row_reductions_split_and_match, .timeout = 600)
+{
+    const char *graphs[] = {
+        "xlac.graph v1\ninput x: f32[5,9000]\ne = exp(x)\ns = reduce_sum(e, axes=[1])\noutput s\n",
+        "xlac.graph v1\ninput x: i32[3,2,9000]\ns = reduce_sum(x, axes=[2])\noutput s\n",
+        "xlac.graph v1\ninput x: f64[2,7000]\nn = reduce_min(x, axes=[1], keepdims=true)\noutput n\n",
+        "xlac.graph v1\ninput x: f16[3,10000]\nm = reduce_mean(x, axes=[1])\noutput m\n",
+    };
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++)
+        for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++)
+            check_emulated(graphs[i], d == 2, devices[d]);
+}
