@@ -45,6 +45,7 @@ typedef struct em {
     char why[160];
     const xg_plan *p;
     bool cuda;
+    bool narrow; /* index math in 32 bits (xg_idx is int): CUDA, fixed shapes, every tensor under 2^30 */
     int var;
     int n_memo;
     memo m[MAX_MEMO];
@@ -60,6 +61,12 @@ typedef struct em {
 } em;
 
 static void out(em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The suffix of an index literal: none in 32-bit index math, where LL would widen it again. */
+static const char *LL(const em *e)
+{
+    return e->narrow ? "" : "LL";
+}
 
 /* The one printf-like sink of all generated text. */
 static void out(em *e, const char *fmt, ...)
@@ -129,7 +136,7 @@ static void dim_text(const em *e, int node, int d, char *buf, size_t len)
     if (e->p->generic)
         snprintf(buf, len, "S[%d]", e->p->soff[node] + d);
     else
-        snprintf(buf, len, "%lldLL", (long long)e->p->types[node].shape.dims[d]);
+        snprintf(buf, len, "%lld%s", (long long)e->p->types[node].shape.dims[d], LL(e));
 }
 
 static const xe_shape *shape_of(const em *e, int node)
@@ -152,7 +159,7 @@ static void let_index(em *e, char *name, size_t len, const char *fmt, ...)
     vsnprintf(expr, sizeof expr, fmt, ap);
     va_end(ap);
     new_var(e, name, len);
-    out(e, "    int64_t %s = %s;\n", name, expr);
+    out(e, "    xg_idx %s = %s;\n", name, expr);
 }
 
 /* Product of dims [from, rank) of node's shape, as text ("1" when empty). */
@@ -163,7 +170,7 @@ static void stride_text(const em *e, int node, int from, char *buf, size_t len)
         int64_t st = 1;
         for (int d = from; d < s->rank; d++)
             st *= s->dims[d];
-        snprintf(buf, len, "%lldLL", (long long)st);
+        snprintf(buf, len, "%lld%s", (long long)st, LL(e));
         return;
     }
     snprintf(buf, len, "1");
@@ -408,8 +415,8 @@ static void idx_for_shape_op(em *e, const xe_node *n, int node, const idx *ix, i
             if (e->p->generic && begin < 0) { /* from the end of this call's dim, clamped at 0 */
                 char dim[32];
                 dim_text(e, in, d, dim, sizeof dim);
-                let_index(e, r->d[d], sizeof r->d[d], "%s + (%s + %lldLL < 0 ? 0 : %s + %lldLL)", ix->d[d],
-                          dim, (long long)begin, dim, (long long)begin);
+                let_index(e, r->d[d], sizeof r->d[d], "%s + (%s + %lld%s < 0 ? 0 : %s + %lld%s)", ix->d[d],
+                          dim, (long long)begin, LL(e), dim, (long long)begin, LL(e));
             } else if (e->p->generic) { /* a begin past the dim leaves nothing to index */
                 lo = begin;
             }
@@ -418,7 +425,7 @@ static void idx_for_shape_op(em *e, const xe_node *n, int node, const idx *ix, i
             if (lo == 0)
                 snprintf(r->d[d], sizeof r->d[d], "%s", ix->d[d]);
             else
-                let_index(e, r->d[d], sizeof r->d[d], "%s + %lldLL", ix->d[d], (long long)lo);
+                let_index(e, r->d[d], sizeof r->d[d], "%s + %lld%s", ix->d[d], (long long)lo, LL(e));
         }
     } else { /* reshape: same flat offset */
         char flat[24];
@@ -451,7 +458,7 @@ static void emit_concat(em *e, const xe_node *n, int node, const idx *ix, char *
         dim_text(e, in, (int)axis, w, sizeof w);
         total += shape_of(e, in)->dims[axis];
         if (!e->p->generic)
-            snprintf(end[k], sizeof end[k], "%lldLL", (long long)total);
+            snprintf(end[k], sizeof end[k], "%lld%s", (long long)total, LL(e));
         else if (k == 0)
             snprintf(end[k], sizeof end[k], "%s", w);
         else if (k + 1 < n->n_inputs) /* the last end is never read */
@@ -759,24 +766,24 @@ static void emit_loop_kernel(em *e, int step, const xg_step *s)
     idx ix;
     kernel_begin(e, step);
     numel_text(e, root, n, sizeof n);
-    out(e, "    const int64_t n = %s;\n", n);
+    out(e, "    const xg_idx n = %s;\n", n);
     if (e->cuda || sh->rank <= 1) {
         if (e->cuda)
-            out(e, "    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < n;\n"
-                   "         i += (int64_t)gridDim.x * blockDim.x) {\n");
+            out(e, "    for (xg_idx i = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; i < n;\n"
+                   "         i += (xg_idx)gridDim.x * blockDim.x) {\n");
         else
             out(e, "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
-                   "    for (int64_t i = 0; i < n; i++) {\n");
+                   "    for (xg_idx i = 0; i < n; i++) {\n");
         idx_from_flat(e, root, "i", &ix);
     } else {
         char L[32];
         int64_t rows = xe_shape_numel(sh) / (sh->dims[sh->rank - 1] ? sh->dims[sh->rank - 1] : 1);
         bool outer = rows >= 16; /* enough rows to share among the threads */
         dim_text(e, root, sh->rank - 1, L, sizeof L);
-        out(e, "    const int64_t L = %s, R = L ? n / L : 0;\n", L);
+        out(e, "    const xg_idx L = %s, R = L ? n / L : 0;\n", L);
         if (outer)
             out(e, "#pragma omp parallel for if (n >= 32768) schedule(static)\n");
-        out(e, "    for (int64_t r = 0; r < R; r++) {\n");
+        out(e, "    for (xg_idx r = 0; r < R; r++) {\n");
         /* the row's multi-index: all dims but the last, from r */
         ix.rank = sh->rank;
         char stride[256] = "1";
@@ -805,7 +812,7 @@ static void emit_loop_kernel(em *e, int step, const xg_step *s)
     }
     if (inner) { /* the row's invariants first, then the simd loop along the last dim */
         char *rest = hoist_row_invariants(e, mark, s);
-        out(e, "%s    for (int64_t j = 0; j < L; j++) {\n    const int64_t i = r * L + j;\n%s", inner,
+        out(e, "%s    for (xg_idx j = 0; j < L; j++) {\n    const xg_idx i = r * L + j;\n%s", inner,
             rest ? rest : "");
         free(rest);
     }
@@ -888,7 +895,7 @@ static void part_size(const em *e, int x, const bool *mask, bool want, char *buf
         }
     }
     if (!e->p->generic)
-        snprintf(buf, len, "%lldLL", (long long)lit);
+        snprintf(buf, len, "%lld%s", (long long)lit, LL(e));
 }
 
 /* The idx of x from the kept index o and the reduced index k (div/mod over each part). */
@@ -988,12 +995,12 @@ static void emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask,
     bool argmax = r->op == XE_OP_ARGMAX;
     char v[16], fin[512];
     if (argmax)
-        out(e, "    int64_t best = 0;\n    %s bv = 0;\n", value_type(dt));
+        out(e, "    xg_idx best = 0;\n    %s bv = 0;\n", value_type(dt));
     else
         out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
     if (simd && !argmax)
         out(e, "#pragma omp simd reduction(%s : acc)\n", ro.omp);
-    out(e, "    for (int64_t k = 0; k < K; k++) {\n");
+    out(e, "    for (xg_idx k = 0; k < K; k++) {\n");
     idx ix;
     int saved = e->n_memo;
     reduce_idx(e, x, mask, "o", "k", column, &ix);
@@ -1136,15 +1143,15 @@ static void emit_split_reduce_cuda(em *e, const xe_node *r, int x, const bool *m
     out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d) + %d;\n",
         ro.acc_type, ro.acc_type, XG_WS_COUNTERS, XG_WS_SPLIT_COUNTER);
     out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
-    out(e, "    for (int64_t k = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; k < K;\n"
-           "         k += (int64_t)gridDim.x * blockDim.x) {\n");
+    out(e, "    for (xg_idx k = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; k < K;\n"
+           "         k += (xg_idx)gridDim.x * blockDim.x) {\n");
     emit_accumulate(e, x, mask, "0", false, &ro, "acc");
     out(e, "    }\n");
     emit_block_reduce(e, &ro, "acc", "sh");
     out(e, "    if (threadIdx.x == 0) {\n    part[blockIdx.x] = acc;\n    __threadfence();\n"
            "    last = atomicAdd(count, 1u) == gridDim.x - 1;\n    }\n    __syncthreads();\n");
     out(e, "    if (!last)\n    return;\n    __threadfence();\n    acc = %s;\n", ro.init);
-    out(e, "    for (int64_t b = threadIdx.x; b < gridDim.x; b += blockDim.x) {\n"
+    out(e, "    for (xg_idx b = threadIdx.x; b < gridDim.x; b += blockDim.x) {\n"
            "    %s other = ((volatile %s *)part)[b];\n", ro.acc_type, ro.acc_type);
     emit_combine(e, &ro, "acc", "other");
     out(e, "    }\n");
@@ -1170,15 +1177,15 @@ static void emit_column_reduce_cuda(em *e, const xe_node *r, int x, const bool *
         XG_COL_TILE + 1);
     out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
         ro.acc_type, ro.acc_type, XG_WS_COUNTERS);
-    out(e, "    const int64_t tiles = (O + %d) / %d, chunks = tiles && gridDim.x >= tiles ? gridDim.x / tiles : 1;\n",
+    out(e, "    const xg_idx tiles = (O + %d) / %d, chunks = tiles && gridDim.x >= tiles ? gridDim.x / tiles : 1;\n",
         XG_COL_TILE - 1, XG_COL_TILE);
     out(e, "    const int lane = threadIdx.x %% %d, row = threadIdx.x / %d, rows = blockDim.x / %d;\n",
         XG_COL_TILE, XG_COL_TILE, XG_COL_TILE);
-    out(e, "    for (int64_t t = blockIdx.x; t < tiles * chunks; t += gridDim.x) {\n");
-    out(e, "    const int64_t tile = t %% tiles, chunk = t / tiles, o = tile * %d + lane;\n", XG_COL_TILE);
-    out(e, "    const int64_t q = K / chunks, rem = K %% chunks;\n"
-           "    const int64_t kb = chunk * q + (chunk < rem ? chunk : rem), ke = kb + q + (chunk < rem);\n");
-    out(e, "    %s acc = %s;\n    if (o < O)\n    for (int64_t k = kb + row; k < ke; k += rows) {\n",
+    out(e, "    for (xg_idx t = blockIdx.x; t < tiles * chunks; t += gridDim.x) {\n");
+    out(e, "    const xg_idx tile = t %% tiles, chunk = t / tiles, o = tile * %d + lane;\n", XG_COL_TILE);
+    out(e, "    const xg_idx q = K / chunks, rem = K %% chunks;\n"
+           "    const xg_idx kb = chunk * q + (chunk < rem ? chunk : rem), ke = kb + q + (chunk < rem);\n");
+    out(e, "    %s acc = %s;\n    if (o < O)\n    for (xg_idx k = kb + row; k < ke; k += rows) {\n",
         ro.acc_type, ro.init);
     emit_accumulate(e, x, mask, "o", true, &ro, "acc");
     out(e, "    }\n    sh[row][lane] = acc;\n    __syncthreads();\n");
@@ -1189,7 +1196,7 @@ static void emit_column_reduce_cuda(em *e, const xe_node *r, int x, const bool *
            "    last = chunks == 1 || atomicAdd(count + tile, 1u) == (unsigned int)(chunks - 1);\n"
            "    __syncthreads();\n");
     out(e, "    if (chunks > 1 && last && row == 0 && o < O) {\n    __threadfence();\n    acc = %s;\n"
-           "    for (int64_t c = 0; c < chunks; c++) {\n    %s other = ((volatile %s *)part)[c * O + o];\n",
+           "    for (xg_idx c = 0; c < chunks; c++) {\n    %s other = ((volatile %s *)part)[c * O + o];\n",
         ro.init, ro.acc_type, ro.acc_type);
     emit_combine(e, &ro, "acc", "other");
     out(e, "    }\n    }\n    if (chunks > 1 && last && threadIdx.x == 0)\n    count[tile] = 0u;\n");
@@ -1211,9 +1218,9 @@ static void emit_argmax_block_cuda(em *e, int x, const bool *mask, int node)
     const char *vt = value_type(e->p->types[x].dtype);
     char v[16];
     idx ix;
-    out(e, "    __shared__ %s shv[%d];\n    __shared__ int64_t shi[%d];\n", vt, XG_THREADS, XG_THREADS);
-    out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n    int64_t best = -1;\n    %s bv = 0;\n", vt);
-    out(e, "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n");
+    out(e, "    __shared__ %s shv[%d];\n    __shared__ xg_idx shi[%d];\n", vt, XG_THREADS, XG_THREADS);
+    out(e, "    for (xg_idx o = blockIdx.x; o < O; o += gridDim.x) {\n    xg_idx best = -1;\n    %s bv = 0;\n", vt);
+    out(e, "    for (xg_idx k = threadIdx.x; k < K; k += blockDim.x) {\n");
     int saved = e->n_memo;
     reduce_idx(e, x, mask, "o", "k", false, &ix);
     emit_val(e, x, &ix, v, sizeof v);
@@ -1224,7 +1231,7 @@ static void emit_argmax_block_cuda(em *e, int x, const bool *mask, int node)
     out(e, "    for (unsigned int half = blockDim.x / 2; half > 0; half >>= 1) {\n"
            "    if (threadIdx.x < half) {\n"
            "    %s mv = shv[threadIdx.x], ov = shv[threadIdx.x + half];\n"
-           "    int64_t mi = shi[threadIdx.x], oi = shi[threadIdx.x + half];\n"
+           "    xg_idx mi = shi[threadIdx.x], oi = shi[threadIdx.x + half];\n"
            "    bool take = oi >= 0 && (mi < 0 || (mv != mv ? ov != ov && oi < mi\n"
            "                                              : ov != ov || ov > mv || (ov == mv && oi < mi)));\n"
            "    if (take) {\n    shv[threadIdx.x] = ov;\n    shi[threadIdx.x] = oi;\n    }\n    }\n"
@@ -1247,11 +1254,11 @@ static void emit_row_reduce_cuda(em *e, const red_ops *ro, const xe_node *r, int
     out(e, "    __shared__ %s sh[33];\n    __shared__ bool last;\n", ro->acc_type);
     out(e, "    %s *part = (%s *)A.w;\n    unsigned int *count = (unsigned int *)((char *)A.w + %d);\n",
         ro->acc_type, ro->acc_type, XG_WS_COUNTERS);
-    out(e, "    const int64_t chunks = O && gridDim.x >= O ? gridDim.x / O : 1;\n");
-    out(e, "    for (int64_t t = blockIdx.x; t < O * chunks; t += gridDim.x) {\n");
-    out(e, "    const int64_t o = t %% O, chunk = t / O, q = K / chunks, rem = K %% chunks;\n"
-           "    const int64_t kb = chunk * q + (chunk < rem ? chunk : rem), ke = kb + q + (chunk < rem);\n");
-    out(e, "    %s acc = %s;\n    for (int64_t k = kb + threadIdx.x; k < ke; k += blockDim.x) {\n", ro->acc_type,
+    out(e, "    const xg_idx chunks = O && gridDim.x >= O ? gridDim.x / O : 1;\n");
+    out(e, "    for (xg_idx t = blockIdx.x; t < O * chunks; t += gridDim.x) {\n");
+    out(e, "    const xg_idx o = t %% O, chunk = t / O, q = K / chunks, rem = K %% chunks;\n"
+           "    const xg_idx kb = chunk * q + (chunk < rem ? chunk : rem), ke = kb + q + (chunk < rem);\n");
+    out(e, "    %s acc = %s;\n    for (xg_idx k = kb + threadIdx.x; k < ke; k += blockDim.x) {\n", ro->acc_type,
         ro->init);
     emit_accumulate(e, x, mask, "o", false, ro, "acc");
     out(e, "    }\n");
@@ -1260,7 +1267,7 @@ static void emit_row_reduce_cuda(em *e, const red_ops *ro, const xe_node *r, int
            "    if (chunks > 1 && threadIdx.x == 0) {\n    part[chunk * O + o] = acc;\n    __threadfence();\n"
            "    last = atomicAdd(count + o, 1u) == (unsigned int)(chunks - 1);\n    }\n    __syncthreads();\n");
     out(e, "    if (chunks > 1 && last) {\n    __threadfence();\n    acc = %s;\n"
-           "    for (int64_t c = threadIdx.x; c < chunks; c += blockDim.x) {\n"
+           "    for (xg_idx c = threadIdx.x; c < chunks; c += blockDim.x) {\n"
            "    %s other = ((volatile %s *)part)[c * O + o];\n", ro->init, ro->acc_type, ro->acc_type);
     emit_combine(e, ro, "acc", "other");
     out(e, "    }\n");
@@ -1283,7 +1290,7 @@ static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r
     part_size(e, x, mask, false, O, sizeof O);
     part_size(e, x, mask, true, K, sizeof K);
     int node = s->outs[0];
-    out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    out(e, "    const xg_idx O = %s, K = %s;\n", O, K);
     if (xg_step_is_split(e->p, step, e->p->types)) {
         emit_split_reduce_cuda(e, r, x, mask, node);
         return;
@@ -1296,8 +1303,8 @@ static void emit_reduce_cuda(em *e, int step, const xg_step *s, const xe_node *r
         out(e, "    if (K >= %d) {\n", XG_ARGMAX_BLOCK_K);
         emit_argmax_block_cuda(e, x, mask, node);
         out(e, "    return;\n    }\n");
-        out(e, "    for (int64_t o = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; o < O;\n"
-               "         o += (int64_t)gridDim.x * blockDim.x) {\n");
+        out(e, "    for (xg_idx o = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; o < O;\n"
+               "         o += (xg_idx)gridDim.x * blockDim.x) {\n");
         emit_serial_reduce(e, r, x, mask, node, false, false);
         out(e, "    }\n");
         return;
@@ -1322,8 +1329,8 @@ static void emit_reduce_kernel(em *e, int step, const xg_step *s)
 /* The header of one pass over row o's K elements: all of it (CPU), or a block-stride share (GPU). */
 static void row_pass_header(em *e)
 {
-    out(e, e->cuda ? "    for (int64_t k = threadIdx.x; k < K; k += blockDim.x) {\n"
-                   : "    for (int64_t k = 0; k < K; k++) {\n");
+    out(e, e->cuda ? "    for (xg_idx k = threadIdx.x; k < K; k += blockDim.x) {\n"
+                   : "    for (xg_idx k = 0; k < K; k++) {\n");
 }
 
 /* ---- row kernels ---------------------------------------------------------------- */
@@ -1516,7 +1523,7 @@ static void emit_row_kernel(em *e, int step, const xg_step *s)
     kernel_begin(e, step);
     part_size(e, s->x, mask, false, O, sizeof O);
     part_size(e, s->x, mask, true, K, sizeof K);
-    out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    out(e, "    const xg_idx O = %s, K = %s;\n", O, K);
     for (int k = 0; k < s->n_outs; k++) {
         if (s->role[k] != XG_ROW_REDUCE)
             continue;
@@ -1526,10 +1533,10 @@ static void emit_row_kernel(em *e, int step, const xg_step *s)
             out(e, "    __shared__ %s sh%d[33];\n", ro[k].acc_type, k);
     }
     if (e->cuda)
-        out(e, "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n");
+        out(e, "    for (xg_idx o = blockIdx.x; o < O; o += gridDim.x) {\n");
     else
         out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
-               "    for (int64_t o = 0; o < O; o++) {\n");
+               "    for (xg_idx o = 0; o < O; o++) {\n");
     row_cache_plan(e, s, mask, ro, row_length(shape_of(e, s->x), mask));
     row_phases(e, s, mask, ro);
     out(e, "    }\n}\n\n");
@@ -1557,13 +1564,13 @@ static void emit_softmax_kernel(em *e, int step, const xg_step *s)
     kernel_begin(e, step);
     part_size(e, x, mask, false, O, sizeof O);
     part_size(e, x, mask, true, K, sizeof K);
-    out(e, "    const int64_t O = %s, K = %s;\n", O, K);
+    out(e, "    const xg_idx O = %s, K = %s;\n", O, K);
     if (e->cuda)
         out(e, "    __shared__ %s shm[33], shs[33];\n"
-               "    for (int64_t o = blockIdx.x; o < O; o += gridDim.x) {\n", vt);
+               "    for (xg_idx o = blockIdx.x; o < O; o += gridDim.x) {\n", vt);
     else
         out(e, "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
-               "    for (int64_t o = 0; o < O; o++) {\n");
+               "    for (xg_idx o = 0; o < O; o++) {\n");
     out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n", vt, f, f);
     row_pass_header(e);
     idx ix;
@@ -1610,12 +1617,14 @@ static void emit_prelude(em *e)
                "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
                "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n");
         out(e, "%s\n", xg_scalar_text);
+        out(e, "typedef %s xg_idx; /* index math */\n", e->narrow ? "int" : "long long");
         out(e, "struct xg_args {\n    void *b[%d];\n    int64_t s[%d];\n    void *w; /* workspace */\n};\n\n",
             e->p->body->n_nodes, e->p->n_sizes ? e->p->n_sizes : 1);
         return;
     }
     out(e, "/* generated by xlac: C11 + OpenMP */\n#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n\n%s\n",
             xg_scalar_text);
+    out(e, "typedef int64_t xg_idx; /* index math */\n");
     /* NaN-propagating max/min and wrapping integer sums as OpenMP reductions */
     out(e, "#pragma omp declare reduction(xg_max_f32 : float : omp_out = xe_max_f32(omp_out, omp_in)) "
            "initializer(omp_priv = -1.0f / 0.0f)\n"
@@ -1631,6 +1640,22 @@ static void emit_prelude(em *e)
            "initializer(omp_priv = 1)\n\n");
 }
 
+/*
+ * Whether a CUDA program can do its index math in 32 bits: fixed shapes,
+ * every tensor of the cluster under 2^30 elements (so an index, a flat
+ * offset and a grid-stride step past the end all fit). NVRTC compiles
+ * such a program a third faster, and the GPU runs fewer instructions.
+ */
+static bool fits_narrow_index(const xg_plan *p)
+{
+    if (p->generic)
+        return false;
+    for (int i = 0; i < p->body->n_nodes; i++)
+        if (xe_shape_numel(&p->types[i].shape) >= ((int64_t)1 << 30))
+            return false;
+    return true;
+}
+
 char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
 {
     em *e = calloc(1, sizeof *e);
@@ -1640,6 +1665,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
     }
     e->p = p;
     e->cuda = target == XG_TARGET_CUDA;
+    e->narrow = e->cuda && fits_narrow_index(p);
     e->row_ph = -1;
     e->rowvar = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rowvar);
     e->rc_phases = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_phases);

@@ -564,3 +564,32 @@ Test(codegen_diff, concat_of_many_operands_matches_op_by_op)
     check_graph(text, text, false);
     check_graph(text, text, true);
 }
+
+/* CUDA index math is 32-bit for fixed shapes under 2^30 elements, 64-bit otherwise (and always in C). */
+Test(codegen_diff, cuda_index_width_follows_the_sizes)
+{
+    static const struct {
+        int64_t rows;
+        bool generic;
+        xg_target target;
+        const char *want;
+    } cases[] = {
+        {1024, false, XG_TARGET_CUDA, "typedef int xg_idx;"},
+        {1024, true, XG_TARGET_CUDA, "typedef long long xg_idx;"},
+        {(int64_t)1 << 26, false, XG_TARGET_CUDA, "typedef long long xg_idx;"}, /* 2^26 x 16 = 2^30 */
+        {1024, false, XG_TARGET_C, "typedef int64_t xg_idx;"},
+    };
+    xe_graph *g = xe_parse_string("xlac.graph v1\ninput x: f32[?,16]\ny = tanh(x)\ns = reduce_sum(y, axes=[0])\n"
+                                  "output s\n", "w.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        xe_type t = {XE_F32, {2, {cases[i].rows, 16}}};
+        xg_plan *p = NULL;
+        cr_assert_eq(xg_plan_build(g, &t, cases[i].generic, &p, &st), XE_OK, "%s", st.msg);
+        char *src = xg_emit_program(p, cases[i].target, &st);
+        cr_assert(src && strstr(src, cases[i].want), "case %zu: want %s", i, cases[i].want);
+        free(src);
+        xg_plan_destroy(p);
+    }
+    xe_graph_destroy(g);
+}
