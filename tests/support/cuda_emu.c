@@ -26,6 +26,8 @@ struct cuda_emu {
 /* What the generated kernels use of CUDA, on POSIX threads. */
 static const char emu_header[] =
     "#include <math.h>\n#include <pthread.h>\n#include <stdint.h>\n#include <string.h>\n"
+    "#define __CUDACC_RTC__ 1 /* scalar.h's CUDA branches (expf, tanhf, ...), as NVRTC compiles them */\n"
+    "#define __host__\n#define __device__\n"
     "struct emu_dim3 { unsigned x, y, z; };\n"
     "static emu_dim3 gridDim, blockDim;\n"
     "static thread_local emu_dim3 threadIdx, blockIdx;\n"

@@ -8,7 +8,8 @@
  * (xg_launch_blocks) for a device holding max_blocks blocks at once. Blocks
  * run one after another, so races between blocks are not explored; what is
  * checked is the index math, the reductions' combining and the counters.
- * The scalar math is the host's (scalar.h without __CUDACC__).
+ * The scalar math is scalar.h's CUDA branches (__CUDACC_RTC__ is defined,
+ * as under NVRTC) on the host's libm: expf and tanhf, not the GPU's.
  */
 #ifndef XLAC_TEST_CUDA_EMU_H
 #define XLAC_TEST_CUDA_EMU_H
