@@ -151,3 +151,15 @@ Test(cuda_emu, few_output_row_reductions_split_and_match, .timeout = 600)
         for (size_t d = 0; d < sizeof devices / sizeof devices[0]; d++)
             check_emulated(graphs[i], d == 2, devices[d]);
 }
+
+/* Random graphs of every dtype the generator knows, f16 and i64 included (f16 rounds after every op). */
+Test(cuda_emu, random_graphs_of_each_dtype_match_op_by_op, .timeout = 900)
+{
+    static const char *const dts[] = {"f16", "i64", "f64", "i32"};
+    for (int d = 0; d < 4; d++)
+        for (uint64_t seed = 2000; seed < 2006; seed++) {
+            char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 8, .dtype = dts[d]});
+            check_emulated(text, seed % 2, devices[seed % 3]);
+            free(text);
+        }
+}
