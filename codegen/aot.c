@@ -2,7 +2,8 @@
  * Ahead-of-time compilation (xlac-compile): a cluster at its declared
  * input shapes, for a named target, without running it and without a GPU.
  * Writes the dump files (source, plan, log, PTX) and the binary
- * (CLUSTER.so or CLUSTER.cubin) into the output folder.
+ * (CLUSTER.so, CLUSTER.cubin, or CLUSTER.ptx when NVRTC does not know
+ * the architecture) into the output folder.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -11,7 +12,8 @@
 #include "xg_impl.h"
 
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target, int arch,
-                         const char *out_dir, const xg_options *o, double *compiler_ms, xe_status *st)
+                         const char *out_dir, const xg_options *o, double *compiler_ms, bool *is_ptx,
+                         xe_status *st)
 {
     xe_type *types = calloc((size_t)body->n_inputs + 1, sizeof *types);
     if (!types)
@@ -32,6 +34,8 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     free(types);
     if (c == XE_OK && compiler_ms)
         *compiler_ms = a->compiler_ms;
+    if (c == XE_OK && is_ptx)
+        *is_ptx = a->is_ptx;
     if (c == XE_OK) {
         c = xg_dump_artifact(a, out_dir, cluster_name, key, st);
     } else if (a) { /* the compiler failed: its source and log say why */
@@ -41,7 +45,8 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     }
     if (c == XE_OK) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, target == XG_TARGET_CUDA ? "cubin" : "so");
+        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name,
+                 target == XG_TARGET_C ? "so" : a->is_ptx ? "ptx" : "cubin");
         c = xg_write_file(path, a->code, a->code_len, st);
     }
     xg_artifact_destroy(a);

@@ -46,11 +46,10 @@ static xe_code compile_source(xg_artifact *a, const xg_options *o, xe_status *st
         a->compiler_ms = (xe_now_us() - t0) / 1e3;
         return c;
     }
-    bool is_ptx = false;
-    xe_code c = xg_nvrtc_compile(a->source, a->arch, o->fast_math, &a->code, &a->code_len, &is_ptx, &a->log, st);
+    xe_code c = xg_nvrtc_compile(a->source, a->arch, o->fast_math, &a->code, &a->code_len, &a->is_ptx, &a->log, st);
     a->compiler_ms = (xe_now_us() - t0) / 1e3;
     if (c == XE_OK && o->dump_dir)
-        a->ptx = is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
+        a->ptx = a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
     return c;
 }
 
@@ -94,14 +93,17 @@ static xe_code dump_one(const char *dir, int id, const char *cluster, const char
     return xg_write_file(path, data, len, st);
 }
 
-/* One more than the highest NNNN of the folder's module_NNNN.* files (0 in an empty folder). */
-static int next_module_number(const char *dir)
+#define MAX_MODULES 100000 /* module numbers 0000 to 99999 */
+
+/* One more than the highest NNNN (below MAX_MODULES) of the folder's module_NNNN.* files; 0 if none. */
+static long next_module_number(const char *dir)
 {
     DIR *d = opendir(dir);
-    int next = 0;
+    long next = 0;
     for (struct dirent *e; d && (e = readdir(d));) {
-        int id, used = 0;
-        if (sscanf(e->d_name, "module_%d.%n", &id, &used) == 1 && used > 0 && id >= next)
+        long id;
+        int used = 0;
+        if (sscanf(e->d_name, "module_%ld.%n", &id, &used) == 1 && used > 0 && id >= next && id < MAX_MODULES - 1)
             next = id + 1;
     }
     if (d)
@@ -109,25 +111,36 @@ static int next_module_number(const char *dir)
     return next;
 }
 
+/*
+ * Claims a module number in dir by creating its plan file (O_EXCL: threads
+ * and processes dumping into one folder never take the same number): the
+ * number after the folder's highest, else the first free one.
+ */
+static xe_code claim_module_number(const char *dir, const char *cluster_name, int *id, xe_status *st)
+{
+    long first = next_module_number(dir);
+    for (int pass = 0; pass < 2; pass++)
+        for (long k = pass ? 0 : first; k < MAX_MODULES; k++) {
+            char path[1024];
+            snprintf(path, sizeof path, "%s/module_%04ld.%s.plan.txt", dir, k, cluster_name);
+            int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
+            if (fd >= 0) {
+                close(fd);
+                *id = (int)k;
+                return XE_OK;
+            }
+            if (errno != EEXIST)
+                return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        }
+    return xe_fail(st, XE_ERR_IO, "%s: no free module number (%d in use)", dir, MAX_MODULES);
+}
+
 xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *cluster_name, const char *cache_key,
                          xe_status *st)
 {
-    if (xe_mkdirs(dir, 0777, st) != XE_OK)
+    int id = 0;
+    if (xe_mkdirs(dir, 0777, st) != XE_OK || claim_module_number(dir, cluster_name, &id, st) != XE_OK)
         return st->code;
-    /* the number after the folder's highest (O_EXCL: threads and processes dumping into one
-       folder never overwrite each other) */
-    int id = next_module_number(dir);
-    for (; id < 100000; id++) {
-        char path[1024];
-        snprintf(path, sizeof path, "%s/module_%04d.%s.plan.txt", dir, id, cluster_name);
-        int fd = open(path, O_WRONLY | O_CREAT | O_EXCL, 0644);
-        if (fd >= 0) {
-            close(fd);
-            break;
-        }
-        if (errno != EEXIST)
-            return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    }
     char *plan = NULL;
     size_t n = (a->plan_text ? strlen(a->plan_text) : 0) + (cache_key ? strlen(cache_key) : 0) + 256;
     if (!(plan = malloc(n)))

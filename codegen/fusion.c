@@ -837,8 +837,10 @@ static void launch_c(const xg_plan *p, int i, char *buf, size_t len)
             snprintf(buf, len, "OpenMP parallel for simd reduction over %s", n);
         } else if (s->column) {
             items_text(p, xe_shape_numel(os), "outputs", n, sizeof n);
-            snprintf(buf, len, "OpenMP parallel for over %s in blocks of 512, each accumulating the rows "
-                     "in order, simd over the block", n);
+            snprintf(buf, len, "OpenMP parallel for over tiles of %s (one tile up to %d, else tiles of %d), each "
+                     "accumulating its rows, simd across the tile; with fewer than 8 tiles and %d rows or more, "
+                     "the rows split into up to %d chunks whose partials are combined in chunk order",
+                     n, XG_C_COL_WIDE, XG_C_COL_TILE, 2 * XG_C_COL_ROWS, XG_C_COL_CHUNKS);
         } else {
             items_text(p, items, "outputs", n, sizeof n);
             snprintf(buf, len, "OpenMP parallel for over %s, simd over each reduced range", n);

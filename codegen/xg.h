@@ -89,19 +89,21 @@ void xg_fingerprint(const xe_graph *body, char out[40]);
 char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, bool fast_math);
 
 /*
- * Ahead-of-time: compiles body at its declared (fully known) input shapes
- * for target (arch such as 90 for CUDA; ignored for C), writing the dump
- * files and the .cubin / .so into out_dir. No GPU needed. compiler_ms
- * (may be NULL) gets the time spent in the compiler proper.
- */
-/*
  * The architecture NVRTC compiles for on a device of arch: arch itself
  * (a cubin), else the newest older one it knows (PTX, which the driver
  * compiles for the device); 0 when it knows none (or no CUDA in this build).
  */
 int xg_nvrtc_arch_for(int arch);
+
+/*
+ * Ahead-of-time: compiles body at its declared (fully known) input shapes
+ * for target (arch such as 90 for CUDA; ignored for C), writing the dump
+ * files and the .so / .cubin (.ptx when NVRTC does not know arch) into
+ * out_dir. No GPU needed. compiler_ms and is_ptx (may be NULL) get the
+ * time spent in the compiler proper and whether the code is PTX.
+ */
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target,
                          int arch, const char *out_dir, const xg_options *o, double *compiler_ms,
-                         xe_status *st);
+                         bool *is_ptx, xe_status *st);
 
 #endif

@@ -19,7 +19,8 @@ typedef struct xg_artifact {
     xg_target target;
     int arch;           /* CUDA: compute capability (90); C: 0 */
     bool shape_generic; /* sizes are kernel arguments, not constants */
-    void *code;         /* .so bytes or cubin bytes */
+    void *code;         /* .so bytes, cubin bytes, or PTX text (is_ptx) */
+    bool is_ptx;        /* CUDA: NVRTC did not know the architecture, so code is PTX for the newest it knows */
     size_t code_len;
     char *meta;         /* plan metadata, NUL-terminated text */
     char *source;       /* generated source (for dumps); may be NULL when loaded from disk */

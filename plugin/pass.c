@@ -24,7 +24,6 @@ static bool installed;  /* flags hold the process-wide configuration */
 static bool registered; /* the op and the pass are registered */
 static int launch_op = -1;
 static atomic_bool warned_no_prefix;
-static atomic_bool warned_dump_failed;
 
 const xlac_flags *xlac_plugin_flags(void)
 {
@@ -96,11 +95,10 @@ void xlac_cluster_options(const xlac_flags *f, xc_options *o)
 
 /* ---- dumps -------------------------------------------------------------------- */
 
-/* A graph dump that cannot be written warns (once a process); the run goes on without it. */
+/* A graph dump that cannot be written warns (naming the file); the run goes on without it. */
 static void dump_failed(xe_status *st)
 {
-    if (!atomic_exchange(&warned_dump_failed, true))
-        fprintf(stderr, "xlac: warning: graph dump not written (%s); the run goes on\n", st->msg);
+    fprintf(stderr, "xlac: warning: graph dump not written (%s); the run goes on\n", st->msg);
     xe_status_clear(st);
 }
 
@@ -137,9 +135,12 @@ static xe_code dump_stage(const char *stage, int id, const xe_graph *g, const xc
     return code;
 }
 
-static xe_code dump_summary(const xe_graph *g, const xc_clustering *c, int id, xe_status *st)
+/* The summary on stderr and, when the dump folder is there (dir_ok), in it. */
+static xe_code dump_summary(const xe_graph *g, const xc_clustering *c, int id, bool dir_ok, xe_status *st)
 {
     xc_write_summary(stderr, g, c, id);
+    if (flags.dump_graph_prefix && !dir_ok)
+        return XE_OK; /* already warned */
     if (!flags.dump_graph_prefix) {
         if (!atomic_exchange(&warned_no_prefix, true))
             fprintf(stderr, "xlac: note: --clustering_debug without XLAC_DUMP_GRAPH_PREFIX=DIR: "
@@ -163,22 +164,23 @@ static xe_code cluster_graph(const xe_graph *g, int id, xe_graph **out, xe_statu
     bool dumps = flags.clustering_debug && flags.dump_graph_prefix;
     xc_options o;
     xlac_cluster_options(&flags, &o); /* 1. */
-    if (dumps && (xe_mkdirs(flags.dump_graph_prefix, 0777, st) != XE_OK ||
-                  dump_stage("before_mark_for_compilation", id, g, NULL, st) != XE_OK)) {
+    if (dumps && xe_mkdirs(flags.dump_graph_prefix, 0777, st) != XE_OK) {
         dump_failed(st);
         dumps = false;
     }
+    if (dumps && dump_stage("before_mark_for_compilation", id, g, NULL, st) != XE_OK)
+        dump_failed(st);
     xc_clustering *c = xc_mark_for_compilation(g, &o, st); /* 2. */
     if (!c)
         return st->code;
     xe_code code = XE_OK;
     if (c->n_clusters && !(*out = xc_encapsulate(g, c, launch_op, st))) /* 3. */
         code = st->code;
-    if (code == XE_OK && dumps && /* 4. */
-        (dump_stage("mark_for_compilation", id, g, c, st) != XE_OK ||
-         dump_stage("after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK))
+    if (code == XE_OK && dumps && dump_stage("mark_for_compilation", id, g, c, st) != XE_OK) /* 4. */
         dump_failed(st);
-    if (code == XE_OK && flags.clustering_debug && dump_summary(g, c, id, st) != XE_OK)
+    if (code == XE_OK && dumps && dump_stage("after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK)
+        dump_failed(st);
+    if (code == XE_OK && flags.clustering_debug && dump_summary(g, c, id, dumps, st) != XE_OK)
         dump_failed(st);
     xc_clustering_destroy(c);
     return code;

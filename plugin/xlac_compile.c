@@ -179,13 +179,14 @@ static int compile_all(const xe_graph *ng, const args *a, const char *out, const
             return 2;
         }
         double t0 = xe_now_us(), compiler_ms = 0;
-        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, out, &f->xg, &compiler_ms, &st);
+        bool ptx = false;
+        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, out, &f->xg, &compiler_ms, &ptx, &st);
         double ms = (xe_now_us() - t0) / 1e3;
         int ops = n->body->n_nodes - n->body->n_inputs;
         if (c == XE_OK) {
             printf("xlac-compile: %s%s%s (%d ops): compiled in %.1f ms (%s %.1f ms)\n",
                    a->n_graphs > 1 ? ng->file : "", a->n_graphs > 1 ? ": " : "", name, ops, ms,
-                   a->target == XG_TARGET_CUDA ? "NVRTC to cubin" : "cc", compiler_ms);
+                   a->target == XG_TARGET_C ? "cc" : ptx ? "NVRTC to PTX" : "NVRTC to cubin", compiler_ms);
         } else {
             printf("xlac-compile: %s (%d ops): FAILED after %.1f ms\n", name, ops, ms);
             fprintf(stderr, "xlac-compile: %s: %s: %s\n", ng->file, name, st.msg);
@@ -269,7 +270,7 @@ int main(int argc, char **argv)
     }
 #else
     if (a.target == XG_TARGET_CUDA && !xg_nvrtc_arch_for(a.arch)) {
-        fprintf(stderr, "xlac-compile: --arch sm_%d: NVRTC knows no architecture that old\n", a.arch);
+        fprintf(stderr, "xlac-compile: --arch %d: NVRTC knows no architecture that old\n", a.arch);
         free(a.graphs);
         return 2;
     }
