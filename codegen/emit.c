@@ -632,7 +632,10 @@ static void kernel_begin(em *e, int step)
     e->n_memo = 0;
     for (int i = 0; i < e->p->body->n_nodes; i++)
         e->rowvar[i][0] = '\0';
-    if (e->cuda)
+    if (e->cuda && xg_args_in_memory(e->p)) /* too large to pass by value: read from device memory */
+        out(e, "extern \"C\" __global__ void %s(const xg_args *__restrict__ Ap)\n{\n    const xg_args &A = *Ap;\n"
+               "    void *const *B = A.b;\n    const int64_t *S = A.s;\n    (void)S;\n", name);
+    else if (e->cuda)
         out(e, "extern \"C\" __global__ void %s(xg_args A)\n{\n    void *const *B = A.b;\n"
                "    const int64_t *S = A.s;\n    (void)S;\n", name);
     else

@@ -755,11 +755,24 @@ int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, int64_t 
     return want < max_blocks ? want : max_blocks;
 }
 
+/* Bytes of the argument block, as emit_prelude declares struct xg_args: pointers, sizes, workspace. */
+static size_t args_bytes(const xg_plan *p)
+{
+    return ((size_t)p->body->n_nodes + (size_t)(p->n_sizes ? p->n_sizes : 1) + 1) * 8;
+}
+
+bool xg_args_in_memory(const xg_plan *p)
+{
+    return args_bytes(p) > XG_ARGS_BY_VALUE;
+}
+
 size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace, char *args,
                     size_t cap)
 {
     size_t nb = (size_t)p->body->n_nodes, ns = (size_t)(p->n_sizes ? p->n_sizes : 1);
-    size_t len = (nb + ns + 1) * 8; /* as emit_prelude declares struct xg_args */
+    size_t len = args_bytes(p);
+    if (!args) /* asked for the size */
+        return len;
     if (len > cap)
         return 0;
     memset(args, 0, len);
@@ -865,6 +878,9 @@ char *xg_plan_text(const xg_plan *p, xg_target target)
     }
     size_t u = (size_t)snprintf(buf, cap, "plan: %d step(s)%s\n", p->n_steps,
                                 p->generic ? ", shape-generic (sizes are arguments)" : "");
+    if (target == XG_TARGET_CUDA)
+        u += (size_t)snprintf(buf + u, cap - u, "kernel arguments: %zu bytes, %s\n", args_bytes(p),
+                              xg_args_in_memory(p) ? "copied to device memory before each launch" : "by value");
     for (int i = 0; i < p->n_steps && u < cap; i++) {
         const xg_step *s = &p->steps[i];
         char name[32], ty[128], ops[768] = "";

@@ -138,10 +138,18 @@ int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, int64_t 
 /*
  * GPU: the bytes of a kernel's argument block (struct xg_args: the buffer
  * pointers, the sizes, the workspace), written to args (cap bytes); 0 when
- * it does not fit.
+ * it does not fit. With args NULL, only the size.
  */
 size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace, char *args,
                     size_t cap);
+/*
+ * GPU: whether the kernels take their argument block through a device
+ * pointer (const xg_args *) rather than by value: a cluster whose block
+ * exceeds XG_ARGS_BY_VALUE bytes (kernel parameters are 4 KiB at most
+ * before CUDA 12.1; a block grows by 8 bytes a node and 8 a size).
+ */
+#define XG_ARGS_BY_VALUE 4000
+bool xg_args_in_memory(const xg_plan *p);
 /*
  * The shapes step i relies on, at the types of one call (a shape-generic
  * program is called at others than it was planned at): the outputs of a

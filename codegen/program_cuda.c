@@ -39,10 +39,6 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
 {
     if (!xe_gpu_available())
         return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_gpu_unavailable_reason());
-    size_t arg_bytes = sizeof(void *) * (size_t)p->body->n_nodes +
-                       sizeof(int64_t) * (size_t)(p->plan->n_sizes ? p->plan->n_sizes : 1) + sizeof(void *);
-    if (arg_bytes > 4000)
-        return xe_fail(st, XE_ERR_COMPILE, "cluster too large for one kernel argument block (%zu bytes)", arg_bytes);
     cudaLibrary_t lib;
     if (cuda_check(cudaLibraryLoadData(&lib, a->code, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData", st) != XE_OK)
         return st->code;
@@ -51,6 +47,12 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
         cuda_check(cudaMemsetAsync(p->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_gpu_stream()),
                    "cudaMemsetAsync (workspace)", st) != XE_OK)
         return st->code;
+    if (xg_args_in_memory(p->plan)) {
+        size_t bytes = xg_pack_args(p->plan, NULL, NULL, NULL, NULL, 0);
+        if (cuda_check(cudaMalloc(&p->dargs, bytes), "cudaMalloc (kernel arguments)", st) != XE_OK)
+            return st->code;
+        pthread_mutex_init(&p->args_lock, NULL);
+    }
     if (!(p->max_blocks = calloc((size_t)p->plan->n_steps + 1, sizeof *p->max_blocks)) ||
         !(p->consts = calloc((size_t)p->body->n_nodes + 1, sizeof *p->consts)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
@@ -78,6 +80,11 @@ void xg_cuda_unload(xg_program *p)
         cudaLibraryUnload((cudaLibrary_t)p->library);
     if (p->workspace)
         cudaFree(p->workspace);
+    if (p->dargs) {
+        cudaFree(p->dargs);
+        pthread_mutex_destroy(&p->args_lock);
+    }
+    p->dargs = NULL;
     free(p->max_blocks);
     for (int i = 0; p->consts && i < p->body->n_nodes; i++)
         xe_tensor_release(p->consts[i]);
@@ -88,19 +95,43 @@ void xg_cuda_unload(xg_program *p)
     p->max_blocks = NULL;
 }
 
+/*
+ * Launches kernel step with its argument block: by value, or (a large
+ * cluster) copied to the program's device block first, under its lock so
+ * that two threads launching the same program never swap blocks; the
+ * copy and the launch are ordered on the one stream.
+ */
+static cudaError_t launch_with(xg_program *p, int step, unsigned blocks, char *args, size_t len)
+{
+    dim3 grid = {blocks, 1, 1}, block = {XG_THREADS, 1, 1};
+    cudaStream_t stream = (cudaStream_t)xe_gpu_stream();
+    if (!p->dargs) {
+        void *params[] = {args};
+        return cudaLaunchKernel((const void *)p->fn[step], grid, block, params, 0, stream);
+    }
+    void *params[] = {&p->dargs};
+    pthread_mutex_lock(&p->args_lock);
+    cudaError_t e = cudaMemcpyAsync(p->dargs, args, len, cudaMemcpyHostToDevice, stream);
+    if (e == cudaSuccess)
+        e = cudaLaunchKernel((const void *)p->fn[step], grid, block, params, 0, stream);
+    pthread_mutex_unlock(&p->args_lock);
+    return e;
+}
+
 xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                        xe_status *st)
 {
     int64_t blocks = xg_launch_blocks(p->plan, step, types, p->max_blocks[step]);
     if (blocks <= 0)
         return XE_OK;
-    char args[4096];
-    if (!xg_pack_args(p->plan, ptrs, S, p->workspace, args, sizeof args))
-        return xe_fail(st, XE_ERR_RUNTIME, "kernel arguments of xg_k%d too large", step);
-    void *params[] = {args};
-    dim3 grid = {(unsigned)blocks, 1, 1}, block = {XG_THREADS, 1, 1};
-    cudaError_t e = cudaLaunchKernel((const void *)p->fn[step], grid, block, params, 0,
-                                     (cudaStream_t)xe_gpu_stream());
+    size_t need = xg_pack_args(p->plan, NULL, NULL, NULL, NULL, 0);
+    char small[4096], *args = need <= sizeof small ? small : malloc(need);
+    if (!args)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    size_t len = xg_pack_args(p->plan, ptrs, S, p->workspace, args, need);
+    cudaError_t e = launch_with(p, step, (unsigned)blocks, args, len);
+    if (args != small)
+        free(args);
     if (e == cudaSuccess)
         e = cudaGetLastError();
     else

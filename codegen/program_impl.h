@@ -5,6 +5,8 @@
 #ifndef XG_PROGRAM_IMPL_H
 #define XG_PROGRAM_IMPL_H
 
+#include <pthread.h>
+
 #include "plan.h"
 #include "xg_impl.h"
 #include "xlac/op.h"
@@ -21,6 +23,8 @@ struct xg_program {
     void *workspace;    /* CUDA: XG_WORKSPACE_BYTES of device memory (split reductions), zeroed */
     int64_t *max_blocks; /* CUDA, per step: blocks resident on the device at once (SMs x occupancy) */
     xe_tensor **consts;  /* CUDA, per node: the device copy of a materialized constant, made at load */
+    void *dargs;         /* CUDA, xg_args_in_memory: the argument block's device copy, written per launch */
+    pthread_mutex_t args_lock; /* ... and held from that write to the launch that reads it */
 };
 
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st);

@@ -472,7 +472,7 @@ Test(codegen_diff, plans_say_how_each_kernel_launches)
         cr_assert_eq(xg_plan_build(g, &t, generic, &p, &st), XE_OK, "%s", st.msg);
         char *c = xg_plan_text(p, XG_TARGET_C), *cu = xg_plan_text(p, XG_TARGET_CUDA);
         cr_assert(c && cu);
-        const char *outputs = generic ? "over ? outputs" : "over 64 outputs";
+        const char *outputs = generic ? "tiles of ? outputs" : "tiles of 64 outputs";
         cr_assert(strstr(c, "launch: OpenMP parallel for") && strstr(c, outputs), "%s", c);
         cr_assert(strstr(cu, generic ? "a block per item (? tiles of 32 outputs)" : "(2 tiles of 32 outputs)"),
                   "%s", cu);
@@ -482,24 +482,6 @@ Test(codegen_diff, plans_say_how_each_kernel_launches)
         xg_plan_destroy(p);
     }
     xe_graph_destroy(g);
-}
-
-/* An elementwise chain of `ops` ops on x (unary ops, an add of x every fifth). */
-static char *chain_text(int ops)
-{
-    static const char *const unary[] = {"tanh", "neg", "abs", "sigmoid"};
-    size_t cap = (size_t)ops * 40 + 128;
-    char *t = malloc(cap);
-    cr_assert_not_null(t);
-    size_t u = (size_t)snprintf(t, cap, "xlac.graph v1\ninput x: f32[64]\nv0 = neg(x)\n");
-    for (int i = 1; i < ops; i++) {
-        if (i % 5 == 4)
-            u += (size_t)snprintf(t + u, cap - u, "v%d = add(v%d, x)\n", i, i - 1);
-        else
-            u += (size_t)snprintf(t + u, cap - u, "v%d = %s(v%d)\n", i, unary[i % 4], i - 1);
-    }
-    snprintf(t + u, cap - u, "output v%d\n", ops - 1);
-    return t;
 }
 
 typedef struct emit_job {
@@ -536,7 +518,8 @@ static void *plan_and_emit(void *arg)
  */
 Test(codegen_diff, long_chains_plan_in_bounded_stack, .timeout = 300)
 {
-    char *text = chain_text(3000);
+    char *text = randgraph_chain(3000);
+    cr_assert_not_null(text);
     emit_job j = {.text = text};
     pthread_attr_t attr;
     pthread_t th;
@@ -548,7 +531,8 @@ Test(codegen_diff, long_chains_plan_in_bounded_stack, .timeout = 300)
     cr_assert_eq(j.code, XE_OK, "%s", j.msg);
     cr_assert_geq(j.buffers, 3000 / (XG_MAX_INLINE + 1), "%d buffers", j.buffers);
     free(text);
-    text = chain_text(300);
+    text = randgraph_chain(300);
+    cr_assert_not_null(text);
     check_graph(text, text, false);
     free(text);
 }

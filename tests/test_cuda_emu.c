@@ -163,3 +163,15 @@ Test(cuda_emu, random_graphs_of_each_dtype_match_op_by_op, .timeout = 900)
             free(text);
         }
 }
+
+/*
+ * A 700-op chain has an argument block over XG_ARGS_BY_VALUE bytes: its
+ * kernels read it through a device pointer (the launcher copies it first).
+ */
+Test(cuda_emu, large_clusters_take_their_arguments_from_memory, .timeout = 600)
+{
+    char *text = randgraph_chain(700);
+    cr_assert_not_null(text);
+    check_emulated(text, false, devices[1]);
+    free(text);
+}

@@ -168,6 +168,23 @@ Test(nvrtc, benchmark_workloads_compile_for_sm90, .timeout = 300)
 #endif
 }
 
+/*
+ * A cluster of 2500 ops: its argument block (20 KiB) goes through device
+ * memory, so NVRTC's 32 KiB limit on kernel parameters is never reached
+ * (it was, past about 2040 nodes).
+ */
+Test(nvrtc, huge_clusters_compile, .timeout = 600)
+{
+#ifndef XG_HAVE_CUDA
+    cr_skip_test("skipped: built without CUDA (no NVRTC)");
+#else
+    char *text = randgraph_chain(2500);
+    cr_assert_not_null(text);
+    check_cuda(text, false);
+    free(text);
+#endif
+}
+
 /* ---- on a CUDA device ------------------------------------------------------------ */
 
 static xe_tensor *input_for(const xe_type *t, uint64_t seed)

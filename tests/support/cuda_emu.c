@@ -45,11 +45,11 @@ static const char emu_header[] =
 
 /* The launcher: threads of one block run every block of the grid in turn. */
 static const char emu_trailer[] =
-    "static xg_args emu_args;\nstatic emu_kernel emu_cur;\n"
+    "static emu_kernel emu_cur;\n"
     "static void *emu_thread(void *arg)\n{\n"
     "    threadIdx = {(unsigned)(uintptr_t)arg, 0, 0};\n"
     "    for (unsigned b = 0; b < gridDim.x; b++) {\n"
-    "        blockIdx = {b, 0, 0};\n        emu_cur(emu_args);\n        pthread_barrier_wait(&emu_block_bar);\n"
+    "        blockIdx = {b, 0, 0};\n        emu_call(emu_cur);\n        pthread_barrier_wait(&emu_block_bar);\n"
     "    }\n    return 0;\n}\n"
     "extern \"C\" int emu_launch(int step, unsigned grid, unsigned threads, const void *args)\n{\n"
     "    pthread_t th[1024];\n    pthread_attr_t attr;\n    unsigned made = 0;\n"
@@ -75,8 +75,12 @@ static char *emu_source(const xg_plan *p, const char *cuda)
     char *s = malloc(cap);
     if (!s)
         return NULL;
-    size_t u = (size_t)snprintf(s, cap, "%s%s\ntypedef void (*emu_kernel)(xg_args);\n"
-                                        "static const emu_kernel emu_kernels[] = {", emu_header, body);
+    bool by_pointer = xg_args_in_memory(p); /* as the GPU launcher passes them */
+    size_t u = (size_t)snprintf(s, cap, "%s%s\ntypedef void (*emu_kernel)(%s);\nstatic xg_args emu_args;\n"
+                                        "static void emu_call(emu_kernel k) { k(%s); }\n"
+                                        "static const emu_kernel emu_kernels[] = {",
+                                emu_header, body, by_pointer ? "const xg_args *" : "xg_args",
+                                by_pointer ? "&emu_args" : "emu_args");
     for (int i = 0; i < p->n_steps; i++)
         u += (size_t)snprintf(s + u, cap - u, p->steps[i].kind == XG_STEP_LIBRARY ? "0, " : "xg_k%d, ", i);
     snprintf(s + u, cap - u, "0};\n%s", emu_trailer);
@@ -182,22 +186,22 @@ static xe_code make_buffers(const cuda_emu *e, const xe_type *types, xe_tensor *
 static xe_code run_steps(cuda_emu *e, const xe_type *types, xe_tensor **bufs, void **ptrs, const int64_t *S,
                          int64_t max_blocks, xe_status *st)
 {
-    char args[8192];
-    for (int i = 0; i < e->plan->n_steps; i++) {
-        if (e->plan->steps[i].kind == XG_STEP_LIBRARY) {
-            if (run_library(e, e->plan->steps[i].outs[0], bufs, st) != XE_OK)
-                return st->code;
-            continue;
-        }
+    size_t need = xg_pack_args(e->plan, NULL, NULL, NULL, NULL, 0);
+    char *args = malloc(need);
+    if (!args)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = XE_OK;
+    for (int i = 0; c == XE_OK && i < e->plan->n_steps; i++) {
         int64_t blocks = xg_launch_blocks(e->plan, i, types, max_blocks);
-        if (blocks <= 0)
-            continue;
-        if (!xg_pack_args(e->plan, ptrs, S, e->workspace, args, sizeof args))
-            return xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: arguments too large", i);
-        if (e->launch(i, (unsigned)blocks, XG_THREADS, args) != 0)
-            return xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: the emulated launch failed", i);
+        if (e->plan->steps[i].kind == XG_STEP_LIBRARY)
+            c = run_library(e, e->plan->steps[i].outs[0], bufs, st);
+        else if (blocks > 0 && !xg_pack_args(e->plan, ptrs, S, e->workspace, args, need))
+            c = xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: arguments too large", i);
+        else if (blocks > 0 && e->launch(i, (unsigned)blocks, XG_THREADS, args) != 0)
+            c = xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: the emulated launch failed", i);
     }
-    return XE_OK;
+    free(args);
+    return c;
 }
 
 xe_code cuda_emu_run(cuda_emu *e, xe_tensor *const *inputs, xe_tensor **outputs, int64_t max_blocks,

@@ -474,3 +474,22 @@ xe_tensor *randgraph_input(const xe_type *t, uint64_t seed)
     }
     return x;
 }
+
+/* An elementwise chain of `ops` ops on x (unary ops, an add of x every fifth). */
+char *randgraph_chain(int ops)
+{
+    static const char *const unary[] = {"tanh", "neg", "abs", "sigmoid"};
+    size_t cap = (size_t)ops * 40 + 128;
+    char *t = malloc(cap);
+    if (!t)
+        return NULL;
+    size_t u = (size_t)snprintf(t, cap, "xlac.graph v1\ninput x: f32[64]\nv0 = neg(x)\n");
+    for (int i = 1; i < ops; i++) {
+        if (i % 5 == 4)
+            u += (size_t)snprintf(t + u, cap - u, "v%d = add(v%d, x)\n", i, i - 1);
+        else
+            u += (size_t)snprintf(t + u, cap - u, "v%d = %s(v%d)\n", i, unary[i % 4], i - 1);
+    }
+    snprintf(t + u, cap - u, "output v%d\n", ops - 1);
+    return t;
+}

@@ -30,4 +30,7 @@ xe_tensor *randgraph_input(const xe_type *t, uint64_t seed);
 /* Returns malloc'd .xg text. */
 char *randgraph_text(uint64_t seed, const randgraph_options *o);
 
+/* An f32[64] elementwise chain of `ops` ops (unary ops, an add of the input every fifth); malloc'd. */
+char *randgraph_chain(int ops);
+
 #endif
