@@ -176,7 +176,7 @@ Test(nvrtc, benchmark_workloads_compile_for_sm90, .timeout = 300)
 Test(nvrtc, huge_clusters_compile, .timeout = 600)
 {
 #ifndef XG_HAVE_CUDA
-    cr_skip_test("skipped: built without CUDA (no NVRTC)");
+    cr_skip_test("skipped: built without the CUDA toolkit (no NVRTC)");
 #else
     char *text = randgraph_chain(2500);
     cr_assert_not_null(text);
