@@ -19,6 +19,7 @@
 #include "compile.h"
 #include "plan.h"
 #include "support/randgraph.h"
+#include "support/ref.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
 
@@ -43,30 +44,7 @@ static double tolerance(xe_dtype dt)
 
 static void compare(const xe_tensor *got, const xe_tensor *want, const char *text, int out)
 {
-    cr_assert_eq(got->dtype, want->dtype, "output %d dtype differs\n%s", out, text);
-    cr_assert(xe_shape_equal(&got->shape, &want->shape), "output %d shape differs\n%s", out, text);
-    int64_t n = xe_tensor_numel(want);
-    double scale = 1;
-    for (int64_t i = 0; i < n; i++) {
-        double w = xe_load_f64(want->data, want->dtype, i);
-        if (isfinite(w) && fabs(w) > scale)
-            scale = fabs(w);
-    }
-    double tol = tolerance(want->dtype);
-    for (int64_t i = 0; i < n; i++) {
-        double g = xe_load_f64(got->data, got->dtype, i), w = xe_load_f64(want->data, want->dtype, i);
-        if (isnan(w) || isnan(g)) {
-            cr_assert(isnan(w) && isnan(g), "output %d element %lld: got %g want %g\n%s", out, (long long)i, g, w,
-                      text);
-            continue;
-        }
-        if (isinf(w) || isinf(g)) {
-            cr_assert_eq(g, w, "output %d element %lld: got %g want %g\n%s", out, (long long)i, g, w, text);
-            continue;
-        }
-        cr_assert(fabs(g - w) <= tol * scale, "output %d element %lld: got %.17g want %.17g\n%s", out,
-                  (long long)i, g, w, text);
-    }
+    ref_expect_same_output(got, want, tolerance(want->dtype), text, out);
 }
 
 /* Declared input types of g; inputs whose leading dim is `lead` get lead * scale there. */

@@ -24,20 +24,7 @@ static xe_status st;
 
 static void compare(const xe_tensor *got, const xe_tensor *want, const char *text, int out)
 {
-    cr_assert_eq(got->dtype, want->dtype, "output %d dtype differs\n%s", out, text);
-    cr_assert(xe_shape_equal(&got->shape, &want->shape), "output %d shape differs\n%s", out, text);
-    int64_t n = xe_tensor_numel(want);
-    double scale = 1;
-    for (int64_t i = 0; i < n; i++) {
-        double w = xe_load_f64(want->data, want->dtype, i);
-        if (isfinite(w) && fabs(w) > scale)
-            scale = fabs(w);
-    }
-    for (int64_t i = 0; i < n; i++) {
-        double g = xe_load_f64(got->data, got->dtype, i), w = xe_load_f64(want->data, want->dtype, i);
-        cr_assert(ref_close(want->dtype, g, w, scale), "output %d element %lld: got %.17g want %.17g\n%s", out,
-                  (long long)i, g, w, text);
-    }
+    ref_expect_same_output(got, want, ref_tolerance(want->dtype), text, out);
 }
 
 /*

@@ -345,3 +345,23 @@ void ref_expect_tensor(const char *what, const xe_tensor *got, const double *wan
         ref_expect(what, got->dtype, i, xe_load_f64(got->data, got->dtype, i), want[i],
                    scale ? scale[i] : 1.0);
 }
+
+void ref_expect_same_output(const xe_tensor *got, const xe_tensor *want, double tol, const char *text, int out)
+{
+    cr_assert_eq(got->dtype, want->dtype, "output %d dtype differs\n%s", out, text);
+    cr_assert(xe_shape_equal(&got->shape, &want->shape), "output %d shape differs\n%s", out, text);
+    int64_t n = xe_tensor_numel(want);
+    double scale = 1;
+    for (int64_t i = 0; i < n; i++) {
+        double w = xe_load_f64(want->data, want->dtype, i);
+        if (isfinite(w) && fabs(w) > scale)
+            scale = fabs(w);
+    }
+    for (int64_t i = 0; i < n; i++) {
+        double g = xe_load_f64(got->data, got->dtype, i), w = xe_load_f64(want->data, want->dtype, i);
+        bool ok = isnan(w) || isnan(g)   ? isnan(w) && isnan(g)
+                  : isinf(w) || isinf(g) ? g == w
+                                         : fabs(g - w) <= tol * scale;
+        cr_assert(ok, "output %d element %lld: got %.17g want %.17g\n%s", out, (long long)i, g, w, text);
+    }
+}

@@ -115,5 +115,12 @@ void ref_expect(const char *what, xe_dtype dt, int64_t i, double got, double wan
 /* Asserts every element of got against want[i] (scale[i] or 1 when NULL). */
 void ref_expect_tensor(const char *what, const xe_tensor *got, const double *want,
                        const double *scale);
+/*
+ * Asserts that got matches want, a reference run of the same graph (output
+ * number out of the graph `text`, named in messages): same dtype and shape,
+ * NaN only where want has NaN, infinities equal, and every other element
+ * within tol times the largest finite magnitude of want (at least 1).
+ */
+void ref_expect_same_output(const xe_tensor *got, const xe_tensor *want, double tol, const char *text, int out);
 
 #endif
