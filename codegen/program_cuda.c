@@ -2,9 +2,11 @@
  * CUDA programs: the cubin (or PTX) is loaded with cudaLibraryLoadData,
  * kernels are looked up with cudaLibraryGetKernel and launched on the
  * executor's stream with cudaLaunchKernel. Every kernel takes one struct
- * by value (the buffer pointers and the sizes, laid out as the generated
- * xg_args). Launch dimensions come from the SM count and the occupancy
- * the runtime reports for each kernel (asked once, at load).
+ * (the buffer pointers, the sizes and the workspace, laid out as the
+ * generated xg_args): by value, or through a device copy written before
+ * each launch when it is too large (xg_args_in_memory). Launch dimensions
+ * come from the SM count and the occupancy the runtime reports for each
+ * kernel (asked once, at load).
  */
 #include <stdio.h>
 #include <stdlib.h>
