@@ -1022,8 +1022,9 @@ static void emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask,
 }
 
 /*
- * C, a column reduction: tiles of outputs (all of them when there are at
- * most XG_C_COL_WIDE, so each reduced row is read whole and in order), a
+ * C, a column reduction (scalar.h's rule, as the per-op kernel): tiles of
+ * outputs (all of them when there are at most XE_COL_WIDE, so each
+ * reduced row is read whole and in order), a
  * tile's rows accumulated into a stack array, simd across the tile. With
  * few tiles and many rows, the rows are also split into C chunks (a
  * number fixed by the shape, never by the thread count: the result is the
@@ -1034,19 +1035,16 @@ static void emit_column_reduce_c(em *e, const xe_node *r, int x, const bool *mas
 {
     red_ops ro = red_ops_for(r->op, e->p->types[x].dtype);
     char fin[512], v[64];
-    out(e, "    const int64_t T = O <= %d ? O : %d, tiles = T ? (O + T - 1) / T : 0;\n", XG_C_COL_WIDE,
-        XG_C_COL_TILE);
-    out(e, "    int64_t C = tiles >= 8 || K < %d ? 1 : K / %d < %d ? K / %d : %d;\n", 2 * XG_C_COL_ROWS,
-        XG_C_COL_ROWS, XG_C_COL_CHUNKS, XG_C_COL_ROWS, XG_C_COL_CHUNKS);
+    out(e, "    const int64_t T = O <= XE_COL_WIDE ? O : XE_COL_TILE, tiles = T ? (O + T - 1) / T : 0;\n");
+    out(e, "    int64_t C = xe_column_chunks(tiles, K);\n");
     out(e, "    %s *part = C > 1 ? malloc(sizeof(%s) * (size_t)(C * O)) : NULL;\n    if (!part)\n    C = 1;\n",
         ro.acc_type, ro.acc_type);
     out(e, "#pragma omp parallel for collapse(2) if (O * K >= 32768) schedule(static)\n");
     out(e, "    for (int64_t tile = 0; tile < tiles; tile++)\n    for (int64_t c = 0; c < C; c++) {\n");
     out(e, "    const int64_t ob = tile * T, oe = ob + T < O ? ob + T : O;\n");
-    out(e, "    const int64_t q = K / C, rem = K %% C;\n"
-           "    const int64_t kb = c * q + (c < rem ? c : rem), ke = kb + q + (c < rem);\n");
-    out(e, "    %s accs[%d];\n    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n", ro.acc_type,
-        XG_C_COL_WIDE, ro.init);
+    out(e, "    const int64_t kb = xe_chunk_begin(K, C, c), ke = xe_chunk_begin(K, C, c + 1);\n");
+    out(e, "    %s accs[XE_COL_WIDE];\n    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n", ro.acc_type,
+        ro.init);
     out(e, "    for (int64_t k = kb; k < ke; k++) {\n#pragma omp simd\n");
     out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
     emit_accumulate(e, x, mask, "o", true, &ro, "acc");

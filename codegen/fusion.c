@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "plan.h"
+#include "scalar.h" /* the CPU column-reduction rule, shared with the per-op kernel */
 #include "xlac/op.h"
 
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st)
@@ -851,9 +852,9 @@ static void launch_c(const xg_plan *p, int i, char *buf, size_t len)
         } else if (s->column) {
             items_text(p, xe_shape_numel(os), "outputs", n, sizeof n);
             snprintf(buf, len, "OpenMP parallel for over tiles of %s (one tile up to %d, else tiles of %d), each "
-                     "accumulating its rows, simd across the tile; with fewer than 8 tiles and %d rows or more, "
+                     "accumulating its rows, simd across the tile; with fewer than %d tiles and %d rows or more, "
                      "the rows split into up to %d chunks whose partials are combined in chunk order",
-                     n, XG_C_COL_WIDE, XG_C_COL_TILE, 2 * XG_C_COL_ROWS, XG_C_COL_CHUNKS);
+                     n, XE_COL_WIDE, XE_COL_TILE, XE_COL_FEW_TILES, 2 * XE_COL_CHUNK_ROWS, XE_COL_CHUNKS);
         } else {
             items_text(p, items, "outputs", n, sizeof n);
             snprintf(buf, len, "OpenMP parallel for over %s, simd over each reduced range", n);

@@ -50,15 +50,6 @@
 /* GPU argmax: a block per output over rows of at least this many elements, else a thread per output. */
 #define XG_ARGMAX_BLOCK_K 128
 
-/*
- * CPU column reductions: tiles of outputs (one tile when there are at most
- * XG_C_COL_WIDE), and with fewer than 8 tiles the reduced rows split into
- * up to XG_C_COL_CHUNKS chunks of at least XG_C_COL_ROWS rows.
- */
-#define XG_C_COL_WIDE 4096
-#define XG_C_COL_TILE 1024
-#define XG_C_COL_CHUNKS 16
-#define XG_C_COL_ROWS 512
 
 typedef enum xg_step_kind {
     XG_STEP_LOOP,    /* elementwise and shape ops fused into one loop; several outputs of one shape */

@@ -48,31 +48,8 @@ typedef struct red {
     bool last;     /* the final pass applies the mean's division */
 } red;
 
-#define COLS_WIDE 4096  /* columns: up to this many outputs a row are one tile (whole rows read) */
-#define COLS 1024       /* else tiles of this many adjacent outputs */
 #define FEW_ROWS 4      /* below this many rows, threads split each row instead */
 #define PRAGMA(x) _Pragma(#x)
-
-/*
- * Columns: with fewer than 8 tiles, the K rows are also split into chunks
- * (up to 16, of at least 512 rows) so that every thread has work. The count
- * depends on the shape only, never on the thread count, so a result is the
- * same on every machine.
- */
-static int64_t column_chunks(int64_t tiles, int64_t K)
-{
-    if (tiles >= 8 || K < 1024)
-        return 1;
-    return K / 512 < 16 ? K / 512 : 16;
-}
-
-/* Rows [kb, ke) of chunk c of C over K rows (the first K % C chunks one longer). */
-static void chunk_rows(int64_t K, int64_t C, int64_t c, int64_t *kb, int64_t *ke)
-{
-    int64_t q = K / C, rem = K % C;
-    *kb = c * q + (c < rem ? c : rem);
-    *ke = *kb + q + (c < rem);
-}
 
 /* f16 loads: the F16C instruction where the compiler targets it (exact either way). */
 #ifdef __F16C__
@@ -161,7 +138,8 @@ DEF_ROW_FOLD(row_min_i64, int64_t, int64_t, I2I, INT64_MAX, min, MINI)
  * The three layouts for one dtype and op. Rows (inner == 1): ROW folds a
  * contiguous row, threads over rows, or inside each row when there are
  * few. Columns (inner > 1): tiles of adjacent outputs (whole rows when
- * they are at most COLS_WIDE), each accumulating the K input rows of its
+ * they are at most XE_COL_WIDE; scalar.h has the rule, shared with
+ * generated C), each accumulating the K input rows of its
  * tile (contiguous reads), threads over tiles and, when there are few,
  * over chunks of the rows whose partials are combined in chunk order.
  * ACC is the accumulator, COMBINE(acc, v) folds one value.
@@ -179,17 +157,17 @@ DEF_ROW_FOLD(row_min_i64, int64_t, int64_t, I2I, INT64_MAX, min, MINI)
             _Pragma("omp parallel for if (big)") for (int64_t o = 0; o < O; o++)                   \
                 y[o] = STORE(finish(r, ROW(x + o * K, K, false)));                                 \
         } else {                                                                                   \
-            int64_t W = I <= COLS_WIDE ? I + (I == 0) : COLS, per = (I + W - 1) / W, tiles = O * per; \
-            int64_t C = column_chunks(tiles, K);                                                   \
+            int64_t W = I <= XE_COL_WIDE ? I + (I == 0) : XE_COL_TILE, per = (I + W - 1) / W;     \
+            int64_t tiles = O * per, C = xe_column_chunks(tiles, K);                               \
             ACC *part = C > 1 ? malloc(sizeof(ACC) * (size_t)(C * O * I)) : NULL;                  \
             if (!part)                                                                             \
                 C = 1;                                                                             \
             _Pragma("omp parallel for collapse(2) if (big)") for (int64_t t = 0; t < tiles; t++)   \
                 for (int64_t c = 0; c < C; c++) {                                                  \
                 int64_t o = t / per, i0 = t % per * W;                                             \
-                int64_t w = I - i0 < W ? I - i0 : W, kb, ke;                                       \
-                chunk_rows(K, C, c, &kb, &ke);                                                     \
-                ACC acc[COLS_WIDE];                                                                \
+                int64_t w = I - i0 < W ? I - i0 : W;                                               \
+                int64_t kb = xe_chunk_begin(K, C, c), ke = xe_chunk_begin(K, C, c + 1);            \
+                ACC acc[XE_COL_WIDE];                                                              \
                 for (int64_t i = 0; i < w; i++)                                                    \
                     acc[i] = INIT;                                                                 \
                 for (int64_t k = kb; k < ke; k++) {                                                \

@@ -427,4 +427,30 @@ XE_HOSTDEV static inline int64_t xe_f64_to_i64(double x)
     return (int64_t)x;
 }
 
+/*
+ * CPU column reductions, the per-op kernel and generated C alike: up to
+ * XE_COL_WIDE outputs are one tile (each reduced row read whole), else
+ * tiles of XE_COL_TILE; with fewer than XE_COL_FEW_TILES tiles and at least
+ * two chunks' worth of rows, the rows are split into up to XE_COL_CHUNKS
+ * chunks of at least XE_COL_CHUNK_ROWS: a count fixed by the shape, never
+ * by the threads, so a result is the same on every machine.
+ */
+#define XE_COL_WIDE 4096
+#define XE_COL_TILE 1024
+#define XE_COL_FEW_TILES 8
+#define XE_COL_CHUNKS 16
+#define XE_COL_CHUNK_ROWS 512
+XE_HOSTDEV static inline int64_t xe_column_chunks(int64_t tiles, int64_t rows)
+{
+    if (tiles >= XE_COL_FEW_TILES || rows < 2 * XE_COL_CHUNK_ROWS)
+        return 1;
+    return rows / XE_COL_CHUNK_ROWS < XE_COL_CHUNKS ? rows / XE_COL_CHUNK_ROWS : XE_COL_CHUNKS;
+}
+/* First of the n items in chunk c of parts chunks (the first n % parts chunks one longer). */
+XE_HOSTDEV static inline int64_t xe_chunk_begin(int64_t n, int64_t parts, int64_t c)
+{
+    int64_t q = n / parts, rem = n % parts;
+    return c * q + (c < rem ? c : rem);
+}
+
 #endif
