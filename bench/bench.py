@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+import models
 import peers
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -103,9 +104,12 @@ class Xlac:
             env["XLAC_FLAGS"] = ("--stats --cache_dir=%s %s" % (self.cache_dir, extra_flags)).strip()
         return env
 
-    def run(self, graph, feeds, clustered, iterations, warmup, extra_flags=""):
-        """One process: returns (median_ms, stats dict, wall seconds)."""
-        cmd = [self.run_bin, graph, "--iterations", str(iterations), "--warmup", str(warmup)]
+    def run(self, graph, feeds, clustered, iterations, warmup, extra_flags="", extra_args=()):
+        """One process: returns (median_ms, stats dict, wall seconds); without iterations,
+        a single untimed run (median_ms None)."""
+        cmd = [self.run_bin, graph] + list(extra_args)
+        if iterations:
+            cmd += ["--iterations", str(iterations), "--warmup", str(warmup)]
         for f in feeds:
             cmd += ["--feed", f]
         t0 = time.perf_counter()
@@ -116,7 +120,9 @@ class Xlac:
             raise RuntimeError("%s failed (%d): %s" % (" ".join(cmd), p.returncode,
                                                        (p.stderr or p.stdout)[-2000:]))
         m = re.search(r"time median_ms=([\d.]+) min_ms=([\d.]+)", p.stdout)
-        if not m:
+        if not m and not iterations:
+            m = ["", "nan"]
+        elif not m:
             raise RuntimeError("no time line in xlac-run output:\n" + p.stdout[-1000:])
         stats = {}
         for s in re.finditer(r"xlac: (?:stats|timing) (.*)", p.stderr):
@@ -341,7 +347,7 @@ def svg_plot(rows, path):
         f.write("\n".join(out) + "\n")
 
 
-def write_results(rows, fig, info, copy_gbs, args, path):
+def write_results(rows, model_rows, fig, info, copy_gbs, args, path):
     today = datetime.date.today().isoformat()
     md = ["# Benchmark results", "",
           "Written by `bench/run.sh` on %s. Machine: %s, %d cores; compiler: %s; GPU: %s." %
@@ -352,7 +358,16 @@ def write_results(rows, fig, info, copy_gbs, args, path):
           "rotated), each the median of %d timed iterations after %d warm-up runs. Peers run "
           "in-process on the same data." % (args.rounds, args.iterations, args.warmup), "",
           table(rows, copy_gbs), "",
-          "![speed-up and roofline](results.svg)", "",
+          "![speed-up and roofline](results.svg)", ""]
+    if model_rows:
+        md += ["## Models (ONNX)", "",
+               "Models from `bench/models/make_models.py` (random weights), run op by op and "
+               "clustered by `xlac-run model.onnx`, and in onnxruntime %s (CPU execution provider, "
+               "default graph optimizations, %s threads) on the same inputs; same rounds and "
+               "iterations as above. Every xlac output is checked against onnxruntime's before "
+               "it is timed." % (info.get("ort", "?"), info.get("threads", "?")), "",
+               models.models_table(model_rows), ""]
+    md += [
           "## Compile side", "",
           "| figure | value | target |", "|---|---|---|",
           "| cc compile per cluster, median (cold cache, whole JIT path) | %s ms | |" %
@@ -392,6 +407,9 @@ def main():
     ap.add_argument("--iterations", type=int, default=10)
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--only", nargs="*", default=None)
+    ap.add_argument("--models", nargs="*", default=None,
+                    help="ONNX models to run (default: %s; none with --only unless named)"
+                    % " ".join(models.MODELS))
     ap.add_argument("--skip-peers", nargs="*", default=[])
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
     args = ap.parse_args()
@@ -402,15 +420,26 @@ def main():
         log("copy roofline: %.1f GB/s" % copy_gbs)
         xlac = Xlac(args.build, os.path.join(tmp, "cache"))
         rows = []
-        for name in args.only or WORKLOADS:
+        model_names = args.models if args.models is not None else \
+            ([] if args.only else models.MODELS)
+        for name in WORKLOADS if args.only is None else args.only:
             log("== %s" % name)
             rows.append(bench_workload(name, args, xlac, copy_gbs, tmp))
             log("   op %.3f ms, xlac %.3f ms, %.2fx" % (rows[-1]["op_ms"], rows[-1]["cl_ms"],
                                                          rows[-1]["speedup"]))
-        fig = compile_figures(args, xlac, tmp)
+        model_rows = models.bench_models(model_names, args, xlac, tmp, log) if model_names else []
+        try:
+            import onnxruntime
+            info["ort"] = onnxruntime.__version__
+        except ImportError:
+            info["ort"] = "missing"
+        info["threads"] = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
+        fig = compile_figures(args, xlac, tmp) if rows else {}
         svg_plot(rows, os.path.join(os.path.dirname(args.results), "results.svg"))
-        write_results(rows, fig, info, copy_gbs, args, args.results)
+        write_results(rows, model_rows, fig, info, copy_gbs, args, args.results)
         print(table(rows, copy_gbs))
+        if model_rows:
+            print(models.models_table(model_rows))
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 

@@ -14,7 +14,7 @@ if [ ! -x "$venv/bin/python" ]; then
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q --upgrade pip
 fi
-for pkg in numpy numexpr "jax[cpu]" tensorflow-cpu; do
+for pkg in numpy numexpr "jax[cpu]" tensorflow-cpu onnx onnxruntime; do
     mod=${pkg%%[*}; mod=${mod%-cpu}
     "$venv/bin/python" -c "import $mod" 2>/dev/null ||
         "$venv/bin/pip" install -q "$pkg" || echo "bench: could not install $pkg (reported missing)" >&2
