@@ -26,6 +26,7 @@
 #include <uthash.h>
 #include <xxhash.h>
 
+#include "backend.h"
 #include "cache_impl.h"
 #include "compile.h"
 #include "plan.h"
@@ -200,7 +201,7 @@ static void key_of(const char *fp, xe_tensor *const *in, const xe_type *types, i
             xg_text_add(key, "%s%s", k ? ";" : "", xe_type_str(&t, ty, sizeof ty));
         }
     }
-    xg_text_add(key, "|%s|arch=%d|fast_math=%d|%s", target == XG_TARGET_CUDA ? "cuda" : "c", arch, fast_math,
+    xg_text_add(key, "|%s|arch=%d|fast_math=%d|%s", xg_backend_for(target)->name, arch, fast_math,
                 xg_compiler_id(target));
 }
 
@@ -673,7 +674,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                        xg_outcome *outcome, xe_status *st)
 {
     xg_target target = dev == XE_DEV_GPU ? XG_TARGET_CUDA : XG_TARGET_C;
-    int arch = target == XG_TARGET_CUDA ? xe_gpu_arch() : 0;
+    int arch = xg_backend_for(target)->device_arch();
     char fp[40];
     if (fingerprint && strlen(fingerprint) < sizeof fp)
         snprintf(fp, sizeof fp, "%s", fingerprint);
