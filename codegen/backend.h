@@ -24,9 +24,8 @@ struct red_ops; /* emit_impl.h: a reduction's combine, init and OpenMP identifie
 
 typedef struct xg_backend {
     xg_target target;
-    const char *name;       /* "c", "cuda": cache keys, dumps' file names */
+    xg_target_info info;    /* name, device, whether it uses an arch, whether this build has it (xg.h) */
     const char *source_ext; /* extension of the generated source's dump: "c", "cu" */
-    xe_device device;       /* where the program's buffers live and its kernels run */
 
     /* -- dialect: text the emitter prints as it is -- */
     const char *restrict_kw;  /* qualifier of a buffer pointer ("restrict", "__restrict__") */
@@ -59,8 +58,11 @@ typedef struct xg_backend {
     const char *(*compiler_id)(const xg_options *o); /* the compiler's version text, for cache keys */
     void (*target_text)(const xg_artifact *a, char *buf, size_t len); /* "c", "cuda sm_90" */
     const char *(*code_ext)(const xg_artifact *a); /* extension of the compiled code: so, cubin, ptx */
-    /* a->source to a->code (a->log, a->compiler_ms, a->is_ptx, a->ptx for the dumps when o->dump_dir). */
+    const char *(*compiler_words)(bool is_ptx);    /* "cc", "NVRTC to cubin": xg_compiler_words */
+    /* a->source to a->code, a->log (and a->is_ptx); build.c times it. */
     xe_code (*compile)(xg_artifact *a, const xg_options *o, xe_status *st);
+    /* The compiled code's assembly text for the dumps (malloc'd); NULL slot: none. */
+    char *(*assembly)(const xg_artifact *a, const xg_options *o);
     xe_code (*load)(xg_program *p, const xg_artifact *a, xe_status *st); /* p->fn and the private part */
     xe_code (*launch)(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                       xe_status *st);

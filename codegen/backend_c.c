@@ -16,7 +16,6 @@
 #include "emit_impl.h"
 #include "program_impl.h"
 #include "scalar.h" /* the CPU column-reduction rule, shared with the per-op kernel */
-#include "xlac/session.h"
 
 extern const char xg_scalar_text[];
 
@@ -198,12 +197,15 @@ static const char *code_ext_c(const xg_artifact *a)
     return "so";
 }
 
+static const char *compiler_words_c(bool is_ptx)
+{
+    (void)is_ptx;
+    return "cc";
+}
+
 static xe_code compile_c(xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    double t0 = xe_now_us();
-    xe_code c = xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
-    a->compiler_ms = (xe_now_us() - t0) / 1e3;
-    return c;
+    return xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
 }
 
 /* The shared object through a private temp file (0600), then its kernels by name. */
@@ -248,9 +250,8 @@ static void unload_c(xg_program *p)
 
 const xg_backend xg_backend_c = {
     .target = XG_TARGET_C,
-    .name = "c",
+    .info = {.name = "c", .device = XE_DEV_CPU, .uses_arch = false, .missing = NULL},
     .source_ext = "c",
-    .device = XE_DEV_CPU,
     .restrict_kw = "restrict",
     .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
                  "    for (xg_idx i = 0; i < n; i++) {\n",
@@ -275,7 +276,9 @@ const xg_backend xg_backend_c = {
     .compiler_id = compiler_id_c,
     .target_text = target_text_c,
     .code_ext = code_ext_c,
+    .compiler_words = compiler_words_c,
     .compile = compile_c,
+    .assembly = NULL,
     .load = load_c,
     .launch = launch_c,
     .unload = unload_c,

@@ -16,7 +16,6 @@
 #include "emit_impl.h"
 #include "program_impl.h"
 #include "xlac/device.h"
-#include "xlac/session.h"
 
 extern const char xg_scalar_text[];
 
@@ -329,22 +328,33 @@ static const char *code_ext_cuda(const xg_artifact *a)
     return a->is_ptx ? "ptx" : "cubin";
 }
 
-/* NVRTC to a cubin (PTX when it lacks the arch); the PTX text too when dumps are on. */
+static const char *compiler_words_cuda(bool is_ptx)
+{
+    return is_ptx ? "NVRTC to PTX" : "NVRTC to cubin";
+}
+
+#ifdef XG_HAVE_CUDA
+#define MISSING NULL
+#else
+#define MISSING "this build has no CUDA toolkit (NVRTC); configure it where the toolkit is installed, or use --target c"
+#endif
+
+/* NVRTC to a cubin (PTX when it lacks the arch). */
 static xe_code compile_cuda(xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    double t0 = xe_now_us();
-    xe_code c = xg_nvrtc_compile(a->source, a->arch, o->fast_math, &a->code, &a->code_len, &a->is_ptx, &a->log, st);
-    a->compiler_ms = (xe_now_us() - t0) / 1e3;
-    if (c == XE_OK && o->dump_dir)
-        a->ptx = a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
-    return c;
+    return xg_nvrtc_compile(a->source, a->arch, o->fast_math, &a->code, &a->code_len, &a->is_ptx, &a->log, st);
+}
+
+/* The PTX text, for the dumps. */
+static char *assembly_cuda(const xg_artifact *a, const xg_options *o)
+{
+    return a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
 }
 
 const xg_backend xg_backend_cuda = {
     .target = XG_TARGET_CUDA,
-    .name = "cuda",
+    .info = {.name = "cuda", .device = XE_DEV_GPU, .uses_arch = true, .missing = MISSING},
     .source_ext = "cu",
-    .device = XE_DEV_GPU,
     .restrict_kw = "__restrict__",
     .flat_loop = "    for (xg_idx i = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; i < n;\n"
                  "         i += (xg_idx)gridDim.x * blockDim.x) {\n",
@@ -368,7 +378,9 @@ const xg_backend xg_backend_cuda = {
     .compiler_id = compiler_id_cuda,
     .target_text = target_text_cuda,
     .code_ext = code_ext_cuda,
+    .compiler_words = compiler_words_cuda,
     .compile = compile_cuda,
+    .assembly = assembly_cuda,
     .load = xg_cuda_load,
     .launch = xg_cuda_launch,
     .unload = xg_cuda_unload,

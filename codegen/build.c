@@ -17,6 +17,7 @@
 #include "plan.h"
 #include "xg_impl.h"
 #include "xlac/io.h"
+#include "xlac/session.h"
 
 void xg_artifact_destroy(xg_artifact *a)
 {
@@ -31,10 +32,40 @@ void xg_artifact_destroy(xg_artifact *a)
     free(a);
 }
 
+static const xg_backend *const backends[] = {[XG_TARGET_C] = &xg_backend_c, [XG_TARGET_CUDA] = &xg_backend_cuda};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
 const xg_backend *xg_backend_for(xg_target target)
 {
-    static const xg_backend *const backends[] = {[XG_TARGET_C] = &xg_backend_c, [XG_TARGET_CUDA] = &xg_backend_cuda};
     return backends[target];
+}
+
+const xg_target_info *xg_target_get(xg_target t)
+{
+    return &backends[t]->info;
+}
+
+bool xg_target_by_name(const char *name, xg_target *t)
+{
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (strcmp(name, backends[i]->info.name) == 0) {
+            *t = backends[i]->target;
+            return true;
+        }
+    return false;
+}
+
+xg_target xg_target_for_device(xe_device dev)
+{
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (backends[i]->info.device == dev)
+            return backends[i]->target;
+    return XG_TARGET_C;
+}
+
+const char *xg_compiler_words(xg_target t, bool is_ptx)
+{
+    return backends[t]->compiler_words(is_ptx);
 }
 
 const char *xg_compiler_id(xg_target target)
@@ -42,6 +73,17 @@ const char *xg_compiler_id(xg_target target)
     xg_options o;
     xg_options_default(&o);
     return xg_backend_for(target)->compiler_id(&o);
+}
+
+/* The backend's compiler, timed; the assembly text too when dumps are on. */
+static xe_code compile_source(const xg_backend *b, xg_artifact *a, const xg_options *o, xe_status *st)
+{
+    double t0 = xe_now_us();
+    xe_code c = b->compile(a, o, st);
+    a->compiler_ms = (xe_now_us() - t0) / 1e3;
+    if (c == XE_OK && o->dump_dir && b->assembly)
+        a->ptx = b->assembly(a, o);
+    return c;
 }
 
 xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_generic, xg_target target, int arch,
@@ -60,7 +102,7 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, target)) || !(a->meta = strdup(a->plan_text))))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
-        c = xg_backend_for(target)->compile(a, o, st);
+        c = compile_source(xg_backend_for(target), a, o, st);
     xg_plan_destroy(p);
     if (c == XE_ERR_COMPILE && a->source) { /* kept for the dumps */
         *out = a;

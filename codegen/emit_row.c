@@ -214,6 +214,14 @@ void xg_emit_row_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    }\n}\n\n");
 }
 
+/* The start of one of softmax's passes over row o: its header, x's idx at (o, k), the other passes' values forgotten. */
+static void softmax_pass(em *e, int x, const bool *mask, int saved, idx *ix)
+{
+    e->n_memo = saved;
+    row_pass_header(e);
+    xg_reduce_idx(e, x, mask, "o", "k", false, ix);
+}
+
 /*
  * softmax: rows along the axis; max, then exp and sum (exp stored), then
  * scale. CPU: a thread per row; GPU: a block per row, max and sum
@@ -241,17 +249,14 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
         xg_out(e, "    %s %s shm[33], shs[33];\n", e->b->shared_kw, vt);
     xg_out(e, "%s", e->b->rows_loop);
     xg_out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n", vt, f, f);
-    row_pass_header(e);
     idx ix;
     int saved = e->n_memo;
-    xg_reduce_idx(e, x, mask, "o", "k", false, &ix);
+    softmax_pass(e, x, mask, saved, &ix);
     xg_emit_val(e, x, &ix, v, sizeof v);
     xg_out(e, "    m = xe_max_%s(m, %s);\n    }\n", sfx(dt), v);
     if (e->b->block_reduce)
         e->b->block_reduce(e, &max, "m", "shm");
-    e->n_memo = saved;
-    row_pass_header(e);
-    xg_reduce_idx(e, x, mask, "o", "k", false, &ix);
+    softmax_pass(e, x, mask, saved, &ix);
     xg_emit_val(e, x, &ix, v, sizeof v);
     xg_flat_of(e, x, &ix, off, sizeof off);
     xg_out(e, "    %s ev = %s(%s - m);\n    sum += ev;\n", vt, dt == XE_F64 ? "exp" : "xe_exp_f32", v);
@@ -259,9 +264,7 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    }\n");
     if (e->b->block_reduce)
         e->b->block_reduce(e, &sum, "sum", "shs");
-    e->n_memo = saved;
-    row_pass_header(e);
-    xg_reduce_idx(e, x, mask, "o", "k", false, &ix);
+    softmax_pass(e, x, mask, saved, &ix);
     xg_flat_of(e, x, &ix, off, sizeof off);
     char cur[16];
     xg_emit_load(e, node, &ix, cur, sizeof cur);

@@ -53,7 +53,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (!p)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     p->backend = xg_backend_for(a->target);
-    p->device = p->backend->device;
+    p->device = p->backend->info.device;
     p->in_types = malloc(sizeof(xe_type) * (size_t)(body->n_inputs + 1));
     xe_code c = p->in_types ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
