@@ -54,7 +54,7 @@ typedef struct em {
 /* The reduction's combine step, init value and OpenMP reduction identifier. */
 typedef struct red_ops {
     const char *acc_type, *init, *omp;
-    char combine[128]; /* printf format with acc and v */
+    const char *combine; /* printf format of the combined value: %1$s the accumulator, %2$s the value */
 } red_ops;
 
 /* ---- emit.c ---- */

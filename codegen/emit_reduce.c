@@ -14,30 +14,29 @@
 red_ops xg_red_ops_for(int op, xe_dtype dt)
 {
     red_ops r = {0};
-    bool fl = xe_dtype_is_float(dt);
+    bool fl = xe_dtype_is_float(dt), f64 = dt == XE_F64 || dt == XE_F16; /* f16 accumulates in double */
     r.acc_type = dt == XE_F16 ? "double" : fl ? value_type(dt) : "int64_t";
-    const char *s = dt == XE_F64 || dt == XE_F16 ? "f64" : "f32";
     switch (op) {
     case XE_OP_REDUCE_SUM:
     case XE_OP_REDUCE_MEAN:
         r.init = "0";
         r.omp = fl ? "+" : "xg_add_i64";
-        snprintf(r.combine, sizeof r.combine, fl ? "acc + %%s" : "xe_add_i64(acc, %%s)");
+        r.combine = fl ? "%1$s + %2$s" : "xe_add_i64(%1$s, %2$s)";
         break;
     case XE_OP_REDUCE_PROD:
         r.init = "1";
         r.omp = fl ? "*" : "xg_mul_i64";
-        snprintf(r.combine, sizeof r.combine, fl ? "acc * %%s" : "xe_mul_i64(acc, %%s)");
+        r.combine = fl ? "%1$s * %2$s" : "xe_mul_i64(%1$s, %2$s)";
         break;
     case XE_OP_REDUCE_MAX:
         r.init = fl ? "(-1.0 / 0.0)" : "INT64_MIN";
         r.omp = fl ? (dt == XE_F32 ? "xg_max_f32" : "xg_max_f64") : "max";
-        snprintf(r.combine, sizeof r.combine, fl ? "xe_max_%s(acc, %%s)" : "(%%s > acc ? %%s : acc)", s);
+        r.combine = !fl ? "(%2$s > %1$s ? %2$s : %1$s)" : f64 ? "xe_max_f64(%1$s, %2$s)" : "xe_max_f32(%1$s, %2$s)";
         break;
     default: /* min */
         r.init = fl ? "(1.0 / 0.0)" : "INT64_MAX";
         r.omp = fl ? (dt == XE_F32 ? "xg_min_f32" : "xg_min_f64") : "min";
-        snprintf(r.combine, sizeof r.combine, fl ? "xe_min_%s(acc, %%s)" : "(%%s < acc ? %%s : acc)", s);
+        r.combine = !fl ? "(%2$s < %1$s ? %2$s : %1$s)" : f64 ? "xe_min_f64(%1$s, %2$s)" : "xe_min_f32(%1$s, %2$s)";
         break;
     }
     return r;
@@ -46,22 +45,9 @@ red_ops xg_red_ops_for(int op, xe_dtype dt)
 /* acc = COMBINE(acc, v) */
 void xg_emit_combine(em *e, const red_ops *r, const char *acc, const char *v)
 {
-    char c[256], fmt[160];
-    snprintf(fmt, sizeof fmt, "%s", r->combine);
-    /* the format has one or two %s for v, and "acc" literally */
-    snprintf(c, sizeof c, fmt, v, v);
-    char full[320];
-    size_t u = 0;
-    for (const char *p = c; *p && u + 8 < sizeof full; p++) { /* rename acc */
-        if (!strncmp(p, "acc", 3)) {
-            u += (size_t)snprintf(full + u, sizeof full - u, "%s", acc);
-            p += 2;
-        } else {
-            full[u++] = *p;
-        }
-    }
-    full[u] = '\0';
-    xg_out(e, "    %s = %s;\n", acc, full);
+    xg_out(e, "    %s = ", acc);
+    xg_out(e, r->combine, acc, v);
+    xg_out(e, ";\n");
 }
 
 /* Product of the kept (want=false) or reduced (want=true) dims of x, as text. */
