@@ -21,6 +21,7 @@
 
 struct em;      /* emit_impl.h: the emitter's state */
 struct red_ops; /* emit_impl.h: a reduction's combine, init and OpenMP identifier */
+struct idx;     /* emit_impl.h: a symbolic index */
 
 typedef struct xg_backend {
     xg_target target;
@@ -35,7 +36,6 @@ typedef struct xg_backend {
     const char *barrier;      /* a statement that waits for the row's threads; NULL: one thread */
     const char *first_thread; /* prefix of a statement only one thread of the row runs ("" when one) */
     const char *shared_kw;    /* qualifier of the arrays block_reduce combines through (with block_reduce) */
-    bool row_nest;            /* loops of rank > 1 as a row nest with a simd inner loop (row invariants hoisted) */
     bool simd_pragmas;        /* per-pass "#pragma omp simd reduction(...)" */
     bool row_cache;           /* a row kernel may keep costly values in a per-row stack buffer */
     bool narrow_index;        /* index math may be 32-bit when every tensor is small */
@@ -43,6 +43,9 @@ typedef struct xg_backend {
     /* -- emitter hooks -- */
     void (*prelude)(struct em *e); /* the program's first lines: types, scalar.h, declarations */
     void (*kernel_signature)(struct em *e, const char *name); /* up to and with the body's "{" and B, S */
+    /* A loop of rank > 1 as a nest: opens the rows' loops, sets ix at (r, j), returns the inner
+       loop's pragma; the emitter hoists what depends on the row only. NULL: one flat loop. */
+    const char *(*nest_begin)(struct em *e, int root, struct idx *ix);
     /* The body of reduction step i (reduce r of x over mask) after the kernel's signature. */
     void (*reduce)(struct em *e, int step, const xg_step *s, const xe_node *r, int x, const bool *mask);
     /* Combines acc over the row's threads through shared array sh; NULL when a row is one thread. */

@@ -50,6 +50,42 @@ static void signature_c(em *e, const char *name)
 }
 
 /*
+ * The CPU's loop nest over root's shape: the rows (every dim but the last,
+ * their indices from r) in parallel when there are enough of them, ix set
+ * to the element (r, j). Returns the inner loop's pragma.
+ */
+static const char *nest_begin_c(em *e, int root, idx *ix)
+{
+    const xe_shape *sh = shape_of(e, root);
+    char L[32];
+    int64_t rows = xe_shape_numel(sh) / (sh->dims[sh->rank - 1] ? sh->dims[sh->rank - 1] : 1);
+    bool outer = rows >= 16; /* enough rows to share among the threads */
+    xg_dim_text(e, root, sh->rank - 1, L, sizeof L);
+    xg_out(e, "    const xg_idx L = %s, R = L ? n / L : 0;\n", L);
+    if (outer)
+        xg_out(e, "#pragma omp parallel for if (n >= 32768) schedule(static)\n");
+    xg_out(e, "    for (xg_idx r = 0; r < R; r++) {\n");
+    /* the row's multi-index: all dims but the last, from r */
+    ix->rank = sh->rank;
+    char stride[256] = "1";
+    for (int d = sh->rank - 2; d >= 0; d--) {
+        char dim[32];
+        xg_dim_text(e, root, d, dim, sizeof dim);
+        if (sh->dims[d] == 1)
+            snprintf(ix->d[d], sizeof ix->d[d], "0");
+        else if (d == 0)
+            xg_let_index(e, ix->d[d], sizeof ix->d[d], "r / (%s)", stride);
+        else
+            xg_let_index(e, ix->d[d], sizeof ix->d[d], "(r / (%s)) %% %s", stride, dim);
+        size_t u = strlen(stride);
+        snprintf(stride + u, sizeof stride - u, "*%s", dim);
+    }
+    snprintf(ix->d[sh->rank - 1], sizeof ix->d[0], "%s", sh->dims[sh->rank - 1] == 1 ? "0" : "j");
+    snprintf(ix->flat, sizeof ix->flat, "i");
+    return outer ? "#pragma omp simd\n" : "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n";
+}
+
+/*
  * C, a column reduction (scalar.h's rule, as the per-op kernel): tiles of
  * outputs (all of them when there are at most XE_COL_WIDE, so each
  * reduced row is read whole and in order), a
@@ -261,12 +297,12 @@ const xg_backend xg_backend_c = {
     .barrier = NULL,
     .first_thread = "",
     .shared_kw = NULL,
-    .row_nest = true,
     .simd_pragmas = true,
     .row_cache = true,
     .narrow_index = false,
     .prelude = prelude_c,
     .kernel_signature = signature_c,
+    .nest_begin = nest_begin_c,
     .reduce = reduce_c,
     .block_reduce = NULL,
     .plan_header = NULL,

@@ -1,8 +1,8 @@
 /*
  * Loop kernels (XG_STEP_LOOP): one loop over the elements of the step's
- * shape computing each output at the loop's index. A backend with
- * row_nest (the CPU) runs a loop of rank > 1 as a nest, rows in parallel
- * and a simd loop along the last dim, with what depends on the row only
+ * shape computing each output at the loop's index. A backend with a
+ * nest_begin hook (the CPU) runs a loop of rank > 1 as a nest, rows then
+ * a simd loop along the last dim, with what depends on the row only
  * hoisted out of the simd loop; the GPU runs one grid-stride loop.
  */
 #include <stdio.h>
@@ -114,42 +114,6 @@ static char *hoist_row_invariants(em *e, size_t mark, const xg_step *s)
 }
 
 /*
- * The CPU's loop nest over root's shape: the rows (every dim but the last,
- * their indices from r) in parallel when there are enough of them, ix set
- * to the element (r, j). Returns the inner loop's pragma.
- */
-static const char *row_nest_begin(em *e, int root, idx *ix)
-{
-    const xe_shape *sh = shape_of(e, root);
-    char L[32];
-    int64_t rows = xe_shape_numel(sh) / (sh->dims[sh->rank - 1] ? sh->dims[sh->rank - 1] : 1);
-    bool outer = rows >= 16; /* enough rows to share among the threads */
-    xg_dim_text(e, root, sh->rank - 1, L, sizeof L);
-    xg_out(e, "    const xg_idx L = %s, R = L ? n / L : 0;\n", L);
-    if (outer)
-        xg_out(e, "#pragma omp parallel for if (n >= 32768) schedule(static)\n");
-    xg_out(e, "    for (xg_idx r = 0; r < R; r++) {\n");
-    /* the row's multi-index: all dims but the last, from r */
-    ix->rank = sh->rank;
-    char stride[256] = "1";
-    for (int d = sh->rank - 2; d >= 0; d--) {
-        char dim[32];
-        xg_dim_text(e, root, d, dim, sizeof dim);
-        if (sh->dims[d] == 1)
-            snprintf(ix->d[d], sizeof ix->d[d], "0");
-        else if (d == 0)
-            xg_let_index(e, ix->d[d], sizeof ix->d[d], "r / (%s)", stride);
-        else
-            xg_let_index(e, ix->d[d], sizeof ix->d[d], "(r / (%s)) %% %s", stride, dim);
-        size_t u = strlen(stride);
-        snprintf(stride + u, sizeof stride - u, "*%s", dim);
-    }
-    snprintf(ix->d[sh->rank - 1], sizeof ix->d[0], "%s", sh->dims[sh->rank - 1] == 1 ? "0" : "j");
-    snprintf(ix->flat, sizeof ix->flat, "i");
-    return outer ? "#pragma omp simd\n" : "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n";
-}
-
-/*
  * A loop kernel. On the GPU one grid-stride loop over flat indices; on
  * the CPU a loop nest: rows (every dim but the last, indices from one
  * division per row) in parallel, and a simd loop along the last dim, so
@@ -168,12 +132,12 @@ void xg_emit_loop_kernel(em *e, int step, const xg_step *s)
     xg_kernel_begin(e, step);
     xg_numel_text(e, root, n, sizeof n);
     xg_out(e, "    const xg_idx n = %s;\n", n);
-    bool nest = e->b->row_nest && sh->rank > 1;
+    bool nest = e->b->nest_begin && sh->rank > 1;
     if (!nest) {
         xg_out(e, "%s", e->b->flat_loop);
         xg_idx_from_flat(e, root, "i", &ix);
     } else {
-        inner = row_nest_begin(e, root, &ix);
+        inner = e->b->nest_begin(e, root, &ix);
     }
     size_t mark = e->len;
     for (int k = 0; k < s->n_outs; k++) {

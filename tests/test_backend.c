@@ -40,7 +40,7 @@ Test(backend, block_combine_comes_with_its_keyword_and_barrier)
         cr_assert_eq(block, b->barrier != NULL, "%s", b->info.name);
         cr_assert_eq(block, b->first_thread[0] != '\0', "%s", b->info.name);
         /* the CPU-only strategies are never asked of a target whose rows are blocks */
-        cr_assert(!(block && (b->row_nest || b->simd_pragmas || b->row_cache)), "%s", b->info.name);
+        cr_assert(!(block && (b->nest_begin || b->simd_pragmas || b->row_cache)), "%s", b->info.name);
     }
 }
 
