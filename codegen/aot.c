@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "backend.h"
 #include "compile.h"
 #include "xg_impl.h"
 
@@ -30,7 +31,8 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     opt.dump_dir = out_dir;
     xg_artifact *a = NULL;
     xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
-    char *key = xg_signature_key(body, types, target, target == XG_TARGET_CUDA ? arch : 0, o->fast_math);
+    const xg_backend *b = xg_backend_for(target);
+    char *key = xg_signature_key(body, types, target, b->arch(arch), o->fast_math);
     free(types);
     if (c == XE_OK && compiler_ms)
         *compiler_ms = a->compiler_ms;
@@ -45,8 +47,7 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     }
     if (c == XE_OK) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name,
-                 target == XG_TARGET_C ? "so" : a->is_ptx ? "ptx" : "cubin");
+        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, b->code_ext(a));
         c = xg_write_file(path, a->code, a->code_len, st);
     }
     xg_artifact_destroy(a);

@@ -1,6 +1,7 @@
 /*
- * From a cluster to an artifact: plan, emit, compile. Also the compiler
- * identity that goes into cache keys, and the dump files of XLAC_DUMP_TO.
+ * From a cluster to an artifact: plan, emit, and the target's backend
+ * compiles. Also the backend of each target, the compiler identity that
+ * goes into cache keys, and the dump files of XLAC_DUMP_TO.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -11,11 +12,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "backend.h"
 #include "compile.h"
-#include "xlac/session.h"
 #include "plan.h"
 #include "xg_impl.h"
 #include "xlac/io.h"
+#include "xlac/session.h"
 
 void xg_artifact_destroy(xg_artifact *a)
 {
@@ -30,25 +32,57 @@ void xg_artifact_destroy(xg_artifact *a)
     free(a);
 }
 
+static const xg_backend *const backends[] = {[XG_TARGET_C] = &xg_backend_c, [XG_TARGET_CUDA] = &xg_backend_cuda};
+#define N_BACKENDS (sizeof backends / sizeof backends[0])
+
+const xg_backend *xg_backend_for(xg_target target)
+{
+    return backends[target];
+}
+
+const xg_target_info *xg_target_get(xg_target t)
+{
+    return &backends[t]->info;
+}
+
+bool xg_target_by_name(const char *name, xg_target *t)
+{
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (strcmp(name, backends[i]->info.name) == 0) {
+            *t = backends[i]->target;
+            return true;
+        }
+    return false;
+}
+
+xg_target xg_target_for_device(xe_device dev)
+{
+    for (size_t i = 0; i < N_BACKENDS; i++)
+        if (backends[i]->info.device == dev)
+            return backends[i]->target;
+    return XG_TARGET_C;
+}
+
+const char *xg_compiler_words(xg_target t, bool is_ptx)
+{
+    return backends[t]->compiler_words(is_ptx);
+}
+
 const char *xg_compiler_id(xg_target target)
 {
     xg_options o;
     xg_options_default(&o);
-    return target == XG_TARGET_CUDA ? xg_nvrtc_version() : xg_cc_version(o.cc);
+    return xg_backend_for(target)->compiler_id(&o);
 }
 
-static xe_code compile_source(xg_artifact *a, const xg_options *o, xe_status *st)
+/* The backend's compiler, timed; the assembly text too when dumps are on. */
+static xe_code compile_source(const xg_backend *b, xg_artifact *a, const xg_options *o, xe_status *st)
 {
     double t0 = xe_now_us();
-    if (a->target == XG_TARGET_C) {
-        xe_code c = xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
-        a->compiler_ms = (xe_now_us() - t0) / 1e3;
-        return c;
-    }
-    xe_code c = xg_nvrtc_compile(a->source, a->arch, o->fast_math, &a->code, &a->code_len, &a->is_ptx, &a->log, st);
+    xe_code c = b->compile(a, o, st);
     a->compiler_ms = (xe_now_us() - t0) / 1e3;
-    if (c == XE_OK && o->dump_dir)
-        a->ptx = a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
+    if (c == XE_OK && o->dump_dir && b->assembly)
+        a->ptx = b->assembly(a, o);
     return c;
 }
 
@@ -60,7 +94,7 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     if (!a)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     a->target = target;
-    a->arch = target == XG_TARGET_CUDA ? arch : 0;
+    a->arch = xg_backend_for(target)->arch(arch);
     a->shape_generic = shape_generic;
     xe_code c = xg_plan_build(body, in_types, shape_generic, &p, st);
     if (c == XE_OK && !(a->source = xg_emit_program(p, target, st)))
@@ -68,7 +102,7 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, target)) || !(a->meta = strdup(a->plan_text))))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
-        c = compile_source(a, o, st);
+        c = compile_source(xg_backend_for(target), a, o, st);
     xg_plan_destroy(p);
     if (c == XE_ERR_COMPILE && a->source) { /* kept for the dumps */
         *out = a;
@@ -145,11 +179,11 @@ xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *clus
     if (!(plan = malloc(n)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     char target[32];
-    snprintf(target, sizeof target, a->target == XG_TARGET_CUDA ? "cuda sm_%d" : "c", a->arch);
+    const xg_backend *b = xg_backend_for(a->target);
+    b->target_text(a, target, sizeof target);
     snprintf(plan, n, "cluster: %s\ntarget: %s\ncache key: %s\n%s", cluster_name, target,
              cache_key ? cache_key : "-", a->plan_text ? a->plan_text : "");
-    const char *src_ext = a->target == XG_TARGET_CUDA ? "cu" : "c";
-    xe_code c = dump_one(dir, id, cluster_name, src_ext, a->source, a->source ? strlen(a->source) : 0, st);
+    xe_code c = dump_one(dir, id, cluster_name, b->source_ext, a->source, a->source ? strlen(a->source) : 0, st);
     if (c == XE_OK)
         c = dump_one(dir, id, cluster_name, "plan.txt", plan, strlen(plan), st);
     if (c == XE_OK)

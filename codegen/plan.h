@@ -148,6 +148,8 @@ bool xg_args_in_memory(const xg_plan *p);
  * shape or the reduced one. Returns the first node that breaks them, or -1.
  */
 int xg_step_shape_mismatch(const xg_plan *p, int i, const xe_type *types);
+/* The items of a step as text: a count, or ? in a shape-generic plan ("4096 rows", "? rows"). */
+void xg_items_text(const xg_plan *p, int64_t items, const char *unit, char *buf, size_t len);
 /* Kernel name of step i ("xg_k3"). */
 void xg_step_name(int i, char *buf, size_t len);
 

@@ -2,56 +2,43 @@
  * Loading and running compiled clusters. A program holds its own copy of
  * the cluster body and its plan; running it allocates the materialized
  * buffers on the program's device, fills the sizes array, and runs the
- * plan's steps in order: generated kernels (C functions from the shared
- * object, or CUDA kernels from the cubin) and library calls (matmul
- * through the executor's BLAS-backed kernel of that device).
- *
- * The shared object is written to a private temp file (0600) and
- * dlopen'ed; the CUDA module is loaded with cudaLibraryLoadData.
+ * plan's steps in order: generated kernels (launched by the program's
+ * backend: backend.h) and library calls (matmul through the executor's
+ * BLAS-backed kernel of that device). Loading, launching and unloading the
+ * compiled code are the backend's; the materialized constants are copied
+ * to the program's device here, once, at load.
  */
-#include <dlfcn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
-#include "compile.h"
 #include "plan.h"
 #include "program_impl.h"
 
-typedef void (*xg_c_kernel)(void *const *B, const int64_t *S);
-
-static xe_code load_c(xg_program *p, const xg_artifact *a, xe_status *st)
+/* Every materialized constant on the program's device: the node's own tensor, or a copy made once. */
+static xe_code load_consts(xg_program *p, xe_status *st)
 {
-    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
-    char path[512];
-    snprintf(path, sizeof path, "%s/xlac-so-XXXXXX", tmp);
-    int fd = mkstemp(path);
-    if (fd < 0)
-        return xe_fail(st, XE_ERR_COMPILE, "cannot create a temp file in %s: %m", tmp);
-    close(fd);
-    xe_code c = xg_write_file(path, a->code, a->code_len, st);
-    if (c == XE_OK && !(p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
-        c = xe_fail(st, XE_ERR_COMPILE, "dlopen of the compiled cluster failed: %s", dlerror());
-    unlink(path); /* the mapping stays valid */
-    for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
-        char name[32];
-        if (p->plan->steps[i].kind == XG_STEP_LIBRARY)
+    if (!(p->consts = calloc((size_t)p->body->n_nodes + 1, sizeof *p->consts)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int i = 0; i < p->body->n_nodes; i++) {
+        xe_tensor *v = p->body->nodes[i]->value;
+        if (!p->plan->mat[i] || p->body->nodes[i]->op != XE_OP_CONST)
             continue;
-        xg_step_name(i, name, sizeof name);
-        if (!(p->fn[i] = dlsym(p->dl, name)))
-            c = xe_fail(st, XE_ERR_COMPILE, "compiled cluster lacks kernel %s", name);
+        p->consts[i] = v->device == p->device ? xe_tensor_retain(v) : xe_tensor_to_device(v, p->device, st);
+        if (!p->consts[i])
+            return st->code;
     }
-    return c;
+    return XE_OK;
 }
 
 void xg_program_destroy(xg_program *p)
 {
     if (!p)
         return;
-    if (p->dl)
-        dlclose(p->dl);
-    xg_cuda_unload(p);
+    p->backend->unload(p);
+    for (int i = 0; p->consts && i < p->body->n_nodes; i++)
+        xe_tensor_release(p->consts[i]);
+    free(p->consts);
     xg_plan_destroy(p->plan);
     free(p->fn);
     xe_graph_destroy(p->body);
@@ -65,8 +52,8 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     xg_program *p = calloc(1, sizeof *p);
     if (!p)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    p->target = a->target;
-    p->device = a->target == XG_TARGET_CUDA ? XE_DEV_GPU : XE_DEV_CPU;
+    p->backend = xg_backend_for(a->target);
+    p->device = p->backend->info.device;
     p->in_types = malloc(sizeof(xe_type) * (size_t)(body->n_inputs + 1));
     xe_code c = p->in_types ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
@@ -84,7 +71,9 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
-        c = a->target == XG_TARGET_C ? load_c(p, a, st) : xg_cuda_load(p, a, st);
+        c = p->backend->load(p, a, st);
+    if (c == XE_OK)
+        c = load_consts(p, st);
     if (c != XE_OK) {
         xg_program_destroy(p);
         return c;
@@ -116,8 +105,8 @@ static xe_code make_buffers(xg_program *p, const xe_type *types, xe_tensor *cons
         const xe_node *n = b->nodes[i];
         if (!p->plan->mat[i] || n->op == XE_OP_INPUT)
             continue;
-        if (n->op == XE_OP_CONST) /* CUDA: the copy made at load */
-            bufs[i] = xe_tensor_retain(p->device == XE_DEV_CPU ? n->value : p->consts[i]);
+        if (n->op == XE_OP_CONST) /* on the program's device since load */
+            bufs[i] = xe_tensor_retain(p->consts[i]);
         else
             bufs[i] = xe_tensor_new(types[i].dtype, &types[i].shape, p->device, st);
         if (!bufs[i])
@@ -217,10 +206,8 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         const xg_step *s = &p->plan->steps[i];
         if (s->kind == XG_STEP_LIBRARY)
             c = run_library(p, s->outs[0], bufs, st);
-        else if (p->target == XG_TARGET_C)
-            ((xg_c_kernel)p->fn[i])(ptrs, S);
         else
-            c = xg_cuda_launch(p, i, types, ptrs, S, st);
+            c = p->backend->launch(p, i, types, ptrs, S, st);
     }
     for (int k = 0; c == XE_OK && k < n_outputs; k++)
         outputs[k] = xe_tensor_retain(bufs[b->outputs[k]]);

@@ -8,6 +8,7 @@
  * come from the SM count and the occupancy the runtime reports for each
  * kernel (asked once, at load).
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,15 @@
 
 #ifdef XG_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+/* A CUDA program's own state (xg_program.priv). */
+typedef struct cuda_state {
+    cudaLibrary_t library;
+    void *workspace;           /* XG_WORKSPACE_BYTES of device memory (split reductions), zeroed */
+    int64_t *max_blocks;       /* per step: blocks resident on the device at once (SMs x occupancy) */
+    void *dargs;               /* xg_args_in_memory: the argument block's device copy, written per launch */
+    pthread_mutex_t args_lock; /* ... and held from that write to the launch that reads it */
+} cuda_state;
 
 static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
 {
@@ -37,64 +47,64 @@ static int64_t resident_blocks(cudaKernel_t k)
     return (int64_t)(per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
 }
 
-xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
+/* The kernels by name, each with the blocks of it the device holds at once. */
+static xe_code get_kernels(xg_program *p, cuda_state *cs, xe_status *st)
 {
-    if (!xe_gpu_available())
-        return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_gpu_unavailable_reason());
-    cudaLibrary_t lib;
-    if (cuda_check(cudaLibraryLoadData(&lib, a->code, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData", st) != XE_OK)
-        return st->code;
-    p->library = lib;
-    if (cuda_check(cudaMalloc(&p->workspace, XG_WORKSPACE_BYTES), "cudaMalloc (workspace)", st) != XE_OK ||
-        cuda_check(cudaMemsetAsync(p->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_gpu_stream()),
-                   "cudaMemsetAsync (workspace)", st) != XE_OK)
-        return st->code;
-    if (xg_args_in_memory(p->plan)) {
-        size_t bytes = xg_pack_args(p->plan, NULL, NULL, NULL, NULL, 0);
-        if (cuda_check(cudaMalloc(&p->dargs, bytes), "cudaMalloc (kernel arguments)", st) != XE_OK)
-            return st->code;
-        pthread_mutex_init(&p->args_lock, NULL);
-    }
-    if (!(p->max_blocks = calloc((size_t)p->plan->n_steps + 1, sizeof *p->max_blocks)) ||
-        !(p->consts = calloc((size_t)p->body->n_nodes + 1, sizeof *p->consts)))
+    if (!(cs->max_blocks = calloc((size_t)p->plan->n_steps + 1, sizeof *cs->max_blocks)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    for (int i = 0; i < p->body->n_nodes; i++) /* copied once, not at every run */
-        if (p->plan->mat[i] && p->body->nodes[i]->op == XE_OP_CONST &&
-            !(p->consts[i] = xe_tensor_to_device(p->body->nodes[i]->value, XE_DEV_GPU, st)))
-            return st->code;
     for (int i = 0; i < p->plan->n_steps; i++) {
         if (p->plan->steps[i].kind == XG_STEP_LIBRARY)
             continue;
         char name[32];
         cudaKernel_t k;
         xg_step_name(i, name, sizeof name);
-        if (cuda_check(cudaLibraryGetKernel(&k, lib, name), "cudaLibraryGetKernel", st) != XE_OK)
+        if (cuda_check(cudaLibraryGetKernel(&k, cs->library, name), "cudaLibraryGetKernel", st) != XE_OK)
             return st->code;
         p->fn[i] = (void *)k;
-        p->max_blocks[i] = resident_blocks(k);
+        cs->max_blocks[i] = resident_blocks(k);
     }
     return XE_OK;
 }
 
+xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
+{
+    if (!xe_gpu_available())
+        return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_gpu_unavailable_reason());
+    cuda_state *cs = calloc(1, sizeof *cs);
+    if (!(p->priv = cs))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (cuda_check(cudaLibraryLoadData(&cs->library, a->code, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData",
+                   st) != XE_OK)
+        return st->code;
+    if (cuda_check(cudaMalloc(&cs->workspace, XG_WORKSPACE_BYTES), "cudaMalloc (workspace)", st) != XE_OK ||
+        cuda_check(cudaMemsetAsync(cs->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_gpu_stream()),
+                   "cudaMemsetAsync (workspace)", st) != XE_OK)
+        return st->code;
+    if (xg_args_in_memory(p->plan)) {
+        size_t bytes = xg_pack_args(p->plan, NULL, NULL, NULL, NULL, 0);
+        if (cuda_check(cudaMalloc(&cs->dargs, bytes), "cudaMalloc (kernel arguments)", st) != XE_OK)
+            return st->code;
+        pthread_mutex_init(&cs->args_lock, NULL);
+    }
+    return get_kernels(p, cs, st);
+}
+
 void xg_cuda_unload(xg_program *p)
 {
-    if (p->library)
-        cudaLibraryUnload((cudaLibrary_t)p->library);
-    if (p->workspace)
-        cudaFree(p->workspace);
-    if (p->dargs) {
-        cudaFree(p->dargs);
-        pthread_mutex_destroy(&p->args_lock);
+    cuda_state *cs = p->priv;
+    if (!cs)
+        return;
+    if (cs->library)
+        cudaLibraryUnload(cs->library);
+    if (cs->workspace)
+        cudaFree(cs->workspace);
+    if (cs->dargs) {
+        cudaFree(cs->dargs);
+        pthread_mutex_destroy(&cs->args_lock);
     }
-    p->dargs = NULL;
-    free(p->max_blocks);
-    for (int i = 0; p->consts && i < p->body->n_nodes; i++)
-        xe_tensor_release(p->consts[i]);
-    free(p->consts);
-    p->consts = NULL;
-    p->library = NULL;
-    p->workspace = NULL;
-    p->max_blocks = NULL;
+    free(cs->max_blocks);
+    free(cs);
+    p->priv = NULL;
 }
 
 /*
@@ -105,32 +115,34 @@ void xg_cuda_unload(xg_program *p)
  */
 static cudaError_t launch_with(xg_program *p, int step, unsigned blocks, char *args, size_t len)
 {
+    cuda_state *cs = p->priv;
     dim3 grid = {blocks, 1, 1}, block = {XG_THREADS, 1, 1};
     cudaStream_t stream = (cudaStream_t)xe_gpu_stream();
-    if (!p->dargs) {
+    if (!cs->dargs) {
         void *params[] = {args};
         return cudaLaunchKernel((const void *)p->fn[step], grid, block, params, 0, stream);
     }
-    void *params[] = {&p->dargs};
-    pthread_mutex_lock(&p->args_lock);
-    cudaError_t e = cudaMemcpyAsync(p->dargs, args, len, cudaMemcpyHostToDevice, stream);
+    void *params[] = {&cs->dargs};
+    pthread_mutex_lock(&cs->args_lock);
+    cudaError_t e = cudaMemcpyAsync(cs->dargs, args, len, cudaMemcpyHostToDevice, stream);
     if (e == cudaSuccess)
         e = cudaLaunchKernel((const void *)p->fn[step], grid, block, params, 0, stream);
-    pthread_mutex_unlock(&p->args_lock);
+    pthread_mutex_unlock(&cs->args_lock);
     return e;
 }
 
 xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                        xe_status *st)
 {
-    int64_t blocks = xg_launch_blocks(p->plan, step, types, p->max_blocks[step]);
+    cuda_state *cs = p->priv;
+    int64_t blocks = xg_launch_blocks(p->plan, step, types, cs->max_blocks[step]);
     if (blocks <= 0)
         return XE_OK;
     size_t need = xg_pack_args(p->plan, NULL, NULL, NULL, NULL, 0);
     char small[4096], *args = need <= sizeof small ? small : malloc(need);
     if (!args)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    size_t len = xg_pack_args(p->plan, ptrs, S, p->workspace, args, need);
+    size_t len = xg_pack_args(p->plan, ptrs, S, cs->workspace, args, need);
     cudaError_t e = launch_with(p, step, (unsigned)blocks, args, len);
     if (args != small)
         free(args);

@@ -22,6 +22,22 @@ typedef enum xg_target {
     XG_TARGET_CUDA, /* CUDA C, NVRTC, CUDA runtime library API */
 } xg_target;
 
+/* What callers outside codegen/ know of a target: the public part of its backend. */
+typedef struct xg_target_info {
+    const char *name;    /* "c", "cuda": --target, cache keys, dump file names */
+    xe_device device;    /* where its kernels run */
+    bool uses_arch;      /* compiled for a device architecture (--arch) */
+    const char *missing; /* why this build cannot compile for it; NULL: it can */
+} xg_target_info;
+
+const xg_target_info *xg_target_get(xg_target t);
+/* The target called name ("c", "cuda"); false when none is. */
+bool xg_target_by_name(const char *name, xg_target *t);
+/* The target whose kernels run on dev. */
+xg_target xg_target_for_device(xe_device dev);
+/* The compile step in words, for messages: "cc", "NVRTC to cubin", "NVRTC to PTX". */
+const char *xg_compiler_words(xg_target t, bool is_ptx);
+
 typedef struct xg_options {
     bool fast_math;               /* --fast_math (default false) */
     int compile_threshold;        /* --compile_threshold (default 1) */

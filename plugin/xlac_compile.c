@@ -70,8 +70,7 @@ static bool parse_option(args *a, const char *opt, const char *v)
         fprintf(stderr, "xlac-compile: %s needs a value\n", opt);
         return false;
     }
-    if (strcmp(opt, "--target") == 0 && (strcmp(v, "cuda") == 0 || strcmp(v, "c") == 0)) {
-        a->target = strcmp(v, "cuda") == 0 ? XG_TARGET_CUDA : XG_TARGET_C;
+    if (strcmp(opt, "--target") == 0 && xg_target_by_name(v, &a->target)) {
         a->have_target = true;
     } else if (strcmp(opt, "--arch") == 0 && parse_arch(v, &a->arch)) {
         a->have_arch = true;
@@ -111,7 +110,7 @@ static bool parse_args(int argc, char **argv, args *a)
         fprintf(stderr, "xlac-compile: GRAPH, --target and --out are required\n");
         return false;
     }
-    if (a->have_arch && a->target != XG_TARGET_CUDA) {
+    if (a->have_arch && !xg_target_get(a->target)->uses_arch) {
         fprintf(stderr, "xlac-compile: --arch applies to --target cuda only\n");
         return false;
     }
@@ -125,7 +124,7 @@ static void place_for_target(xe_graph *g, xg_target target)
         xe_node *n = g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
         bool cpu_only = n->op == XE_OP_INPUT || !d || (d->flags & XE_OPF_CPU_ONLY);
-        n->device = target == XG_TARGET_CUDA && !cpu_only ? XE_DEV_GPU : XE_DEV_CPU;
+        n->device = cpu_only ? XE_DEV_CPU : xg_target_get(target)->device;
     }
 }
 
@@ -135,7 +134,7 @@ static xe_graph *cluster(const xe_graph *g, const args *a, xlac_flags *f, xe_sta
     xc_options o;
     xlac_cluster_options(f, &o);
     for (int d = 0; d < XE_DEV_COUNT; d++)
-        o.devices[d] = d == (a->target == XG_TARGET_CUDA ? XE_DEV_GPU : XE_DEV_CPU);
+        o.devices[d] = d == (int)xg_target_get(a->target)->device;
     xc_clustering *c = xc_mark_for_compilation(g, &o, st);
     if (!c)
         return NULL;
@@ -186,7 +185,7 @@ static int compile_all(const xe_graph *ng, const args *a, const char *out, const
         if (c == XE_OK) {
             printf("xlac-compile: %s%s%s (%d ops): compiled in %.1f ms (%s %.1f ms)\n",
                    a->n_graphs > 1 ? ng->file : "", a->n_graphs > 1 ? ": " : "", name, ops, ms,
-                   a->target == XG_TARGET_C ? "cc" : ptx ? "NVRTC to PTX" : "NVRTC to cubin", compiler_ms);
+                   xg_compiler_words(a->target, ptx), compiler_ms);
         } else {
             printf("xlac-compile: %s (%d ops): FAILED after %.1f ms\n", name, ops, ms);
             fprintf(stderr, "xlac-compile: %s: %s: %s\n", ng->file, name, st.msg);
@@ -261,20 +260,17 @@ int main(int argc, char **argv)
         free(a.graphs);
         return 2;
     }
-#ifndef XG_HAVE_CUDA
-    if (a.target == XG_TARGET_CUDA) {
-        fprintf(stderr, "xlac-compile: --target cuda: this build has no CUDA toolkit (NVRTC); "
-                        "configure it where the toolkit is installed, or use --target c\n");
+    const xg_target_info *ti = xg_target_get(a.target);
+    if (ti->missing) {
+        fprintf(stderr, "xlac-compile: --target %s: %s\n", ti->name, ti->missing);
         free(a.graphs);
         return 2;
     }
-#else
-    if (a.target == XG_TARGET_CUDA && !xg_nvrtc_arch_for(a.arch)) {
+    if (ti->uses_arch && !xg_nvrtc_arch_for(a.arch)) {
         fprintf(stderr, "xlac-compile: --arch %d: NVRTC knows no architecture that old\n", a.arch);
         free(a.graphs);
         return 2;
     }
-#endif
     if (!distinct_out_dirs(&a)) {
         free(a.graphs);
         return 2;

@@ -1,0 +1,80 @@
+/*
+ * Private to codegen/: the one interface of a code generation target. A
+ * backend is data (the dialect's strings and switches the emitter prints
+ * or tests) plus hooks for the text that differs in shape (the prelude,
+ * a kernel's signature, a reduction's kernel body, a block-wide combine)
+ * and the steps after emission: compile, load, launch, unload. The
+ * emitter walks a plan once and asks the backend; nothing outside
+ * backend_c.c and backend_cuda.c knows which target it serves. As in
+ * ggml, each backend is a struct filled with designated initializers; an
+ * optional slot is NULL.
+ */
+#ifndef XG_BACKEND_H
+#define XG_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.h"
+#include "xg_impl.h"
+
+struct em;      /* emit_impl.h: the emitter's state */
+struct red_ops; /* emit_impl.h: a reduction's combine, init and OpenMP identifier */
+struct idx;     /* emit_impl.h: a symbolic index */
+
+typedef struct xg_backend {
+    xg_target target;
+    xg_target_info info;    /* name, device, whether it uses an arch, whether this build has it (xg.h) */
+    const char *source_ext; /* extension of the generated source's dump: "c", "cu" */
+
+    /* -- dialect: text the emitter prints as it is -- */
+    const char *restrict_kw;  /* qualifier of a buffer pointer ("restrict", "__restrict__") */
+    const char *flat_loop;    /* a loop of i over [0, n), one element per iteration (several lines) */
+    const char *rows_loop;    /* a loop of o over [0, O) rows, each row whole (its own thread or block) */
+    const char *pass_loop;    /* one pass of k over a row's [0, K), shared by the row's threads */
+    const char *barrier;      /* a statement that waits for the row's threads; NULL: one thread */
+    const char *first_thread; /* prefix of a statement only one thread of the row runs ("" when one) */
+    const char *shared_kw;    /* qualifier of the arrays block_reduce combines through (with block_reduce) */
+    bool simd_pragmas;        /* per-pass "#pragma omp simd reduction(...)" */
+    bool row_cache;           /* a row kernel may keep costly values in a per-row stack buffer */
+    bool narrow_index;        /* index math may be 32-bit when every tensor is small */
+
+    /* -- emitter hooks -- */
+    void (*prelude)(struct em *e); /* the program's first lines: types, scalar.h, declarations */
+    void (*kernel_signature)(struct em *e, const char *name); /* up to and with the body's "{" and B, S */
+    /* A loop of rank > 1 as a nest: opens the rows' loops, sets ix at (r, j), returns the inner
+       loop's pragma; the emitter hoists what depends on the row only. NULL: one flat loop. */
+    const char *(*nest_begin)(struct em *e, int root, struct idx *ix);
+    /* The body of reduction step i (reduce r of x over mask) after the kernel's signature. */
+    void (*reduce)(struct em *e, int step, const xg_step *s, const xe_node *r, int x, const bool *mask);
+    /* Combines acc over the row's threads through shared array sh; NULL when a row is one thread. */
+    void (*block_reduce)(struct em *e, const struct red_ops *ro, const char *acc, const char *sh);
+
+    /* -- plan text -- */
+    void (*plan_header)(const xg_plan *p, char *buf, size_t len); /* lines after "plan:"; NULL: none */
+    void (*launch_text)(const xg_plan *p, int i, char *buf, size_t len); /* how step i runs */
+
+    /* -- compile, load, launch, unload -- */
+    int (*arch)(int requested);                    /* the architecture an artifact is built for (C: 0) */
+    int (*device_arch)(void);                      /* the running device's architecture (C: 0) */
+    const char *(*compiler_id)(const xg_options *o); /* the compiler's version text, for cache keys */
+    void (*target_text)(const xg_artifact *a, char *buf, size_t len); /* "c", "cuda sm_90" */
+    const char *(*code_ext)(const xg_artifact *a); /* extension of the compiled code: so, cubin, ptx */
+    const char *(*compiler_words)(bool is_ptx);    /* "cc", "NVRTC to cubin": xg_compiler_words */
+    /* a->source to a->code, a->log (and a->is_ptx); build.c times it. */
+    xe_code (*compile)(xg_artifact *a, const xg_options *o, xe_status *st);
+    /* The compiled code's assembly text for the dumps (malloc'd); NULL slot: none. */
+    char *(*assembly)(const xg_artifact *a, const xg_options *o);
+    xe_code (*load)(xg_program *p, const xg_artifact *a, xe_status *st); /* p->fn and the private part */
+    xe_code (*launch)(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
+                      xe_status *st);
+    void (*unload)(xg_program *p); /* frees what load took (also after a load that failed half way) */
+} xg_backend;
+
+extern const xg_backend xg_backend_c, xg_backend_cuda;
+
+/* The backend of a target. */
+const xg_backend *xg_backend_for(xg_target target);
+
+#endif

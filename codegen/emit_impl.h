@@ -1,0 +1,147 @@
+/*
+ * Private to the emitter (emit*.c, backend_*.c): its state and the pieces
+ * its files share. emit.c holds the sink, index maps and values;
+ * emit_scalar.c an op's text; emit_loop.c loop kernels; emit_reduce.c and
+ * emit_row.c reductions, row kernels and softmax; the backends the text
+ * that differs by target.
+ */
+#ifndef XG_EMIT_IMPL_H
+#define XG_EMIT_IMPL_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "backend.h"
+#include "plan.h"
+#include "xlac/op.h"
+
+#define MAX_MEMO 1024
+
+typedef struct idx {
+    int rank;
+    char d[XE_MAX_RANK][24]; /* per dim: a variable or literal */
+    char flat[24];           /* flat offset in the value's shape, "" if unknown */
+} idx;
+
+typedef struct memo {
+    int node;
+    char key[200];
+    char var[16];
+} memo;
+
+typedef struct em {
+    char *buf;
+    size_t len, cap;
+    bool oom, unsupported;
+    char why[160];
+    const xg_plan *p;
+    const xg_backend *b; /* the target's dialect and hooks */
+    bool narrow; /* index math in 32 bits (xg_idx is int): CUDA, fixed shapes, every tensor under 2^30 */
+    int var;
+    int n_memo;
+    memo m[MAX_MEMO];
+    char (*rowvar)[16]; /* row kernels: the register holding a node's value for the current row */
+    /* Row kernels on the CPU: the pass being printed (phase, its element's idx, -1 / NULL
+       outside one) and the row cache (row_cache_plan): per node, the phases that compute
+       it at that element (found by a dry run), and the phase that keeps it (-1: none). */
+    int row_ph, row_x;
+    const idx *row_ix;
+    bool rc_dry;
+    unsigned *rc_phases;
+    int *rc_first;
+} em;
+
+/* The reduction's combine step, init value and OpenMP reduction identifier. */
+typedef struct red_ops {
+    const char *acc_type, *init, *omp;
+    const char *combine; /* printf format of the combined value: %1$s the accumulator, %2$s the value */
+} red_ops;
+
+/* ---- emit.c ---- */
+
+/* The one printf-like sink of all generated text. */
+void xg_out(em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Dim d of node's shape: a literal, or S[k] in shape-generic programs. */
+void xg_dim_text(const em *e, int node, int d, char *buf, size_t len);
+/* Elements of node's shape, as text. */
+void xg_numel_text(const em *e, int node, char *buf, size_t len);
+/* xg_idx vN = expr; (name gets vN) */
+void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void xg_idx_from_flat(em *e, int node, const char *flat, idx *ix);
+void xg_flat_of(em *e, int node, const idx *ix, char *buf, size_t len);
+void xg_memo_add(em *e, int node, const idx *ix, const char *var);
+/* The value of node at ix: memoized, loaded when materialized, else computed. */
+const char *xg_emit_val(em *e, int node, const idx *ix, char *var, size_t len);
+void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len);
+void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len);
+void xg_emit_store(em *e, int node, const char *flat, const char *v);
+/* A kernel's signature (the backend's) and its buffers' pointers. */
+void xg_kernel_begin(em *e, int step);
+
+/* ---- emit_scalar.c: an op's text ---- */
+
+void xg_literal(em *e, xe_dtype dt, double v, char *buf, size_t len);
+void xg_binary_text(int op, xe_dtype dt, const char *a, const char *b, char *buf, size_t len);
+bool xg_unary_text(const xe_node *n, xe_dtype dt, const char *a, char *buf, size_t len);
+void xg_cast_text(xe_dtype from, xe_dtype to, const char *a, char *buf, size_t len);
+bool xg_costly_op(int op);
+
+/* ---- emit_loop.c, emit_reduce.c, emit_row.c: kernels ---- */
+
+void xg_emit_loop_kernel(em *e, int step, const xg_step *s);
+void xg_emit_reduce_kernel(em *e, int step, const xg_step *s);
+void xg_emit_row_kernel(em *e, int step, const xg_step *s);
+void xg_emit_softmax_kernel(em *e, int step, const xg_step *s);
+
+red_ops xg_red_ops_for(int op, xe_dtype dt);
+void xg_emit_combine(em *e, const red_ops *r, const char *acc, const char *v);
+void xg_part_size(const em *e, int x, const bool *mask, bool want, char *buf, size_t len);
+void xg_reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k, bool column, idx *ix);
+void xg_emit_accumulate(em *e, int x, const bool *mask, const char *o, bool column, const red_ops *ro,
+                        const char *acc);
+void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf, size_t len);
+void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int node, bool column, bool simd);
+
+/* ---- small helpers ---- */
+
+/* The suffix of an index literal: none in 32-bit index math, where LL would widen it again. */
+static inline const char *LL(const em *e)
+{
+    return e->narrow ? "" : "LL";
+}
+
+static inline const char *store_type(xe_dtype dt)
+{
+    static const char *const t[] = {[XE_F32] = "float", [XE_F64] = "double", [XE_F16] = "uint16_t",
+                                    [XE_I32] = "int32_t", [XE_I64] = "int64_t", [XE_BOOL] = "uint8_t"};
+    return t[dt];
+}
+
+/* Type a value is computed in: f16 computes in float. */
+static inline const char *value_type(xe_dtype dt)
+{
+    return dt == XE_F16 ? "float" : store_type(dt);
+}
+
+/* Suffix of the scalar.h function variants: f32 for f16/f32, f64, i32, i64. */
+static inline const char *sfx(xe_dtype dt)
+{
+    switch (dt) {
+    case XE_F64: return "f64";
+    case XE_I32: return "i32";
+    case XE_I64: return "i64";
+    default: return "f32";
+    }
+}
+
+static inline const xe_shape *shape_of(const em *e, int node)
+{
+    return &e->p->types[node].shape;
+}
+
+static inline void new_var(em *e, char *name, size_t len)
+{
+    snprintf(name, len, "v%d", e->var++);
+}
+
+#endif

@@ -1,0 +1,156 @@
+/*
+ * Loop kernels (XG_STEP_LOOP): one loop over the elements of the step's
+ * shape computing each output at the loop's index. A backend with a
+ * nest_begin hook (the CPU) runs a loop of rank > 1 as a nest, rows then
+ * a simd loop along the last dim, with what depends on the row only
+ * hoisted out of the simd loop; the GPU runs one grid-stride loop.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "emit_impl.h"
+
+/* "    TYPE vN = ...;" or "    TYPE vN;": the variable number declared, or -1. */
+static int declared_var(const char *line, bool *has_init)
+{
+    char type[32];
+    int num = -1, end = 0;
+    *has_init = false;
+    if (sscanf(line, " %31[A-Za-z0-9_] v%d%n", type, &num, &end) != 2 || !strcmp(type, "const"))
+        return -1;
+    const char *rest = line + end;
+    while (*rest == ' ')
+        rest++;
+    *has_init = *rest == '=';
+    return *has_init || *rest == ';' ? num : -1;
+}
+
+static bool writes(const xg_step *s, int node)
+{
+    for (int k = 0; k < s->n_outs; k++)
+        if (s->outs[k] == node)
+            return true;
+    return false;
+}
+
+/* Whether the text after '=' mentions i, j, a loop-dependent variable, or a buffer the step writes. */
+static bool depends_on_loop(const char *t, const bool *dep, int n_vars, const xg_step *s)
+{
+    while (*t) {
+        if (*t >= '0' && *t <= '9') { /* a number, hex floats included */
+            while (*t == '.' || *t == '_' || (*t >= '0' && *t <= '9') || ((*t | 32) >= 'a' && (*t | 32) <= 'z'))
+                t++;
+            continue;
+        }
+        if (!(*t == '_' || ((*t | 32) >= 'a' && (*t | 32) <= 'z'))) {
+            t++;
+            continue;
+        }
+        const char *w = t;
+        while (*t == '_' || (*t >= '0' && *t <= '9') || ((*t | 32) >= 'a' && (*t | 32) <= 'z'))
+            t++;
+        size_t n = (size_t)(t - w);
+        int num = -1;
+        if (n == 1 && (*w == 'i' || *w == 'j'))
+            return true;
+        if ((*w == 'v' || *w == 'p') && n > 1 && sscanf(w + 1, "%d", &num) == 1 && strspn(w + 1, "0123456789") == n - 1) {
+            if (*w == 'v' && num >= 0 && num < n_vars && dep[num])
+                return true;
+            if (*w == 'p' && *t == '[' && writes(s, num))
+                return true;
+        }
+    }
+    return false;
+}
+
+/*
+ * The statements of a CPU loop body (text from mark on, emitted without
+ * the inner loop's header) are split: those that do not depend on the
+ * inner index (a row's scale, a broadcast operand's load, rsqrt of a
+ * variance) are printed before the inner loop, the rest are returned
+ * (malloc'd) for the loop itself. A statement inside a branch, or one
+ * that declares without a value, stays in the loop, and so does all
+ * that depends on it.
+ */
+static char *hoist_row_invariants(em *e, size_t mark, const xg_step *s)
+{
+    if (e->oom)
+        return NULL;
+    char *body = strndup(e->buf + mark, e->len - mark);
+    bool *dep = calloc((size_t)e->var + 1, sizeof *dep);
+    char *rest = calloc(1, e->len - mark + 2);
+    if (!body || !dep || !rest) {
+        free(body);
+        free(dep);
+        free(rest);
+        e->oom = true;
+        return NULL;
+    }
+    e->len = mark;
+    e->buf[mark] = '\0';
+    size_t used = 0;
+    int depth = 0;
+    for (char *line = body, *next; line && *line; line = next) {
+        next = strchr(line, '\n');
+        if (next)
+            *next++ = '\0';
+        bool has_init, braces = strpbrk(line, "{}") != NULL;
+        int v = declared_var(line, &has_init);
+        bool hoist = depth == 0 && !braces && v >= 0 && v < e->var && has_init &&
+                     !depends_on_loop(strchr(line, '=') + 1, dep, e->var, s);
+        if (v >= 0 && v < e->var && !hoist)
+            dep[v] = true;
+        if (hoist)
+            xg_out(e, "%s\n", line);
+        else
+            used += (size_t)sprintf(rest + used, "%s\n", line);
+        for (const char *c = line; *c; c++)
+            depth += *c == '{' ? 1 : *c == '}' ? -1 : 0;
+    }
+    free(body);
+    free(dep);
+    return rest;
+}
+
+/*
+ * A loop kernel. On the GPU one grid-stride loop over flat indices; on
+ * the CPU a loop nest: rows (every dim but the last, indices from one
+ * division per row) in parallel, and a simd loop along the last dim, so
+ * broadcast operands need no division per element, and what depends on
+ * the row only (a broadcast operand's load, rsqrt of a variance) is
+ * computed once per row, before the simd loop. Outputs with few rows
+ * parallelise the inner loop instead.
+ */
+void xg_emit_loop_kernel(em *e, int step, const xg_step *s)
+{
+    char n[256];
+    int root = s->outs[0];
+    const xe_shape *sh = shape_of(e, root);
+    const char *inner = NULL; /* CPU row loop nest: the inner loop's pragma */
+    idx ix;
+    xg_kernel_begin(e, step);
+    xg_numel_text(e, root, n, sizeof n);
+    xg_out(e, "    const xg_idx n = %s;\n", n);
+    bool nest = e->b->nest_begin && sh->rank > 1;
+    if (!nest) {
+        xg_out(e, "%s", e->b->flat_loop);
+        xg_idx_from_flat(e, root, "i", &ix);
+    } else {
+        inner = e->b->nest_begin(e, root, &ix);
+    }
+    size_t mark = e->len;
+    for (int k = 0; k < s->n_outs; k++) {
+        char v[16];
+        xg_emit_compute(e, s->outs[k], &ix, v, sizeof v);
+        xg_memo_add(e, s->outs[k], &ix, v);
+        xg_emit_store(e, s->outs[k], "i", v);
+    }
+    if (inner) { /* the row's invariants first, then the simd loop along the last dim */
+        char *rest = hoist_row_invariants(e, mark, s);
+        xg_out(e, "%s    for (xg_idx j = 0; j < L; j++) {\n    const xg_idx i = r * L + j;\n%s", inner,
+            rest ? rest : "");
+        free(rest);
+    }
+    xg_out(e, nest ? "    }\n    }\n}\n\n" : "    }\n}\n\n");
+}
