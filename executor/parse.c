@@ -386,6 +386,9 @@ static const char *const *allowed_attrs(int op)
     static const char *const normal[] = {"shape", "seed", "dtype", "mean", "stddev", ""};
     static const char *const uniform[] = {"shape", "seed", "dtype", "minval", "maxval", ""};
     static const char *const get[] = {"index", ""};
+    /* neural-network ops (newops); their scalar kinds are in check_attr_kind */
+    static const char *const tile[] = {"repeats", ""};
+    static const char *const pad[] = {"pads", "value", ""};
     const xe_op_def *d = xe_op_get(op);
     if (op >= XE_OP_COUNT || op == XE_OP_CALL)
         return NULL; /* plugin ops and calls accept anything */
@@ -399,7 +402,12 @@ static const char *const *allowed_attrs(int op)
         return perm;
     case XE_OP_CONCAT:
     case XE_OP_SOFTMAX:
+    case XE_OP_GATHER:
         return axis;
+    case XE_OP_TILE:
+        return tile;
+    case XE_OP_PAD:
+        return pad;
     case XE_OP_SLICE:
         return slice;
     case XE_OP_MATMUL:
@@ -460,6 +468,8 @@ static xe_code check_attr_kind(parser *p, int op, const xe_node *attrs, const ch
         {"dtype", XE_ATTR_DTYPE, "a dtype such as f32"}, {"mean", XE_ATTR_FLOAT, "a number"},
         {"stddev", XE_ATTR_FLOAT, "a number"},          {"minval", XE_ATTR_FLOAT, "a number"},
         {"maxval", XE_ATTR_FLOAT, "a number"},
+        /* neural-network ops (newops); list attributes are checked in infer_nn.c */
+        {"value", XE_ATTR_FLOAT, "a number"},
     };
     if (name[0] == '@' || !allowed_attrs(op))
         return XE_OK;
