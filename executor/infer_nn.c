@@ -158,7 +158,8 @@ xe_code xe_window_read(const xe_node *n, const xe_shape *x, const xe_shape *w, x
         return st->code;
     xe_status_clear(st);
     p->oh = window_out(p, p->h, p->kh, p->sh, p->dh, p->pt, p->pb, "rows", st);
-    p->ow = window_out(p, p->w, p->kw, p->sw, p->dw, p->pl, p->pr, "columns", st);
+    if (st->code == XE_OK)
+        p->ow = window_out(p, p->w, p->kw, p->sw, p->dw, p->pl, p->pr, "columns", st);
     return st->code;
 }
 

@@ -58,7 +58,8 @@ xe_code xe_infer_pool2d(const xe_node *n, const xe_type *in, int n_in, xe_type *
     K(random)             \
     K(gather)             \
     K(tile)               \
-    K(pad)
+    K(pad)                \
+    K(conv2d)
 
 #define XE_DECLARE_CPU(k) xe_code xe_cpu_##k(const xe_kernel_args *a, xe_status *st);
 #define XE_DECLARE_GPU(k) xe_code xe_gpu_##k(const xe_kernel_args *a, xe_status *st);

@@ -389,6 +389,7 @@ static const char *const *allowed_attrs(int op)
     /* neural-network ops (newops); their scalar kinds are in check_attr_kind */
     static const char *const tile[] = {"repeats", ""};
     static const char *const pad[] = {"pads", "value", ""};
+    static const char *const conv[] = {"strides", "pads", "dilations", "groups", ""};
     const xe_op_def *d = xe_op_get(op);
     if (op >= XE_OP_COUNT || op == XE_OP_CALL)
         return NULL; /* plugin ops and calls accept anything */
@@ -408,6 +409,8 @@ static const char *const *allowed_attrs(int op)
         return tile;
     case XE_OP_PAD:
         return pad;
+    case XE_OP_CONV2D:
+        return conv;
     case XE_OP_SLICE:
         return slice;
     case XE_OP_MATMUL:
@@ -469,7 +472,7 @@ static xe_code check_attr_kind(parser *p, int op, const xe_node *attrs, const ch
         {"stddev", XE_ATTR_FLOAT, "a number"},          {"minval", XE_ATTR_FLOAT, "a number"},
         {"maxval", XE_ATTR_FLOAT, "a number"},
         /* neural-network ops (newops); list attributes are checked in infer_nn.c */
-        {"value", XE_ATTR_FLOAT, "a number"},
+        {"value", XE_ATTR_FLOAT, "a number"},           {"groups", XE_ATTR_INT, "an integer"},
     };
     if (name[0] == '@' || !allowed_attrs(op))
         return XE_OK;
