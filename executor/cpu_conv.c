@@ -59,17 +59,6 @@ static void copy_strided(char *dst, const char *src, int64_t n, int64_t step, si
     }
 }
 
-/* First k >= 0 with 0 <= x0 + k*s, and first k with x0 + k*s >= lim (both clamped to [0, n]). */
-static void valid_range(int64_t x0, int64_t s, int64_t lim, int64_t n, int64_t *lo, int64_t *hi)
-{
-    int64_t a = x0 >= 0 ? 0 : (-x0 + s - 1) / s;
-    int64_t b = x0 >= lim ? 0 : (lim - x0 + s - 1) / s;
-    *lo = a < n ? a : n;
-    *hi = b < n ? b : n;
-    if (*hi < *lo)
-        *hi = *lo;
-}
-
 /* One row of col: input plane x shifted by tap (i, j), output positions [p0, p0 + cols). */
 static void im2col_row(const conv_job *jb, const char *x, char *dst, int64_t i, int64_t j,
                        int64_t p0, int64_t cols)
@@ -85,7 +74,7 @@ static void im2col_row(const conv_job *jb, const char *x, char *dst, int64_t i, 
             memset(d, 0, (size_t)run * es);
         } else {
             int64_t lo, hi;
-            valid_range(iw0, p->sw, p->w, run, &lo, &hi);
+            xe_window_range(iw0, p->sw, p->w, run, &lo, &hi);
             memset(d, 0, (size_t)lo * es);
             copy_strided(d + (size_t)lo * es, x + (size_t)(ih * p->w + iw0 + lo * p->sw) * es,
                          hi - lo, p->sw, es);
@@ -184,16 +173,16 @@ static xe_code conv_gemm(conv_job *jb, const xe_kernel_args *a, xe_status *st)
     if (jb->K > INT32_MAX || jb->P > INT32_MAX || jb->mg > INT32_MAX)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): dims above 2^31", a->node->name);
     char *col = NULL;
-    if (!jb->pointwise &&
-        !(col = malloc((size_t)threads * (size_t)(jb->K * jb->cols) * jb->es)))
+    if (!jb->pointwise && !(col = malloc((size_t)threads * (size_t)(jb->K * jb->cols) * jb->es)))
         return xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory for im2col (%lld bytes)",
                        a->node->name, (long long)(threads * jb->K * jb->cols * (int64_t)jb->es));
     int64_t tasks = jb->p.n * jb->p.groups * jb->parts;
     double macs = (double)jb->p.n * (double)jb->p.m * (double)jb->P * (double)jb->K;
 #pragma omp parallel for schedule(dynamic, 1) if (tasks > 1 && macs >= PARALLEL_MIN_MACS)
     for (int64_t t = 0; t < tasks; t++)
-        conv_task(jb, t, col ? col + (size_t)omp_get_thread_num() * (size_t)(jb->K * jb->cols) * jb->es
-                             : NULL);
+        conv_task(jb, t,
+                  col ? col + (size_t)omp_get_thread_num() * (size_t)(jb->K * jb->cols) * jb->es
+                      : NULL);
     free(col);
     return XE_OK;
 }
@@ -204,7 +193,8 @@ static xe_code conv_gemm(conv_job *jb, const xe_kernel_args *a, xe_status *st)
     {                                                                                              \
         const xe_window *p = &jb->p;                                                               \
         int64_t c = nc % p->c;                                                                     \
-        const T *x = (const T *)jb->x + nc * p->h * p->w, *w = (const T *)jb->w + c * p->kh * p->kw; \
+        const T *x = (const T *)jb->x + nc * p->h * p->w,                                          \
+                *w = (const T *)jb->w + c * p->kh * p->kw;                                         \
         T *y = (T *)jb->y + (nc * p->oh + oh) * p->ow;                                             \
         T bias = jb->b ? ((const T *)jb->b)[c] : 0;                                                \
         for (int64_t q = 0; q < p->ow; q++)                                                        \
@@ -215,7 +205,7 @@ static xe_code conv_gemm(conv_job *jb, const xe_kernel_args *a, xe_status *st)
                 continue;                                                                          \
             for (int64_t j = 0; j < p->kw; j++) {                                                  \
                 int64_t iw0 = j * p->dw - p->pl, lo, hi;                                           \
-                valid_range(iw0, p->sw, p->w, p->ow, &lo, &hi);                                    \
+                xe_window_range(iw0, p->sw, p->w, p->ow, &lo, &hi);                                \
                 const T *row = x + ih * p->w;                                                      \
                 T wv = w[i * p->kw + j];                                                           \
                 for (int64_t q = lo; q < hi; q++)                                                  \
@@ -260,7 +250,8 @@ xe_code xe_cpu_conv2d(const xe_kernel_args *a, xe_status *st)
             if (jb.b)
                 fill_bias(&jb, jb.y + (size_t)(t * jb.mg * jb.P) * jb.es, t % jb.p.groups, jb.P);
             else
-                memset(jb.y + (size_t)(t * jb.mg * jb.P) * jb.es, 0, (size_t)(jb.mg * jb.P) * jb.es);
+                memset(jb.y + (size_t)(t * jb.mg * jb.P) * jb.es, 0,
+                       (size_t)(jb.mg * jb.P) * jb.es);
         return XE_OK;
     }
     if (jb.cg == 1 && jb.mg == 1)

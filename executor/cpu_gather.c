@@ -160,7 +160,8 @@ static void pad_row(const xe_kernel_args *a, const int64_t *b, const int64_t *is
         return;
     }
     fill(dst, val, es, lo);
-    memcpy(dst + (size_t)lo * es, (const char *)a->in[0]->data + (size_t)(off + lo - b[rank - 1]) * es,
+    memcpy(dst + (size_t)lo * es,
+           (const char *)a->in[0]->data + (size_t)(off + lo - b[rank - 1]) * es,
            (size_t)(hi - lo) * es);
     fill(dst + (size_t)hi * es, val, es, w - hi);
 }

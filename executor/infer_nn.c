@@ -85,8 +85,8 @@ static xe_code read_conv_weight(const xe_node *n, const xe_shape *w, xe_window *
         return xe_fail(st, XE_ERR_GRAPH, "groups must be an integer >= 1");
     p->groups = g ? g->i : 1;
     if (w->rank != 4)
-        return xe_fail(st, XE_ERR_GRAPH, "the weight must be 4-D [M, C/groups, kh, kw], got rank %d",
-                       w->rank);
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "the weight must be 4-D [M, C/groups, kh, kw], got rank %d", w->rank);
     for (int d = 0; d < 4; d++)
         if (w->dims[d] < 0)
             return xe_fail(st, XE_ERR_GRAPH, "the weight's shape must be known");
@@ -100,9 +100,10 @@ static xe_code read_conv_weight(const xe_node *n, const xe_shape *w, xe_window *
         return xe_fail(st, XE_ERR_GRAPH, "groups=%lld does not divide the %lld output channels",
                        (long long)p->groups, (long long)p->m);
     if (p->c >= 0 && p->c != w->dims[1] * p->groups)
-        return xe_fail(st, XE_ERR_GRAPH,
-                       "the input has %lld channels but the weight takes %lld per group x %lld groups",
-                       (long long)p->c, (long long)w->dims[1], (long long)p->groups);
+        return xe_fail(
+            st, XE_ERR_GRAPH,
+            "the input has %lld channels but the weight takes %lld per group x %lld groups",
+            (long long)p->c, (long long)w->dims[1], (long long)p->groups);
     return XE_OK;
 }
 
@@ -128,10 +129,11 @@ static xe_code check_pool_pads(const xe_window *p, xe_status *st)
 {
     int64_t eh = p->dh * (p->kh - 1) + 1, ew = p->dw * (p->kw - 1) + 1;
     if (p->pt >= eh || p->pb >= eh || p->pl >= ew || p->pr >= ew)
-        return xe_fail(st, XE_ERR_GRAPH,
-                       "pads=[%lld,%lld,%lld,%lld] must be smaller than the kernel (%lldx%lld dilated)",
-                       (long long)p->pt, (long long)p->pl, (long long)p->pb, (long long)p->pr,
-                       (long long)eh, (long long)ew);
+        return xe_fail(
+            st, XE_ERR_GRAPH,
+            "pads=[%lld,%lld,%lld,%lld] must be smaller than the kernel (%lldx%lld dilated)",
+            (long long)p->pt, (long long)p->pl, (long long)p->pb, (long long)p->pr, (long long)eh,
+            (long long)ew);
     return XE_OK;
 }
 
@@ -161,6 +163,16 @@ xe_code xe_window_read(const xe_node *n, const xe_shape *x, const xe_shape *w, x
     if (st->code == XE_OK)
         p->ow = window_out(p, p->w, p->kw, p->sw, p->dw, p->pl, p->pr, "columns", st);
     return st->code;
+}
+
+void xe_window_range(int64_t x0, int64_t s, int64_t lim, int64_t n, int64_t *lo, int64_t *hi)
+{
+    int64_t a = x0 >= 0 ? 0 : (-x0 + s - 1) / s;
+    int64_t b = x0 >= lim ? 0 : (lim - x0 + s - 1) / s;
+    *lo = a < n ? a : n;
+    *hi = b < n ? b : n;
+    if (*hi < *lo)
+        *hi = *lo;
 }
 
 static xe_code need_float(const xe_node *n, xe_dtype dt, const char *what, xe_status *st)
@@ -302,7 +314,8 @@ xe_code xe_infer_pad(const xe_node *n, const xe_type *in, int n_in, xe_type *out
     (void)n_in;
     int64_t b[XE_MAX_RANK], e[XE_MAX_RANK];
     const xe_shape *x = &in[0].shape;
-    if (xe_pad_amounts(n, x->rank, b, e, st) != XE_OK || check_pad_value(n, in[0].dtype, st) != XE_OK)
+    if (xe_pad_amounts(n, x->rank, b, e, st) != XE_OK ||
+        check_pad_value(n, in[0].dtype, st) != XE_OK)
         return st->code;
     xe_shape s = *x;
     for (int d = 0; d < x->rank; d++) {

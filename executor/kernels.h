@@ -59,7 +59,9 @@ xe_code xe_infer_pool2d(const xe_node *n, const xe_type *in, int n_in, xe_type *
     K(gather)             \
     K(tile)               \
     K(pad)                \
-    K(conv2d)
+    K(conv2d)             \
+    K(max_pool2d)         \
+    K(avg_pool2d)
 
 #define XE_DECLARE_CPU(k) xe_code xe_cpu_##k(const xe_kernel_args *a, xe_status *st);
 #define XE_DECLARE_GPU(k) xe_code xe_gpu_##k(const xe_kernel_args *a, xe_status *st);

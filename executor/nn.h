@@ -35,6 +35,12 @@ typedef struct xe_window {
 xe_code xe_window_read(const xe_node *n, const xe_shape *x, const xe_shape *w, xe_window *p,
                        xe_status *st);
 
+/*
+ * The k in [0, n) with 0 <= x0 + k*s < lim, as [*lo, *hi): the output
+ * columns whose tap at input column x0 + k*s falls inside the input.
+ */
+void xe_window_range(int64_t x0, int64_t s, int64_t lim, int64_t n, int64_t *lo, int64_t *hi);
+
 /* gather's axis, normalised against the data's rank. */
 xe_code xe_gather_axis(const xe_node *n, int rank, int *axis, xe_status *st);
 

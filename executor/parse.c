@@ -390,6 +390,9 @@ static const char *const *allowed_attrs(int op)
     static const char *const tile[] = {"repeats", ""};
     static const char *const pad[] = {"pads", "value", ""};
     static const char *const conv[] = {"strides", "pads", "dilations", "groups", ""};
+    static const char *const max_pool[] = {"kernel", "strides", "pads", "dilations", "ceil_mode", ""};
+    static const char *const avg_pool[] = {"kernel",    "strides",           "pads",
+                                           "dilations", "count_include_pad", "ceil_mode", ""};
     const xe_op_def *d = xe_op_get(op);
     if (op >= XE_OP_COUNT || op == XE_OP_CALL)
         return NULL; /* plugin ops and calls accept anything */
@@ -411,6 +414,10 @@ static const char *const *allowed_attrs(int op)
         return pad;
     case XE_OP_CONV2D:
         return conv;
+    case XE_OP_MAX_POOL2D:
+        return max_pool;
+    case XE_OP_AVG_POOL2D:
+        return avg_pool;
     case XE_OP_SLICE:
         return slice;
     case XE_OP_MATMUL:
@@ -473,6 +480,7 @@ static xe_code check_attr_kind(parser *p, int op, const xe_node *attrs, const ch
         {"maxval", XE_ATTR_FLOAT, "a number"},
         /* neural-network ops (newops); list attributes are checked in infer_nn.c */
         {"value", XE_ATTR_FLOAT, "a number"},           {"groups", XE_ATTR_INT, "an integer"},
+        {"ceil_mode", XE_ATTR_INT, "0 or 1"},           {"count_include_pad", XE_ATTR_INT, "0 or 1"},
     };
     if (name[0] == '@' || !allowed_attrs(op))
         return XE_OK;

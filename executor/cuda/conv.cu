@@ -56,8 +56,8 @@ extern "C" xe_code xe_gpu_conv2d(const xe_kernel_args *a, xe_status *st)
     int64_t total = xe_tensor_numel(a->out);
     if (total == 0)
         return XE_OK;
-    conv_geom g = {p.n, p.c, p.h, p.w, p.m, p.oh, p.ow, p.kh, p.kw, p.sh, p.sw,
-                   p.dh, p.dw, p.pt, p.pl, p.c / p.groups, p.m / p.groups};
+    conv_geom g = {p.n,  p.c,  p.h,  p.w,  p.m,  p.oh, p.ow,           p.kh,          p.kw,
+                   p.sh, p.sw, p.dh, p.dw, p.pt, p.pl, p.c / p.groups, p.m / p.groups};
     const void *b = a->n_in > 2 ? a->in[2]->data : NULL;
     unsigned grid = xk_grid(total, XK_BLOCK);
     if (a->out->dtype == XE_F32)

@@ -91,10 +91,18 @@ extern "C" xe_code xe_gpu_gather(const xe_kernel_args *a, xe_status *st)
     xe_code c = xk_check(cudaMemsetAsync(bad, 0xff, sizeof *bad, xk_stream()), a, "memset", st);
     if (c == XE_OK) {
         switch (xe_dtype_size(a->out->dtype)) {
-        case 1: launch_gather<uint8_t>(a, n, nix, inner, dim, bad); break;
-        case 2: launch_gather<uint16_t>(a, n, nix, inner, dim, bad); break;
-        case 4: launch_gather<uint32_t>(a, n, nix, inner, dim, bad); break;
-        default: launch_gather<uint64_t>(a, n, nix, inner, dim, bad); break;
+        case 1:
+            launch_gather<uint8_t>(a, n, nix, inner, dim, bad);
+            break;
+        case 2:
+            launch_gather<uint16_t>(a, n, nix, inner, dim, bad);
+            break;
+        case 4:
+            launch_gather<uint32_t>(a, n, nix, inner, dim, bad);
+            break;
+        default:
+            launch_gather<uint64_t>(a, n, nix, inner, dim, bad);
+            break;
         }
         c = xk_launched(a, "gather kernel", st);
     }
@@ -186,10 +194,14 @@ static xe_code run_map(const xe_kernel_args *a, const nn_map &m, bool pad, uint6
                        xe_status *st)
 {
     switch (xe_dtype_size(a->out->dtype)) {
-    case 1: return launch_map<uint8_t>(a, m, pad, bits, st);
-    case 2: return launch_map<uint16_t>(a, m, pad, bits, st);
-    case 4: return launch_map<uint32_t>(a, m, pad, bits, st);
-    default: return launch_map<uint64_t>(a, m, pad, bits, st);
+    case 1:
+        return launch_map<uint8_t>(a, m, pad, bits, st);
+    case 2:
+        return launch_map<uint16_t>(a, m, pad, bits, st);
+    case 4:
+        return launch_map<uint32_t>(a, m, pad, bits, st);
+    default:
+        return launch_map<uint64_t>(a, m, pad, bits, st);
     }
 }
 
