@@ -3,10 +3,11 @@
  * elements, typed by size (1, 2, 4 or 8 bytes), with one thread per
  * output element in a grid-stride loop.
  *
- * gather checks its indices on the device: a thread that meets an index
- * outside [-dim, dim) records the smallest such position in a device word,
- * and the host reads it back after the launch (one synchronisation), so an
- * out-of-range index is the same error as on the CPU.
+ * gather checks its indices on the device, even when its output is empty:
+ * a thread that meets an index outside [-dim, dim) records the smallest
+ * such position in a device word, and the host reads it back after the
+ * launches (one synchronisation), so an out-of-range index is the same
+ * error as on the CPU; the gather kernel skips such an index meanwhile.
  */
 #include "common.cuh"
 
@@ -16,38 +17,57 @@ extern "C" {
 
 /* ---- gather ---------------------------------------------------------------------------- */
 
-/* out[o, j, k] = data[o, idx[j] (wrapped once if negative), k] over [outer, nix, inner]. */
+/* Records in *bad the smallest position j whose index is outside [-dim, dim). */
+template <typename I>
+__global__ void __launch_bounds__(XK_BLOCK)
+    k_nn_check_indices(const I *__restrict__ idx, int64_t nix, int64_t dim, unsigned long long *bad)
+{
+    int64_t step = (int64_t)blockDim.x * gridDim.x;
+    for (int64_t j = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; j < nix; j += step) {
+        int64_t v = (int64_t)idx[j];
+        if (v < -dim || v >= dim)
+            atomicMin(bad, (unsigned long long)j);
+    }
+}
+
+/* out[o, j, k] = data[o, idx[j] (wrapped once if negative), k] over [outer, nix, inner]; a bad
+   index (reported by k_nn_check_indices) leaves its elements unwritten. */
 template <typename T, typename I>
 __global__ void __launch_bounds__(XK_BLOCK)
     k_nn_gather(const T *__restrict__ data, const I *__restrict__ idx, T *__restrict__ out,
-                int64_t n, int64_t nix, int64_t inner, int64_t dim, unsigned long long *bad)
+                int64_t n, int64_t nix, int64_t inner, int64_t dim)
 {
     int64_t step = (int64_t)blockDim.x * gridDim.x;
     for (int64_t i = (int64_t)blockIdx.x * blockDim.x + threadIdx.x; i < n; i += step) {
         int64_t k = i % inner, r = i / inner, j = r % nix, o = r / nix;
         int64_t v = (int64_t)idx[j];
-        if (v < -dim || v >= dim) {
-            atomicMin(bad, (unsigned long long)j);
+        if (v < -dim || v >= dim)
             continue;
-        }
         v = v < 0 ? v + dim : v;
         out[i] = data[(o * dim + v) * inner + k];
     }
 }
 
-template <typename T>
+/* Checks the indices, then gathers (n > 0: there is output to write). */
+template <typename T, typename I>
 static void launch_gather(const xe_kernel_args *a, int64_t n, int64_t nix, int64_t inner,
                           int64_t dim, unsigned long long *bad)
 {
-    const T *data = (const T *)a->in[0]->data;
-    T *out = (T *)a->out->data;
-    unsigned grid = xk_grid(n, XK_BLOCK);
+    const I *idx = (const I *)a->in[1]->data;
+    k_nn_check_indices<I><<<xk_grid(nix, XK_BLOCK), XK_BLOCK, 0, xk_stream()>>>(idx, nix, dim, bad);
+    if (n > 0)
+        k_nn_gather<T, I><<<xk_grid(n, XK_BLOCK), XK_BLOCK, 0, xk_stream()>>>(
+            (const T *)a->in[0]->data, idx, (T *)a->out->data, n, nix, inner, dim);
+}
+
+template <typename T>
+static void launch_typed(const xe_kernel_args *a, int64_t n, int64_t nix, int64_t inner,
+                         int64_t dim, unsigned long long *bad)
+{
     if (a->in[1]->dtype == XE_I32)
-        k_nn_gather<T, int32_t><<<grid, XK_BLOCK, 0, xk_stream()>>>(
-            data, (const int32_t *)a->in[1]->data, out, n, nix, inner, dim, bad);
+        launch_gather<T, int32_t>(a, n, nix, inner, dim, bad);
     else
-        k_nn_gather<T, int64_t><<<grid, XK_BLOCK, 0, xk_stream()>>>(
-            data, (const int64_t *)a->in[1]->data, out, n, nix, inner, dim, bad);
+        launch_gather<T, int64_t>(a, n, nix, inner, dim, bad);
 }
 
 /* The error for the first bad index found, read back from the device. */
@@ -83,7 +103,7 @@ extern "C" xe_code xe_gpu_gather(const xe_kernel_args *a, xe_status *st)
     for (int d = axis + 1; d < ds->rank; d++)
         inner *= ds->dims[d];
     int64_t n = outer * nix * inner;
-    if (n == 0)
+    if (nix == 0) /* no indices to check, no output */
         return XE_OK;
     unsigned long long *bad = (unsigned long long *)xe_gpu_alloc(sizeof *bad, st);
     if (!bad)
@@ -92,16 +112,16 @@ extern "C" xe_code xe_gpu_gather(const xe_kernel_args *a, xe_status *st)
     if (c == XE_OK) {
         switch (xe_dtype_size(a->out->dtype)) {
         case 1:
-            launch_gather<uint8_t>(a, n, nix, inner, dim, bad);
+            launch_typed<uint8_t>(a, n, nix, inner, dim, bad);
             break;
         case 2:
-            launch_gather<uint16_t>(a, n, nix, inner, dim, bad);
+            launch_typed<uint16_t>(a, n, nix, inner, dim, bad);
             break;
         case 4:
-            launch_gather<uint32_t>(a, n, nix, inner, dim, bad);
+            launch_typed<uint32_t>(a, n, nix, inner, dim, bad);
             break;
         default:
-            launch_gather<uint64_t>(a, n, nix, inner, dim, bad);
+            launch_typed<uint64_t>(a, n, nix, inner, dim, bad);
             break;
         }
         c = xk_launched(a, "gather kernel", st);
