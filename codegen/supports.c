@@ -30,6 +30,8 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
         return "stateful";
     if (n->body || n->op == XE_OP_INPUT || n->op == XE_OP_GET || n->op >= XE_OP_COUNT)
         return "no code generator";
+    if (d->cls == XE_CLASS_NN) /* gather tile pad conv2d pools: per-op kernels only */
+        return "no code generator";
     if (d->cls == XE_CLASS_MATMUL && !(o && o->level2))
         return "matmul needs XLAC_AUTO_JIT=2";
     if (d->cls == XE_CLASS_MATMUL && dev == XE_DEV_GPU && n->type.dtype != XE_F32 && n->type.dtype != XE_F64)

@@ -29,6 +29,12 @@ xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *
 xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+/* neural-network ops (infer_nn.c) */
+xe_code xe_infer_gather(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_tile(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_pad(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_pool2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 
 /* Per-op kernels: one list, expanded for each device prefix. */
 #define XE_KERNEL_LIST(K) \
@@ -49,7 +55,13 @@ xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *
     K(slice)              \
     K(matmul)             \
     K(softmax)            \
-    K(random)
+    K(random)             \
+    K(gather)             \
+    K(tile)               \
+    K(pad)                \
+    K(conv2d)             \
+    K(max_pool2d)         \
+    K(avg_pool2d)
 
 #define XE_DECLARE_CPU(k) xe_code xe_cpu_##k(const xe_kernel_args *a, xe_status *st);
 #define XE_DECLARE_GPU(k) xe_code xe_gpu_##k(const xe_kernel_args *a, xe_status *st);

@@ -35,6 +35,13 @@ static void fill_builtin(xe_op_def *d, int op)
         return;
     case XE_OP_CONCAT: *d = (xe_op_def){.infer = xe_infer_concat, KERNELS(concat)}; return;
     case XE_OP_SLICE: *d = (xe_op_def){.infer = xe_infer_slice, KERNELS(slice)}; return;
+    /* neural-network ops */
+    case XE_OP_GATHER: *d = (xe_op_def){.infer = xe_infer_gather, KERNELS(gather)}; return;
+    case XE_OP_TILE: *d = (xe_op_def){.infer = xe_infer_tile, KERNELS(tile)}; return;
+    case XE_OP_PAD: *d = (xe_op_def){.infer = xe_infer_pad, KERNELS(pad)}; return;
+    case XE_OP_CONV2D: *d = (xe_op_def){.infer = xe_infer_conv2d, KERNELS(conv2d)}; return;
+    case XE_OP_MAX_POOL2D: *d = (xe_op_def){.infer = xe_infer_pool2d, KERNELS(max_pool2d)}; return;
+    case XE_OP_AVG_POOL2D: *d = (xe_op_def){.infer = xe_infer_pool2d, KERNELS(avg_pool2d)}; return;
     case XE_OP_UNIQUE:
         *d = (xe_op_def){.infer = xe_infer_unique, .kernel = {[XE_DEV_CPU] = xe_cpu_unique}};
         return;

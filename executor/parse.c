@@ -369,6 +369,31 @@ static xe_code parse_attr_value(parser *p, xe_node *n, const char *name)
     return c;
 }
 
+/*
+ * The attributes of the neural-network ops (NULL for any other op); their
+ * scalar kinds are in check_attr_kind, their lists are checked in
+ * infer_nn.c.
+ */
+static const char *const *nn_allowed_attrs(int op)
+{
+    static const char *const gather[] = {"axis", ""};
+    static const char *const tile[] = {"repeats", ""};
+    static const char *const pad[] = {"pads", "value", ""};
+    static const char *const conv[] = {"strides", "pads", "dilations", "groups", ""};
+    static const char *const max_pool[] = {"kernel", "strides", "pads", "dilations", "ceil_mode", ""};
+    static const char *const avg_pool[] = {"kernel",    "strides",           "pads",
+                                           "dilations", "count_include_pad", "ceil_mode", ""};
+    switch (op) {
+    case XE_OP_GATHER: return gather;
+    case XE_OP_TILE: return tile;
+    case XE_OP_PAD: return pad;
+    case XE_OP_CONV2D: return conv;
+    case XE_OP_MAX_POOL2D: return max_pool;
+    case XE_OP_AVG_POOL2D: return avg_pool;
+    default: return NULL;
+    }
+}
+
 /* The non-annotation attributes each built-in op accepts ("" ends a list). */
 static const char *const *allowed_attrs(int op)
 {
@@ -389,6 +414,8 @@ static const char *const *allowed_attrs(int op)
     const xe_op_def *d = xe_op_get(op);
     if (op >= XE_OP_COUNT || op == XE_OP_CALL)
         return NULL; /* plugin ops and calls accept anything */
+    if (nn_allowed_attrs(op))
+        return nn_allowed_attrs(op);
     switch (op) {
     case XE_OP_ARGMAX:
         return argmax;
@@ -460,6 +487,9 @@ static xe_code check_attr_kind(parser *p, int op, const xe_node *attrs, const ch
         {"dtype", XE_ATTR_DTYPE, "a dtype such as f32"}, {"mean", XE_ATTR_FLOAT, "a number"},
         {"stddev", XE_ATTR_FLOAT, "a number"},          {"minval", XE_ATTR_FLOAT, "a number"},
         {"maxval", XE_ATTR_FLOAT, "a number"},
+        /* neural-network ops (newops); list attributes are checked in infer_nn.c */
+        {"value", XE_ATTR_FLOAT, "a number"},           {"groups", XE_ATTR_INT, "an integer"},
+        {"ceil_mode", XE_ATTR_INT, "0 or 1"},           {"count_include_pad", XE_ATTR_INT, "0 or 1"},
     };
     if (name[0] == '@' || !allowed_attrs(op))
         return XE_OK;
