@@ -21,6 +21,7 @@
 
 #include "plan.h"
 #include "xlac/op.h"
+#include "xlac/text.h"
 
 extern const char xg_scalar_text[];
 
@@ -39,9 +40,8 @@ typedef struct memo {
 } memo;
 
 typedef struct em {
-    char *buf;
-    size_t len, cap;
-    bool oom, unsupported;
+    xe_text text;          /* the generated program */
+    bool oom, unsupported; /* oom: the text or another allocation failed */
     char why[160];
     const xg_plan *p;
     bool cuda;
@@ -73,28 +73,11 @@ static void out(em *e, const char *fmt, ...)
 {
     if (e->oom)
         return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(e->buf + e->len, e->cap - e->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            e->oom = true;
-            return;
-        }
-        if (e->len + (size_t)n < e->cap) {
-            e->len += (size_t)n;
-            return;
-        }
-        size_t cap = (e->cap + (size_t)n) * 2 + 4096;
-        char *b = realloc(e->buf, cap);
-        if (!b) {
-            e->oom = true;
-            return;
-        }
-        e->buf = b;
-        e->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    xe_text_vprintf(&e->text, fmt, ap);
+    va_end(ap);
+    e->oom = e->text.oom;
 }
 
 static void unsupported(em *e, const xe_node *n, const char *why)
@@ -715,9 +698,9 @@ static char *hoist_row_invariants(em *e, size_t mark, const xg_step *s)
 {
     if (e->oom)
         return NULL;
-    char *body = strndup(e->buf + mark, e->len - mark);
+    char *body = strndup(e->text.buf + mark, e->text.len - mark);
     bool *dep = calloc((size_t)e->var + 1, sizeof *dep);
-    char *rest = calloc(1, e->len - mark + 2);
+    char *rest = calloc(1, e->text.len - mark + 2);
     if (!body || !dep || !rest) {
         free(body);
         free(dep);
@@ -725,8 +708,7 @@ static char *hoist_row_invariants(em *e, size_t mark, const xg_step *s)
         e->oom = true;
         return NULL;
     }
-    e->len = mark;
-    e->buf[mark] = '\0';
+    xe_text_truncate(&e->text, mark);
     size_t used = 0;
     int depth = 0;
     for (char *line = body, *next; line && *line; line = next) {
@@ -806,7 +788,7 @@ static void emit_loop_kernel(em *e, int step, const xg_step *s)
         snprintf(ix.d[sh->rank - 1], sizeof ix.d[0], "%s", sh->dims[sh->rank - 1] == 1 ? "0" : "j");
         snprintf(ix.flat, sizeof ix.flat, "i");
     }
-    size_t mark = e->len;
+    size_t mark = e->text.len;
     for (int k = 0; k < s->n_outs; k++) {
         char v[16];
         emit_compute(e, s->outs[k], &ix, v, sizeof v);
@@ -1453,7 +1435,7 @@ static int64_t row_length(const xe_shape *x, const bool *mask)
 static void row_phases_dry_run(em *e, const xg_step *s, const bool *mask, const red_ops *ro)
 {
     int n = e->p->body->n_nodes;
-    size_t len = e->len, rv_bytes = ((size_t)n + 1) * sizeof *e->rowvar;
+    size_t len = e->text.len, rv_bytes = ((size_t)n + 1) * sizeof *e->rowvar;
     int var = e->var, n_memo = e->n_memo;
     char(*rowvar)[16] = malloc(rv_bytes);
     if (!rowvar) {
@@ -1465,9 +1447,7 @@ static void row_phases_dry_run(em *e, const xg_step *s, const bool *mask, const 
     e->rc_dry = true;
     row_phases(e, s, mask, ro);
     e->rc_dry = false;
-    e->len = len;
-    if (e->buf)
-        e->buf[len] = '\0';
+    xe_text_truncate(&e->text, len);
     e->var = var;
     e->n_memo = n_memo;
     memcpy(e->rowvar, rowvar, rv_bytes);
@@ -1690,7 +1670,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
         case XG_STEP_LIBRARY: break;
         }
     }
-    char *text = e->buf;
+    char *text = xe_text_take(&e->text);
     if (e->oom || e->unsupported) {
         if (e->unsupported)
             xe_fail(st, XE_ERR_UNSUPPORTED, "cannot generate code: %s", e->why);
