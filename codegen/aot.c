@@ -30,7 +30,7 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     opt.dump_dir = out_dir;
     xg_artifact *a = NULL;
     xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
-    char *key = xg_signature_key(body, types, target, target == XG_TARGET_CUDA ? arch : 0, o->fast_math);
+    char *key = xg_signature_key(body, types, target, target == XG_TARGET_CUDA ? arch : 0, o);
     free(types);
     if (c == XE_OK && compiler_ms)
         *compiler_ms = a->compiler_ms;

@@ -30,18 +30,16 @@ void xg_artifact_destroy(xg_artifact *a)
     free(a);
 }
 
-const char *xg_compiler_id(xg_target target)
+const char *xg_compiler_id(xg_target target, const xg_options *o)
 {
-    xg_options o;
-    xg_options_default(&o);
-    return target == XG_TARGET_CUDA ? xg_nvrtc_version() : xg_cc_version(o.cc);
+    return target == XG_TARGET_CUDA ? xg_nvrtc_version() : xg_cc_version(o->cc, o->tmp_dir);
 }
 
 static xe_code compile_source(xg_artifact *a, const xg_options *o, xe_status *st)
 {
     double t0 = xe_now_us();
     if (a->target == XG_TARGET_C) {
-        xe_code c = xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
+        xe_code c = xg_cc_compile(o->cc, o->tmp_dir, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
         a->compiler_ms = (xe_now_us() - t0) / 1e3;
         return c;
     }

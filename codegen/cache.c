@@ -64,8 +64,7 @@ typedef struct cluster_state {
 
 struct xg_cache {
     xg_options o;
-    char *cache_dir;      /* owned copy of o.cache_dir */
-    char *dump_dir;       /* owned copy of o.dump_dir */
+    char *owned[4];       /* copies of o's strings (cache_dir, dump_dir, cc, tmp_dir): the caller's may go first */
     xg_disk disk;
     pthread_mutex_t lock;
     entry *entries;
@@ -188,7 +187,7 @@ static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, cha
  * when in is NULL), or (pattern given) its shape-generic program's pattern.
  */
 static void key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
-                   xg_target target, int arch, bool fast_math, xe_text *key)
+                   xg_target target, int arch, const xg_options *o, xe_text *key)
 {
     xe_text_printf(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
     if (pattern) {
@@ -200,22 +199,22 @@ static void key_of(const char *fp, xe_tensor *const *in, const xe_type *types, i
             xe_text_printf(key, "%s%s", k ? ";" : "", xe_type_str(&t, ty, sizeof ty));
         }
     }
-    xe_text_printf(key, "|%s|arch=%d|fast_math=%d|%s", target == XG_TARGET_CUDA ? "cuda" : "c", arch, fast_math,
-                xg_compiler_id(target));
+    xe_text_printf(key, "|%s|arch=%d|fast_math=%d|%s", target == XG_TARGET_CUDA ? "cuda" : "c", arch, o->fast_math,
+                   xg_compiler_id(target, o));
 }
 
 static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, const char *pattern,
                           xg_target target, int arch, xe_text *key)
 {
-    key_of(fp, in, NULL, n, pattern, target, arch, c->o.fast_math, key);
+    key_of(fp, in, NULL, n, pattern, target, arch, &c->o, key);
 }
 
-char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, bool fast_math)
+char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, const xg_options *o)
 {
     char fp[40];
     xe_text key = {0};
     xg_fingerprint(body, fp);
-    key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, fast_math, &key);
+    key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o, &key);
     return xe_text_take(&key);
 }
 
@@ -229,14 +228,19 @@ xg_cache *xg_cache_new(const xg_options *o, xe_status *st)
         return NULL;
     }
     c->o = *o;
-    c->cache_dir = o->cache_dir ? strdup(o->cache_dir) : NULL;
-    c->dump_dir = o->dump_dir ? strdup(o->dump_dir) : NULL;
-    c->o.cache_dir = c->cache_dir;
-    c->o.dump_dir = c->dump_dir;
     if (c->o.compile_threshold < 1)
         c->o.compile_threshold = 1;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->async_done, NULL);
+    const char **strings[] = {&c->o.cache_dir, &c->o.dump_dir, &c->o.cc, &c->o.tmp_dir};
+    for (int i = 0; i < 4; i++) {
+        if (*strings[i] && !(c->owned[i] = strdup(*strings[i]))) {
+            xg_cache_destroy(c);
+            xe_fail(st, XE_ERR_NOMEM, "out of memory creating the compilation cache");
+            return NULL;
+        }
+        *strings[i] = c->owned[i];
+    }
     if (c->o.disk_cache)
         xg_disk_open(&c->disk, c->o.cache_dir);
     return c;
@@ -267,8 +271,8 @@ void xg_cache_destroy(xg_cache *c)
     xg_disk_close(&c->disk);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->async_done);
-    free(c->cache_dir);
-    free(c->dump_dir);
+    for (int i = 0; i < 4; i++)
+        free(c->owned[i]);
     free(c);
 }
 
@@ -362,7 +366,7 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
     xe_code code = XE_OK;
     if (*disk_hit) {
         a->shape_generic = j->generic;
-        if (xg_program_load(a, j->body, j->types, prog, st) != XE_OK) { /* stale: rebuild */
+        if (xg_program_load(a, j->body, j->types, &j->c->o, prog, st) != XE_OK) { /* stale: rebuild */
             xg_artifact_destroy(a);
             a = NULL;
             *disk_hit = false;
@@ -377,7 +381,7 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
                 fprintf(stderr, "xlac: warning: dump failed: %s\n", ds.msg);
         }
         if (code == XE_OK)
-            code = xg_program_load(a, j->body, j->types, prog, st);
+            code = xg_program_load(a, j->body, j->types, &j->c->o, prog, st);
         if (code == XE_OK)
             xg_disk_store(&j->c->disk, j->key, a);
     }

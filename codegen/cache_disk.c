@@ -32,14 +32,9 @@ void xg_disk_open(xg_disk *d, const char *dir)
 {
     char path[4096];
     d->dir = NULL;
-    if (dir && *dir)
-        snprintf(path, sizeof path, "%s", dir);
-    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME"))
-        snprintf(path, sizeof path, "%s/xlac", getenv("XDG_CACHE_HOME"));
-    else if (getenv("HOME") && *getenv("HOME"))
-        snprintf(path, sizeof path, "%s/.cache/xlac", getenv("HOME"));
-    else
+    if (!dir || !*dir)
         return;
+    snprintf(path, sizeof path, "%s", dir);
     struct stat sb;
     xe_status ms;
     xe_status_clear(&ms);

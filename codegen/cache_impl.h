@@ -20,8 +20,8 @@ typedef struct xg_disk {
 } xg_disk;
 
 /*
- * Opens (creating 0700) the cache folder: dir, else $XDG_CACHE_HOME/xlac,
- * else ~/.cache/xlac. A folder that is not the user's own or is writable by
+ * Opens (creating 0700) the cache folder dir; NULL or "": the disk cache
+ * stays off (the plugin resolves the default folder). A folder that is not the user's own or is writable by
  * group or others is not used: one warning, and the disk cache stays off.
  */
 void xg_disk_open(xg_disk *d, const char *dir);

@@ -21,9 +21,8 @@
 
 typedef void (*xg_c_kernel)(void *const *B, const int64_t *S);
 
-static xe_code load_c(xg_program *p, const xg_artifact *a, xe_status *st)
+static xe_code load_c(xg_program *p, const xg_artifact *a, const char *tmp, xe_status *st)
 {
-    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char path[512];
     snprintf(path, sizeof path, "%s/xlac-so-XXXXXX", tmp);
     int fd = mkstemp(path);
@@ -59,8 +58,8 @@ void xg_program_destroy(xg_program *p)
     free(p);
 }
 
-xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types, xg_program **out,
-                        xe_status *st)
+xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types, const xg_options *o,
+                        xg_program **out, xe_status *st)
 {
     xg_program *p = calloc(1, sizeof *p);
     if (!p)
@@ -84,7 +83,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
-        c = a->target == XG_TARGET_C ? load_c(p, a, st) : xg_cuda_load(p, a, st);
+        c = a->target == XG_TARGET_C ? load_c(p, a, o->tmp_dir, st) : xg_cuda_load(p, a, st);
     if (c != XE_OK) {
         xg_program_destroy(p);
         return c;

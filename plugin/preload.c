@@ -17,9 +17,10 @@ __attribute__((constructor)) static void xlac_preload_init(void)
 {
     xe_status st;
     xe_status_clear(&st);
+    xlac_env env;
+    xlac_env_read(&env);
     xlac_flags f;
-    if (xlac_flags_parse(&f, getenv("XLAC_AUTO_JIT"), getenv("XLAC_FLAGS"),
-                         getenv("XLAC_DUMP_GRAPH_PREFIX"), getenv("XLAC_DUMP_TO"), &st) != XE_OK) {
+    if (xlac_flags_parse(&f, &env, &st) != XE_OK) {
         fprintf(stderr, "xlac: error: %s\n", st.msg);
         fflush(stderr);
         _exit(2);
