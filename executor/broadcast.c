@@ -113,7 +113,8 @@ void xe_bcast_run(const xe_bcast *b, xe_bcast_row_fn fn, void *ctx)
 
 xe_axis_view xe_axis_view_of(const xe_shape *s, int64_t axis)
 {
-    xe_axis_view v = {.axis = (int)(axis < 0 ? axis + s->rank : axis), .outer = 1, .k = 1, .inner = 1};
+    int a = (int)(axis < 0 ? axis + s->rank : axis);
+    xe_axis_view v = {.axis = a, .outer = 1, .k = 1, .inner = 1};
     if (v.axis >= 0 && v.axis < s->rank)
         v.k = s->dims[v.axis];
     for (int d = 0; d < v.axis && d < s->rank; d++)

@@ -277,7 +277,7 @@ void xlac_env_read(xlac_env *e)
     };
 }
 
-/* The disk cache's folder when --cache_dir is not given: $XDG_CACHE_HOME/xlac, else ~/.cache/xlac, else none. */
+/* Without --cache_dir: $XDG_CACHE_HOME/xlac, else ~/.cache/xlac, else no disk cache. */
 static xe_code default_cache_dir(xlac_flags *f, const xlac_env *env, xe_status *st)
 {
     xe_text t = {0};
@@ -292,7 +292,7 @@ static xe_code default_cache_dir(xlac_flags *f, const xlac_env *env, xe_status *
     return XE_OK;
 }
 
-/* The environment's part of the flags: the dump folders, and the code generator's compiler, temp and cache folders. */
+/* The environment's part: dump folders; the code generator's compiler, temp and cache folders. */
 static xe_code resolve_env(xlac_flags *f, const xlac_env *env, xe_status *st)
 {
     xe_code c = copy_env(&f->dump_graph_prefix, env->dump_graph_prefix, st);

@@ -29,7 +29,7 @@ typedef struct xlac_flags {
     bool help;                 /* --help: print the flags and exit 0 */
     char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
     xg_options xg;             /* the code generator's flags */
-    char *cache_dir;           /* owns xg.cache_dir: --cache_dir, $XDG_CACHE_HOME/xlac, ~/.cache/xlac */
+    char *cache_dir;           /* owns xg.cache_dir (--cache_dir or its default) */
     char *dump_to;             /* owns xg.dump_dir (XLAC_DUMP_TO) */
     char *cc;                  /* owns xg.cc when $CC is set */
     char *tmp_dir;             /* owns xg.tmp_dir when $TMPDIR is set */

@@ -279,7 +279,7 @@ int main(int argc, char **argv)
         free(a.graphs);
         return 2;
     }
-    /* settings come from the arguments; of the environment only CC and TMPDIR (and the cache folder) apply */
+    /* settings come from the arguments; of the environment only CC and TMPDIR apply */
     xlac_env env;
     xlac_env_read(&env);
     env.auto_jit = env.flags = env.dump_graph_prefix = env.dump_to = NULL;

@@ -24,16 +24,16 @@
  * it as the user data of their registrations and read no global.
  */
 typedef struct xlac_state {
-    xlac_flags flags;              /* the configuration, once installed */
-    bool installed;                /* flags hold the configuration */
-    int launch_op;                 /* xlac_launch's op id, -1 before registration */
-    atomic_bool warned_no_prefix;  /* the --clustering_debug note is printed once */
-    pthread_mutex_t cache_lock;    /* guards cache and cache_failed */
-    xg_cache *cache;               /* created by the first launch from flags.xg */
-    bool cache_failed;             /* creation failed once: clusters stay per op */
-    atomic_ullong n_clusters;      /* clusters built by the pass */
-    atomic_ullong n_launches;      /* launch op executions */
-    atomic_ullong n_fallbacks;     /* of which ran per op */
+    xlac_flags flags;             /* the configuration, once installed */
+    bool installed;               /* flags hold the configuration */
+    int launch_op;                /* xlac_launch's op id, -1 before registration */
+    atomic_bool warned_no_prefix; /* the --clustering_debug note is printed once */
+    pthread_mutex_t cache_lock;   /* guards cache and cache_failed */
+    xg_cache *cache;              /* created by the first launch from flags.xg */
+    bool cache_failed;            /* creation failed once: clusters stay per op */
+    atomic_ullong n_clusters;     /* clusters built by the pass */
+    atomic_ullong n_launches;     /* launch op executions */
+    atomic_ullong n_fallbacks;    /* of which ran per op */
 } xlac_state;
 
 /* An empty state: not installed, nothing registered. */
