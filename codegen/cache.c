@@ -124,7 +124,7 @@ static void canonical_text(xe_text *t, const xe_graph *b)
             char hex[33];
             xg_hash_hex(n->value->data, n->value->nbytes, hex);
             xe_text_printf(t, " value=%s:%s", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
-                        hex);
+                           hex);
         }
         xe_text_printf(t, "\n");
     }
