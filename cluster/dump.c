@@ -5,12 +5,12 @@
  * reason, edges labelled with tensor types), and the summary (counts, an
  * op histogram per cluster, unclustered ops by op and by reason).
  */
-#include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "xc.h"
 #include "xlac/op.h"
+#include "xlac/text.h"
 
 /* ---- annotation -------------------------------------------------------------- */
 
@@ -43,48 +43,16 @@ xe_graph *xc_annotate(const xe_graph *g, const xc_clustering *c, xe_status *st)
     return a;
 }
 
-/* ---- a growing text buffer ------------------------------------------------- */
-
-typedef struct xc_buf {
-    char *s;
-    size_t len, cap;
-    bool oom;
-} xc_buf;
-
-__attribute__((format(printf, 2, 3))) static void emit(xc_buf *b, const char *fmt, ...)
-{
-    if (b->oom)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    int n = vsnprintf(NULL, 0, fmt, ap);
-    va_end(ap);
-    if (n < 0 || b->len + (size_t)n + 1 > b->cap) {
-        size_t cap = (b->cap ? b->cap * 2 : 4096) + (size_t)(n > 0 ? n : 0);
-        char *s = n < 0 ? NULL : realloc(b->s, cap);
-        if (!s) {
-            b->oom = true;
-            return;
-        }
-        b->s = s;
-        b->cap = cap;
-    }
-    va_start(ap, fmt);
-    vsnprintf(b->s + b->len, b->cap - b->len, fmt, ap);
-    va_end(ap);
-    b->len += (size_t)n;
-}
-
 /* Appends s as the inside of a Graphviz double-quoted string. */
-static void emit_escaped(xc_buf *b, const char *s)
+static void emit_escaped(xe_text *b, const char *s)
 {
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            emit(b, "\\%c", *s);
+            xe_text_printf(b, "\\%c", *s);
         else if (*s == '\n')
-            emit(b, "\\n");
+            xe_text_printf(b, "\\n");
         else
-            emit(b, "%c", *s);
+            xe_text_printf(b, "%c", *s);
     }
 }
 
@@ -103,55 +71,56 @@ static bool is_output(const xe_graph *g, int i)
 }
 
 /* One node statement: name, op, type, and what the clustering says. */
-static void dot_node(xc_buf *b, const xe_graph *g, const xc_clustering *c, int i,
+static void dot_node(xe_text *b, const xe_graph *g, const xc_clustering *c, int i,
                      const char *indent)
 {
     const xe_node *n = g->nodes[i];
     char type[128] = "";
     if (!n->body)
         xe_type_str(&n->type, type, sizeof type);
-    emit(b, "%sn%d [label=\"", indent, i);
+    xe_text_printf(b, "%sn%d [label=\"", indent, i);
     emit_escaped(b, n->name);
-    emit(b, "\\n%s",
-         n->body ? xe_node_attr_string(n, "@op", xe_op_name(n->op)) : xe_op_name(n->op));
+    xe_text_printf(b, "\\n%s",
+                   n->body ? xe_node_attr_string(n, "@op", xe_op_name(n->op)) : xe_op_name(n->op));
     if (n->body)
-        emit(b, "\\n%d ops on %s", n->body->n_nodes - n->body->n_inputs,
-             xe_node_attr_string(n, "@device", xe_device_name(n->device)));
+        xe_text_printf(b, "\\n%d ops on %s", n->body->n_nodes - n->body->n_inputs,
+                       xe_node_attr_string(n, "@device", xe_device_name(n->device)));
     else
-        emit(b, "\\n%s", type);
+        xe_text_printf(b, "\\n%s", type);
     const char *why = c && i < c->n_nodes && c->cluster[i] < 0 ? c->reason[i] : NULL;
     if (why) {
-        emit(b, "\\n(");
+        xe_text_printf(b, "\\n(");
         emit_escaped(b, why);
-        emit(b, ")");
+        xe_text_printf(b, ")");
     }
-    emit(b, "\"");
+    xe_text_printf(b, "\"");
     if (n->op == XE_OP_INPUT)
-        emit(b, ", shape=ellipse");
+        xe_text_printf(b, ", shape=ellipse");
     if (is_output(g, i))
-        emit(b, ", peripheries=2");
+        xe_text_printf(b, ", peripheries=2");
     if (why)
-        emit(b, ", fillcolor=\"#dddddd\", fontcolor=\"#555555\"");
+        xe_text_printf(b, ", fillcolor=\"#dddddd\", fontcolor=\"#555555\"");
     else if (n->body)
-        emit(b, ", fillcolor=\"%s\"", palette[i % PALETTE_N]);
-    emit(b, "];\n");
+        xe_text_printf(b, ", fillcolor=\"%s\"", palette[i % PALETTE_N]);
+    xe_text_printf(b, "];\n");
 }
 
-static void dot_cluster(xc_buf *b, const xe_graph *g, const xc_clustering *c, int k)
+static void dot_cluster(xe_text *b, const xe_graph *g, const xc_clustering *c, int k)
 {
     const xc_cluster *cl = &c->clusters[k];
-    emit(b, "  subgraph cluster_%d {\n", k);
-    emit(b, "    label=\"");
+    xe_text_printf(b, "  subgraph cluster_%d {\n", k);
+    xe_text_printf(b, "    label=\"");
     emit_escaped(b, cl->name);
-    emit(b, " (%s, %d ops%s)\";\n", xc_xla_device_name(cl->device), cl->n_nodes,
-         cl->must_compile ? ", must compile" : "");
-    emit(b, "    style=filled; color=\"#4a6fa5\"; fillcolor=\"%s\";\n", palette[k % PALETTE_N]);
+    xe_text_printf(b, " (%s, %d ops%s)\";\n", xc_xla_device_name(cl->device), cl->n_nodes,
+                   cl->must_compile ? ", must compile" : "");
+    xe_text_printf(b, "    style=filled; color=\"#4a6fa5\"; fillcolor=\"%s\";\n",
+                   palette[k % PALETTE_N]);
     for (int j = 0; j < cl->n_nodes; j++)
         dot_node(b, g, c, cl->nodes[j], "    ");
-    emit(b, "  }\n");
+    xe_text_printf(b, "  }\n");
 }
 
-static void dot_edges(xc_buf *b, const xe_graph *g)
+static void dot_edges(xe_text *b, const xe_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
@@ -160,30 +129,28 @@ static void dot_edges(xc_buf *b, const xe_graph *g)
             char type[128] = "tuple";
             if (!p->body)
                 xe_type_str(&p->type, type, sizeof type);
-            emit(b, "  n%d -> n%d [label=\"%s\"];\n", n->inputs[k], i, type);
+            xe_text_printf(b, "  n%d -> n%d [label=\"%s\"];\n", n->inputs[k], i, type);
         }
     }
 }
 
 char *xc_dot_string(const xe_graph *g, const xc_clustering *c, xe_status *st)
 {
-    xc_buf b = {0};
-    emit(&b, "digraph xlac {\n  rankdir=TB;\n");
-    emit(&b, "  node [shape=box, style=\"rounded,filled\", fillcolor=white, "
-             "fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n");
+    xe_text b = {0};
+    xe_text_printf(&b, "digraph xlac {\n  rankdir=TB;\n");
+    xe_text_printf(&b, "  node [shape=box, style=\"rounded,filled\", fillcolor=white, "
+                       "fontname=\"Helvetica\"];\n  edge [fontname=\"Helvetica\", fontsize=10];\n");
     for (int k = 0; c && k < c->n_clusters; k++)
         dot_cluster(&b, g, c, k);
     for (int i = 0; i < g->n_nodes; i++)
         if (!c || i >= c->n_nodes || c->cluster[i] < 0)
             dot_node(&b, g, c, i, "  ");
     dot_edges(&b, g);
-    emit(&b, "}\n");
-    if (b.oom || !b.s) {
-        free(b.s);
+    xe_text_printf(&b, "}\n");
+    char *text = xe_text_take(&b);
+    if (!text)
         xe_fail(st, XE_ERR_NOMEM, "out of memory writing a .dot graph");
-        return NULL;
-    }
-    return b.s;
+    return text;
 }
 
 /* ---- the summary ------------------------------------------------------------ */

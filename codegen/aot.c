@@ -32,7 +32,7 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     xg_artifact *a = NULL;
     xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
     const xg_backend *b = xg_backend_for(target);
-    char *key = xg_signature_key(body, types, target, b->arch(arch), o->fast_math);
+    char *key = xg_signature_key(body, types, target, b->arch(arch), o);
     free(types);
     if (c == XE_OK && compiler_ms)
         *compiler_ms = a->compiler_ms;

@@ -66,7 +66,7 @@ typedef struct xg_backend {
     xe_code (*compile)(xg_artifact *a, const xg_options *o, xe_status *st);
     /* The compiled code's assembly text for the dumps (malloc'd); NULL slot: none. */
     char *(*assembly)(const xg_artifact *a, const xg_options *o);
-    xe_code (*load)(xg_program *p, const xg_artifact *a, xe_status *st); /* p->fn and the private part */
+    xe_code (*load)(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st); /* p->fn, private part */
     xe_code (*launch)(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                       xe_status *st);
     void (*unload)(xg_program *p); /* frees what load took (also after a load that failed half way) */

@@ -218,7 +218,7 @@ static int no_device_arch(void)
 
 static const char *compiler_id_c(const xg_options *o)
 {
-    return xg_cc_version(o->cc);
+    return xg_cc_version(o->cc, o->tmp_dir);
 }
 
 static void target_text_c(const xg_artifact *a, char *buf, size_t len)
@@ -241,13 +241,13 @@ static const char *compiler_words_c(bool is_ptx)
 
 static xe_code compile_c(xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    return xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
+    return xg_cc_compile(o->cc, o->tmp_dir, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
 }
 
 /* The shared object through a private temp file (0600), then its kernels by name. */
-static xe_code load_c(xg_program *p, const xg_artifact *a, xe_status *st)
+static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
+    const char *tmp = o->tmp_dir;
     char path[512];
     snprintf(path, sizeof path, "%s/xlac-so-XXXXXX", tmp);
     int fd = mkstemp(path);

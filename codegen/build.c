@@ -68,11 +68,9 @@ const char *xg_compiler_words(xg_target t, bool is_ptx)
     return backends[t]->compiler_words(is_ptx);
 }
 
-const char *xg_compiler_id(xg_target target)
+const char *xg_compiler_id(xg_target target, const xg_options *o)
 {
-    xg_options o;
-    xg_options_default(&o);
-    return xg_backend_for(target)->compiler_id(&o);
+    return xg_backend_for(target)->compiler_id(o);
 }
 
 /* The backend's compiler, timed; the assembly text too when dumps are on. */

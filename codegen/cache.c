@@ -26,7 +26,6 @@
 #include <uthash.h>
 #include <xxhash.h>
 
-#include "backend.h"
 #include "cache_impl.h"
 #include "compile.h"
 #include "plan.h"
@@ -65,8 +64,7 @@ typedef struct cluster_state {
 
 struct xg_cache {
     xg_options o;
-    char *cache_dir;      /* owned copy of o.cache_dir */
-    char *dump_dir;       /* owned copy of o.dump_dir */
+    char *owned[4];       /* copies of o's strings (cache_dir, dump_dir, cc, tmp_dir): the caller's may go first */
     xg_disk disk;
     pthread_mutex_t lock;
     entry *entries;
@@ -85,53 +83,53 @@ static double now_ms(void)
 
 /* ---- fingerprints and keys ----------------------------------------------------------- */
 
-static void attr_text(xg_text *t, const xe_attr *a)
+static void attr_text(xe_text *t, const xe_attr *a)
 {
-    xg_text_add(t, " %s=", a->name);
+    xe_text_printf(t, " %s=", a->name);
     switch (a->kind) {
     case XE_ATTR_INT:
-    case XE_ATTR_BOOL: xg_text_add(t, "%lld", (long long)a->i); break;
-    case XE_ATTR_FLOAT: xg_text_add(t, "%a", a->f); break;
-    case XE_ATTR_STRING: xg_text_add(t, "\"%s\"", a->s); break;
-    case XE_ATTR_DTYPE: xg_text_add(t, "%s", xe_dtype_name(a->dtype)); break;
+    case XE_ATTR_BOOL: xe_text_printf(t, "%lld", (long long)a->i); break;
+    case XE_ATTR_FLOAT: xe_text_printf(t, "%a", a->f); break;
+    case XE_ATTR_STRING: xe_text_printf(t, "\"%s\"", a->s); break;
+    case XE_ATTR_DTYPE: xe_text_printf(t, "%s", xe_dtype_name(a->dtype)); break;
     case XE_ATTR_INTS:
         for (int k = 0; k < a->n; k++)
-            xg_text_add(t, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
-        xg_text_add(t, "]");
+            xe_text_printf(t, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
+        xe_text_printf(t, "]");
         break;
     case XE_ATTR_FLOATS:
         for (int k = 0; k < a->n; k++)
-            xg_text_add(t, "%s%a", k ? "," : "[", a->floats[k]);
-        xg_text_add(t, "]");
+            xe_text_printf(t, "%s%a", k ? "," : "[", a->floats[k]);
+        xe_text_printf(t, "]");
         break;
     }
 }
 
 /* Canonical text of a body: node k is "%k", inputs by position, annotations left out. */
-static void canonical_text(xg_text *t, const xe_graph *b)
+static void canonical_text(xe_text *t, const xe_graph *b)
 {
     for (int i = 0; i < b->n_nodes; i++) {
         const xe_node *n = b->nodes[i];
         char ty[128];
-        xg_text_add(t, "%%%d=%s(", i, xe_op_name(n->op));
+        xe_text_printf(t, "%%%d=%s(", i, xe_op_name(n->op));
         for (int k = 0; k < n->n_inputs; k++)
-            xg_text_add(t, "%s%%%d", k ? "," : "", n->inputs[k]);
-        xg_text_add(t, ")");
+            xe_text_printf(t, "%s%%%d", k ? "," : "", n->inputs[k]);
+        xe_text_printf(t, ")");
         if (n->op == XE_OP_INPUT)
-            xg_text_add(t, ":%s", xe_type_str(&n->type, ty, sizeof ty));
+            xe_text_printf(t, ":%s", xe_type_str(&n->type, ty, sizeof ty));
         for (int k = 0; k < n->n_attrs; k++)
             if (n->attrs[k].name[0] != '@')
                 attr_text(t, &n->attrs[k]);
         if (n->value) {
             char hex[33];
             xg_hash_hex(n->value->data, n->value->nbytes, hex);
-            xg_text_add(t, " value=%s:%s", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
-                        hex);
+            xe_text_printf(t, " value=%s:%s", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
+                           hex);
         }
-        xg_text_add(t, "\n");
+        xe_text_printf(t, "\n");
     }
     for (int i = 0; i < b->n_outputs; i++)
-        xg_text_add(t, "out %%%d\n", b->outputs[i]);
+        xe_text_printf(t, "out %%%d\n", b->outputs[i]);
 }
 
 void xg_hash_hex(const void *data, size_t len, char out[33])
@@ -142,18 +140,18 @@ void xg_hash_hex(const void *data, size_t len, char out[33])
 
 void xg_fingerprint(const xe_graph *body, char out[40])
 {
-    xg_text t = {0};
+    xe_text t = {0};
     canonical_text(&t, body);
     xg_hash_hex(t.buf, t.len, out);
-    free(t.buf);
+    xe_text_free(&t);
 }
 
 /* One type's pattern: dtype, then per dim '1' or 'n'. */
-static void type_pattern(const xe_type *t, xg_text *out)
+static void type_pattern(const xe_type *t, xe_text *out)
 {
-    xg_text_add(out, "%s:", xe_dtype_name(t->dtype));
+    xe_text_printf(out, "%s:", xe_dtype_name(t->dtype));
     for (int d = 0; d < t->shape.rank; d++)
-        xg_text_add(out, "%c", t->shape.dims[d] == 1 ? '1' : 'n');
+        xe_text_printf(out, "%c", t->shape.dims[d] == 1 ? '1' : 'n');
 }
 
 /*
@@ -165,7 +163,7 @@ static void type_pattern(const xe_type *t, xg_text *out)
  */
 static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, char out[40])
 {
-    xg_text t = {0};
+    xe_text t = {0};
     xe_type *ins = calloc((size_t)n + 1, sizeof *ins);
     xe_type *types = calloc((size_t)body->n_nodes + 1, sizeof *types);
     for (int k = 0; ins && k < n; k++)
@@ -175,11 +173,11 @@ static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, cha
     const xe_type *ty = inferred ? types : ins; /* the inputs alone when inference fails */
     int count = !ins ? 0 : inferred ? body->n_nodes : n;
     for (int k = 0; k < count; k++) {
-        xg_text_add(&t, "%s", k ? ";" : "");
+        xe_text_printf(&t, "%s", k ? ";" : "");
         type_pattern(&ty[k], &t);
     }
     xg_hash_hex(t.buf, t.len, out);
-    free(t.buf);
+    xe_text_free(&t);
     free(ins);
     free(types);
 }
@@ -189,35 +187,35 @@ static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, cha
  * when in is NULL), or (pattern given) its shape-generic program's pattern.
  */
 static void key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
-                   xg_target target, int arch, bool fast_math, xg_text *key)
+                   xg_target target, int arch, const xg_options *o, xe_text *key)
 {
-    xg_text_add(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
+    xe_text_printf(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
     if (pattern) {
-        xg_text_add(key, "generic:%s", pattern);
+        xe_text_printf(key, "generic:%s", pattern);
     } else {
         for (int k = 0; k < n; k++) {
             char ty[128];
             xe_type t = in ? (xe_type){in[k]->dtype, in[k]->shape} : types[k];
-            xg_text_add(key, "%s%s", k ? ";" : "", xe_type_str(&t, ty, sizeof ty));
+            xe_text_printf(key, "%s%s", k ? ";" : "", xe_type_str(&t, ty, sizeof ty));
         }
     }
-    xg_text_add(key, "|%s|arch=%d|fast_math=%d|%s", xg_target_get(target)->name, arch, fast_math,
-                xg_compiler_id(target));
+    xe_text_printf(key, "|%s|arch=%d|fast_math=%d|%s", xg_target_get(target)->name, arch, o->fast_math,
+                   xg_compiler_id(target, o));
 }
 
 static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, const char *pattern,
-                          xg_target target, int arch, xg_text *key)
+                          xg_target target, int arch, xe_text *key)
 {
-    key_of(fp, in, NULL, n, pattern, target, arch, c->o.fast_math, key);
+    key_of(fp, in, NULL, n, pattern, target, arch, &c->o, key);
 }
 
-char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, bool fast_math)
+char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, const xg_options *o)
 {
     char fp[40];
-    xg_text key = {0};
+    xe_text key = {0};
     xg_fingerprint(body, fp);
-    key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, fast_math, &key);
-    return key.buf;
+    key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o, &key);
+    return xe_text_take(&key);
 }
 
 /* ---- the cache --------------------------------------------------------------------- */
@@ -230,14 +228,19 @@ xg_cache *xg_cache_new(const xg_options *o, xe_status *st)
         return NULL;
     }
     c->o = *o;
-    c->cache_dir = o->cache_dir ? strdup(o->cache_dir) : NULL;
-    c->dump_dir = o->dump_dir ? strdup(o->dump_dir) : NULL;
-    c->o.cache_dir = c->cache_dir;
-    c->o.dump_dir = c->dump_dir;
     if (c->o.compile_threshold < 1)
         c->o.compile_threshold = 1;
     pthread_mutex_init(&c->lock, NULL);
     pthread_cond_init(&c->async_done, NULL);
+    const char **strings[] = {&c->o.cache_dir, &c->o.dump_dir, &c->o.cc, &c->o.tmp_dir};
+    for (int i = 0; i < 4; i++) {
+        if (*strings[i] && !(c->owned[i] = strdup(*strings[i]))) {
+            xg_cache_destroy(c);
+            xe_fail(st, XE_ERR_NOMEM, "out of memory creating the compilation cache");
+            return NULL;
+        }
+        *strings[i] = c->owned[i];
+    }
     if (c->o.disk_cache)
         xg_disk_open(&c->disk, c->o.cache_dir);
     return c;
@@ -268,8 +271,8 @@ void xg_cache_destroy(xg_cache *c)
     xg_disk_close(&c->disk);
     pthread_mutex_destroy(&c->lock);
     pthread_cond_destroy(&c->async_done);
-    free(c->cache_dir);
-    free(c->dump_dir);
+    for (int i = 0; i < 4; i++)
+        free(c->owned[i]);
     free(c);
 }
 
@@ -363,7 +366,7 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
     xe_code code = XE_OK;
     if (*disk_hit) {
         a->shape_generic = j->generic;
-        if (xg_program_load(a, j->body, j->types, prog, st) != XE_OK) { /* stale: rebuild */
+        if (xg_program_load(a, j->body, j->types, &j->c->o, prog, st) != XE_OK) { /* stale: rebuild */
             xg_artifact_destroy(a);
             a = NULL;
             *disk_hit = false;
@@ -378,7 +381,7 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
                 fprintf(stderr, "xlac: warning: dump failed: %s\n", ds.msg);
         }
         if (code == XE_OK)
-            code = xg_program_load(a, j->body, j->types, prog, st);
+            code = xg_program_load(a, j->body, j->types, &j->c->o, prog, st);
         if (code == XE_OK)
             xg_disk_store(&j->c->disk, j->key, a);
     }
@@ -529,16 +532,16 @@ static bool claim_compile(xg_cache *c, cluster_state *s, entry *e, const char *n
 }
 
 static decision decide(xg_cache *c, const char *fp, const char *name, const xe_graph *body, xe_tensor *const *in, int n,
-                       xg_target target, int arch, bool must, xg_text *key, entry **out)
+                       xg_target target, int arch, bool must, xe_text *key, entry **out)
 {
     cluster_state *s = cluster_get(c, fp, name);
     if (s && same_as_last_hit(s, in, n, target, arch)) {
-        xg_text_add(key, "%s", s->hit_key);
+        xe_text_printf(key, "%s", s->hit_key);
         *out = s->hit;
         return RUN;
     }
     signature_key(c, fp, in, n, NULL, target, arch, key);
-    entry *e = entry_get(c, key->buf);
+    entry *e = key->oom ? NULL : entry_get(c, key->buf);
     if (!s || !e)
         return FALLBACK;
     bool new_sig = e->seen == 0;
@@ -547,10 +550,10 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
     if (!e->prog && !e->failed && !e->compiling)
         shape_pattern(body, in, n, pat);
     if (!e->prog && !e->failed && !e->compiling && pattern_is_dynamic(c, s, pat, new_sig)) {
-        key->len = 0; /* this shape joins the pattern's shape-generic program */
+        xe_text_truncate(key, 0); /* this shape joins the pattern's shape-generic program */
         signature_key(c, fp, in, n, pat, target, arch, key);
         int seen = e->seen;
-        if (!(e = entry_get(c, key->buf)))
+        if (key->oom || !(e = entry_get(c, key->buf)))
             return FALLBACK;
         if (e->seen < seen)
             e->seen = seen;
@@ -653,11 +656,11 @@ static xg_program *specific_program(xg_cache *c, const char *fp, const xe_graph 
                                     xe_tensor *const *inputs, bool must, xg_target target, int arch,
                                     xe_code *code, xe_status *st)
 {
-    xg_text key = {0};
+    xe_text key = {0};
     xg_program *prog = NULL;
     pthread_mutex_lock(&c->lock);
     signature_key(c, fp, inputs, body->n_inputs, NULL, target, arch, &key);
-    entry *e = entry_get(c, key.buf);
+    entry *e = key.oom ? NULL : entry_get(c, key.buf);
     cluster_state *s = cluster_get(c, fp, name);
     if (e && e->prog)
         prog = e->prog;
@@ -665,7 +668,7 @@ static xg_program *specific_program(xg_cache *c, const char *fp, const xe_graph 
     pthread_mutex_unlock(&c->lock);
     if (compile && key.buf)
         *code = compile_signature(c, key.buf, body, name, inputs, must, target, arch, &prog, st);
-    free(key.buf);
+    xe_text_free(&key);
     return prog;
 }
 
@@ -673,14 +676,14 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                        xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
                        xg_outcome *outcome, xe_status *st)
 {
-    xg_target target = xg_target_for_device(dev);
-    int arch = xg_backend_for(target)->device_arch();
+    xg_target target = dev == XE_DEV_GPU ? XG_TARGET_CUDA : XG_TARGET_C;
+    int arch = target == XG_TARGET_CUDA ? xe_gpu_arch() : 0;
     char fp[40];
     if (fingerprint && strlen(fingerprint) < sizeof fp)
         snprintf(fp, sizeof fp, "%s", fingerprint);
     else
         xg_fingerprint(body, fp);
-    xg_text key = {0};
+    xe_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;
     /* 1. decide under the lock */
@@ -721,7 +724,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
         }
         prog = NULL;
     }
-    free(key.buf);
+    xe_text_free(&key);
     if (code != XE_OK)
         return xe_status_prefix(st, "%s (must compile): ", cluster_name);
     count(c, prog ? &c->stats.launches : &c->stats.fallbacks);

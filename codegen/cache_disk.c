@@ -13,7 +13,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,42 +28,13 @@
 
 #define MAGIC "XLACBIN1"
 
-void xg_text_add(xg_text *t, const char *fmt, ...)
-{
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(t->buf ? t->buf + t->len : NULL, t->buf ? t->cap - t->len : 0, fmt, ap);
-        va_end(ap);
-        if (n < 0)
-            return;
-        if (t->buf && t->len + (size_t)n < t->cap) {
-            t->len += (size_t)n;
-            return;
-        }
-        size_t cap = (t->cap + (size_t)n) * 2 + 256;
-        char *b = realloc(t->buf, cap);
-        if (!b)
-            return;
-        if (!t->buf)
-            b[0] = '\0';
-        t->buf = b;
-        t->cap = cap;
-    }
-}
-
 void xg_disk_open(xg_disk *d, const char *dir)
 {
     char path[4096];
     d->dir = NULL;
-    if (dir && *dir)
-        snprintf(path, sizeof path, "%s", dir);
-    else if (getenv("XDG_CACHE_HOME") && *getenv("XDG_CACHE_HOME"))
-        snprintf(path, sizeof path, "%s/xlac", getenv("XDG_CACHE_HOME"));
-    else if (getenv("HOME") && *getenv("HOME"))
-        snprintf(path, sizeof path, "%s/.cache/xlac", getenv("HOME"));
-    else
+    if (!dir || !*dir)
         return;
+    snprintf(path, sizeof path, "%s", dir);
     struct stat sb;
     xe_status ms;
     xe_status_clear(&ms);

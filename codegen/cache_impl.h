@@ -1,6 +1,6 @@
 /*
- * Private to codegen/: growable text for keys, the disk cache (one file
- * per signature key) and the fingerprint.
+ * Private to codegen/: the disk cache (one file per signature key) and the
+ * fingerprint's hash.
  */
 #ifndef XG_CACHE_IMPL_H
 #define XG_CACHE_IMPL_H
@@ -9,13 +9,8 @@
 #include <stddef.h>
 
 #include "xg_impl.h"
+#include "xlac/text.h"
 
-typedef struct xg_text {
-    char *buf;
-    size_t len, cap;
-} xg_text;
-
-void xg_text_add(xg_text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* The XXH3 128-bit hash of len bytes as 32 hex digits (out holds 33). */
 void xg_hash_hex(const void *data, size_t len, char out[33]);
 
@@ -25,8 +20,8 @@ typedef struct xg_disk {
 } xg_disk;
 
 /*
- * Opens (creating 0700) the cache folder: dir, else $XDG_CACHE_HOME/xlac,
- * else ~/.cache/xlac. A folder that is not the user's own or is writable by
+ * Opens (creating 0700) the cache folder dir; NULL or "": the disk cache
+ * stays off (the plugin resolves the default folder). A folder that is not the user's own or is writable by
  * group or others is not used: one warning, and the disk cache stays off.
  */
 void xg_disk_open(xg_disk *d, const char *dir);

@@ -138,10 +138,9 @@ void xg_error_line(const char *log, char *buf, size_t len)
     xg_first_line(p ? p : log, buf, len);
 }
 
-xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void **so, size_t *so_len,
-                      char **log, xe_status *st)
+xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool fast_math, void **so,
+                      size_t *so_len, char **log, xe_status *st)
 {
-    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char dir[512], src[600], out[600], logp[600];
     snprintf(dir, sizeof dir, "%s/xlac-cc-XXXXXX", tmp);
     if (!mkdtemp(dir))
@@ -183,15 +182,14 @@ xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void *
 }
 
 static char cc_version[256];
-static const char *cc_probed;
+static const char *cc_probed, *cc_probe_tmp;
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
 
 /* Runs `cc --version` once; its first line goes into every cache key. */
 static void probe_cc(void)
 {
-    const char *tmp = getenv("TMPDIR") && *getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp";
     char logp[512];
-    snprintf(logp, sizeof logp, "%s/xlac-ccver-%d.txt", tmp, (int)getpid());
+    snprintf(logp, sizeof logp, "%s/xlac-ccver-%d.txt", cc_probe_tmp, (int)getpid());
     char words[1024], why[300], *argv[28];
     int n = cc_words(cc_probed, words, sizeof words, argv, 24);
     argv[n++] = "--version";
@@ -206,9 +204,10 @@ static void probe_cc(void)
     unlink(logp);
 }
 
-const char *xg_cc_version(const char *cc)
+const char *xg_cc_version(const char *cc, const char *tmp_dir)
 {
     cc_probed = cc;
+    cc_probe_tmp = tmp_dir;
     pthread_once(&cc_once, probe_cc);
     return cc_version;
 }

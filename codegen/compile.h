@@ -10,8 +10,9 @@
 
 #include "xlac/status.h"
 
-xe_code xg_cc_compile(const char *cc, const char *source, bool fast_math, void **so, size_t *so_len,
-                      char **log, xe_status *st);
+/* C source → shared object with the compiler command cc, in a private folder under tmp_dir. */
+xe_code xg_cc_compile(const char *cc, const char *tmp_dir, const char *source, bool fast_math, void **so,
+                      size_t *so_len, char **log, xe_status *st);
 /* CUDA source → cubin for sm_<arch> (PTX for compute_<arch> when NVRTC lacks that arch). */
 xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len,
                          bool *is_ptx, char **log, xe_status *st);
@@ -19,8 +20,8 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
 char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math);
 /* PTX text of source for compute_<arch> (for dumps). */
 char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math);
-/* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. */
-const char *xg_cc_version(const char *cc);
+/* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. The first cc asked about is the one probed. */
+const char *xg_cc_version(const char *cc, const char *tmp_dir);
 const char *xg_nvrtc_version(void);
 
 xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st);

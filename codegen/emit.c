@@ -30,28 +30,11 @@ void xg_out(em *e, const char *fmt, ...)
 {
     if (e->oom)
         return;
-    for (;;) {
-        va_list ap;
-        va_start(ap, fmt);
-        int n = vsnprintf(e->buf + e->len, e->cap - e->len, fmt, ap);
-        va_end(ap);
-        if (n < 0) {
-            e->oom = true;
-            return;
-        }
-        if (e->len + (size_t)n < e->cap) {
-            e->len += (size_t)n;
-            return;
-        }
-        size_t cap = (e->cap + (size_t)n) * 2 + 4096;
-        char *b = realloc(e->buf, cap);
-        if (!b) {
-            e->oom = true;
-            return;
-        }
-        e->buf = b;
-        e->cap = cap;
-    }
+    va_list ap;
+    va_start(ap, fmt);
+    xe_text_vprintf(&e->text, fmt, ap);
+    va_end(ap);
+    e->oom = e->text.oom;
 }
 
 static void unsupported(em *e, const xe_node *n, const char *why)
@@ -508,7 +491,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
         case XG_STEP_LIBRARY: break;
         }
     }
-    char *text = e->buf;
+    char *text = xe_text_take(&e->text);
     if (e->oom || e->unsupported) {
         if (e->unsupported)
             xe_fail(st, XE_ERR_UNSUPPORTED, "cannot generate code: %s", e->why);

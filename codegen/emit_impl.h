@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "plan.h"
 #include "xlac/op.h"
+#include "xlac/text.h"
 
 #define MAX_MEMO 1024
 
@@ -30,8 +31,7 @@ typedef struct memo {
 } memo;
 
 typedef struct em {
-    char *buf;
-    size_t len, cap;
+    xe_text text; /* the generated program */
     bool oom, unsupported;
     char why[160];
     const xg_plan *p;

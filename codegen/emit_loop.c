@@ -77,9 +77,9 @@ static char *hoist_row_invariants(em *e, size_t mark, const xg_step *s)
 {
     if (e->oom)
         return NULL;
-    char *body = strndup(e->buf + mark, e->len - mark);
+    char *body = strndup(e->text.buf + mark, e->text.len - mark);
     bool *dep = calloc((size_t)e->var + 1, sizeof *dep);
-    char *rest = calloc(1, e->len - mark + 2);
+    char *rest = calloc(1, e->text.len - mark + 2);
     if (!body || !dep || !rest) {
         free(body);
         free(dep);
@@ -87,8 +87,7 @@ static char *hoist_row_invariants(em *e, size_t mark, const xg_step *s)
         e->oom = true;
         return NULL;
     }
-    e->len = mark;
-    e->buf[mark] = '\0';
+    xe_text_truncate(&e->text, mark);
     size_t used = 0;
     int depth = 0;
     for (char *line = body, *next; line && *line; line = next) {
@@ -139,7 +138,7 @@ void xg_emit_loop_kernel(em *e, int step, const xg_step *s)
     } else {
         inner = e->b->nest_begin(e, root, &ix);
     }
-    size_t mark = e->len;
+    size_t mark = e->text.len;
     for (int k = 0; k < s->n_outs; k++) {
         char v[16];
         xg_emit_compute(e, s->outs[k], &ix, v, sizeof v);

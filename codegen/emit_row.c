@@ -128,7 +128,7 @@ static int64_t row_length(const xe_shape *x, const bool *mask)
 static void row_phases_dry_run(em *e, const xg_step *s, const bool *mask, const red_ops *ro)
 {
     int n = e->p->body->n_nodes;
-    size_t len = e->len, rv_bytes = ((size_t)n + 1) * sizeof *e->rowvar;
+    size_t len = e->text.len, rv_bytes = ((size_t)n + 1) * sizeof *e->rowvar;
     int var = e->var, n_memo = e->n_memo;
     char(*rowvar)[16] = malloc(rv_bytes);
     if (!rowvar) {
@@ -140,9 +140,7 @@ static void row_phases_dry_run(em *e, const xg_step *s, const bool *mask, const 
     e->rc_dry = true;
     row_phases(e, s, mask, ro);
     e->rc_dry = false;
-    e->len = len;
-    if (e->buf)
-        e->buf[len] = '\0';
+    xe_text_truncate(&e->text, len);
     e->var = var;
     e->n_memo = n_memo;
     memcpy(e->rowvar, rowvar, rv_bytes);

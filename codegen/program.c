@@ -46,8 +46,8 @@ void xg_program_destroy(xg_program *p)
     free(p);
 }
 
-xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types, xg_program **out,
-                        xe_status *st)
+xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types, const xg_options *o,
+                        xg_program **out, xe_status *st)
 {
     xg_program *p = calloc(1, sizeof *p);
     if (!p)
@@ -71,7 +71,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
-        c = p->backend->load(p, a, st);
+        c = p->backend->load(p, a, o, st);
     if (c == XE_OK)
         c = load_consts(p, st);
     if (c != XE_OK) {

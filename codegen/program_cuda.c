@@ -66,8 +66,9 @@ static xe_code get_kernels(xg_program *p, cuda_state *cs, xe_status *st)
     return XE_OK;
 }
 
-xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
+xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st)
 {
+    (void)o;
     if (!xe_gpu_available())
         return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_gpu_unavailable_reason());
     cuda_state *cs = calloc(1, sizeof *cs);
@@ -153,9 +154,9 @@ xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *cons
     return e == cudaSuccess ? XE_OK : xe_fail(st, XE_ERR_DEVICE, "launch of xg_k%d: %s", step, cudaGetErrorString(e));
 }
 #else
-xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st)
+xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    (void)p, (void)a;
+    (void)p, (void)a, (void)o;
     return xe_fail(st, XE_ERR_COMPILE, "xlac was built without CUDA");
 }
 

@@ -23,7 +23,7 @@ struct xg_program {
 };
 
 /* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
-xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, xe_status *st);
+xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);
 void xg_cuda_unload(xg_program *p);
 xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                        xe_status *st);

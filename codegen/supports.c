@@ -2,8 +2,6 @@
  * What the code generator compiles: the predicate the plugin hands to the
  * clustering pass, and the code generator's default options.
  */
-#include <stdlib.h>
-
 #include "xg.h"
 #include "xlac/op.h"
 
@@ -14,7 +12,8 @@ void xg_options_default(xg_options *o)
         .dynamic_after = 2,
         .max_compiles_per_cluster = 16,
         .disk_cache = true,
-        .cc = getenv("CC") && *getenv("CC") ? getenv("CC") : "cc",
+        .cc = "cc",
+        .tmp_dir = "/tmp",
     };
 }
 

@@ -45,12 +45,16 @@ typedef struct xg_options {
     int max_compiles_per_cluster; /* --max_compiles_per_cluster (default 16) */
     bool async_compilation;       /* --async_compilation (default false) */
     bool disk_cache;              /* --disk_cache (default true) */
-    const char *cache_dir;        /* --cache_dir (default $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
+    const char *cache_dir;        /* the disk cache's folder; NULL: none (the plugin resolves --cache_dir,
+                                     $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
     const char *dump_dir;         /* XLAC_DUMP_TO, NULL: no dumps */
     bool level2;                  /* XLAC_AUTO_JIT=2: matmul is compilable */
-    const char *cc;               /* C compiler: $CC when set, else "cc" (read once by xg_options_default) */
+    const char *cc;               /* C compiler command (default "cc"; the plugin puts $CC here) */
+    const char *tmp_dir;          /* folder for compiler and loader temp files (default "/tmp"; the plugin
+                                     puts $TMPDIR here) */
 } xg_options;
 
+/* Every option at its default; nothing is read from the environment (the caller resolves it). */
 void xg_options_default(xg_options *o);
 
 /* True when the code generator can compile node n (of graph g) on device dev. */
@@ -102,7 +106,8 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
  */
 void xg_fingerprint(const xe_graph *body, char out[40]);
 /* The cache key of body at input types (fixed shapes), as the JIT forms it; malloc'd, NULL if out of memory. */
-char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, bool fast_math);
+char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch,
+                       const xg_options *o);
 
 /*
  * The architecture NVRTC compiles for on a device of arch: arch itself

@@ -45,17 +45,17 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
                  xe_status *st);
 
 /* Hash of everything in the generator and compiler that changes code ("gcc 12.2.0", NVRTC 13.0, flags). */
-const char *xg_compiler_id(xg_target target);
+const char *xg_compiler_id(xg_target target, const xg_options *o);
 
 typedef struct xg_program xg_program;
 
 /*
  * Loads an artifact built for body at in_types (dlopen of a private temp
- * file / cudaLibraryLoadData). The program keeps its own copy of the body
+ * file in o->tmp_dir / cudaLibraryLoadData). The program keeps its own copy of the body
  * and re-derives the plan, which must match the artifact's metadata.
  */
 xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types,
-                        xg_program **out, xe_status *st);
+                        const xg_options *o, xg_program **out, xe_status *st);
 /* Runs with inputs on the program's device; outputs are new tensors there. */
 xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs,
                        int n_outputs, xe_status *st);

@@ -1,7 +1,8 @@
 /*
  * Broadcast iteration (see broadcast.h). Work is split into contiguous
  * ranges of output elements, one per thread; each range is walked row by
- * row from its starting multi-index.
+ * row from its starting multi-index. Also the [outer, k, inner] view of a
+ * shape around one axis, which the axis kernels share.
  */
 #include <omp.h>
 #include <string.h>
@@ -108,4 +109,17 @@ void xe_bcast_run(const xe_bcast *b, xe_bcast_row_fn fn, void *ctx)
         if (lo < hi)
             walk(b, lo, hi, fn, ctx);
     }
+}
+
+xe_axis_view xe_axis_view_of(const xe_shape *s, int64_t axis)
+{
+    int a = (int)(axis < 0 ? axis + s->rank : axis);
+    xe_axis_view v = {.axis = a, .outer = 1, .k = 1, .inner = 1};
+    if (v.axis >= 0 && v.axis < s->rank)
+        v.k = s->dims[v.axis];
+    for (int d = 0; d < v.axis && d < s->rank; d++)
+        v.outer *= s->dims[d];
+    for (int d = v.axis + 1; d < s->rank; d++)
+        v.inner *= s->dims[d];
+    return v;
 }

@@ -5,6 +5,7 @@
  * same-shape case becomes one flat loop. The walk is split across OpenMP
  * threads for large outputs; the callback gets one row (the innermost
  * merged dim) at a time with per-operand element offsets and strides.
+ * Also the [outer, k, inner] view of a shape around one axis.
  */
 #ifndef XE_BROADCAST_H
 #define XE_BROADCAST_H
@@ -34,5 +35,16 @@ void xe_bcast_init_strided(xe_bcast *b, const xe_shape *out, int n_ops,
                            const int64_t (*strides)[XE_MAX_RANK]);
 /* Calls fn for every row of the output, in parallel when numel >= XE_PARALLEL_MIN. */
 void xe_bcast_run(const xe_bcast *b, xe_bcast_row_fn fn, void *ctx);
+
+/* A shape seen around one axis as [outer, k, inner] (softmax, concat, iota). */
+typedef struct xe_axis_view {
+    int axis;      /* the axis, made non-negative */
+    int64_t outer; /* product of the dims before it */
+    int64_t k;     /* its size (1 for a scalar) */
+    int64_t inner; /* product of the dims after it */
+} xe_axis_view;
+
+/* The view of s around axis (negative: counted from the end), which the caller has checked. */
+xe_axis_view xe_axis_view_of(const xe_shape *s, int64_t axis);
 
 #endif

@@ -214,76 +214,64 @@ static inline int64_t finish_i(const red *r, int64_t acc)
 #define TO_I32(v) ((int32_t)(uint32_t)(uint64_t)(v))
 #define TO_I64(v) ((int64_t)(v))
 
+/*
+ * The four reductions of one dtype T (results stored through STORE): sum
+ * and product accumulate in SACC (read through SLOAD), max and min compare
+ * in CACC (through CLOAD) from LOWEST / HIGHEST. Floats do all four in one
+ * type, with NaN-propagating max/min; ints sum and multiply in uint64_t
+ * (wrapping) and compare in int64_t. The mean is the sum, finished:
+ * `finish` is the caller's, for its accumulator.
+ */
+#define REDUCE_OPS(T, STORE, SACC, SLOAD, CACC, CLOAD, LOWEST, HIGHEST, MAX, MIN, sfx)             \
+    switch (r->op) {                                                                               \
+    case XE_OP_REDUCE_SUM:                                                                         \
+    case XE_OP_REDUCE_MEAN:                                                                        \
+        REDUCE_LOOPS(T, SACC, SLOAD, STORE, (SACC)0, ADD, row_sum_##sfx);                          \
+        break;                                                                                     \
+    case XE_OP_REDUCE_PROD:                                                                        \
+        REDUCE_LOOPS(T, SACC, SLOAD, STORE, (SACC)1, MUL, row_prod_##sfx);                         \
+        break;                                                                                     \
+    case XE_OP_REDUCE_MAX:                                                                         \
+        REDUCE_LOOPS(T, CACC, CLOAD, STORE, LOWEST, MAX, row_max_##sfx);                           \
+        break;                                                                                     \
+    case XE_OP_REDUCE_MIN:                                                                         \
+        REDUCE_LOOPS(T, CACC, CLOAD, STORE, HIGHEST, MIN, row_min_##sfx);                          \
+        break;                                                                                     \
+    default:                                                                                       \
+        break;                                                                                     \
+    }
+
+#define finish finish_f
 static void reduce_f32(const red *r)
 {
-#define finish finish_f
-    switch (r->op) {
-    case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(float, float, KEEP, KEEP, 0.0f, ADD, row_sum_f32); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(float, float, KEEP, KEEP, 1.0f, MUL, row_prod_f32); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(float, float, KEEP, KEEP, -INFINITY, MAXF, row_max_f32); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(float, float, KEEP, KEEP, INFINITY, MINF, row_min_f32); break;
-    default: break;
-    }
-#undef finish
-}
-
-static void reduce_f64(const red *r)
-{
-#define finish finish_d
-    switch (r->op) {
-    case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(double, double, KEEP, KEEP, 0.0, ADD, row_sum_f64); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(double, double, KEEP, KEEP, 1.0, MUL, row_prod_f64); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(double, double, KEEP, KEEP, -INFINITY, MAXF, row_max_f64); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(double, double, KEEP, KEEP, INFINITY, MINF, row_min_f64); break;
-    default: break;
-    }
-#undef finish
+    REDUCE_OPS(float, KEEP, float, KEEP, float, KEEP, -INFINITY, INFINITY, MAXF, MINF, f32)
 }
 
 /* f16 accumulates in float and rounds once at the end. */
 static void reduce_f16(const red *r)
 {
-#define finish finish_f
-    switch (r->op) {
-    case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(xe_f16, float, H2F, F2H, 0.0f, ADD, row_sum_f16); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(xe_f16, float, H2F, F2H, 1.0f, MUL, row_prod_f16); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(xe_f16, float, H2F, F2H, -INFINITY, MAXF, row_max_f16); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(xe_f16, float, H2F, F2H, INFINITY, MINF, row_min_f16); break;
-    default: break;
-    }
-#undef finish
+    REDUCE_OPS(xe_f16, F2H, float, H2F, float, H2F, -INFINITY, INFINITY, MAXF, MINF, f16)
 }
+#undef finish
 
+#define finish finish_d
+static void reduce_f64(const red *r)
+{
+    REDUCE_OPS(double, KEEP, double, KEEP, double, KEEP, -INFINITY, INFINITY, MAXF, MINF, f64)
+}
+#undef finish
+
+#define finish(r, acc) finish_i((r), (int64_t)(acc))
 static void reduce_i32(const red *r)
 {
-#define finish(r, acc) finish_i((r), (int64_t)(acc))
-    switch (r->op) {
-    case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(int32_t, uint64_t, I2U, TO_I32, 0, ADD, row_sum_i32); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(int32_t, uint64_t, I2U, TO_I32, 1, MUL, row_prod_i32); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(int32_t, int64_t, I2I, TO_I32, INT64_MIN, MAXI, row_max_i32); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(int32_t, int64_t, I2I, TO_I32, INT64_MAX, MINI, row_min_i32); break;
-    default: break;
-    }
-#undef finish
+    REDUCE_OPS(int32_t, TO_I32, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI, i32)
 }
 
 static void reduce_i64(const red *r)
 {
-#define finish(r, acc) finish_i((r), (int64_t)(acc))
-    switch (r->op) {
-    case XE_OP_REDUCE_SUM:
-    case XE_OP_REDUCE_MEAN: REDUCE_LOOPS(int64_t, uint64_t, I2U, TO_I64, 0, ADD, row_sum_i64); break;
-    case XE_OP_REDUCE_PROD: REDUCE_LOOPS(int64_t, uint64_t, I2U, TO_I64, 1, MUL, row_prod_i64); break;
-    case XE_OP_REDUCE_MAX: REDUCE_LOOPS(int64_t, int64_t, I2I, TO_I64, INT64_MIN, MAXI, row_max_i64); break;
-    case XE_OP_REDUCE_MIN: REDUCE_LOOPS(int64_t, int64_t, I2I, TO_I64, INT64_MAX, MINI, row_min_i64); break;
-    default: break;
-    }
-#undef finish
+    REDUCE_OPS(int64_t, TO_I64, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI, i64)
 }
+#undef finish
 
 static void reduce_pass(const red *r)
 {

@@ -155,19 +155,12 @@ xe_code xe_cpu_slice(const xe_kernel_args *a, xe_status *st)
 xe_code xe_cpu_concat(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
-    const xe_shape *s = &a->out->shape;
-    int64_t axis = xe_node_attr_int(a->node, "axis", 0);
-    if (axis < 0)
-        axis += s->rank;
-    int64_t outer = 1, inner = 1;
-    for (int d = 0; d < axis; d++)
-        outer *= s->dims[d];
-    for (int d = (int)axis + 1; d < s->rank; d++)
-        inner *= s->dims[d];
+    xe_axis_view v = xe_axis_view_of(&a->out->shape, xe_node_attr_int(a->node, "axis", 0));
+    int64_t outer = v.outer;
     size_t es = xe_dtype_size(a->out->dtype);
-    size_t out_row = (size_t)(s->dims[axis] * inner) * es, col = 0;
+    size_t out_row = (size_t)(v.k * v.inner) * es, col = 0;
     for (int k = 0; k < a->n_in; k++) {
-        size_t row = (size_t)(a->in[k]->shape.dims[axis] * inner) * es;
+        size_t row = (size_t)(a->in[k]->shape.dims[v.axis] * v.inner) * es;
         const char *src = a->in[k]->data;
         char *dst = (char *)a->out->data + col;
 #pragma omp parallel for if (outer * (int64_t)row >= 262144)

@@ -21,20 +21,6 @@
 
 #define LANES 256 /* columns per chunk when the axis is not innermost */
 
-typedef struct sm_view {
-    int64_t outer, k, inner;
-} sm_view;
-
-static sm_view sm_view_of(const xe_shape *s, int axis)
-{
-    sm_view v = {1, s->dims[axis], 1};
-    for (int d = 0; d < axis; d++)
-        v.outer *= s->dims[d];
-    for (int d = axis + 1; d < s->rank; d++)
-        v.inner *= s->dims[d];
-    return v;
-}
-
 /*
  * One contiguous row of K elements: T storage, ACC compute type, LOAD and
  * STORE convert, EXP the exponential. SAME (T is ACC) keeps exp in y
@@ -126,17 +112,17 @@ static sm_view sm_view_of(const xe_shape *s, int axis)
 
 #define KEEP(v) (v)
 
-static void softmax_f32(const void *xv, void *yv, sm_view v)
+static void softmax_f32(const void *xv, void *yv, xe_axis_view v)
 {
     SOFTMAX_ALL(float, float, KEEP, KEEP, xe_exp_f32, 1);
 }
 
-static void softmax_f64(const void *xv, void *yv, sm_view v)
+static void softmax_f64(const void *xv, void *yv, xe_axis_view v)
 {
     SOFTMAX_ALL(double, double, KEEP, KEEP, exp, 1);
 }
 
-static void softmax_f16(const void *xv, void *yv, sm_view v)
+static void softmax_f16(const void *xv, void *yv, xe_axis_view v)
 {
     SOFTMAX_ALL(xe_f16, float, xe_h2f_vec, xe_f2h_vec, xe_exp_f32, 0);
 }
@@ -151,7 +137,7 @@ xe_code xe_cpu_softmax(const xe_kernel_args *a, xe_status *st)
     if (axis < 0 || axis >= rank)
         return xe_fail(st, XE_ERR_GRAPH, "softmax axis %lld out of range for rank %d",
                        (long long)xe_node_attr_int(a->node, "axis", -1), rank);
-    sm_view v = sm_view_of(&x->shape, (int)axis);
+    xe_axis_view v = xe_axis_view_of(&x->shape, axis);
     if (v.outer * v.k * v.inner == 0)
         return XE_OK;
     switch (x->dtype) {

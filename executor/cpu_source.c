@@ -5,6 +5,7 @@
  */
 #include <string.h>
 
+#include "broadcast.h"
 #include "kernels.h"
 #include "rng.h"
 
@@ -19,13 +20,8 @@ xe_code xe_cpu_const(const xe_kernel_args *a, xe_status *st)
 xe_code xe_cpu_iota(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
-    const xe_shape *s = &a->out->shape;
-    int64_t axis = xe_node_attr_int(a->node, "axis", 0);
-    if (axis < 0)
-        axis += s->rank;
-    int64_t n = xe_shape_numel(s), inner = 1, dim = s->rank ? s->dims[axis] : 1;
-    for (int d = (int)axis + 1; d < s->rank; d++)
-        inner *= s->dims[d];
+    xe_axis_view av = xe_axis_view_of(&a->out->shape, xe_node_attr_int(a->node, "axis", 0));
+    int64_t n = xe_shape_numel(&a->out->shape), inner = av.inner, dim = av.k;
     xe_dtype dt = a->out->dtype;
 #pragma omp parallel for if (n >= 32768)
     for (int64_t i = 0; i < n; i++) {

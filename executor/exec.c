@@ -144,7 +144,7 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
     xe_tensor *ret = NULL;
     xe_kernel_args a = {
         .graph = r->g, .node = n, .n_in = n->n_inputs, .in = in, .out = out,
-        .out_ret = &ret, .exec = r->ex,
+        .out_ret = &ret, .exec = r->ex, .op_user = d->user,
     };
     if ((d->flags & XE_OPF_STATEFUL) && !(a.state = xe_session_node_state(r->ex->session, n))) {
         xe_tensor_release(out);
@@ -173,7 +173,8 @@ static xe_code run_composite(run *r, const xe_node *n, const xe_op_def *d, xe_te
     if (!d->composite)
         return xe_exec_graph(r->ex, n->body, in, v->tuple, d->device_prefix ? label : r->label,
                              d->device_prefix ? d->device_prefix : r->prefix, st);
-    xe_kernel_args a = {.graph = r->g, .node = n, .n_in = n->n_inputs, .in = in, .exec = r->ex};
+    xe_kernel_args a = {.graph = r->g, .node = n, .n_in = n->n_inputs, .in = in, .exec = r->ex,
+                        .op_user = d->user};
     return d->composite(&a, v->tuple, n->n_tuple, st);
 }
 

@@ -265,89 +265,71 @@ static xe_code attr_put(xe_node *n, xe_attr *a, xe_status *st)
     return XE_OK;
 }
 
-static xe_code attr_begin(xe_attr *a, const char *name, xe_attr_kind kind, xe_status *st)
+/* Puts name = value on n, value's buffers already its own (freed on failure). */
+static xe_code attr_set(xe_node *n, const char *name, xe_attr value, xe_status *st)
 {
-    *a = (xe_attr){.kind = kind, .name = strdup(name)};
-    return a->name ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (!(value.name = strdup(name))) {
+        attr_free(&value);
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    }
+    return attr_put(n, &value, st);
+}
+
+/* *out = a malloc'd copy of count elements of size bytes (NULL: none); false if out of memory. */
+static bool copy_array(const void *v, int count, size_t size, void **out)
+{
+    *out = NULL;
+    if (count <= 0)
+        return true;
+    if (!(*out = malloc((size_t)count * size)))
+        return false;
+    memcpy(*out, v, (size_t)count * size);
+    return true;
 }
 
 xe_code xe_node_set_int(xe_node *n, const char *name, int64_t v, xe_status *st)
 {
-    xe_attr a;
-    if (attr_begin(&a, name, XE_ATTR_INT, st) != XE_OK)
-        return st->code;
-    a.i = v;
-    return attr_put(n, &a, st);
+    return attr_set(n, name, (xe_attr){.kind = XE_ATTR_INT, .i = v}, st);
 }
 
 xe_code xe_node_set_float(xe_node *n, const char *name, double v, xe_status *st)
 {
-    xe_attr a;
-    if (attr_begin(&a, name, XE_ATTR_FLOAT, st) != XE_OK)
-        return st->code;
-    a.f = v;
-    return attr_put(n, &a, st);
+    return attr_set(n, name, (xe_attr){.kind = XE_ATTR_FLOAT, .f = v}, st);
 }
 
 xe_code xe_node_set_bool(xe_node *n, const char *name, bool v, xe_status *st)
 {
-    xe_attr a;
-    if (attr_begin(&a, name, XE_ATTR_BOOL, st) != XE_OK)
-        return st->code;
-    a.i = v;
-    return attr_put(n, &a, st);
+    return attr_set(n, name, (xe_attr){.kind = XE_ATTR_BOOL, .i = v}, st);
 }
 
 xe_code xe_node_set_dtype(xe_node *n, const char *name, xe_dtype v, xe_status *st)
 {
-    xe_attr a;
-    if (attr_begin(&a, name, XE_ATTR_DTYPE, st) != XE_OK)
-        return st->code;
-    a.dtype = v;
-    return attr_put(n, &a, st);
+    return attr_set(n, name, (xe_attr){.kind = XE_ATTR_DTYPE, .dtype = v}, st);
 }
 
 xe_code xe_node_set_string(xe_node *n, const char *name, const char *v, xe_status *st)
 {
-    xe_attr a;
-    if (attr_begin(&a, name, XE_ATTR_STRING, st) != XE_OK)
-        return st->code;
-    if (!(a.s = strdup(v))) {
-        attr_free(&a);
+    char *copy = strdup(v);
+    if (!copy)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    }
-    return attr_put(n, &a, st);
+    return attr_set(n, name, (xe_attr){.kind = XE_ATTR_STRING, .s = copy}, st);
 }
 
 xe_code xe_node_set_ints(xe_node *n, const char *name, const int64_t *v, int count, xe_status *st)
 {
-    xe_attr a;
-    if (attr_begin(&a, name, XE_ATTR_INTS, st) != XE_OK)
-        return st->code;
-    a.n = count;
-    if (count && !(a.ints = malloc((size_t)count * sizeof *a.ints))) {
-        attr_free(&a);
+    void *copy;
+    if (!copy_array(v, count, sizeof *v, &copy))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    }
-    if (count)
-        memcpy(a.ints, v, (size_t)count * sizeof *v);
-    return attr_put(n, &a, st);
+    return attr_set(n, name, (xe_attr){.kind = XE_ATTR_INTS, .n = count, .ints = copy}, st);
 }
 
 xe_code xe_node_set_floats(xe_node *n, const char *name, const double *v, int count,
                            xe_status *st)
 {
-    xe_attr a;
-    if (attr_begin(&a, name, XE_ATTR_FLOATS, st) != XE_OK)
-        return st->code;
-    a.n = count;
-    if (count && !(a.floats = malloc((size_t)count * sizeof *a.floats))) {
-        attr_free(&a);
+    void *copy;
+    if (!copy_array(v, count, sizeof *v, &copy))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    }
-    if (count)
-        memcpy(a.floats, v, (size_t)count * sizeof *v);
-    return attr_put(n, &a, st);
+    return attr_set(n, name, (xe_attr){.kind = XE_ATTR_FLOATS, .n = count, .floats = copy}, st);
 }
 
 xe_code xe_node_copy_attr(xe_node *dst, const xe_attr *a, xe_status *st)

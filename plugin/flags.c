@@ -1,85 +1,73 @@
 /*
- * Flags: XLAC_AUTO_JIT and XLAC_FLAGS parsed once into xlac_flags.
+ * Flags: the environment read once (xlac_env_read, the plugin's only
+ * getenv) and parsed into xlac_flags, every default that depends on the
+ * environment resolved there too (the compiler, the temp and cache folders).
  *
  * XLAC_FLAGS holds space-separated `--name=value` words (a boolean may be
- * written `--name`). Each flag is one row of a table (name, kind, default,
- * meaning) that drives both the parser and `--help`, so the two never
- * disagree. Nothing is silently ignored: an unknown flag, a malformed
- * value or a bad XLAC_AUTO_JIT is an error that names it.
+ * written `--name`). Each flag is one row of a table (name, kind, the field
+ * it sets, default, meaning) that drives both the parser and `--help`, so
+ * the two never disagree. Nothing is silently ignored: an unknown flag, a
+ * malformed value or a bad XLAC_AUTO_JIT is an error that names it.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "flags.h"
 #include "xlac/op.h"
+#include "xlac/text.h"
 
 typedef enum flag_kind {
-    FLAG_BOOL,    /* --name, --name=0/1/true/false */
-    FLAG_INT,     /* --name=N, N >= the row's minimum */
-    FLAG_STRING,  /* --name=TEXT */
+    FLAG_BOOL,    /* --name, --name=0/1/true/false: a bool field */
+    FLAG_INT,     /* --name=N, N >= the row's minimum: an int field */
+    FLAG_LLONG,   /* the same into a long long field */
+    FLAG_STRING,  /* --name=TEXT: an owned char * field */
     FLAG_DEVICES, /* --name=cpu,gpu */
     FLAG_OPS,     /* --name=op,op (known op names) */
 } flag_kind;
 
-typedef enum flag_id {
-    F_MIN_CLUSTER_SIZE,  /* smallest cluster kept */
-    F_MAX_CLUSTER_SIZE,  /* largest cluster built */
-    F_DEVICES,           /* devices whose ops are clustered */
-    F_OPS_TO_EXCLUDE,    /* op names never clustered */
-    F_CLUSTERING_FUEL,   /* how many candidates may be clustered */
-    F_CLUSTERING_DEBUG,  /* dumps and the summary */
-    F_STATS,             /* counters at exit */
-    F_CODEGEN,           /* compile clusters at all */
-    F_FAST_MATH,         /* codegen: reassociation allowed */
-    F_COMPILE_THRESHOLD, /* codegen: runs of a signature before compiling */
-    F_DYNAMIC_AFTER,     /* codegen: shapes seen before a shape-generic compile */
-    F_MAX_COMPILES,      /* codegen: programs per cluster */
-    F_ASYNC_COMPILATION, /* codegen: compile in the background */
-    F_DISK_CACHE,        /* codegen: persistent cache */
-    F_CACHE_DIR,         /* codegen: where the persistent cache lives */
-    F_HELP,              /* print the flags */
-} flag_id;
-
 typedef struct flag_row {
-    flag_id id;
     const char *name;
     flag_kind kind;
-    long long min;    /* FLAG_INT: smallest accepted value */
+    size_t field;     /* offsetof the value in xlac_flags */
+    long long min;    /* FLAG_INT, FLAG_LLONG: smallest accepted value */
     const char *dflt; /* default, as --help shows it */
     const char *help;
 } flag_row;
 
+#define AT(member) offsetof(xlac_flags, member)
+
 static const flag_row rows[] = {
-    {F_MIN_CLUSTER_SIZE, "min_cluster_size", FLAG_INT, 1, "2",
+    {"min_cluster_size", FLAG_INT, AT(min_cluster_size), 1, "2",
      "clusters with fewer ops are dissolved (reason: cluster too small)"},
-    {F_MAX_CLUSTER_SIZE, "max_cluster_size", FLAG_INT, 0, "0",
+    {"max_cluster_size", FLAG_INT, AT(max_cluster_size), 0, "0",
      "no cluster grows beyond N ops; 0: no limit"},
-    {F_DEVICES, "devices", FLAG_DEVICES, 0, "cpu,gpu", "devices whose ops may be clustered"},
-    {F_OPS_TO_EXCLUDE, "ops_to_exclude", FLAG_OPS, 0, "(none)",
+    {"devices", FLAG_DEVICES, AT(devices), 0, "cpu,gpu", "devices whose ops may be clustered"},
+    {"ops_to_exclude", FLAG_OPS, AT(ops_to_exclude), 0, "(none)",
      "comma-separated op names that are never clustered"},
-    {F_CLUSTERING_FUEL, "clustering_fuel", FLAG_INT, 0, "unlimited",
+    {"clustering_fuel", FLAG_LLONG, AT(clustering_fuel), 0, "unlimited",
      "cluster at most the first N candidate ops (in graph order): bisects a miscompile"},
-    {F_CLUSTERING_DEBUG, "clustering_debug", FLAG_BOOL, 0, "false",
+    {"clustering_debug", FLAG_BOOL, AT(clustering_debug), 0, "false",
      "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there"},
-    {F_STATS, "stats", FLAG_BOOL, 0, "false",
+    {"stats", FLAG_BOOL, AT(stats), 0, "false",
      "at exit print one line: clusters, launches, compiles, cache hits, fallbacks"},
-    {F_CODEGEN, "codegen", FLAG_BOOL, 0, "true",
+    {"codegen", FLAG_BOOL, AT(codegen), 0, "true",
      "false: clusters always run with the executor's per-op kernels"},
-    {F_FAST_MATH, "fast_math", FLAG_BOOL, 0, "false",
+    {"fast_math", FLAG_BOOL, AT(xg.fast_math), 0, "false",
      "generated code may reassociate floating-point math"},
-    {F_COMPILE_THRESHOLD, "compile_threshold", FLAG_INT, 1, "1",
+    {"compile_threshold", FLAG_INT, AT(xg.compile_threshold), 1, "1",
      "runs of one signature before it is compiled (earlier runs go per op)"},
-    {F_DYNAMIC_AFTER, "dynamic_after", FLAG_INT, 0, "2",
+    {"dynamic_after", FLAG_INT, AT(xg.dynamic_after), 0, "2",
      "distinct shapes of a cluster before one shape-generic program is compiled"},
-    {F_MAX_COMPILES, "max_compiles_per_cluster", FLAG_INT, 1, "16",
+    {"max_compiles_per_cluster", FLAG_INT, AT(xg.max_compiles_per_cluster), 1, "16",
      "programs compiled per cluster; beyond, it runs per op"},
-    {F_ASYNC_COMPILATION, "async_compilation", FLAG_BOOL, 0, "false",
+    {"async_compilation", FLAG_BOOL, AT(xg.async_compilation), 0, "false",
      "compile in a background thread, running per op until the program is ready"},
-    {F_DISK_CACHE, "disk_cache", FLAG_BOOL, 0, "true", "keep compiled programs on disk"},
-    {F_CACHE_DIR, "cache_dir", FLAG_STRING, 0, "$XDG_CACHE_HOME/xlac or ~/.cache/xlac",
+    {"disk_cache", FLAG_BOOL, AT(xg.disk_cache), 0, "true", "keep compiled programs on disk"},
+    {"cache_dir", FLAG_STRING, AT(cache_dir), 0, "$XDG_CACHE_HOME/xlac or ~/.cache/xlac",
      "folder of the disk cache"},
-    {F_HELP, "help", FLAG_BOOL, 0, "", "print this list and exit"},
+    {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit"},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -102,10 +90,12 @@ void xlac_flags_free(xlac_flags *f)
     free(f->dump_graph_prefix);
     free(f->cache_dir);
     free(f->dump_to);
+    free(f->cc);
+    free(f->tmp_dir);
     f->ops_to_exclude = NULL;
     f->n_ops_to_exclude = 0;
-    f->dump_graph_prefix = f->cache_dir = f->dump_to = NULL;
-    f->xg.cache_dir = f->xg.dump_dir = NULL;
+    f->dump_graph_prefix = f->cache_dir = f->dump_to = f->cc = f->tmp_dir = NULL;
+    xg_options_default(&f->xg);
 }
 
 void xlac_flags_help(FILE *out)
@@ -191,88 +181,43 @@ static xe_code parse_ops(const flag_row *r, const char *v, xlac_flags *f, xe_sta
     return XE_OK;
 }
 
-static xe_code set_int(const flag_row *r, const char *v, xlac_flags *f, xe_status *st)
+/* *dst = a copy of v; an unset or empty v leaves *dst as it is. */
+static xe_code copy_env(char **dst, const char *v, xe_status *st)
 {
-    long long x = 0;
-    if (parse_int(r, v, &x, st) != XE_OK)
-        return st->code;
-    switch (r->id) {
-    case F_MIN_CLUSTER_SIZE:
-        f->min_cluster_size = (int)x;
-        break;
-    case F_MAX_CLUSTER_SIZE:
-        f->max_cluster_size = (int)x;
-        break;
-    case F_CLUSTERING_FUEL:
-        f->clustering_fuel = x;
-        break;
-    case F_COMPILE_THRESHOLD:
-        f->xg.compile_threshold = (int)x;
-        break;
-    case F_DYNAMIC_AFTER:
-        f->xg.dynamic_after = (int)x;
-        break;
-    case F_MAX_COMPILES:
-        f->xg.max_compiles_per_cluster = (int)x;
-        break;
-    default:
-        break;
-    }
+    if (v && *v && !(*dst = strdup(v)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     return XE_OK;
 }
 
-static xe_code set_bool(const flag_row *r, const char *v, xlac_flags *f, xe_status *st)
+/* The row's value in f. */
+static void *field(const flag_row *r, xlac_flags *f)
 {
-    bool b = false;
-    if (parse_bool(r, v, &b, st) != XE_OK)
-        return st->code;
-    switch (r->id) {
-    case F_CLUSTERING_DEBUG:
-        f->clustering_debug = b;
-        break;
-    case F_STATS:
-        f->stats = b;
-        break;
-    case F_CODEGEN:
-        f->codegen = b;
-        break;
-    case F_FAST_MATH:
-        f->xg.fast_math = b;
-        break;
-    case F_ASYNC_COMPILATION:
-        f->xg.async_compilation = b;
-        break;
-    case F_DISK_CACHE:
-        f->xg.disk_cache = b;
-        break;
-    case F_HELP:
-        f->help = b;
-        break;
-    default:
-        break;
-    }
-    return XE_OK;
+    return (char *)f + r->field;
 }
 
 static xe_code set_flag(const flag_row *r, const char *v, xlac_flags *f, xe_status *st)
 {
+    long long x = 0;
     switch (r->kind) {
     case FLAG_BOOL:
-        return set_bool(r, v, f, st);
+        return parse_bool(r, v, field(r, f), st);
     case FLAG_INT:
-        return set_int(r, v, f, st);
+        if (parse_int(r, v, &x, st) != XE_OK)
+            return st->code;
+        *(int *)field(r, f) = (int)x;
+        return XE_OK;
+    case FLAG_LLONG:
+        return parse_int(r, v, field(r, f), st);
     case FLAG_DEVICES:
-        return parse_devices(r, v, f->devices, st);
+        return parse_devices(r, v, field(r, f), st);
     case FLAG_OPS:
         return parse_ops(r, v, f, st);
     case FLAG_STRING:
         if (!v || !*v)
             return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --%s needs a value", r->name);
-        free(f->cache_dir);
-        if (!(f->cache_dir = strdup(v)))
-            return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-        f->xg.cache_dir = f->cache_dir;
-        return XE_OK;
+        free(*(char **)field(r, f));
+        *(char **)field(r, f) = NULL;
+        return copy_env(field(r, f), v, st);
     }
     return XE_OK;
 }
@@ -318,19 +263,61 @@ static xe_code parse_auto_jit(const char *v, int *out, xe_status *st)
     return XE_OK;
 }
 
-static xe_code copy_env(char **dst, const char *v, xe_status *st)
+void xlac_env_read(xlac_env *e)
 {
-    if (v && *v && !(*dst = strdup(v)))
+    *e = (xlac_env){
+        .auto_jit = getenv("XLAC_AUTO_JIT"),
+        .flags = getenv("XLAC_FLAGS"),
+        .dump_graph_prefix = getenv("XLAC_DUMP_GRAPH_PREFIX"),
+        .dump_to = getenv("XLAC_DUMP_TO"),
+        .cc = getenv("CC"),
+        .tmpdir = getenv("TMPDIR"),
+        .xdg_cache_home = getenv("XDG_CACHE_HOME"),
+        .home = getenv("HOME"),
+    };
+}
+
+/* Without --cache_dir: $XDG_CACHE_HOME/xlac, else ~/.cache/xlac, else no disk cache. */
+static xe_code default_cache_dir(xlac_flags *f, const xlac_env *env, xe_status *st)
+{
+    xe_text t = {0};
+    if (env->xdg_cache_home && *env->xdg_cache_home)
+        xe_text_printf(&t, "%s/xlac", env->xdg_cache_home);
+    else if (env->home && *env->home)
+        xe_text_printf(&t, "%s/.cache/xlac", env->home);
+    else
+        return XE_OK;
+    if (!(f->cache_dir = xe_text_take(&t)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     return XE_OK;
 }
 
-xe_code xlac_flags_parse(xlac_flags *f, const char *auto_jit, const char *flags,
-                         const char *dump_graph_prefix, const char *dump_to, xe_status *st)
+/* The environment's part: dump folders; the code generator's compiler, temp and cache folders. */
+static xe_code resolve_env(xlac_flags *f, const xlac_env *env, xe_status *st)
+{
+    xe_code c = copy_env(&f->dump_graph_prefix, env->dump_graph_prefix, st);
+    if (c == XE_OK)
+        c = copy_env(&f->dump_to, env->dump_to, st);
+    if (c == XE_OK)
+        c = copy_env(&f->cc, env->cc, st);
+    if (c == XE_OK)
+        c = copy_env(&f->tmp_dir, env->tmpdir, st);
+    if (c == XE_OK && !f->cache_dir)
+        c = default_cache_dir(f, env, st);
+    f->xg.dump_dir = f->dump_to;
+    f->xg.cache_dir = f->cache_dir;
+    if (f->cc)
+        f->xg.cc = f->cc;
+    if (f->tmp_dir)
+        f->xg.tmp_dir = f->tmp_dir;
+    return c;
+}
+
+xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st)
 {
     xlac_flags_default(f);
-    xe_code c = parse_auto_jit(auto_jit, &f->auto_jit, st);
-    for (const char *p = flags ? flags : ""; c == XE_OK && *p;) {
+    xe_code c = parse_auto_jit(env->auto_jit, &f->auto_jit, st);
+    for (const char *p = env->flags ? env->flags : ""; c == XE_OK && *p;) {
         p += strspn(p, " \t\n");
         size_t len = strcspn(p, " \t\n");
         if (len)
@@ -342,9 +329,7 @@ xe_code xlac_flags_parse(xlac_flags *f, const char *auto_jit, const char *flags,
                     "XLAC_FLAGS: --max_cluster_size=%d is smaller than --min_cluster_size=%d",
                     f->max_cluster_size, f->min_cluster_size);
     if (c == XE_OK)
-        c = copy_env(&f->dump_graph_prefix, dump_graph_prefix, st);
-    if (c == XE_OK && (c = copy_env(&f->dump_to, dump_to, st)) == XE_OK)
-        f->xg.dump_dir = f->dump_to;
+        c = resolve_env(f, env, st);
     f->xg.level2 = f->auto_jit == 2;
     if (c != XE_OK)
         xlac_flags_free(f);

@@ -1,7 +1,9 @@
 /*
- * The plugin's configuration, read once from the environment
- * (XLAC_AUTO_JIT, XLAC_FLAGS, XLAC_DUMP_GRAPH_PREFIX, XLAC_DUMP_TO) into
- * one struct that is passed down; nothing else in the plugin calls getenv.
+ * The plugin's configuration, read once from the environment (XLAC_AUTO_JIT,
+ * XLAC_FLAGS, XLAC_DUMP_GRAPH_PREFIX, XLAC_DUMP_TO, and the defaults that
+ * come from CC, TMPDIR, XDG_CACHE_HOME and HOME) into one struct that is
+ * passed down: xlac_env_read is the only getenv of the plugin and the code
+ * generator, which receives what it needs in xlac_flags.xg.
  */
 #ifndef XLAC_FLAGS_H
 #define XLAC_FLAGS_H
@@ -27,20 +29,37 @@ typedef struct xlac_flags {
     bool help;                 /* --help: print the flags and exit 0 */
     char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
     xg_options xg;             /* the code generator's flags */
-    char *cache_dir;           /* owns xg.cache_dir when given */
+    char *cache_dir;           /* owns xg.cache_dir (--cache_dir or its default) */
     char *dump_to;             /* owns xg.dump_dir (XLAC_DUMP_TO) */
+    char *cc;                  /* owns xg.cc when $CC is set */
+    char *tmp_dir;             /* owns xg.tmp_dir when $TMPDIR is set */
 } xlac_flags;
 
-/* Every flag at its default (xg_options_default included). */
+/* The environment variables the plugin reads, each NULL when unset. */
+typedef struct xlac_env {
+    const char *auto_jit;          /* XLAC_AUTO_JIT */
+    const char *flags;             /* XLAC_FLAGS */
+    const char *dump_graph_prefix; /* XLAC_DUMP_GRAPH_PREFIX */
+    const char *dump_to;           /* XLAC_DUMP_TO */
+    const char *cc;                /* CC: the C compiler (default "cc") */
+    const char *tmpdir;            /* TMPDIR: temp files (default /tmp) */
+    const char *xdg_cache_home;    /* XDG_CACHE_HOME: the disk cache is in its xlac folder */
+    const char *home;              /* HOME: else the disk cache is ~/.cache/xlac */
+} xlac_env;
+
+/* Reads the variables above from the process's environment. */
+void xlac_env_read(xlac_env *e);
+
+/* Every flag at its default (xg_options_default included), as with an empty environment. */
 void xlac_flags_default(xlac_flags *f);
 
 /*
- * Parses the values of the four environment variables (each may be NULL).
- * A bad XLAC_AUTO_JIT, an unknown flag or a malformed value is an error
- * naming it (XE_ERR_USAGE); *f is then freed.
+ * Parses the environment's values into *f, resolving every default that
+ * depends on it (an empty value counts as unset). A bad XLAC_AUTO_JIT, an
+ * unknown flag or a malformed value is an error naming it (XE_ERR_USAGE);
+ * *f is then freed.
  */
-xe_code xlac_flags_parse(xlac_flags *f, const char *auto_jit, const char *flags,
-                         const char *dump_graph_prefix, const char *dump_to, xe_status *st);
+xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st);
 void xlac_flags_free(xlac_flags *f);
 
 /* Every flag with its default and meaning. */

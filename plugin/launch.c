@@ -1,6 +1,7 @@
 /*
- * The xlac_launch op: runs one cluster. With the code generator on, the
- * process-wide compilation cache (created on first use from the flags)
+ * The xlac_launch op: runs one cluster. Its state (flags, cache, counters)
+ * is the plugin's xlac_state, handed over as the op's user data. With the
+ * code generator on, the compilation cache (created on first use from the flags)
  * looks the cluster up by its signature and runs compiled code; when it
  * answers XG_FALLBACK, or the code generator is off (--codegen=0), the
  * body runs with the executor's own per-op kernels, which gives outputs
@@ -8,42 +9,28 @@
  * cluster shows in the placement log as XLA_CPU:0 / XLA_GPU:0 with the
  * cluster's name. Counters feed --stats.
  */
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "xlac/session.h"
 #include "xlac_plugin.h"
 
-static pthread_mutex_t cache_lock = PTHREAD_MUTEX_INITIALIZER;
-static xg_cache *cache;
-static bool cache_failed;         /* creation failed once: stay per op */
-static atomic_ullong n_clusters;  /* clusters built by the pass */
-static atomic_ullong n_launches;  /* launch op executions */
-static atomic_ullong n_fallbacks; /* of which ran per op */
-
-void xlac_stats_add_clusters(int n)
+/* The state's cache, NULL when codegen is off or unavailable. */
+static xg_cache *get_cache(xlac_state *s)
 {
-    atomic_fetch_add(&n_clusters, (unsigned long long)n);
-}
-
-/* The process-wide cache, NULL when codegen is off or unavailable. */
-static xg_cache *get_cache(const xlac_flags *f)
-{
-    if (!f || !f->codegen)
+    if (!s->installed || !s->flags.codegen)
         return NULL;
-    pthread_mutex_lock(&cache_lock);
-    if (!cache && !cache_failed) {
+    pthread_mutex_lock(&s->cache_lock);
+    if (!s->cache && !s->cache_failed) {
         xe_status st;
         xe_status_clear(&st);
-        if (!(cache = xg_cache_new(&f->xg, &st))) {
-            cache_failed = true;
+        if (!(s->cache = xg_cache_new(&s->flags.xg, &st))) {
+            s->cache_failed = true;
             fprintf(stderr, "xlac: warning: no compilation cache (%s); clusters run per op\n",
                     st.msg);
         }
     }
-    xg_cache *c = cache;
-    pthread_mutex_unlock(&cache_lock);
+    xg_cache *c = s->cache;
+    pthread_mutex_unlock(&s->cache_lock);
     return c;
 }
 
@@ -57,6 +44,7 @@ static void log_compiled(const xe_kernel_args *a, const char *name)
 
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st)
 {
+    xlac_state *s = a->op_user;
     const xe_node *n = a->node;
     const char *name = xe_node_attr_string(n, "@cluster", n->name);
     bool must = xe_node_attr_bool(n, "must_compile", false);
@@ -65,8 +53,8 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     if (n_outs != n->body->n_outputs)
         return xe_fail(st, XE_ERR_RUNTIME, "xlac_launch %s: %d outputs expected, %d given", n->name,
                        n->body->n_outputs, n_outs);
-    atomic_fetch_add(&n_launches, 1);
-    xg_cache *c = get_cache(xlac_plugin_flags());
+    atomic_fetch_add(&s->n_launches, 1);
+    xg_cache *c = get_cache(s);
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
         if (xg_run_cluster(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name, n->device,
@@ -81,37 +69,37 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
             outs[i] = NULL;
         }
     }
-    atomic_fetch_add(&n_fallbacks, 1);
+    atomic_fetch_add(&s->n_fallbacks, 1);
     return xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
 }
 
-bool xlac_made_clusters(void)
+bool xlac_made_clusters(xlac_state *s)
 {
-    return atomic_load(&n_clusters) > 0 || atomic_load(&n_launches) > 0;
+    return atomic_load(&s->n_clusters) > 0 || atomic_load(&s->n_launches) > 0;
 }
 
-void xlac_print_stats(FILE *out)
+void xlac_print_stats(xlac_state *s, FILE *out)
 {
-    xg_stats s = {0};
-    pthread_mutex_lock(&cache_lock);
-    if (cache)
-        xg_cache_stats(cache, &s);
-    pthread_mutex_unlock(&cache_lock);
+    xg_stats cs = {0};
+    pthread_mutex_lock(&s->cache_lock);
+    if (s->cache)
+        xg_cache_stats(s->cache, &cs);
+    pthread_mutex_unlock(&s->cache_lock);
     fprintf(out,
             "xlac: stats clusters=%llu launches=%llu compiles=%llu cache_hits=%llu "
             "disk_hits=%llu fallbacks=%llu compile_ms=%.1f\n",
-            (unsigned long long)atomic_load(&n_clusters),
-            (unsigned long long)atomic_load(&n_launches), (unsigned long long)s.compiles,
-            (unsigned long long)s.cache_hits, (unsigned long long)s.disk_hits,
-            (unsigned long long)atomic_load(&n_fallbacks), s.compile_ms);
+            (unsigned long long)atomic_load(&s->n_clusters),
+            (unsigned long long)atomic_load(&s->n_launches), (unsigned long long)cs.compiles,
+            (unsigned long long)cs.cache_hits, (unsigned long long)cs.disk_hits,
+            (unsigned long long)atomic_load(&s->n_fallbacks), cs.compile_ms);
     /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own line */
-    fprintf(out, "xlac: timing disk_load_ms=%.2f\n", s.disk_load_ms);
+    fprintf(out, "xlac: timing disk_load_ms=%.2f\n", cs.disk_load_ms);
 }
 
-void xlac_launch_shutdown(void)
+void xlac_launch_shutdown(xlac_state *s)
 {
-    pthread_mutex_lock(&cache_lock);
-    xg_cache_destroy(cache);
-    cache = NULL;
-    pthread_mutex_unlock(&cache_lock);
+    pthread_mutex_lock(&s->cache_lock);
+    xg_cache_destroy(s->cache);
+    s->cache = NULL;
+    pthread_mutex_unlock(&s->cache_lock);
 }

@@ -7,7 +7,8 @@
  *   3. encapsulation: each cluster becomes one xlac_launch node;
  *   4. with --clustering_debug: dumps (.xg and .dot before marking, marked,
  *      after encapsulation) and the summary, to files and stderr.
- * Also the registration of the op and the pass (xlac_plugin_install).
+ * Also the registration of the op and the pass (xlac_plugin_install), both
+ * with the plugin's state (xlac_state) as their user data.
  */
 #include <errno.h>
 #include <stdatomic.h>
@@ -17,22 +18,6 @@
 #include "xlac/io.h"
 #include "xlac/op.h"
 #include "xlac_plugin.h"
-
-static xlac_flags flags;
-static bool installed;  /* flags hold the process-wide configuration */
-static bool registered; /* the op and the pass are registered */
-static int launch_op = -1;
-static atomic_bool warned_no_prefix;
-
-const xlac_flags *xlac_plugin_flags(void)
-{
-    return installed ? &flags : NULL;
-}
-
-int xlac_launch_op(void)
-{
-    return launch_op;
-}
 
 /* ---- the predicate ---------------------------------------------------------- */
 
@@ -112,11 +97,10 @@ static xe_code write_text(const char *path, const char *text, xe_status *st)
 }
 
 /* DIR/STAGE_N.xg and DIR/STAGE_N.dot of g (c: the clustering, or NULL). */
-static xe_code dump_stage(const char *stage, int id, const xe_graph *g, const xc_clustering *c,
-                          xe_status *st)
+static xe_code dump_stage(const char *dir, const char *stage, int id, const xe_graph *g,
+                          const xc_clustering *c, xe_status *st)
 {
     char path[4096];
-    const char *dir = flags.dump_graph_prefix;
     xe_graph *annotated = c ? xc_annotate(g, c, st) : NULL;
     if (c && !annotated)
         return st->code;
@@ -135,19 +119,21 @@ static xe_code dump_stage(const char *stage, int id, const xe_graph *g, const xc
 }
 
 /* The summary on stderr and, when the dump folder is there (dir_ok), in it. */
-static xe_code dump_summary(const xe_graph *g, const xc_clustering *c, int id, bool dir_ok, xe_status *st)
+static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, bool dir_ok,
+                            xe_status *st)
 {
+    const char *dir = s->flags.dump_graph_prefix;
     xc_write_summary(stderr, g, c, id);
-    if (flags.dump_graph_prefix && !dir_ok)
+    if (dir && !dir_ok)
         return XE_OK; /* already warned */
-    if (!flags.dump_graph_prefix) {
-        if (!atomic_exchange(&warned_no_prefix, true))
+    if (!dir) {
+        if (!atomic_exchange(&s->warned_no_prefix, true))
             fprintf(stderr, "xlac: note: --clustering_debug without XLAC_DUMP_GRAPH_PREFIX=DIR: "
                             "no graph dumps written\n");
         return XE_OK;
     }
     char path[4096];
-    snprintf(path, sizeof path, "%s/clustering_summary_%d.txt", flags.dump_graph_prefix, id);
+    snprintf(path, sizeof path, "%s/clustering_summary_%d.txt", dir, id);
     FILE *f = fopen(path, "w");
     if (!f)
         return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
@@ -158,28 +144,29 @@ static xe_code dump_summary(const xe_graph *g, const xc_clustering *c, int id, b
 /* ---- the pass ------------------------------------------------------------------ */
 
 /* Steps 2-4 on g; *out receives the encapsulated graph (NULL: unchanged). */
-static xe_code cluster_graph(const xe_graph *g, int id, xe_graph **out, xe_status *st)
+static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, xe_graph **out, xe_status *st)
 {
-    bool dumps = flags.clustering_debug && flags.dump_graph_prefix;
+    const char *dir = s->flags.dump_graph_prefix;
+    bool dumps = s->flags.clustering_debug && dir;
     xc_options o;
-    xlac_cluster_options(&flags, &o); /* 1. */
-    if (dumps && xe_mkdirs(flags.dump_graph_prefix, 0777, st) != XE_OK) {
+    xlac_cluster_options(&s->flags, &o); /* 1. */
+    if (dumps && xe_mkdirs(dir, 0777, st) != XE_OK) {
         dump_failed(st);
         dumps = false;
     }
-    if (dumps && dump_stage("before_mark_for_compilation", id, g, NULL, st) != XE_OK)
+    if (dumps && dump_stage(dir, "before_mark_for_compilation", id, g, NULL, st) != XE_OK)
         dump_failed(st);
     xc_clustering *c = xc_mark_for_compilation(g, &o, st); /* 2. */
     if (!c)
         return st->code;
     xe_code code = XE_OK;
-    if (c->n_clusters && !(*out = xc_encapsulate(g, c, launch_op, st))) /* 3. */
+    if (c->n_clusters && !(*out = xc_encapsulate(g, c, s->launch_op, st))) /* 3. */
         code = st->code;
-    if (code == XE_OK && dumps && dump_stage("mark_for_compilation", id, g, c, st) != XE_OK) /* 4. */
+    if (code == XE_OK && dumps && dump_stage(dir, "mark_for_compilation", id, g, c, st) != XE_OK) /* 4. */
         dump_failed(st);
-    if (code == XE_OK && dumps && dump_stage("after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK)
+    if (code == XE_OK && dumps && dump_stage(dir, "after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK)
         dump_failed(st);
-    if (code == XE_OK && flags.clustering_debug && dump_summary(g, c, id, dumps, st) != XE_OK)
+    if (code == XE_OK && s->flags.clustering_debug && dump_summary(s, g, c, id, dumps, st) != XE_OK)
         dump_failed(st);
     xc_clustering_destroy(c);
     return code;
@@ -190,12 +177,12 @@ static xe_code cluster_graph(const xe_graph *g, int id, xe_graph **out, xe_statu
  * hash the body again; every launch node counts as a cluster in --stats
  * (those of a re-run dump too).
  */
-static xe_code stamp_launch_nodes(xe_graph *g, xe_status *st)
+static xe_code stamp_launch_nodes(xlac_state *s, xe_graph *g, xe_status *st)
 {
-    int clusters = 0;
+    unsigned long long clusters = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         xe_node *n = g->nodes[i];
-        if (n->op != launch_op || !n->body)
+        if (n->op != s->launch_op || !n->body)
             continue;
         char fp[40];
         xg_fingerprint(n->body, fp);
@@ -203,17 +190,18 @@ static xe_code stamp_launch_nodes(xe_graph *g, xe_status *st)
             return st->code;
         clusters++;
     }
-    xlac_stats_add_clusters(clusters);
+    atomic_fetch_add(&s->n_clusters, clusters);
     return XE_OK;
 }
 
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st)
 {
-    (void)user;
-    if (!installed)
+    xlac_state *s = user;
+    if (!s->installed)
         return XE_OK;
     xe_graph *ng = NULL;
-    if ((flags.auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(*g, ctx ? ctx->session_id : 0, &ng, st) != XE_OK) {
+    if ((s->flags.auto_jit != 0 || (*g)->n_jit != 0) &&
+        cluster_graph(s, *g, ctx ? ctx->session_id : 0, &ng, st) != XE_OK) {
         xe_graph_destroy(ng);
         return st->code;
     }
@@ -221,12 +209,12 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
         xe_graph_destroy(*g);
         *g = ng;
     }
-    return stamp_launch_nodes(*g, st);
+    return stamp_launch_nodes(s, *g, st);
 }
 
 /* ---- installation ---------------------------------------------------------------- */
 
-static xe_code register_all(xe_status *st)
+static xe_code register_all(xlac_state *s, xe_status *st)
 {
     if (xe_plugin_abi_version() != XE_PLUGIN_ABI_VERSION)
         return xe_fail(st, XE_ERR_USAGE,
@@ -239,33 +227,40 @@ static xe_code register_all(xe_status *st)
         .cls = XE_CLASS_COMPOSITE,
         .composite = xlac_launch_run,
         .device_prefix = "XLA_",
+        .user = s,
     };
     int op = xe_register_op(&def, st);
     if (op < 0)
         return st->code;
-    if (xe_register_graph_pass("xlac", xlac_pass, NULL, st) != XE_OK)
+    if (xe_register_graph_pass("xlac", xlac_pass, s, st) != XE_OK)
         return st->code;
-    launch_op = op;
+    s->launch_op = op;
     return XE_OK;
 }
 
-xe_code xlac_plugin_install(xlac_flags *f, xe_status *st)
+void xlac_state_init(xlac_state *s)
 {
-    if (!registered && register_all(st) != XE_OK)
+    memset(s, 0, sizeof *s);
+    s->launch_op = -1;
+    pthread_mutex_init(&s->cache_lock, NULL);
+}
+
+xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
+{
+    if (s->launch_op < 0 && register_all(s, st) != XE_OK)
         return st->code;
-    registered = true;
-    if (installed)
-        xlac_flags_free(&flags);
-    flags = *f;
+    if (s->installed)
+        xlac_flags_free(&s->flags);
+    s->flags = *f;
     memset(f, 0, sizeof *f);
-    installed = true;
+    s->installed = true;
     return XE_OK;
 }
 
-void xlac_plugin_shutdown(void)
+void xlac_plugin_shutdown(xlac_state *s)
 {
-    xlac_launch_shutdown();
-    if (installed)
-        xlac_flags_free(&flags);
-    installed = false;
+    xlac_launch_shutdown(s);
+    if (s->installed)
+        xlac_flags_free(&s->flags);
+    s->installed = false;
 }

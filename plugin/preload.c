@@ -6,20 +6,24 @@
  * place the plugin may end its host, because a misconfigured run must
  * stop before it starts rather than silently run without the JIT.
  * `XLAC_FLAGS=--help` prints the flags and exits 0. A destructor prints
- * the --stats line and frees the plugin's state.
+ * the --stats line and frees the plugin's state, of which this file holds
+ * the one instance.
  */
 #include <stdlib.h>
 #include <unistd.h>
 
 #include "xlac_plugin.h"
 
+static xlac_state state;
+
 __attribute__((constructor)) static void xlac_preload_init(void)
 {
     xe_status st;
     xe_status_clear(&st);
+    xlac_env env;
+    xlac_env_read(&env);
     xlac_flags f;
-    if (xlac_flags_parse(&f, getenv("XLAC_AUTO_JIT"), getenv("XLAC_FLAGS"),
-                         getenv("XLAC_DUMP_GRAPH_PREFIX"), getenv("XLAC_DUMP_TO"), &st) != XE_OK) {
+    if (xlac_flags_parse(&f, &env, &st) != XE_OK) {
         fprintf(stderr, "xlac: error: %s\n", st.msg);
         fflush(stderr);
         _exit(2);
@@ -30,7 +34,8 @@ __attribute__((constructor)) static void xlac_preload_init(void)
         fflush(stderr);
         _exit(0);
     }
-    if (xlac_plugin_install(&f, &st) != XE_OK) {
+    xlac_state_init(&state);
+    if (xlac_plugin_install(&state, &f, &st) != XE_OK) {
         xlac_flags_free(&f);
         fprintf(stderr, "xlac: error: %s\n", st.msg);
         fflush(stderr);
@@ -40,9 +45,10 @@ __attribute__((constructor)) static void xlac_preload_init(void)
 
 __attribute__((destructor)) static void xlac_preload_fini(void)
 {
-    const xlac_flags *f = xlac_plugin_flags();
+    if (!state.installed)
+        return;
     /* off, and no jit block: nothing observable, not even the stats line */
-    if (f && f->stats && (f->auto_jit > 0 || xlac_made_clusters()))
-        xlac_print_stats(stderr);
-    xlac_plugin_shutdown();
+    if (state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state)))
+        xlac_print_stats(&state, stderr);
+    xlac_plugin_shutdown(&state);
 }

@@ -275,8 +275,17 @@ int main(int argc, char **argv)
         free(a.graphs);
         return 2;
     }
+    /* settings come from the arguments; of the environment only CC and TMPDIR apply */
+    xlac_env env;
+    xlac_env_read(&env);
+    env.auto_jit = env.flags = env.dump_graph_prefix = env.dump_to = NULL;
     xlac_flags f;
-    xlac_flags_default(&f);
+    xe_status st;
+    if (xlac_flags_parse(&f, &env, &st) != XE_OK) {
+        fprintf(stderr, "xlac-compile: %s\n", st.msg);
+        free(a.graphs);
+        return 2;
+    }
     f.auto_jit = a.level;
     f.xg.level2 = a.level == 2;
     int status = 0;

@@ -9,6 +9,8 @@
 #ifndef XLAC_PLUGIN_CORE_H
 #define XLAC_PLUGIN_CORE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 
 #include "flags.h"
@@ -16,15 +18,33 @@
 #include "xlac/plugin.h"
 
 /*
- * Registers the xlac_launch op and the clustering pass (once per process)
- * and makes *f the process-wide flags, taking over what it owns (*f is
- * zeroed). A second call only replaces the flags. Checks the ABI version.
+ * What the plugin keeps for its process: the flags, the launch op's id,
+ * the compilation cache and the --stats counters. libxlac.so's entry
+ * (preload.c) holds the one instance; the pass and the launch op receive
+ * it as the user data of their registrations and read no global.
  */
-xe_code xlac_plugin_install(xlac_flags *f, xe_status *st);
-/* The process-wide flags (NULL before install). */
-const xlac_flags *xlac_plugin_flags(void);
-/* The op id of xlac_launch, -1 before install. */
-int xlac_launch_op(void);
+typedef struct xlac_state {
+    xlac_flags flags;             /* the configuration, once installed */
+    bool installed;               /* flags hold the configuration */
+    int launch_op;                /* xlac_launch's op id, -1 before registration */
+    atomic_bool warned_no_prefix; /* the --clustering_debug note is printed once */
+    pthread_mutex_t cache_lock;   /* guards cache and cache_failed */
+    xg_cache *cache;              /* created by the first launch from flags.xg */
+    bool cache_failed;            /* creation failed once: clusters stay per op */
+    atomic_ullong n_clusters;     /* clusters built by the pass */
+    atomic_ullong n_launches;     /* launch op executions */
+    atomic_ullong n_fallbacks;    /* of which ran per op */
+} xlac_state;
+
+/* An empty state: not installed, nothing registered. */
+void xlac_state_init(xlac_state *s);
+/*
+ * Registers the xlac_launch op and the clustering pass with s as their
+ * user data (once: one state per process) and makes *f s's flags, taking
+ * over what it owns (*f is zeroed). A second call only replaces the
+ * flags. Checks the ABI version.
+ */
+xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st);
 
 /*
  * The clustering predicate of the flags' level: level 1 only fusible ops
@@ -36,20 +56,18 @@ bool xlac_supports(const xe_graph *g, const xe_node *n, xe_device dev, bool must
 /* Clustering options from flags (the predicate above included). */
 void xlac_cluster_options(const xlac_flags *f, xc_options *o);
 
-/* The graph pass (user: unused; the process-wide flags apply). */
+/* The graph pass (user: the xlac_state). */
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st);
-/* The launch op's composite kernel. */
+/* The launch op's composite kernel (a->op_user: the xlac_state). */
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st);
 
-/* Counted by the pass and the launch op for --stats. */
-void xlac_stats_add_clusters(int n);
 /* Whether any cluster was formed (a jit block counts) or launched in this process. */
-bool xlac_made_clusters(void);
+bool xlac_made_clusters(xlac_state *s);
 /* "xlac: stats clusters=... launches=... ..." */
-void xlac_print_stats(FILE *out);
+void xlac_print_stats(xlac_state *s, FILE *out);
 /* Frees the compilation cache (launch.c). */
-void xlac_launch_shutdown(void);
+void xlac_launch_shutdown(xlac_state *s);
 /* Frees the compilation cache and the flags (at exit); no session may run after. */
-void xlac_plugin_shutdown(void);
+void xlac_plugin_shutdown(xlac_state *s);
 
 #endif

@@ -106,7 +106,7 @@ static bool check_graph(const char *text, const char *ref_text, bool generic)
     xg_artifact *a = NULL;
     xg_program *p = NULL;
     cr_assert_eq(xg_build(g, types, generic, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
-    cr_assert_eq(xg_program_load(a, g, types, &p, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
     xe_session *s = xe_session_new(rg, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
     cr_assert_not_null(s, "%s", st.msg);
     cr_assert(run_and_compare(p, s, g, types, text), "the reference failed: %s\n%s", st.msg, text);
@@ -298,7 +298,7 @@ Test(codegen_diff, one_generic_program_serves_many_batch_sizes)
     xg_artifact *a = NULL;
     xg_program *p = NULL;
     cr_assert_eq(xg_build(g, t8s, true, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s", st.msg);
-    cr_assert_eq(xg_program_load(a, g, t8s, &p, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xg_program_load(a, g, t8s, &o, &p, &st), XE_OK, "%s", st.msg);
     xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
     cr_assert_not_null(s, "%s", st.msg);
     for (int rows = 3; rows <= 3000; rows *= 10) {
@@ -323,7 +323,7 @@ Test(codegen_diff, programs_refuse_shapes_they_were_not_built_for)
         xg_artifact *a = NULL;
         xg_program *p = NULL;
         cr_assert_eq(xg_build(g, t, generic, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s", st.msg);
-        cr_assert_eq(xg_program_load(a, g, t, &p, &st), XE_OK, "%s", st.msg);
+        cr_assert_eq(xg_program_load(a, g, t, &o, &p, &st), XE_OK, "%s", st.msg);
         xe_type other = {XE_F32, {2, {generic ? 1 : 5, 8}}};
         xe_tensor *in[2] = {input_for(&t[0], 1), input_for(&other, 2)}, *outp[1] = {NULL};
         /* a fixed-shape program: a runtime error; a generic one: not for this pattern (the cache
@@ -351,7 +351,7 @@ Test(codegen_diff, generic_metadata_is_shape_independent)
     xg_artifact *a = NULL;
     xg_program *p = NULL;
     cr_assert_eq(xg_build(g, &t1, true, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s", st.msg);
-    cr_assert_eq(xg_program_load(a, g, &t2, &p, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xg_program_load(a, g, &t2, &o, &p, &st), XE_OK, "%s", st.msg);
     cr_assert(strstr(a->meta, "f32[?,?]"), "%s", a->meta);
     xg_program_destroy(p);
     xg_artifact_destroy(a);

@@ -221,7 +221,7 @@ static void check_gpu_runs(const char *text, bool generic, int runs)
     xg_program *p = NULL;
     cr_assert_eq(xg_build(g, types, generic, XG_TARGET_CUDA, xe_gpu_arch(), &o, &a, &st), XE_OK, "%s\n%s", st.msg,
                  text);
-    cr_assert_eq(xg_program_load(a, g, types, &p, &st), XE_OK, "%s\n%s", st.msg, text);
+    cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s\n%s", st.msg, text);
     xe_tensor *in[8] = {0}, *din[8] = {0}, *got[8] = {0}, *want[8] = {0};
     for (int k = 0; k < n_in && k < 8; k++) {
         in[k] = input_for(&types[k], 1000 + (uint64_t)k);

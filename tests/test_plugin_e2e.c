@@ -453,7 +453,7 @@ Test(flags, defaults_and_every_flag)
     xe_status st;
     xe_status_clear(&st);
     xlac_flags f;
-    cr_assert_eq(xlac_flags_parse(&f, NULL, NULL, NULL, NULL, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){0}, &st), XE_OK, "%s", st.msg);
     cr_assert_eq(f.auto_jit, 0);
     cr_assert_eq(f.min_cluster_size, 2);
     cr_assert_eq(f.max_cluster_size, 0);
@@ -461,13 +461,18 @@ Test(flags, defaults_and_every_flag)
     cr_assert(f.devices[XE_DEV_CPU] && f.devices[XE_DEV_GPU]);
     cr_assert(f.codegen);
     cr_assert_not(f.clustering_debug);
+    cr_assert_str_eq(f.xg.cc, "cc");
+    cr_assert_str_eq(f.xg.tmp_dir, "/tmp");
+    cr_assert_null(f.xg.cache_dir, "no cache folder without XDG_CACHE_HOME or HOME");
     xlac_flags_free(&f);
     const char *all = " --min_cluster_size=3 --max_cluster_size=9 --devices=gpu "
                       "--ops_to_exclude=add,matmul --clustering_fuel=7 --clustering_debug "
                       "--stats=1 --codegen=false --fast_math --compile_threshold=4 "
                       "--dynamic_after=5 --max_compiles_per_cluster=6 --async_compilation=true "
                       "--disk_cache=0 --cache_dir=/tmp/c ";
-    cr_assert_eq(xlac_flags_parse(&f, "2", all, "/tmp/d", "/tmp/t", &st), XE_OK, "%s", st.msg);
+    xlac_env env = {.auto_jit = "2", .flags = all, .dump_graph_prefix = "/tmp/d", .dump_to = "/tmp/t",
+                    .cc = "clang -O1", .tmpdir = "/var/tmp", .xdg_cache_home = "/x", .home = "/h"};
+    cr_assert_eq(xlac_flags_parse(&f, &env, &st), XE_OK, "%s", st.msg);
     cr_assert_eq(f.auto_jit, 2);
     cr_assert(f.xg.level2);
     cr_assert_eq(f.min_cluster_size, 3);
@@ -484,6 +489,38 @@ Test(flags, defaults_and_every_flag)
     cr_assert_str_eq(f.xg.cache_dir, "/tmp/c");
     cr_assert_str_eq(f.dump_graph_prefix, "/tmp/d");
     cr_assert_str_eq(f.xg.dump_dir, "/tmp/t");
+    cr_assert_str_eq(f.xg.cc, "clang -O1");
+    cr_assert_str_eq(f.xg.tmp_dir, "/var/tmp");
+    xlac_flags_free(&f);
+}
+
+/* CC, TMPDIR, XDG_CACHE_HOME and HOME are resolved into the flags once; empty counts as unset. */
+Test(flags, environment_defaults)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xlac_flags f;
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.xdg_cache_home = "/x", .home = "/h"}, &st), XE_OK);
+    cr_assert_str_eq(f.xg.cache_dir, "/x/xlac");
+    xlac_flags_free(&f);
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.xdg_cache_home = "", .home = "/h", .cc = "", .tmpdir = ""}, &st),
+                 XE_OK);
+    cr_assert_str_eq(f.xg.cache_dir, "/h/.cache/xlac");
+    cr_assert_str_eq(f.xg.cc, "cc");
+    cr_assert_str_eq(f.xg.tmp_dir, "/tmp");
+    xlac_flags_free(&f);
+    /* the process's environment, read by xlac_env_read (each test runs in its own process) */
+    cr_assert_eq(setenv("CC", "my-cc -w", 1), 0);
+    cr_assert_eq(setenv("TMPDIR", "/my/tmp", 1), 0);
+    cr_assert_eq(setenv("XDG_CACHE_HOME", "/my/cache", 1), 0);
+    cr_assert_eq(setenv("XLAC_FLAGS", "--stats", 1), 0);
+    xlac_env env;
+    xlac_env_read(&env);
+    cr_assert_eq(xlac_flags_parse(&f, &env, &st), XE_OK, "%s", st.msg);
+    cr_assert(f.stats);
+    cr_assert_str_eq(f.xg.cc, "my-cc -w");
+    cr_assert_str_eq(f.xg.tmp_dir, "/my/tmp");
+    cr_assert_str_eq(f.xg.cache_dir, "/my/cache/xlac");
     xlac_flags_free(&f);
 }
 
@@ -509,7 +546,8 @@ Test(flags, errors_name_the_flag)
         xe_status st;
         xe_status_clear(&st);
         xlac_flags f;
-        cr_assert_eq(xlac_flags_parse(&f, bad[i][0], bad[i][1], NULL, NULL, &st), XE_ERR_USAGE,
+        cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.auto_jit = bad[i][0], .flags = bad[i][1]}, &st),
+                     XE_ERR_USAGE,
                      "accepted %s %s", bad[i][0], bad[i][1] ? bad[i][1] : "");
         cr_assert_null(strchr(st.msg, '\n'), "one line: %s", st.msg);
     }
@@ -524,7 +562,7 @@ Test(flags, level1_predicate)
                                   "p.xg", &st);
     cr_assert_not_null(g, "%s", st.msg);
     xlac_flags f;
-    cr_assert_eq(xlac_flags_parse(&f, "1", NULL, NULL, NULL, &st), XE_OK);
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.auto_jit = "1"}, &st), XE_OK);
     const char *why = NULL;
     const xe_node *m = g->nodes[xe_graph_find(g, "m")];
     cr_assert_not(xlac_supports(g, m, XE_DEV_CPU, false, &f, &why));

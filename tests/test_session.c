@@ -1,7 +1,8 @@
 /*
  * Sessions end to end through the public API: parse, run, feed `?` dims
  * with several shapes, data-dependent shapes (unique), composite nodes
- * and `get`, the placement log, and feeding errors.
+ * and `get`, the placement log, feeding errors, and the user data of a
+ * registered op reaching its kernel.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -141,5 +142,48 @@ Test(session, runtime_errors_name_the_node)
     cr_assert_neq(xe_session_run(s, &in, &out, &st), XE_OK);
     cr_assert(strstr(st.msg, "s.xg:3:") && strstr(st.msg, "node m (reduce_max)"), "%s", st.msg);
     xe_tensor_release(in);
+    xe_session_destroy(s);
+}
+
+/* ---- registered ops: the definition's user data reaches the kernel ------------ */
+
+static xe_code same_type(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *s)
+{
+    (void)n, (void)n_in, (void)s;
+    *out = in[0];
+    return XE_OK;
+}
+
+/* Fills the output with the float the op was registered with. */
+static xe_code fill_from_user(const xe_kernel_args *a, xe_status *s)
+{
+    (void)s;
+    const float *v = a->op_user;
+    for (int64_t i = 0; i < xe_tensor_numel(a->out); i++)
+        ((float *)a->out->data)[i] = *v;
+    return XE_OK;
+}
+
+Test(session, registered_op_kernel_gets_its_user_data)
+{
+    static float value = 7.5f;
+    xe_op_def def = {
+        .name = "test_fill_from_user",
+        .min_inputs = 1,
+        .max_inputs = 1,
+        .cls = XE_CLASS_UNARY,
+        .infer = same_type,
+        .kernel = {[XE_DEV_CPU] = fill_from_user},
+        .user = &value,
+    };
+    cr_assert_geq(xe_register_op(&def, &st), 0, "%s", st.msg);
+    xe_session *s = session_from(
+        "xlac.graph v1\ninput x: f32[3]\ny = test_fill_from_user(x)\noutput y\n", NULL);
+    xe_tensor *in = f32_tensor(1, (int64_t[]){3}, (float[]){1, 2, 3}), *out = NULL;
+    cr_assert_eq(xe_session_run(s, &in, &out, &st), XE_OK, "%s", st.msg);
+    for (int i = 0; i < 3; i++)
+        cr_assert_eq(((float *)out->data)[i], 7.5f);
+    xe_tensor_release(in);
+    xe_tensor_release(out);
     xe_session_destroy(s);
 }

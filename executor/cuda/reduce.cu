@@ -88,30 +88,29 @@ static void red_build(const xe_shape *in, const bool *mask, red_map *m)
     m->inner = m->rows ? 1 : gdim[ng - 1];
 }
 
+/* Input offset of index i taken row-major over n groups of dims with strides. */
+__host__ __device__ __forceinline__ int64_t group_off(const int64_t *dims, const int64_t *stride, int n,
+                                                     int64_t i)
+{
+    int64_t off = 0;
+    for (int g = n - 1; g >= 0; g--) {
+        int64_t q = i / dims[g];
+        off += (i - q * dims[g]) * stride[g];
+        i = q;
+    }
+    return off;
+}
+
 /* Input offset of output o (row-major over the kept groups). */
 __host__ __device__ __forceinline__ int64_t koff(const red_map &m, int64_t o)
 {
-    int64_t off = 0;
-    for (int g = m.nk - 1; g >= 0; g--) {
-        int64_t q = o / m.kdims[g];
-        off += (o - q * m.kdims[g]) * m.kstride[g];
-        o = q;
-    }
-    return off;
+    return group_off(m.kdims, m.kstride, m.nk, o);
 }
 
 /* Input offset of reduced index r (row-major over the reduced groups). */
 __host__ __device__ __forceinline__ int64_t roff(const red_map &m, int64_t r)
 {
-    if (m.nr == 1)
-        return r * m.rstride[0];
-    int64_t off = 0;
-    for (int g = m.nr - 1; g >= 0; g--) {
-        int64_t q = r / m.rdims[g];
-        off += (r - q * m.rdims[g]) * m.rstride[g];
-        r = q;
-    }
-    return off;
+    return m.nr == 1 ? r * m.rstride[0] : group_off(m.rdims, m.rstride, m.nr, r);
 }
 
 /* ---- reduction ops --------------------------------------------------------------- */

@@ -58,6 +58,7 @@ typedef struct xe_kernel_args {
     xe_tensor **out_ret;        /* where data-dependent ops store their new output */
     uint64_t *state;            /* per-node state that survives runs (RNG counter) */
     struct xe_exec *exec;       /* the running session, for composite ops */
+    void *op_user;              /* the op definition's user data (xe_op_def.user) */
 } xe_kernel_args;
 
 typedef xe_code (*xe_kernel_fn)(const xe_kernel_args *a, xe_status *st);
@@ -86,6 +87,7 @@ typedef struct xe_op_def {
     xe_kernel_fn kernel[XE_DEV_COUNT];/* NULL where the op has no kernel on that device */
     xe_composite_fn composite;        /* composite ops; NULL runs the body op by op */
     const char *device_prefix;        /* composite ops: "XLA_" in placement logs */
+    void *user;                       /* a plugin's state for its kernels: xe_kernel_args.op_user */
 } xe_op_def;
 
 /* transpose's permutation of a node (default: reversed axes), validated. */

@@ -17,7 +17,7 @@
 #include "xlac/op.h"
 #include "xlac/status.h"
 
-#define XE_PLUGIN_ABI_VERSION 1
+#define XE_PLUGIN_ABI_VERSION 2 /* 2: xe_op_def.user, xe_kernel_args.op_user */
 
 typedef struct xe_pass_ctx {
     int session_id;           /* 0, 1, 2, ... per process; names dump files */

@@ -11,6 +11,7 @@
 #include "xlac/session.h"
 #include "xlac/status.h"
 #include "xlac/tensor.h"
+#include "xlac/text.h"
 
 #define XLAC_VERSION "0.1.0"
 
