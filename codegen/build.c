@@ -41,7 +41,7 @@ static xe_code compile_source(xg_artifact *a, const xg_options *o, xe_status *st
 {
     double t0 = xe_now_us();
     if (a->target == XG_TARGET_C) {
-        xe_code c = xg_cc_compile(o->cc, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
+        xe_code c = xg_cc_compile(o->cc, a->source, o->fast_math, o->compile_timeout_s, &a->code, &a->code_len, &a->log, st);
         a->compiler_ms = (xe_now_us() - t0) / 1e3;
         return c;
     }

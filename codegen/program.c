@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "compile.h"
+#include "fpenv.h"
 #include "plan.h"
 #include "program_impl.h"
 
@@ -31,8 +32,11 @@ static xe_code load_c(xg_program *p, const xg_artifact *a, xe_status *st)
         return xe_fail(st, XE_ERR_COMPILE, "cannot create a temp file in %s: %m", tmp);
     close(fd);
     xe_code c = xg_write_file(path, a->code, a->code_len, st);
+    xg_fpenv env; /* a constructor (crtfastmath.o) must not set FTZ/DAZ for the process */
+    xg_fpenv_save(&env);
     if (c == XE_OK && !(p->dl = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
         c = xe_fail(st, XE_ERR_COMPILE, "dlopen of the compiled cluster failed: %s", dlerror());
+    xg_fpenv_restore(&env);
     unlink(path); /* the mapping stays valid */
     for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
         char name[32];
@@ -213,6 +217,8 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         for (int d = 0; d < types[i].shape.rank; d++)
             S[p->plan->soff[i] + d] = types[i].shape.dims[d];
     }
+    xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
+    xg_fpenv_save(&env);
     for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
         const xg_step *s = &p->plan->steps[i];
         if (s->kind == XG_STEP_LIBRARY)
@@ -222,6 +228,7 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         else
             c = xg_cuda_launch(p, i, types, ptrs, S, st);
     }
+    xg_fpenv_restore(&env);
     for (int k = 0; c == XE_OK && k < n_outputs; k++)
         outputs[k] = xe_tensor_retain(bufs[b->outputs[k]]);
     for (int i = 0; bufs && i < b->n_nodes; i++)

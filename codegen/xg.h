@@ -33,6 +33,8 @@ typedef struct xg_options {
     const char *dump_dir;         /* XLAC_DUMP_TO, NULL: no dumps */
     bool level2;                  /* XLAC_AUTO_JIT=2: matmul is compilable */
     const char *cc;               /* C compiler: $CC when set, else "cc" (read once by xg_options_default) */
+    int cache_max_mb;             /* --cache_max_mb (default 1024; 0: no limit): LRU eviction past it */
+    int compile_timeout_s;        /* --compile_timeout_s (default 120; 0: none): the compiler is killed past it */
 } xg_options;
 
 void xg_options_default(xg_options *o);
@@ -48,6 +50,7 @@ typedef struct xg_stats {
     uint64_t compiles;    /* programs compiled (memory and disk misses) */
     uint64_t cache_hits;  /* in-memory hits */
     uint64_t disk_hits;   /* programs loaded from the disk cache */
+    uint64_t disk_rejects; /* disk cache files refused: unsafe, truncated, corrupt, foreign or stale */
     uint64_t fallbacks;   /* calls answered XG_FALLBACK */
     double compile_ms;    /* total time spent compiling */
     double disk_load_ms;  /* total time spent loading programs from the disk cache */

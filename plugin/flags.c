@@ -38,6 +38,8 @@ typedef enum flag_id {
     F_ASYNC_COMPILATION, /* codegen: compile in the background */
     F_DISK_CACHE,        /* codegen: persistent cache */
     F_CACHE_DIR,         /* codegen: where the persistent cache lives */
+    F_CACHE_MAX_MB,      /* codegen: size of the persistent cache before eviction */
+    F_COMPILE_TIMEOUT,   /* codegen: seconds a compiler may run */
     F_HELP,              /* print the flags */
 } flag_id;
 
@@ -79,6 +81,10 @@ static const flag_row rows[] = {
     {F_DISK_CACHE, "disk_cache", FLAG_BOOL, 0, "true", "keep compiled programs on disk"},
     {F_CACHE_DIR, "cache_dir", FLAG_STRING, 0, "$XDG_CACHE_HOME/xlac or ~/.cache/xlac",
      "folder of the disk cache"},
+    {F_CACHE_MAX_MB, "cache_max_mb", FLAG_INT, 0, "1024",
+     "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit"},
+    {F_COMPILE_TIMEOUT, "compile_timeout_s", FLAG_INT, 0, "120",
+     "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit"},
     {F_HELP, "help", FLAG_BOOL, 0, "", "print this list and exit"},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
@@ -214,6 +220,12 @@ static xe_code set_int(const flag_row *r, const char *v, xlac_flags *f, xe_statu
         break;
     case F_MAX_COMPILES:
         f->xg.max_compiles_per_cluster = (int)x;
+        break;
+    case F_CACHE_MAX_MB:
+        f->xg.cache_max_mb = (int)x;
+        break;
+    case F_COMPILE_TIMEOUT:
+        f->xg.compile_timeout_s = (int)x;
         break;
     default:
         break;

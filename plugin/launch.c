@@ -99,11 +99,11 @@ void xlac_print_stats(FILE *out)
     pthread_mutex_unlock(&cache_lock);
     fprintf(out,
             "xlac: stats clusters=%llu launches=%llu compiles=%llu cache_hits=%llu "
-            "disk_hits=%llu fallbacks=%llu compile_ms=%.1f\n",
+            "disk_hits=%llu disk_rejects=%llu fallbacks=%llu compile_ms=%.1f\n",
             (unsigned long long)atomic_load(&n_clusters),
             (unsigned long long)atomic_load(&n_launches), (unsigned long long)s.compiles,
             (unsigned long long)s.cache_hits, (unsigned long long)s.disk_hits,
-            (unsigned long long)atomic_load(&n_fallbacks), s.compile_ms);
+            (unsigned long long)s.disk_rejects,            (unsigned long long)atomic_load(&n_fallbacks), s.compile_ms);
     /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own line */
     fprintf(out, "xlac: timing disk_load_ms=%.2f\n", s.disk_load_ms);
 }
