@@ -1,5 +1,5 @@
 /*
- * Every input the fuzzers found a defect with (tests/data/fuzz/TARGET/*)
+ * Every input the fuzzers found a defect with (every file of tests/data/fuzz/TARGET/)
  * replayed through the same target in the normal build, so a fixed crash
  * stays fixed; the ASan build of the suite runs them under the sanitizers.
  */

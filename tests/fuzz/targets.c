@@ -3,7 +3,6 @@
  * heap buffers so that AddressSanitizer sees any read past their end; text
  * parsers get a NUL-terminated copy.
  */
-#define _GNU_SOURCE
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
