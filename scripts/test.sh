@@ -1,30 +1,46 @@
 #!/usr/bin/env bash
 # Builds and runs every test: a plain build (with CUDA when the toolkit is
-# there) and, unless --quick, a CPU-only AddressSanitizer+UBSan build.
+# there) and, unless --quick, a CPU-only AddressSanitizer+UBSan build, the
+# threaded tests (test_threads) in a ThreadSanitizer build, and a 30 s
+# libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
+# --asan-clang: the ASan+UBSan build with clang (adds -fsanitize=pointer-overflow,
+# which GCC's UBSan misses) instead of gcc. --no-fuzz / --no-tsan skip those parts.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
 jobs=$(nproc)
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+quick=0 asan_cc=gcc fuzz=1 tsan=1
+for a in "$@"; do
+    case "$a" in
+        --quick) quick=1 ;;
+        --asan-clang) asan_cc=clang ;;
+        --no-fuzz) fuzz=0 ;;
+        --no-tsan) tsan=0 ;;
+    esac
+done
 passed=0 failed=0 skipped=0
 failed_names=()
 
-# run_suite BUILD_DIR LABEL [cmake args...]
+# run_suite BUILD_DIR LABEL [cmake args...]; $only: build and run just these test targets
+only=""
 run_suite() {
     local dir=$1 label=$2
+    local start_suite=$SECONDS
     shift 2
     echo "== $label: configure and build ($dir)"
     if ! cmake -S . -B "$dir" "$@" >"$dir.configure.log" 2>&1; then
         cat "$dir.configure.log"; failed=$((failed + 1)); failed_names+=("$label:configure"); return
     fi
-    if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
+    local targets=()
+    [ -n "$only" ] && targets=(--target $only)
+    if ! cmake --build "$dir" -j"$jobs" "${targets[@]}" >"$dir.build.log" 2>&1; then
         tail -n 60 "$dir.build.log"; failed=$((failed + 1)); failed_names+=("$label:build"); return
     fi
     mkdir -p "$dir/test-logs"
     for t in "$dir"/bin/test_*; do
         [ -x "$t" ] || continue
+        [ -n "$only" ] && [[ " $only " != *" $(basename "$t") "* ]] && continue
         local name log
         t=$(realpath "$t")
         name=$(basename "$t")
@@ -52,13 +68,31 @@ run_suite() {
         fi
         : "$t_"
     done
+    echo "== $label: $((SECONDS - start_suite)) s"
 }
 
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$quick" -eq 0 ]; then
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    asan_dir=build-asan
+    [ "$asan_cc" = clang ] && asan_dir=build-asan-clang
+    CC=$asan_cc ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
         LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
-        run_suite build-asan "asan" -DXLAC_SANITIZE=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+        run_suite "$asan_dir" "asan-$asan_cc" -DXLAC_SANITIZE=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+    if [ "$tsan" -eq 1 ]; then
+        # libgomp is not instrumented: one OpenMP thread, so only our own threads are checked
+        only="test_threads" OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+            run_suite build-tsan "tsan" -DXLAC_TSAN=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+    fi
+    if [ "$fuzz" -eq 1 ]; then
+        echo "== fuzz: 30 s per target"
+        start_fuzz=$SECONDS
+        if scripts/fuzz.sh --seconds 30; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); failed_names+=("fuzz")
+        fi
+        echo "== fuzz: $((SECONDS - start_fuzz)) s"
+    fi
 fi
 if [ ${#failed_names[@]} -gt 0 ]; then
     echo "failing: ${failed_names[*]}"
