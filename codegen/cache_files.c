@@ -7,7 +7,8 @@
  * (type, owner, mode, a size cap before any byte is read), then read
  * whole. Every refusal says why, for the one warning per run that
  * cache_disk.c prints. Eviction keeps the folder under --cache_max_mb,
- * dropping the least recently used modules first (a hit touches its file).
+ * dropping the least recently used modules first (a hit touches its file),
+ * and temp files that a writer killed mid-write left an hour ago.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -16,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cache_impl.h"
@@ -121,6 +123,15 @@ static int older_first(const void *a, const void *b)
     return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
 }
 
+/* A writer's temp file (".<hex>.xlac.XXXXXX") untouched for an hour: its process died mid-write. */
+static void drop_if_stale_temp(int dfd, const char *name)
+{
+    struct stat sb;
+    if (name[0] == '.' && strstr(name, ".xlac.") && fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+        S_ISREG(sb.st_mode) && sb.st_mtime < time(NULL) - 3600)
+        unlinkat(dfd, name, 0);
+}
+
 /* The folder's "<hex>.xlac" files (regular, not links) into *out; their total size into *total. */
 static int list_modules(int dfd, DIR *d, cached_file **out, unsigned long long *total)
 {
@@ -129,6 +140,7 @@ static int list_modules(int dfd, DIR *d, cached_file **out, unsigned long long *
     for (struct dirent *e; (e = readdir(d));) {
         size_t len = strlen(e->d_name);
         struct stat sb;
+        drop_if_stale_temp(dfd, e->d_name);
         if (len < 6 || len >= sizeof((cached_file *)0)->name || strcmp(e->d_name + len - 5, ".xlac") ||
             e->d_name[0] == '.' || fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
             continue;

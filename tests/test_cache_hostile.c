@@ -6,7 +6,8 @@
  * never loaded: the run stays correct, the file is counted in
  * disk_rejects, one warning names it, and it is replaced where it can be.
  * A folder of another user or a symlinked folder is not used. Past
- * --cache_max_mb the least recently used modules are deleted.
+ * --cache_max_mb the least recently used modules are deleted (and temp
+ * files of writers that died an hour ago).
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
@@ -395,7 +396,10 @@ Test(cache_hostile, eviction_drops_least_recently_used_first)
     old_file(h.dir, "c.xlac", 1000, 200);
     old_file(h.dir, "d.xlac", 1000, 10);
     old_file(h.dir, "not-a-module", 5000, 1000);
+    old_file(h.dir, ".e.xlac.Ab12Cd", 100, 7200); /* a dead writer's temp file */
+    old_file(h.dir, ".f.xlac.Ef34Gh", 100, 10);   /* one being written now */
     cr_assert_eq(xg_disk_evict(h.dir, 2500), 2);
+    cr_assert(!exists(h.dir, ".e.xlac.Ab12Cd") && exists(h.dir, ".f.xlac.Ef34Gh"));
     cr_assert(!exists(h.dir, "a.xlac") && !exists(h.dir, "c.xlac"));
     cr_assert(exists(h.dir, "b.xlac") && exists(h.dir, "d.xlac") && exists(h.dir, "not-a-module"));
     hostile_fini(&h);
