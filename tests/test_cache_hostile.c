@@ -305,8 +305,8 @@ Test(cache_hostile, truncated_at_every_length_is_rejected)
     cr_assert_not(xg_disk_load(&d, key, XG_TARGET_CUDA, &a), "not for another target");
     atomic_store(&d.warned, false);
     stderr_begin(&h);
-    for (size_t n = 0; n < len; n++) {
-        cr_assert_eq(xg_write_file(path, buf, n, &st), XE_OK);
+    for (size_t n = len; n-- > 0;) { /* shrinking the file in place: every length, quickly */
+        cr_assert_eq(truncate(path, (off_t)n), 0);
         a = NULL;
         cr_assert_not(xg_disk_load(&d, key, XG_TARGET_C, &a), "truncated to %zu of %zu bytes", n, len);
     }
