@@ -10,8 +10,6 @@
  * files of writers that died an hour ago).
  */
 #include <criterion/criterion.h>
-#include <dirent.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +19,7 @@
 #include <unistd.h>
 
 #include "cache_impl.h"
+#include "support/cachefx.h"
 #include "compile.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
@@ -32,8 +31,7 @@ typedef struct hostile {
     char dir[64];
     xe_graph *g;
     xg_options o;
-    char err_path[80];
-    int saved_err;
+    xt_capture err; /* stderr while captured */
 } hostile;
 
 static void hostile_init(hostile *h)
@@ -46,7 +44,6 @@ static void hostile_init(hostile *h)
     cr_assert_not_null(h->g, "%s", st.msg);
     xg_options_default(&h->o);
     h->o.cache_dir = h->dir;
-    h->saved_err = -1;
 }
 
 static void hostile_fini(hostile *h)
@@ -55,39 +52,6 @@ static void hostile_fini(hostile *h)
     snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s; rm -rf %s", h->dir, h->dir);
     cr_assert_eq(system(cmd), 0);
     xe_graph_destroy(h->g);
-}
-
-/* stderr into a file until stderr_text. */
-static void stderr_begin(hostile *h)
-{
-    snprintf(h->err_path, sizeof h->err_path, "%s.err", h->dir);
-    fflush(stderr);
-    h->saved_err = dup(2);
-    int fd = open(h->err_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    cr_assert_geq(fd, 0);
-    dup2(fd, 2);
-    close(fd);
-}
-
-static char *stderr_text(hostile *h)
-{
-    fflush(stderr);
-    dup2(h->saved_err, 2);
-    close(h->saved_err);
-    char *buf = NULL;
-    size_t len = 0;
-    xe_status st;
-    cr_assert_eq(xg_read_file(h->err_path, (void **)&buf, &len, &st), XE_OK);
-    unlink(h->err_path);
-    return buf;
-}
-
-static int count_of(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
-        n++;
-    return n;
 }
 
 /* Runs the cluster on [rows,4] and checks x*x+x; returns whether compiled code ran. */
@@ -111,36 +75,17 @@ static bool run_checked(xg_cache *c, const xe_graph *g, int rows)
     return oc == XG_RAN;
 }
 
-static xg_stats stats_of(xg_cache *c)
-{
-    xg_stats s;
-    xg_cache_stats(c, &s);
-    return s;
-}
-
-/* The path of the one "<hex>.xlac" file in dir (malloc'd). */
-static char *cache_file(const char *dir)
-{
-    DIR *d = opendir(dir);
-    char *path = NULL;
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strstr(e->d_name, ".xlac") && e->d_name[0] != '.' && asprintf(&path, "%s/%s", dir, e->d_name) < 0)
-            path = NULL;
-    if (d)
-        closedir(d);
-    cr_assert_not_null(path, "no cache file in %s", dir);
-    return path;
-}
-
 /* Fills the cache with rows=6's module; returns its path. */
 static char *fill(hostile *h)
 {
     xe_status st;
     xg_cache *c = xg_cache_new(&h->o, &st);
     cr_assert(run_checked(c, h->g, 6));
-    cr_assert_eq(stats_of(c).compiles, 1);
+    cr_assert_eq(xt_stats(c).compiles, 1);
     xg_cache_destroy(c);
-    return cache_file(h->dir);
+    char *path = xt_module_path(h->dir);
+    cr_assert_not_null(path, "no module in %s", h->dir);
+    return path;
 }
 
 /*
@@ -154,18 +99,18 @@ static void planted_is_refused(void (*plant)(const char *path), bool replaced)
     hostile_init(&h);
     char *path = fill(&h);
     plant(path);
-    stderr_begin(&h);
+    xt_capture_begin(&h.err);
     xe_status st;
     xg_cache *c = xg_cache_new(&h.o, &st);
     bool ran = run_checked(c, h.g, 6) && run_checked(c, h.g, 6);
-    xg_stats s = stats_of(c);
+    xg_stats s = xt_stats(c);
     xg_cache_destroy(c);
-    char *err = stderr_text(&h);
+    char *err = xt_capture_end(&h.err);
     cr_assert(ran);
     cr_assert_eq(s.disk_hits, 0);
     cr_assert_eq(s.compiles, 1);
     cr_assert_eq(s.disk_rejects, 1);
-    cr_assert_eq(count_of(err, "xlac: warning"), 1, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning"), 1, "%s", err);
     cr_assert(strstr(err, strrchr(path, '/') + 1), "the warning names the file: %s", err);
     if (replaced) {
         struct stat sb;
@@ -173,8 +118,8 @@ static void planted_is_refused(void (*plant)(const char *path), bool replaced)
         cr_assert(S_ISREG(sb.st_mode) && (sb.st_mode & 077) == 0 && sb.st_uid == geteuid());
         c = xg_cache_new(&h.o, &st);
         cr_assert(run_checked(c, h.g, 6));
-        cr_assert_eq(stats_of(c).disk_hits, 1);
-        cr_assert_eq(stats_of(c).disk_rejects, 0);
+        cr_assert_eq(xt_stats(c).disk_hits, 1);
+        cr_assert_eq(xt_stats(c).disk_rejects, 0);
         xg_cache_destroy(c);
     }
     free(err);
@@ -304,15 +249,15 @@ Test(cache_hostile, truncated_at_every_length_is_rejected)
     xg_artifact_destroy(a);
     cr_assert_not(xg_disk_load(&d, key, XG_TARGET_CUDA, &a), "not for another target");
     atomic_store(&d.warned, false);
-    stderr_begin(&h);
+    xt_capture_begin(&h.err);
     for (size_t n = len; n-- > 0;) { /* shrinking the file in place: every length, quickly */
         cr_assert_eq(truncate(path, (off_t)n), 0);
         a = NULL;
         cr_assert_not(xg_disk_load(&d, key, XG_TARGET_C, &a), "truncated to %zu of %zu bytes", n, len);
     }
-    char *err = stderr_text(&h);
+    char *err = xt_capture_end(&h.err);
     cr_assert_eq(atomic_load(&d.rejects), len + 1);
-    cr_assert_eq(count_of(err, "xlac: warning"), 1, "once per run: %.500s", err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning"), 1, "once per run: %.500s", err);
     free(err);
     free(key);
     free(buf);
@@ -324,17 +269,17 @@ Test(cache_hostile, truncated_at_every_length_is_rejected)
 static void folder_is_not_used(hostile *h, const char *dir)
 {
     h->o.cache_dir = dir;
-    stderr_begin(h);
+    xt_capture_begin(&h->err);
     xe_status st;
     xg_cache *c = xg_cache_new(&h->o, &st);
     bool ran = run_checked(c, h->g, 6) && run_checked(c, h->g, 7);
-    xg_stats s = stats_of(c);
+    xg_stats s = xt_stats(c);
     xg_cache_destroy(c);
-    char *err = stderr_text(h);
+    char *err = xt_capture_end(&h->err);
     cr_assert(ran);
     cr_assert_eq(s.compiles, 2);
-    cr_assert_eq(count_of(err, "xlac: warning: cache folder"), 1, "%s", err);
-    cr_assert_eq(count_of(err, "xlac: warning"), 1, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning: cache folder"), 1, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning"), 1, "%s", err);
     free(err);
 }
 

@@ -18,6 +18,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/cachefx.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
 
@@ -83,13 +84,6 @@ static int run_rows(xg_cache *c, int rows)
     return r;
 }
 
-static xg_stats stats_of(xg_cache *c)
-{
-    xg_stats s;
-    xg_cache_stats(c, &s);
-    return s;
-}
-
 /* Child p: shapes 6, 7 (shared) and 10 + p, twice each; exit 0 when all ran right, each built or loaded once. */
 static void child(int p)
 {
@@ -100,7 +94,7 @@ static void child(int p)
     for (int round = 0; !bad && round < 2; round++)
         for (int k = 0; k < 3; k++)
             bad |= run_rows(c, rows[(k + p) % 3]) != 1;
-    xg_stats s = c ? stats_of(c) : (xg_stats){0};
+    xg_stats s = c ? xt_stats(c) : (xg_stats){0};
     bad |= s.compiles + s.disk_hits != 3 || s.disk_rejects != 0;
     xg_cache_destroy(c);
     _exit(bad ? 1 : 0);
@@ -126,9 +120,9 @@ Test(cache_processes, four_processes_on_one_cold_cache, .init = setup, .fini = t
     int rows[6] = {6, 7, 10, 11, 12, 13};
     for (int k = 0; k < 6; k++)
         cr_assert_eq(run_rows(c, rows[k]), 1, "rows %d", rows[k]);
-    cr_assert_eq(stats_of(c).compiles, 0);
-    cr_assert_eq(stats_of(c).disk_hits, 6);
-    cr_assert_eq(stats_of(c).disk_rejects, 0);
+    cr_assert_eq(xt_stats(c).compiles, 0);
+    cr_assert_eq(xt_stats(c).disk_hits, 6);
+    cr_assert_eq(xt_stats(c).disk_rejects, 0);
     xg_cache_destroy(c);
 }
 
@@ -142,17 +136,6 @@ static bool writing(void)
     if (d)
         closedir(d);
     return found;
-}
-
-static int modules(void)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += e->d_name[0] != '.' && strstr(e->d_name, ".xlac") != NULL;
-    if (d)
-        closedir(d);
-    return n;
 }
 
 Test(cache_processes, killed_while_writing_leaves_no_torn_module, .init = setup, .fini = teardown, .timeout = 300)
@@ -185,16 +168,16 @@ Test(cache_processes, killed_while_writing_leaves_no_torn_module, .init = setup,
     cr_assert_eq(waitpid(pid, &status, 0), pid);
     unlink(cc);
     cr_assert(caught && WIFSIGNALED(status), "the writer was killed while writing (status %#x)", status);
-    cr_assert_eq(modules(), 0, "no module under its own name, only the temp file");
+    cr_assert_eq(xt_module_count(dir), 0, "no module under its own name, only the temp file");
     xe_status st;
     xg_options o = options(NULL);
     xg_cache *c = xg_cache_new(&o, &st);
     cr_assert_eq(run_rows(c, 6), 1);
-    cr_assert_eq(stats_of(c).compiles, 1);
-    cr_assert_eq(stats_of(c).disk_rejects, 0);
+    cr_assert_eq(xt_stats(c).compiles, 1);
+    cr_assert_eq(xt_stats(c).disk_rejects, 0);
     xg_cache_destroy(c);
     c = xg_cache_new(&o, &st);
     cr_assert_eq(run_rows(c, 6), 1);
-    cr_assert_eq(stats_of(c).disk_hits, 1);
+    cr_assert_eq(xt_stats(c).disk_hits, 1);
     xg_cache_destroy(c);
 }

@@ -5,7 +5,6 @@
  * --compile_timeout_s with one warning while the cluster runs op by op.
  */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "support/cachefx.h"
 #include "compile.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
@@ -60,10 +60,8 @@ static const char *script(const guard *k, const char *name, const char *body)
 /* Runs the cluster once; returns whether compiled code ran (the values are checked either way). */
 static bool run_once(const xg_options *o, const xe_graph *g, char *err, size_t err_len)
 {
-    char path[] = "/tmp/xlac-guard-err-XXXXXX";
-    int fd = mkstemp(path), saved = dup(2);
-    fflush(stderr);
-    dup2(fd, 2);
+    xt_capture k;
+    xt_capture_begin(&k);
     xe_status st;
     xg_cache *c = xg_cache_new(o, &st);
     cr_assert_not_null(c);
@@ -73,13 +71,9 @@ static bool run_once(const xg_options *o, const xe_graph *g, char *err, size_t e
     v[0] = 1, v[1] = -2, v[2] = 0.5f;
     xg_outcome oc = XG_FALLBACK;
     xe_code code = xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st);
-    fflush(stderr);
-    dup2(saved, 2);
-    close(saved);
-    ssize_t n = pread(fd, err, err_len - 1, 0);
-    err[n > 0 ? n : 0] = '\0';
-    close(fd);
-    unlink(path);
+    char *text = xt_capture_end(&k);
+    snprintf(err, err_len, "%s", text);
+    free(text);
     cr_assert_eq(code, XE_OK, "%s", st.msg);
     for (int i = 0; oc == XG_RAN && i < 3; i++)
         cr_assert_eq(((float *)out[0]->data)[i], v[i] * v[i] + v[i]);
@@ -91,10 +85,7 @@ static bool run_once(const xg_options *o, const xe_graph *g, char *err, size_t e
 
 static int warnings(const char *err)
 {
-    int n = 0;
-    for (const char *p = err; (p = strstr(p, "xlac: warning")); p++)
-        n++;
-    return n;
+    return xt_occurrences(err, "xlac: warning");
 }
 
 Test(compile_guard, hanging_compiler_is_killed_after_the_timeout, .timeout = 60)
