@@ -1,141 +1,21 @@
 /*
  * Threads: 8 threads, each with its own session over the same graph and
  * its own batch size, share the plugin's one memory cache and its
- * background compiles (--async_compilation). Every run's output is
- * checked exactly (small integers, so any summation order gives the same
- * floats) while programs are compiled, published and reused under them.
- * scripts/test.sh also runs this file in a ThreadSanitizer build
- * (-DXLAC_TSAN=ON), where a data race fails the run.
+ * background compiles (--async_compilation); every run's output is checked
+ * while programs are compiled, published and reused under them
+ * (support/threads.c). scripts/test.sh runs the same scenario in a
+ * ThreadSanitizer build (-DXLAC_TSAN=ON, bin/tsan_threads), where a data
+ * race fails the run.
  */
 #include <criterion/criterion.h>
-#include <pthread.h>
-#include <stdatomic.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <time.h>
 
-#include "xlac/xlac.h"
-#include "xlac_plugin.h"
-
-#define N_THREADS 8
-#define COLS 16
-
-static const char *graph_text = "xlac.graph v1\ninput x: f32[?,16]\n"
-                                "y = mul(x, x)\nz = add(y, x)\ns = reduce_sum(z, axes=[1])\n"
-                                "m = reduce_max(z, axes=[1])\noutput s\noutput m\n";
-
-typedef struct worker {
-    int rows;
-    int runs;
-    char why[300]; /* empty: every run was right */
-} worker;
-
-static atomic_bool stop;
-
-static double seconds(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec * 1e-9;
-}
-
-/* One run of the session at w->rows; false (why set) on an error or a wrong value. */
-static bool run_once(worker *w, xe_session *s, xe_tensor *x)
-{
-    xe_status st;
-    xe_tensor *out[2] = {NULL, NULL};
-    if (xe_session_run(s, &x, out, &st) != XE_OK) {
-        snprintf(w->why, sizeof w->why, "rows %d: %.250s", w->rows, st.msg);
-        return false;
-    }
-    bool ok = true;
-    for (int i = 0; ok && i < w->rows; i++) {
-        float sum = 0, max = -1e30f;
-        for (int j = 0; j < COLS; j++) {
-            float v = ((float *)x->data)[i * COLS + j], z = v * v + v;
-            sum += z;
-            max = z > max ? z : max;
-        }
-        float got_s = ((float *)out[0]->data)[i], got_m = ((float *)out[1]->data)[i];
-        if (got_s != sum || got_m != max) {
-            snprintf(w->why, sizeof w->why, "rows %d, row %d: sum %g max %g, want %g %g", w->rows, i, got_s, got_m,
-                     sum, max);
-            ok = false;
-        }
-    }
-    xe_tensor_release(out[0]);
-    xe_tensor_release(out[1]);
-    return ok;
-}
-
-static void *worker_main(void *arg)
-{
-    worker *w = arg;
-    xe_status st;
-    xe_graph *g = xe_parse_string(graph_text, "threads.xg", &st);
-    xe_session *s = g ? xe_session_new(g, &(xe_session_options){0}, &st) : NULL;
-    xe_shape sh = {2, {w->rows, COLS}};
-    xe_tensor *x = s ? xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st) : NULL;
-    if (!x) {
-        snprintf(w->why, sizeof w->why, "setup: %.250s", st.msg);
-        xe_session_destroy(s);
-        return NULL;
-    }
-    for (int i = 0; i < w->rows * COLS; i++)
-        ((float *)x->data)[i] = (float)((i * 7 + w->rows) % 5 - 2);
-    while (!atomic_load(&stop) && run_once(w, s, x))
-        w->runs++;
-    xe_tensor_release(x);
-    xe_session_destroy(s);
-    return NULL;
-}
-
-/* The counters of the --stats line. */
-static void stats(unsigned long long *launches, unsigned long long *fallbacks, unsigned long long *compiles)
-{
-    char line[512] = "";
-    FILE *m = fmemopen(line, sizeof line - 1, "w");
-    xlac_print_stats(m);
-    fclose(m);
-    const char *l = strstr(line, "launches="), *f = strstr(line, "fallbacks="), *c = strstr(line, "compiles=");
-    *launches = l ? strtoull(l + 9, NULL, 10) : 0;
-    *fallbacks = f ? strtoull(f + 10, NULL, 10) : 0;
-    *compiles = c ? strtoull(c + 9, NULL, 10) : 0;
-}
+#include "support/threads.h"
 
 Test(threads, eight_sessions_share_one_cache_and_compile_queue, .timeout = 600)
 {
-    xe_status st;
-    xlac_flags f;
-    cr_assert_eq(xlac_flags_parse(&f, "1", "--async_compilation --disk_cache=0", NULL, NULL, &st), XE_OK, "%s",
-                 st.msg);
-    cr_assert_eq(xlac_plugin_install(&f, &st), XE_OK, "%s", st.msg);
-    worker w[N_THREADS] = {{0}};
-    pthread_t th[N_THREADS];
-    for (int k = 0; k < N_THREADS; k++) {
-        w[k].rows = 1 + 3 * k; /* a batch size per thread */
-        cr_assert_eq(pthread_create(&th[k], NULL, worker_main, &w[k]), 0);
-    }
-    /* until compiled code has served plenty of runs (or 120 s) */
-    unsigned long long launches = 0, fallbacks = 0, compiles = 0;
-    for (double t0 = seconds(); seconds() - t0 < 120;) {
-        stats(&launches, &fallbacks, &compiles);
-        if (launches - fallbacks >= 20 * N_THREADS)
-            break;
-        struct timespec nap = {0, 20000000};
-        nanosleep(&nap, NULL);
-    }
-    atomic_store(&stop, true);
-    for (int k = 0; k < N_THREADS; k++)
-        cr_assert_eq(pthread_join(th[k], NULL), 0);
-    stats(&launches, &fallbacks, &compiles);
-    xlac_plugin_shutdown();
-    for (int k = 0; k < N_THREADS; k++) {
-        cr_assert_str_empty(w[k].why, "thread %d: %s", k, w[k].why);
-        cr_assert_gt(w[k].runs, 0, "thread %d ran", k);
-    }
-    cr_assert_geq(launches - fallbacks, 20 * N_THREADS, "compiled code ran: launches=%llu fallbacks=%llu", launches,
-                  fallbacks);
-    cr_assert_leq(compiles, N_THREADS, "each signature compiled at most once: %llu compiles", compiles);
+    xt_threads_result r;
+    bool ok = xt_threads_run(8, &r);
+    cr_assert(ok, "%s", r.why);
+    cr_assert_geq(r.launches - r.fallbacks, 160, "compiled code ran: launches=%llu fallbacks=%llu", r.launches,
+                  r.fallbacks);
 }
