@@ -373,3 +373,45 @@ Test(cache_hostile, store_past_cache_max_mb_evicts_old_modules_and_a_hit_counts_
     cr_assert(exists(h.dir, "used.xlac"), "a file just read is recently used");
     hostile_fini(&h);
 }
+
+/* xlac-run with the plugin preloaded on h's folder; returns its stderr (malloc'd). */
+static char *preloaded_run(hostile *h)
+{
+    char cmd[1024], err[160];
+    snprintf(err, sizeof err, "%s.run-err", h->dir);
+    snprintf(cmd, sizeof cmd,
+             "LD_PRELOAD=%s/lib/libxlac.so XLAC_AUTO_JIT=1 XLAC_FLAGS='--stats --cache_dir=%s' "
+             "%s/bin/xlac-run %s/examples/softmax.xg >/dev/null 2>%s",
+             XLAC_BINARY_DIR, h->dir, XLAC_BINARY_DIR, XLAC_SOURCE_DIR, err);
+    cr_assert_eq(system(cmd), 0, "%s", cmd);
+    char *text = NULL;
+    size_t len = 0;
+    xe_status st;
+    cr_assert_eq(xg_read_file(err, (void **)&text, &len, &st), XE_OK);
+    unlink(err);
+    return text;
+}
+
+Test(cache_hostile, stats_line_counts_disk_rejects)
+{
+    hostile h;
+    hostile_init(&h);
+    char *err = preloaded_run(&h);
+    cr_assert(strstr(err, " compiles=1 ") && strstr(err, " disk_rejects=0 "), "%s", err);
+    free(err);
+    char *path = xt_module_path(h.dir);
+    cr_assert_not_null(path);
+    cr_assert_eq(chmod(path, 0666), 0);
+    err = preloaded_run(&h);
+    cr_assert(strstr(err, " compiles=1 ") && strstr(err, " disk_hits=0 ") && strstr(err, " disk_rejects=1 "), "%s",
+              err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning: disk cache file"), 1, "%s", err);
+    cr_assert(strstr(err, "writable by group or others"), "%s", err);
+    free(err);
+    err = preloaded_run(&h); /* replaced by a good one */
+    cr_assert(strstr(err, " compiles=0 ") && strstr(err, " disk_hits=1 ") && strstr(err, " disk_rejects=0 "), "%s",
+              err);
+    free(err);
+    free(path);
+    hostile_fini(&h);
+}
