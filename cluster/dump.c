@@ -219,7 +219,8 @@ static void summary_cluster(FILE *f, const xe_graph *g, const xc_cluster *cl)
 static void summary_unclustered(FILE *f, const xe_graph *g, const xc_clustering *c)
 {
     hist by_op, by_reason;
-    bool ok = hist_init(&by_op, g->n_nodes) & hist_init(&by_reason, g->n_nodes);
+    bool ok_op = hist_init(&by_op, g->n_nodes), ok_reason = hist_init(&by_reason, g->n_nodes);
+    bool ok = ok_op && ok_reason; /* both initialised either way: both are freed below */
     int n = 0;
     for (int i = 0; ok && i < g->n_nodes; i++) {
         if (c->cluster[i] >= 0 || g->nodes[i]->op == XE_OP_INPUT)

@@ -14,6 +14,7 @@
 
 #include "compile.h"
 #include "emit_impl.h"
+#include "fpenv.h"
 #include "program_impl.h"
 #include "scalar.h" /* the CPU column-reduction rule, shared with the per-op kernel */
 
@@ -241,7 +242,7 @@ static const char *compiler_words_c(bool is_ptx)
 
 static xe_code compile_c(xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    return xg_cc_compile(o->cc, o->tmp_dir, a->source, o->fast_math, &a->code, &a->code_len, &a->log, st);
+    return xg_cc_compile(o->cc, o->tmp_dir, a->source, o->fast_math, o->compile_timeout_s, &a->code, &a->code_len, &a->log, st);
 }
 
 /* The shared object through a private temp file (0600), then its kernels by name. */
@@ -255,8 +256,11 @@ static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, 
         return xe_fail(st, XE_ERR_COMPILE, "cannot create a temp file in %s: %m", tmp);
     close(fd);
     xe_code c = xg_write_file(path, a->code, a->code_len, st);
+    xg_fpenv env; /* a constructor (crtfastmath.o) must not set FTZ/DAZ for the process */
+    xg_fpenv_save(&env);
     if (c == XE_OK && !(p->priv = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
         c = xe_fail(st, XE_ERR_COMPILE, "dlopen of the compiled cluster failed: %s", dlerror());
+    xg_fpenv_restore(&env);
     unlink(path); /* the mapping stays valid */
     for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
         char name[32];

@@ -243,6 +243,7 @@ xg_cache *xg_cache_new(const xg_options *o, xe_status *st)
     }
     if (c->o.disk_cache)
         xg_disk_open(&c->disk, c->o.cache_dir);
+    c->disk.max_bytes = (unsigned long long)c->o.cache_max_mb << 20;
     return c;
 }
 
@@ -281,6 +282,7 @@ void xg_cache_stats(xg_cache *c, xg_stats *out)
     pthread_mutex_lock(&c->lock);
     *out = c->stats;
     pthread_mutex_unlock(&c->lock);
+    out->disk_rejects = atomic_load(&c->disk.rejects);
 }
 
 static entry *entry_get(xg_cache *c, const char *key)
@@ -367,6 +369,7 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
     if (*disk_hit) {
         a->shape_generic = j->generic;
         if (xg_program_load(a, j->body, j->types, &j->c->o, prog, st) != XE_OK) { /* stale: rebuild */
+            xg_disk_reject(&j->c->disk, j->key, "it does not match this cluster's plan");
             xg_artifact_destroy(a);
             a = NULL;
             *disk_hit = false;

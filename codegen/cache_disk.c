@@ -5,19 +5,19 @@
  *   "XLACBIN1" | u32 key length | key | u32 target | u32 arch |
  *   u64 code length | code | u64 meta length | meta | 16-byte XXH3-128 of all before
  *
- * and is read whole and checked (magic, lengths, checksum, the full key)
- * before anything in it is used: the cache holds code, so a bad, truncated
- * or foreign file is a miss that gets recompiled and replaced, never
- * loaded. Files are written to a temp file (0600) in the same folder,
+ * and is read whole (cache_files.c: only a regular file of ours that
+ * nobody else can write, under a size cap) and checked (magic, lengths,
+ * checksum, the full key, which holds the compiler's identity, and the
+ * target) before anything in it is used: the cache holds code, so a bad,
+ * truncated or foreign file is never loaded; it is counted, warned about
+ * (once per run), recompiled and replaced. Files are written to a temp file (0600) in the same folder,
  * fsync'ed and renamed into place, so readers never see half a file.
  */
-#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <xxhash.h>
@@ -35,17 +35,17 @@ void xg_disk_open(xg_disk *d, const char *dir)
     if (!dir || !*dir)
         return;
     snprintf(path, sizeof path, "%s", dir);
-    struct stat sb;
     xe_status ms;
     xe_status_clear(&ms);
-    if (xe_mkdirs(path, 0700, &ms) != XE_OK || stat(path, &sb) != 0) {
+    if (xe_mkdirs(path, 0700, &ms) != XE_OK) {
         fprintf(stderr, "xlac: warning: cache folder %s cannot be created (%s); running without the disk cache\n",
-                path, ms.code != XE_OK ? ms.msg : strerror(errno));
+                path, ms.msg);
         return;
     }
-    if (!S_ISDIR(sb.st_mode) || sb.st_uid != geteuid() || (sb.st_mode & 022)) {
+    const char *unsafe = xg_disk_dir_unsafe(path);
+    if (unsafe) {
         fprintf(stderr, "xlac: warning: cache folder %s is not a folder of yours that only you can write "
-                        "(mode %03o); running without the disk cache\n", path, (unsigned)(sb.st_mode & 0777));
+                        "(%s); running without the disk cache\n", path, unsafe);
         return;
     }
     if (access(path, W_OK | X_OK) != 0) {
@@ -78,7 +78,7 @@ static bool take(const unsigned char *buf, size_t len, size_t *pos, void *dst, s
     return true;
 }
 
-static bool parse_file(const unsigned char *buf, size_t len, const char *key, xg_target target, xg_artifact *a)
+bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target, xg_artifact *a)
 {
     size_t pos = 0;
     char magic[8];
@@ -112,22 +112,37 @@ static bool parse_file(const unsigned char *buf, size_t len, const char *key, xg
     return true;
 }
 
+void xg_disk_reject(xg_disk *d, const char *key, const char *why)
+{
+    char name[64];
+    xg_disk_name(key, name, sizeof name);
+    atomic_fetch_add(&d->rejects, 1);
+    if (!atomic_exchange(&d->warned, true))
+        fprintf(stderr, "xlac: warning: disk cache file %s/%s not loaded (%s); it is rebuilt and replaced "
+                        "(further refused files are counted in --stats disk_rejects)\n", d->dir, name, why);
+}
+
 bool xg_disk_load(xg_disk *d, const char *key, xg_target target, xg_artifact **out)
 {
     if (!d->dir)
         return false;
-    char name[64], path[4200];
+    char name[64], path[4200], why[200];
     xg_disk_name(key, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s", d->dir, name);
     void *buf = NULL;
     size_t len = 0;
-    xe_status st;
-    if (access(path, R_OK) != 0 || xg_read_file(path, &buf, &len, &st) != XE_OK)
+    xg_disk_read_result r = xg_disk_read(path, XG_DISK_FILE_MAX, &buf, &len, why, sizeof why);
+    if (r != XG_DISK_READ) {
+        if (r == XG_DISK_BAD)
+            xg_disk_reject(d, key, why);
         return false;
+    }
     xg_artifact *a = calloc(1, sizeof *a);
-    bool ok = a && parse_file(buf, len, key, target, a);
+    bool ok = a && xg_disk_parse(buf, len, key, target, a);
     free(buf);
     if (!ok) {
+        if (a)
+            xg_disk_reject(d, key, "truncated, corrupt, or built for another key, target or compiler");
         xg_artifact_destroy(a);
         return false;
     }
@@ -173,4 +188,6 @@ void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a)
         close(fd);
     if (!ok || rename(tmp, path) != 0)
         unlink(tmp);
+    else if (d->max_bytes)
+        xg_disk_evict(d->dir, d->max_bytes);
 }

@@ -5,8 +5,10 @@
 #ifndef XG_CACHE_IMPL_H
 #define XG_CACHE_IMPL_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "xg_impl.h"
 #include "xlac/text.h"
@@ -16,8 +18,14 @@ void xg_hash_hex(const void *data, size_t len, char out[33]);
 
 
 typedef struct xg_disk {
-    char *dir;    /* NULL: the disk cache is off */
+    char *dir;                    /* NULL: the disk cache is off */
+    unsigned long long max_bytes; /* --cache_max_mb in bytes; 0: no limit */
+    atomic_ullong rejects;        /* files refused (unsafe, truncated, corrupt, foreign, stale) */
+    atomic_bool warned;           /* the one warning per run about a refused file is out */
 } xg_disk;
+
+/* Largest cache file read at all (checked with fstat before reading). */
+#define XG_DISK_FILE_MAX ((size_t)256 << 20)
 
 /*
  * Opens (creating 0700) the cache folder dir; NULL or "": the disk cache
@@ -32,5 +40,32 @@ bool xg_disk_load(xg_disk *d, const char *key, xg_target target, xg_artifact **o
 void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a);
 /* The file name that holds key ("<32 hex>.xlac"). */
 void xg_disk_name(const char *key, char *buf, size_t len);
+/* Counts a refused file (key's) and warns about the first one of the run (its path and why). */
+void xg_disk_reject(xg_disk *d, const char *key, const char *why);
+/*
+ * Parses a cache file's bytes: true when magic, checksum, the full key and
+ * the target match, with the code and metadata copied into a (which the
+ * caller destroys either way). Exposed for the fuzz target.
+ */
+bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target, xg_artifact *a);
+
+/* cache_files.c: the file system side. */
+typedef enum xg_disk_read_result {
+    XG_DISK_ABSENT, /* no such file: a plain miss */
+    XG_DISK_READ,   /* read whole into *data */
+    XG_DISK_BAD,    /* refused (why says: a link, a FIFO, another user's, too big, ...) */
+} xg_disk_read_result;
+
+/*
+ * Reads a cache file only if it is a regular file owned by the user, not
+ * writable by group or others and at most cap bytes: lstat first (a device
+ * is never opened), then open with O_NOFOLLOW | O_NONBLOCK and fstat on the
+ * descriptor. A hit touches the file (its mtime is the eviction's clock).
+ */
+xg_disk_read_result xg_disk_read(const char *path, size_t cap, void **data, size_t *len, char *why, size_t why_len);
+/* Why the folder may not hold the cache (a link, not a folder, another user's, writable by others); NULL if fine. */
+const char *xg_disk_dir_unsafe(const char *path);
+/* Deletes the least recently used "*.xlac" files of dir until they total at most max_bytes; how many went. */
+int xg_disk_evict(const char *dir, unsigned long long max_bytes);
 
 #endif

@@ -10,8 +10,10 @@
 #include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,11 +68,46 @@ static char **tool_environment(void)
 }
 
 /*
- * Runs argv[0] (searched in PATH) with stdout and stderr into log_path.
+ * Waits for pid (its own process group) at most timeout_s seconds (0: no
+ * limit), polling; past it the whole group (cc1, as, ld) is killed.
+ * Returns waitpid's status, or -1 with why set.
+ */
+static int wait_tool(pid_t pid, int timeout_s, char *why, size_t why_len)
+{
+    struct timespec t0, now, nap = {0, 1000000};
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int status;;) {
+        pid_t r = waitpid(pid, &status, timeout_s > 0 ? WNOHANG : 0);
+        if (r == pid)
+            return status;
+        if (r < 0 && errno != EINTR) {
+            snprintf(why, why_len, "could not wait for it: %s", strerror(errno));
+            return -1;
+        }
+        clock_gettime(CLOCK_MONOTONIC, &now);
+        if (timeout_s > 0 && now.tv_sec - t0.tv_sec >= timeout_s) {
+            kill(-pid, SIGKILL);
+            kill(pid, SIGKILL);
+            while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+                ;
+            snprintf(why, why_len, "killed after the compile timeout of %d s (--compile_timeout_s)", timeout_s);
+            return -1;
+        }
+        if (r == 0) {
+            nanosleep(&nap, NULL);
+            if (nap.tv_nsec < 20000000) /* 1 ms doubling to 20 ms: a quick compile is not slowed */
+                nap.tv_nsec *= 2;
+        }
+    }
+}
+
+/*
+ * Runs argv[0] (searched in PATH) with stdout and stderr into log_path,
+ * killed after timeout_s seconds (0: no limit).
  * Returns 0 when it exits 0; otherwise -1 with why set: "exit status 1",
  * "killed by signal 11", or "could not run: No such file or directory".
  */
-static int run_tool(char *const *argv, const char *log_path, char *why, size_t why_len)
+static int run_tool(char *const *argv, const char *log_path, int timeout_s, char *why, size_t why_len)
 {
     char **env = tool_environment();
     if (!env) {
@@ -81,20 +118,22 @@ static int run_tool(char *const *argv, const char *log_path, char *why, size_t w
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    posix_spawnattr_t at; /* its own process group, so that a timeout kills all of it */
+    posix_spawnattr_init(&at);
+    posix_spawnattr_setflags(&at, POSIX_SPAWN_SETPGROUP);
+    posix_spawnattr_setpgroup(&at, 0);
     pid_t pid;
-    int rc = posix_spawnp(&pid, argv[0], &fa, NULL, argv, env);
+    int rc = posix_spawnp(&pid, argv[0], &fa, &at, argv, env);
     posix_spawn_file_actions_destroy(&fa);
+    posix_spawnattr_destroy(&at);
     free(env);
     if (rc != 0) {
         snprintf(why, why_len, "could not run: %s", strerror(rc));
         return -1;
     }
-    int status;
-    while (waitpid(pid, &status, 0) < 0)
-        if (errno != EINTR) {
-            snprintf(why, why_len, "could not wait for it: %s", strerror(errno));
-            return -1;
-        }
+    int status = wait_tool(pid, timeout_s, why, why_len);
+    if (status == -1)
+        return -1;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
         return 0;
     if (WIFEXITED(status))
@@ -106,12 +145,18 @@ static int run_tool(char *const *argv, const char *log_path, char *why, size_t w
 
 /*
  * $CC split into words, as make does ("ccache gcc", "gcc -g"): no shell,
- * no quotes. Returns the number of words (at most max - 1, then NULL).
+ * no quotes; a path to an executable with spaces in it is one word.
+ * Returns the number of words (at most max - 1, then NULL).
  */
 static int cc_words(const char *cc, char *buf, size_t len, char **words, int max)
 {
     snprintf(buf, len, "%s", cc);
     int n = 0;
+    if (strchr(buf, '/') && access(buf, X_OK) == 0) {
+        words[n++] = buf;
+        words[n] = NULL;
+        return n;
+    }
     for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w && n < max - 1; w = strtok_r(NULL, " \t", &save))
         words[n++] = w;
     if (n == 0) /* an empty $CC: cc */
@@ -138,7 +183,7 @@ void xg_error_line(const char *log, char *buf, size_t len)
     xg_first_line(p ? p : log, buf, len);
 }
 
-xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool fast_math, void **so,
+xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool fast_math, int timeout_s, void **so,
                       size_t *so_len, char **log, xe_status *st)
 {
     char dir[512], src[600], out[600], logp[600];
@@ -153,15 +198,20 @@ xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool 
         static const char *const flags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-w",
                                             /* after -fno-fast-math, which would turn errno back on: sqrt vectorises */
                                             "-fno-math-errno", "-ffp-contract=fast", "-o"};
+        /* --fast_math is reassociation only: never -ffast-math, whose link of a shared object pulls in
+           crtfastmath.o (FTZ/DAZ set for the whole process at dlopen) and assumes no NaN or infinity */
+        static const char *const fast[] = {"-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"};
         char words[1024], why[300], *argv[48];
         int n = cc_words(cc, words, sizeof words, argv, 24);
-        argv[n++] = fast_math ? "-ffast-math" : "-fno-fast-math";
+        argv[n++] = "-fno-fast-math";
+        for (size_t k = 0; fast_math && k < sizeof fast / sizeof fast[0]; k++)
+            argv[n++] = (char *)fast[k];
         for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
             argv[n++] = (char *)flags[k];
         argv[n++] = out;
         argv[n++] = src;
         argv[n] = NULL;
-        int rc = run_tool(argv, logp, why, sizeof why);
+        int rc = run_tool(argv, logp, timeout_s, why, sizeof why);
         size_t ll = 0;
         void *logtext = NULL;
         *log = xg_read_file(logp, &logtext, &ll, st) == XE_OK ? logtext : NULL;
@@ -198,7 +248,7 @@ static void probe_cc(void)
     size_t len;
     xe_status st;
     snprintf(cc_version, sizeof cc_version, "%s (version unknown)", cc_probed);
-    if (run_tool(argv, logp, why, sizeof why) == 0 && xg_read_file(logp, &text, &len, &st) == XE_OK)
+    if (run_tool(argv, logp, 30, why, sizeof why) == 0 && xg_read_file(logp, &text, &len, &st) == XE_OK)
         xg_first_line(text, cc_version, sizeof cc_version);
     free(text);
     unlink(logp);

@@ -10,8 +10,10 @@
 
 #include "xlac/status.h"
 
-/* C source → shared object with the compiler command cc, in a private folder under tmp_dir. */
-xe_code xg_cc_compile(const char *cc, const char *tmp_dir, const char *source, bool fast_math, void **so,
+/* C source → shared object with the compiler command cc, in a private folder under tmp_dir;
+   timeout_s: the compiler (its whole process group) is killed after that many seconds, 0: no limit. */
+xe_code xg_cc_compile(const char *cc, const char *tmp_dir, const char *source, bool fast_math, int timeout_s,
+                      void **so,
                       size_t *so_len, char **log, xe_status *st);
 /* CUDA source → cubin for sm_<arch> (PTX for compute_<arch> when NVRTC lacks that arch). */
 xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len,

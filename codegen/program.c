@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fpenv.h"
 #include "plan.h"
 #include "program_impl.h"
 
@@ -202,6 +203,8 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         for (int d = 0; d < types[i].shape.rank; d++)
             S[p->plan->soff[i] + d] = types[i].shape.dims[d];
     }
+    xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
+    xg_fpenv_save(&env);
     for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
         const xg_step *s = &p->plan->steps[i];
         if (s->kind == XG_STEP_LIBRARY)
@@ -209,6 +212,7 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         else
             c = p->backend->launch(p, i, types, ptrs, S, st);
     }
+    xg_fpenv_restore(&env);
     for (int k = 0; c == XE_OK && k < n_outputs; k++)
         outputs[k] = xe_tensor_retain(bufs[b->outputs[k]]);
     for (int i = 0; bufs && i < b->n_nodes; i++)

@@ -12,6 +12,8 @@ void xg_options_default(xg_options *o)
         .dynamic_after = 2,
         .max_compiles_per_cluster = 16,
         .disk_cache = true,
+        .cache_max_mb = 1024,
+        .compile_timeout_s = 120,
         .cc = "cc",
         .tmp_dir = "/tmp",
     };

@@ -52,6 +52,8 @@ typedef struct xg_options {
     const char *cc;               /* C compiler command (default "cc"; the plugin puts $CC here) */
     const char *tmp_dir;          /* folder for compiler and loader temp files (default "/tmp"; the plugin
                                      puts $TMPDIR here) */
+    int cache_max_mb;             /* --cache_max_mb (default 1024; 0: no limit): LRU eviction past it */
+    int compile_timeout_s;        /* --compile_timeout_s (default 120; 0: none): the compiler is killed past it */
 } xg_options;
 
 /* Every option at its default; nothing is read from the environment (the caller resolves it). */
@@ -68,6 +70,7 @@ typedef struct xg_stats {
     uint64_t compiles;    /* programs compiled (memory and disk misses) */
     uint64_t cache_hits;  /* in-memory hits */
     uint64_t disk_hits;   /* programs loaded from the disk cache */
+    uint64_t disk_rejects; /* disk cache files refused: unsafe, truncated, corrupt, foreign or stale */
     uint64_t fallbacks;   /* calls answered XG_FALLBACK */
     double compile_ms;    /* total time spent compiling */
     double disk_load_ms;  /* total time spent loading programs from the disk cache */

@@ -67,6 +67,10 @@ static const flag_row rows[] = {
     {"disk_cache", FLAG_BOOL, AT(xg.disk_cache), 0, "true", "keep compiled programs on disk"},
     {"cache_dir", FLAG_STRING, AT(cache_dir), 0, "$XDG_CACHE_HOME/xlac or ~/.cache/xlac",
      "folder of the disk cache"},
+    {"cache_max_mb", FLAG_INT, AT(xg.cache_max_mb), 0, "1024",
+     "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit"},
+    {"compile_timeout_s", FLAG_INT, AT(xg.compile_timeout_s), 0, "120",
+     "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit"},
     {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit"},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))

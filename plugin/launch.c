@@ -87,11 +87,12 @@ void xlac_print_stats(xlac_state *s, FILE *out)
     pthread_mutex_unlock(&s->cache_lock);
     fprintf(out,
             "xlac: stats clusters=%llu launches=%llu compiles=%llu cache_hits=%llu "
-            "disk_hits=%llu fallbacks=%llu compile_ms=%.1f\n",
+            "disk_hits=%llu disk_rejects=%llu fallbacks=%llu compile_ms=%.1f\n",
             (unsigned long long)atomic_load(&s->n_clusters),
             (unsigned long long)atomic_load(&s->n_launches), (unsigned long long)cs.compiles,
             (unsigned long long)cs.cache_hits, (unsigned long long)cs.disk_hits,
-            (unsigned long long)atomic_load(&s->n_fallbacks), cs.compile_ms);
+            (unsigned long long)cs.disk_rejects, (unsigned long long)atomic_load(&s->n_fallbacks),
+            cs.compile_ms);
     /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own line */
     fprintf(out, "xlac: timing disk_load_ms=%.2f\n", cs.disk_load_ms);
 }

@@ -1,19 +1,31 @@
 #!/usr/bin/env bash
 # Builds and runs every test: a plain build (with CUDA when the toolkit is
-# there) and, unless --quick, a CPU-only AddressSanitizer+UBSan build.
+# there) and, unless --quick, a CPU-only AddressSanitizer+UBSan build, the
+# threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
+# libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
+# --asan-clang: the ASan+UBSan build with clang (adds -fsanitize=pointer-overflow,
+# which GCC's UBSan misses) instead of gcc. --no-fuzz / --no-tsan skip those parts.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
 jobs=$(nproc)
-quick=0
-[ "${1:-}" = "--quick" ] && quick=1
+quick=0 asan_cc=gcc fuzz=1 tsan=1
+for a in "$@"; do
+    case "$a" in
+        --quick) quick=1 ;;
+        --asan-clang) asan_cc=clang ;;
+        --no-fuzz) fuzz=0 ;;
+        --no-tsan) tsan=0 ;;
+    esac
+done
 passed=0 failed=0 skipped=0
 failed_names=()
 
 # run_suite BUILD_DIR LABEL [cmake args...]
 run_suite() {
     local dir=$1 label=$2
+    local start_suite=$SECONDS
     shift 2
     echo "== $label: configure and build ($dir)"
     if ! cmake -S . -B "$dir" "$@" >"$dir.configure.log" 2>&1; then
@@ -52,13 +64,44 @@ run_suite() {
         fi
         : "$t_"
     done
+    echo "== $label: $((SECONDS - start_suite)) s"
 }
 
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 if [ "$quick" -eq 0 ]; then
-    ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+    asan_dir=build-asan
+    [ "$asan_cc" = clang ] && asan_dir=build-asan-clang
+    CC=$asan_cc ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
         LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
-        run_suite build-asan "asan" -DXLAC_SANITIZE=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+        run_suite "$asan_dir" "asan-$asan_cc" -DXLAC_SANITIZE=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+    if [ "$tsan" -eq 1 ]; then
+        # the threaded scenario of test_threads as a plain program (Criterion's arena cannot be
+        # mapped beside TSan's shadow); libgomp is not instrumented: one OpenMP thread
+        echo "== tsan: build-tsan, tsan_threads"
+        start_tsan=$SECONDS
+        if cmake -S . -B build-tsan -DXLAC_TSAN=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+                >build-tsan.configure.log 2>&1 &&
+            cmake --build build-tsan -j"$jobs" --target tsan_threads >build-tsan.build.log 2>&1 &&
+            OMP_NUM_THREADS=1 TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" build-tsan/bin/tsan_threads \
+                >build-tsan.run.log 2>&1; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); failed_names+=("tsan")
+            tail -n 40 build-tsan.run.log build-tsan.build.log 2>/dev/null | sed 's/^/    /'
+        fi
+        grep -a "tsan_threads:" build-tsan.run.log 2>/dev/null
+        echo "== tsan: $((SECONDS - start_tsan)) s"
+    fi
+    if [ "$fuzz" -eq 1 ]; then
+        echo "== fuzz: 30 s per target"
+        start_fuzz=$SECONDS
+        if scripts/fuzz.sh --seconds 30; then
+            passed=$((passed + 1))
+        else
+            failed=$((failed + 1)); failed_names+=("fuzz")
+        fi
+        echo "== fuzz: $((SECONDS - start_fuzz)) s"
+    fi
 fi
 if [ ${#failed_names[@]} -gt 0 ]; then
     echo "failing: ${failed_names[*]}"

@@ -21,6 +21,7 @@
 #include <math.h>
 
 #include "cache_impl.h"
+#include "support/cachefx.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
 
@@ -111,13 +112,6 @@ static bool run_rows(xg_cache *c, const xe_graph *g, int rows)
     return r == 1;
 }
 
-static xg_stats stats_of(xg_cache *c)
-{
-    xg_stats s;
-    xg_cache_stats(c, &s);
-    return s;
-}
-
 Test(cache, hit_and_new_shape)
 {
     fixture f;
@@ -126,15 +120,15 @@ Test(cache, hit_and_new_shape)
     xg_cache *c = xg_cache_new(&f.o, &st);
     cr_assert(run_rows(c, f.g, 4));
     cr_assert(run_rows(c, f.g, 4));
-    cr_assert_eq(stats_of(c).compiles, 1);
-    cr_assert_eq(stats_of(c).cache_hits, 1);
+    cr_assert_eq(xt_stats(c).compiles, 1);
+    cr_assert_eq(xt_stats(c).cache_hits, 1);
     cr_assert(run_rows(c, f.g, 5));
-    cr_assert_eq(stats_of(c).compiles, 2);
+    cr_assert_eq(xt_stats(c).compiles, 2);
     /* the last signature that ran is remembered: alternating shapes still get their own programs */
     for (int k = 0; k < 4; k++)
         cr_assert(run_rows(c, f.g, k % 2 ? 5 : 4));
-    cr_assert_eq(stats_of(c).compiles, 2);
-    cr_assert_eq(stats_of(c).cache_hits, 5);
+    cr_assert_eq(xt_stats(c).compiles, 2);
+    cr_assert_eq(xt_stats(c).cache_hits, 5);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -148,11 +142,11 @@ Test(cache, many_batch_sizes_compile_a_handful_of_times)
     for (int rows = 2; rows < 42; rows += 2)
         cr_assert(run_rows(c, f.g, rows), "rows=%d ran per op", rows);
     /* dynamic_after=2: two specialised programs, then one shape-generic one */
-    cr_assert_eq(stats_of(c).compiles, 3, "compiles=%llu", (unsigned long long)stats_of(c).compiles);
+    cr_assert_eq(xt_stats(c).compiles, 3, "compiles=%llu", (unsigned long long)xt_stats(c).compiles);
     cr_assert(run_rows(c, f.g, 1000));
     cr_assert(run_rows(c, f.g, 3));
-    cr_assert_eq(stats_of(c).compiles, 3);
-    cr_assert_eq(stats_of(c).fallbacks, 0);
+    cr_assert_eq(xt_stats(c).compiles, 3);
+    cr_assert_eq(xt_stats(c).fallbacks, 0);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -173,7 +167,7 @@ Test(cache, threshold_and_compile_limit)
     cr_assert(run_rows(c, f.g, 4));
     cr_assert_not(run_rows(c, f.g, 5));
     cr_assert_not(run_rows(c, f.g, 5)); /* limit reached: per op from now on */
-    cr_assert_eq(stats_of(c).compiles, 2);
+    cr_assert_eq(xt_stats(c).compiles, 2);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -201,8 +195,8 @@ Test(cache, compile_limit_is_per_cluster_and_programs_are_shared)
     cluster_name = "cluster_0";
     cr_assert(run_rows(c, f.g, 5)); /* cluster_1's program */
     cr_assert_not(run_rows(c, f.g, 9));
-    cr_assert_eq(stats_of(c).compiles, 2);
-    cr_assert_eq(stats_of(c).cache_hits, 2);
+    cr_assert_eq(xt_stats(c).compiles, 2);
+    cr_assert_eq(xt_stats(c).cache_hits, 2);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -239,8 +233,8 @@ Test(cache, generic_programs_follow_size_one_dims_inside_the_body)
         xe_tensor_release(out[0]);
         xe_tensor_release(x);
     }
-    cr_assert_eq(stats_of(c).fallbacks, 0);
-    cr_assert_leq(stats_of(c).compiles, 4, "two programs per pattern at most before it goes generic");
+    cr_assert_eq(xt_stats(c).fallbacks, 0);
+    cr_assert_leq(xt_stats(c).compiles, 4, "two programs per pattern at most before it goes generic");
     xg_cache_destroy(c);
     xe_graph_destroy(g);
     fixture_fini(&f);
@@ -292,34 +286,11 @@ Test(cache, generic_program_refusing_a_shape_gives_way_to_a_specific_one)
         for (int j = 0; j < 3; j++)
             xe_tensor_release(in[j]);
     }
-    cr_assert_eq(stats_of(c).compiles, 2, "the generic program and one for [7,3]");
-    cr_assert_eq(stats_of(c).fallbacks, 0);
+    cr_assert_eq(xt_stats(c).compiles, 2, "the generic program and one for [7,3]");
+    cr_assert_eq(xt_stats(c).fallbacks, 0);
     xg_cache_destroy(c);
     xe_graph_destroy(g);
     fixture_fini(&f);
-}
-
-static int count_files(const char *dir)
-{
-    DIR *d = opendir(dir);
-    int n = 0;
-    for (struct dirent *e; d && (e = readdir(d));)
-        n += strstr(e->d_name, ".xlac") != NULL && e->d_name[0] != '.';
-    if (d)
-        closedir(d);
-    return n;
-}
-
-static char *only_file(const char *dir)
-{
-    DIR *d = opendir(dir);
-    char *path = NULL;
-    for (struct dirent *e; d && (e = readdir(d));)
-        if (strstr(e->d_name, ".xlac") && e->d_name[0] != '.' && asprintf(&path, "%s/%s", dir, e->d_name) < 0)
-            path = NULL;
-    if (d)
-        closedir(d);
-    return path;
 }
 
 Test(cache, second_cache_on_the_same_folder_compiles_nothing)
@@ -329,12 +300,12 @@ Test(cache, second_cache_on_the_same_folder_compiles_nothing)
     xe_status st;
     xg_cache *c1 = xg_cache_new(&f.o, &st);
     cr_assert(run_rows(c1, f.g, 6));
-    cr_assert_eq(count_files(f.dir), 1);
+    cr_assert_eq(xt_module_count(f.dir), 1);
     xg_cache_destroy(c1);
     xg_cache *c2 = xg_cache_new(&f.o, &st);
     cr_assert(run_rows(c2, f.g, 6));
-    cr_assert_eq(stats_of(c2).compiles, 0);
-    cr_assert_eq(stats_of(c2).disk_hits, 1);
+    cr_assert_eq(xt_stats(c2).compiles, 0);
+    cr_assert_eq(xt_stats(c2).disk_hits, 1);
     xg_cache_destroy(c2);
     fixture_fini(&f);
 }
@@ -348,17 +319,17 @@ static void damaged_file_is_a_miss(void (*damage)(const char *path))
     xg_cache *c1 = xg_cache_new(&f.o, &st);
     cr_assert(run_rows(c1, f.g, 6));
     xg_cache_destroy(c1);
-    char *path = only_file(f.dir);
+    char *path = xt_module_path(f.dir);
     cr_assert_not_null(path);
     damage(path);
     xg_cache *c2 = xg_cache_new(&f.o, &st);
     cr_assert(run_rows(c2, f.g, 6));
-    cr_assert_eq(stats_of(c2).disk_hits, 0);
-    cr_assert_eq(stats_of(c2).compiles, 1);
+    cr_assert_eq(xt_stats(c2).disk_hits, 0);
+    cr_assert_eq(xt_stats(c2).compiles, 1);
     xg_cache_destroy(c2);
     xg_cache *c3 = xg_cache_new(&f.o, &st); /* replaced by a good one */
     cr_assert(run_rows(c3, f.g, 6));
-    cr_assert_eq(stats_of(c3).disk_hits, 1);
+    cr_assert_eq(xt_stats(c3).disk_hits, 1);
     xg_cache_destroy(c3);
     free(path);
     fixture_fini(&f);
@@ -411,7 +382,7 @@ Test(cache, group_writable_folder_is_not_used)
     xe_status st;
     xg_cache *c = xg_cache_new(&f.o, &st);
     cr_assert(run_rows(c, f.g, 6));
-    cr_assert_eq(count_files(f.dir), 0);
+    cr_assert_eq(xt_module_count(f.dir), 0);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -474,14 +445,14 @@ Test(cache, threads_share_one_cache)
         ran += w[i].ran;
         per_op += w[i].per_op;
     }
-    xg_stats s = stats_of(c);
+    xg_stats s = xt_stats(c);
     cr_assert_eq(s.compiles + s.disk_hits, 3, "one compile per shape, whichever thread got there first");
     cr_assert_eq((int)s.launches, ran);
     cr_assert_eq((int)s.fallbacks, per_op);
     cr_assert_gt(ran, 0, "ran=%d per_op=%d", ran, per_op); /* while one thread compiles, the others run per op */
     for (int rows = 3; rows < 6; rows++) /* every program landed */
         cr_assert(run_rows(c, f.g, rows));
-    cr_assert_eq(stats_of(c).compiles + stats_of(c).disk_hits, 3);
+    cr_assert_eq(xt_stats(c).compiles + xt_stats(c).disk_hits, 3);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
@@ -502,64 +473,24 @@ Test(cache, async_compilation_runs_per_op_until_ready)
             usleep(100000);
     }
     cr_assert(ran, "the background compile never finished");
-    cr_assert_eq(stats_of(c).compiles, 1);
+    cr_assert_eq(xt_stats(c).compiles, 1);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }
 
 /* ---- warnings: stderr captured into a temp file --------------------------------------- */
 
-typedef struct capture {
-    char path[64];
-    int saved;
-} capture;
-
-static void capture_begin(capture *k)
-{
-    snprintf(k->path, sizeof k->path, "/tmp/xlac-cache-err-XXXXXX");
-    int fd = mkstemp(k->path);
-    cr_assert_geq(fd, 0);
-    fflush(stderr);
-    k->saved = dup(2);
-    cr_assert_geq(dup2(fd, 2), 0);
-    close(fd);
-}
-
-/* Restores stderr; returns what was written (malloc'd). */
-static char *capture_end(capture *k)
-{
-    fflush(stderr);
-    dup2(k->saved, 2);
-    close(k->saved);
-    FILE *f = fopen(k->path, "rb");
-    cr_assert_not_null(f);
-    char *buf = calloc(1, 65536);
-    size_t n = fread(buf, 1, 65535, f);
-    buf[n] = '\0';
-    fclose(f);
-    unlink(k->path);
-    return buf;
-}
-
-static int occurrences(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
-        n++;
-    return n;
-}
-
 /* Runs the fixture's cluster three times at two shapes with the folder as set up; returns stderr. */
 static char *run_with_unusable_folder(fixture *f)
 {
-    capture k;
-    capture_begin(&k);
+    xt_capture k;
+    xt_capture_begin(&k);
     xe_status st;
     xg_cache *c = xg_cache_new(&f->o, &st);
     bool ran = c && run_rows(c, f->g, 6) && run_rows(c, f->g, 6) && run_rows(c, f->g, 7);
-    xg_stats s = c ? stats_of(c) : (xg_stats){0};
+    xg_stats s = c ? xt_stats(c) : (xg_stats){0};
     xg_cache_destroy(c);
-    char *err = capture_end(&k);
+    char *err = xt_capture_end(&k);
     cr_assert(ran, "%s", err);
     cr_assert_eq(s.compiles, 2);
     cr_assert_eq(s.disk_hits, 0);
@@ -572,9 +503,9 @@ Test(cache, unsafe_folder_warns_once)
     fixture_init(&f);
     chmod(f.dir, 0775); /* group-writable */
     char *err = run_with_unusable_folder(&f);
-    cr_assert_eq(occurrences(err, "xlac: warning: cache folder"), 1, "%s", err);
-    cr_assert_eq(occurrences(err, "xlac: warning"), 1, "%s", err);
-    cr_assert_eq(count_files(f.dir), 0);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning: cache folder"), 1, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning"), 1, "%s", err);
+    cr_assert_eq(xt_module_count(f.dir), 0);
     free(err);
     fixture_fini(&f);
 }
@@ -591,7 +522,7 @@ Test(cache, uncreatable_folder_warns_once_and_runs)
     snprintf(sub, sizeof sub, "%s/cache", file); /* under a plain file: cannot exist */
     f.o.cache_dir = sub;
     char *err = run_with_unusable_folder(&f);
-    cr_assert_eq(occurrences(err, "xlac: warning"), 1, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning"), 1, "%s", err);
     free(err);
     fixture_fini(&f);
 }
@@ -608,8 +539,8 @@ Test(cache, read_only_folder_warns_once_and_runs)
         xg_cache_destroy(c);
     } else {
         char *err = run_with_unusable_folder(&f);
-        cr_assert_eq(occurrences(err, "xlac: warning"), 1, "%s", err);
-        cr_assert_eq(count_files(f.dir), 0);
+        cr_assert_eq(xt_occurrences(err, "xlac: warning"), 1, "%s", err);
+        cr_assert_eq(xt_module_count(f.dir), 0);
         free(err);
     }
     chmod(f.dir, 0700);
@@ -622,19 +553,19 @@ Test(cache, failed_compile_warns_once_per_signature_and_runs_per_op)
     fixture_init(&f);
     f.o.cc = "/nonexistent/xlac-test-cc";
     f.o.disk_cache = false;
-    capture k;
-    capture_begin(&k);
+    xt_capture k;
+    xt_capture_begin(&k);
     xe_status st;
     xg_cache *c = xg_cache_new(&f.o, &st);
     bool ran = run_rows(c, f.g, 4) || run_rows(c, f.g, 4) || run_rows(c, f.g, 4) || run_rows(c, f.g, 5);
-    xg_stats s = stats_of(c);
-    char *err = capture_end(&k);
+    xg_stats s = xt_stats(c);
+    char *err = xt_capture_end(&k);
     cr_assert_not(ran);
     cr_assert_eq(s.compiles, 0);
     cr_assert_eq(s.launches, 0);
     cr_assert_eq(s.fallbacks, 4);
-    cr_assert_eq(occurrences(err, "xlac: warning: cluster_0 failed to compile ("), 2, "%s", err);
-    cr_assert_eq(occurrences(err, "running it op by op"), 2, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning: cluster_0 failed to compile ("), 2, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "running it op by op"), 2, "%s", err);
     cr_assert(strstr(err, "xlac-test-cc"), "the warning names the compiler's failure: %s", err);
     free(err);
 
@@ -680,7 +611,7 @@ Test(cache, must_compile_compiles_below_the_threshold)
     xe_tensor_release(out[0]);
     xe_tensor_release(x);
     xe_tensor_release(y);
-    cr_assert_eq(stats_of(c).compiles, 1);
+    cr_assert_eq(xt_stats(c).compiles, 1);
     xg_cache_destroy(c);
     fixture_fini(&f);
 }

@@ -399,6 +399,30 @@ Test(cli, input_errors_exit_2_and_name_the_input, .init = setup, .fini = teardow
     cr_assert(strstr(err, "nodir/p.json"), "%s", err);
 }
 
+Test(cli, unfed_input_is_reported_before_any_input_is_made, .init = setup, .fini = teardown)
+{
+    /* 16 GiB of random data for x would come first; under a 2 GiB address-space limit that
+       is an out-of-memory error (exit 1), so only a check made before it gives exit 2
+       (sanitizer builds reserve terabytes of shadow: no limit there, the plain build checks) */
+#ifdef XLAC_SANITIZE
+    const char *limit = "true";
+#else
+    const char *limit = "ulimit -v 2000000";
+#endif
+    WRITE("big.xg", "xlac.graph v1\ninput x: f32[2147483648,2]\ninput y: f32[?,2]\n"
+                    "z = add(y, y)\noutput z\n");
+    free(out);
+    free(err);
+    char cmd[512];
+    snprintf(cmd, sizeof cmd, "cd %s && %s && env -u LD_PRELOAD -u XLAC_AUTO_JIT "
+             "%s/bin/xlac-run big.xg >stdout.txt 2>stderr.txt", dir, limit, XLAC_BINARY_DIR);
+    int status = system(cmd);
+    out = slurp("stdout.txt");
+    err = slurp("stderr.txt");
+    cr_assert(WIFEXITED(status) && WEXITSTATUS(status) == 2, "%s", err);
+    cr_assert(strstr(err, "input y has unknown dims f32[?,2]"), "%s", err);
+}
+
 Test(cli, runtime_errors_exit_1, .init = setup, .fini = teardown)
 {
     WRITE("rt.xg", "xlac.graph v1\ninput x: f32[?,?]\nm = reduce_max(x, axes=[1])\noutput m\n");

@@ -422,8 +422,8 @@ Test(codegen_diff, the_plan_verifier_catches_a_broken_plan)
 Test(codegen_diff, long_column_reductions_match_op_by_op, .timeout = 300)
 {
     static const char *const graphs[] = {
-        "xlac.graph v1\ninput x: f32[3000,5]\np = mul(x, x)\ns = reduce_sum(p, axes=[0])\n"
-        "m = reduce_max(x, axes=[0], keepdims=true)\nn = reduce_mean(p, axes=[0])\noutput s\noutput m\noutput n\n",
+        ("xlac.graph v1\ninput x: f32[3000,5]\np = mul(x, x)\ns = reduce_sum(p, axes=[0])\n"
+         "m = reduce_max(x, axes=[0], keepdims=true)\nn = reduce_mean(p, axes=[0])\noutput s\noutput m\noutput n\n"),
         "xlac.graph v1\ninput x: f64[1500,2,7]\ne = exp(x)\ns = reduce_sum(e, axes=[0,1])\noutput s\n",
         "xlac.graph v1\ninput x: i32[1100,5000]\na = abs(x)\ns = reduce_sum(a, axes=[0])\noutput s\n",
         "xlac.graph v1\ninput x: f16[2048,9]\na = mul(x, x)\nm = reduce_mean(a, axes=[0])\noutput m\n",

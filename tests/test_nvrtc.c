@@ -321,8 +321,8 @@ Test(nvrtc, gpu_column_reductions_match_the_cpu)
     if (!xe_gpu_available())
         cr_skip_test("skipped: no CUDA device");
     const char *graphs[] = {
-        "xlac.graph v1\ninput x: f32[20000,45]\ninput y: f32[20000,45]\np = mul(x, y)\n"
-        "s = reduce_sum(p, axes=[0])\nm = reduce_max(x, axes=[0], keepdims=true)\noutput s\noutput m\n",
+        ("xlac.graph v1\ninput x: f32[20000,45]\ninput y: f32[20000,45]\np = mul(x, y)\n"
+         "s = reduce_sum(p, axes=[0])\nm = reduce_max(x, axes=[0], keepdims=true)\noutput s\noutput m\n"),
         "xlac.graph v1\ninput x: i32[5000,40]\ns = reduce_sum(x, axes=[0])\noutput s\n",
         "xlac.graph v1\ninput x: f64[700,30,17]\ns = reduce_mean(x, axes=[0,1])\noutput s\n",
         "xlac.graph v1\ninput x: f32[3,80000]\ns = reduce_min(x, axes=[0])\noutput s\n",

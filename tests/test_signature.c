@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 
 #include "cache_impl.h"
+#include "support/cachefx.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
 
@@ -199,13 +200,6 @@ static bool run(xg_cache *c, const xe_graph *g, const char *fp, int rows)
     return oc == XG_RAN;
 }
 
-static xg_stats stats_of(xg_cache *c)
-{
-    xg_stats s;
-    xg_cache_stats(c, &s);
-    return s;
-}
-
 Test(signature, renamed_body_shares_the_compiled_program)
 {
     dirfix f;
@@ -217,8 +211,8 @@ Test(signature, renamed_body_shares_the_compiled_program)
     cr_assert_not_null(c, "%s", st.msg);
     cr_assert(run(c, a, NULL, 4));
     cr_assert(run(c, b, NULL, 4));
-    cr_assert_eq(stats_of(c).compiles, 1);
-    cr_assert_eq(stats_of(c).cache_hits, 1);
+    cr_assert_eq(xt_stats(c).compiles, 1);
+    cr_assert_eq(xt_stats(c).cache_hits, 1);
     xg_cache_destroy(c);
     xe_graph_destroy(a);
     xe_graph_destroy(b);
@@ -237,8 +231,8 @@ Test(signature, given_fingerprint_is_the_computed_one)
     xg_cache *c = xg_cache_new(&f.o, &st);
     cr_assert(run(c, a, NULL, 5));
     cr_assert(run(c, a, fp, 5));
-    cr_assert_eq(stats_of(c).compiles, 1);
-    cr_assert_eq(stats_of(c).cache_hits, 1);
+    cr_assert_eq(xt_stats(c).compiles, 1);
+    cr_assert_eq(xt_stats(c).cache_hits, 1);
     xg_cache_destroy(c);
     xe_graph_destroy(a);
     dir_fini(&f);
@@ -255,8 +249,8 @@ Test(signature, each_shape_has_its_own_key_and_file)
     cr_assert(run(c, a, NULL, 2));
     cr_assert(run(c, a, NULL, 3));
     cr_assert(run(c, a, NULL, 2));
-    cr_assert_eq(stats_of(c).compiles, 2);
-    cr_assert_eq(stats_of(c).cache_hits, 1);
+    cr_assert_eq(xt_stats(c).compiles, 2);
+    cr_assert_eq(xt_stats(c).cache_hits, 1);
     cr_assert_eq(count_files(f.dir), 2);
     xg_cache_destroy(c);
     xe_graph_destroy(a);
@@ -275,15 +269,15 @@ Test(signature, fast_math_is_part_of_the_key)
     f.o.fast_math = true; /* same folder, different generated code: a new key */
     xg_cache *c2 = xg_cache_new(&f.o, &st);
     cr_assert(run(c2, a, NULL, 4));
-    cr_assert_eq(stats_of(c2).disk_hits, 0);
-    cr_assert_eq(stats_of(c2).compiles, 1);
+    cr_assert_eq(xt_stats(c2).disk_hits, 0);
+    cr_assert_eq(xt_stats(c2).compiles, 1);
     cr_assert_eq(count_files(f.dir), 2);
     xg_cache_destroy(c2);
     f.o.fast_math = false; /* and back: the first file serves */
     xg_cache *c3 = xg_cache_new(&f.o, &st);
     cr_assert(run(c3, a, NULL, 4));
-    cr_assert_eq(stats_of(c3).disk_hits, 1);
-    cr_assert_eq(stats_of(c3).compiles, 0);
+    cr_assert_eq(xt_stats(c3).disk_hits, 1);
+    cr_assert_eq(xt_stats(c3).compiles, 0);
     xg_cache_destroy(c3);
     xe_graph_destroy(a);
     dir_fini(&f);
@@ -300,12 +294,12 @@ Test(signature, shape_generic_key_covers_its_pattern_only)
     xg_cache *c = xg_cache_new(&f.o, &st);
     cr_assert(run(c, a, NULL, 3)); /* specialised */
     cr_assert(run(c, a, NULL, 4)); /* pattern [n,n] goes generic */
-    cr_assert_eq(stats_of(c).compiles, 2);
+    cr_assert_eq(xt_stats(c).compiles, 2);
     for (int rows = 5; rows < 25; rows++)
         cr_assert(run(c, a, NULL, rows));
-    cr_assert_eq(stats_of(c).compiles, 2);
+    cr_assert_eq(xt_stats(c).compiles, 2);
     cr_assert(run(c, a, NULL, 1)); /* [1,8] is another pattern: its own program */
-    cr_assert_eq(stats_of(c).compiles, 3);
+    cr_assert_eq(xt_stats(c).compiles, 3);
     xg_cache_destroy(c);
     xe_graph_destroy(a);
     dir_fini(&f);

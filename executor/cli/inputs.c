@@ -5,7 +5,9 @@
  * must match the declared dtype and every known dim; the session checks
  * that too, but here the message can name the file and both types. An
  * input with `?` dims has no shape to draw random values for, so it must
- * be fed. Mistakes in what the user fed are usage errors (exit 2).
+ * be fed; every input's source is settled before any is read or generated
+ * (an unfed input is reported before gigabytes of random data are made).
+ * Mistakes in what the user fed are usage errors (exit 2).
  */
 #include <errno.h>
 #include <limits.h>
@@ -85,31 +87,35 @@ static const cli_input *given_input(const cli_options *o, const char *name)
     return NULL;
 }
 
-/* Input k of the graph for one run. */
-static xe_tensor *one_input(const cli_options *o, const xe_node *in, int k, const char *feed,
+/*
+ * Where input `in` comes from in this run: *path set to the file to read
+ * (--input, or the feed folder's NAME.npy), or "" for random values.
+ * Allocates nothing, so that every input is checked before any is made.
+ */
+static xe_code input_source(const cli_options *o, const xe_node *in, const char *feed, char *path, size_t len,
                             xe_status *st)
 {
     const cli_input *given = given_input(o, in->name);
-    if (given)
-        return load_checked(in->name, given->path, &in->type, st);
+    path[0] = '\0';
+    if (given) {
+        snprintf(path, len, "%s", given->path);
+        return XE_OK;
+    }
     if (feed) {
-        char path[PATH_MAX];
         struct stat sb;
-        if (snprintf(path, sizeof path, "%s/%s.npy", feed, in->name) >= (int)sizeof path) {
-            xe_fail(st, XE_ERR_USAGE, "--feed %s: path too long", feed);
-            return NULL;
-        }
+        if (snprintf(path, len, "%s/%s.npy", feed, in->name) >= (int)len)
+            return xe_fail(st, XE_ERR_USAGE, "--feed %s: path too long", feed);
         if (stat(path, &sb) == 0)
-            return load_checked(in->name, path, &in->type, st);
+            return XE_OK;
+        path[0] = '\0';
     }
     if (!xe_shape_is_known(&in->type.shape)) {
         char t[160];
-        xe_fail(st, XE_ERR_USAGE,
-                "input %s has unknown dims %s: feed it with --input %s=FILE.npy or --feed DIR",
-                in->name, xe_type_str(&in->type, t, sizeof t), in->name);
-        return NULL;
+        return xe_fail(st, XE_ERR_USAGE,
+                       "input %s has unknown dims %s: feed it with --input %s=FILE.npy or --feed DIR", in->name,
+                       xe_type_str(&in->type, t, sizeof t), in->name);
     }
-    return random_tensor(&in->type, o->seed * 1000003u + (uint64_t)k, st);
+    return XE_OK;
 }
 
 xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st)
@@ -132,14 +138,28 @@ xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st)
             return xe_fail(st, XE_ERR_USAGE, "--feed %s: %s", o->feeds[i],
                            rc != 0 ? strerror(errno) : "not a folder");
     }
+    char path[PATH_MAX]; /* every run's inputs have a source, before the first run makes any */
+    for (int i = 0; i < (o->n_feeds ? o->n_feeds : 1); i++)
+        for (int k = 0; k < g->n_inputs; k++)
+            if (input_source(o, g->nodes[g->inputs[k]], o->n_feeds ? o->feeds[i] : NULL, path, sizeof path, st))
+                return st->code;
     return XE_OK;
 }
 
 xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *feed,
                            xe_tensor **inputs, xe_status *st)
 {
-    for (int k = 0; k < g->n_inputs; k++) {
-        if (!(inputs[k] = one_input(o, g->nodes[g->inputs[k]], k, feed, st))) {
+    char path[PATH_MAX];
+    for (int k = 0; k < g->n_inputs; k++) /* 1. every input has a source, before anything is allocated */
+        if (input_source(o, g->nodes[g->inputs[k]], feed, path, sizeof path, st) != XE_OK)
+            return st->code;
+    for (int k = 0; k < g->n_inputs; k++) { /* 2. read or generate them */
+        const xe_node *in = g->nodes[g->inputs[k]];
+        inputs[k] = NULL;
+        if (input_source(o, in, feed, path, sizeof path, st) == XE_OK)
+            inputs[k] = path[0] ? load_checked(in->name, path, &in->type, st)
+                                : random_tensor(&in->type, o->seed * 1000003u + (uint64_t)k, st);
+        if (!inputs[k]) {
             for (int j = 0; j < k; j++) {
                 xe_tensor_release(inputs[j]);
                 inputs[j] = NULL;

@@ -1,0 +1,82 @@
+/* Shared helpers for the cache tests (cachefx.h). */
+#include <criterion/criterion.h>
+#include <dirent.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cachefx.h"
+
+void xt_capture_begin(xt_capture *k)
+{
+    snprintf(k->path, sizeof k->path, "/tmp/xlac-test-err-XXXXXX");
+    int fd = mkstemp(k->path);
+    cr_assert_geq(fd, 0);
+    fflush(stderr);
+    k->saved = dup(2);
+    cr_assert_geq(dup2(fd, 2), 0);
+    close(fd);
+}
+
+char *xt_capture_end(xt_capture *k)
+{
+    fflush(stderr);
+    dup2(k->saved, 2);
+    close(k->saved);
+    FILE *f = fopen(k->path, "rb");
+    cr_assert_not_null(f);
+    char *buf = calloc(1, 65536);
+    size_t n = fread(buf, 1, 65535, f);
+    buf[n] = '\0';
+    fclose(f);
+    unlink(k->path);
+    return buf;
+}
+
+int xt_occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
+xg_stats xt_stats(xg_cache *c)
+{
+    xg_stats s;
+    xg_cache_stats(c, &s);
+    return s;
+}
+
+static bool is_module(const char *name)
+{
+    return name[0] != '.' && strstr(name, ".xlac") != NULL;
+}
+
+int xt_module_count(const char *dir)
+{
+    DIR *d = opendir(dir);
+    int n = 0;
+    for (struct dirent *e; d && (e = readdir(d));)
+        n += is_module(e->d_name);
+    if (d)
+        closedir(d);
+    return n;
+}
+
+char *xt_module_path(const char *dir)
+{
+    DIR *d = opendir(dir);
+    char *path = NULL;
+    for (struct dirent *e; d && (e = readdir(d));) {
+        if (!is_module(e->d_name))
+            continue;
+        free(path);
+        if (asprintf(&path, "%s/%s", dir, e->d_name) < 0)
+            path = NULL;
+    }
+    if (d)
+        closedir(d);
+    return path;
+}
