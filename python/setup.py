@@ -24,4 +24,4 @@ class BuildPy(build_py):
             f.write("REPO_ROOT = %r\n" % REPO)
 
 
-setup(cmdclass={"build_py": BuildPy})
+setup(packages=["xlac"], cmdclass={"build_py": BuildPy})
