@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Tests the Python package (python/): makes a git-ignored venv (python/.venv),
-# installs numpy, pytest and the package into it, runs pytest on python/tests
+# installs numpy, pytest (onnx and onnxruntime when it can) and the package
+# into it, runs pytest on python/tests
 # and ends with pytest's summary line ("N passed in S s").
 # The C libraries come from $XLAC_LIB_DIR, else build/lib, which is built here
 # (targets xlac_executor and xlac) when it lacks them.
@@ -19,6 +20,9 @@ if [ ! -x "$venv/bin/python" ]; then
     "$py" -m venv "$venv"
 fi
 "$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pytest setuptools wheel
+# for the differential test against onnxruntime (python/tests/test_onnx.py); it skips without them
+"$venv/bin/python" -m pip install -q --disable-pip-version-check onnx onnxruntime ||
+    echo "test_python: onnx/onnxruntime not installed: the ONNX differential test is skipped" >&2
 # --no-build-isolation: use the venv's setuptools (no download at build time)
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
     --force-reinstall --no-deps ./python
