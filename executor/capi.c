@@ -15,8 +15,8 @@
 
 struct xe_capi_session {
     xe_session *s;
-    int n[2];         /* inputs, outputs */
-    char **names[2];  /* per side, as loaded */
+    int n[2];        /* inputs, outputs */
+    char **names[2]; /* per side, as loaded */
     xe_type *types[2];
     xe_tensor **outs; /* last run's outputs, NULL where none */
 };
@@ -38,7 +38,7 @@ static int fail_out(const xe_status *st, char *err, size_t err_len)
     return (int)st->code;
 }
 
-static bool parse_device(const char *device, xe_place_mode *mode, xe_status *st)
+static xe_code parse_device(const char *device, xe_place_mode *mode, xe_status *st)
 {
     if (!device || !strcmp(device, "auto"))
         *mode = XE_PLACE_AUTO;
@@ -47,8 +47,8 @@ static bool parse_device(const char *device, xe_place_mode *mode, xe_status *st)
     else if (!strcmp(device, "gpu"))
         *mode = XE_PLACE_GPU;
     else
-        return xe_fail(st, XE_ERR_USAGE, "device '%s': expected cpu, gpu or auto", device), false;
-    return true;
+        return xe_fail(st, XE_ERR_USAGE, "device '%s': expected cpu, gpu or auto", device);
+    return XE_OK;
 }
 
 /* Copies the names and types of one side (io) of g into h. */
@@ -77,7 +77,7 @@ int xe_capi_open(const char *path, const char *device, xe_capi_session **out, ch
     xe_status_clear(&st);
     *out = NULL;
     xe_session_options opt = {0};
-    if (!parse_device(device, &opt.place, &st))
+    if (parse_device(device, &opt.place, &st) != XE_OK)
         return fail_out(&st, err, err_len);
     xe_capi_session *h = calloc(1, sizeof *h);
     if (!h)
@@ -149,8 +149,7 @@ int64_t xe_capi_dim(const xe_capi_session *h, int io, int i, int d)
 
 /* Wraps the fed buffers; on failure releases what it wrapped. */
 static xe_code wrap_inputs(const xe_capi_session *h, void *const *data, const int *dtypes,
-                           const int *ranks, const int64_t *dims, xe_tensor **ins,
-                           xe_status *st)
+                           const int *ranks, const int64_t *dims, xe_tensor **ins, xe_status *st)
 {
     const int64_t *d = dims;
     for (int k = 0; k < h->n[0]; k++) {
