@@ -117,12 +117,39 @@ def test_second_config_is_refused(graph):
             xlac.InferenceSession(sys.argv[1], auto_jit=2)
         except xlac.XlacUsageError as e:
             print("refused:", e)
+        try:
+            xlac.InferenceSession(sys.argv[1])  # auto_jit=0: the pass would cluster it anyway
+        except xlac.XlacUsageError as e:
+            print("refused 0:", e)
         xlac.InferenceSession(sys.argv[1], auto_jit=1)  # the same configuration is fine
     """)
     r = subprocess.run([sys.executable, "-c", code, graph(FUSED)], capture_output=True,
                        text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stderr
     assert "refused: libxlac.so is already loaded in this process with auto_jit=1" in r.stdout
+    assert "refused 0: " in r.stdout and "cannot ask for auto_jit=0" in r.stdout
+
+
+def test_preloaded_plugin_is_used_with_its_environment(graph):
+    """Under LD_PRELOAD=libxlac.so the package uses that plugin, configured at start."""
+    code = textwrap.dedent("""
+        import sys, numpy as np, xlac
+        try:
+            xlac.InferenceSession(sys.argv[1], auto_jit=1)
+        except xlac.XlacUsageError as e:
+            print("refused:", e)
+        sess = xlac.InferenceSession(sys.argv[1], auto_jit=2)
+        x = np.ones((2, 64), np.float32)
+        sess.run(None, {"x": x, "y": x, "z": x})
+        print("launches", xlac.stats()["launches"])
+    """)
+    plugin = os.path.join(xlac._lib.lib_dir(), "libxlac.so")
+    env = dict(os.environ, LD_PRELOAD=plugin, XLAC_AUTO_JIT="2", XLAC_FLAGS="")
+    r = subprocess.run([sys.executable, "-c", code, graph(FUSED)], env=env, capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "refused: libxlac.so is already loaded in this process with auto_jit=2" in r.stdout
+    assert "launches 1" in r.stdout
 
 
 def record_result_pointers(monkeypatch):

@@ -139,6 +139,8 @@ def ensure_plugin(auto_jit, flags):
     want = _normalize(auto_jit, flags)
     executor()
     with _lock:
+        if _plugin is None:
+            _plugin, _plugin_config = _preloaded()
         if _plugin is None and want[0] == 0:
             return
         if _plugin is not None:
@@ -148,17 +150,22 @@ def ensure_plugin(auto_jit, flags):
                     "a session cannot ask for auto_jit=%d flags=%r (the plugin is configured "
                     "once per process: use a subprocess)" % (*_plugin_config, *want))
             return
-        path = _path("libxlac.so")
-        _plugin, _plugin_config = _load_plugin(path, want)
+        _plugin, _plugin_config = _load_plugin(_path("libxlac.so"), want)
+
+
+def _preloaded():
+    """The plugin and its configuration when the process already has it (LD_PRELOAD)."""
+    path = os.path.join(lib_dir(), "libxlac.so")
+    try:
+        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL | os.RTLD_NOLOAD)
+    except OSError:
+        return None, None
+    # it read the environment when the process started
+    return _declare_plugin(lib), _normalize(os.environ.get("XLAC_AUTO_JIT") or 0,
+                                            os.environ.get("XLAC_FLAGS", ""))
 
 
 def _load_plugin(path, want):
-    try:  # already there (LD_PRELOAD): it read the environment at start
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL | os.RTLD_NOLOAD)
-        return _declare_plugin(lib), _normalize(os.environ.get("XLAC_AUTO_JIT") or 0,
-                                                os.environ.get("XLAC_FLAGS", ""))
-    except OSError:
-        pass
     _check_flags(path, *want)
     saved = {k: os.environ.get(k) for k in ("XLAC_AUTO_JIT", "XLAC_FLAGS")}
     os.environ["XLAC_AUTO_JIT"], os.environ["XLAC_FLAGS"] = str(want[0]), want[1]
