@@ -7,8 +7,10 @@
  * stop before it starts rather than silently run without the JIT.
  * `XLAC_FLAGS=--help` prints the flags and exits 0. A destructor prints
  * the --stats line and frees the plugin's state, of which this file holds
- * the one instance.
+ * the one instance; xlac_stats_text gives hosts that load libxlac.so
+ * themselves (the Python package's xlac.stats()) the same counters.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -51,4 +53,27 @@ __attribute__((destructor)) static void xlac_preload_fini(void)
     if (state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state)))
         xlac_print_stats(&state, stderr);
     xlac_plugin_shutdown(&state);
+}
+
+/*
+ * Writes the lines xlac_print_stats prints ("xlac: stats clusters=N ...",
+ * "xlac: timing ...") into buf[len], NUL-terminated and cut to fit; returns
+ * the length of the whole text, 0 when it could not be made.
+ */
+__attribute__((visibility("default"))) size_t xlac_stats_text(char *buf, size_t len)
+{
+    char *text = NULL;
+    size_t n = 0;
+    FILE *f = open_memstream(&text, &n);
+    if (!f)
+        return 0;
+    xlac_print_stats(&state, f);
+    if (fclose(f) != 0) {
+        free(text);
+        return 0;
+    }
+    if (buf && len)
+        snprintf(buf, len, "%s", text);
+    free(text);
+    return n;
 }

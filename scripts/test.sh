@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds and runs every test: a plain build (with CUDA when the toolkit is
-# there) and, unless --quick, a CPU-only AddressSanitizer+UBSan build, the
+# there), the Python package's pytest suite against it (scripts/test_python.sh)
+# and, unless --quick, a CPU-only AddressSanitizer+UBSan build, the
 # threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
 # --asan-clang: the ASan+UBSan build with clang (adds -fsanitize=pointer-overflow,
@@ -67,7 +68,31 @@ run_suite() {
     echo "== $label: $((SECONDS - start_suite)) s"
 }
 
+# The Python package (scripts/test_python.sh) against the plain build's libraries;
+# pytest's last line ("20 passed, 1 failed, 2 skipped in 3.1s") counts into the totals.
+run_python() {
+    local log=build/test-logs/python.log start=$SECONDS
+    mkdir -p build/test-logs
+    echo "== python: venv, package and pytest"
+    timeout 900 scripts/test_python.sh >"$log" 2>&1
+    local rc=$? line p_ f_ e_ s_
+    line=$(tail -n 1 "$log")
+    p_=$(grep -o '[0-9]* passed' <<<"$line" | cut -d' ' -f1); p_=${p_:-0}
+    f_=$(grep -o '[0-9]* failed' <<<"$line" | cut -d' ' -f1); f_=${f_:-0}
+    e_=$(grep -oE '[0-9]+ errors?' <<<"$line" | cut -d' ' -f1); e_=${e_:-0}
+    s_=$(grep -o '[0-9]* skipped' <<<"$line" | cut -d' ' -f1); s_=${s_:-0}
+    local bad=$((f_ + e_))
+    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
+    passed=$((passed + p_)); failed=$((failed + bad)); skipped=$((skipped + s_))
+    printf '%-28s %4d passed %3d failed %3d skipped  (%ds)\n' "python/pytest" "$p_" "$bad" "$s_" $((SECONDS - start))
+    if [ "$bad" -ne 0 ]; then
+        failed_names+=("python/pytest")
+        grep -a -E "FAILED|ERROR|Error" "$log" | head -n 40 | sed 's/^/    /'
+    fi
+}
+
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_python
 if [ "$quick" -eq 0 ]; then
     asan_dir=build-asan
     [ "$asan_cc" = clang ] && asan_dir=build-asan-clang

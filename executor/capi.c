@@ -1,0 +1,266 @@
+/*
+ * The flat C API of capi.h, over sessions: a handle keeps the session, a
+ * copy of the loaded graph's input and output names and types (the passes
+ * may rename the session's own graph), and the outputs of the last run.
+ * Inputs are wrapped, never copied, so the caller's buffers must outlive
+ * xe_capi_run and the results that may alias them (a graph that returns
+ * its input); the caller copies results or takes them before freeing its
+ * inputs.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "xlac/capi.h"
+#include "xlac/xlac.h"
+
+struct xe_capi_session {
+    xe_session *s;
+    int n[2];        /* inputs, outputs */
+    char **names[2]; /* per side, as loaded */
+    xe_type *types[2];
+    xe_tensor **outs; /* last run's outputs, NULL where none */
+};
+
+/*
+ * The one place a model file becomes a graph. When executor/onnx/ lands,
+ * this line becomes `return xe_load_graph(path, st);`, which reads .xg or
+ * .onnx by content.
+ */
+static xe_graph *capi_load(const char *path, xe_status *st)
+{
+    return xe_parse_file(path, st);
+}
+
+static int fail_out(const xe_status *st, char *err, size_t err_len)
+{
+    if (err && err_len)
+        snprintf(err, err_len, "%s", st->msg);
+    return (int)st->code;
+}
+
+static xe_code parse_device(const char *device, xe_place_mode *mode, xe_status *st)
+{
+    if (!device || !strcmp(device, "auto"))
+        *mode = XE_PLACE_AUTO;
+    else if (!strcmp(device, "cpu"))
+        *mode = XE_PLACE_CPU;
+    else if (!strcmp(device, "gpu"))
+        *mode = XE_PLACE_GPU;
+    else
+        return xe_fail(st, XE_ERR_USAGE, "device '%s': expected cpu, gpu or auto", device);
+    return XE_OK;
+}
+
+/* Copies the names and types of one side (io) of g into h. */
+static xe_code copy_side(xe_capi_session *h, const xe_graph *g, int io, xe_status *st)
+{
+    int n = io ? g->n_outputs : g->n_inputs;
+    const int *idx = io ? g->outputs : g->inputs;
+    h->n[io] = n;
+    h->names[io] = calloc((size_t)n + 1, sizeof(char *));
+    h->types[io] = calloc((size_t)n + 1, sizeof(xe_type));
+    if (!h->names[io] || !h->types[io])
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory opening %s", g->file);
+    for (int i = 0; i < n; i++) {
+        const xe_node *node = g->nodes[idx[i]];
+        h->types[io][i] = node->type;
+        if (!(h->names[io][i] = strdup(node->name)))
+            return xe_fail(st, XE_ERR_NOMEM, "out of memory opening %s", g->file);
+    }
+    return XE_OK;
+}
+
+int xe_capi_open(const char *path, const char *device, xe_capi_session **out, char *err,
+                 size_t err_len)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    *out = NULL;
+    xe_session_options opt = {0};
+    if (parse_device(device, &opt.place, &st) != XE_OK)
+        return fail_out(&st, err, err_len);
+    xe_capi_session *h = calloc(1, sizeof *h);
+    if (!h)
+        return fail_out(&(xe_status){XE_ERR_NOMEM, "out of memory"}, err, err_len);
+    xe_graph *g = capi_load(path, &st);
+    if (!g || copy_side(h, g, 0, &st) != XE_OK || copy_side(h, g, 1, &st) != XE_OK ||
+        !(h->outs = calloc((size_t)h->n[1] + 1, sizeof *h->outs))) {
+        if (st.code == XE_OK)
+            xe_fail(&st, XE_ERR_NOMEM, "out of memory opening %s", path);
+        xe_graph_destroy(g);
+        xe_capi_close(h);
+        return fail_out(&st, err, err_len);
+    }
+    if (!(h->s = xe_session_new(g, &opt, &st))) { /* takes g */
+        xe_capi_close(h);
+        return fail_out(&st, err, err_len);
+    }
+    *out = h;
+    return XE_OK;
+}
+
+void xe_capi_close(xe_capi_session *h)
+{
+    if (!h)
+        return;
+    xe_capi_clear(h);
+    for (int io = 0; io < 2; io++) {
+        for (int i = 0; h->names[io] && i < h->n[io]; i++)
+            free(h->names[io][i]);
+        free(h->names[io]);
+        free(h->types[io]);
+    }
+    free(h->outs);
+    xe_session_destroy(h->s);
+    free(h);
+}
+
+static bool valid(const xe_capi_session *h, int io, int i)
+{
+    return h && (io == 0 || io == 1) && i >= 0 && i < h->n[io];
+}
+
+int xe_capi_count(const xe_capi_session *h, int io)
+{
+    return h && (io == 0 || io == 1) ? h->n[io] : -1;
+}
+
+const char *xe_capi_name(const xe_capi_session *h, int io, int i)
+{
+    return valid(h, io, i) ? h->names[io][i] : NULL;
+}
+
+int xe_capi_dtype(const xe_capi_session *h, int io, int i)
+{
+    return valid(h, io, i) ? (int)h->types[io][i].dtype : -1;
+}
+
+int xe_capi_rank(const xe_capi_session *h, int io, int i)
+{
+    return valid(h, io, i) ? h->types[io][i].shape.rank : -1;
+}
+
+int64_t xe_capi_dim(const xe_capi_session *h, int io, int i, int d)
+{
+    if (!valid(h, io, i) || d < 0 || d >= h->types[io][i].shape.rank)
+        return -1;
+    return h->types[io][i].shape.dims[d];
+}
+
+/* Wraps the fed buffers; on failure releases what it wrapped. */
+static xe_code wrap_inputs(const xe_capi_session *h, void *const *data, const int *dtypes,
+                           const int *ranks, const int64_t *dims, xe_tensor **ins, xe_status *st)
+{
+    const int64_t *d = dims;
+    for (int k = 0; k < h->n[0]; k++) {
+        if (dtypes[k] < 0 || dtypes[k] >= XE_DTYPE_COUNT || ranks[k] < 0 ||
+            ranks[k] > XE_MAX_RANK) {
+            xe_fail(st, XE_ERR_USAGE, "input %s: bad dtype code %d or rank %d", h->names[0][k],
+                    dtypes[k], ranks[k]);
+        } else {
+            xe_shape sh = xe_shape_make(ranks[k], d);
+            d += ranks[k];
+            ins[k] = xe_tensor_wrap((xe_dtype)dtypes[k], &sh, XE_DEV_CPU, data[k], st);
+        }
+        if (!ins[k]) {
+            for (int j = 0; j < k; j++)
+                xe_tensor_release(ins[j]);
+            return st->code;
+        }
+    }
+    return XE_OK;
+}
+
+int xe_capi_run(xe_capi_session *h, void *const *data, const int *dtypes, const int *ranks,
+                const int64_t *dims, char *err, size_t err_len)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    if (!h)
+        return fail_out(&(xe_status){XE_ERR_USAGE, "xe_capi_run: no session"}, err, err_len);
+    xe_capi_clear(h);
+    xe_tensor **ins = calloc((size_t)h->n[0] + 1, sizeof *ins);
+    if (!ins)
+        return fail_out(&(xe_status){XE_ERR_NOMEM, "out of memory"}, err, err_len);
+    if (wrap_inputs(h, data, dtypes, ranks, dims, ins, &st) == XE_OK) {
+        xe_session_run(h->s, ins, h->outs, &st);
+        for (int k = 0; k < h->n[0]; k++)
+            xe_tensor_release(ins[k]);
+    }
+    free(ins);
+    return st.code == XE_OK ? XE_OK : fail_out(&st, err, err_len);
+}
+
+static const xe_tensor *result(const xe_capi_session *h, int i)
+{
+    return valid(h, 1, i) ? h->outs[i] : NULL;
+}
+
+int xe_capi_result_dtype(const xe_capi_session *h, int i)
+{
+    const xe_tensor *t = result(h, i);
+    return t ? (int)t->dtype : -1;
+}
+
+int xe_capi_result_rank(const xe_capi_session *h, int i)
+{
+    const xe_tensor *t = result(h, i);
+    return t ? t->shape.rank : -1;
+}
+
+int64_t xe_capi_result_dim(const xe_capi_session *h, int i, int d)
+{
+    const xe_tensor *t = result(h, i);
+    return t && d >= 0 && d < t->shape.rank ? t->shape.dims[d] : -1;
+}
+
+const void *xe_capi_result_data(const xe_capi_session *h, int i)
+{
+    const xe_tensor *t = result(h, i);
+    return t ? t->data : NULL;
+}
+
+size_t xe_capi_result_nbytes(const xe_capi_session *h, int i)
+{
+    const xe_tensor *t = result(h, i);
+    return t ? t->nbytes : 0;
+}
+
+void *xe_capi_result_take(xe_capi_session *h, int i)
+{
+    xe_tensor *t = valid(h, 1, i) ? h->outs[i] : NULL;
+    /* the same tensor twice among the outputs holds two references */
+    if (!t || t->borrowed || t->device != XE_DEV_CPU ||
+        __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != 1)
+        return NULL;
+    h->outs[i] = NULL;
+    return t;
+}
+
+void xe_capi_tensor_free(void *t)
+{
+    xe_tensor_release(t);
+}
+
+void xe_capi_clear(xe_capi_session *h)
+{
+    for (int i = 0; h && h->outs && i < h->n[1]; i++) {
+        xe_tensor_release(h->outs[i]);
+        h->outs[i] = NULL;
+    }
+}
+
+int xe_capi_dtype_count(void)
+{
+    return XE_DTYPE_COUNT;
+}
+
+const char *xe_capi_dtype_name(int dt)
+{
+    return dt >= 0 && dt < XE_DTYPE_COUNT ? xe_dtype_name((xe_dtype)dt) : NULL;
+}
+
+const char *xe_capi_code_name(int code)
+{
+    return xe_code_name((xe_code)code);
+}

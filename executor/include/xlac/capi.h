@@ -1,0 +1,62 @@
+/*
+ * A flat C API for foreign-function interfaces (Python's ctypes): an
+ * opaque session handle and functions that take and return only ints,
+ * int64s, strings and pointers, so that no C struct has to be mirrored on
+ * the other side. Every fallible function returns an xe_code (0 is XE_OK)
+ * and writes its message, NUL-terminated, into err[err_len].
+ *
+ * Names and types of inputs and outputs are the graph's as loaded (before
+ * the passes rewrite it). io selects the side: 0 inputs, 1 outputs. A dim
+ * is -1 where it is unknown. Results of a run stay in the session until
+ * the next run, xe_capi_clear or xe_capi_close.
+ */
+#ifndef XLAC_CAPI_H
+#define XLAC_CAPI_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct xe_capi_session xe_capi_session;
+
+/* Loads the model at path and makes a session; device: "cpu", "gpu" or "auto". */
+int xe_capi_open(const char *path, const char *device, xe_capi_session **out, char *err,
+                 size_t err_len);
+void xe_capi_close(xe_capi_session *s);
+
+int xe_capi_count(const xe_capi_session *s, int io);
+const char *xe_capi_name(const xe_capi_session *s, int io, int i);
+int xe_capi_dtype(const xe_capi_session *s, int io, int i);
+int xe_capi_rank(const xe_capi_session *s, int io, int i);
+int64_t xe_capi_dim(const xe_capi_session *s, int io, int i, int d);
+
+/*
+ * Runs once. data[k], dtypes[k], ranks[k]: input k's host buffer (wrapped,
+ * not copied; C order), dtype and rank; dims: every input's dims, one after
+ * the other.
+ */
+int xe_capi_run(xe_capi_session *s, void *const *data, const int *dtypes, const int *ranks,
+                const int64_t *dims, char *err, size_t err_len);
+
+/* Output i of the last run: dtype, rank, dims, host data and its size. */
+int xe_capi_result_dtype(const xe_capi_session *s, int i);
+int xe_capi_result_rank(const xe_capi_session *s, int i);
+int64_t xe_capi_result_dim(const xe_capi_session *s, int i, int d);
+const void *xe_capi_result_data(const xe_capi_session *s, int i);
+size_t xe_capi_result_nbytes(const xe_capi_session *s, int i);
+/*
+ * Hands output i over to the caller when nothing else holds its buffer
+ * (not an input, a constant or another output): returns a handle to free
+ * with xe_capi_tensor_free, or NULL, and the caller copies the data.
+ */
+void *xe_capi_result_take(xe_capi_session *s, int i);
+void xe_capi_tensor_free(void *t);
+/* Releases the last run's outputs. */
+void xe_capi_clear(xe_capi_session *s);
+
+/* Dtype codes are 0 .. xe_capi_dtype_count()-1, named "f32", "i64", ... */
+int xe_capi_dtype_count(void);
+const char *xe_capi_dtype_name(int dt);
+/* "parse error", "usage error", ... for an xe_code. */
+const char *xe_capi_code_name(int code);
+
+#endif

@@ -1,0 +1,296 @@
+"""xlac.InferenceSession: results against numpy, op by op and clustered,
+zero-copy inputs, errors, signatures and dtypes."""
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import xlac
+from xlac import session as xsession
+
+FUSED = """
+input x: f32[?,64]
+input y: f32[?,64]
+input z: f32[?,64]
+t0 = mul(y, z)
+t1 = add(x, t0)
+e  = exp(t1)
+s  = reduce_sum(e, axes=[1], keepdims=false)
+output s
+output t1
+"""
+
+
+def feeds(rows=8, seed=0):
+    rng = np.random.default_rng(seed)
+    return {k: rng.standard_normal((rows, 64)).astype(np.float32) for k in "xyz"}
+
+
+def reference(f):
+    t1 = f["x"] + f["y"] * f["z"]
+    return np.exp(t1).sum(axis=1), t1
+
+
+def test_op_by_op_matches_numpy(graph):
+    sess = xlac.InferenceSession(graph(FUSED))
+    f = feeds()
+    s, t1 = sess.run(None, f)
+    want_s, want_t1 = reference(f)
+    assert s.shape == (8,) and s.dtype == np.float32
+    np.testing.assert_allclose(s, want_s, rtol=1e-5)
+    np.testing.assert_allclose(t1, want_t1, rtol=1e-6)
+    # another row count through the same session (the ? dim)
+    f = feeds(rows=3, seed=1)
+    (s,) = sess.run(["s"], f)
+    np.testing.assert_allclose(s, reference(f)[0], rtol=1e-5)
+
+
+def test_output_names_select_and_order(graph):
+    sess = xlac.InferenceSession(graph(FUSED))
+    f = feeds()
+    t1, s = sess.run(["t1", "s"], f)
+    assert t1.shape == (8, 64) and s.shape == (8,)
+    with pytest.raises(xlac.XlacUsageError, match="no output named nope"):
+        sess.run(["nope"], f)
+
+
+CLUSTERED = r"""
+import json, sys
+import numpy as np
+import xlac
+sess = xlac.InferenceSession(sys.argv[1], auto_jit=2, flags="--cache_dir=" + sys.argv[2])
+rng = np.random.default_rng(0)
+f = {k: rng.standard_normal((8, 64)).astype(np.float32) for k in "xyz"}
+s, t1 = sess.run(None, f)
+s2, _ = sess.run(None, f)
+want_t1 = f["x"] + f["y"] * f["z"]
+print(json.dumps({"err_s": float(np.max(np.abs(s - np.exp(want_t1).sum(1)) / np.abs(s))),
+                  "err_t1": float(np.max(np.abs(t1 - want_t1))),
+                  "same": bool(np.array_equal(s, s2)), "stats": xlac.stats()}))
+"""
+
+
+def run_clustered(path, cache_dir):
+    env = {k: v for k, v in os.environ.items() if k not in ("LD_PRELOAD", "XLAC_AUTO_JIT")}
+    r = subprocess.run([sys.executable, "-c", CLUSTERED, path, cache_dir], env=env,
+                       capture_output=True, text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout.strip().splitlines()[-1])
+    assert out["err_s"] < 1e-5 and out["err_t1"] < 1e-5, out
+    assert out["same"]
+    st = out["stats"]
+    assert st["clusters"] >= 1 and st["launches"] == 2 and st["fallbacks"] == 0, st
+    return st
+
+
+def test_clustered_in_process_without_preload(graph, tmp_path):
+    """auto_jit=2 loads libxlac.so in the process (a subprocess: the plugin is per process)."""
+    path, cache = graph(FUSED), str(tmp_path / "cache")
+    first = run_clustered(path, cache)
+    assert first["compiles"] >= 1 and first["disk_hits"] == 0, first
+    again = run_clustered(path, cache)  # a new process finds the kernels on disk
+    assert again["compiles"] == 0 and again["disk_hits"] >= 1, again
+
+
+def test_stats_empty_without_plugin():
+    if xlac._lib.plugin_config() is None:
+        assert xlac.stats() == {}
+
+
+def test_bad_flags_are_an_exception_not_an_exit(graph):
+    with pytest.raises(xlac.XlacUsageError, match="no_such_flag"):
+        xlac.InferenceSession(graph(FUSED), auto_jit=2, flags="--no_such_flag=1")
+    assert xlac._lib.plugin_config() is None  # nothing was loaded
+    with pytest.raises(xlac.XlacUsageError, match="auto_jit"):
+        xlac.InferenceSession(graph(FUSED), auto_jit=3)
+
+
+def test_second_config_is_refused(graph):
+    code = textwrap.dedent("""
+        import sys, xlac
+        xlac.InferenceSession(sys.argv[1], auto_jit=1)
+        try:
+            xlac.InferenceSession(sys.argv[1], auto_jit=2)
+        except xlac.XlacUsageError as e:
+            print("refused:", e)
+        try:
+            xlac.InferenceSession(sys.argv[1])  # auto_jit=0: the pass would cluster it anyway
+        except xlac.XlacUsageError as e:
+            print("refused 0:", e)
+        xlac.InferenceSession(sys.argv[1], auto_jit=1)  # the same configuration is fine
+    """)
+    r = subprocess.run([sys.executable, "-c", code, graph(FUSED)], capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "refused: libxlac.so is already loaded in this process with auto_jit=1" in r.stdout
+    assert "refused 0: " in r.stdout and "cannot ask for auto_jit=0" in r.stdout
+
+
+def test_preloaded_plugin_is_used_with_its_environment(graph):
+    """Under LD_PRELOAD=libxlac.so the package uses that plugin, configured at start."""
+    code = textwrap.dedent("""
+        import sys, numpy as np, xlac
+        try:
+            xlac.InferenceSession(sys.argv[1], auto_jit=1)
+        except xlac.XlacUsageError as e:
+            print("refused:", e)
+        sess = xlac.InferenceSession(sys.argv[1], auto_jit=2)
+        x = np.ones((2, 64), np.float32)
+        sess.run(None, {"x": x, "y": x, "z": x})
+        print("launches", xlac.stats()["launches"])
+    """)
+    plugin = os.path.join(xlac._lib.lib_dir(), "libxlac.so")
+    env = dict(os.environ, LD_PRELOAD=plugin, XLAC_AUTO_JIT="2", XLAC_FLAGS="")
+    r = subprocess.run([sys.executable, "-c", code, graph(FUSED)], env=env, capture_output=True,
+                       text=True, timeout=300, check=False)
+    assert r.returncode == 0, r.stderr
+    assert "refused: libxlac.so is already loaded in this process with auto_jit=2" in r.stdout
+    assert "launches 1" in r.stdout
+
+
+def record_result_pointers(monkeypatch):
+    """Replaces InferenceSession._result with one that notes each result's C data pointer."""
+    seen = []
+    original = xsession.InferenceSession._result
+
+    def spy(self, i):
+        seen.append(self._lib.xe_capi_result_data(self._handle, i))
+        return original(self, i)
+
+    monkeypatch.setattr(xsession.InferenceSession, "_result", spy)
+    return seen
+
+
+def test_inputs_are_not_copied(graph, monkeypatch):
+    """A graph that returns its input: C sees numpy's own buffer; the result is a copy."""
+    sess = xlac.InferenceSession(graph("input x: f32[?,3]\noutput x"))
+    seen = record_result_pointers(monkeypatch)
+    x = np.arange(12, dtype=np.float32).reshape(4, 3)
+    (y,) = sess.run(None, {"x": x})
+    assert seen == [x.ctypes.data]
+    assert np.array_equal(y, x) and not np.shares_memory(y, x)
+    x[0, 0] = 99  # the result does not alias the caller's input
+    assert y[0, 0] == 0
+
+
+def test_non_contiguous_inputs_are_copied_and_correct(graph, monkeypatch):
+    sess = xlac.InferenceSession(graph("input x: f32[?,3]\ny = neg(x)\noutput y"))
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    x = base[:, ::2]  # strided view
+    (y,) = sess.run(None, {"x": x})
+    np.testing.assert_array_equal(y, -x)
+
+
+def test_results_are_handed_over_and_survive_the_next_run(graph):
+    sess = xlac.InferenceSession(graph("input x: f64[?]\ny = mul(x, x)\noutput y"))
+    a = np.arange(5, dtype=np.float64)
+    (ya,) = sess.run(None, {"x": a})
+    assert isinstance(ya.base, xsession._Owned)  # no copy: the C buffer became the array's
+    (yb,) = sess.run(None, {"x": a + 1})
+    np.testing.assert_array_equal(ya, a * a)
+    np.testing.assert_array_equal(yb, (a + 1) ** 2)
+    ya[0] = 7  # writable, ours
+    assert ya[0] == 7
+
+
+def test_constant_output_is_copied(graph):
+    sess = xlac.InferenceSession(graph("input x: f32[2]\nc = const(f32[2], [1,2])\noutput c"))
+    (c1,) = sess.run(None, {"x": np.zeros(2, np.float32)})
+    c1[0] = 42
+    (c2,) = sess.run(None, {"x": np.zeros(2, np.float32)})
+    np.testing.assert_array_equal(c2, [1, 2])
+
+
+def test_bad_graph_raises_parse_error_with_location(graph):
+    path = graph("input x: f32[3]\ny = add(x, nope)\noutput y")
+    with pytest.raises(xlac.XlacError) as e:
+        xlac.InferenceSession(path)
+    assert isinstance(e.value, (xlac.XlacParseError, xlac.XlacGraphError))
+    assert "g.xg:3:" in str(e.value) and "nope" in str(e.value)
+
+
+def test_bad_op_message_names_node_and_op(graph):
+    path = graph("input x: f32[3]\ninput i: i32[3]\ny = add(x, i)\noutput y")
+    with pytest.raises(xlac.XlacError, match=r"g\.xg:4:.*y \(add\)"):
+        xlac.InferenceSession(path)
+
+
+def test_missing_file_is_io_error(tmp_path):
+    with pytest.raises(xlac.XlacIOError, match="missing.xg"):
+        xlac.InferenceSession(str(tmp_path / "missing.xg"))
+
+
+def test_bad_feeds(graph):
+    sess = xlac.InferenceSession(graph(FUSED))
+    f = feeds()
+    with pytest.raises(xlac.XlacUsageError, match=r"input x: expected f32\[\?,64\], got f32\[8,5\]"):
+        sess.run(None, dict(f, x=np.zeros((8, 5), np.float32)))
+    with pytest.raises(xlac.XlacUsageError, match="input y: expected dtype float32.*got float64"):
+        sess.run(None, dict(f, y=f["y"].astype(np.float64)))
+    with pytest.raises(xlac.XlacUsageError, match="input z .* is not fed"):
+        sess.run(None, {"x": f["x"], "y": f["y"]})
+    with pytest.raises(xlac.XlacUsageError, match="no input named w"):
+        sess.run(None, dict(f, w=f["x"]))
+    with pytest.raises(xlac.XlacUsageError, match="device 'tpu'"):
+        xlac.InferenceSession(graph(FUSED), device="tpu")
+    # the session still works after the errors
+    np.testing.assert_allclose(sess.run(["s"], f)[0], reference(f)[0], rtol=1e-5)
+
+
+def test_signature_with_unknown_dims(graph):
+    sess = xlac.InferenceSession(graph("""
+input a: f32[?,4]
+input b: i64[2,?,3]
+input c: bool[]
+s = reduce_sum(a, axes=[1], keepdims=false)
+output s
+output b
+output c
+"""))
+    ins, outs = sess.get_inputs(), sess.get_outputs()
+    assert [i.name for i in ins] == ["a", "b", "c"]
+    assert [i.shape for i in ins] == [[None, 4], [2, None, 3], []]
+    assert [i.type for i in ins] == ["tensor(float)", "tensor(int64)", "tensor(bool)"]
+    assert [i.dtype for i in ins] == [np.float32, np.int64, np.bool_]
+    assert [o.name for o in outs] == ["s", "b", "c"]
+    assert outs[0].shape == [None] and outs[0].type == "tensor(float)"
+
+
+DTYPES = [("f32", np.float32), ("f64", np.float64), ("f16", np.float16), ("i32", np.int32),
+          ("i64", np.int64), ("bool", np.bool_)]
+
+
+@pytest.mark.parametrize("name,dtype", DTYPES)
+def test_dtypes_round_trip(graph, name, dtype):
+    op = "logical_or" if name == "bool" else "add"
+    sess = xlac.InferenceSession(graph(f"""
+input a: {name}[2,3]
+input b: {name}[2,3]
+c = {op}(a, b)
+t = transpose(c, perm=[1,0])
+output t
+"""))
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((2, 3)) * 8).astype(dtype)
+    b = (rng.standard_normal((2, 3)) * 8).astype(dtype)
+    (t,) = sess.run(None, {"a": a, "b": b})
+    want = (np.logical_or(a, b) if name == "bool" else a + b).T
+    assert t.dtype == dtype and t.shape == (3, 2)
+    np.testing.assert_array_equal(t, want)
+
+
+def test_python_lists_are_converted(graph):
+    sess = xlac.InferenceSession(graph("input x: i32[3]\ny = add(x, x)\noutput y"))
+    (y,) = sess.run(None, {"x": [1, 2, 3]})
+    assert y.dtype == np.int32 and list(y) == [2, 4, 6]
+
+
+def test_close_and_context_manager(graph):
+    with xlac.InferenceSession(graph("input x: f32[1]\noutput x")) as sess:
+        sess.run(None, {"x": np.ones(1, np.float32)})
+    with pytest.raises(xlac.XlacUsageError, match="closed"):
+        sess.run(None, {"x": np.ones(1, np.float32)})
