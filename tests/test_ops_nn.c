@@ -356,7 +356,7 @@ static void check_left_out(const char *level, const char *reason)
     cr_assert_not_null(g, "%s", st.msg);
     cr_assert_eq(xe_graph_place(g, XE_PLACE_CPU, &st), XE_OK, "%s", st.msg);
     xlac_flags f;
-    cr_assert_eq(xlac_flags_parse(&f, level, NULL, NULL, NULL, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.auto_jit = level}, &st), XE_OK, "%s", st.msg);
     xc_options o;
     xlac_cluster_options(&f, &o);
     xc_clustering *c = xc_mark_for_compilation(g, &o, &st);
