@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_text.h"
 #include "plan.h"
 #include "xlac/op.h"
 
@@ -270,92 +271,8 @@ static void memo_add(em *e, int node, const idx *ix, const char *var)
 
 static void literal(em *e, xe_dtype dt, double v, char *buf, size_t len)
 {
-    bool f = dt == XE_F32 || dt == XE_F16;
-    if (isnan(v))
-        snprintf(buf, len, f ? "(0.0f / 0.0f)" : "(0.0 / 0.0)");
-    else if (isinf(v))
-        snprintf(buf, len, f ? "(%s1.0f / 0.0f)" : "(%s1.0 / 0.0)", v < 0 ? "-" : "");
-    else if (dt == XE_F64)
-        snprintf(buf, len, "%a", v);
-    else if (f)
-        snprintf(buf, len, "%af", (double)(float)v);
-    else if (dt == XE_BOOL)
-        snprintf(buf, len, "%d", v != 0);
-    else
-        snprintf(buf, len, "((%s)%lldLL)", store_type(dt), (long long)v);
+    xg_literal(dt, v, buf, len);
     (void)e;
-}
-
-/* Text of a binary op on values a, b of dtype dt. */
-static void binary_text(int op, xe_dtype dt, const char *a, const char *b, char *buf, size_t len)
-{
-    bool fl = xe_dtype_is_float(dt), in = xe_dtype_is_int(dt);
-    const char *s = sfx(dt);
-    switch (op) {
-    case XE_OP_ADD: in ? snprintf(buf, len, "xe_add_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s + %s", a, b); break;
-    case XE_OP_SUB: in ? snprintf(buf, len, "xe_sub_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s - %s", a, b); break;
-    case XE_OP_MUL: in ? snprintf(buf, len, "xe_mul_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s * %s", a, b); break;
-    case XE_OP_DIV: in ? snprintf(buf, len, "xe_floordiv_%s(%s, %s)", s, a, b) : snprintf(buf, len, "%s / %s", a, b); break;
-    case XE_OP_POW:
-        if (in)
-            snprintf(buf, len, "xe_pow_%s(%s, %s)", s, a, b);
-        else
-            snprintf(buf, len, "%s(%s, %s)", dt == XE_F64 ? "pow" : "powf", a, b);
-        break;
-    case XE_OP_MAXIMUM:
-        if (fl)
-            snprintf(buf, len, "xe_max_%s(%s, %s)", s, a, b);
-        else if (dt == XE_BOOL)
-            snprintf(buf, len, "(uint8_t)(%s | %s)", a, b);
-        else
-            snprintf(buf, len, "(%s > %s ? %s : %s)", a, b, a, b);
-        break;
-    case XE_OP_MINIMUM:
-        if (fl)
-            snprintf(buf, len, "xe_min_%s(%s, %s)", s, a, b);
-        else if (dt == XE_BOOL)
-            snprintf(buf, len, "(uint8_t)(%s & %s)", a, b);
-        else
-            snprintf(buf, len, "(%s < %s ? %s : %s)", a, b, a, b);
-        break;
-    case XE_OP_EQUAL: snprintf(buf, len, "(uint8_t)(%s == %s)", a, b); break;
-    case XE_OP_NOT_EQUAL: snprintf(buf, len, "(uint8_t)(%s != %s)", a, b); break;
-    case XE_OP_LESS: snprintf(buf, len, "(uint8_t)(%s < %s)", a, b); break;
-    case XE_OP_LESS_EQUAL: snprintf(buf, len, "(uint8_t)(%s <= %s)", a, b); break;
-    case XE_OP_GREATER: snprintf(buf, len, "(uint8_t)(%s > %s)", a, b); break;
-    case XE_OP_GREATER_EQUAL: snprintf(buf, len, "(uint8_t)(%s >= %s)", a, b); break;
-    case XE_OP_LOGICAL_AND: snprintf(buf, len, "(uint8_t)(%s & %s)", a, b); break;
-    case XE_OP_LOGICAL_OR: snprintf(buf, len, "(uint8_t)(%s | %s)", a, b); break;
-    default: snprintf(buf, len, "0"); break;
-    }
-}
-
-static bool unary_text(const xe_node *n, xe_dtype dt, const char *a, char *buf, size_t len)
-{
-    const char *s = sfx(dt), *f = dt == XE_F64 ? "" : "f";
-    bool in = xe_dtype_is_int(dt);
-    switch (n->op) {
-    case XE_OP_NEG: in ? snprintf(buf, len, "xe_sub_%s(0, %s)", s, a) : snprintf(buf, len, "-%s", a); break;
-    case XE_OP_ABS: in ? snprintf(buf, len, "xe_abs_%s(%s)", s, a) : snprintf(buf, len, "fabs%s(%s)", f, a); break;
-    case XE_OP_RELU: in ? snprintf(buf, len, "(%s < 0 ? 0 : %s)", a, a) : snprintf(buf, len, "xe_relu_%s(%s)", s, a); break;
-    case XE_OP_EXP: snprintf(buf, len, "%s(%s)", dt == XE_F64 ? "exp" : "xe_exp_f32", a); break;
-    case XE_OP_LOG: snprintf(buf, len, "log%s(%s)", f, a); break;
-    case XE_OP_SQRT: snprintf(buf, len, "sqrt%s(%s)", f, a); break;
-    case XE_OP_RSQRT: snprintf(buf, len, "xe_rsqrt_%s(%s)", s, a); break;
-    case XE_OP_TANH: snprintf(buf, len, "%s(%s)", dt == XE_F64 ? "tanh" : "xe_tanh_f32", a); break;
-    case XE_OP_SIGMOID: snprintf(buf, len, "xe_sigmoid_%s(%s)", s, a); break;
-    case XE_OP_ERF: snprintf(buf, len, "erf%s(%s)", f, a); break;
-    case XE_OP_SIN: snprintf(buf, len, "sin%s(%s)", f, a); break;
-    case XE_OP_COS: snprintf(buf, len, "cos%s(%s)", f, a); break;
-    case XE_OP_FLOOR: snprintf(buf, len, "floor%s(%s)", f, a); break;
-    case XE_OP_CEIL: snprintf(buf, len, "ceil%s(%s)", f, a); break;
-    case XE_OP_GELU:
-        snprintf(buf, len, "xe_gelu_%s_%s(%s)", xe_node_attr_bool(n, "approximate", false) ? "tanh" : "erf", s, a);
-        break;
-    case XE_OP_LOGICAL_NOT: snprintf(buf, len, "(uint8_t)!%s", a); break;
-    default: return false;
-    }
-    return true;
 }
 
 /* cast(x, to=DT) from a value of dtype from. */
@@ -492,28 +409,20 @@ static void emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
     const xe_op_def *d = xe_op_get(n->op);
     xe_dtype dt = e->p->types[node].dtype;
     char a[3][16], text[512];
-    switch (d->cls) {
-    case XE_CLASS_BINARY:
-    case XE_CLASS_COMPARE:
-    case XE_CLASS_LOGICAL:
-    case XE_CLASS_UNARY:
-    case XE_CLASS_SELECT:
-    case XE_CLASS_CAST:
+    if (xe_op_is_elementwise(n->op)) {
         for (int k = 0; k < n->n_inputs; k++) {
             idx r;
             idx_broadcast(e, node, n->inputs[k], ix, &r);
             emit_val(e, n->inputs[k], &r, a[k], sizeof a[k]);
         }
-        break;
-    default: break;
     }
     xe_dtype in_dt = n->n_inputs ? e->p->types[n->inputs[0]].dtype : dt;
     switch (d->cls) {
     case XE_CLASS_BINARY:
     case XE_CLASS_COMPARE:
-    case XE_CLASS_LOGICAL: binary_text(n->op, in_dt, a[0], a[1], text, sizeof text); break;
-    case XE_CLASS_UNARY:
-        if (!unary_text(n, in_dt, a[0], text, sizeof text))
+    case XE_CLASS_LOGICAL:
+    case XE_CLASS_UNARY: /* the ops.def expression */
+        if (!xg_op_text(n, in_dt, a[0], n->n_inputs > 1 ? a[1] : NULL, text, sizeof text))
             unsupported(e, n, "no emitter");
         break;
     case XE_CLASS_SELECT: snprintf(text, sizeof text, "%s ? %s : %s", a[0], a[1], a[2]); break;
@@ -1417,11 +1326,7 @@ static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, co
 /* Ops worth a store and a load to compute once per element instead of once per phase. */
 static bool costly_op(int op)
 {
-    switch (op) {
-    case XE_OP_EXP: case XE_OP_LOG: case XE_OP_TANH: case XE_OP_SIGMOID: case XE_OP_GELU:
-    case XE_OP_ERF: case XE_OP_SIN: case XE_OP_COS: case XE_OP_POW: return true;
-    default: return false;
-    }
+    return (xe_op_get(op)->flags & XE_OPF_COSTLY) != 0;
 }
 
 static void row_phases(em *e, const xg_step *s, const bool *mask, const red_ops *ro)
