@@ -199,15 +199,19 @@ const char *xe_attr_kind_what(xe_attr_kind k)
     }
 }
 
+bool xe_op_attr_kind_ok(const xe_op_attr *t, const xe_attr *a)
+{
+    if (t->kind == XE_ATTR_INTS || t->kind == XE_ATTR_FLOATS)
+        return true; /* a list: the shape function checks it */
+    return a->kind == t->kind || (t->kind == XE_ATTR_FLOAT && a->kind == XE_ATTR_INT);
+}
+
 xe_code xe_op_check_attr_kinds(const xe_node *n, xe_status *st)
 {
     for (int k = 0; k < n->n_attrs; k++) {
         const xe_attr *a = &n->attrs[k];
         const xe_op_attr *t = xe_op_attr_find(n->op, a->name, strlen(a->name));
-        if (!t || t->kind == XE_ATTR_INTS || t->kind == XE_ATTR_FLOATS)
-            continue; /* unknown to the table, or a list (the shape function checks it) */
-        bool number = t->kind == XE_ATTR_FLOAT && a->kind == XE_ATTR_INT;
-        if (a->kind != t->kind && !number)
+        if (t && !xe_op_attr_kind_ok(t, a))
             return xe_fail(st, XE_ERR_GRAPH, "%s must be %s", t->name, xe_attr_kind_what(t->kind));
     }
     return XE_OK;

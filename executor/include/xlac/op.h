@@ -126,6 +126,9 @@ const xe_op_attr *xe_op_attrs(int op, int *n);
 const xe_op_attr *xe_op_attr_find(int op, const char *name, size_t len);
 /* What a value of kind k looks like, for messages ("true or false"). */
 const char *xe_attr_kind_what(xe_attr_kind k);
+/* Whether attribute a has the kind of row t (an integer passes for a float;
+   lists pass: the shape functions check them). */
+bool xe_op_attr_kind_ok(const xe_op_attr *t, const xe_attr *a);
 /* Checks that every attribute of n that the table knows has the table's kind
    (an integer passes for a float); the message names the attribute. */
 xe_code xe_op_check_attr_kinds(const xe_node *n, xe_status *st);
