@@ -8,6 +8,7 @@
 #include <ctype.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "op_text.h"
@@ -49,6 +50,56 @@ void xg_literal(xe_dtype dt, double v, char *buf, size_t len)
         snprintf(buf, len, "%d", v != 0);
     else
         snprintf(buf, len, "((%s)%lldLL)", it[dt], (long long)v);
+}
+
+extern const char xg_scalar_text[];
+
+#define SECTION "/* xe-op "
+#define SECTION_END "/* xe-op end */\n"
+
+/* The op a section of scalar.h belongs to ("xe-op NAME: ..."); -1 if none. */
+static int section_op(const char *s)
+{
+    const char *name = s + strlen(SECTION), *colon = strchr(name, ':');
+    return colon ? xe_op_find(name, (size_t)(colon - name)) : -1;
+}
+
+/* Appends scalar.h without its op sections (want < 0), or only op want's section. */
+static size_t copy_text(char *out, int want)
+{
+    size_t u = 0;
+    for (const char *p = xg_scalar_text; *p;) {
+        const char *sec = strstr(p, "\n" SECTION);
+        const char *stop = sec ? sec + 1 : p + strlen(p);
+        if (want < 0) {
+            memcpy(out + u, p, (size_t)(stop - p));
+            u += (size_t)(stop - p);
+        }
+        if (!sec)
+            break;
+        const char *end = strstr(stop, SECTION_END);
+        end = end ? end + strlen(SECTION_END) : stop + strlen(stop);
+        if (want >= 0 && section_op(stop) == want) {
+            memcpy(out + u, stop, (size_t)(end - stop));
+            u += (size_t)(end - stop);
+        }
+        p = end;
+    }
+    out[u] = '\0';
+    return u;
+}
+
+char *xg_scalar_text_for(const bool *used)
+{
+    char *out =
+        malloc(2 * strlen(xg_scalar_text) + 1); /* the common part plus every section, at most */
+    if (!out)
+        return NULL;
+    size_t u = copy_text(out, -1);
+    for (int op = 0; op < XE_OP_COUNT; op++)
+        if (used[op])
+            u += copy_text(out + u, op);
+    return out;
 }
 
 /* The expression of n's op for compute dtype dt; NULL if it has none. */
