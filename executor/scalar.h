@@ -453,4 +453,15 @@ XE_HOSTDEV static inline int64_t xe_chunk_begin(int64_t n, int64_t parts, int64_
     return c * q + (c < rem ? c : rem);
 }
 
+/* xe-op softplus: log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)), which neither overflows
+   nor loses the small values (a generated program carries this section only when it uses softplus) */
+XE_HOSTDEV static inline float xe_softplus_f32(float x)
+{
+    return (x > 0.0f ? x : 0.0f) + log1pf(xe_exp_f32(-fabsf(x)));
+}
+XE_HOSTDEV static inline double xe_softplus_f64(double x)
+{
+    return (x > 0.0 ? x : 0.0) + log1p(exp(-fabs(x)));
+}
+/* xe-op end */
 #endif
