@@ -69,8 +69,9 @@ static size_t copy_text(char *out, int want)
 {
     size_t u = 0;
     for (const char *p = xg_scalar_text; *p;) {
-        const char *sec = strstr(p, "\n" SECTION);
-        const char *stop = sec ? sec + 1 : p + strlen(p);
+        bool here = strncmp(p, SECTION, strlen(SECTION)) == 0; /* a section right after another */
+        const char *sec = here ? p : strstr(p, "\n" SECTION);
+        const char *stop = here ? p : sec ? sec + 1 : p + strlen(p);
         if (want < 0) {
             memcpy(out + u, p, (size_t)(stop - p));
             u += (size_t)(stop - p);

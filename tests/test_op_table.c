@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "op_text.h"
 #include "plan.h"
 #include "support/optable.h"
 #include "support/ref.h"
@@ -198,4 +199,34 @@ Test(op_table, docs_format_names_every_op)
     for (int op = 0; op < XE_OP_COUNT; op++)
         cr_expect(named(text, xe_op_name(op)), "docs/format.md does not name the op %s",
                   xe_op_name(op));
+}
+
+extern const char xg_scalar_text[];
+
+/* A generated program carries scalar.h's common part, and an op's section only when it uses the op. */
+Test(op_table, scalar_sections_only_in_programs_that_use_their_op)
+{
+    bool used[XE_OP_COUNT] = {false};
+    char *common = xg_scalar_text_for(used);
+    cr_assert_not_null(common);
+    cr_expect_null(strstr(common, "xe-op"), "the common part holds a section");
+    int sections = 0;
+    for (int op = 0; op < XE_OP_COUNT; op++) {
+        char mark[96];
+        snprintf(mark, sizeof mark, "/* xe-op %s:", xe_op_name(op));
+        used[op] = true;
+        char *t = xg_scalar_text_for(used);
+        used[op] = false;
+        cr_assert_not_null(t);
+        bool has = strstr(xg_scalar_text, mark) != NULL;
+        cr_expect_eq(strncmp(t, common, strlen(common)), 0, "%s: the common part changed", xe_op_name(op));
+        cr_expect_eq(strstr(t, mark) != NULL, has, "%s: its section %s", xe_op_name(op),
+                     has ? "is missing" : "appears from nowhere");
+        cr_expect_eq(strstr(t + strlen(common), "/* xe-op end */") != NULL, has, "%s: another op's section",
+                     xe_op_name(op));
+        sections += has;
+        free(t);
+    }
+    free(common);
+    cr_expect_geq(sections, 2, "scalar.h has %d op sections", sections);
 }
