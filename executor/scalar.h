@@ -464,4 +464,15 @@ XE_HOSTDEV static inline double xe_softplus_f64(double x)
     return (x > 0.0 ? x : 0.0) + log1p(exp(-fabs(x)));
 }
 /* xe-op end */
+/* xe-op leaky_relu: x for x >= 0, alpha x below; NaN stays (a generated program carries this
+   section only when it uses leaky_relu) */
+XE_HOSTDEV static inline float xe_leaky_relu_f32(float x, float alpha)
+{
+    return x < 0.0f ? alpha * x : x;
+}
+XE_HOSTDEV static inline double xe_leaky_relu_f64(double x, double alpha)
+{
+    return x < 0.0 ? alpha * x : x;
+}
+/* xe-op end */
 #endif
