@@ -475,4 +475,15 @@ XE_HOSTDEV static inline double xe_leaky_relu_f64(double x, double alpha)
     return x < 0.0 ? alpha * x : x;
 }
 /* xe-op end */
+/* xe-op elu: x for x > 0, alpha (exp(x) - 1) below, with expm1 so that small x keeps its digits;
+   NaN stays (a generated program carries this section only when it uses elu) */
+XE_HOSTDEV static inline float xe_elu_f32(float x, float alpha)
+{
+    return x > 0.0f ? x : alpha * expm1f(x);
+}
+XE_HOSTDEV static inline double xe_elu_f64(double x, double alpha)
+{
+    return x > 0.0 ? x : alpha * expm1(x);
+}
+/* xe-op end */
 #endif
