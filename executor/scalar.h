@@ -486,4 +486,17 @@ XE_HOSTDEV static inline double xe_elu_f64(double x, double alpha)
     return x > 0.0 ? x : alpha * expm1(x);
 }
 /* xe-op end */
+/* xe-op hard_sigmoid: alpha x + beta clamped to [0, 1]; NaN stays (a generated program carries
+   this section only when it uses hard_sigmoid) */
+XE_HOSTDEV static inline float xe_hard_sigmoid_f32(float x, float alpha, float beta)
+{
+    float y = alpha * x + beta;
+    return y < 0.0f ? 0.0f : y > 1.0f ? 1.0f : y;
+}
+XE_HOSTDEV static inline double xe_hard_sigmoid_f64(double x, double alpha, double beta)
+{
+    double y = alpha * x + beta;
+    return y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+}
+/* xe-op end */
 #endif
