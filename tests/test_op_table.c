@@ -203,7 +203,8 @@ Test(op_table, docs_format_names_every_op)
 
 extern const char xg_scalar_text[];
 
-/* A generated program carries scalar.h's common part, and an op's section only when it uses the op. */
+/* A generated program carries scalar.h's common part, and an op's section only when it uses the op.
+ */
 Test(op_table, scalar_sections_only_in_programs_that_use_their_op)
 {
     bool used[XE_OP_COUNT] = {false};
@@ -219,14 +220,45 @@ Test(op_table, scalar_sections_only_in_programs_that_use_their_op)
         used[op] = false;
         cr_assert_not_null(t);
         bool has = strstr(xg_scalar_text, mark) != NULL;
-        cr_expect_eq(strncmp(t, common, strlen(common)), 0, "%s: the common part changed", xe_op_name(op));
+        cr_expect_eq(strncmp(t, common, strlen(common)), 0, "%s: the common part changed",
+                     xe_op_name(op));
         cr_expect_eq(strstr(t, mark) != NULL, has, "%s: its section %s", xe_op_name(op),
                      has ? "is missing" : "appears from nowhere");
-        cr_expect_eq(strstr(t + strlen(common), "/* xe-op end */") != NULL, has, "%s: another op's section",
-                     xe_op_name(op));
+        cr_expect_eq(strstr(t + strlen(common), "/* xe-op end */") != NULL, has,
+                     "%s: another op's section", xe_op_name(op));
         sections += has;
         free(t);
     }
     free(common);
     cr_expect_geq(sections, 2, "scalar.h has %d op sections", sections);
+}
+
+/* The parser reads an op's attributes from attrs.def: names, kinds, and defaults where absent. */
+Test(op_table, attributes_come_from_the_table)
+{
+    xe_status st;
+    static const struct {
+        const char *line, *error;
+    } bad[] = {
+        {"r = leaky_relu(x, alpha=true)", "alpha must be a number"},
+        {"r = leaky_relu(x, beta=1)", "unknown attribute 'beta' for leaky_relu (expected alpha)"},
+        {"r = hard_sigmoid(x, gamma=1)", "(expected alpha, beta)"},
+        {"r = softplus(x, alpha=1)", "softplus takes no attributes"},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        char text[256];
+        snprintf(text, sizeof text, "xlac.graph v1\ninput x: f32[2]\n%s\noutput r\n", bad[k].line);
+        xe_graph *g = xe_parse_string(text, "t.xg", &st);
+        cr_expect_null(g, "%s was accepted", bad[k].line);
+        cr_expect(strstr(st.msg, bad[k].error), "%s: %s", bad[k].line, st.msg);
+        xe_graph_destroy(g);
+    }
+    xe_graph *g = xe_parse_string(
+        "xlac.graph v1\ninput x: f32[2]\nr = hard_sigmoid(x, beta=1)\noutput r\n", "t.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    double a[XE_MAX_OP_FLOATS];
+    cr_expect_eq(xe_op_float_attrs(g->nodes[g->n_nodes - 1], a), 2);
+    cr_expect_eq(a[0], 0.2, "alpha's default");
+    cr_expect_eq(a[1], 1.0, "beta as given (an integer for a float)");
+    xe_graph_destroy(g);
 }
