@@ -17,8 +17,6 @@
 #include "program_impl.h"
 #include "xlac/device.h"
 
-extern const char xg_scalar_text[];
-
 /* ---- emitter hooks ---------------------------------------------------------------- */
 
 static void prelude_cuda(em *e)
@@ -28,7 +26,7 @@ static void prelude_cuda(em *e)
            "typedef unsigned short uint16_t;\ntypedef int int32_t;\ntypedef unsigned int uint32_t;\n"
            "typedef long long int64_t;\ntypedef unsigned long long uint64_t;\n"
            "#define INT64_MIN (-9223372036854775807LL - 1)\n#define INT64_MAX 9223372036854775807LL\n");
-    xg_out(e, "%s\n", xg_scalar_text);
+    xg_emit_scalar_text(e);
     xg_out(e, "typedef %s xg_idx; /* index math */\n", e->narrow ? "int" : "long long");
     xg_out(e, "struct xg_args {\n    void *b[%d];\n    int64_t s[%d];\n    void *w; /* workspace */\n};\n\n",
         e->p->body->n_nodes, e->p->n_sizes ? e->p->n_sizes : 1);

@@ -280,10 +280,10 @@ static void emit_concat(em *e, const xe_node *n, int node, const idx *ix, char *
 }
 
 /* iota, or a scalar constant, at ix. */
-static void source_text(em *e, const xe_node *n, xe_dtype dt, const idx *ix, char *text, size_t len)
+static void source_text(const xe_node *n, xe_dtype dt, const idx *ix, char *text, size_t len)
 {
     if (n->op == XE_OP_CONST) {
-        xg_literal(e, dt, xe_load_f64(n->value->data, dt, 0), text, len);
+        xg_literal(dt, xe_load_f64(n->value->data, dt, 0), text, len);
     } else {
         int64_t axis = xe_node_attr_int(n, "axis", 0);
         if (axis < 0)
@@ -313,33 +313,25 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
     const xe_op_def *d = xe_op_get(n->op);
     xe_dtype dt = e->p->types[node].dtype;
     char a[3][16], text[512];
-    switch (d->cls) {
-    case XE_CLASS_BINARY:
-    case XE_CLASS_COMPARE:
-    case XE_CLASS_LOGICAL:
-    case XE_CLASS_UNARY:
-    case XE_CLASS_SELECT:
-    case XE_CLASS_CAST:
+    if (xe_op_is_elementwise(n->op)) {
         for (int k = 0; k < n->n_inputs; k++) {
             idx r;
             idx_broadcast(e, node, n->inputs[k], ix, &r);
             xg_emit_val(e, n->inputs[k], &r, a[k], sizeof a[k]);
         }
-        break;
-    default: break;
     }
     xe_dtype in_dt = n->n_inputs ? e->p->types[n->inputs[0]].dtype : dt;
     switch (d->cls) {
     case XE_CLASS_BINARY:
     case XE_CLASS_COMPARE:
-    case XE_CLASS_LOGICAL: xg_binary_text(n->op, in_dt, a[0], a[1], text, sizeof text); break;
-    case XE_CLASS_UNARY:
-        if (!xg_unary_text(n, in_dt, a[0], text, sizeof text))
+    case XE_CLASS_LOGICAL:
+    case XE_CLASS_UNARY: /* the ops.def expression */
+        if (!xg_op_text(n, in_dt, a[0], n->n_inputs > 1 ? a[1] : NULL, text, sizeof text))
             unsupported(e, n, "no emitter");
         break;
     case XE_CLASS_SELECT: snprintf(text, sizeof text, "%s ? %s : %s", a[0], a[1], a[2]); break;
     case XE_CLASS_CAST: xg_cast_text(in_dt, dt, a[0], text, sizeof text); break;
-    case XE_CLASS_SOURCE: source_text(e, n, dt, ix, text, sizeof text); break;
+    case XE_CLASS_SOURCE: source_text(n, dt, ix, text, sizeof text); break;
     case XE_CLASS_SHAPE: emit_shape_op(e, n, node, ix, var, len); return;
     default:
         unsupported(e, n, "no emitter for this op inside a fused loop");

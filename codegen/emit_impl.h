@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "backend.h"
+#include "op_text.h"
 #include "plan.h"
 #include "xlac/op.h"
 #include "xlac/text.h"
@@ -80,11 +81,10 @@ void xg_kernel_begin(em *e, int step);
 
 /* ---- emit_scalar.c: an op's text ---- */
 
-void xg_literal(em *e, xe_dtype dt, double v, char *buf, size_t len);
-void xg_binary_text(int op, xe_dtype dt, const char *a, const char *b, char *buf, size_t len);
-bool xg_unary_text(const xe_node *n, xe_dtype dt, const char *a, char *buf, size_t len);
 void xg_cast_text(xe_dtype from, xe_dtype to, const char *a, char *buf, size_t len);
 bool xg_costly_op(int op);
+/* scalar.h's common part and the sections of the ops the program uses (backends' preludes). */
+void xg_emit_scalar_text(em *e);
 
 /* ---- emit_loop.c, emit_reduce.c, emit_row.c: kernels ---- */
 

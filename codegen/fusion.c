@@ -114,12 +114,6 @@ static bool is_column_reduce(const xg_plan *p, const xe_node *n)
     return true;
 }
 
-static bool is_elementwise(int op)
-{
-    xe_op_class c = xe_op_get(op)->cls;
-    return c == XE_CLASS_BINARY || c == XE_CLASS_COMPARE || c == XE_CLASS_LOGICAL ||
-           c == XE_CLASS_UNARY || c == XE_CLASS_SELECT || c == XE_CLASS_CAST;
-}
 
 /*
  * Whether node (computed inline at the loop's index when `same` holds)
@@ -135,7 +129,7 @@ static bool reads_same_index(const xg_plan *p, int node, const xg_step *prev, co
     if (p->mat[node] && !root)
         return true;
     const xe_node *n = p->body->nodes[node];
-    bool elementwise = is_elementwise(n->op);
+    bool elementwise = xe_op_is_elementwise(n->op);
     for (int k = 0; k < n->n_inputs; k++) {
         int in = n->inputs[k];
         bool child_same = same && elementwise && xe_shape_equal(&p->types[in].shape, shape);
@@ -229,7 +223,7 @@ static bool reads_aligned(const xg_plan *p, int node, const bool *in_row, const 
         return true;
     const xe_node *n = p->body->nodes[node];
     const xe_shape *s = &p->types[node].shape;
-    bool elementwise = is_elementwise(n->op), reduce = xe_op_get(n->op)->cls == XE_CLASS_REDUCE;
+    bool elementwise = xe_op_is_elementwise(n->op), reduce = xe_op_get(n->op)->cls == XE_CLASS_REDUCE;
     for (int k = 0; k < n->n_inputs; k++) {
         const xe_shape *si = &p->types[n->inputs[k]].shape;
         bool a = false;

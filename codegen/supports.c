@@ -2,6 +2,9 @@
  * What the code generator compiles: the predicate the plugin hands to the
  * clustering pass, and the code generator's default options.
  */
+#include <stdlib.h>
+
+#include "op_text.h"
 #include "xg.h"
 #include "xlac/op.h"
 
@@ -19,9 +22,19 @@ void xg_options_default(xg_options *o)
     };
 }
 
+/* An op with an ops.def expression needs one for its operands' dtype (the emitter prints it). */
+static bool emits_text(const xe_graph *g, const xe_node *n, const xe_op_def *d)
+{
+    if (d->cls != XE_CLASS_BINARY && d->cls != XE_CLASS_COMPARE && d->cls != XE_CLASS_LOGICAL &&
+        d->cls != XE_CLASS_UNARY)
+        return true;
+    if (!g || n->n_inputs < 1)
+        return true; /* no operands to look at: the emitter decides */
+    return xg_op_text(n, g->nodes[n->inputs[0]]->type.dtype, NULL, NULL, NULL, 0);
+}
+
 const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device dev, const xg_options *o)
 {
-    (void)g;
     const xe_op_def *d = xe_op_get(n->op);
     if (!d)
         return "no code generator";
@@ -39,6 +52,8 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
         return "no code generator";
     if (n->type.shape.rank > XE_MAX_RANK)
         return "no code generator";
+    if (!emits_text(g, n, d))
+        return "no code generator for this op on its operands' dtype";
     return NULL;
 }
 

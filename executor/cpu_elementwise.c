@@ -6,8 +6,10 @@
  * which hands over one row at a time with per-operand steps; the row loops
  * below specialise the common steps (1 and 0) so that gcc vectorizes the
  * same-shape and scalar-operand cases. f16 is computed in float and
- * rounded once. The arithmetic that is not a C operator comes from
- * scalar.h, which the GPU kernels and the generated code share.
+ * rounded once. The arithmetic of binary, comparison, logical and unary
+ * ops is the ops.def expression of each op and compute type (the functions
+ * it calls are scalar.h's), which the GPU kernels and the generated code
+ * share: the switches below are expanded from ops.def, one per dtype.
  */
 #include "broadcast.h"
 #include "kernels.h"
@@ -19,7 +21,8 @@ typedef struct ew {
     void *out;
     int op;
     xe_dtype dt;     /* operand dtype */
-    bool approximate;
+    bool variant;    /* the op's XV attribute is set: its XV expressions */
+    double a[XE_MAX_OP_FLOATS]; /* the op's float attributes, a0.. in ops.def */
     xe_dtype to;     /* cast target */
 } ew;
 
@@ -39,11 +42,13 @@ typedef struct ew {
         if (step[0] == 1) {                                                                  \
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                            \
                 __typeof__(LOAD(pa[0])) x = LOAD(pa[i]);                                     \
+                (void)x; /* XE_NA does not read it */                                        \
                 po[i] = STORE(BODY);                                                         \
             }                                                                                \
         } else {                                                                             \
             for (int64_t i = 0; i < n; i++) {                                                \
                 __typeof__(LOAD(pa[0])) x = LOAD(pa[i * step[0]]);                           \
+                (void)x; /* XE_NA does not read it */                                        \
                 po[i] = STORE(BODY);                                                         \
             }                                                                                \
         }                                                                                    \
@@ -58,154 +63,233 @@ typedef struct ew {
         if (step[0] == 1 && step[1] == 1) {                                                  \
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                            \
                 T_ x = LOAD(pa[i]), y = LOAD(pb[i]);                                         \
+                (void)x, (void)y; /* XE_NA reads neither */                                  \
                 po[i] = STORE(BODY);                                                         \
             }                                                                                \
         } else if (step[0] == 1 && step[1] == 0) {                                           \
             T_ y = LOAD(pb[0]);                                                              \
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                            \
                 T_ x = LOAD(pa[i]);                                                          \
+                (void)x, (void)y; /* XE_NA reads neither */                                  \
                 po[i] = STORE(BODY);                                                         \
             }                                                                                \
         } else if (step[0] == 0 && step[1] == 1) {                                           \
             T_ x = LOAD(pa[0]);                                                              \
             _Pragma("omp simd") for (int64_t i = 0; i < n; i++) {                            \
                 T_ y = LOAD(pb[i]);                                                          \
+                (void)x, (void)y; /* XE_NA reads neither */                                  \
                 po[i] = STORE(BODY);                                                         \
             }                                                                                \
         } else {                                                                             \
             for (int64_t i = 0; i < n; i++) {                                                \
                 T_ x = LOAD(pa[i * step[0]]), y = LOAD(pb[i * step[1]]);                     \
+                (void)x, (void)y; /* XE_NA reads neither */                                  \
                 po[i] = STORE(BODY);                                                         \
             }                                                                                \
         }                                                                                    \
     } while (0)
 
-/* ---- binary ---------------------------------------------------------------- */
+/* ---- binary, comparisons, logical ops and unary ops: the ops.def expressions ---- */
 
-#define BINARY_FLOAT(TI, TO, LOAD, STORE, SFX, POW, C)                                      \
-    switch (c->op) {                                                                         \
-    case XE_OP_ADD: ROW2(TI, TO, LOAD, STORE, x + y); break;                                 \
-    case XE_OP_SUB: ROW2(TI, TO, LOAD, STORE, x - y); break;                                 \
-    case XE_OP_MUL: ROW2(TI, TO, LOAD, STORE, x * y); break;                                 \
-    case XE_OP_DIV: ROW2(TI, TO, LOAD, STORE, x / y); break;                                 \
-    case XE_OP_POW: ROW2(TI, TO, LOAD, STORE, POW(x, y)); break;                             \
-    case XE_OP_MAXIMUM: ROW2(TI, TO, LOAD, STORE, xe_max_##SFX(x, y)); break;                \
-    case XE_OP_MINIMUM: ROW2(TI, TO, LOAD, STORE, xe_min_##SFX(x, y)); break;                \
-    default: break;                                                                          \
-    }
+/* ops.def rows other than the ones a switch below asks for expand to nothing. */
+#define X(ENUM, name, min_in, max_in, cls, flags)
 
-#define BINARY_INT(T, SFX)                                                                   \
-    switch (c->op) {                                                                         \
-    case XE_OP_ADD: ROW2(T, T, ID, ID, xe_add_##SFX(x, y)); break;                           \
-    case XE_OP_SUB: ROW2(T, T, ID, ID, xe_sub_##SFX(x, y)); break;                           \
-    case XE_OP_MUL: ROW2(T, T, ID, ID, xe_mul_##SFX(x, y)); break;                           \
-    case XE_OP_DIV: ROW2(T, T, ID, ID, xe_floordiv_##SFX(x, y)); break;                      \
-    case XE_OP_POW: ROW2(T, T, ID, ID, xe_pow_##SFX(x, y)); break;                           \
-    case XE_OP_MAXIMUM: ROW2(T, T, ID, ID, x > y ? x : y); break;                            \
-    case XE_OP_MINIMUM: ROW2(T, T, ID, ID, x < y ? x : y); break;                            \
-    default: break;                                                                          \
-    }
-
-static void binary_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
-{
-    const ew *c = ctx;
-    switch (c->dt) {
-    case XE_F32: BINARY_FLOAT(float, float, ID, ID, f32, powf, c); break;
-    case XE_F64: BINARY_FLOAT(double, double, ID, ID, f64, pow, c); break;
-    case XE_F16: BINARY_FLOAT(xe_f16, xe_f16, H2F, F2H, f32, powf, c); break;
-    case XE_I32: BINARY_INT(int32_t, i32); break;
-    case XE_I64: BINARY_INT(int64_t, i64); break;
-    case XE_BOOL:
-        if (c->op == XE_OP_MAXIMUM)
-            ROW2(uint8_t, uint8_t, ID, ID, (uint8_t)(x | y));
-        else
-            ROW2(uint8_t, uint8_t, ID, ID, (uint8_t)(x & y));
-        break;
-    default: break;
-    }
-}
-
-/* ---- comparisons and logical ops ------------------------------------------------ */
-
-#define COMPARE(TI, LOAD)                                                                    \
-    switch (c->op) {                                                                         \
-    case XE_OP_EQUAL: ROW2(TI, uint8_t, LOAD, ID, x == y); break;                            \
-    case XE_OP_NOT_EQUAL: ROW2(TI, uint8_t, LOAD, ID, x != y); break;                        \
-    case XE_OP_LESS: ROW2(TI, uint8_t, LOAD, ID, x < y); break;                              \
-    case XE_OP_LESS_EQUAL: ROW2(TI, uint8_t, LOAD, ID, x <= y); break;                       \
-    case XE_OP_GREATER: ROW2(TI, uint8_t, LOAD, ID, x > y); break;                           \
-    case XE_OP_GREATER_EQUAL: ROW2(TI, uint8_t, LOAD, ID, x >= y); break;                    \
-    default: break;                                                                          \
-    }
-
-static void compare_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
-{
-    const ew *c = ctx;
-    switch (c->dt) {
-    case XE_F32: COMPARE(float, ID); break;
-    case XE_F64: COMPARE(double, ID); break;
-    case XE_F16: COMPARE(xe_f16, H2F); break;
-    case XE_I32: COMPARE(int32_t, ID); break;
-    case XE_I64: COMPARE(int64_t, ID); break;
-    case XE_BOOL: COMPARE(uint8_t, ID); break;
-    default: break;
-    }
-}
-
-static void logical_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
-{
-    const ew *c = ctx;
-    if (c->op == XE_OP_LOGICAL_AND)
-        ROW2(uint8_t, uint8_t, ID, ID, (uint8_t)(x & y));
-    else
-        ROW2(uint8_t, uint8_t, ID, ID, (uint8_t)(x | y));
-}
-
-/* ---- unary ------------------------------------------------------------------- */
-
-#define UNARY_FLOAT(TI, LOAD, STORE, SFX, F)                                                 \
-    switch (c->op) {                                                                         \
-    case XE_OP_NEG: ROW1(TI, TI, LOAD, STORE, -x); break;                                    \
-    case XE_OP_ABS: ROW1(TI, TI, LOAD, STORE, fabs##F(x)); break;                            \
-    case XE_OP_EXP: ROW1(TI, TI, LOAD, STORE, xe_exp_##SFX(x)); break;                       \
-    case XE_OP_LOG: ROW1(TI, TI, LOAD, STORE, log##F(x)); break;                             \
-    case XE_OP_SQRT: ROW1(TI, TI, LOAD, STORE, sqrt##F(x)); break;                           \
-    case XE_OP_RSQRT: ROW1(TI, TI, LOAD, STORE, xe_rsqrt_##SFX(x)); break;                   \
-    case XE_OP_TANH: ROW1(TI, TI, LOAD, STORE, xe_tanh_##SFX(x)); break;                     \
-    case XE_OP_SIGMOID: ROW1(TI, TI, LOAD, STORE, xe_sigmoid_##SFX(x)); break;               \
-    case XE_OP_RELU: ROW1(TI, TI, LOAD, STORE, xe_relu_##SFX(x)); break;                     \
-    case XE_OP_ERF: ROW1(TI, TI, LOAD, STORE, erf##F(x)); break;                             \
-    case XE_OP_SIN: ROW1(TI, TI, LOAD, STORE, sin##F(x)); break;                             \
-    case XE_OP_COS: ROW1(TI, TI, LOAD, STORE, cos##F(x)); break;                             \
-    case XE_OP_FLOOR: ROW1(TI, TI, LOAD, STORE, floor##F(x)); break;                         \
-    case XE_OP_CEIL: ROW1(TI, TI, LOAD, STORE, ceil##F(x)); break;                           \
-    case XE_OP_GELU:                                                                         \
-        if (c->approximate)                                                                  \
-            ROW1(TI, TI, LOAD, STORE, xe_gelu_tanh_##SFX(x));                                \
+/* A two-operand row op: the class decides the output (the other arm is dead code). */
+#define CASE2(ENUM, cls, EXPR, TI, LOAD, STORE)                                              \
+    case XE_OP_##ENUM:                                                                       \
+        if ((cls) == XE_CLASS_BINARY)                                                        \
+            ROW2(TI, TI, LOAD, STORE, EXPR);                                                 \
         else                                                                                 \
-            ROW1(TI, TI, LOAD, STORE, xe_gelu_erf_##SFX(x));                                 \
-        break;                                                                               \
-    default: break;                                                                          \
-    }
+            ROW2(TI, uint8_t, LOAD, ID, EXPR);                                               \
+        break;
 
-#define UNARY_INT(T, SFX)                                                                    \
-    switch (c->op) {                                                                         \
-    case XE_OP_NEG: ROW1(T, T, ID, ID, xe_sub_##SFX(0, x)); break;                           \
-    case XE_OP_ABS: ROW1(T, T, ID, ID, xe_abs_##SFX(x)); break;                              \
-    case XE_OP_RELU: ROW1(T, T, ID, ID, x < 0 ? 0 : x); break;                               \
-    default: break;                                                                          \
-    }
+#define ROW_ARGS const ew *c, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step
 
-static void unary_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
+static void rows2_f32(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, f32, float, ID, ID)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_f16(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, f32, xe_f16, H2F, F2H)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_f64(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, f64, double, ID, ID)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_i32(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, i32, int32_t, ID, ID)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_i64(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, i64, int64_t, ID, ID)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_bool(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, b, uint8_t, ID, ID)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+/* Binary ops, comparisons and logical ops: operands of one dtype, broadcast. */
+static void rows2(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
 {
     const ew *c = ctx;
     switch (c->dt) {
-    case XE_F32: UNARY_FLOAT(float, ID, ID, f32, f); break;
-    case XE_F64: UNARY_FLOAT(double, ID, ID, f64, ); break;
-    case XE_F16: UNARY_FLOAT(xe_f16, H2F, F2H, f32, f); break;
-    case XE_I32: UNARY_INT(int32_t, i32); break;
-    case XE_I64: UNARY_INT(int64_t, i64); break;
-    case XE_BOOL: ROW1(uint8_t, uint8_t, ID, ID, (uint8_t)!x); break;
+    case XE_F32: rows2_f32(c, n, out_off, off, step); break;
+    case XE_F64: rows2_f64(c, n, out_off, off, step); break;
+    case XE_F16: rows2_f16(c, n, out_off, off, step); break;
+    case XE_I32: rows2_i32(c, n, out_off, off, step); break;
+    case XE_I64: rows2_i64(c, n, out_off, off, step); break;
+    case XE_BOOL: rows2_bool(c, n, out_off, off, step); break;
+    default: break;
+    }
+}
+
+/*
+ * Unary rows: in float functions the op's float attributes are a0..a3
+ * (ops.def), and an op whose XV attribute is set takes its XV expression.
+ */
+#define CASE1(ENUM, EXPR, TI, LOAD, STORE)                                                   \
+    case XE_OP_##ENUM: ROW1(TI, TI, LOAD, STORE, EXPR); break;
+
+static void rows1_f32(ROW_ARGS)
+{
+    const float a0 = (float)c->a[0], a1 = (float)c->a[1], a2 = (float)c->a[2], a3 = (float)c->a[3];
+    (void)a0, (void)a1, (void)a2, (void)a3;
+    if (c->variant) {
+        switch (c->op) {
+#define XV(E, attr, f32, f64) CASE1(E, f32, float, ID, ID)
+#include "xlac/ops.def"
+#undef XV
+        default: break;
+        }
+        return;
+    }
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, f32, float, ID, ID)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_f16(ROW_ARGS)
+{
+    const float a0 = (float)c->a[0], a1 = (float)c->a[1], a2 = (float)c->a[2], a3 = (float)c->a[3];
+    (void)a0, (void)a1, (void)a2, (void)a3;
+    if (c->variant) {
+        switch (c->op) {
+#define XV(E, attr, f32, f64) CASE1(E, f32, xe_f16, H2F, F2H)
+#include "xlac/ops.def"
+#undef XV
+        default: break;
+        }
+        return;
+    }
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, f32, xe_f16, H2F, F2H)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_f64(ROW_ARGS)
+{
+    const double a0 = (double)c->a[0], a1 = (double)c->a[1], a2 = (double)c->a[2], a3 = (double)c->a[3];
+    (void)a0, (void)a1, (void)a2, (void)a3;
+    if (c->variant) {
+        switch (c->op) {
+#define XV(E, attr, f32, f64) CASE1(E, f64, double, ID, ID)
+#include "xlac/ops.def"
+#undef XV
+        default: break;
+        }
+        return;
+    }
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, f64, double, ID, ID)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_i32(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, i32, int32_t, ID, ID)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_i64(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, i64, int64_t, ID, ID)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_bool(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, b, uint8_t, ID, ID)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
+{
+    const ew *c = ctx;
+    switch (c->dt) {
+    case XE_F32: rows1_f32(c, n, out_off, off, step); break;
+    case XE_F64: rows1_f64(c, n, out_off, off, step); break;
+    case XE_F16: rows1_f16(c, n, out_off, off, step); break;
+    case XE_I32: rows1_i32(c, n, out_off, off, step); break;
+    case XE_I64: rows1_i64(c, n, out_off, off, step); break;
+    case XE_BOOL: rows1_bool(c, n, out_off, off, step); break;
     default: break;
     }
 }
@@ -301,28 +385,29 @@ xe_code xe_cpu_binary(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
     ew c = {.dt = a->in[0]->dtype};
-    return run_rows(a, binary_row, &c);
+    return run_rows(a, rows2, &c);
 }
 
 xe_code xe_cpu_compare(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
     ew c = {.dt = a->in[0]->dtype};
-    return run_rows(a, compare_row, &c);
+    return run_rows(a, rows2, &c);
 }
 
 xe_code xe_cpu_logical(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
     ew c = {.dt = XE_BOOL};
-    return run_rows(a, logical_row, &c);
+    return run_rows(a, rows2, &c);
 }
 
 xe_code xe_cpu_unary(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
-    ew c = {.dt = a->in[0]->dtype, .approximate = xe_node_attr_bool(a->node, "approximate", false)};
-    return run_rows(a, unary_row, &c);
+    ew c = {.dt = a->in[0]->dtype, .variant = xe_op_variant(a->node)};
+    xe_op_float_attrs(a->node, c.a);
+    return run_rows(a, rows1, &c);
 }
 
 xe_code xe_cpu_select(const xe_kernel_args *a, xe_status *st)

@@ -136,9 +136,8 @@ xe_code xe_infer_unary(const xe_node *n, const xe_type *in, int n_in, xe_type *o
                        xe_dtype_name(dt));
     if (!(flags & XE_OPF_BOOL_ONLY) && dt == XE_BOOL)
         return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool", xe_op_name(n->op));
-    const xe_attr *a = xe_node_attr(n, "approximate");
-    if (a && a->kind != XE_ATTR_BOOL)
-        return xe_fail(st, XE_ERR_GRAPH, "approximate must be true or false");
+    if (xe_op_check_attr_kinds(n, st) != XE_OK)
+        return st->code;
     *out = in[0];
     return XE_OK;
 }

@@ -2,7 +2,7 @@
  * The op registry: the built-in table expanded from ops.def, plus the ops
  * that plugins register at run time. Each built-in op's shape function and
  * kernels are chosen from its class (and, for shape ops, its name) here,
- * in one place.
+ * in one place. The attribute table (attrs.def) is read here too.
  */
 #include <string.h>
 
@@ -124,6 +124,127 @@ int xe_op_count(void)
 {
     ensure_builtins();
     return n_ops;
+}
+
+bool xe_op_is_elementwise(int op)
+{
+    const xe_op_def *d = xe_op_get(op);
+    if (!d)
+        return false;
+    switch (d->cls) {
+    case XE_CLASS_BINARY:
+    case XE_CLASS_COMPARE:
+    case XE_CLASS_LOGICAL:
+    case XE_CLASS_UNARY:
+    case XE_CLASS_SELECT:
+    case XE_CLASS_CAST: return true;
+    default: return false;
+    }
+}
+
+bool xe_op_variant(const xe_node *n)
+{
+    switch (n->op) {
+#define X(ENUM, nm, min_in, max_in, cls, fl)
+#define XV(ENUM, attr, f32, f64)                                                           \
+    case XE_OP_##ENUM: return xe_op_attr_value(n, #attr) != 0;
+#include "xlac/ops.def"
+#undef XV
+#undef X
+    default: return false;
+    }
+}
+
+/* ---- attributes (attrs.def) ------------------------------------------------- */
+
+static const int attr_op[] = {
+#define XA(ENUM, nm, kind, dflt) XE_OP_##ENUM,
+#include "xlac/attrs.def"
+#undef XA
+};
+
+static const xe_op_attr attr_rows[] = {
+#define XA(ENUM, nm, kind, dflt) {nm, kind, dflt},
+#include "xlac/attrs.def"
+#undef XA
+};
+
+#define N_ATTR_ROWS ((int)(sizeof attr_op / sizeof attr_op[0]))
+
+const xe_op_attr *xe_op_attrs(int op, int *n)
+{
+    *n = 0;
+    if (op < 0 || op >= XE_OP_COUNT || op == XE_OP_CALL)
+        return NULL;
+    int first = 0;
+    while (first < N_ATTR_ROWS && attr_op[first] != op)
+        first++;
+    while (first + *n < N_ATTR_ROWS && attr_op[first + *n] == op)
+        (*n)++;
+    return &attr_rows[first]; /* rows of one op are adjacent in attrs.def */
+}
+
+const xe_op_attr *xe_op_attr_find(int op, const char *name, size_t len)
+{
+    int n;
+    const xe_op_attr *a = xe_op_attrs(op, &n);
+    for (int k = 0; k < n; k++)
+        if (strlen(a[k].name) == len && memcmp(a[k].name, name, len) == 0)
+            return &a[k];
+    return NULL;
+}
+
+const char *xe_attr_kind_what(xe_attr_kind k)
+{
+    switch (k) {
+    case XE_ATTR_INT: return "an integer";
+    case XE_ATTR_FLOAT: return "a number";
+    case XE_ATTR_BOOL: return "true or false";
+    case XE_ATTR_STRING: return "a \"string\"";
+    case XE_ATTR_DTYPE: return "a dtype such as f32";
+    default: return "a list";
+    }
+}
+
+bool xe_op_attr_kind_ok(const xe_op_attr *t, const xe_attr *a)
+{
+    if (t->kind == XE_ATTR_INTS || t->kind == XE_ATTR_FLOATS)
+        return true; /* a list: the shape function checks it */
+    return a->kind == t->kind || (t->kind == XE_ATTR_FLOAT && a->kind == XE_ATTR_INT);
+}
+
+xe_code xe_op_check_attr_kinds(const xe_node *n, xe_status *st)
+{
+    for (int k = 0; k < n->n_attrs; k++) {
+        const xe_attr *a = &n->attrs[k];
+        const xe_op_attr *t = xe_op_attr_find(n->op, a->name, strlen(a->name));
+        if (t && !xe_op_attr_kind_ok(t, a))
+            return xe_fail(st, XE_ERR_GRAPH, "%s must be %s", t->name, xe_attr_kind_what(t->kind));
+    }
+    return XE_OK;
+}
+
+double xe_op_attr_value(const xe_node *n, const char *name)
+{
+    const xe_attr *a = xe_node_attr(n, name);
+    if (a && (a->kind == XE_ATTR_INT || a->kind == XE_ATTR_BOOL))
+        return (double)a->i;
+    if (a && a->kind == XE_ATTR_FLOAT)
+        return a->f;
+    const xe_op_attr *t = xe_op_attr_find(n->op, name, strlen(name));
+    return t ? t->dflt : 0.0;
+}
+
+int xe_op_float_attrs(const xe_node *n, double a[XE_MAX_OP_FLOATS])
+{
+    int n_rows, count = 0;
+    const xe_op_attr *t = xe_op_attrs(n->op, &n_rows);
+    for (int k = 0; k < n_rows && count < XE_MAX_OP_FLOATS; k++)
+        if (t[k].kind == XE_ATTR_FLOAT)
+            a[count++] = xe_op_attr_value(n, t[k].name);
+    for (int k = count; k < XE_MAX_OP_FLOATS; k++)
+        a[k] = 0.0;
+    return count;
 }
 
 int xe_plugin_abi_version(void)

@@ -453,4 +453,50 @@ XE_HOSTDEV static inline int64_t xe_chunk_begin(int64_t n, int64_t parts, int64_
     return c * q + (c < rem ? c : rem);
 }
 
+/* xe-op softplus: log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)), which neither overflows
+   nor loses the small values (a generated program carries this section only when it uses softplus) */
+XE_HOSTDEV static inline float xe_softplus_f32(float x)
+{
+    return (x > 0.0f ? x : 0.0f) + log1pf(xe_exp_f32(-fabsf(x)));
+}
+XE_HOSTDEV static inline double xe_softplus_f64(double x)
+{
+    return (x > 0.0 ? x : 0.0) + log1p(exp(-fabs(x)));
+}
+/* xe-op end */
+/* xe-op leaky_relu: x for x >= 0, alpha x below; NaN stays (a generated program carries this
+   section only when it uses leaky_relu) */
+XE_HOSTDEV static inline float xe_leaky_relu_f32(float x, float alpha)
+{
+    return x < 0.0f ? alpha * x : x;
+}
+XE_HOSTDEV static inline double xe_leaky_relu_f64(double x, double alpha)
+{
+    return x < 0.0 ? alpha * x : x;
+}
+/* xe-op end */
+/* xe-op elu: x for x > 0, alpha (exp(x) - 1) below, with expm1 so that small x keeps its digits;
+   NaN stays (a generated program carries this section only when it uses elu) */
+XE_HOSTDEV static inline float xe_elu_f32(float x, float alpha)
+{
+    return x > 0.0f ? x : alpha * expm1f(x);
+}
+XE_HOSTDEV static inline double xe_elu_f64(double x, double alpha)
+{
+    return x > 0.0 ? x : alpha * expm1(x);
+}
+/* xe-op end */
+/* xe-op hard_sigmoid: alpha x + beta clamped to [0, 1]; NaN stays (a generated program carries
+   this section only when it uses hard_sigmoid) */
+XE_HOSTDEV static inline float xe_hard_sigmoid_f32(float x, float alpha, float beta)
+{
+    float y = alpha * x + beta;
+    return y < 0.0f ? 0.0f : y > 1.0f ? 1.0f : y;
+}
+XE_HOSTDEV static inline double xe_hard_sigmoid_f64(double x, double alpha, double beta)
+{
+    double y = alpha * x + beta;
+    return y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+}
+/* xe-op end */
 #endif

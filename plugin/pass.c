@@ -21,15 +21,11 @@
 
 /* ---- the predicate ---------------------------------------------------------- */
 
-static bool fusible_at_level1(xe_op_class cls)
+static bool fusible_at_level1(int op)
 {
-    switch (cls) {
-    case XE_CLASS_BINARY:
-    case XE_CLASS_COMPARE:
-    case XE_CLASS_LOGICAL:
-    case XE_CLASS_UNARY:
-    case XE_CLASS_SELECT:
-    case XE_CLASS_CAST:
+    if (xe_op_is_elementwise(op))
+        return true;
+    switch (xe_op_get(op)->cls) {
     case XE_CLASS_REDUCE:
     case XE_CLASS_ARGMAX:
     case XE_CLASS_SHAPE:
@@ -49,7 +45,7 @@ bool xlac_supports(const xe_graph *g, const xe_node *n, xe_device dev, bool must
         *reason = XC_REASON_NO_CODEGEN;
         return false;
     }
-    if (!must_compile && f->auto_jit == 1 && !fusible_at_level1(d->cls)) {
+    if (!must_compile && f->auto_jit == 1 && !fusible_at_level1(n->op)) {
         *reason = XC_REASON_LEVEL1;
         return false;
     }

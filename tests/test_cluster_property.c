@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "xc.h"
+#include "xlac/op.h"
 #include "xlac/xlac.h"
 
 static xe_status st;
@@ -76,22 +77,30 @@ static vkind widest(vkind a, vkind b)
     return a < b ? a : b;
 }
 
+/* A random op of class cls from the op table that takes floats. */
+static const char *table_op(gen *g, xe_op_class cls)
+{
+    int ops[XE_OP_COUNT], n = 0;
+    for (int op = 0; op < XE_OP_COUNT; op++)
+        if (xe_op_get(op)->cls == cls && !(xe_op_get(op)->flags & XE_OPF_BOOL_ONLY))
+            ops[n++] = op;
+    return xe_op_name(ops[rnd(g, (unsigned)n)]);
+}
+
 static void emit_node(gen *g)
 {
-    static const char *unary[] = {"neg", "abs", "tanh", "sin", "relu", "sigmoid", "exp"};
-    static const char *binary[] = {"add", "sub", "mul", "maximum", "minimum"};
     int id = g->n, a = pick(g), b = pick(g);
     switch (rnd(g, 10)) {
     case 0:
     case 1:
     case 2:
-        fprintf(g->f, "v%d = %s(v%d)\n", id, unary[rnd(g, 7)], a);
+        fprintf(g->f, "v%d = %s(v%d)\n", id, table_op(g, XE_CLASS_UNARY), a);
         g->kind[id] = g->kind[a];
         break;
     case 3:
     case 4:
     case 5:
-        fprintf(g->f, "v%d = %s(v%d, v%d)\n", id, binary[rnd(g, 5)], a, b);
+        fprintf(g->f, "v%d = %s(v%d, v%d)\n", id, table_op(g, XE_CLASS_BINARY), a, b);
         g->kind[id] = widest(g->kind[a], g->kind[b]);
         break;
     case 6:

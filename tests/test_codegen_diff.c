@@ -257,6 +257,18 @@ Test(codegen_diff, random_graphs_with_more_ops_match_op_by_op, .timeout = 900)
     }
 }
 
+/* unary and binary ops drawn from the whole op table (new ops too), on every dtype randgraph makes */
+Test(codegen_diff, random_graphs_of_table_ops_match_op_by_op, .timeout = 900)
+{
+    static const char *const dts[] = {"f32", "f64", "i32"};
+    for (uint64_t seed = 5000; seed < 5000 + N_MORE; seed++) {
+        randgraph_options o = {.n_ops = 4 + (int)(seed % 8), .dtype = dts[seed % 3], .table_ops = true};
+        char *text = randgraph_text(seed, &o);
+        check_graph(text, text, false);
+        free(text);
+    }
+}
+
 Test(codegen_diff, every_dtype_is_covered, .timeout = 300)
 {
     static const char *const dts[] = {"f32", "f64", "i32"};

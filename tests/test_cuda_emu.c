@@ -80,6 +80,16 @@ Test(cuda_emu, random_graphs_match_op_by_op, .timeout = 900)
     check_seeds(1, 41, false, false);
 }
 
+/* the CUDA text of every unary and binary op of the table (randgraph's table_ops) */
+Test(cuda_emu, random_graphs_of_table_ops_match_op_by_op, .timeout = 900)
+{
+    for (uint64_t seed = 700; seed < 730; seed++) {
+        char *text = randgraph_text(seed, &(randgraph_options){.n_ops = 4 + (int)(seed % 8), .table_ops = true});
+        check_emulated(text, false, devices[seed % 3]);
+        free(text);
+    }
+}
+
 Test(cuda_emu, shape_generic_random_graphs_match_op_by_op, .timeout = 900)
 {
     check_seeds(500, 520, true, false);

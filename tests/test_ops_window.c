@@ -374,7 +374,7 @@ Test(window_ops, pool_rejects)
         {"max_pool2d", "f32[1,1,5,5]", "kernel=[3,3], count_include_pad=1",
          "unknown attribute 'count_include_pad' for max_pool2d"},
         {"avg_pool2d", "f32[1,1,5,5]", "kernel=[3,3], count_include_pad=true",
-         "count_include_pad must be 0 or 1"},
+         "count_include_pad must be an integer"},
         {"avg_pool2d", "f32[1,1,2,5]", "kernel=[3,3]",
          "the kernel spans 3 rows (dilated) but the padded input has 2"},
         {"avg_pool2d", "f32[5,5]", "kernel=[3,3]", "avg_pool2d needs a 4-D NCHW input, got rank 2"},

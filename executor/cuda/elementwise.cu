@@ -7,8 +7,9 @@
  * (same shapes, or a scalar against a tensor) the offsets are i * stride
  * (stride 0 or 1); otherwise each index is decomposed over the merged dims,
  * in 32-bit arithmetic when the output is small enough. The arithmetic is
- * the CPU kernels' text: C operators plus the functions of scalar.h, f16
- * computed in float and rounded once (cpu_elementwise.c does the same).
+ * the CPU kernels' text: one functor per op expanded from the ops.def
+ * expressions (C operators plus the functions of scalar.h), f16 computed
+ * in float and rounded once (cpu_elementwise.c does the same).
  */
 #include "common.cuh"
 
@@ -102,227 +103,155 @@ static xe_code unsupported(const xe_kernel_args *a, xe_status *st)
                    xe_op_name(a->node->op), xe_dtype_name(a->in[0]->dtype));
 }
 
-/* ---- binary ---------------------------------------------------------------------- */
+/* ---- binary ops, comparisons, logical ops and unary ops: the ops.def expressions ---- */
 
-/* One functor per op; overloads per compute type. Integers wrap (scalar.h). */
-struct BAdd {
-    __device__ float operator()(float x, float y) const { return x + y; }
-    __device__ double operator()(double x, double y) const { return x + y; }
-    __device__ int32_t operator()(int32_t x, int32_t y) const { return xe_add_i32(x, y); }
-    __device__ int64_t operator()(int64_t x, int64_t y) const { return xe_add_i64(x, y); }
-};
-struct BSub {
-    __device__ float operator()(float x, float y) const { return x - y; }
-    __device__ double operator()(double x, double y) const { return x - y; }
-    __device__ int32_t operator()(int32_t x, int32_t y) const { return xe_sub_i32(x, y); }
-    __device__ int64_t operator()(int64_t x, int64_t y) const { return xe_sub_i64(x, y); }
-};
-struct BMul {
-    __device__ float operator()(float x, float y) const { return x * y; }
-    __device__ double operator()(double x, double y) const { return x * y; }
-    __device__ int32_t operator()(int32_t x, int32_t y) const { return xe_mul_i32(x, y); }
-    __device__ int64_t operator()(int64_t x, int64_t y) const { return xe_mul_i64(x, y); }
-};
-struct BDiv {
-    __device__ float operator()(float x, float y) const { return x / y; }
-    __device__ double operator()(double x, double y) const { return x / y; }
-    __device__ int32_t operator()(int32_t x, int32_t y) const { return xe_floordiv_i32(x, y); }
-    __device__ int64_t operator()(int64_t x, int64_t y) const { return xe_floordiv_i64(x, y); }
-};
-struct BPow {
-    __device__ float operator()(float x, float y) const { return powf(x, y); }
-    __device__ double operator()(double x, double y) const { return pow(x, y); }
-    __device__ int32_t operator()(int32_t x, int32_t y) const { return xe_pow_i32(x, y); }
-    __device__ int64_t operator()(int64_t x, int64_t y) const { return xe_pow_i64(x, y); }
-};
-/* bool maximum is `or`, minimum is `and` (the only binary ops defined on bool). */
-struct BMax {
-    __device__ float operator()(float x, float y) const { return xe_max_f32(x, y); }
-    __device__ double operator()(double x, double y) const { return xe_max_f64(x, y); }
-    __device__ int32_t operator()(int32_t x, int32_t y) const { return x > y ? x : y; }
-    __device__ int64_t operator()(int64_t x, int64_t y) const { return x > y ? x : y; }
-    __device__ uint8_t operator()(uint8_t x, uint8_t y) const { return (uint8_t)(x | y); }
-};
-struct BMin {
-    __device__ float operator()(float x, float y) const { return xe_min_f32(x, y); }
-    __device__ double operator()(double x, double y) const { return xe_min_f64(x, y); }
-    __device__ int32_t operator()(int32_t x, int32_t y) const { return x < y ? x : y; }
-    __device__ int64_t operator()(int64_t x, int64_t y) const { return x < y ? x : y; }
-    __device__ uint8_t operator()(uint8_t x, uint8_t y) const { return (uint8_t)(x & y); }
-};
+/* Whether an ops.def column is XE_NA: the op is not defined on that type. */
+static constexpr bool na(const char *s)
+{
+    return s[0] == 'X' && s[1] == 'E' && s[2] == '_' && s[3] == 'N' && s[4] == 'A' && !s[5];
+}
 
+/* ops.def rows other than the ones asked for below expand to nothing. */
+#define X(ENUM, name, min_in, max_in, cls, flags)
+
+/* One functor per two-operand op: an overload per compute type, the types it
+   defines, and whether it yields bool (comparisons, logical ops). */
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b)                                              \
+    struct B_##E {                                                                             \
+        static constexpr bool has_f32 = !na(#f32), has_f64 = !na(#f64), has_i32 = !na(#i32),   \
+                              has_i64 = !na(#i64), has_bool = !na(#b);                         \
+        static constexpr bool to_bool = (cls) != XE_CLASS_BINARY;                              \
+        __device__ float operator()(float x, float y) const { return (void)x, (void)y, f32; }  \
+        __device__ double operator()(double x, double y) const { return (void)x, (void)y, f64; } \
+        __device__ int32_t operator()(int32_t x, int32_t y) const                              \
+        {                                                                                      \
+            return (void)x, (void)y, i32;                                                      \
+        }                                                                                      \
+        __device__ int64_t operator()(int64_t x, int64_t y) const                              \
+        {                                                                                      \
+            return (void)x, (void)y, i64;                                                      \
+        }                                                                                      \
+        __device__ uint8_t operator()(uint8_t x, uint8_t y) const { return (void)x, (void)y, b; } \
+    };
+#include "xlac/ops.def"
+#undef XB
+
+/* The op's float attributes a0..a3 as locals of compute type T. */
+#define ATTRS(T)                                                                               \
+    const T a0 = (T)at[0], a1 = (T)at[1], a2 = (T)at[2], a3 = (T)at[3];                         \
+    (void)a0, (void)a1, (void)a2, (void)a3
+
+/* One functor per unary op (U_), and per XV row (V_: the expressions when its
+   attribute is set); at holds the op's float attributes. */
+#define XU(E, nm, fl, f32, f64, i32, i64, b)                                                   \
+    struct U_##E {                                                                             \
+        static constexpr bool has_f32 = !na(#f32), has_f64 = !na(#f64), has_i32 = !na(#i32),   \
+                              has_i64 = !na(#i64), has_bool = !na(#b);                         \
+        double at[XE_MAX_OP_FLOATS];                                                           \
+        __device__ float operator()(float x) const { ATTRS(float); return (void)x, f32; }       \
+        __device__ double operator()(double x) const { ATTRS(double); return (void)x, f64; }    \
+        __device__ int32_t operator()(int32_t x) const { return (void)x, i32; }                \
+        __device__ int64_t operator()(int64_t x) const { return (void)x, i64; }                \
+        __device__ uint8_t operator()(uint8_t x) const { return (void)x, b; }                  \
+    };
+#define XV(E, attr, f32, f64)                                                                  \
+    struct V_##E {                                                                             \
+        static constexpr bool has_f32 = true, has_f64 = true, has_i32 = false, has_i64 = false, \
+                              has_bool = false;                                                \
+        double at[XE_MAX_OP_FLOATS];                                                           \
+        __device__ float operator()(float x) const { ATTRS(float); return f32; }               \
+        __device__ double operator()(double x) const { ATTRS(double); return f64; }            \
+        __device__ int32_t operator()(int32_t x) const { return x; }                           \
+        __device__ int64_t operator()(int64_t x) const { return x; }                           \
+        __device__ uint8_t operator()(uint8_t x) const { return x; }                           \
+    };
+#include "xlac/ops.def"
+#undef XU
+#undef XV
+#undef ATTRS
+
+/* A two-operand launch with operands of storage type TI. */
+template <typename TI, typename F> static xe_code launch2(const xe_kernel_args *a, F f, xe_status *st)
+{
+    if constexpr (F::to_bool)
+        return launch_binary<TI, uint8_t>(a, f, st);
+    else
+        return launch_binary<TI, TI>(a, f, st);
+}
+
+/* The launch for the operand's dtype, where the op defines it (F::has_*). */
 template <typename F> static xe_code binary_typed(const xe_kernel_args *a, F f, xe_status *st)
 {
     switch (a->in[0]->dtype) {
-    case XE_F32: return launch_binary<float, float>(a, f, st);
-    case XE_F64: return launch_binary<double, double>(a, f, st);
-    case XE_F16: return launch_binary<xe_f16, xe_f16>(a, f, st);
-    case XE_I32: return launch_binary<int32_t, int32_t>(a, f, st);
-    case XE_I64: return launch_binary<int64_t, int64_t>(a, f, st);
+    case XE_F32: if constexpr (F::has_f32) return launch2<float>(a, f, st); break;
+    case XE_F16: if constexpr (F::has_f32) return launch2<xe_f16>(a, f, st); break;
+    case XE_F64: if constexpr (F::has_f64) return launch2<double>(a, f, st); break;
+    case XE_I32: if constexpr (F::has_i32) return launch2<int32_t>(a, f, st); break;
+    case XE_I64: if constexpr (F::has_i64) return launch2<int64_t>(a, f, st); break;
+    case XE_BOOL: if constexpr (F::has_bool) return launch2<uint8_t>(a, f, st); break;
+    default: break;
+    }
+    return unsupported(a, st);
+}
+
+static xe_code two_operands(const xe_kernel_args *a, xe_status *st)
+{
+    switch (a->node->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) case XE_OP_##E: return binary_typed(a, B_##E(), st);
+#include "xlac/ops.def"
+#undef XB
     default: return unsupported(a, st);
     }
 }
 
 extern "C" xe_code xe_gpu_binary(const xe_kernel_args *a, xe_status *st)
 {
-    bool is_bool = a->in[0]->dtype == XE_BOOL;
-    switch (a->node->op) {
-    case XE_OP_ADD: return binary_typed(a, BAdd(), st);
-    case XE_OP_SUB: return binary_typed(a, BSub(), st);
-    case XE_OP_MUL: return binary_typed(a, BMul(), st);
-    case XE_OP_DIV: return binary_typed(a, BDiv(), st);
-    case XE_OP_POW: return binary_typed(a, BPow(), st);
-    case XE_OP_MAXIMUM:
-        return is_bool ? launch_binary<uint8_t, uint8_t>(a, BMax(), st) : binary_typed(a, BMax(), st);
-    case XE_OP_MINIMUM:
-        return is_bool ? launch_binary<uint8_t, uint8_t>(a, BMin(), st) : binary_typed(a, BMin(), st);
-    default: return unsupported(a, st);
-    }
+    return two_operands(a, st);
 }
-
-/* ---- comparisons and logical ops --------------------------------------------------- */
-
-/* The comparison is a uniform run-time switch: one kernel per dtype, not per op. */
-struct Cmp {
-    int op;
-    template <typename C> __device__ bool operator()(C x, C y) const
-    {
-        switch (op) {
-        case XE_OP_EQUAL: return x == y;
-        case XE_OP_NOT_EQUAL: return x != y;
-        case XE_OP_LESS: return x < y;
-        case XE_OP_LESS_EQUAL: return x <= y;
-        case XE_OP_GREATER: return x > y;
-        default: return x >= y; /* XE_OP_GREATER_EQUAL */
-        }
-    }
-};
 
 extern "C" xe_code xe_gpu_compare(const xe_kernel_args *a, xe_status *st)
 {
-    Cmp f = {a->node->op};
-    switch (a->in[0]->dtype) {
-    case XE_F32: return launch_binary<float, uint8_t>(a, f, st);
-    case XE_F64: return launch_binary<double, uint8_t>(a, f, st);
-    case XE_F16: return launch_binary<xe_f16, uint8_t>(a, f, st);
-    case XE_I32: return launch_binary<int32_t, uint8_t>(a, f, st);
-    case XE_I64: return launch_binary<int64_t, uint8_t>(a, f, st);
-    case XE_BOOL: return launch_binary<uint8_t, uint8_t>(a, f, st);
-    default: return unsupported(a, st);
-    }
+    return two_operands(a, st);
 }
-
-struct Logical {
-    bool is_and;
-    __device__ uint8_t operator()(uint8_t x, uint8_t y) const
-    {
-        return is_and ? (uint8_t)(x & y) : (uint8_t)(x | y);
-    }
-};
 
 extern "C" xe_code xe_gpu_logical(const xe_kernel_args *a, xe_status *st)
 {
-    Logical f = {a->node->op == XE_OP_LOGICAL_AND};
-    return launch_binary<uint8_t, uint8_t>(a, f, st);
+    return two_operands(a, st);
 }
 
-/* ---- unary ------------------------------------------------------------------------- */
-
-/* A float unary functor from its float and double expressions in x. */
-#define UNARY_F(NAME, FEXPR, DEXPR)                                                        \
-    struct NAME {                                                                          \
-        __device__ float operator()(float x) const { return FEXPR; }                       \
-        __device__ double operator()(double x) const { return DEXPR; }                     \
-    };
-UNARY_F(UNeg, -x, -x)
-UNARY_F(UAbs, fabsf(x), fabs(x))
-UNARY_F(UExp, expf(x), exp(x))
-UNARY_F(ULog, logf(x), log(x))
-UNARY_F(USqrt, sqrtf(x), sqrt(x))
-UNARY_F(URsqrt, xe_rsqrt_f32(x), xe_rsqrt_f64(x))
-UNARY_F(UTanh, tanhf(x), tanh(x))
-UNARY_F(USigmoid, xe_sigmoid_f32(x), xe_sigmoid_f64(x))
-UNARY_F(URelu, xe_relu_f32(x), xe_relu_f64(x))
-UNARY_F(UErf, erff(x), erf(x))
-UNARY_F(USin, sinf(x), sin(x))
-UNARY_F(UCos, cosf(x), cos(x))
-UNARY_F(UFloor, floorf(x), floor(x))
-UNARY_F(UCeil, ceilf(x), ceil(x))
-UNARY_F(UGeluTanh, xe_gelu_tanh_f32(x), xe_gelu_tanh_f64(x))
-UNARY_F(UGeluErf, xe_gelu_erf_f32(x), xe_gelu_erf_f64(x))
-#undef UNARY_F
-
-/* The integer unary ops: neg, abs, relu (wrapping like the CPU). */
-struct INeg {
-    __device__ int32_t operator()(int32_t x) const { return xe_sub_i32(0, x); }
-    __device__ int64_t operator()(int64_t x) const { return xe_sub_i64(0, x); }
-};
-struct IAbs {
-    __device__ int32_t operator()(int32_t x) const { return xe_abs_i32(x); }
-    __device__ int64_t operator()(int64_t x) const { return xe_abs_i64(x); }
-};
-struct IRelu {
-    __device__ int32_t operator()(int32_t x) const { return x < 0 ? 0 : x; }
-    __device__ int64_t operator()(int64_t x) const { return x < 0 ? 0 : x; }
-};
-struct LNot {
-    __device__ uint8_t operator()(uint8_t x) const { return (uint8_t)!x; }
-};
-
-template <typename F> static xe_code unary_float(const xe_kernel_args *a, F f, xe_status *st)
+template <typename F> static xe_code unary_typed(const xe_kernel_args *a, F f, xe_status *st)
 {
+    xe_op_float_attrs(a->node, f.at);
     switch (a->in[0]->dtype) {
-    case XE_F32: return launch_unary<float, float>(a, f, st);
-    case XE_F64: return launch_unary<double, double>(a, f, st);
-    case XE_F16: return launch_unary<xe_f16, xe_f16>(a, f, st);
-    default: return unsupported(a, st);
+    case XE_F32: if constexpr (F::has_f32) return launch_unary<float, float>(a, f, st); break;
+    case XE_F16: if constexpr (F::has_f32) return launch_unary<xe_f16, xe_f16>(a, f, st); break;
+    case XE_F64: if constexpr (F::has_f64) return launch_unary<double, double>(a, f, st); break;
+    case XE_I32: if constexpr (F::has_i32) return launch_unary<int32_t, int32_t>(a, f, st); break;
+    case XE_I64: if constexpr (F::has_i64) return launch_unary<int64_t, int64_t>(a, f, st); break;
+    case XE_BOOL: if constexpr (F::has_bool) return launch_unary<uint8_t, uint8_t>(a, f, st); break;
+    default: break;
     }
-}
-
-template <typename F> static xe_code unary_int(const xe_kernel_args *a, F f, xe_status *st)
-{
-    switch (a->in[0]->dtype) {
-    case XE_I32: return launch_unary<int32_t, int32_t>(a, f, st);
-    case XE_I64: return launch_unary<int64_t, int64_t>(a, f, st);
-    default: return unsupported(a, st);
-    }
-}
-
-/* neg, abs and relu are defined on integers too. */
-template <typename FF, typename FI>
-static xe_code unary_any(const xe_kernel_args *a, FF ff, FI fi, xe_status *st)
-{
-    return xe_dtype_is_int(a->in[0]->dtype) ? unary_int(a, fi, st) : unary_float(a, ff, st);
+    return unsupported(a, st);
 }
 
 extern "C" xe_code xe_gpu_unary(const xe_kernel_args *a, xe_status *st)
 {
+    if (xe_op_variant(a->node)) {
+        switch (a->node->op) {
+#define XV(E, attr, f32, f64) case XE_OP_##E: return unary_typed(a, V_##E(), st);
+#include "xlac/ops.def"
+#undef XV
+        default: break;
+        }
+    }
     switch (a->node->op) {
-    case XE_OP_NEG: return unary_any(a, UNeg(), INeg(), st);
-    case XE_OP_ABS: return unary_any(a, UAbs(), IAbs(), st);
-    case XE_OP_RELU: return unary_any(a, URelu(), IRelu(), st);
-    case XE_OP_EXP: return unary_float(a, UExp(), st);
-    case XE_OP_LOG: return unary_float(a, ULog(), st);
-    case XE_OP_SQRT: return unary_float(a, USqrt(), st);
-    case XE_OP_RSQRT: return unary_float(a, URsqrt(), st);
-    case XE_OP_TANH: return unary_float(a, UTanh(), st);
-    case XE_OP_SIGMOID: return unary_float(a, USigmoid(), st);
-    case XE_OP_ERF: return unary_float(a, UErf(), st);
-    case XE_OP_SIN: return unary_float(a, USin(), st);
-    case XE_OP_COS: return unary_float(a, UCos(), st);
-    case XE_OP_FLOOR: return unary_float(a, UFloor(), st);
-    case XE_OP_CEIL: return unary_float(a, UCeil(), st);
-    case XE_OP_GELU:
-        if (xe_node_attr_bool(a->node, "approximate", false))
-            return unary_float(a, UGeluTanh(), st);
-        return unary_float(a, UGeluErf(), st);
-    case XE_OP_LOGICAL_NOT:
-        if (a->in[0]->dtype != XE_BOOL)
-            return unsupported(a, st);
-        return launch_unary<uint8_t, uint8_t>(a, LNot(), st);
+#define XU(E, nm, fl, f32, f64, i32, i64, b) case XE_OP_##E: return unary_typed(a, U_##E(), st);
+#include "xlac/ops.def"
+#undef XU
     default: return unsupported(a, st);
     }
 }
+#undef X
 
 /* ---- select -------------------------------------------------------------------------- */
 

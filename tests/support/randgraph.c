@@ -12,6 +12,8 @@
 #include <string.h>
 
 #include "randgraph.h"
+#include "support/optable.h"
+#include "xlac/op.h"
 
 #define MAX_VALUES 128
 
@@ -30,6 +32,7 @@ typedef struct gen {
     int base_rank, base[3];
     const char *dt;
     bool is_float;
+    bool table_ops; /* randgraph_options.table_ops */
 } gen;
 
 static uint64_t next(gen *g)
@@ -105,6 +108,20 @@ static void broadcast_shape(const value *a, const value *b, int *rank, int *dims
     }
 }
 
+/* An op of class cls with an ops.def expression that takes the graph's dtype, from the whole table. */
+static const char *table_op(gen *g, xe_op_class cls)
+{
+    int ops[XE_OP_COUNT], n = 0;
+    for (int op = 0; op < XE_OP_COUNT; op++) {
+        const xe_op_def *d = xe_op_get(op);
+        bool takes = g->is_float ? !(d->flags & XE_OPF_BOOL_ONLY)
+                                 : !(d->flags & (XE_OPF_BOOL_ONLY | XE_OPF_FLOAT_ONLY));
+        if (d->cls == cls && optable_has_expr(op) && takes)
+            ops[n++] = op;
+    }
+    return xe_op_name(ops[pick(g, n)]);
+}
+
 static void op_binary(gen *g)
 {
     static const char *const fl[] = {"add", "sub", "mul", "maximum", "minimum", "div"};
@@ -112,7 +129,9 @@ static void op_binary(gen *g)
     const value *a = any(g), *b = any(g);
     int rank, dims[3] = {0};
     broadcast_shape(a, b, &rank, dims);
-    const char *op = g->is_float ? fl[pick(g, 6)] : in[pick(g, 5)];
+    const char *op = g->table_ops  ? table_op(g, XE_CLASS_BINARY)
+                     : g->is_float ? fl[pick(g, 6)]
+                                   : in[pick(g, 5)];
     char an[16], bn[16];
     snprintf(an, sizeof an, "%s", a->name);
     snprintf(bn, sizeof bn, "%s", b->name);
@@ -125,11 +144,16 @@ static void op_unary(gen *g)
     static const char *const fl[] = {"neg", "abs", "tanh", "sigmoid", "relu", "sin", "cos", "gelu", "floor"};
     static const char *const in[] = {"neg", "abs", "relu"};
     const value *a = any(g);
-    const char *op = g->is_float ? fl[pick(g, 9)] : in[pick(g, 3)];
+    const char *op = g->table_ops  ? table_op(g, XE_CLASS_UNARY)
+                     : g->is_float ? fl[pick(g, 9)]
+                                   : in[pick(g, 3)];
     char an[16];
     snprintf(an, sizeof an, "%s", a->name);
     value *r = new_value(g, a->rank, a->dims);
-    if (!strcmp(op, "gelu"))
+    const char *variant = optable_variant_attr(xe_op_find(op, strlen(op)));
+    if (g->table_ops && variant)
+        add(g, "%s = %s(%s, %s=%s)\n", r->name, op, an, variant, pick(g, 2) ? "true" : "false");
+    else if (!strcmp(op, "gelu"))
         add(g, "%s = gelu(%s, approximate=%s)\n", r->name, an, pick(g, 2) ? "true" : "false");
     else
         add(g, "%s = %s(%s)\n", r->name, op, an);
@@ -414,6 +438,7 @@ char *randgraph_text(uint64_t seed, const randgraph_options *o)
     static const char *const dts[] = {"f32", "f64", "i32", "f32"};
     g.dt = o && o->dtype ? o->dtype : dts[pick(&g, 4)];
     g.is_float = g.dt[0] == 'f';
+    g.table_ops = o && o->table_ops;
     g.base_rank = 1 + pick(&g, 3);
     for (int d = 0; d < g.base_rank; d++)
         g.base[d] = 2 + pick(&g, 6);

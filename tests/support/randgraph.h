@@ -20,6 +20,9 @@ typedef struct randgraph_options {
     const char *dtype;    /* "f32", "f64", "i32", or NULL: chosen by the seed */
     bool more_ops;        /* also compare/logical/cast, argmax, unary ops with NaN and inf in range,
                              pow, reduce_prod, iota, constants, matmul (level 2) */
+    bool table_ops;       /* unary and binary ops drawn from the whole op table (ops.def: every op
+                             that takes the dtype, new ones included) instead of the fixed sets
+                             that the golden set (test_emit_golden) was made with */
 } randgraph_options;
 
 #include "xlac/tensor.h"

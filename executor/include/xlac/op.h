@@ -45,7 +45,21 @@ enum xe_op_flags {
     XE_OPF_DATA_DEPENDENT_SHAPE = 1 << 2, /* output shape known only after running */
     XE_OPF_CPU_ONLY = 1 << 3,             /* no GPU kernel by design */
     XE_OPF_STATEFUL = 1 << 4,             /* output differs run to run */
+    XE_OPF_COSTLY = 1 << 5,               /* worth a store and a load to compute once (fusion) */
 };
+
+/* An expression column of ops.def that the op does not define on that type. */
+#define XE_NA 0
+
+/* Most float attributes an elementwise op's expressions use (a0, a1, ...). */
+#define XE_MAX_OP_FLOATS 4
+
+/* One attribute a built-in op accepts (attrs.def). */
+typedef struct xe_op_attr {
+    const char *name;
+    xe_attr_kind kind;
+    double dflt; /* numbers and bools; lists and dtypes have none */
+} xe_op_attr;
 
 /* Everything a kernel gets. */
 typedef struct xe_kernel_args {
@@ -102,5 +116,29 @@ int xe_op_find(const char *name, size_t len);
 const char *xe_op_name(int op);
 /* Number of registered ops (built-in plus plugin ones). */
 int xe_op_count(void);
+
+/* Whether an op computes each output element from the same element of its
+   operands: binary, compare, logical, unary, select and cast. */
+bool xe_op_is_elementwise(int op);
+/* Whether n's op has an XV row in ops.def whose bool attribute n sets. */
+bool xe_op_variant(const xe_node *n);
+/* The attributes a built-in op accepts, in attrs.def order, and their count
+   in *n; NULL for ops that accept anything (plugin ops, call). */
+const xe_op_attr *xe_op_attrs(int op, int *n);
+/* The row of attribute name of op; NULL if op does not take it. */
+const xe_op_attr *xe_op_attr_find(int op, const char *name, size_t len);
+/* What a value of kind k looks like, for messages ("true or false"). */
+const char *xe_attr_kind_what(xe_attr_kind k);
+/* Whether attribute a has the kind of row t (an integer passes for a float;
+   lists pass: the shape functions check them). */
+bool xe_op_attr_kind_ok(const xe_op_attr *t, const xe_attr *a);
+/* Checks that every attribute of n that the table knows has the table's kind
+   (an integer passes for a float); the message names the attribute. */
+xe_code xe_op_check_attr_kinds(const xe_node *n, xe_status *st);
+/* n's attribute `name` as a number (int, float or bool), else its table default. */
+double xe_op_attr_value(const xe_node *n, const char *name);
+/* The values of n's float attributes (a0, a1, ... of ops.def), defaults
+   for absent ones; returns their count. */
+int xe_op_float_attrs(const xe_node *n, double a[XE_MAX_OP_FLOATS]);
 
 #endif
