@@ -149,7 +149,7 @@ mkdir -p "$logs" "$build"
 step deps 120 install_deps && step build 300 build_tree || {
     echo "gpu.sh: failed: ${failed[*]} (logs in $logs)"; exit 1; }
 if ! "$build/bin/xlac-gpu-stream" --probe >"$logs/probe.log" 2>&1; then
-    echo "skipped: no CUDA device ($(head -n 1 "$logs/probe.log"))"
+    echo "skipped: $(head -n 1 "$logs/probe.log")"
     exit 0
 fi
 echo "device: $(cat "$logs/probe.log")"
