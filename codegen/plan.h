@@ -91,6 +91,9 @@ typedef struct xg_plan {
     int n_sizes;
 } xg_plan;
 
+/* The node matmul node reads as input k, through a transpose of its last two dims (then *flip). */
+int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip);
+
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);
 

@@ -82,16 +82,47 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     return XE_OK;
 }
 
-/* matmul through the executor's own kernel for the program's device. */
+/*
+ * The node run_library hands the kernel: n itself, or (a transpose read through,
+ * xg_matmul_operand) a shallow copy whose transpose_a/_b attrs are flipped in attrs[].
+ */
+static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node *copy, xe_attr *attrs)
+{
+    static const char *const names[2] = {"transpose_a", "transpose_b"};
+    if (!flip[0] && !flip[1])
+        return n;
+    *copy = *n;
+    int na = 0;
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, names[0]) != 0 && strcmp(n->attrs[i].name, names[1]) != 0)
+            attrs[na++] = n->attrs[i];
+    for (int k = 0; k < 2; k++)
+        attrs[na++] = (xe_attr){.name = (char *)names[k], .kind = XE_ATTR_BOOL,
+                                .i = xe_node_attr_bool(n, names[k], false) != flip[k]};
+    copy->attrs = attrs;
+    copy->n_attrs = na;
+    return copy;
+}
+
+/* matmul through the executor's own kernel for the program's device; transposes as flags. */
 static xe_code run_library(xg_program *p, int node, xe_tensor **bufs, xe_status *st)
 {
     const xe_node *n = p->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
-    xe_tensor *in[2] = {bufs[n->inputs[0]], bufs[n->inputs[1]]};
-    xe_kernel_args a = {.graph = p->body, .node = n, .n_in = 2, .in = in, .out = bufs[node]};
-    if (!d->kernel[p->device])
-        return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
-    return d->kernel[p->device](&a, st);
+    bool flip[2];
+    int ia = xg_matmul_operand(p->body, p->plan->types, node, 0, &flip[0]);
+    int ib = xg_matmul_operand(p->body, p->plan->types, node, 1, &flip[1]);
+    xe_tensor *in[2] = {bufs[ia], bufs[ib]};
+    xe_node copy;
+    xe_attr *attrs = malloc(sizeof *attrs * (size_t)(n->n_attrs + 2));
+    if (!attrs)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_kernel_args a = {.graph = p->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
+                        .out = bufs[node]};
+    xe_code c = d->kernel[p->device] ? d->kernel[p->device](&a, st)
+                : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
+    free(attrs);
+    return c;
 }
 
 /* Buffers for every materialized node: inputs and constants borrowed, the rest new. */
