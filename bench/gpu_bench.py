@@ -66,11 +66,7 @@ def bench_workload(name, args, xlac, copy_gbs, tmp):
         ms, stats, _ = xlac.run(graph, f, True, args.iterations, args.warmup,
                                 extra_flags="--devices=gpu", extra_args=gpu)
         cl.append(ms)
-    row["op_ms"] = statistics.median(op)
-    row["cl_ms"] = statistics.median(cl)
-    row["stats"] = stats
-    row["speedup"] = row["op_ms"] / row["cl_ms"]
-    row["roof"] = row["bytes"] / (row["cl_ms"] * 1e-3) / 1e9 / copy_gbs
+    bench.summarize(row, op, cl, stats, copy_gbs)
     row["peers"] = gpu_peer_times(name, sets, args.iterations, args.warmup)
     return row
 
@@ -109,7 +105,7 @@ def write_results(rows, copy_gbs, device, args, skipped, path):
     if missing:
         md += ["Peers missing:", ""] + ["- %s, %s: %s" % m for m in missing] + [""]
     if skipped:
-        md += ["Not run (time budget of %d s spent): %s." % (args.budget, ", ".join(skipped)), ""]
+        md += ["Not run (time budget of %d s spent) or failed: %s." % (args.budget, ", ".join(skipped)), ""]
     with open(path, "w") as fh:
         fh.write("\n".join(md))
 
