@@ -604,3 +604,20 @@ Test(codegen_diff, transposed_matmul_operands_are_blas_flags, .timeout = 300)
     cr_assert_not(materialized(graphs[3], "ta") || materialized(graphs[3], "tb"), "both flags");
     cr_assert(materialized(graphs[5], "t"), "perm [1,0,2] is no BLAS flag: copied");
 }
+
+/* softmax's passes over a row are simd loops, the max and the sum as simd reductions (f32, f64). */
+Test(codegen_diff, softmax_rows_are_simd_loops)
+{
+    static const char *const dts[] = {"f32", "f64"};
+    for (int i = 0; i < 2; i++) {
+        char text[256], want[64];
+        snprintf(text, sizeof text, "xlac.graph v1\ninput x: %s[16,1024]\ny = softmax(x)\nz = neg(y)\noutput z\n",
+                 dts[i]);
+        char *src = c_source(text);
+        snprintf(want, sizeof want, "#pragma omp simd reduction(xg_max_%s : m)\n", dts[i]);
+        cr_assert(strstr(src, want), "%s", src);
+        cr_assert(strstr(src, "#pragma omp simd reduction(+ : sum)\n"), "%s", src);
+        free(src);
+        check_graph(text, text, false);
+    }
+}
