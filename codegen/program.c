@@ -83,7 +83,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
 }
 
 /*
- * The node run_library hands the kernel: n itself, or (a transpose read through,
+ * The node xg_run_matmul hands the kernel: n itself, or (a transpose read through,
  * xg_matmul_operand) a shallow copy whose transpose_a/_b attrs are flipped in attrs[].
  */
 static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node *copy, xe_attr *attrs)
@@ -104,23 +104,22 @@ static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node
     return copy;
 }
 
-/* matmul through the executor's own kernel for the program's device; transposes as flags. */
-static xe_code run_library(xg_program *p, int node, xe_tensor **bufs, xe_status *st)
+xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st)
 {
-    const xe_node *n = p->body->nodes[node];
+    const xe_node *n = plan->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
     bool flip[2];
-    int ia = xg_matmul_operand(p->body, p->plan->types, node, 0, &flip[0]);
-    int ib = xg_matmul_operand(p->body, p->plan->types, node, 1, &flip[1]);
+    int ia = xg_matmul_operand(plan->body, plan->types, node, 0, &flip[0]);
+    int ib = xg_matmul_operand(plan->body, plan->types, node, 1, &flip[1]);
     xe_tensor *in[2] = {bufs[ia], bufs[ib]};
     xe_node copy;
     xe_attr *attrs = malloc(sizeof *attrs * (size_t)(n->n_attrs + 2));
     if (!attrs)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    xe_kernel_args a = {.graph = p->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
+    xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
                         .out = bufs[node]};
-    xe_code c = d->kernel[p->device] ? d->kernel[p->device](&a, st)
-                : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
+    xe_code c = d->kernel[dev] ? d->kernel[dev](&a, st)
+                : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
     free(attrs);
     return c;
 }
@@ -236,7 +235,7 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
     for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
         const xg_step *s = &p->plan->steps[i];
         if (s->kind == XG_STEP_LIBRARY)
-            c = run_library(p, s->outs[0], bufs, st);
+            c = xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
         else
             c = p->backend->launch(p, i, types, ptrs, S, st);
     }
