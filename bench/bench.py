@@ -202,6 +202,15 @@ def machine_info():
             "python": platform.python_version()}
 
 
+def summarize(row, op, cl, stats, copy_gbs):
+    """Medians over rounds, the speed-up and the fraction of the copy roofline, into row."""
+    row["op_ms"] = statistics.median(op)
+    row["cl_ms"] = statistics.median(cl)
+    row["stats"] = stats
+    row["speedup"] = row["op_ms"] / row["cl_ms"]
+    row["roof"] = row["bytes"] / (row["cl_ms"] * 1e-3) / 1e9 / copy_gbs
+
+
 def bench_workload(name, args, xlac, copy_gbs, tmp):
     graph = os.path.join(HERE, "graphs", name + ".xg")
     spec = parse_inputs(graph)
@@ -236,11 +245,7 @@ def bench_workload(name, args, xlac, copy_gbs, tmp):
             op.append(xlac.run(graph, f, False, args.iterations, args.warmup)[0])
             ms, stats, _ = xlac.run(graph, f, True, args.iterations, args.warmup)
             cl.append(ms)
-    row["op_ms"] = statistics.median(op)
-    row["cl_ms"] = statistics.median(cl)
-    row["stats"] = stats
-    row["speedup"] = row["op_ms"] / row["cl_ms"]
-    row["roof"] = row["bytes"] / (row["cl_ms"] * 1e-3) / 1e9 / copy_gbs
+    summarize(row, op, cl, stats, copy_gbs)
     row["peers"] = peer_times(name, sets, args.iterations, args.warmup, args.skip_peers)
     return row
 

@@ -213,3 +213,74 @@ PEERS = {
     "tf-autojit": build_tensorflow,
 }
 
+
+
+# ---- GPU peers (scripts/gpu.sh): torch.compile and jax.jit on the device ----
+
+def torch_workloads(torch):
+    def gelu(x):
+        return 0.5 * x * (1.0 + torch.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
+
+    def softmax(x):
+        e = torch.exp(x - x.amax(dim=1, keepdim=True))
+        return e / e.sum(dim=1, keepdim=True)
+
+    def layernorm(x, g, b):
+        mu = x.mean(dim=1, keepdim=True)
+        c = x - mu
+        var = (c * c).mean(dim=1, keepdim=True)
+        return c / torch.sqrt(var + 1e-5) * g + b
+
+    def transformer(a):
+        h = layernorm(a["x"], a["g1"], a["be1"])
+        q, k, v = h @ a["wq"], h @ a["wk"], h @ a["wv"]
+        p = softmax((q @ k.T) * 0.04419417382415922)
+        x1 = a["x"] + (p @ v) @ a["wo"]
+        h2 = layernorm(x1, a["g2"], a["be2"])
+        return x1 + gelu(h2 @ a["w1"]) @ a["w2"]
+
+    return {
+        "fused_sum": lambda a: (a["x"] + a["y"] * a["z"]).sum(),
+        "dynamic_batch": lambda a: (a["x"] + a["y"] * a["z"]).sum(),
+        "gelu": lambda a: gelu(a["x"]),
+        "softmax_rows": lambda a: softmax(a["x"]),
+        "layernorm_rows": lambda a: layernorm(a["x"], a["gamma"], a["beta"]),
+        "column_sum": lambda a: (a["x"] * a["y"]).sum(dim=0),
+        "mlp_block": lambda a: gelu(a["x"] @ a["w1"] + a["b1"]) @ a["w2"] + a["b2"] + a["x"],
+        "adam_step": lambda a: _adam(torch, a, float),
+        "transformer_block": transformer,
+    }
+
+
+def build_torch_gpu(name, arrays):
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("torch sees no CUDA device")
+    fn = torch.compile(torch_workloads(torch)[name])
+    dev = {k: torch.from_numpy(v).cuda() for k, v in arrays.items()}
+
+    def run():
+        out = fn(dev)
+        torch.cuda.synchronize()
+        return out  # left on the device: the harness copies it back once, to check it
+    return run
+
+
+def build_jax_gpu(name, arrays):
+    import jax
+    import jax.numpy as jnp
+    gpus = jax.devices("gpu")  # raises where jax has no GPU backend
+    fn = jax.jit(np_workloads(_JnpShim(jnp))[name])
+    dev = {k: jax.device_put(v, gpus[0]) for k, v in arrays.items()}
+
+    def run():
+        out = fn(dev)
+        jax.block_until_ready(out)
+        return out
+    return run
+
+
+GPU_PEERS = {
+    "torch.compile": build_torch_gpu,
+    "jax.jit-gpu": build_jax_gpu,
+}

@@ -212,10 +212,19 @@ void xg_emit_row_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    }\n}\n\n");
 }
 
-/* The start of one of softmax's passes over row o: its header, x's idx at (o, k), the other passes' values forgotten. */
-static void softmax_pass(em *e, int x, const bool *mask, int saved, idx *ix)
+/*
+ * The start of one of softmax's passes over row o: a simd loop on the CPU
+ * (with red's reduction into acc, when given), its header, x's idx at (o, k),
+ * the other passes' values forgotten.
+ */
+static void softmax_pass(em *e, int x, const bool *mask, int saved, bool simd, const red_ops *red,
+                         const char *acc, idx *ix)
 {
     e->n_memo = saved;
+    if (e->b->simd_pragmas && simd && red)
+        xg_out(e, "#pragma omp simd reduction(%s : %s)\n", red->omp, acc);
+    else if (e->b->simd_pragmas && simd)
+        xg_out(e, "#pragma omp simd\n");
     row_pass_header(e);
     xg_reduce_idx(e, x, mask, "o", "k", false, ix);
 }
@@ -249,12 +258,13 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n", vt, f, f);
     idx ix;
     int saved = e->n_memo;
-    softmax_pass(e, x, mask, saved, &ix);
+    bool simd = dt == XE_F32 || dt == XE_F64; /* the reductions declared for these */
+    softmax_pass(e, x, mask, saved, simd, &max, "m", &ix);
     xg_emit_val(e, x, &ix, v, sizeof v);
     xg_out(e, "    m = xe_max_%s(m, %s);\n    }\n", sfx(dt), v);
     if (e->b->block_reduce)
         e->b->block_reduce(e, &max, "m", "shm");
-    softmax_pass(e, x, mask, saved, &ix);
+    softmax_pass(e, x, mask, saved, simd, &sum, "sum", &ix);
     xg_emit_val(e, x, &ix, v, sizeof v);
     xg_flat_of(e, x, &ix, off, sizeof off);
     xg_out(e, "    %s ev = %s(%s - m);\n    sum += ev;\n", vt, dt == XE_F64 ? "exp" : "xe_exp_f32", v);
@@ -262,7 +272,7 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    }\n");
     if (e->b->block_reduce)
         e->b->block_reduce(e, &sum, "sum", "shs");
-    softmax_pass(e, x, mask, saved, &ix);
+    softmax_pass(e, x, mask, saved, true, NULL, NULL, &ix);
     xg_flat_of(e, x, &ix, off, sizeof off);
     char cur[16];
     xg_emit_load(e, node, &ix, cur, sizeof cur);

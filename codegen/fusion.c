@@ -75,6 +75,31 @@ static xg_step_kind step_kind(const xe_node *n)
     return XG_STEP_LOOP;
 }
 
+/*
+ * The value matmul node reads as input k: a transpose that swaps only the last
+ * two dims is read through, its input handed to BLAS with the operand's
+ * transpose flag flipped (*flip), never copied.
+ */
+int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip)
+{
+    int in = b->nodes[node]->inputs[k];
+    const xe_node *t = b->nodes[in];
+    *flip = false;
+    if (t->op != XE_OP_TRANSPOSE || types[t->inputs[0]].shape.rank < 2)
+        return in;
+    int r = types[t->inputs[0]].shape.rank, perm[XE_MAX_RANK];
+    xe_status st = {0};
+    if (xe_transpose_perm(t, r, perm, &st) != XE_OK)
+        return in;
+    for (int d = 0; d < r - 2; d++)
+        if (perm[d] != d)
+            return in;
+    if (perm[r - 2] != r - 1 || perm[r - 1] != r - 2)
+        return in;
+    *flip = true;
+    return t->inputs[0];
+}
+
 static void mark_materialized(xg_plan *p)
 {
     const xe_graph *b = p->body;
@@ -89,8 +114,10 @@ static void mark_materialized(xg_plan *p)
         else if (p->uses[i] >= 2 && n->op != XE_OP_CONST && !is_index_map(n->op))
             p->mat[i] = true;
         if (n->op != XE_OP_CONST && n->op != XE_OP_INPUT && step_kind(n) == XG_STEP_LIBRARY)
-            for (int k = 0; k < n->n_inputs; k++) /* BLAS reads memory */
-                p->mat[n->inputs[k]] = true;
+            for (int k = 0; k < n->n_inputs; k++) { /* BLAS reads memory */
+                bool flip;
+                p->mat[xg_matmul_operand(b, p->types, i, k, &flip)] = true;
+            }
     }
 }
 

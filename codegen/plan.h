@@ -91,6 +91,11 @@ typedef struct xg_plan {
     int n_sizes;
 } xg_plan;
 
+/* The node matmul node reads as input k, through a transpose of its last two dims (then *flip). */
+int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip);
+/* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read through as flags. */
+xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st);
+
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);
 

@@ -83,16 +83,46 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     return XE_OK;
 }
 
-/* matmul through the executor's own kernel for the program's device. */
-static xe_code run_library(xg_program *p, int node, xe_tensor **bufs, xe_status *st)
+/*
+ * The node xg_run_matmul hands the kernel: n itself, or (a transpose read through,
+ * xg_matmul_operand) a shallow copy whose transpose_a/_b attrs are flipped in attrs[].
+ */
+static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node *copy, xe_attr *attrs)
 {
-    const xe_node *n = p->body->nodes[node];
+    static const char *const names[2] = {"transpose_a", "transpose_b"};
+    if (!flip[0] && !flip[1])
+        return n;
+    *copy = *n;
+    int na = 0;
+    for (int i = 0; i < n->n_attrs; i++)
+        if (strcmp(n->attrs[i].name, names[0]) != 0 && strcmp(n->attrs[i].name, names[1]) != 0)
+            attrs[na++] = n->attrs[i];
+    for (int k = 0; k < 2; k++)
+        attrs[na++] = (xe_attr){.name = (char *)names[k], .kind = XE_ATTR_BOOL,
+                                .i = xe_node_attr_bool(n, names[k], false) != flip[k]};
+    copy->attrs = attrs;
+    copy->n_attrs = na;
+    return copy;
+}
+
+xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st)
+{
+    const xe_node *n = plan->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
-    xe_tensor *in[2] = {bufs[n->inputs[0]], bufs[n->inputs[1]]};
-    xe_kernel_args a = {.graph = p->body, .node = n, .n_in = 2, .in = in, .out = bufs[node]};
-    if (!d->kernel[p->device])
-        return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
-    return d->kernel[p->device](&a, st);
+    bool flip[2];
+    int ia = xg_matmul_operand(plan->body, plan->types, node, 0, &flip[0]);
+    int ib = xg_matmul_operand(plan->body, plan->types, node, 1, &flip[1]);
+    xe_tensor *in[2] = {bufs[ia], bufs[ib]};
+    xe_node copy;
+    xe_attr *attrs = malloc(sizeof *attrs * (size_t)(n->n_attrs + 2));
+    if (!attrs)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
+                        .out = bufs[node]};
+    xe_code c = d->kernel[dev] ? d->kernel[dev](&a, st)
+                : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
+    free(attrs);
+    return c;
 }
 
 /* Buffers for every materialized node: inputs and constants borrowed, the rest new. */
@@ -208,7 +238,7 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
     for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
         const xg_step *s = &p->plan->steps[i];
         if (s->kind == XG_STEP_LIBRARY)
-            c = run_library(p, s->outs[0], bufs, st);
+            c = xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
         else
             c = p->backend->launch(p, i, types, ptrs, S, st);
     }

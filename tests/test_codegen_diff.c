@@ -567,3 +567,69 @@ Test(codegen_diff, cuda_index_width_follows_the_sizes)
     }
     xe_graph_destroy(g);
 }
+
+/* The plan of text's graph: whether node `name` has a buffer. */
+static bool materialized(const char *text, const char *name)
+{
+    xe_graph *g = xe_parse_string(text, "mm.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_type types[8];
+    input_types(g, 0, 1, types);
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    int n = xe_graph_find(g, name);
+    cr_assert_geq(n, 0, "%s", name);
+    bool m = p->mat[n];
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+    return m;
+}
+
+/*
+ * A transpose of the last two dims feeding a matmul is a BLAS transpose
+ * flag (no buffer), for either operand, batched, f64, with the matmul's own
+ * flag set too, and still computed where something else reads it; other
+ * permutations stay copies. Each against op by op, with an epilogue.
+ */
+Test(codegen_diff, transposed_matmul_operands_are_blas_flags, .timeout = 300)
+{
+    static const char *const graphs[] = {
+        "xlac.graph v1\ninput x: f32[6,5]\ninput w: f32[7,5]\ninput b: f32[7]\n"
+        "t = transpose(w)\ny = matmul(x, t)\nz = add(y, b)\nr = gelu(z)\noutput r\n",
+        "xlac.graph v1\ninput x: f64[5,6]\ninput w: f64[5,7]\n"
+        "t = transpose(x)\ny = matmul(t, w)\nz = tanh(y)\noutput z\n",
+        "xlac.graph v1\ninput x: f32[3,4,5]\ninput w: f32[3,6,5]\n"
+        "t = transpose(w, perm=[0,2,1])\ny = matmul(x, t)\nz = relu(y)\noutput z\n",
+        "xlac.graph v1\ninput x: f64[3,5,4]\ninput w: f64[3,5,6]\n"
+        "ta = transpose(x, perm=[0,2,1])\ntb = transpose(w, perm=[0,2,1])\n"
+        "y = matmul(ta, tb, transpose_b=true)\nz = mul(y, y)\noutput z\n",
+        "xlac.graph v1\ninput x: f32[4,5]\ninput w: f32[6,5]\n"
+        "t = transpose(w)\ny = matmul(x, t)\nu = exp(t)\nz = neg(y)\noutput z\noutput u\n",
+        "xlac.graph v1\ninput x: f32[5,4,3]\ninput w: f32[3,5,6]\n"
+        "t = transpose(w, perm=[1,0,2])\ny = matmul(x, t)\nz = neg(y)\noutput z\n",
+    };
+    for (size_t i = 0; i < sizeof graphs / sizeof *graphs; i++)
+        check_graph(graphs[i], graphs[i], false);
+    cr_assert_not(materialized(graphs[0], "t"), "no copy of w^T");
+    cr_assert_not(materialized(graphs[1], "t"), "no copy of x^T");
+    cr_assert_not(materialized(graphs[2], "t"), "no copy of a batched transpose");
+    cr_assert_not(materialized(graphs[3], "ta") || materialized(graphs[3], "tb"), "both flags");
+    cr_assert(materialized(graphs[5], "t"), "perm [1,0,2] is no BLAS flag: copied");
+}
+
+/* softmax's passes over a row are simd loops, the max and the sum as simd reductions (f32, f64). */
+Test(codegen_diff, softmax_rows_are_simd_loops)
+{
+    static const char *const dts[] = {"f32", "f64"};
+    for (int i = 0; i < 2; i++) {
+        char text[256], want[64];
+        snprintf(text, sizeof text, "xlac.graph v1\ninput x: %s[16,1024]\ny = softmax(x)\nz = neg(y)\noutput z\n",
+                 dts[i]);
+        char *src = c_source(text);
+        snprintf(want, sizeof want, "#pragma omp simd reduction(xg_max_%s : m)\n", dts[i]);
+        cr_assert(strstr(src, want), "%s", src);
+        cr_assert(strstr(src, "#pragma omp simd reduction(+ : sum)\n"), "%s", src);
+        free(src);
+        check_graph(text, text, false);
+    }
+}

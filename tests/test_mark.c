@@ -381,3 +381,25 @@ Test(mark, summary_and_annotations)
     xc_clustering_destroy(c);
     xe_graph_destroy(g);
 }
+
+Test(mark, a_matmul_with_nothing_to_fuse_is_not_clustered)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[8,4]\n"
+                        "t = transpose(w)\ny = matmul(x, t)\noutput y\n");
+    xc_clustering *c = mark(g, NULL);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 0, "a transpose feeding a matmul is no reason to launch a cluster");
+    ASSERT_REASON(g, c, "y", XC_REASON_MATMUL_ALONE);
+    ASSERT_REASON(g, c, "t", XC_REASON_MATMUL_ALONE);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+
+    g = graph("xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[4,8]\ninput b: f32[8]\n"
+              "y = matmul(x, w)\nz = add(y, b)\noutput z\n");
+    c = mark(g, NULL);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 1, "a bias add fuses with the matmul");
+    cr_assert_eq(cluster_of(g, c, "y"), cluster_of(g, c, "z"));
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}

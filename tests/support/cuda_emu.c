@@ -152,15 +152,6 @@ cuda_emu *cuda_emu_build(const xe_graph *body, const xe_type *in_types, bool gen
     return e;
 }
 
-/* matmul through the executor's CPU kernel, as a GPU program calls cuBLAS. */
-static xe_code run_library(const cuda_emu *e, int node, xe_tensor **bufs, xe_status *st)
-{
-    const xe_node *n = e->body->nodes[node];
-    xe_tensor *in[2] = {bufs[n->inputs[0]], bufs[n->inputs[1]]};
-    xe_kernel_args a = {.graph = e->body, .node = n, .n_in = 2, .in = in, .out = bufs[node]};
-    return xe_op_get(n->op)->kernel[XE_DEV_CPU](&a, st);
-}
-
 /* Buffers of the materialized nodes (inputs and constants shared), pointers and sizes. */
 static xe_code make_buffers(const cuda_emu *e, const xe_type *types, xe_tensor *const *inputs, xe_tensor **bufs,
                             void **ptrs, int64_t *S, xe_status *st)
@@ -194,7 +185,7 @@ static xe_code run_steps(cuda_emu *e, const xe_type *types, xe_tensor **bufs, vo
     for (int i = 0; c == XE_OK && i < e->plan->n_steps; i++) {
         int64_t blocks = xg_launch_blocks(e->plan, i, types, max_blocks);
         if (e->plan->steps[i].kind == XG_STEP_LIBRARY)
-            c = run_library(e, e->plan->steps[i].outs[0], bufs, st);
+            c = xg_run_matmul(e->plan, XE_DEV_CPU, e->plan->steps[i].outs[0], bufs, st); /* as cuBLAS would */
         else if (blocks > 0 && !xg_pack_args(e->plan, ptrs, S, e->workspace, args, need))
             c = xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: arguments too large", i);
         else if (blocks > 0 && e->launch(i, (unsigned)blocks, XG_THREADS, args) != 0)
