@@ -4,7 +4,8 @@
 set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-for p in cmake gcc g++ make pkg-config libcriterion-dev uthash-dev libopenblas-dev libxxhash-dev graphviz; do
+for p in cmake gcc g++ make pkg-config libcriterion-dev uthash-dev libopenblas-dev libxxhash-dev graphviz \
+         protobuf-c-compiler libprotobuf-c-dev; do
     have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -eq 0 ]; then

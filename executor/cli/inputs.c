@@ -1,6 +1,7 @@
 /*
  * Inputs for one run of xlac-run, looked up in this order: an --input
- * file, then the feed folder's NAME.npy, then random values from --seed
+ * file, then the feed folder's NAME.npy, NAME.pb or input_K.pb (ONNX
+ * TensorProto files; K: the input's position), then random values from --seed
  * (floats uniform in [-1, 1), ints in [-10, 10], bools 0/1). A fed file
  * must match the declared dtype and every known dim; the session checks
  * that too, but here the message can name the file and both types. An
@@ -10,6 +11,7 @@
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -59,10 +61,22 @@ static xe_code check_type(const char *name, const char *path, const xe_type *wan
                    xe_type_str(want, b, sizeof b));
 }
 
+/* A .npy file, or an ONNX TensorProto for a name ending in .pb. */
+static xe_tensor *read_tensor(const char *path, xe_status *st)
+{
+    size_t n = strlen(path);
+    if (n < 3 || strcmp(path + n - 3, ".pb"))
+        return xe_npy_read(path, st);
+    char *name = NULL;
+    xe_tensor *t = xe_onnx_read_tensor(path, &name, st);
+    free(name);
+    return t;
+}
+
 static xe_tensor *load_checked(const char *name, const char *path, const xe_type *want,
                                xe_status *st)
 {
-    xe_tensor *t = xe_npy_read(path, st);
+    xe_tensor *t = read_tensor(path, st);
     if (!t) {
         if (st->code != XE_ERR_NOMEM)
             st->code = XE_ERR_USAGE; /* a bad file to feed is the caller's mistake: exit 2 */
@@ -85,23 +99,35 @@ static const cli_input *given_input(const cli_options *o, const char *name)
     return NULL;
 }
 
+/*
+ * The file in feed folder dir for input `name` (or its ONNX name `orig`) at
+ * position k: NAME.npy, NAME.pb, then input_K.pb. False when there is none.
+ */
+static bool feed_file(const char *dir, const char *name, const char *orig, int k, char *path)
+{
+    const char *names[2] = {name, orig};
+    struct stat sb;
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 2; i++)
+            if (names[i] && snprintf(path, PATH_MAX, "%s/%s%s", dir, names[i], e ? ".pb" : ".npy") <
+                                PATH_MAX && stat(path, &sb) == 0)
+                return true;
+    return snprintf(path, PATH_MAX, "%s/input_%d.pb", dir, k) < PATH_MAX && stat(path, &sb) == 0;
+}
+
 /* Input k of the graph for one run. */
 static xe_tensor *one_input(const cli_options *o, const xe_node *in, int k, const char *feed,
                             xe_status *st)
 {
+    const char *orig = xe_node_attr_string(in, "@onnx", NULL);
     const cli_input *given = given_input(o, in->name);
+    if (!given && orig)
+        given = given_input(o, orig);
     if (given)
         return load_checked(in->name, given->path, &in->type, st);
-    if (feed) {
-        char path[PATH_MAX];
-        struct stat sb;
-        if (snprintf(path, sizeof path, "%s/%s.npy", feed, in->name) >= (int)sizeof path) {
-            xe_fail(st, XE_ERR_USAGE, "--feed %s: path too long", feed);
-            return NULL;
-        }
-        if (stat(path, &sb) == 0)
-            return load_checked(in->name, path, &in->type, st);
-    }
+    char path[PATH_MAX];
+    if (feed && feed_file(feed, in->name, orig, k, path))
+        return load_checked(in->name, path, &in->type, st);
     if (!xe_shape_is_known(&in->type.shape)) {
         char t[160];
         xe_fail(st, XE_ERR_USAGE,
@@ -146,6 +172,43 @@ xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *
             }
             return st->code;
         }
+    }
+    return XE_OK;
+}
+
+xe_tensor *cli_bind_input(const char *name, int position, void *user)
+{
+    cli_bind_ctx *c = user;
+    cli_bound *b = c->bound;
+    const cli_input *given = given_input(c->o, name);
+    char path[PATH_MAX];
+    xe_status st;
+    xe_status_clear(&st);
+    if (b->n == CLI_MAX_ITEMS)
+        return NULL;
+    if (given)
+        snprintf(path, sizeof path, "%s", given->path);
+    else if (!c->o->n_feeds || !feed_file(c->o->feeds[0], name, NULL, position, path))
+        return NULL;
+    xe_tensor *t = read_tensor(path, &st);
+    if (t) {
+        b->position[b->n] = position;
+        b->value[b->n++] = t;
+    }
+    return t;
+}
+
+xe_code cli_check_bound(const cli_bound *b, const xe_graph *g, xe_tensor *const *inputs,
+                        xe_status *st)
+{
+    for (int i = 0; i < b->n; i++) {
+        const xe_tensor *want = b->value[i], *got = inputs[b->position[i]];
+        if (got->dtype != want->dtype || !xe_shape_equal(&got->shape, &want->shape) ||
+            (want->nbytes && memcmp(got->data, want->data, want->nbytes)))
+            return xe_fail(st, XE_ERR_USAGE,
+                           "input %s steers shapes and was fixed at load time to the value of "
+                           "the first feed; this feed holds another value",
+                           g->nodes[g->inputs[b->position[i]]]->name);
     }
     return XE_OK;
 }
