@@ -55,6 +55,23 @@ run_suite() {
 }
 
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+# ONNX's own node tests through the plain build, op by op and clustered: its failures
+# count as failed tests (its own closing line gives its passed and skipped cases).
+if [ -x build/bin/xlac-run ]; then
+    echo "== onnx node tests (tests/onnx/run_node_tests.sh)"
+    start=$SECONDS
+    onnx_log=build/test-logs/onnx_node_tests.log
+    tests/onnx/run_node_tests.sh --build build --jobs "$jobs" --list-failures >"$onnx_log" 2>&1
+    line=$(grep -a "^onnx node tests:" "$onnx_log" | tail -n 1)
+    echo "${line:-onnx node tests: did not finish}  ($((SECONDS - start))s)"
+    o_f=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
+    [ -z "$line" ] && o_f=1
+    failed=$((failed + ${o_f:-0}))
+    if [ "${o_f:-0}" -ne 0 ]; then
+        failed_names+=("onnx-node-tests")
+        grep -a "^FAILED" "$onnx_log" | head -n 40 | sed 's/^/    /'
+    fi
+fi
 if [ "$quick" -eq 0 ]; then
     ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
         LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
