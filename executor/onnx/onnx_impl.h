@@ -25,8 +25,8 @@
 #include "xlac/onnx.h"
 #include "xlac/op.h"
 
-#define OX_MIN_OPSET 9   /* the oldest ai.onnx opset we import */
-#define OX_MAX_OPSET 25  /* the newest (onnx 1.23 knows 25) */
+#define OX_MIN_OPSET 7   /* the oldest ai.onnx opset we import (numpy broadcasting since 7) */
+#define OX_MAX_OPSET 28  /* the newest (onnx 1.23 knows 28) */
 #define OX_MAX_IO 64     /* inputs or outputs of one ONNX node */
 #define OX_FOLD_MAX (1 << 24) /* elements: bigger results are computed at run time */
 

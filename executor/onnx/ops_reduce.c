@@ -53,7 +53,9 @@ static int empty_result(ox_b *b, int op, int x, const int64_t *axes, int n, bool
     xe_dtype dt = ox_type(b, x)->dtype;
     double v = op == XE_OP_REDUCE_PROD ? 1 : op == XE_OP_REDUCE_MAX ? -INFINITY
              : op == XE_OP_REDUCE_MIN ? INFINITY : op == XE_OP_REDUCE_MEAN ? NAN : 0;
-    if (xe_dtype_is_int(dt) && isinf(v))
+    if (dt == XE_BOOL) /* max of nothing is false, min of nothing true */
+        v = op == XE_OP_REDUCE_MIN || op == XE_OP_REDUCE_PROD;
+    else if (xe_dtype_is_int(dt) && isinf(v))
         v = v < 0 ? (dt == XE_I32 ? INT32_MIN : (double)INT64_MIN) : (dt == XE_I32 ? INT32_MAX : (double)INT64_MAX);
     int64_t shape[XE_MAX_RANK];
     int r = 0;
@@ -92,6 +94,11 @@ xe_code ox_b_reduce(ox_b *b)
     }
     reduce_kind kind = (reduce_kind)ox_current->p;
     int op = ox_current->op, y = x;
+    xe_dtype dt = ox_type(b, x)->dtype;
+    bool is_bool = dt == XE_BOOL && (op == XE_OP_REDUCE_MAX || op == XE_OP_REDUCE_MIN) &&
+                   !has_empty_axis(b, x, axes, n);
+    if (is_bool) /* the executor reduces no bools: max/min of 0/1 */
+        y = x = ox_cast(b, x, XE_I32);
     if (kind == RK_L1)
         y = ox_un(b, XE_OP_ABS, x);
     else if (kind == RK_L2 || kind == RK_SUMSQ)
@@ -105,9 +112,11 @@ xe_code ox_b_reduce(ox_b *b)
     if (kind == RK_LOGSUM || kind == RK_LSE)
         y = ox_un(b, XE_OP_LOG, y);
     if (kind == RK_L2) {
-        xe_dtype dt = y < 0 ? XE_F32 : ox_type(b, y)->dtype;
-        y = ox_cast(b, ox_un(b, XE_OP_SQRT, ox_cast(b, y, xe_dtype_is_float(dt) ? dt : XE_F64)), dt);
+        xe_dtype yt = y < 0 ? XE_F32 : ox_type(b, y)->dtype;
+        y = ox_cast(b, ox_un(b, XE_OP_SQRT, ox_cast(b, y, xe_dtype_is_float(yt) ? yt : XE_F64)), yt);
     }
+    if (is_bool)
+        y = ox_cast(b, y, XE_BOOL);
     ox_out(b, 0, y);
     return ox_status(b);
 }

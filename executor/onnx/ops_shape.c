@@ -67,9 +67,11 @@ xe_code ox_b_reshape(ox_b *b)
 
 xe_code ox_b_flatten(ox_b *b)
 {
-    int x = ox_in(b, 0), axis;
-    if (x < 0 || !ox_axis(b, ox_int(b, "axis", 1), ox_rank(b, x) + 1, &axis))
-        return ox_status(b);
+    int x = ox_in(b, 0), r = ox_rank(b, x);
+    int64_t axis = ox_int(b, "axis", 1);
+    axis = axis < 0 ? axis + r : axis; /* in [-r, r]: r flattens everything into dim 0 */
+    if (x < 0 || axis < 0 || axis > r)
+        return x < 0 ? ox_status(b) : ox_invalid(b, "axis %lld is out of range", (long long)ox_int(b, "axis", 1));
     const xe_shape *s = &ox_type(b, x)->shape;
     int64_t d[2] = {1, 1};
     for (int k = 0; k < s->rank; k++) {

@@ -54,19 +54,35 @@ def write_case(case, folder):
         os.makedirs(d)
         for k, x in enumerate(inputs):
             name = case.model.graph.input[k].name if k < len(case.model.graph.input) else ""
-            if not isinstance(x, np.ndarray):
+            if isinstance(x, onnx.TensorProto):
+                t = onnx.TensorProto()
+                t.CopyFrom(x)
+                t.name = name
+            elif isinstance(x, (np.ndarray, np.generic)):
+                t = numpy_helper.from_array(np.asarray(x), name)
+            else:
                 return False  # sequences, optionals: not tensors
-            t = numpy_helper.from_array(x, name)
             with open(os.path.join(d, "input_%d.pb" % k), "wb") as f:
                 f.write(t.SerializeToString())
     return True
 
 
+def as_array(x):
+    """An expected output as a numpy array (None when it is not a tensor)."""
+    if isinstance(x, onnx.TensorProto):
+        try:
+            return numpy_helper.to_array(x)
+        except Exception:  # dtypes numpy lacks (float8, ...): never imported anyway
+            return None
+    return np.asarray(x) if isinstance(x, (np.ndarray, np.generic)) else None
+
+
 def compare(case, got_dir, expected):
     for k, want in enumerate(expected):
+        want = as_array(want)
         name = sanitize(case.model.graph.output[k].name)
         path = os.path.join(got_dir, name + ".npy")
-        if not isinstance(want, np.ndarray):
+        if want is None:
             return "expected output %d is not a tensor" % k
         if not os.path.exists(path):
             return "output %s was not written" % name
