@@ -158,6 +158,23 @@ xe_code ox_b_layer_norm(ox_b *b)
     return ox_status(b);
 }
 
+/* RMSNormalization: x / sqrt(mean(x^2 over [axis, rank)) + eps) * scale, in the stash type. */
+xe_code ox_b_rms_norm(ox_b *b)
+{
+    int x = ox_in(b, 0), r = ox_rank(b, x), axis;
+    int64_t axes[XE_MAX_RANK];
+    if (x < 0 || !ox_axis(b, ox_int(b, "axis", -1), r, &axis))
+        return ox_status(b);
+    xe_dtype dt = ox_type(b, x)->dtype, work = XE_F32;
+    int64_t stash = ox_int(b, "stash_type", 1);
+    if (stash != 1 && (!ox_dtype((int32_t)stash, &work) || !xe_dtype_is_float(work)))
+        return ox_unsupported(b, "attribute stash_type=%lld is not supported", (long long)stash);
+    int n = tail_axes(axis, r, axes), xs = ox_cast(b, x, work);
+    int ms = ox_reduce(b, XE_OP_REDUCE_MEAN, ox_bin(b, XE_OP_MUL, xs, xs), axes, n, true);
+    int inv = ox_un(b, XE_OP_RSQRT, ox_bin(b, XE_OP_ADD, ms, like(b, ms, ox_float(b, "epsilon", 1e-5))));
+    return done(b, ox_bin(b, XE_OP_MUL, ox_cast(b, ox_bin(b, XE_OP_MUL, xs, inv), dt), ox_in(b, 1)));
+}
+
 /* A per-channel vector [C] reshaped to [C, 1, ...] for an input of rank r (channels at 1). */
 static int per_channel(ox_b *b, int v, int r)
 {
