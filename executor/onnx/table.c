@@ -18,7 +18,7 @@ B(cast) B(cast_like) B(identity) B(reshape) B(flatten) B(squeeze) B(unsqueeze) B
 B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(constant_of_shape)
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
-B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss)
+B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention)
 #undef B
 
 #define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
@@ -73,6 +73,8 @@ static const ox_entry table[] = {
     F("RMSNormalization", rms_norm, "axis epsilon stash_type"),
     F("NegativeLogLikelihoodLoss", nll_loss, "ignore_index reduction"),
     F("SoftmaxCrossEntropyLoss", sce_loss, "ignore_index reduction"),
+    F("Attention", attention, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
+                              "softmax_precision left_window_size right_window_size"),
     F("BatchNormalization", batch_norm, "epsilon momentum training_mode"),
     F("InstanceNormalization", instance_norm, "epsilon"),
     {"GlobalAveragePool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MEAN, 0},
