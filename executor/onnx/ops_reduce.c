@@ -121,13 +121,32 @@ xe_code ox_b_reduce(ox_b *b)
     return ox_status(b);
 }
 
+/* The last index of the extreme along axis: the largest position where x equals it. */
+static int last_extreme(ox_b *b, int x, int axis, bool keep, bool is_min)
+{
+    const xe_shape *s = &ox_type(b, x)->shape;
+    if (!xe_shape_is_known(s) || ox_type(b, x)->dtype == XE_BOOL) {
+        ox_unsupported(b, "select_last_index=1 needs known dims and numbers");
+        return -1;
+    }
+    int64_t ax[1] = {axis};
+    int m = ox_reduce(b, is_min ? XE_OP_REDUCE_MIN : XE_OP_REDUCE_MAX, x, ax, 1, true);
+    ox_at io[3] = {OX_INTS("shape", s->dims, s->rank), OX_I("axis", axis), OX_DT("dtype", XE_I64)};
+    int idx = ox_op(b, XE_OP_IOTA, NULL, 0, io, 3);
+    int at = ox_select(b, ox_bin(b, XE_OP_EQUAL, x, m), idx, ox_scalar(b, XE_I64, -1));
+    return ox_reduce(b, XE_OP_REDUCE_MAX, at, ax, 1, keep);
+}
+
 xe_code ox_b_argmax(ox_b *b)
 {
     int x = ox_in(b, 0), axis;
-    if (ox_int(b, "select_last_index", 0) != 0)
-        return ox_unsupported(b, "attribute select_last_index=1 is not supported");
     if (x < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
         return ox_status(b);
+    if (ox_int(b, "select_last_index", 0) != 0) {
+        ox_out(b, 0, last_extreme(b, x, axis, ox_int(b, "keepdims", 1) != 0,
+                                  !strcmp(b->np->op_type, "ArgMin")));
+        return ox_status(b);
+    }
     if (!strcmp(b->np->op_type, "ArgMin"))
         x = ox_type(b, x)->dtype == XE_BOOL ? ox_un(b, XE_OP_LOGICAL_NOT, x) : ox_un(b, XE_OP_NEG, x);
     ox_at a[2] = {OX_I("axis", axis), OX_BOOL("keepdims", ox_int(b, "keepdims", 1) != 0)};
