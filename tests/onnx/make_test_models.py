@@ -179,7 +179,19 @@ def nn_ops():
             op("GlobalMaxPool", "GlobalMaxPool", [("a", x(2, c, 4, 5))]),
             op("LpNormalization", "LpNormalization", [("a", x(2, 3, 4))], {"axis": 1}),
             op("MeanVarianceNormalization", "MeanVarianceNormalization", [("a", x(2, 3, 4, 5))]),
-            op("LRN", "LRN", [("a", x(2, 5, 3, 3))], {"size": 3}, expect=lrn)]
+            op("LRN", "LRN", [("a", x(2, 5, 3, 3))], {"size": 3}, expect=lrn),
+            op("RMSNormalization", "RMSNormalization", [("a", x(2, 3, 4)), ("s", x(4))], opset=23),
+            op("NegativeLogLikelihoodLoss", "NegativeLogLikelihoodLoss",
+               [("a", x(3, 5)), ("t", np.array([0, 4, 2], np.int64)), ("w", x(5, lo=0.5, hi=1))], opset=22),
+            op("SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLoss",
+               [("a", x(3, 5, 2)), ("t", np.array([[0, 4], [2, 1], [3, 3]], np.int64))],
+               {"reduction": "sum", "ignore_index": 3}, opset=22, n_out=2),
+            op("Attention", "Attention", [("q", x(2, 3, 4, 8)), ("k", x(2, 3, 5, 8)), ("v", x(2, 3, 5, 8))],
+               {"is_causal": 1}, opset=23),
+            op("AttentionGQA", "Attention", [("q", x(2, 4, 16)), ("k", x(2, 5, 8)), ("v", x(2, 5, 8))],
+               {"q_num_heads": 4, "kv_num_heads": 2}, opset=23),
+            op("ArgMaxLast", "ArgMax", [("a", np.array([[1, 3, 3], [2, 2, 0]], np.float32))],
+               {"axis": 1, "select_last_index": 1})]
 
 
 def special_models():
@@ -213,10 +225,11 @@ def special_models():
     # three unsupported nodes, each for another reason, and a supported one
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="fine"),
              helper.make_node("Conv", ["r", "w"], ["c"], name="conv_1"),
-             helper.make_node("ArgMax", ["x"], ["am"], name="argmax_last", select_last_index=1),
+             helper.make_node("Pad", ["x", "pads"], ["am"], name="pad_reflect", mode="reflect"),
              helper.make_node("Custom", ["x"], ["z"], name="custom_op", domain="com.example"),
              helper.make_node("Add", ["c", "z"], ["y"], name="after")]
-    m = model(nodes, [("x", x(1, 1, 4, 4))], ["y", "am"], 17, [("w", x(1, 1, 3, 3))])
+    m = model(nodes, [("x", x(1, 1, 4, 4))], ["y", "am"], 17,
+              [("w", x(1, 1, 3, 3)), ("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))])
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
 
