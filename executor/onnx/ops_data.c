@@ -235,3 +235,67 @@ xe_code ox_b_trilu(ox_b *b)
     }
     return done(b, ox_select(b, ox_const(b, m), x, ox_scalar(b, ox_type(b, x)->dtype, 0)));
 }
+
+/* GatherElements: out = sum over the axis' positions of select(index == position, data, 0). */
+xe_code ox_b_gather_elements(ox_b *b)
+{
+    int x = ox_in(b, 0), idx = ox_in(b, 1), axis;
+    if (x < 0 || idx < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
+        return ox_status(b);
+    const xe_shape *ds = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
+    int r = ds->rank;
+    if (is->rank != r || r + 1 > XE_MAX_RANK || !xe_shape_is_known(ds) || !xe_shape_is_known(is))
+        return ox_unsupported(b, "GatherElements needs known dims and rank at most 7");
+    int64_t n = ds->dims[axis], beg[XE_MAX_RANK] = {0}, end[XE_MAX_RANK], di[XE_MAX_RANK + 1],
+            dd[XE_MAX_RANK + 1], io[XE_MAX_RANK + 1], red[1] = {axis + 1};
+    for (int d = 0; d < r; d++)
+        end[d] = d == axis ? INT64_MAX : is->dims[d]; /* data cut to the indices' other dims */
+    for (int d = 0, j = 0; d <= r; d++) {
+        di[d] = d == axis + 1 ? 1 : is->dims[j];
+        dd[d] = d == axis ? 1 : d == axis + 1 ? n : is->dims[d > axis ? d - 1 : d];
+        io[d] = d == axis + 1 ? n : 1;
+        j += d != axis + 1;
+    }
+    xe_dtype dt = ox_type(b, x)->dtype;
+    int data = ox_cast(b, ox_slice(b, x, beg, end), dt == XE_BOOL ? XE_I32 : dt);
+    int i = ox_cast(b, idx, XE_I64), nn = ox_scalar(b, XE_I64, (double)n);
+    i = ox_select(b, ox_bin(b, XE_OP_LESS, i, ox_scalar(b, XE_I64, 0)), ox_bin(b, XE_OP_ADD, i, nn), i);
+    ox_at at[3] = {OX_INTS("shape", io, r + 1), OX_I("axis", axis + 1), OX_DT("dtype", XE_I64)};
+    int hot = ox_bin(b, XE_OP_EQUAL, ox_reshape(b, i, di, r + 1), ox_op(b, XE_OP_IOTA, NULL, 0, at, 3));
+    int zero = data < 0 ? -1 : ox_scalar(b, ox_type(b, data)->dtype, 0);
+    int y = ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, hot, ox_reshape(b, data, dd, r + 1), zero), red, 1, false);
+    return done(b, ox_cast(b, y, dt));
+}
+
+/* DepthToSpace (DCR or CRD) and SpaceToDepth: a reshape, a transpose and a reshape. */
+xe_code ox_b_depth_space(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    int64_t k = ox_int(b, "blocksize", 0);
+    if (x < 0)
+        return ox_status(b);
+    const xe_shape *s = &ox_type(b, x)->shape;
+    if (s->rank != 4 || !xe_shape_is_known(s) || k < 1)
+        return ox_unsupported(b, "needs a 4-D input with known dims and a blocksize");
+    int64_t n = s->dims[0], c = s->dims[1], h = s->dims[2], w = s->dims[3];
+    bool to_space = !strcmp(b->np->op_type, "DepthToSpace");
+    const char *mode = ox_str(b, "mode", "DCR");
+    if (to_space ? c % (k * k) : (h % k || w % k))
+        return ox_invalid(b, "dims are not multiples of the blocksize %lld", (long long)k);
+    if (to_space && strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+        return ox_unsupported(b, "attribute mode='%s' is not supported", mode);
+    bool crd = to_space && !strcmp(mode, "CRD");
+    int64_t six[6], out[4];
+    int perm[6];
+    if (!to_space) {
+        memcpy(six, (int64_t[6]){n, c, h / k, k, w / k, k}, sizeof six);
+        memcpy(perm, (int[6]){0, 3, 5, 1, 2, 4}, sizeof perm);
+        memcpy(out, (int64_t[4]){n, c * k * k, h / k, w / k}, sizeof out);
+    } else {
+        int64_t cc = c / (k * k);
+        memcpy(six, crd ? (int64_t[6]){n, cc, k, k, h, w} : (int64_t[6]){n, k, k, cc, h, w}, sizeof six);
+        memcpy(perm, crd ? (int[6]){0, 1, 4, 2, 5, 3} : (int[6]){0, 3, 4, 1, 5, 2}, sizeof perm);
+        memcpy(out, (int64_t[4]){n, cc, h * k, w * k}, sizeof out);
+    }
+    return done(b, ox_reshape(b, ox_transpose(b, ox_reshape(b, x, six, 6), perm, 6), out, 4));
+}
