@@ -280,3 +280,28 @@ xe_code ox_out(ox_b *b, int k, int x)
         return b->failed = true, b->st.code;
     return XE_OK;
 }
+
+int ox_take(ox_b *b, int x, int axis, const int64_t *idx, int64_t n)
+{
+    if (x < 0 || b->failed)
+        return -1;
+    if (n < 1 || n > 256) {
+        ox_unsupported(b, "picking %lld positions along an axis is not supported (1 to 256 are)", (long long)n);
+        return -1;
+    }
+    int parts[256], k = 0, r = ox_rank(b, x);
+    for (int64_t i = 0; i < n;) {
+        int64_t j = i + 1; /* a run of consecutive positions is one slice */
+        while (j < n && idx[j] == idx[j - 1] + 1)
+            j++;
+        int64_t beg[XE_MAX_RANK], end[XE_MAX_RANK];
+        for (int d = 0; d < r; d++) {
+            beg[d] = d == axis ? idx[i] : 0;
+            end[d] = d == axis ? idx[j - 1] + 1 : INT64_MAX;
+        }
+        parts[k++] = ox_slice(b, x, beg, end);
+        i = j;
+    }
+    ox_at at = OX_I("axis", axis);
+    return k == 1 ? parts[0] : ox_op(b, XE_OP_CONCAT, parts, k, &at, 1);
+}

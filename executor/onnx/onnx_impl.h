@@ -143,6 +143,8 @@ int ox_reshape(ox_b *b, int x, const int64_t *dims, int rank);
 int ox_transpose(ox_b *b, int x, const int *perm, int rank);
 int ox_reduce(ox_b *b, int op, int x, const int64_t *axes, int n_axes, bool keepdims);
 int ox_slice(ox_b *b, int x, const int64_t *begin, const int64_t *end);
+/* x's positions idx[0..n) (normalised, in range) along axis, as slices and a concat. */
+int ox_take(ox_b *b, int x, int axis, const int64_t *idx, int64_t n);
 const xe_type *ox_type(ox_b *b, int x);
 int ox_rank(ox_b *b, int x);
 /* ONNX input k (-1 when absent or failed). */

@@ -127,21 +127,14 @@ xe_code ox_b_gather(ox_b *b)
     int64_t n = xe_tensor_numel(idx), dim = s->dims[axis];
     if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK)
         return ox_unsupported(b, "Gather needs 1 to 256 known indices into a known dim");
-    int parts[256];
+    int64_t pos[256];
     for (int64_t i = 0; i < n; i++) {
         int64_t v = (int64_t)xe_load_f64(idx->data, idx->dtype, i);
         if (v < -dim || v >= dim)
             return ox_invalid(b, "index %lld is out of range for a dim of %lld", (long long)v, (long long)dim);
-        v = v < 0 ? v + dim : v;
-        int64_t beg[XE_MAX_RANK], end[XE_MAX_RANK];
-        for (int d = 0; d < s->rank; d++) {
-            beg[d] = d == axis ? v : 0;
-            end[d] = d == axis ? v + 1 : INT64_MAX;
-        }
-        parts[i] = ox_slice(b, x, beg, end);
+        pos[i] = v < 0 ? v + dim : v;
     }
-    ox_at at = OX_I("axis", axis);
-    int y = n == 1 ? parts[0] : ox_op(b, XE_OP_CONCAT, parts, (int)n, &at, 1);
+    int y = ox_take(b, x, axis, pos, n);
     int64_t out[XE_MAX_RANK];
     int r = 0;
     for (int d = 0; d < s->rank; d++) {
@@ -187,13 +180,38 @@ static int pad_axis(ox_b *b, int x, int axis, int64_t lo, int64_t hi, int value)
     return n == 1 ? x : ox_op(b, XE_OP_CONCAT, parts, n, &at, 1);
 }
 
+/* Pad in edge, reflect or wrap mode along one axis: each output position picks an input one. */
+static int pad_pick(ox_b *b, int x, int axis, int64_t lo, int64_t hi, char mode)
+{
+    int64_t dim = ox_type(b, x)->shape.dims[axis], n = dim + lo + hi, pos[256];
+    if (n < 1 || n > 256 || dim < 1 || (mode == 'r' && dim < 2 && (lo > 0 || hi > 0))) {
+        ox_unsupported(b, "this Pad of a dim of %lld is not supported", (long long)dim);
+        return -1;
+    }
+    for (int64_t i = 0; i < n; i++) {
+        int64_t p = i - lo;
+        if (mode == 'e')
+            p = p < 0 ? 0 : p >= dim ? dim - 1 : p;
+        else if (mode == 'w')
+            p = ((p % dim) + dim) % dim;
+        else { /* reflect: ... 2 1 | 0 1 2 ... */
+            int64_t period = 2 * (dim - 1);
+            p = ((p % period) + period) % period;
+            p = p >= dim ? period - p : p;
+        }
+        pos[i] = p;
+    }
+    return ox_take(b, x, axis, pos, n);
+}
+
 xe_code ox_b_pad(ox_b *b)
 {
     int x = ox_in(b, 0), r = ox_rank(b, x);
     int64_t pads[2 * XE_MAX_RANK], axes[XE_MAX_RANK];
     const char *mode = ox_str(b, "mode", "constant");
-    if (strcmp(mode, "constant"))
-        return ox_unsupported(b, "attribute mode='%s' is not supported (only constant)", mode);
+    char m = !strcmp(mode, "edge") ? 'e' : !strcmp(mode, "reflect") ? 'r' : !strcmp(mode, "wrap") ? 'w' : 'c';
+    if (m == 'c' && strcmp(mode, "constant"))
+        return ox_unsupported(b, "attribute mode='%s' is not supported", mode);
     int n = b->opset < 11 ? ox_ints(b, "pads", pads, 2 * XE_MAX_RANK)
                           : ox_const_ints(b, 1, "pads", pads, 2 * XE_MAX_RANK);
     int na = b->opset >= 18 && ox_in(b, 3) >= 0 ? ox_const_ints(b, 3, "axes", axes, XE_MAX_RANK) : -1;
@@ -209,8 +227,9 @@ xe_code ox_b_pad(ox_b *b)
                 : ox_in(b, 2) >= 0 ? ox_reshape(b, ox_in(b, 2), NULL, 0) : ox_scalar(b, dt, 0);
     for (int k = 0; k < count && !b->failed; k++) {
         int a;
-        if (ox_axis(b, na >= 0 ? axes[k] : k, r, &a))
-            x = pad_axis(b, x, a, pads[k], pads[k + count], value);
+        if (ox_axis(b, na >= 0 ? axes[k] : k, r, &a) && (pads[k] || pads[k + count]))
+            x = m == 'c' ? pad_axis(b, x, a, pads[k], pads[k + count], value)
+                         : pad_pick(b, x, a, pads[k], pads[k + count], m);
     }
     return done(b, x);
 }

@@ -219,12 +219,31 @@ static int slice_params(ox_b *b, int64_t *st, int64_t *en, int64_t *ax, int64_t 
     for (int k = 0; k < n; k++) {
         if (na < 0)
             ax[k] = k;
-        if (ns >= 0 && sp[k] != 1) {
-            ox_unsupported(b, "steps other than 1 are not supported (steps[%d] = %lld)", k,
-                           (long long)sp[k]);
+        if (ns < 0)
+            sp[k] = 1;
+        if (sp[k] == 0) {
+            ox_invalid(b, "steps[%d] is 0", k);
             return -1;
         }
     }
+    return n;
+}
+
+/* Positions of a Python slice [st:en:sp] of a dim (ONNX clamps the same way); the count. */
+static int64_t stepped(int64_t st, int64_t en, int64_t sp, int64_t dim, int64_t *pos, int64_t cap)
+{
+    st = st < 0 ? st + dim : st;
+    en = en < 0 ? en + dim : en;
+    if (sp > 0) {
+        st = st < 0 ? 0 : st > dim ? dim : st;
+        en = en < 0 ? 0 : en > dim ? dim : en;
+    } else {
+        st = st < 0 ? -1 : st > dim - 1 ? dim - 1 : st;
+        en = en < -1 ? -1 : en > dim - 1 ? dim - 1 : en;
+    }
+    int64_t n = 0;
+    for (int64_t p = st; (sp > 0 ? p < en : p > en) && n <= cap; p += sp)
+        pos[n < cap ? n : cap - 1] = p, n++;
     return n;
 }
 
@@ -246,6 +265,14 @@ xe_code ox_b_slice(ox_b *b)
             return ox_status(b);
         beg[a] = st[k];
         end[a] = en[k];
+        if (sp[k] != 1) { /* a stepped axis picks its positions (known dim) */
+            int64_t dim = ox_type(b, x)->shape.dims[a], pos[256], m;
+            if (dim < 0 || (m = stepped(st[k], en[k], sp[k], dim, pos, 256)) > 256 || m < 1)
+                return ox_unsupported(b, "Slice with steps needs a known dim and 1 to 256 positions");
+            x = ox_take(b, x, a, pos, m);
+            beg[a] = 0;
+            end[a] = INT64_MAX;
+        }
     }
     return done(b, ox_slice(b, x, beg, end));
 }
