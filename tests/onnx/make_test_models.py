@@ -147,7 +147,15 @@ def shape_ops():
             op("Gather", "Gather", [("a", x(5, 3))], {"axis": 0}, inits=[("i", i64(4, 0, -1))]),
             op("Pad", "Pad", [("a", x(2, 3))], inits=[("p", i64(1, 0, 0, 2)), ("v", np.float32(0.5))]),
             op("Trilu", "Trilu", [("a", x(4, 5))], {"upper": 0}),
-            op("Constant", "Constant", [], {"value": numpy_helper.from_array(x(2, 2))})]
+            op("Constant", "Constant", [], {"value": numpy_helper.from_array(x(2, 2))}),
+            op("SliceSteps", "Slice", [("a", x(5, 6))],
+               inits=[("st", i64(4, 0)), ("en", i64(-6, 6)), ("ax", i64(0, 1)), ("sp", i64(-2, 2))]),
+            op("PadReflect", "Pad", [("a", x(3, 4))], {"mode": "reflect"}, inits=[("p", i64(1, 2, 2, 1))]),
+            op("PadEdge", "Pad", [("a", x(3, 4))], {"mode": "edge"}, inits=[("p", i64(0, 3, 2, 0))]),
+            op("GatherElements", "GatherElements", [("a", x(3, 4))], {"axis": 1},
+               inits=[("i", np.array([[0, 3], [-1, 1], [2, 2]], np.int64))]),
+            op("DepthToSpace", "DepthToSpace", [("a", x(1, 8, 2, 3))], {"blocksize": 2, "mode": "CRD"}),
+            op("SpaceToDepth", "SpaceToDepth", [("a", x(1, 2, 4, 6))], {"blocksize": 2})]
 
 
 def reduce_ops():
@@ -225,11 +233,11 @@ def special_models():
     # three unsupported nodes, each for another reason, and a supported one
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="fine"),
              helper.make_node("Conv", ["r", "w"], ["c"], name="conv_1"),
-             helper.make_node("Pad", ["x", "pads"], ["am"], name="pad_reflect", mode="reflect"),
+             helper.make_node("Cast", ["x"], ["am"], name="cast_u8", to=TensorProto.UINT8),
              helper.make_node("Custom", ["x"], ["z"], name="custom_op", domain="com.example"),
              helper.make_node("Add", ["c", "z"], ["y"], name="after")]
     m = model(nodes, [("x", x(1, 1, 4, 4))], ["y", "am"], 17,
-              [("w", x(1, 1, 3, 3)), ("pads", np.array([0, 0, 1, 1, 0, 0, 1, 1], np.int64))])
+              [("w", x(1, 1, 3, 3))])
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
 
