@@ -40,7 +40,7 @@ def save(name, m, inputs, expect=None):
     for k, (_, a) in enumerate(inputs):
         np.save(os.path.join(OUT, "%s.in%d.npy" % (name, k)), a)
     for k, a in enumerate(outs):
-        np.save(os.path.join(OUT, "%s.out%d.npy" % (name, k)), np.ascontiguousarray(a))
+        np.save(os.path.join(OUT, "%s.out%d.npy" % (name, k)), np.array(a, order="C"))
     return len(inputs), len(outs)
 
 
