@@ -77,18 +77,32 @@ xe_code ox_b_div(ox_b *b)
     return done(b, ox_bin(b, XE_OP_DIV, x, y));
 }
 
-/* Mod: fmod=0 takes the divisor's sign (floor), fmod=1 the dividend's (trunc). */
+/* C's fmod(x, y) for floats: x - trunc(x / y) y, and x itself where y is infinite and x is not. */
+static int float_fmod(ox_b *b, int x, int y)
+{
+    int q = ox_bin(b, XE_OP_DIV, x, y), zero = like(b, x, 0);
+    int t = ox_select(b, ox_bin(b, XE_OP_LESS, q, zero), ox_un(b, XE_OP_CEIL, q), ox_un(b, XE_OP_FLOOR, q));
+    int r = ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, t, y));
+    int inf_y = ox_bin(b, XE_OP_EQUAL, ox_un(b, XE_OP_ABS, y), like(b, y, INFINITY));
+    int finite_x = ox_bin(b, XE_OP_EQUAL, ox_bin(b, XE_OP_SUB, x, x), zero);
+    return ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, inf_y, finite_x), x, r);
+}
+
+/* Mod: fmod=0 takes the divisor's sign (numpy's mod), fmod=1 the dividend's (C's fmod). */
 xe_code ox_b_mod(ox_b *b)
 {
-    int x = ox_in(b, 0), y = ox_in(b, 1), q;
+    int x = ox_in(b, 0), y = ox_in(b, 1);
     bool fmod = ox_int(b, "fmod", 0) != 0, is_int = x >= 0 && xe_dtype_is_int(dt_of(b, x));
-    if (is_int)
-        q = fmod ? trunc_div(b, x, y) : ox_bin(b, XE_OP_DIV, x, y);
-    else if (!fmod)
-        q = ox_un(b, XE_OP_FLOOR, ox_bin(b, XE_OP_DIV, x, y));
-    else
-        return ox_unsupported(b, "fmod=1 on floats is not supported");
-    return done(b, ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, q, y)));
+    if (is_int) {
+        int q = fmod ? trunc_div(b, x, y) : ox_bin(b, XE_OP_DIV, x, y);
+        return done(b, ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, q, y)));
+    }
+    int r = float_fmod(b, x, y), zero = like(b, x, 0);
+    if (fmod)
+        return done(b, r);
+    int differ = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_LESS, y, zero), ox_bin(b, XE_OP_LESS, r, zero));
+    int fix = ox_bin(b, XE_OP_LOGICAL_AND, ox_bin(b, XE_OP_NOT_EQUAL, r, zero), differ);
+    return done(b, ox_select(b, fix, ox_bin(b, XE_OP_ADD, r, y), r));
 }
 
 xe_code ox_b_pow(ox_b *b)
