@@ -318,3 +318,31 @@ xe_code ox_b_depth_space(ox_b *b)
     }
     return done(b, ox_reshape(b, ox_transpose(b, ox_reshape(b, x, six, 6), perm, 6), out, 4));
 }
+
+/* OneHot: select(equal(indices, iota over depth at axis), on, off); indices below 0 count from depth. */
+xe_code ox_b_one_hot(ox_b *b)
+{
+    int idx = ox_in(b, 0), vals = ox_in(b, 2);
+    const xe_tensor *dt = ox_need_const(b, 1, "depth");
+    if (!dt || idx < 0 || vals < 0)
+        return ox_status(b);
+    const xe_shape *s = &ox_type(b, idx)->shape;
+    int r = s->rank, axis;
+    int64_t depth = (int64_t)xe_load_f64(dt->data, dt->dtype, 0), di[XE_MAX_RANK], io[XE_MAX_RANK];
+    if (r + 1 > XE_MAX_RANK || !xe_shape_is_known(s) || depth < 1)
+        return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a positive depth");
+    if (!ox_axis(b, ox_int(b, "axis", -1), r + 1, &axis))
+        return ox_status(b);
+    for (int d = 0, j = 0; d <= r; d++) {
+        di[d] = d == axis ? 1 : s->dims[j++];
+        io[d] = d == axis ? depth : 1;
+    }
+    int i = ox_cast(b, idx, XE_I64), n = ox_scalar(b, XE_I64, (double)depth);
+    i = ox_select(b, ox_bin(b, XE_OP_LESS, i, ox_scalar(b, XE_I64, 0)), ox_bin(b, XE_OP_ADD, i, n), i);
+    ox_at at[3] = {OX_INTS("shape", io, r + 1), OX_I("axis", axis), OX_DT("dtype", XE_I64)};
+    int hot = ox_bin(b, XE_OP_EQUAL, ox_reshape(b, i, di, r + 1), ox_op(b, XE_OP_IOTA, NULL, 0, at, 3));
+    int64_t b0[1] = {0}, e0[1] = {1}, b1[1] = {1}, e1[1] = {2};
+    int off = ox_reshape(b, ox_slice(b, vals, b0, e0), NULL, 0);
+    int on = ox_reshape(b, ox_slice(b, vals, b1, e1), NULL, 0);
+    return done(b, ox_select(b, hot, on, off));
+}

@@ -18,7 +18,7 @@ B(cast) B(cast_like) B(identity) B(reshape) B(flatten) B(squeeze) B(unsqueeze) B
 B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(constant_of_shape)
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
-B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space)
+B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
 #undef B
 
 #define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
@@ -60,7 +60,7 @@ static const ox_entry table[] = {
     F("ConstantOfShape", constant_of_shape, "value"), F("Range", range, ""),
     F("EyeLike", eye_like, "dtype k"), F("Gather", gather, "axis"), F("Pad", pad, "mode pads value"),
     F("Trilu", trilu, "upper"), F("GatherElements", gather_elements, "axis"),
-    F("DepthToSpace", depth_space, "blocksize mode"), F("SpaceToDepth", depth_space, "blocksize"),
+    F("DepthToSpace", depth_space, "blocksize mode"), F("OneHot", one_hot, "axis"), F("SpaceToDepth", depth_space, "blocksize"),
     RED("ReduceSum", REDUCE_SUM, 0), RED("ReduceMean", REDUCE_MEAN, 0),
     RED("ReduceMax", REDUCE_MAX, 0), RED("ReduceMin", REDUCE_MIN, 0),
     RED("ReduceProd", REDUCE_PROD, 0), RED("ReduceL1", REDUCE_SUM, 1),
