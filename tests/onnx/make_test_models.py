@@ -155,7 +155,9 @@ def shape_ops():
             op("GatherElements", "GatherElements", [("a", x(3, 4))], {"axis": 1},
                inits=[("i", np.array([[0, 3], [-1, 1], [2, 2]], np.int64))]),
             op("DepthToSpace", "DepthToSpace", [("a", x(1, 8, 2, 3))], {"blocksize": 2, "mode": "CRD"}),
-            op("SpaceToDepth", "SpaceToDepth", [("a", x(1, 2, 4, 6))], {"blocksize": 2})]
+            op("SpaceToDepth", "SpaceToDepth", [("a", x(1, 2, 4, 6))], {"blocksize": 2}),
+            op("OneHot", "OneHot", [("i", np.array([[0, 2], [-1, 5]], np.int64))], {"axis": 1},
+               inits=[("d", np.int64(4)), ("v", np.array([0.5, 3.0], np.float32))])]
 
 
 def reduce_ops():
