@@ -195,8 +195,8 @@ def main():
         for name, why in sorted(unsupported):
             print("UNSUPPORTED %s: %s" % (name, why))
     passed = sum(r[2] for r in rows.values())
-    print("onnx node tests: %d passed, %d failed, %d skipped (%d cases)" %
-          (passed, len(failures), len(unsupported), len(cases)))
+    print("onnx node tests run: %d cases of onnx %s" % (len(cases), onnx.__version__))
+    print("onnx node tests: %d passed, %d failed, %d skipped" % (passed, len(failures), len(unsupported)))
     return 1 if failures else 0
 
 
