@@ -201,6 +201,47 @@ Test(onnx, malformed_field_names_offset_and_field)
     free(data);
 }
 
+/* Mutated models (bytes changed, removed, repeated): an error or a graph, never a crash. */
+Test(onnx, mutated_models_never_crash)
+{
+    const char *models[] = {DATA "/Attention.onnx", DATA "/Gemm.onnx", DATA "/Slice.onnx"};
+    char path[128];
+    snprintf(path, sizeof path, "%s/mut.onnx", tmp);
+    uint64_t seed = 12345;
+    int loaded = 0, refused = 0;
+    for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
+        size_t len;
+        char *data = slurp(models[m], &len), *buf = malloc(len + 8);
+        for (int round = 0; round < 300; round++) {
+            memcpy(buf, data, len);
+            size_t n = len;
+            for (int k = 0; k < 1 + round % 4; k++) {
+                seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+                size_t at = (size_t)(seed >> 33) % n;
+                if (round % 3 == 0)
+                    buf[at] = (char)(seed >> 24);
+                else if (round % 3 == 1 && n > 1)
+                    memmove(buf + at, buf + at + 1, --n - at);
+                else
+                    buf[at] ^= (char)(1u << ((seed >> 20) % 8));
+            }
+            spit(path, buf, n);
+            xe_status_clear(&st);
+            xe_graph *g = xe_onnx_load(path, NULL, &st);
+            if (g)
+                loaded++;
+            else
+                refused++;
+            cr_expect(g || st.msg[0], "a refusal without a message");
+            xe_graph_destroy(g);
+        }
+        free(buf);
+        free(data);
+    }
+    cr_expect_gt(refused, 0);
+    cr_log_info("mutated models: %d loaded, %d refused", loaded, refused);
+}
+
 Test(onnx, every_unsupported_node_is_listed)
 {
     xe_graph *g = xe_onnx_load(DATA "/unsupported.onnx", NULL, &st);

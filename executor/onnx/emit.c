@@ -160,7 +160,8 @@ int ox_slice(ox_b *b, int x, const int64_t *begin, const int64_t *end)
 
 const xe_type *ox_type(ox_b *b, int x)
 {
-    return &b->c->g->nodes[x]->type;
+    static const xe_type none = {.dtype = XE_F32}; /* of a failed node: a scalar, never used */
+    return x < 0 || x >= b->c->g->n_nodes ? &none : &b->c->g->nodes[x]->type;
 }
 
 int ox_rank(ox_b *b, int x)
