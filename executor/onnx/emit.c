@@ -3,6 +3,7 @@
  * ox_op and its short forms, constants, ONNX inputs that must be known at
  * load time, and binding a node as an ONNX output.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,19 @@ static xe_code set_attr(xe_node *n, const ox_at *a, xe_status *st)
     case XE_ATTR_DTYPE: return xe_node_set_dtype(n, a->name, a->dt, st);
     default: return xe_node_set_ints(n, a->name, a->ints, a->n, st);
     }
+}
+
+/* Whether a shape's element count (known dims) fits comfortably in 64 bits. */
+static bool size_fits(const xe_shape *s)
+{
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++) {
+        int64_t v = s->dims[d] > 0 ? s->dims[d] : 1;
+        if (n > (INT64_MAX / 16) / v)
+            return false;
+        n *= v;
+    }
+    return true;
 }
 
 /* A new node; value (taken, even on failure) is a const's. */
@@ -59,8 +73,15 @@ static int new_node(ox_b *b, int op, const int *in, int n_in, const ox_at *at, i
         }
     char name[300];
     snprintf(name, sizeof name, "%s.%d", base_name(b), ++b->helpers);
-    if (ox_want_name(c, x, name, NULL, &b->st) != XE_OK || xe_node_infer(c->g, n, &b->st) != XE_OK ||
-        ox_fold(c, x, &b->st) != XE_OK) {
+    if (ox_want_name(c, x, name, NULL, &b->st) != XE_OK || xe_node_infer(c->g, n, &b->st) != XE_OK) {
+        b->failed = true;
+        return -1;
+    }
+    if (!size_fits(&n->type.shape)) {
+        ox_invalid(b, "a %s result's dims overflow a 64-bit size", xe_op_name(op));
+        return -1;
+    }
+    if (ox_fold(c, x, &b->st) != XE_OK) {
         b->failed = true;
         return -1;
     }

@@ -152,11 +152,18 @@ static bool input_type(ox_ctx *c, const Onnx__ValueInfoProto *v, xe_type *t)
         return false;
     }
     t->shape.rank = (int)tt->shape->n_dim;
+    int64_t numel = 1;
     for (size_t d = 0; d < tt->shape->n_dim; d++) {
         const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
         bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
                      dim->dim_value >= 0;
         t->shape.dims[d] = known ? dim->dim_value : XE_DIM_UNKNOWN;
+        if (known && dim->dim_value && numel > (INT64_MAX / 16) / dim->dim_value) {
+            ox_error_add(&c->errs, false, "%s: graph input '%s': its dims overflow a 64-bit size",
+                         c->path, name);
+            return false;
+        }
+        numel *= known && dim->dim_value ? dim->dim_value : 1;
     }
     return true;
 }
