@@ -21,14 +21,10 @@ struct xe_capi_session {
     xe_tensor **outs; /* last run's outputs, NULL where none */
 };
 
-/*
- * The one place a model file becomes a graph. When executor/onnx/ lands,
- * this line becomes `return xe_load_graph(path, st);`, which reads .xg or
- * .onnx by content.
- */
+/* The one place a model file becomes a graph: .xg text or an ONNX model, picked by content. */
 static xe_graph *capi_load(const char *path, xe_status *st)
 {
-    return xe_parse_file(path, st);
+    return xe_load_graph(path, NULL, st);
 }
 
 static int fail_out(const xe_status *st, char *err, size_t err_len)

@@ -3,7 +3,7 @@
  * for a named target, at the graph's declared shapes, without running
  * anything (so it works without a GPU):
  *
- *   xlac-compile GRAPH.xg... --target cuda|c [--arch sm_90] --out DIR [--level 1|2]
+ *   xlac-compile GRAPH.xg|MODEL.onnx... --target cuda|c [--arch sm_90] --out DIR [--level 1|2]
  *
  * Several graphs compile in one process, each into DIR/NAME (NAME: the
  * graph's file name without .xg), so only the first pays the compiler's
@@ -18,6 +18,7 @@
 #include <sys/stat.h>
 
 #include "xlac/io.h"
+#include "xlac/onnx.h"
 #include "xlac/op.h"
 #include "xlac/session.h"
 #include "xlac_plugin.h"
@@ -35,7 +36,7 @@ typedef struct args {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: xlac-compile GRAPH.xg... --target cuda|c [--arch sm_90] --out DIR "
+    fprintf(f, "usage: xlac-compile GRAPH.xg|MODEL.onnx... --target cuda|c [--arch sm_90] --out DIR "
                "[--level 1|2]\n"
                "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n");
 }
@@ -203,6 +204,8 @@ static void graph_out_dir(const char *dir, const char *graph, char *buf, size_t 
     size_t n = strlen(base);
     if (n > 3 && strcmp(base + n - 3, ".xg") == 0)
         n -= 3;
+    else if (n > 5 && strcmp(base + n - 5, ".onnx") == 0)
+        n -= 5;
     snprintf(buf, len, "%s/%.*s", dir, (int)n, base);
 }
 
@@ -229,7 +232,7 @@ static int compile_graph(const char *path, const char *out, const args *a, xlac_
     xe_status st;
     xe_status_clear(&st);
     int status = 2;
-    xe_graph *g = xe_parse_file(path, &st), *ng = NULL;
+    xe_graph *g = xe_load_graph(path, NULL, &st), *ng = NULL; /* .xg or ONNX, by content */
     if (g && xe_graph_infer(g, &st) == XE_OK) {
         place_for_target(g, a->target);
         ng = cluster(g, a, f, &st);

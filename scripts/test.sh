@@ -93,6 +93,31 @@ run_python() {
 
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo
 run_python
+# ONNX's own node tests, op by op and clustered, through a CPU-only Release build of xlac-run and
+# the plugin (a CUDA build loads cudart and cuBLAS in each of the ~3800 processes: about 1 s each
+# here). Its failures count as failed tests; its own closing line gives passed and skipped cases.
+run_onnx() {
+    local start=$SECONDS log=build/test-logs/onnx_node_tests.log line o_f
+    echo "== onnx node tests (tests/onnx/run_node_tests.sh, build-onnx: CPU only)"
+    mkdir -p build/test-logs
+    if ! { cmake -S . -B build-onnx -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Release >build-onnx.configure.log 2>&1 &&
+        cmake --build build-onnx -j"$jobs" --target xlac-run xlac >build-onnx.build.log 2>&1; }; then
+        tail -n 40 build-onnx.configure.log build-onnx.build.log; failed=$((failed + 1)); failed_names+=("onnx:build")
+        return
+    fi
+    tests/onnx/run_node_tests.sh --build build-onnx --jobs "$jobs" --list-failures >"$log" 2>&1
+    line=$(grep -a "^onnx node tests:" "$log" | tail -n 1)
+    echo "${line:-onnx node tests: did not finish}  ($((SECONDS - start))s)"
+    o_f=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
+    [ -z "$line" ] && o_f=1
+    failed=$((failed + ${o_f:-0}))
+    if [ "${o_f:-0}" -ne 0 ]; then
+        failed_names+=("onnx-node-tests")
+        grep -a "^FAILED" "$log" | head -n 40 | sed 's/^/    /'
+        tail -n 20 "$log" | sed 's/^/    /'
+    fi
+}
+run_onnx
 if [ "$quick" -eq 0 ]; then
     asan_dir=build-asan
     [ "$asan_cc" = clang ] && asan_dir=build-asan-clang

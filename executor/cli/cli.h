@@ -34,6 +34,7 @@ typedef struct cli_options {
     xe_place_mode place;  /* --device */
     bool log_placement;   /* --log-device-placement */
     const char *profile;  /* --profile FILE.json; NULL: none */
+    const char *to_xg;    /* --to-xg FILE.xg: write the loaded graph; NULL: none */
 } cli_options;
 
 /* What cli_parse decided. */
@@ -44,6 +45,27 @@ typedef enum cli_parse_result {
 } cli_parse_result;
 
 cli_parse_result cli_parse(int argc, char **argv, cli_options *o);
+
+/*
+ * Graph inputs an ONNX import needed as constants (a Reshape's shape fed as
+ * an input): their values come from --input or the first feed folder at load
+ * time, and every later run must feed the same values.
+ */
+typedef struct cli_bound {
+    int position[CLI_MAX_ITEMS];      /* graph input positions */
+    xe_tensor *value[CLI_MAX_ITEMS];  /* the values the graph was built with */
+    int n;
+} cli_bound;
+
+/* xe_onnx_bind_fn over a cli_bound (user: cli_bind_ctx). */
+typedef struct cli_bind_ctx {
+    const cli_options *o;
+    cli_bound *bound;
+} cli_bind_ctx;
+xe_tensor *cli_bind_input(const char *name, int position, void *user);
+/* A fed input that was bound at load time must hold the same value. */
+xe_code cli_check_bound(const cli_bound *b, const xe_graph *g, xe_tensor *const *inputs,
+                        xe_status *st);
 
 /* Checks that every --input names a graph input and every --feed is a folder. */
 xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st);

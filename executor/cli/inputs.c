@@ -1,17 +1,19 @@
 /*
  * Inputs for one run of xlac-run, looked up in this order: an --input
- * file, then the feed folder's NAME.npy, then random values from --seed
+ * file, then the feed folder's NAME.npy, NAME.pb or input_K.pb (ONNX
+ * TensorProto files; K: the input's position), then random values from --seed
  * (floats uniform in [-1, 1), ints in [-10, 10], bools 0/1). A fed file
  * must match the declared dtype and every known dim; the session checks
  * that too, but here the message can name the file and both types. An
  * input with `?` dims has no shape to draw random values for, so it must
- * be fed; every input's source is settled before any is read or generated
+ * be fed. Every input's source is settled before any is read or generated
  * (an unfed input is reported before gigabytes of random data are made).
  * Mistakes in what the user fed are usage errors (exit 2).
  */
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -61,10 +63,22 @@ static xe_code check_type(const char *name, const char *path, const xe_type *wan
                    xe_type_str(want, b, sizeof b));
 }
 
+/* A .npy file, or an ONNX TensorProto for a name ending in .pb. */
+static xe_tensor *read_tensor(const char *path, xe_status *st)
+{
+    size_t n = strlen(path);
+    if (n < 3 || strcmp(path + n - 3, ".pb"))
+        return xe_npy_read(path, st);
+    char *name = NULL;
+    xe_tensor *t = xe_onnx_read_tensor(path, &name, st);
+    free(name);
+    return t;
+}
+
 static xe_tensor *load_checked(const char *name, const char *path, const xe_type *want,
                                xe_status *st)
 {
-    xe_tensor *t = xe_npy_read(path, st);
+    xe_tensor *t = read_tensor(path, st);
     if (!t) {
         if (st->code != XE_ERR_NOMEM)
             st->code = XE_ERR_USAGE; /* a bad file to feed is the caller's mistake: exit 2 */
@@ -88,27 +102,42 @@ static const cli_input *given_input(const cli_options *o, const char *name)
 }
 
 /*
- * Where input `in` comes from in this run: *path set to the file to read
- * (--input, or the feed folder's NAME.npy), or "" for random values.
- * Allocates nothing, so that every input is checked before any is made.
+ * The file in feed folder dir for input `name` (or its ONNX name `orig`) at
+ * position k: NAME.npy, NAME.pb, then input_K.pb. False when there is none.
  */
-static xe_code input_source(const cli_options *o, const xe_node *in, const char *feed, char *path, size_t len,
+static bool feed_file(const char *dir, const char *name, const char *orig, int k, char *path)
+{
+    const char *names[2] = {name, orig};
+    struct stat sb;
+    for (int e = 0; e < 2; e++)
+        for (int i = 0; i < 2; i++)
+            if (names[i] && snprintf(path, PATH_MAX, "%s/%s%s", dir, names[i], e ? ".pb" : ".npy") <
+                                PATH_MAX && stat(path, &sb) == 0)
+                return true;
+    return snprintf(path, PATH_MAX, "%s/input_%d.pb", dir, k) < PATH_MAX && stat(path, &sb) == 0;
+}
+
+/*
+ * Where input k (`in`) comes from in this run: path (PATH_MAX bytes) set to
+ * the file to read (--input, or the feed folder's file), or "" for random
+ * values. Allocates nothing, so that every input is checked before any is
+ * made (an unfed input is reported before gigabytes of random data).
+ */
+static xe_code input_source(const cli_options *o, const xe_node *in, int k, const char *feed, char *path,
                             xe_status *st)
 {
+    const char *orig = xe_node_attr_string(in, "@onnx", NULL);
     const cli_input *given = given_input(o, in->name);
+    if (!given && orig)
+        given = given_input(o, orig);
     path[0] = '\0';
     if (given) {
-        snprintf(path, len, "%s", given->path);
+        snprintf(path, PATH_MAX, "%s", given->path);
         return XE_OK;
     }
-    if (feed) {
-        struct stat sb;
-        if (snprintf(path, len, "%s/%s.npy", feed, in->name) >= (int)len)
-            return xe_fail(st, XE_ERR_USAGE, "--feed %s: path too long", feed);
-        if (stat(path, &sb) == 0)
-            return XE_OK;
-        path[0] = '\0';
-    }
+    if (feed && feed_file(feed, in->name, orig, k, path))
+        return XE_OK;
+    path[0] = '\0';
     if (!xe_shape_is_known(&in->type.shape)) {
         char t[160];
         return xe_fail(st, XE_ERR_USAGE,
@@ -141,7 +170,7 @@ xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st)
     char path[PATH_MAX]; /* every run's inputs have a source, before the first run makes any */
     for (int i = 0; i < (o->n_feeds ? o->n_feeds : 1); i++)
         for (int k = 0; k < g->n_inputs; k++)
-            if (input_source(o, g->nodes[g->inputs[k]], o->n_feeds ? o->feeds[i] : NULL, path, sizeof path, st))
+            if (input_source(o, g->nodes[g->inputs[k]], k, o->n_feeds ? o->feeds[i] : NULL, path, st) != XE_OK)
                 return st->code;
     return XE_OK;
 }
@@ -151,12 +180,12 @@ xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *
 {
     char path[PATH_MAX];
     for (int k = 0; k < g->n_inputs; k++) /* 1. every input has a source, before anything is allocated */
-        if (input_source(o, g->nodes[g->inputs[k]], feed, path, sizeof path, st) != XE_OK)
+        if (input_source(o, g->nodes[g->inputs[k]], k, feed, path, st) != XE_OK)
             return st->code;
     for (int k = 0; k < g->n_inputs; k++) { /* 2. read or generate them */
         const xe_node *in = g->nodes[g->inputs[k]];
         inputs[k] = NULL;
-        if (input_source(o, in, feed, path, sizeof path, st) == XE_OK)
+        if (input_source(o, in, k, feed, path, st) == XE_OK)
             inputs[k] = path[0] ? load_checked(in->name, path, &in->type, st)
                                 : random_tensor(&in->type, o->seed * 1000003u + (uint64_t)k, st);
         if (!inputs[k]) {
@@ -166,6 +195,43 @@ xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *
             }
             return st->code;
         }
+    }
+    return XE_OK;
+}
+
+xe_tensor *cli_bind_input(const char *name, int position, void *user)
+{
+    cli_bind_ctx *c = user;
+    cli_bound *b = c->bound;
+    const cli_input *given = given_input(c->o, name);
+    char path[PATH_MAX];
+    xe_status st;
+    xe_status_clear(&st);
+    if (b->n == CLI_MAX_ITEMS)
+        return NULL;
+    if (given)
+        snprintf(path, sizeof path, "%s", given->path);
+    else if (!c->o->n_feeds || !feed_file(c->o->feeds[0], name, NULL, position, path))
+        return NULL;
+    xe_tensor *t = read_tensor(path, &st);
+    if (t) {
+        b->position[b->n] = position;
+        b->value[b->n++] = t;
+    }
+    return t;
+}
+
+xe_code cli_check_bound(const cli_bound *b, const xe_graph *g, xe_tensor *const *inputs,
+                        xe_status *st)
+{
+    for (int i = 0; i < b->n; i++) {
+        const xe_tensor *want = b->value[i], *got = inputs[b->position[i]];
+        if (got->dtype != want->dtype || !xe_shape_equal(&got->shape, &want->shape) ||
+            (want->nbytes && memcmp(got->data, want->data, want->nbytes)))
+            return xe_fail(st, XE_ERR_USAGE,
+                           "input %s steers shapes and was fixed at load time to the value of "
+                           "the first feed; this feed holds another value",
+                           g->nodes[g->inputs[b->position[i]]]->name);
     }
     return XE_OK;
 }

@@ -23,6 +23,7 @@ typedef struct run_state {
     xe_tensor **outs;   /* one per graph output, from the last run */
     cli_timing all;     /* every timed run, all feeds */
     cli_timing one;     /* the current feed's timed runs */
+    const cli_bound *bound; /* inputs fixed at load time */
 } run_state;
 
 static int fail(const xe_status *st)
@@ -98,6 +99,10 @@ static xe_code run_feed(run_state *r, int k, xe_status *st)
     const char *feed = o->n_feeds ? o->feeds[k] : NULL;
     if (cli_prepare_inputs(o, r->g, feed, r->inputs, st) != XE_OK)
         return st->code;
+    if (cli_check_bound(r->bound, r->g, r->inputs, st) != XE_OK) {
+        release_all(r->inputs, r->g->n_inputs);
+        return st->code;
+    }
     r->one.n = 0;
     xe_code c = run_timed(r, st);
     release_all(r->inputs, r->g->n_inputs);
@@ -134,12 +139,31 @@ static xe_code run_all(run_state *r, xe_status *st)
     return c;
 }
 
-static xe_graph *load_graph(const cli_options *o, xe_status *st)
+/* An ONNX import's full error list when it did not fit in the status. */
+static void print_report(char *report, const xe_status *st)
 {
-    xe_graph *g = xe_parse_file(o->graph, st);
+    if (report && strlen(st->msg) < strlen(report))
+        fprintf(stderr, "xlac-run: %s: every error:\n%s\n", xe_code_name(st->code), report);
+    free(report);
+}
+
+static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *st)
+{
+    char *report = NULL;
+    cli_bind_ctx bc = {.o = o, .bound = bound};
+    xe_onnx_options oo = {.bind = cli_bind_input, .user = &bc, .report = &report};
+    xe_graph *g = xe_load_graph(o->graph, &oo, st);
     if (!g && st->code == XE_ERR_IO)
         st->code = XE_ERR_USAGE; /* a graph that cannot be read is a usage error: exit 2 */
-    if (g && (cli_check_inputs(o, g, st) != XE_OK || check_profile_path(o->profile, st) != XE_OK)) {
+    if (!g) {
+        int rc = fail(st);
+        print_report(report, st);
+        st->code = rc == 2 ? XE_ERR_USAGE : XE_ERR_RUNTIME; /* printed: only the exit status is left */
+        return NULL;
+    }
+    free(report);
+    if (cli_check_inputs(o, g, st) != XE_OK || check_profile_path(o->profile, st) != XE_OK) {
+        fail(st);
         xe_graph_destroy(g);
         return NULL;
     }
@@ -163,6 +187,27 @@ static void prefer_passive_openmp(char **argv)
         execv("/proc/self/exe", argv);
 }
 
+static void free_bound(cli_bound *b)
+{
+    for (int i = 0; i < b->n; i++)
+        xe_tensor_release(b->value[i]);
+}
+
+/* --to-xg: writes the graph; true when nothing else was asked for (nothing runs). */
+static bool write_xg(const cli_options *o, const xe_graph *g, int *rc)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    if (!o->to_xg)
+        return false;
+    if (xe_write_file(g, o->to_xg, &st) != XE_OK) {
+        *rc = fail(&st);
+        return true;
+    }
+    *rc = 0;
+    return !o->n_feeds && !o->save_dir && !o->print_outputs && !o->iterations;
+}
+
 int main(int argc, char **argv)
 {
     prefer_passive_openmp(argv);
@@ -175,17 +220,29 @@ int main(int argc, char **argv)
         return cli_check_stdout(&st) == XE_OK ? 0 : fail(&st);
     if (pr == CLI_USAGE)
         return 2;
-    xe_graph *g = load_graph(&o, &st);
-    if (!g)
-        return fail(&st);
+    cli_bound bound = {.n = 0};
+    xe_graph *g = load_graph(&o, &bound, &st);
+    int rc = 0;
+    if (!g) {
+        free_bound(&bound);
+        return xe_code_exit_status(st.code);
+    }
+    if (write_xg(&o, g, &rc) || rc) {
+        xe_graph_destroy(g);
+        free_bound(&bound);
+        return rc;
+    }
     note_no_gpu(&o, g);
     xe_session_options so = {
         .place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
-    run_state r = {.o = &o, .s = xe_session_new(g, &so, &st)};
-    if (!r.s)
+    run_state r = {.o = &o, .s = xe_session_new(g, &so, &st), .bound = &bound};
+    if (!r.s) {
+        free_bound(&bound);
         return fail(&st);
+    }
     r.g = xe_session_graph(r.s);
     xe_code c = run_all(&r, &st);
     xe_session_destroy(r.s);
+    free_bound(&bound);
     return c == XE_OK ? 0 : fail(&st);
 }

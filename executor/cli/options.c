@@ -12,15 +12,17 @@
 #include "cli.h"
 
 static const char usage[] =
-    "usage: xlac-run GRAPH.xg [options]\n"
+    "usage: xlac-run GRAPH.xg|MODEL.onnx [options]\n"
     "\n"
-    "Runs a graph in the .xg format op by op on the CPU or a CUDA GPU.\n"
+    "Runs a graph in the .xg format, or an ONNX model, op by op on the CPU or a CUDA GPU\n"
+    "(the file's kind is told by its content).\n"
     "\n"
     "options:\n"
     "  --input NAME=FILE.npy   feed input NAME from a .npy file (repeatable); its dtype and\n"
     "                          known dims must match the graph's declaration\n"
-    "  --feed DIR              run once with DIR/NAME.npy for each input (repeatable: one\n"
-    "                          session, one run per folder, e.g. several shapes of `?` dims)\n"
+    "  --feed DIR              run once with DIR/NAME.npy (or NAME.pb, or input_K.pb for the\n"
+    "                          K-th input: ONNX TensorProto files) for each input (repeatable:\n"
+    "                          one session, one run per folder, e.g. several shapes of `?` dims)\n"
     "  --seed N                seed of the random values of inputs not fed (default 0):\n"
     "                          floats uniform in [-1,1), ints in [-10,10], bools 0/1\n"
     "  --save-outputs DIR      write DIR/NAME.npy per output (DIR/K/NAME.npy, K = 0,1,..,\n"
@@ -33,6 +35,8 @@ static const char usage[] =
     "  --log-device-placement  print 'placement: NODE OP DEVICE [CLUSTER]' per executed op\n"
     "  --profile FILE.json     write a Chrome trace, one event per op (Perfetto, "
     "chrome://tracing)\n"
+    "  --to-xg FILE.xg         write the loaded graph (an imported ONNX model) as .xg text;\n"
+    "                          without --feed, --save-outputs or --print-outputs, nothing runs\n"
     "  --help                  this text\n"
     "  --version               version and whether this build has CUDA\n"
     "\n"
@@ -114,6 +118,8 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
         o->save_dir = v;
     } else if (!strcmp(a, "--profile")) {
         o->profile = v;
+    } else if (!strcmp(a, "--to-xg")) {
+        o->to_xg = v;
     } else if (!strcmp(a, "--iterations")) {
         if (!parse_count(v, &o->iterations) || o->iterations == 0)
             return bad("--iterations wants a count of at least 1, got '%s'", v);
@@ -131,7 +137,8 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
 static bool takes_value(const char *a)
 {
     static const char *const valued[] = {"--input",  "--feed",       "--save-outputs", "--profile",
-                                         "--warmup", "--iterations", "--seed",         "--device"};
+                                         "--warmup", "--iterations", "--seed",         "--device",
+                                         "--to-xg"};
     for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
         if (!strcmp(a, valued[i]))
             return true;

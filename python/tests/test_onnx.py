@@ -1,6 +1,6 @@
-"""Differential test against onnxruntime on an ONNX model: skipped until the
-executor exports the ONNX-aware loader (xe_load_graph, executor/onnx/) and
-when onnx or onnxruntime is not installed."""
+"""Differential test against onnxruntime on an ONNX model, loaded by the
+executor's content-sniffing loader (xe_load_graph, executor/onnx/); skipped
+when onnx or onnxruntime cannot be installed, or the library predates it."""
 import json
 import subprocess
 import sys

@@ -6,6 +6,7 @@
 #include "xlac/dtype.h"
 #include "xlac/graph.h"
 #include "xlac/io.h"
+#include "xlac/onnx.h"
 #include "xlac/op.h"
 #include "xlac/plugin.h"
 #include "xlac/session.h"

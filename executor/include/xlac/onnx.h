@@ -1,0 +1,54 @@
+/*
+ * ONNX import: an ONNX ModelProto (a `.onnx` file) becomes an executor
+ * graph (executor/onnx/, see docs/onnx.md). Nothing else in the tree knows
+ * ONNX. Initializers and Constant nodes become `const` nodes; ONNX ops map
+ * onto executor ops, by decomposition where needed; shape arithmetic whose
+ * inputs are known at load time is folded to constants.
+ *
+ * Errors: a file protobuf-c refuses names the byte offset and the field; an
+ * op, attribute or dtype the importer does not support is XE_ERR_UNSUPPORTED
+ * with one line per unsupported node (all of them, not just the first).
+ */
+#ifndef XLAC_ONNX_H
+#define XLAC_ONNX_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "xlac/graph.h"
+#include "xlac/status.h"
+#include "xlac/tensor.h"
+
+/*
+ * Value of graph input `name` when the importer needs it as a constant (a
+ * Reshape's shape fed as a graph input, say): NULL when it is not known. The
+ * returned reference is the importer's to keep (it retains nothing more).
+ */
+typedef xe_tensor *(*xe_onnx_bind_fn)(const char *name, int position, void *user);
+
+typedef struct xe_onnx_options {
+    xe_onnx_bind_fn bind; /* NULL: graph inputs are never known at load time */
+    void *user;           /* passed to bind */
+    char **report;        /* not NULL: on an import error, every error line (malloc'd; the
+                             status holds only what fits in its buffer) */
+} xe_onnx_options;
+
+/* Loads an ONNX model file; NULL with *st set on failure. opt may be NULL. */
+xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *st);
+
+/* Reads an ONNX TensorProto file (`input_0.pb`); *name gets its name (malloc'd, "" if none). */
+xe_tensor *xe_onnx_read_tensor(const char *path, char **name, xe_status *st);
+
+/* What a file holds, judged by its content. */
+typedef enum xe_file_kind {
+    XE_FILE_XG,      /* .xg text: starts with the `xlac.graph` header (after comments) */
+    XE_FILE_ONNX,    /* a protobuf ModelProto */
+    XE_FILE_UNKNOWN, /* neither */
+} xe_file_kind;
+
+xe_file_kind xe_sniff_file(const char *path);
+
+/* Loads a graph from .xg text or an ONNX model, picked by content. */
+xe_graph *xe_load_graph(const char *path, const xe_onnx_options *opt, xe_status *st);
+
+#endif

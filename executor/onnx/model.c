@@ -1,0 +1,350 @@
+/*
+ * Loading an ONNX model: the file is mapped and unpacked by protobuf-c
+ * (a file it refuses is reported with diag.c's byte offset and field), the
+ * ai.onnx opset is read, initializers become constants, graph inputs become
+ * `input` nodes (dim_param and missing dims are `?`), and every node is
+ * built by its op table entry. Nothing stops at the first unsupported node:
+ * each one is listed, and the import fails only at the end. A node whose
+ * inputs come from an unimportable node is still checked (op type, opset,
+ * attribute names) but not built. names.c then gives the nodes their final
+ * names and drops the ones no output needs.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx_impl.h"
+
+xe_graph *ox_finish(ox_ctx *c, xe_status *st); /* names.c */
+
+/* "node 'NAME' (OpType, domain D, opset N)" into buf. */
+static const char *node_label(const ox_ctx *c, const Onnx__NodeProto *np, char *buf, size_t cap)
+{
+    const char *dom = np->domain && np->domain[0] ? np->domain : "ai.onnx";
+    if (np->name && np->name[0])
+        snprintf(buf, cap, "node '%s' (%s, domain %s, opset %d)", np->name, np->op_type, dom, c->opset);
+    else
+        snprintf(buf, cap, "node with output '%s' (%s, domain %s, opset %d)",
+                 np->n_output ? np->output[0] : "", np->op_type, dom, c->opset);
+    return buf;
+}
+
+static void node_error(ox_ctx *c, const Onnx__NodeProto *np, bool unsupported, const char *msg)
+{
+    char label[512];
+    ox_error_add(&c->errs, unsupported, "%s: %s: %s", c->path, node_label(c, np, label, sizeof label),
+                 msg);
+}
+
+/* Every output of np names an unimportable value. */
+static void poison_outputs(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
+{
+    for (size_t k = 0; k < np->n_output; k++)
+        if (np->output[k][0])
+            ox_value_set(c, np->output[k], -1, st);
+}
+
+/* An attribute the entry does not read, or one given by reference: unsupported. */
+static bool check_attrs(ox_ctx *c, const Onnx__NodeProto *np, const ox_entry *e)
+{
+    bool ok = true;
+    for (size_t k = 0; k < np->n_attribute; k++) {
+        const Onnx__AttributeProto *a = np->attribute[k];
+        const char *name = a->name ? a->name : "";
+        size_t n = strlen(name);
+        const char *p = e->attrs;
+        bool known = false;
+        while (n && p && (p = strstr(p, name)) && !known) {
+            known = (p == e->attrs || p[-1] == ' ') && (p[n] == ' ' || p[n] == '\0');
+            p += n;
+        }
+        if (!known || (a->ref_attr_name && a->ref_attr_name[0])) {
+            char msg[300];
+            snprintf(msg, sizeof msg, "attribute '%s' is not supported", name);
+            node_error(c, np, true, msg);
+            ok = false;
+        }
+    }
+    return ok;
+}
+
+/* The table entry for np, or NULL with the error listed. */
+static const ox_entry *entry_for(ox_ctx *c, const Onnx__NodeProto *np)
+{
+    if (np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx")) {
+        node_error(c, np, true, "op domain is not supported (only ai.onnx is)");
+        return NULL;
+    }
+    bool known = false;
+    const ox_entry *e = ox_find_op(np->op_type ? np->op_type : "", c->opset, &known);
+    if (!e)
+        node_error(c, np, true, known ? "op is not supported at this opset" : "op is not supported");
+    return e && check_attrs(c, np, e) ? e : NULL;
+}
+
+/* The inputs' nodes into b; false when one is missing or unimportable. */
+static bool gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
+{
+    if (np->n_input > OX_MAX_IO || np->n_output > OX_MAX_IO) {
+        node_error(c, np, true, "more than 64 inputs or outputs are not supported");
+        return false;
+    }
+    b->n_in = (int)np->n_input;
+    for (size_t k = 0; k < np->n_input; k++) {
+        bool found = true;
+        b->in[k] = np->input[k][0] ? ox_value_get(c, np->input[k], &found) : -1;
+        if (!found) {
+            char msg[600];
+            snprintf(msg, sizeof msg, "input '%.500s' is not defined before it is used", np->input[k]);
+            node_error(c, np, false, msg);
+            return false;
+        }
+        if (np->input[k][0] && b->in[k] < 0)
+            return false; /* its producer is listed already */
+    }
+    return true;
+}
+
+static void build_node(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
+{
+    const ox_entry *e = entry_for(c, np);
+    ox_b b = {.c = c, .np = np, .opset = c->opset, .first = c->g->n_nodes};
+    xe_status_clear(&b.st);
+    if (!e || !gather(c, np, &b)) {
+        poison_outputs(c, np, st);
+        return;
+    }
+    xe_code code = e->build(&b);
+    for (size_t k = 0; code == XE_OK && !b.failed && k < np->n_output; k++) {
+        bool found;
+        if (np->output[k][0] && (ox_value_get(c, np->output[k], &found) < 0 || !found))
+            ox_unsupported(&b, "output %zu ('%s') is not supported", k, np->output[k]);
+    }
+    if (b.failed || code != XE_OK) {
+        node_error(c, np, b.st.code == XE_ERR_UNSUPPORTED, b.st.msg);
+        poison_outputs(c, np, st);
+    }
+}
+
+/* A graph input's declared type; false (error listed) for non-tensors and odd dtypes. */
+static bool input_type(ox_ctx *c, const Onnx__ValueInfoProto *v, xe_type *t)
+{
+    const char *name = v->name ? v->name : "";
+    const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
+    if (!tt) {
+        ox_error_add(&c->errs, true, "%s: graph input '%s': only tensor inputs are supported", c->path,
+                     name);
+        return false;
+    }
+    if (!ox_dtype(tt->elem_type, &t->dtype)) {
+        ox_error_add(&c->errs, true, "%s: graph input '%s': dtype %s is not supported", c->path, name,
+                     ox_dtype_name(tt->elem_type));
+        return false;
+    }
+    if (!tt->shape || tt->shape->n_dim > XE_MAX_RANK) {
+        ox_error_add(&c->errs, true, "%s: graph input '%s': %s", c->path, name,
+                     tt->shape ? "rank above 8 is not supported" : "an input without a shape (unknown rank) is not supported");
+        return false;
+    }
+    t->shape.rank = (int)tt->shape->n_dim;
+    int64_t numel = 1;
+    for (size_t d = 0; d < tt->shape->n_dim; d++) {
+        const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+        bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                     dim->dim_value >= 0;
+        t->shape.dims[d] = known ? dim->dim_value : XE_DIM_UNKNOWN;
+        if (known && dim->dim_value && numel > (INT64_MAX / 16) / dim->dim_value) {
+            ox_error_add(&c->errs, false, "%s: graph input '%s': its dims overflow a 64-bit size",
+                         c->path, name);
+            return false;
+        }
+        numel *= known && dim->dim_value ? dim->dim_value : 1;
+    }
+    return true;
+}
+
+static bool is_initializer(const Onnx__GraphProto *g, const char *name)
+{
+    for (size_t k = 0; k < g->n_initializer; k++)
+        if (g->initializer[k]->name && !strcmp(g->initializer[k]->name, name))
+            return true;
+    return false;
+}
+
+/* Initializers as constants; graph inputs (that are not initializers) as inputs. */
+static xe_code add_sources(ox_ctx *c, xe_status *st)
+{
+    const Onnx__GraphProto *g = c->model->graph;
+    for (size_t k = 0; k < g->n_initializer; k++) {
+        const Onnx__TensorProto *t = g->initializer[k];
+        char what[600];
+        snprintf(what, sizeof what, "initializer '%.500s'", t->name ? t->name : "");
+        xe_status ts;
+        xe_status_clear(&ts);
+        xe_tensor *v = ox_tensor(t, c->dir, what, &ts);
+        int x = v ? xe_graph_add_node(c->g, NULL, XE_OP_CONST, NULL, 0, st) : -1;
+        if (!v)
+            ox_error_add(&c->errs, ts.code == XE_ERR_UNSUPPORTED, "%s: %s", c->path, ts.msg);
+        if (v && x < 0) {
+            xe_tensor_release(v);
+            return st->code;
+        }
+        if (x >= 0) {
+            c->g->nodes[x]->value = v;
+            c->g->nodes[x]->type = (xe_type){v->dtype, v->shape};
+            if (ox_want_name(c, x, t->name ? t->name : "w", NULL, st) != XE_OK)
+                return st->code;
+        }
+        if (ox_value_set(c, t->name ? t->name : "", x, st) != XE_OK)
+            return st->code;
+    }
+    for (size_t k = 0; k < g->n_input; k++) {
+        const char *name = g->input[k]->name ? g->input[k]->name : "";
+        xe_type t;
+        if (is_initializer(g, name))
+            continue;
+        int x = -1;
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "_in%zu", k);
+        if (input_type(c, g->input[k], &t) && (x = xe_graph_add_input(c->g, tmp, &t, st)) < 0)
+            return st->code;
+        if ((x >= 0 && ox_want_name(c, x, name, name, st) != XE_OK) ||
+            ox_value_set(c, name, x, st) != XE_OK)
+            return st->code;
+    }
+    return XE_OK;
+}
+
+/* The ai.onnx opset; an error listed when it is outside what we import. */
+static void read_opset(ox_ctx *c)
+{
+    const Onnx__ModelProto *m = c->model;
+    c->opset = 0;
+    for (size_t k = 0; k < m->n_opset_import; k++) {
+        const char *d = m->opset_import[k]->domain ? m->opset_import[k]->domain : "";
+        if (!d[0] || !strcmp(d, "ai.onnx"))
+            c->opset = (int)m->opset_import[k]->version;
+    }
+    if (!m->n_opset_import)
+        c->opset = 1; /* IR version 2 and older name no opset: the first */
+    if (c->opset < OX_MIN_OPSET || c->opset > OX_MAX_OPSET)
+        ox_error_add(&c->errs, true, "%s: ai.onnx opset %d is not supported (opsets %d to %d are)",
+                     c->path, c->opset, OX_MIN_OPSET, OX_MAX_OPSET);
+}
+
+/* Builds the whole graph into c->g; errors go to c->errs. */
+static xe_code build_graph(ox_ctx *c, xe_status *st)
+{
+    const Onnx__GraphProto *g = c->model->graph;
+    if (!g) {
+        ox_error_add(&c->errs, false, "%s: the model has no graph", c->path);
+        return XE_OK;
+    }
+    read_opset(c);
+    if (add_sources(c, st) != XE_OK)
+        return st->code;
+    for (size_t k = 0; k < g->n_node; k++)
+        build_node(c, g->node[k], st);
+    for (size_t k = 0; k < g->n_output; k++) {
+        bool found;
+        const char *name = g->output[k]->name ? g->output[k]->name : "";
+        ox_value_get(c, name, &found);
+        if (!found)
+            ox_error_add(&c->errs, false, "%s: graph output '%s' is produced by no node", c->path, name);
+    }
+    if (!g->n_output)
+        ox_error_add(&c->errs, false, "%s: the graph has no outputs", c->path);
+    return XE_OK;
+}
+
+/* Maps the file and unpacks it; NULL with *st naming the offset and field on failure. */
+static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    struct stat sb;
+    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        xe_fail(st, XE_ERR_IO, "%s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    size_t len = (size_t)sb.st_size;
+    void *data = len ? mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+    close(fd);
+    if (len && data == MAP_FAILED) {
+        xe_fail(st, XE_ERR_IO, "%s: cannot map the file: %s", path, strerror(errno));
+        return NULL;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data ? data : (const uint8_t *)"");
+    if (!m) {
+        char why[600];
+        ox_diagnose(data, len, &onnx__model_proto__descriptor, why, sizeof why);
+        xe_fail(st, XE_ERR_PARSE, "%s: not a valid ONNX model: %s%s", path, why,
+                len > 0x7fffffffu ? " (a .onnx file over 2 GB is beyond protobuf's limit: keep "
+                                    "the weights in external data files)" : "");
+    }
+    if (data)
+        munmap(data, len);
+    return m;
+}
+
+static void ctx_free(ox_ctx *c)
+{
+    ox_value *v, *tmp;
+    HASH_ITER(hh, c->values, v, tmp) {
+        HASH_DEL(c->values, v);
+        free(v->name);
+        free(v);
+    }
+    for (int i = 0; i < c->cap_names; i++) {
+        free(c->want[i]);
+        free(c->orig[i]);
+    }
+    free(c->want);
+    free(c->orig);
+    free(c->final);
+    ox_errors_free(&c->errs);
+    xe_graph_destroy(c->g);
+    free(c->dir);
+    if (c->model)
+        onnx__model_proto__free_unpacked(c->model, NULL);
+}
+
+/* The error list as *st: a count line, then as many lines as fit. */
+static xe_code report(ox_ctx *c, xe_status *st)
+{
+    xe_fail(st, XE_ERR_GRAPH, "%s: cannot import the model: %d unsupported, %d invalid\n%s", c->path,
+            c->errs.n_unsupported, c->errs.n_other, c->errs.text ? c->errs.text : "");
+    if (c->opt && c->opt->report)
+        *c->opt->report = c->errs.text ? strdup(c->errs.text) : NULL;
+    return st->code;
+}
+
+xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *st)
+{
+    ox_ctx c = {.path = path, .opt = opt};
+    const char *slash = strrchr(path, '/');
+    c.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    c.g = xe_graph_new(path);
+    if (!c.dir || !c.g) {
+        ctx_free(&c);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (opt && opt->report)
+        *opt->report = NULL;
+    xe_graph *out = NULL;
+    if ((c.model = unpack_file(path, st)) && build_graph(&c, st) == XE_OK) {
+        if (c.errs.n_unsupported + c.errs.n_other)
+            report(&c, st);
+        else
+            out = ox_finish(&c, st);
+    }
+    ctx_free(&c);
+    return out;
+}

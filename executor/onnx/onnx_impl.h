@@ -1,0 +1,176 @@
+/*
+ * Private to the ONNX importer (executor/onnx/). One import is an ox_ctx:
+ * the protobuf-c model, the graph being built, the ONNX value name -> node
+ * table and the list of nodes it cannot import. Each ONNX node is built by
+ * an ox_b: the op table's builder for its op type emits executor nodes
+ * through the ox_* helpers below, which chain (a helper given a failed input
+ * returns -1 at once), infer each node and fold it when its inputs are
+ * constants.
+ *
+ * Files: model.c (loading, opsets, inputs and outputs, the node loop, the
+ * final naming), diag.c (where protobuf-c's refusal lies), tensor.c
+ * (TensorProto <-> xe_tensor, external data), build.c (the ox_* helpers and
+ * load-time folding), errors.c (the collected error lines), table.c (op
+ * type -> builder), ops_*.c (the builders), sniff.c (file kind).
+ */
+#ifndef XE_ONNX_IMPL_H
+#define XE_ONNX_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <uthash.h>
+
+#include "onnx.pb-c.h"
+#include "xlac/onnx.h"
+#include "xlac/op.h"
+
+#define OX_MIN_OPSET 7   /* the oldest ai.onnx opset we import (numpy broadcasting since 7) */
+#define OX_MAX_OPSET 28  /* the newest (onnx 1.23 knows 28) */
+#define OX_MAX_IO 64     /* inputs or outputs of one ONNX node */
+#define OX_FOLD_MAX (1 << 24) /* elements: bigger results are computed at run time */
+
+/* ONNX value name -> the executor node that holds it. */
+typedef struct ox_value {
+    char *name;
+    int node; /* -1: produced by a node that could not be imported */
+    UT_hash_handle hh;
+} ox_value;
+
+/* Error lines collected over a whole import. */
+typedef struct ox_errors {
+    char *text; /* lines joined by '\n' */
+    size_t len, cap;
+    int n_unsupported; /* lines about unsupported ops, attributes or dtypes */
+    int n_other;       /* other errors (invalid models) */
+} ox_errors;
+
+typedef struct ox_ctx {
+    const char *path;             /* the model file, for messages */
+    char *dir;                    /* its folder: external data is relative to it */
+    const xe_onnx_options *opt;   /* bind callback (may be NULL) */
+    Onnx__ModelProto *model;
+    int opset;                    /* ai.onnx opset of the model */
+    xe_graph *g;                  /* the graph being built (temporary names) */
+    ox_value *values;             /* uthash */
+    char **want;                  /* per node: its final name (NULL: a temporary one) */
+    char **orig;                  /* per node: the ONNX node name when sanitising changed it */
+    unsigned char *final;         /* per node: 1 once it is an ONNX node's output */
+    int cap_names;
+    ox_errors errs;
+} ox_ctx;
+
+/* One ONNX node being built. */
+typedef struct ox_b {
+    ox_ctx *c;
+    const Onnx__NodeProto *np;
+    int opset;
+    int n_in;
+    int in[OX_MAX_IO]; /* node index per ONNX input, -1 where the input is absent ("") */
+    int first;         /* the first graph node made for this ONNX node */
+    int helpers;       /* helper nodes made so far */
+    bool failed;
+    xe_status st;      /* the first failure */
+    char sbuf[256];    /* ox_str's copy of a string attribute */
+} ox_b;
+
+/* An attribute for ox_op. */
+typedef struct ox_at {
+    const char *name;
+    xe_attr_kind kind;
+    int64_t i;
+    double f;
+    const int64_t *ints;
+    int n;
+    xe_dtype dt;
+} ox_at;
+
+#define OX_I(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_INT, .i = (v)})
+#define OX_BOOL(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_BOOL, .i = (v) ? 1 : 0})
+#define OX_INTS(nm, p, cnt) ((ox_at){.name = (nm), .kind = XE_ATTR_INTS, .ints = (p), .n = (cnt)})
+#define OX_DT(nm, d) ((ox_at){.name = (nm), .kind = XE_ATTR_DTYPE, .dt = (d)})
+
+typedef xe_code (*ox_build_fn)(ox_b *b);
+
+/* One entry of the op table. */
+typedef struct ox_entry {
+    const char *type;  /* ONNX op type */
+    int since, until;  /* opsets this entry covers (until 0: the newest) */
+    ox_build_fn build;
+    const char *attrs; /* the attributes it reads, space separated; any other is refused */
+    int op;            /* the executor op for table-driven builders, -1 if none */
+    double p;          /* a parameter for table-driven builders */
+} ox_entry;
+
+/* table.c; ox_current: the entry being built (table-driven builders read op and p) */
+extern const ox_entry *ox_current;
+const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
+
+/* errors.c */
+void ox_error_add(ox_errors *e, bool unsupported, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ox_errors_free(ox_errors *e);
+
+/* diag.c: "byte N: field F of M: problem" for the first malformed field of a ModelProto. */
+void ox_diagnose(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
+                 size_t cap);
+
+/* tensor.c */
+bool ox_dtype(int32_t onnx_type, xe_dtype *out);
+const char *ox_dtype_name(int32_t onnx_type);
+int32_t ox_onnx_dtype(xe_dtype dt);
+/* dir: where external data lives (NULL: refuse external data). what: for messages. */
+xe_tensor *ox_tensor(const Onnx__TensorProto *t, const char *dir, const char *what, xe_status *st);
+
+/* build.c: values and nodes */
+int ox_value_get(ox_ctx *c, const char *name, bool *found);
+xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st);
+/* Makes want/orig/final hold index node. */
+xe_code ox_names_reserve(ox_ctx *c, int node, xe_status *st);
+xe_code ox_want_name(ox_ctx *c, int node, const char *name, const char *orig, xe_status *st);
+char *ox_sanitize(const char *name);
+
+/* build.c: the helpers builders use. Every one returns -1 when b already failed. */
+int ox_op(ox_b *b, int op, const int *in, int n_in, const ox_at *at, int n_at);
+int ox_un(ox_b *b, int op, int x);
+int ox_bin(ox_b *b, int op, int x, int y);
+int ox_select(ox_b *b, int cond, int x, int y);
+int ox_cast(ox_b *b, int x, xe_dtype dt);
+int ox_scalar(ox_b *b, xe_dtype dt, double v);
+int ox_const(ox_b *b, xe_tensor *t); /* takes t */
+int ox_ints_const(ox_b *b, const int64_t *v, int n);
+int ox_reshape(ox_b *b, int x, const int64_t *dims, int rank);
+int ox_transpose(ox_b *b, int x, const int *perm, int rank);
+int ox_reduce(ox_b *b, int op, int x, const int64_t *axes, int n_axes, bool keepdims);
+int ox_slice(ox_b *b, int x, const int64_t *begin, const int64_t *end);
+/* x's positions idx[0..n) (normalised, in range) along axis, as slices and a concat. */
+int ox_take(ox_b *b, int x, int axis, const int64_t *idx, int64_t n);
+const xe_type *ox_type(ox_b *b, int x);
+int ox_rank(ox_b *b, int x);
+/* ONNX input k (-1 when absent or failed). */
+int ox_in(ox_b *b, int k);
+/* ONNX input k's value, which must be known at load time; NULL and b failed otherwise. */
+const xe_tensor *ox_need_const(ox_b *b, int k, const char *what);
+/* Reads a known integer tensor into v (up to cap); the count, -1 on failure. */
+int ox_const_ints(ox_b *b, int k, const char *what, int64_t *v, int cap);
+/* Makes node x ONNX output k. */
+xe_code ox_out(ox_b *b, int k, int x);
+int ox_n_out(ox_b *b);
+xe_code ox_unsupported(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+xe_code ox_status(ox_b *b);
+/* Normalises an axis into [0, rank); false (and b failed) when out of range. */
+bool ox_axis(ox_b *b, int64_t axis, int rank, int *out);
+
+/* build.c: attributes of the ONNX node */
+const Onnx__AttributeProto *ox_attr(ox_b *b, const char *name);
+int64_t ox_int(ox_b *b, const char *name, int64_t dflt);
+double ox_float(ox_b *b, const char *name, double dflt);
+const char *ox_str(ox_b *b, const char *name, const char *dflt);
+/* The ints attribute `name` into v (up to cap): the count, -1 when absent. */
+int ox_ints(ox_b *b, const char *name, int64_t *v, int cap);
+
+/* fold.c */
+xe_code ox_fold(ox_ctx *c, int node, xe_status *st);
+
+#endif

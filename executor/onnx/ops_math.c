@@ -1,0 +1,360 @@
+/*
+ * Builders of ONNX's elementwise ops: one executor op each where there is
+ * one, and short decompositions otherwise (LeakyRelu = select(x < 0,
+ * alpha x, x), HardSigmoid = max(0, min(1, alpha x + beta)), Reciprocal =
+ * 1 / x, integer Div truncating toward zero from the executor's floor
+ * division, ...). Scalars are constants of the operand's dtype.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "onnx_impl.h"
+
+/* The table entry being built (table.c sets it before calling a builder). */
+
+static xe_dtype dt_of(ox_b *b, int x)
+{
+    return x < 0 ? XE_F32 : ox_type(b, x)->dtype;
+}
+
+/* A scalar constant of x's dtype. */
+static int like(ox_b *b, int x, double v)
+{
+    return x < 0 ? -1 : ox_scalar(b, dt_of(b, x), v);
+}
+
+static xe_code done(ox_b *b, int y)
+{
+    ox_out(b, 0, y);
+    return ox_status(b);
+}
+
+xe_code ox_b_unary(ox_b *b)
+{
+    return done(b, ox_un(b, ox_current->op, ox_in(b, 0)));
+}
+
+xe_code ox_b_binary(ox_b *b)
+{
+    return done(b, ox_bin(b, ox_current->op, ox_in(b, 0), ox_in(b, 1)));
+}
+
+/* Xor: not_equal on bools. */
+xe_code ox_b_xor(ox_b *b)
+{
+    return done(b, ox_bin(b, XE_OP_NOT_EQUAL, ox_in(b, 0), ox_in(b, 1)));
+}
+
+/* Sum, Max, Min, Mean: a chain over every input. */
+xe_code ox_b_variadic(ox_b *b)
+{
+    if (b->n_in < 1)
+        return ox_invalid(b, "needs at least one input");
+    int op = ox_current->op == XE_OP_DIV ? XE_OP_ADD : ox_current->op, y = ox_in(b, 0);
+    for (int k = 1; k < b->n_in; k++)
+        y = ox_bin(b, op, y, ox_in(b, k));
+    if (ox_current->op == XE_OP_DIV) /* Mean */
+        y = ox_bin(b, XE_OP_DIV, y, like(b, y, b->n_in));
+    return done(b, y);
+}
+
+/* Integer a / b truncated toward zero: floor division plus one where the signs differ. */
+static int trunc_div(ox_b *b, int x, int y)
+{
+    int q = ox_bin(b, XE_OP_DIV, x, y);
+    int r = ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, q, y));
+    int zero = like(b, x, 0);
+    int differ = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_LESS, x, zero), ox_bin(b, XE_OP_LESS, y, zero));
+    int fix = ox_bin(b, XE_OP_LOGICAL_AND, ox_bin(b, XE_OP_NOT_EQUAL, r, zero), differ);
+    return ox_select(b, fix, ox_bin(b, XE_OP_ADD, q, like(b, q, 1)), q);
+}
+
+xe_code ox_b_div(ox_b *b)
+{
+    int x = ox_in(b, 0), y = ox_in(b, 1);
+    if (x >= 0 && xe_dtype_is_int(dt_of(b, x)))
+        return done(b, trunc_div(b, x, y));
+    return done(b, ox_bin(b, XE_OP_DIV, x, y));
+}
+
+/* C's fmod(x, y) for floats: x - trunc(x / y) y, and x itself where y is infinite and x is not. */
+static int float_fmod(ox_b *b, int x, int y)
+{
+    int q = ox_bin(b, XE_OP_DIV, x, y), zero = like(b, x, 0);
+    int t = ox_select(b, ox_bin(b, XE_OP_LESS, q, zero), ox_un(b, XE_OP_CEIL, q), ox_un(b, XE_OP_FLOOR, q));
+    int r = ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, t, y));
+    int inf_y = ox_bin(b, XE_OP_EQUAL, ox_un(b, XE_OP_ABS, y), like(b, y, INFINITY));
+    int finite_x = ox_bin(b, XE_OP_EQUAL, ox_bin(b, XE_OP_SUB, x, x), zero);
+    return ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, inf_y, finite_x), x, r);
+}
+
+/* Mod: fmod=0 takes the divisor's sign (numpy's mod), fmod=1 the dividend's (C's fmod). */
+xe_code ox_b_mod(ox_b *b)
+{
+    int x = ox_in(b, 0), y = ox_in(b, 1);
+    bool fmod = ox_int(b, "fmod", 0) != 0, is_int = x >= 0 && xe_dtype_is_int(dt_of(b, x));
+    if (is_int) {
+        int q = fmod ? trunc_div(b, x, y) : ox_bin(b, XE_OP_DIV, x, y);
+        return done(b, ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, q, y)));
+    }
+    int r = float_fmod(b, x, y), zero = like(b, x, 0);
+    if (fmod)
+        return done(b, r);
+    int differ = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_LESS, y, zero), ox_bin(b, XE_OP_LESS, r, zero));
+    int fix = ox_bin(b, XE_OP_LOGICAL_AND, ox_bin(b, XE_OP_NOT_EQUAL, r, zero), differ);
+    return done(b, ox_select(b, fix, ox_bin(b, XE_OP_ADD, r, y), r));
+}
+
+xe_code ox_b_pow(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    return done(b, ox_bin(b, XE_OP_POW, x, ox_cast(b, ox_in(b, 1), dt_of(b, x))));
+}
+
+xe_code ox_b_reciprocal(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    return done(b, ox_bin(b, XE_OP_DIV, like(b, x, 1), x));
+}
+
+xe_code ox_b_leaky_relu(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    int neg = ox_bin(b, XE_OP_LESS, x, like(b, x, 0));
+    return done(b, ox_select(b, neg, ox_bin(b, XE_OP_MUL, x, like(b, x, ox_float(b, "alpha", 0.01))), x));
+}
+
+xe_code ox_b_prelu(ox_b *b)
+{
+    int x = ox_in(b, 0), slope = ox_in(b, 1);
+    int neg = ox_bin(b, XE_OP_LESS, x, like(b, x, 0));
+    return done(b, ox_select(b, neg, ox_bin(b, XE_OP_MUL, x, slope), x));
+}
+
+xe_code ox_b_thresholded_relu(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    int big = ox_bin(b, XE_OP_GREATER, x, like(b, x, ox_float(b, "alpha", 1.0)));
+    return done(b, ox_select(b, big, x, like(b, x, 0)));
+}
+
+/* alpha (exp(x) - 1) */
+static int expm1_scaled(ox_b *b, int x, double alpha)
+{
+    int e = ox_bin(b, XE_OP_SUB, ox_un(b, XE_OP_EXP, x), like(b, x, 1));
+    return ox_bin(b, XE_OP_MUL, e, like(b, x, alpha));
+}
+
+xe_code ox_b_elu(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    int neg = ox_bin(b, XE_OP_LESS, x, like(b, x, 0));
+    return done(b, ox_select(b, neg, expm1_scaled(b, x, ox_float(b, "alpha", 1.0)), x));
+}
+
+xe_code ox_b_selu(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    double alpha = ox_float(b, "alpha", 1.67326319217681884765625);
+    double gamma = ox_float(b, "gamma", 1.05070102214813232421875);
+    int pos = ox_bin(b, XE_OP_GREATER, x, like(b, x, 0));
+    int y = ox_select(b, pos, x, expm1_scaled(b, x, alpha));
+    return done(b, ox_bin(b, XE_OP_MUL, y, like(b, x, gamma)));
+}
+
+/* Celu: max(0, x) + min(0, alpha (exp(x / alpha) - 1)) */
+xe_code ox_b_celu(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    double alpha = ox_float(b, "alpha", 1.0);
+    int e = expm1_scaled(b, ox_bin(b, XE_OP_DIV, x, like(b, x, alpha)), alpha);
+    int zero = like(b, x, 0);
+    return done(b, ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MAXIMUM, x, zero), ox_bin(b, XE_OP_MINIMUM, e, zero)));
+}
+
+/* max(0, min(1, alpha x + beta)) */
+static int hard_sigmoid(ox_b *b, int x, double alpha, double beta)
+{
+    int y = ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MUL, x, like(b, x, alpha)), like(b, x, beta));
+    return ox_bin(b, XE_OP_MAXIMUM, ox_bin(b, XE_OP_MINIMUM, y, like(b, x, 1)), like(b, x, 0));
+}
+
+xe_code ox_b_hard_sigmoid(ox_b *b)
+{
+    return done(b, hard_sigmoid(b, ox_in(b, 0), ox_float(b, "alpha", 0.2), ox_float(b, "beta", 0.5)));
+}
+
+xe_code ox_b_hard_swish(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    return done(b, ox_bin(b, XE_OP_MUL, x, hard_sigmoid(b, x, 1.0 / 6.0, 0.5)));
+}
+
+xe_code ox_b_softsign(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    return done(b, ox_bin(b, XE_OP_DIV, x, ox_bin(b, XE_OP_ADD, ox_un(b, XE_OP_ABS, x), like(b, x, 1))));
+}
+
+/* log(exp(x) + 1), as ONNX's reference computes it */
+static int softplus(ox_b *b, int x)
+{
+    return ox_un(b, XE_OP_LOG, ox_bin(b, XE_OP_ADD, ox_un(b, XE_OP_EXP, x), like(b, x, 1)));
+}
+
+xe_code ox_b_softplus(ox_b *b)
+{
+    return done(b, softplus(b, ox_in(b, 0)));
+}
+
+xe_code ox_b_mish(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    return done(b, ox_bin(b, XE_OP_MUL, x, ox_un(b, XE_OP_TANH, softplus(b, x))));
+}
+
+xe_code ox_b_swish(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    int ax = ox_bin(b, XE_OP_MUL, x, like(b, x, ox_float(b, "alpha", 1.0)));
+    return done(b, ox_bin(b, XE_OP_MUL, x, ox_un(b, XE_OP_SIGMOID, ax)));
+}
+
+xe_code ox_b_shrink(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    double bias = ox_float(b, "bias", 0.0), lambd = ox_float(b, "lambd", 0.5);
+    int lo = ox_bin(b, XE_OP_LESS, x, like(b, x, -lambd));
+    int hi = ox_bin(b, XE_OP_GREATER, x, like(b, x, lambd));
+    int y = ox_select(b, hi, ox_bin(b, XE_OP_SUB, x, like(b, x, bias)), like(b, x, 0));
+    return done(b, ox_select(b, lo, ox_bin(b, XE_OP_ADD, x, like(b, x, bias)), y));
+}
+
+xe_code ox_b_sign(ox_b *b)
+{
+    int x = ox_in(b, 0), zero = like(b, x, 0);
+    int neg = ox_select(b, ox_bin(b, XE_OP_LESS, x, zero), like(b, x, -1), zero);
+    return done(b, ox_select(b, ox_bin(b, XE_OP_GREATER, x, zero), like(b, x, 1), neg));
+}
+
+xe_code ox_b_isnan(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    return done(b, ox_bin(b, XE_OP_NOT_EQUAL, x, x));
+}
+
+xe_code ox_b_isinf(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    bool pos = ox_int(b, "detect_positive", 1) != 0, neg = ox_int(b, "detect_negative", 1) != 0;
+    int p = ox_bin(b, XE_OP_EQUAL, x, like(b, x, INFINITY));
+    int n = ox_bin(b, XE_OP_EQUAL, x, like(b, x, -INFINITY));
+    if (pos && neg)
+        return done(b, ox_bin(b, XE_OP_LOGICAL_OR, p, n));
+    if (pos || neg)
+        return done(b, pos ? p : n);
+    return done(b, ox_bin(b, XE_OP_LOGICAL_AND, p, n)); /* both off: all false */
+}
+
+/* Tan Sinh Cosh Asinh Acosh Atanh from exp, log, sqrt, sin and cos. */
+xe_code ox_b_trig(ox_b *b)
+{
+    int x = ox_in(b, 0), one = like(b, x, 1), half = like(b, x, 0.5), y = -1;
+    const char *t = b->np->op_type;
+    if (!strcmp(t, "Tan"))
+        y = ox_bin(b, XE_OP_DIV, ox_un(b, XE_OP_SIN, x), ox_un(b, XE_OP_COS, x));
+    else if (!strcmp(t, "Sinh") || !strcmp(t, "Cosh"))
+        y = ox_bin(b, XE_OP_MUL, half,
+                   ox_bin(b, t[0] == 'S' ? XE_OP_SUB : XE_OP_ADD, ox_un(b, XE_OP_EXP, x),
+                          ox_un(b, XE_OP_EXP, ox_un(b, XE_OP_NEG, x))));
+    else if (!strcmp(t, "Asinh") || !strcmp(t, "Acosh"))
+        y = ox_un(b, XE_OP_LOG,
+                  ox_bin(b, XE_OP_ADD, x,
+                         ox_un(b, XE_OP_SQRT, ox_bin(b, t[1] == 's' ? XE_OP_ADD : XE_OP_SUB,
+                                                     ox_bin(b, XE_OP_MUL, x, x), one))));
+    else /* Atanh */
+        y = ox_bin(b, XE_OP_MUL, half,
+                   ox_un(b, XE_OP_LOG, ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_ADD, one, x),
+                                              ox_bin(b, XE_OP_SUB, one, x))));
+    return done(b, y);
+}
+
+/* Round: half to even. r = floor(x + 0.5), minus 1 where x + 0.5 was an odd integer. */
+xe_code ox_b_round(ox_b *b)
+{
+    int x = ox_in(b, 0), half = like(b, x, 0.5), two = like(b, x, 2);
+    int xh = ox_bin(b, XE_OP_ADD, x, half), r = ox_un(b, XE_OP_FLOOR, xh);
+    int tie = ox_bin(b, XE_OP_EQUAL, xh, r);
+    int odd = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_MUL, ox_un(b, XE_OP_FLOOR, ox_bin(b, XE_OP_DIV, r, two)), two), r);
+    return done(b, ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, tie, odd), ox_bin(b, XE_OP_SUB, r, like(b, x, 1)), r));
+}
+
+xe_code ox_b_gelu(ox_b *b)
+{
+    const char *approx = ox_str(b, "approximate", "none");
+    if (strcmp(approx, "none") && strcmp(approx, "tanh"))
+        return ox_unsupported(b, "attribute approximate='%s' is not supported", approx);
+    ox_at a = OX_BOOL("approximate", !strcmp(approx, "tanh"));
+    int x = ox_in(b, 0);
+    return done(b, ox_op(b, XE_OP_GELU, &x, 1, &a, 1));
+}
+
+/* Identity, and Dropout at inference with no mask output. */
+xe_code ox_b_identity(ox_b *b)
+{
+    if (b->np->n_output > 1 && b->np->output[1][0])
+        return ox_unsupported(b, "the mask output of Dropout is not supported");
+    if (b->n_in > 2 && ox_in(b, 2) >= 0) {
+        const xe_tensor *t = ox_need_const(b, 2, "training_mode");
+        if (t && xe_load_f64(t->data, t->dtype, 0) != 0)
+            return ox_unsupported(b, "training_mode=true is not supported (inference only)");
+    }
+    return done(b, ox_in(b, 0));
+}
+
+xe_code ox_b_where(ox_b *b)
+{
+    return done(b, ox_select(b, ox_in(b, 0), ox_in(b, 1), ox_in(b, 2)));
+}
+
+/* Clip: min and max from attributes (opset < 11) or optional inputs. */
+xe_code ox_b_clip(ox_b *b)
+{
+    int x = ox_in(b, 0), y = x;
+    if (b->opset < 11) {
+        y = ox_bin(b, XE_OP_MAXIMUM, y, like(b, x, ox_float(b, "min", -INFINITY)));
+        return done(b, ox_bin(b, XE_OP_MINIMUM, y, like(b, x, ox_float(b, "max", INFINITY))));
+    }
+    if (ox_in(b, 1) >= 0)
+        y = ox_bin(b, XE_OP_MAXIMUM, y, ox_in(b, 1));
+    if (ox_in(b, 2) >= 0)
+        y = ox_bin(b, XE_OP_MINIMUM, y, ox_in(b, 2));
+    return done(b, y); /* no bounds: x itself */
+}
+
+/* Cast and CastLike: executor dtypes only, default saturate and rounding. */
+static xe_code cast_to(ox_b *b, int32_t to)
+{
+    xe_dtype dt;
+    if (!ox_dtype(to, &dt))
+        return ox_unsupported(b, "cast to %s is not supported", ox_dtype_name(to));
+    if (ox_int(b, "saturate", 1) != 1)
+        return ox_unsupported(b, "attribute saturate=0 is not supported");
+    const char *mode = ox_str(b, "round_mode", "up");
+    if (strcmp(mode, "up"))
+        return ox_unsupported(b, "attribute round_mode='%s' is not supported", mode);
+    int x = ox_in(b, 0);
+    ox_at a = OX_DT("to", dt);
+    return done(b, ox_op(b, XE_OP_CAST, &x, 1, &a, 1));
+}
+
+xe_code ox_b_cast(ox_b *b)
+{
+    return cast_to(b, (int32_t)ox_int(b, "to", 0));
+}
+
+xe_code ox_b_cast_like(ox_b *b)
+{
+    int t = ox_in(b, 1);
+    return t < 0 ? ox_status(b) : cast_to(b, ox_onnx_dtype(dt_of(b, t)));
+}

@@ -1,0 +1,56 @@
+/*
+ * Which loader a graph file needs, judged by its content: .xg text starts
+ * (after blank and comment lines) with the `xlac.graph` header; anything
+ * whose first byte is a protobuf tag of a ModelProto field (ir_version,
+ * opset_import, producer fields, graph) is taken as ONNX. The extension
+ * only breaks ties for files too short or odd to tell.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "xlac/io.h"
+#include "xlac/onnx.h"
+
+/* Field numbers 1..8 of ModelProto with their wire types, as a first tag byte. */
+static bool model_tag(unsigned char c)
+{
+    unsigned field = c >> 3, wt = c & 7;
+    return (field == 1 || field == 5) ? wt == 0 : (field >= 2 && field <= 8) ? wt == 2 : false;
+}
+
+xe_file_kind xe_sniff_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f)
+        return XE_FILE_UNKNOWN;
+    char buf[4096];
+    size_t n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    size_t i = 0;
+    while (i < n) { /* skip blank and comment lines */
+        while (i < n && (buf[i] == ' ' || buf[i] == '\t' || buf[i] == '\r' || buf[i] == '\n'))
+            i++;
+        if (i < n && buf[i] == '#')
+            while (i < n && buf[i] != '\n')
+                i++;
+        else
+            break;
+    }
+    if (n - i >= 10 && !strncmp(buf + i, "xlac.graph", 10))
+        return XE_FILE_XG;
+    if (n && model_tag((unsigned char)buf[0]))
+        return XE_FILE_ONNX;
+    return XE_FILE_UNKNOWN;
+}
+
+xe_graph *xe_load_graph(const char *path, const xe_onnx_options *opt, xe_status *st)
+{
+    xe_file_kind k = xe_sniff_file(path);
+    size_t len = strlen(path);
+    if (k == XE_FILE_UNKNOWN && len > 5 && !strcmp(path + len - 5, ".onnx"))
+        k = XE_FILE_ONNX;
+    if (k == XE_FILE_ONNX)
+        return xe_onnx_load(path, opt, st);
+    return xe_parse_file(path, st); /* .xg, or the parser's own error for anything else */
+}

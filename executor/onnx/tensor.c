@@ -1,0 +1,284 @@
+/*
+ * TensorProto -> xe_tensor. A tensor's data may be in raw_data (little
+ * endian bytes), in one of the typed repeated fields (float_data,
+ * int32_data for bool/f16 too, int64_data, double_data), or in a file beside
+ * the model (data_location = EXTERNAL, keys location/offset/length), which
+ * is how models over 2 GB store their weights: the file is read with pread
+ * in pieces, so no 2 GB limit applies to it. Every size is checked before
+ * anything is allocated: dims non-negative, the element count computed
+ * without overflow, and the data present equal to count x item size.
+ * The host is little endian (x86-64, aarch64), as raw_data is.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "onnx_impl.h"
+#include "xlac/io.h"
+
+static const char *const type_names[] = {
+    "UNDEFINED", "FLOAT",  "UINT8",  "INT8",      "UINT16",     "INT16",    "INT32",
+    "INT64",     "STRING", "BOOL",   "FLOAT16",   "DOUBLE",     "UINT32",   "UINT64",
+    "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
+    "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2",
+    "FLOAT6E2M3", "FLOAT6E3M2"};
+
+const char *ox_dtype_name(int32_t t)
+{
+    return t >= 0 && t < (int32_t)(sizeof type_names / sizeof *type_names) ? type_names[t]
+                                                                           : "an unknown type";
+}
+
+bool ox_dtype(int32_t t, xe_dtype *out)
+{
+    switch (t) {
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = XE_F32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *out = XE_F64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = XE_F16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = XE_I32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = XE_I64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = XE_BOOL; return true;
+    default: return false;
+    }
+}
+
+int32_t ox_onnx_dtype(xe_dtype dt)
+{
+    static const int32_t map[XE_DTYPE_COUNT] = {
+        [XE_F32] = 1, [XE_F64] = 11, [XE_F16] = 10, [XE_I32] = 6, [XE_I64] = 7, [XE_BOOL] = 9};
+    return dt < XE_DTYPE_COUNT ? map[dt] : 0;
+}
+
+/* The shape, with the element count checked against overflow. */
+static xe_code tensor_shape(const Onnx__TensorProto *t, xe_dtype dt, const char *what, xe_shape *s,
+                            xe_status *st)
+{
+    if (t->n_dims > XE_MAX_RANK)
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "%s: rank %zu is above %d", what, t->n_dims,
+                       XE_MAX_RANK);
+    int64_t numel = 1, limit = INT64_MAX / 8 / (int64_t)xe_dtype_size(dt);
+    s->rank = (int)t->n_dims;
+    for (size_t d = 0; d < t->n_dims; d++) {
+        if (t->dims[d] < 0)
+            return xe_fail(st, XE_ERR_GRAPH, "%s: dim %zu is negative (%lld)", what, d,
+                           (long long)t->dims[d]);
+        if (t->dims[d] && numel > limit / t->dims[d])
+            return xe_fail(st, XE_ERR_GRAPH, "%s: its dims overflow a 64-bit element count", what);
+        numel *= t->dims[d];
+        s->dims[d] = t->dims[d];
+    }
+    return XE_OK;
+}
+
+/* Whether an external-data location stays inside the model's folder. */
+static bool safe_location(const char *loc)
+{
+    if (!loc[0] || loc[0] == '/')
+        return false;
+    for (const char *p = loc; *p;) {
+        size_t n = strcspn(p, "/");
+        if (n == 2 && p[0] == '.' && p[1] == '.')
+            return false;
+        p += n + (p[n] == '/');
+    }
+    return true;
+}
+
+static xe_code ext_number(const char *v, const char *key, const char *what, int64_t *out,
+                          xe_status *st)
+{
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < 0)
+        return xe_fail(st, XE_ERR_GRAPH, "%s: external data %s '%s' is not a byte count", what, key, v);
+    *out = x;
+    return XE_OK;
+}
+
+/* pread in pieces until n bytes are in. */
+static xe_code read_at(int fd, void *buf, size_t n, off_t off, const char *path, xe_status *st)
+{
+    size_t done = 0;
+    while (done < n) {
+        size_t want = n - done > (1u << 30) ? (1u << 30) : n - done;
+        ssize_t got = pread(fd, (char *)buf + done, want, off + (off_t)done);
+        if (got < 0 && errno == EINTR)
+            continue;
+        if (got <= 0)
+            return xe_fail(st, XE_ERR_IO, "%s: read failed: %s", path,
+                           got < 0 ? strerror(errno) : "unexpected end of file");
+        done += (size_t)got;
+    }
+    return XE_OK;
+}
+
+static xe_code ext_fields(const Onnx__TensorProto *t, const char *what, const char **loc,
+                          int64_t *off, int64_t *len, xe_status *st)
+{
+    *loc = NULL;
+    *off = 0;
+    *len = -1;
+    for (size_t k = 0; k < t->n_external_data; k++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[k];
+        const char *key = e->key ? e->key : "", *v = e->value ? e->value : "";
+        if (!strcmp(key, "location"))
+            *loc = v;
+        else if (!strcmp(key, "offset") && ext_number(v, key, what, off, st) != XE_OK)
+            return st->code;
+        else if (!strcmp(key, "length") && ext_number(v, key, what, len, st) != XE_OK)
+            return st->code;
+    }
+    if (!*loc || !safe_location(*loc))
+        return xe_fail(st, XE_ERR_GRAPH, "%s: external data location '%s' must be a relative path "
+                       "inside the model's folder (no '..', not absolute)", what, *loc ? *loc : "");
+    return XE_OK;
+}
+
+/* Opens the external file a tensor of nbytes names, checking its size; *fd and *off for read_at. */
+static xe_code ext_open(const Onnx__TensorProto *t, const char *dir, const char *what, size_t nbytes,
+                        int *fd, int64_t *off, char *path, xe_status *st)
+{
+    const char *loc;
+    int64_t len;
+    if (!dir)
+        return xe_fail(st, XE_ERR_GRAPH, "%s: external data is not allowed here", what);
+    if (ext_fields(t, what, &loc, off, &len, st) != XE_OK)
+        return st->code;
+    if (len >= 0 && (uint64_t)len != nbytes)
+        return xe_fail(st, XE_ERR_GRAPH, "%s: external data length %lld, the tensor needs %zu bytes",
+                       what, (long long)len, nbytes);
+    if (snprintf(path, PATH_MAX, "%s/%s", dir, loc) >= PATH_MAX)
+        return xe_fail(st, XE_ERR_GRAPH, "%s: external data path too long", what);
+    struct stat sb;
+    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    xe_code c = XE_OK;
+    if (*fd < 0 || fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        c = xe_fail(st, XE_ERR_IO, "%s: external data %s: %s", what, path,
+                    *fd < 0 ? strerror(errno) : "not a regular file");
+    else if ((uint64_t)*off > (uint64_t)sb.st_size || nbytes > (uint64_t)sb.st_size - (uint64_t)*off)
+        c = xe_fail(st, XE_ERR_GRAPH, "%s: external data %s holds %lld bytes, the tensor needs %zu "
+                    "at offset %lld", what, path, (long long)sb.st_size, nbytes, (long long)*off);
+    if (c != XE_OK && *fd >= 0) {
+        close(*fd);
+        *fd = -1;
+    }
+    return c;
+}
+
+/* How many values the typed field that dtype dt uses holds. */
+static size_t typed_count(const Onnx__TensorProto *t, xe_dtype dt)
+{
+    switch (dt) {
+    case XE_F32: return t->n_float_data;
+    case XE_F64: return t->n_double_data;
+    case XE_I64: return t->n_int64_data;
+    default: return t->n_int32_data; /* i32, bool, f16 (its bits) */
+    }
+}
+
+/* The data present must be what the dims need, checked before allocating. */
+static xe_code check_present(const Onnx__TensorProto *t, xe_dtype dt, int64_t numel,
+                             const char *what, xe_status *st)
+{
+    size_t nbytes = (size_t)numel * xe_dtype_size(dt), have = typed_count(t, dt);
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return XE_OK; /* read_external checks the file's size before reading */
+    if (t->has_raw_data && t->raw_data.len != nbytes)
+        return xe_fail(st, XE_ERR_GRAPH, "%s: raw_data holds %zu bytes, its dims need %zu", what,
+                       t->raw_data.len, nbytes);
+    if (!t->has_raw_data && have != (uint64_t)numel)
+        return xe_fail(st, XE_ERR_GRAPH, "%s: holds %zu values, its dims need %lld", what, have,
+                       (long long)numel);
+    return XE_OK;
+}
+
+/* Copies the typed values (their count checked by check_present) into x. */
+static void from_typed(const Onnx__TensorProto *t, xe_tensor *x)
+{
+    int64_t n = xe_tensor_numel(x);
+    for (int64_t i = 0; i < n; i++) {
+        switch (x->dtype) {
+        case XE_F32: ((float *)x->data)[i] = t->float_data[i]; break;
+        case XE_F64: ((double *)x->data)[i] = t->double_data[i]; break;
+        case XE_I64: ((int64_t *)x->data)[i] = t->int64_data[i]; break;
+        case XE_I32: ((int32_t *)x->data)[i] = t->int32_data[i]; break;
+        case XE_F16: ((uint16_t *)x->data)[i] = (uint16_t)t->int32_data[i]; break;
+        default: ((uint8_t *)x->data)[i] = t->int32_data[i] != 0; break;
+        }
+    }
+}
+
+static void fill(const Onnx__TensorProto *t, xe_tensor *x)
+{
+    if (t->has_raw_data) {
+        if (x->nbytes)
+            memcpy(x->data, t->raw_data.data, x->nbytes);
+        if (x->dtype == XE_BOOL)
+            for (size_t i = 0; i < x->nbytes; i++)
+                ((uint8_t *)x->data)[i] = ((uint8_t *)x->data)[i] != 0;
+        return;
+    }
+    from_typed(t, x);
+}
+
+xe_tensor *ox_tensor(const Onnx__TensorProto *t, const char *dir, const char *what, xe_status *st)
+{
+    xe_dtype dt;
+    xe_shape s;
+    if (!ox_dtype(t->data_type, &dt)) {
+        xe_fail(st, XE_ERR_UNSUPPORTED, "%s: dtype %s is not supported", what,
+                ox_dtype_name(t->data_type));
+        return NULL;
+    }
+    if (tensor_shape(t, dt, what, &s, st) != XE_OK ||
+        check_present(t, dt, xe_shape_numel(&s), what, st) != XE_OK)
+        return NULL;
+    bool external =
+        t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    int fd = -1;
+    int64_t off = 0;
+    char path[PATH_MAX];
+    size_t nbytes = (size_t)xe_shape_numel(&s) * xe_dtype_size(dt);
+    if (external && ext_open(t, dir, what, nbytes, &fd, &off, path, st) != XE_OK)
+        return NULL;
+    xe_tensor *x = xe_tensor_new(dt, &s, XE_DEV_CPU, st);
+    if (x && external && read_at(fd, x->data, nbytes, (off_t)off, path, st) != XE_OK) {
+        xe_tensor_release(x);
+        x = NULL;
+    } else if (x && !external) {
+        fill(t, x);
+    }
+    if (fd >= 0)
+        close(fd);
+    return x;
+}
+
+xe_tensor *xe_onnx_read_tensor(const char *path, char **name, xe_status *st)
+{
+    char *data;
+    size_t len;
+    *name = NULL;
+    if (xe_read_file(path, &data, &len, st) != XE_OK)
+        return NULL;
+    Onnx__TensorProto *t = onnx__tensor_proto__unpack(NULL, len, (const uint8_t *)data);
+    xe_tensor *x = NULL;
+    if (!t) {
+        char why[512];
+        ox_diagnose((const uint8_t *)data, len, &onnx__tensor_proto__descriptor, why, sizeof why);
+        xe_fail(st, XE_ERR_PARSE, "%s: not a valid TensorProto: %s", path, why);
+    } else if ((x = ox_tensor(t, NULL, path, st)) && !(*name = strdup(t->name ? t->name : ""))) {
+        xe_tensor_release(x);
+        x = NULL;
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    }
+    if (t)
+        onnx__tensor_proto__free_unpacked(t, NULL);
+    free(data);
+    return x;
+}

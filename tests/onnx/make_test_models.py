@@ -1,0 +1,258 @@
+"""Writes the small ONNX models of tests/test_onnx.c into tests/data/onnx/.
+
+Run from the repository root with the venv of run_node_tests.sh:
+    tests/onnx/.venv/bin/python tests/onnx/make_test_models.py
+Every mapped op gets a tiny model NAME.onnx with its inputs
+(NAME.in0.npy, ...) and the outputs numpy computes for it
+(NAME.out0.npy, ..., from onnx.reference, a numpy implementation);
+ops.txt lists them. The other files cover opset variants (an attribute in an
+old opset, an input in a new one), dim_param, external data, .pb feeds and
+unsupported nodes. The outputs are committed; rerunning rewrites them.
+"""
+import os
+
+import numpy as np
+import onnx
+from onnx import TensorProto, helper, numpy_helper
+from onnx.reference import ReferenceEvaluator
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "onnx")
+rng = np.random.default_rng(7)
+F = TensorProto.FLOAT
+
+
+def x(*shape, lo=-2.0, hi=2.0, dtype=np.float32):
+    return rng.uniform(lo, hi, shape).astype(dtype)
+
+
+def model(nodes, inputs, outputs, opset=17, inits=()):
+    vin = [helper.make_tensor_value_info(n, helper.np_dtype_to_tensor_dtype(a.dtype), a.shape)
+           for n, a in inputs]
+    vout = [helper.make_tensor_value_info(n, TensorProto.UNDEFINED, None) for n in outputs]
+    g = helper.make_graph(nodes, "g", vin, vout, [numpy_helper.from_array(a, n) for n, a in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def save(name, m, inputs, expect=None):
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    feeds = dict(inputs)
+    outs = expect(*[a for _, a in inputs]) if expect else ReferenceEvaluator(m).run(None, feeds)
+    for k, (_, a) in enumerate(inputs):
+        np.save(os.path.join(OUT, "%s.in%d.npy" % (name, k)), a)
+    for k, a in enumerate(outs):
+        np.save(os.path.join(OUT, "%s.out%d.npy" % (name, k)), np.array(a, order="C"))
+    return len(inputs), len(outs)
+
+
+def op(name, op_type, inputs, attrs=None, opset=17, n_out=1, inits=(), expect=None):
+    names = [n for n, _ in inputs] + [n for n, _ in inits]
+    outs = ["y%d" % k for k in range(n_out)]
+    node = helper.make_node(op_type, names, outs, name="n_" + name, **(attrs or {}))
+    return name, save(name, model([node], inputs, outs, opset, inits), inputs, expect)
+
+
+def softmax_flat(a, axis=1):
+    """Softmax before opset 13: over the trailing axes flattened (onnx.reference has only 13's)."""
+    f = a.reshape(int(np.prod(a.shape[:axis])), -1)
+    e = np.exp(f - f.max(1, keepdims=True))
+    return [(e / e.sum(1, keepdims=True)).reshape(a.shape)]
+
+
+def lrn(a, size=3, alpha=1e-4, beta=0.75, bias=1.0):
+    """LRN as the spec says (onnx.reference's loops over the batch dim, not the channels)."""
+    sq = np.zeros_like(a)
+    lo, hi = (size - 1) // 2, (size - 1) - (size - 1) // 2
+    for c in range(a.shape[1]):
+        sq[:, c] = (a[:, max(0, c - lo):min(a.shape[1], c + hi + 1)] ** 2).sum(1)
+    return [(a / (bias + alpha / size * sq) ** beta).astype(a.dtype)]
+
+
+def unary_ops():
+    pos = x(3, 4, lo=0.1, hi=3.0)
+    ops = [op("Neg", "Neg", [("a", x(3, 4))]), op("Abs", "Abs", [("a", x(3, 4))]),
+           op("Exp", "Exp", [("a", x(3, 4))]), op("Log", "Log", [("a", pos)]),
+           op("Sqrt", "Sqrt", [("a", pos)]), op("Tanh", "Tanh", [("a", x(3, 4))]),
+           op("Sigmoid", "Sigmoid", [("a", x(3, 4))]), op("Relu", "Relu", [("a", x(3, 4))]),
+           op("Erf", "Erf", [("a", x(3, 4))]), op("Sin", "Sin", [("a", x(3, 4))]),
+           op("Cos", "Cos", [("a", x(3, 4))]), op("Floor", "Floor", [("a", x(3, 4))]),
+           op("Ceil", "Ceil", [("a", x(3, 4))]), op("Reciprocal", "Reciprocal", [("a", pos)]),
+           op("LeakyRelu", "LeakyRelu", [("a", x(3, 4))], {"alpha": 0.2}),
+           op("Elu", "Elu", [("a", x(3, 4))], {"alpha": 0.7}),
+           op("Selu", "Selu", [("a", x(3, 4))]), op("Celu", "Celu", [("a", x(3, 4))]),
+           op("HardSigmoid", "HardSigmoid", [("a", x(3, 4))], {"alpha": 0.3, "beta": 0.4}),
+           op("HardSwish", "HardSwish", [("a", x(3, 4, lo=-4, hi=4))]),
+           op("Softsign", "Softsign", [("a", x(3, 4))]), op("Softplus", "Softplus", [("a", x(3, 4))]),
+           op("Mish", "Mish", [("a", x(3, 4))], opset=18), op("Sign", "Sign", [("a", x(3, 4))]),
+           op("ThresholdedRelu", "ThresholdedRelu", [("a", x(3, 4))], {"alpha": 0.5}),
+           op("Shrink", "Shrink", [("a", x(3, 4))], {"bias": 0.1, "lambd": 0.6}),
+           op("Tan", "Tan", [("a", x(3, 4, lo=-1, hi=1))]), op("Sinh", "Sinh", [("a", x(3, 4))]),
+           op("Cosh", "Cosh", [("a", x(3, 4))]), op("Asinh", "Asinh", [("a", x(3, 4))]),
+           op("Acosh", "Acosh", [("a", x(3, 4, lo=1.1, hi=4))]),
+           op("Atanh", "Atanh", [("a", x(3, 4, lo=-0.9, hi=0.9))]),
+           op("Round", "Round", [("a", np.array([0.5, 1.5, 2.5, -0.5, -1.5, 0.4, 2.6, -2.6], np.float32))]),
+           op("Gelu", "Gelu", [("a", x(3, 4))], opset=20),
+           op("GeluTanh", "Gelu", [("a", x(3, 4))], {"approximate": "tanh"}, opset=20),
+           op("IsNaN", "IsNaN", [("a", np.array([1, np.nan, 2], np.float32))]),
+           op("IsInf", "IsInf", [("a", np.array([1, np.inf, -np.inf], np.float32))]),
+           op("Not", "Not", [("a", np.array([True, False]))]),
+           op("Identity", "Identity", [("a", x(2, 3))]), op("Dropout", "Dropout", [("a", x(2, 3))]),
+           op("Cast", "Cast", [("a", x(2, 3))], {"to": TensorProto.INT32}),
+           op("CastLike", "CastLike", [("a", x(2, 3)), ("b", np.array([1.0], np.float64))])]
+    return ops
+
+
+def binary_ops():
+    a, b = x(2, 3, 4), x(3, 4)
+    i, j = rng.integers(-9, 9, (2, 5)).astype(np.int32), rng.integers(1, 5, (2, 5)).astype(np.int32)
+    t, f = np.array([True, False, True]), np.array([True, True, False])
+    ops = [op(n, n, [("a", a), ("b", b)]) for n in ("Add", "Sub", "Mul", "Div", "Equal", "Less",
+                                                     "LessOrEqual", "Greater", "GreaterOrEqual")]
+    ops += [op("DivInt", "Div", [("a", i), ("b", j * np.sign(i + 0.5).astype(np.int32))]),
+            op("Mod", "Mod", [("a", i), ("b", j)]),
+            op("Pow", "Pow", [("a", x(3, 4, lo=0.5, hi=2)), ("b", x(3, 4))]),
+            op("And", "And", [("a", t), ("b", f)]), op("Or", "Or", [("a", t), ("b", f)]),
+            op("Xor", "Xor", [("a", t), ("b", f)]),
+            op("Max", "Max", [("a", a), ("b", b), ("c", x(4))]), op("Min", "Min", [("a", a), ("b", b)]),
+            op("Sum", "Sum", [("a", a), ("b", b), ("c", x(4))]), op("Mean", "Mean", [("a", a), ("b", b)]),
+            op("Where", "Where", [("c", np.array([True, False, True])), ("a", x(2, 3)), ("b", x(3))]),
+            op("PRelu", "PRelu", [("a", x(2, 3)), ("s", x(3))]),
+            op("Clip", "Clip", [("a", x(3, 4))], inits=[("lo", np.float32(-0.5)), ("hi", np.float32(0.7))]),
+            op("Clip9", "Clip", [("a", x(3, 4))], {"min": -0.5, "max": 0.7}, opset=9)]
+    return ops
+
+
+def shape_ops():
+    a = x(2, 3, 4)
+    i64 = lambda *v: np.array(v, np.int64)
+    return [op("Reshape", "Reshape", [("a", a)], inits=[("s", i64(4, 0, -1))]),
+            op("Flatten", "Flatten", [("a", a)], {"axis": 2}),
+            op("Squeeze", "Squeeze", [("a", x(2, 1, 3))], inits=[("ax", i64(1))]),
+            op("Squeeze11", "Squeeze", [("a", x(2, 1, 3))], {"axes": [1]}, opset=11),
+            op("Unsqueeze", "Unsqueeze", [("a", x(2, 3))], inits=[("ax", i64(0, 3))]),
+            op("Unsqueeze11", "Unsqueeze", [("a", x(2, 3))], {"axes": [0, 3]}, opset=11),
+            op("Transpose", "Transpose", [("a", a)], {"perm": [2, 0, 1]}),
+            op("Concat", "Concat", [("a", a), ("b", x(2, 1, 4))], {"axis": 1}),
+            op("Split", "Split", [("a", x(2, 6))], {"axis": 1}, n_out=3),
+            op("Split13", "Split", [("a", x(2, 6))], {"axis": 1}, n_out=2, inits=[("s", i64(2, 4))]),
+            op("Split11", "Split", [("a", x(2, 6))], {"axis": 1, "split": [1, 5]}, opset=11, n_out=2),
+            op("Slice", "Slice", [("a", a)], inits=[("st", i64(1, -3)), ("en", i64(3, 100)), ("ax", i64(1, 2))]),
+            op("Slice9", "Slice", [("a", a)], {"starts": [1], "ends": [3], "axes": [1]}, opset=9),
+            op("Expand", "Expand", [("a", x(3, 1))], inits=[("s", i64(2, 3, 4))]),
+            op("Tile", "Tile", [("a", x(2, 3))], inits=[("r", i64(2, 2))]),
+            op("Shape", "Shape", [("a", a)]), op("Size", "Size", [("a", a)]),
+            op("ConstantOfShape", "ConstantOfShape", [], {"value": numpy_helper.from_array(np.array([3], np.int32))},
+               inits=[("s", i64(2, 3))]),
+            op("Range", "Range", [], inits=[("s", np.float32(1)), ("l", np.float32(5)), ("d", np.float32(1.5))]),
+            op("EyeLike", "EyeLike", [("a", x(3, 4))], {"k": 1}),
+            op("Gather", "Gather", [("a", x(5, 3))], {"axis": 0}, inits=[("i", i64(4, 0, -1))]),
+            op("Pad", "Pad", [("a", x(2, 3))], inits=[("p", i64(1, 0, 0, 2)), ("v", np.float32(0.5))]),
+            op("Trilu", "Trilu", [("a", x(4, 5))], {"upper": 0}),
+            op("Constant", "Constant", [], {"value": numpy_helper.from_array(x(2, 2))}),
+            op("SliceSteps", "Slice", [("a", x(5, 6))],
+               inits=[("st", i64(4, 0)), ("en", i64(-6, 6)), ("ax", i64(0, 1)), ("sp", i64(-2, 2))]),
+            op("PadReflect", "Pad", [("a", x(3, 4))], {"mode": "reflect"}, inits=[("p", i64(1, 2, 2, 1))]),
+            op("PadEdge", "Pad", [("a", x(3, 4))], {"mode": "edge"}, inits=[("p", i64(0, 3, 2, 0))]),
+            op("GatherElements", "GatherElements", [("a", x(3, 4))], {"axis": 1},
+               inits=[("i", np.array([[0, 3], [-1, 1], [2, 2]], np.int64))]),
+            op("DepthToSpace", "DepthToSpace", [("a", x(1, 8, 2, 3))], {"blocksize": 2, "mode": "CRD"}),
+            op("SpaceToDepth", "SpaceToDepth", [("a", x(1, 2, 4, 6))], {"blocksize": 2}),
+            op("OneHot", "OneHot", [("i", np.array([[0, 2], [-1, 5]], np.int64))], {"axis": 1},
+               inits=[("d", np.int64(4)), ("v", np.array([0.5, 3.0], np.float32))])]
+
+
+def reduce_ops():
+    a = x(2, 3, 4, lo=0.1, hi=2)
+    i64 = lambda *v: np.array(v, np.int64)
+    ops = [op(n, n, [("a", a)], {"keepdims": 0}, opset=18, inits=[("ax", i64(1))])
+           for n in ("ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
+                     "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare")]
+    ops += [op("ReduceSum11", "ReduceSum", [("a", a)], {"axes": [0, 2]}, opset=11),
+            op("ReduceMean13", "ReduceMean", [("a", a)], {"axes": [-1]}, opset=13),
+            op("ArgMax", "ArgMax", [("a", a)], {"axis": 1}), op("ArgMin", "ArgMin", [("a", a)], {"axis": 2, "keepdims": 0})]
+    return ops
+
+
+def nn_ops():
+    c = 3
+    return [op("MatMul", "MatMul", [("a", x(2, 3, 4)), ("b", x(4, 5))]),
+            op("Gemm", "Gemm", [("a", x(4, 3)), ("b", x(5, 4)), ("c", x(5))],
+               {"transA": 1, "transB": 1, "alpha": 0.5, "beta": 2.0}),
+            op("Softmax", "Softmax", [("a", x(2, 3, 4))], {"axis": 1}),
+            op("Softmax11", "Softmax", [("a", x(2, 3, 4))], {"axis": 1}, opset=11, expect=softmax_flat),
+            op("LogSoftmax", "LogSoftmax", [("a", x(2, 3, 4))]),
+            op("Hardmax", "Hardmax", [("a", x(2, 3, 4))]),
+            op("LayerNormalization", "LayerNormalization", [("a", x(2, 3, 4)), ("s", x(4)), ("b", x(4))], n_out=3),
+            op("BatchNormalization", "BatchNormalization",
+               [("a", x(2, c, 4, 5)), ("s", x(c)), ("b", x(c)), ("m", x(c)), ("v", x(c, lo=0.5, hi=2))]),
+            op("InstanceNormalization", "InstanceNormalization", [("a", x(2, c, 4, 5)), ("s", x(c)), ("b", x(c))]),
+            op("GlobalAveragePool", "GlobalAveragePool", [("a", x(2, c, 4, 5))]),
+            op("GlobalMaxPool", "GlobalMaxPool", [("a", x(2, c, 4, 5))]),
+            op("LpNormalization", "LpNormalization", [("a", x(2, 3, 4))], {"axis": 1}),
+            op("MeanVarianceNormalization", "MeanVarianceNormalization", [("a", x(2, 3, 4, 5))]),
+            op("LRN", "LRN", [("a", x(2, 5, 3, 3))], {"size": 3}, expect=lrn),
+            op("RMSNormalization", "RMSNormalization", [("a", x(2, 3, 4)), ("s", x(4))], opset=23),
+            op("NegativeLogLikelihoodLoss", "NegativeLogLikelihoodLoss",
+               [("a", x(3, 5)), ("t", np.array([0, 4, 2], np.int64)), ("w", x(5, lo=0.5, hi=1))], opset=22),
+            op("SoftmaxCrossEntropyLoss", "SoftmaxCrossEntropyLoss",
+               [("a", x(3, 5, 2)), ("t", np.array([[0, 4], [2, 1], [3, 3]], np.int64))],
+               {"reduction": "sum", "ignore_index": 3}, opset=22, n_out=2),
+            op("Attention", "Attention", [("q", x(2, 3, 4, 8)), ("k", x(2, 3, 5, 8)), ("v", x(2, 3, 5, 8))],
+               {"is_causal": 1}, opset=23),
+            op("AttentionGQA", "Attention", [("q", x(2, 4, 16)), ("k", x(2, 5, 8)), ("v", x(2, 5, 8))],
+               {"q_num_heads": 4, "kv_num_heads": 2}, opset=23),
+            op("ArgMaxLast", "ArgMax", [("a", np.array([[1, 3, 3], [2, 2, 0]], np.float32))],
+               {"axis": 1, "select_last_index": 1})]
+
+
+def special_models():
+    # dim_param: a batch of any size
+    m = model([helper.make_node("Relu", ["x"], ["h"], name="relu"),
+               helper.make_node("ReduceSum", ["h", "ax"], ["y"], name="sum", keepdims=0)],
+              [], ["y"], 13, [("ax", np.array([1], np.int64))])
+    m.graph.input.append(helper.make_tensor_value_info("x", F, ["batch", 3]))
+    onnx.save(m, os.path.join(OUT, "dynamic.onnx"))
+    # external data: the weight lives in weights.bin
+    w = x(4, 3)
+    m = model([helper.make_node("MatMul", ["x", "w"], ["y"], name="mm")], [("x", x(2, 4))], ["y"], 17,
+              [("w", w)])
+    onnx.save_model(m, os.path.join(OUT, "external.onnx"), save_as_external_data=True,
+                    all_tensors_to_one_file=True, location="external.weights.bin", size_threshold=0)
+    np.save(os.path.join(OUT, "external.w.npy"), w)
+    m = onnx.load(os.path.join(OUT, "external.onnx"), load_external_data=False)
+    for e in m.graph.initializer[0].external_data:
+        if e.key == "location":
+            e.value = "../external.weights.bin"
+    onnx.save(m, os.path.join(OUT, "external_escape.onnx"))
+    # .pb feeds in ONNX's test_data_set layout
+    d = os.path.join(OUT, "pbfeed")
+    os.makedirs(d, exist_ok=True)
+    a = x(2, 3)
+    with open(os.path.join(d, "input_0.pb"), "wb") as f:
+        f.write(numpy_helper.from_array(a, "a").SerializeToString())
+    np.save(os.path.join(OUT, "pbfeed.expected.npy"), np.exp(a))
+    onnx.save(model([helper.make_node("Exp", ["a"], ["y"], name="e")], [("a", a)], ["y"]),
+              os.path.join(OUT, "pbfeed.onnx"))
+    # three unsupported nodes, each for another reason, and a supported one
+    nodes = [helper.make_node("Relu", ["x"], ["r"], name="fine"),
+             helper.make_node("Conv", ["r", "w"], ["c"], name="conv_1"),
+             helper.make_node("Cast", ["x"], ["am"], name="cast_u8", to=TensorProto.UINT8),
+             helper.make_node("Custom", ["x"], ["z"], name="custom_op", domain="com.example"),
+             helper.make_node("Add", ["c", "z"], ["y"], name="after")]
+    m = model(nodes, [("x", x(1, 1, 4, 4))], ["y", "am"], 17,
+              [("w", x(1, 1, 3, 3))])
+    m.opset_import.append(helper.make_opsetid("com.example", 1))
+    onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    rows = unary_ops() + binary_ops() + shape_ops() + reduce_ops() + nn_ops()
+    with open(os.path.join(OUT, "ops.txt"), "w") as f:
+        f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, NAME.outK.npy (make_test_models.py)\n")
+        for name, (n_in, n_out) in rows:
+            f.write("%s %d %d\n" % (name, n_in, n_out))
+    special_models()
+
+
+if __name__ == "__main__":
+    main()

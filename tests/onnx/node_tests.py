@@ -1,0 +1,204 @@
+"""Runs the onnx package's backend node tests through xlac-run.
+
+Each case (onnx.backend.test.case.node.collect_testcases) is written in ONNX's
+test_data_set layout into a temporary folder (model.onnx,
+test_data_set_N/input_K.pb and output_K.pb), run with `xlac-run --feed` op by
+op and then clustered (LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2), and its saved
+outputs are compared with the expected ones: same dtype, same shape, NaN
+exactly where expected, values within a tolerance per dtype (and at least the
+case's own rtol/atol). A case the importer refuses as unsupported (exit 2 with
+"cannot import the model: N unsupported, 0 invalid") is skipped; any other
+failure (wrong values, a crash, any other error) is a failed test.
+"""
+import argparse
+import collections
+import concurrent.futures
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+import onnx
+from onnx import numpy_helper
+from onnx.backend.test.case.node import collect_testcases
+
+TOL = {np.float16: (1e-2, 1e-3), np.float32: (1e-4, 1e-5), np.float64: (1e-7, 1e-12)}
+UNSUPPORTED = re.compile(r"cannot import the model: (\d+) unsupported, 0 invalid")
+
+
+def sanitize(name):
+    """The name xlac gives an ONNX value (executor/onnx/build.c: ox_sanitize)."""
+    s = re.sub(r"[^A-Za-z0-9_.]", "_", name)
+    return "_" + s if not s or s[0].isdigit() or s[0] == "." else s
+
+
+def op_of(case, op_types):
+    """The ONNX op a case tests: the longest op type its name starts with."""
+    key = case.name[len("test_"):].replace("_", "").lower()
+    best = ""
+    for op in op_types:
+        if key.startswith(op.lower()) and len(op) > len(best):
+            best = op
+    if not best:
+        best = case.model.graph.node[0].op_type if case.model.graph.node else "?"
+    return best
+
+
+def write_case(case, folder):
+    onnx.save(case.model, os.path.join(folder, "model.onnx"))
+    for n, (inputs, outputs) in enumerate(case.data_sets):
+        d = os.path.join(folder, "test_data_set_%d" % n)
+        os.makedirs(d)
+        for k, x in enumerate(inputs):
+            name = case.model.graph.input[k].name if k < len(case.model.graph.input) else ""
+            if isinstance(x, onnx.TensorProto):
+                t = onnx.TensorProto()
+                t.CopyFrom(x)
+                t.name = name
+            elif isinstance(x, (np.ndarray, np.generic)):
+                t = numpy_helper.from_array(np.asarray(x), name)
+            else:
+                return False  # sequences, optionals: not tensors
+            with open(os.path.join(d, "input_%d.pb" % k), "wb") as f:
+                f.write(t.SerializeToString())
+    return True
+
+
+def as_array(x):
+    """An expected output as a numpy array (None when it is not a tensor)."""
+    if isinstance(x, onnx.TensorProto):
+        try:
+            return numpy_helper.to_array(x)
+        except Exception:  # dtypes numpy lacks (float8, ...): never imported anyway
+            return None
+    return np.asarray(x) if isinstance(x, (np.ndarray, np.generic)) else None
+
+
+def compare(case, got_dir, expected):
+    for k, want in enumerate(expected):
+        want = as_array(want)
+        name = sanitize(case.model.graph.output[k].name)
+        path = os.path.join(got_dir, name + ".npy")
+        if want is None:
+            return "expected output %d is not a tensor" % k
+        if not os.path.exists(path):
+            return "output %s was not written" % name
+        got = np.load(path)
+        if got.dtype != want.dtype:
+            return "output %s: dtype %s, expected %s" % (name, got.dtype, want.dtype)
+        if got.shape != want.shape:
+            return "output %s: shape %s, expected %s" % (name, got.shape, want.shape)
+        if want.dtype.kind == "f":
+            rtol, atol = TOL.get(want.dtype.type, (1e-4, 1e-5))
+            rtol, atol = max(rtol, case.rtol), max(atol, case.atol)
+            if not np.array_equal(np.isnan(got), np.isnan(want)):
+                return "output %s: NaN where none is expected, or none where one is" % name
+            ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+            if not ok.all():
+                i = np.argwhere(~ok)[0]
+                return "output %s: at %s got %r, expected %r" % (name, tuple(i), got[tuple(i)], want[tuple(i)])
+        elif not np.array_equal(got, want):
+            return "output %s: values differ" % name
+    return None
+
+
+def run_one(args, case, clustered, folder, n):
+    out = os.path.join(folder, "out_%s_%d" % ("c" if clustered else "o", n))
+    cmd = [args.xlac_run, os.path.join(folder, "model.onnx"), "--device", "cpu",
+           "--feed", os.path.join(folder, "test_data_set_%d" % n), "--save-outputs", out]
+    env = dict(os.environ, OMP_NUM_THREADS="1")
+    if clustered:
+        env.update(LD_PRELOAD=args.libxlac, XLAC_AUTO_JIT="2")
+    try:
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=120)
+    except subprocess.TimeoutExpired:
+        return "timeout", "timed out after 120 s"
+    if p.returncode == 2 and UNSUPPORTED.search(p.stderr) and not clustered:
+        return "unsupported", p.stderr.strip()
+    if p.returncode != 0:
+        return "fail", "exit %d: %s" % (p.returncode, p.stderr.strip()[-600:])
+    why = compare(case, out, case.data_sets[n][1])
+    return ("fail", why) if why else ("pass", "")
+
+
+def run_case(args, case):
+    """(status, detail, op_by_op_passed, clustered_passed); status: pass, fail, unsupported."""
+    folder = tempfile.mkdtemp(prefix="xlac-onnx-", dir=args.tmp)
+    try:
+        if not write_case(case, folder):
+            return "unsupported", "inputs that are not tensors", False, False
+        results = {}
+        for clustered in (False, True):
+            for n in range(len(case.data_sets)):
+                st, why = run_one(args, case, clustered, folder, n)
+                if st != "pass":
+                    if st == "unsupported":
+                        return "unsupported", why.splitlines()[-1], False, False
+                    return "fail", ("clustered: " if clustered else "op by op: ") + why, \
+                        results.get(False, False), False
+            results[clustered] = True
+        return "pass", "", True, True
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--root", required=True)
+    ap.add_argument("--build", default=None, help="build folder (default ROOT/build)")
+    ap.add_argument("--filter", default=None, help="only cases whose name matches REGEX")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--list-failures", action="store_true")
+    ap.add_argument("--list-unsupported", action="store_true")
+    args = ap.parse_args()
+    build = args.build or os.path.join(args.root, "build")
+    args.xlac_run = os.path.join(build, "bin", "xlac-run")
+    args.libxlac = os.path.join(build, "lib", "libxlac.so")
+    for f in (args.xlac_run, args.libxlac):
+        if not os.path.exists(f):
+            sys.exit("onnx node tests: %s is missing: build first" % f)
+    args.tmp = tempfile.mkdtemp(prefix="xlac-onnx-node-")
+    cases = [c for c in collect_testcases(None) if c.kind == "node"]
+    if args.filter:
+        cases = [c for c in cases if re.search(args.filter, c.name)]
+    op_types = {s.name for s in onnx.defs.get_all_schemas_with_history() if s.domain in ("", "ai.onnx")}
+    rows = collections.defaultdict(lambda: [0, 0, 0, 0, 0])  # cases, op by op, clustered, failed, unsupported
+    failures, unsupported = [], []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        futs = {pool.submit(run_case, args, c): c for c in cases}
+        for fut in concurrent.futures.as_completed(futs):
+            c = futs[fut]
+            st, why, op_ok, cl_ok = fut.result()
+            row = rows[op_of(c, op_types)]
+            row[0] += 1
+            row[1] += op_ok
+            row[2] += cl_ok
+            row[3] += st == "fail"
+            row[4] += st == "unsupported"
+            if st == "fail":
+                failures.append((c.name, why))
+            elif st == "unsupported":
+                unsupported.append((c.name, why))
+    shutil.rmtree(args.tmp, ignore_errors=True)
+    print("| ONNX op | cases | passed op by op | passed clustered | failed | unsupported |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for op in sorted(rows):
+        r = rows[op]
+        print("| %s | %d | %d | %d | %d | %d |" % (op, *r))
+    if args.list_failures:
+        for name, why in sorted(failures):
+            print("FAILED %s: %s" % (name, why))
+    if args.list_unsupported:
+        for name, why in sorted(unsupported):
+            print("UNSUPPORTED %s: %s" % (name, why))
+    passed = sum(r[2] for r in rows.values())
+    print("onnx node tests run: %d cases of onnx %s" % (len(cases), onnx.__version__))
+    print("onnx node tests: %d passed, %d failed, %d skipped" % (passed, len(failures), len(unsupported)))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

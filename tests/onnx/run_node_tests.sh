@@ -1,0 +1,18 @@
+#!/usr/bin/env bash
+# ONNX conformance: runs the onnx package's backend node tests through
+# xlac-run, op by op and clustered (LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2),
+# and prints a table per ONNX op and the closing line
+#   onnx node tests: N passed, N failed, N skipped
+# (skipped: the importer refused the model as unsupported, exit 2).
+# Usage: tests/onnx/run_node_tests.sh [--build DIR] [--filter REGEX] [--jobs N] [--list-failures]
+# The venv (tests/onnx/.venv, git-ignored) is created on first use.
+set -euo pipefail
+here=$(cd "$(dirname "$0")" && pwd)
+root=$(cd "$here/../.." && pwd)
+venv=$here/.venv
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import onnx, numpy" 2>/dev/null; then
+    echo "onnx node tests: creating $venv (pip install onnx onnxruntime numpy)" >&2
+    python3 -m venv "$venv"
+    "$venv/bin/pip" install -q onnx onnxruntime numpy
+fi
+exec "$venv/bin/python" -W ignore "$here/node_tests.py" --root "$root" "$@"
