@@ -134,6 +134,10 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
     xe_device dev = n->device;
     if (!d->kernel[dev])
         return xe_fail(st, XE_ERR_UNSUPPORTED, "no %s kernel", xe_device_name(dev));
+    if (n->op == XE_OP_CONST && n->value && n->value->device == dev) {
+        *result = xe_tensor_retain(n->value); /* shared, never copied per run (model weights) */
+        return XE_OK;
+    }
     xe_type t;
     if (infer_actual(n, d, in, &t, st) != XE_OK)
         return st->code;
