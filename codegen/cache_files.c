@@ -150,7 +150,7 @@ static int list_modules(int dfd, DIR *d, cached_file **out, unsigned long long *
                 break;
             *out = m;
         }
-        snprintf((*out)[n].name, sizeof(*out)[n].name, "%s", e->d_name);
+        memcpy((*out)[n].name, e->d_name, len + 1); /* len < sizeof name: checked above */
         (*out)[n].size = sb.st_size;
         (*out)[n].used = sb.st_mtim;
         *total += (unsigned long long)sb.st_size;
