@@ -6,7 +6,8 @@
 #   scripts/fuzz.sh --minutes 60 xg disk    a long campaign of two targets
 #
 # Targets: xg (.xg parser + shape inference + writer round trip), npy,
-# flags (XLAC_AUTO_JIT / XLAC_FLAGS), disk (the disk-cache file parser).
+# flags (XLAC_AUTO_JIT / XLAC_FLAGS), disk (the disk-cache file parser),
+# onnx (the ONNX importer on a model, and the same bytes as a TensorProto).
 # Seeds come from the repo (examples, bench graphs, tests/data,
 # tests/fuzz/seeds); the growing corpus lives in build-fuzz/corpus/TARGET.
 # A crash leaves its input in build-fuzz/crashes/TARGET/: copy it to
@@ -25,7 +26,7 @@ while [ $# -gt 0 ]; do
         *) targets+=("$1"); shift ;;
     esac
 done
-[ ${#targets[@]} -eq 0 ] && targets=(xg npy flags disk)
+[ ${#targets[@]} -eq 0 ] && targets=(xg npy flags disk onnx)
 dir=build-fuzz
 if ! CC=clang cmake -S . -B "$dir" -DXLAC_FUZZ=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         >"$dir.configure.log" 2>&1; then
@@ -42,6 +43,7 @@ seeds() {
         npy) echo examples/feeds/b8 examples/feeds/b32 tests/data/fuzz/npy ;;
         flags) echo tests/fuzz/seeds/flags tests/data/fuzz/flags ;;
         disk) echo tests/fuzz/seeds/disk tests/data/fuzz/disk ;;
+        onnx) echo tests/data/onnx tests/data/fuzz/onnx ;;
     esac
 }
 

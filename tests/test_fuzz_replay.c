@@ -56,3 +56,8 @@ Test(fuzz_replay, disk)
 {
     cr_assert_geq(replay("disk", xf_disk), 1);
 }
+
+Test(fuzz_replay, onnx)
+{
+    cr_assert_geq(replay("onnx", xf_onnx), 1);
+}

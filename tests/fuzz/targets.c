@@ -118,3 +118,40 @@ int xf_disk(const uint8_t *data, size_t size)
     free(exact);
     return 0;
 }
+
+/* data in a memfd; its /proc path in path (64 bytes); the fd, or -1. */
+static int memfd_of(const uint8_t *data, size_t size, char *path)
+{
+    int fd = memfd_create("fuzz.onnx", MFD_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    if (write(fd, data, size) != (ssize_t)size) {
+        close(fd);
+        return -1;
+    }
+    snprintf(path, 64, "/proc/self/fd/%d", fd);
+    return fd;
+}
+
+int xf_onnx(const uint8_t *data, size_t size)
+{
+    char path[64];
+    int fd = memfd_of(data, size, path);
+    if (fd < 0)
+        return 0;
+    xe_status st;
+    char *report = NULL;
+    xe_graph *g = xe_onnx_load(path, &(xe_onnx_options){.report = &report}, &st);
+    if (g && xe_graph_infer(g, &st) == XE_OK) {
+        char *text = xe_write_string(g, &st);
+        free(text);
+    }
+    xe_graph_destroy(g);
+    free(report);
+    char *name = NULL;
+    xe_tensor *t = xe_onnx_read_tensor(path, &name, &st);
+    xe_tensor_release(t);
+    free(name);
+    close(fd);
+    return 0;
+}

@@ -19,5 +19,7 @@ int xf_npy(const uint8_t *data, size_t size);
 int xf_flags(const uint8_t *data, size_t size);
 /* A disk cache file: byte 0 picks whether a valid checksum is appended and which key is asked for. */
 int xf_disk(const uint8_t *data, size_t size);
+/* An ONNX model (imported, inferred, written as .xg) and the same bytes as a TensorProto .pb file. */
+int xf_onnx(const uint8_t *data, size_t size);
 
 #endif
