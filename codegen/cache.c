@@ -26,6 +26,7 @@
 #include <uthash.h>
 #include <xxhash.h>
 
+#include "backend.h"
 #include "cache_impl.h"
 #include "compile.h"
 #include "plan.h"
@@ -679,8 +680,8 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                        xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
                        xg_outcome *outcome, xe_status *st)
 {
-    xg_target target = dev == XE_DEV_GPU ? XG_TARGET_CUDA : XG_TARGET_C;
-    int arch = target == XG_TARGET_CUDA ? xe_gpu_arch() : 0;
+    xg_target target = xg_target_for_device(dev);
+    int arch = xg_backend_for(target)->device_arch();
     char fp[40];
     if (fingerprint && strlen(fingerprint) < sizeof fp)
         snprintf(fp, sizeof fp, "%s", fingerprint);
