@@ -138,8 +138,8 @@ xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type 
             wild = k;
         } else if (a->ints[k] < 0) {
             return xe_fail(st, XE_ERR_GRAPH, "shape[%d]=%lld is negative", k, (long long)a->ints[k]);
-        } else {
-            known *= a->ints[k];
+        } else if (__builtin_mul_overflow(known, a->ints[k], &known)) {
+            return xe_fail(st, XE_ERR_GRAPH, "shape has more than 2^63 elements");
         }
     }
     int64_t total = xe_shape_numel(&in[0].shape);
