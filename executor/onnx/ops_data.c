@@ -116,17 +116,28 @@ xe_code ox_b_eye_like(ox_b *b)
     return done(b, ox_const(b, e));
 }
 
-/* Gather with known indices: one slice per index, concatenated, then reshaped. */
+/* ONNX input k's value when it is a constant now, else NULL (b not failed). */
+static const xe_tensor *known_value(ox_b *b, int k)
+{
+    const xe_node *n = b->c->g->nodes[ox_in(b, k)];
+    return n->op == XE_OP_CONST ? n->value : NULL;
+}
+
+/* Gather: known indices (1 to 256) as one slice per index, concatenated and
+ * reshaped; any other indices as the gather op. */
 xe_code ox_b_gather(ox_b *b)
 {
     int x = ox_in(b, 0), axis;
-    const xe_tensor *idx = ox_need_const(b, 1, "indices");
-    if (!idx || x < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
+    if (x < 0 || ox_in(b, 1) < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
         return ox_status(b);
+    const xe_tensor *idx = known_value(b, 1);
     const xe_shape *s = &ox_type(b, x)->shape;
-    int64_t n = xe_tensor_numel(idx), dim = s->dims[axis];
-    if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK)
-        return ox_unsupported(b, "Gather needs 1 to 256 known indices into a known dim");
+    int64_t n = idx ? xe_tensor_numel(idx) : 0, dim = s->dims[axis];
+    if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK) {
+        int in[2] = {x, ox_in(b, 1)};
+        ox_at at = OX_I("axis", axis);
+        return done(b, ox_op(b, XE_OP_GATHER, in, 2, &at, 1));
+    }
     int64_t pos[256];
     for (int64_t i = 0; i < n; i++) {
         int64_t v = (int64_t)xe_load_f64(idx->data, idx->dtype, i);
