@@ -215,6 +215,32 @@ static int pad_pick(ox_b *b, int x, int axis, int64_t lo, int64_t hi, char mode)
     return ox_take(b, x, axis, pos, n);
 }
 
+/* Constant Pad of x with unknown dims as the pad op (the value must be known). */
+static xe_code pad_op(ox_b *b, int x, const int64_t *pads, int count, const int64_t *axes, char m)
+{
+    int r = ox_rank(b, x);
+    int64_t all[2 * XE_MAX_RANK] = {0};
+    double v = b->opset < 11 ? ox_float(b, "value", 0.0) : 0.0;
+    if (m != 'c')
+        return ox_unsupported(b, "Pad mode '%s' of a value with unknown dims is not supported",
+                              m == 'e' ? "edge" : m == 'r' ? "reflect" : "wrap");
+    if (b->opset >= 11 && ox_in(b, 2) >= 0) {
+        const xe_tensor *t = ox_need_const(b, 2, "constant_value");
+        if (!t)
+            return ox_status(b);
+        v = xe_load_f64(t->data, t->dtype, 0);
+    }
+    for (int k = 0; k < count; k++) {
+        int a;
+        if (!ox_axis(b, axes ? axes[k] : k, r, &a))
+            return ox_status(b);
+        all[a] = pads[k];
+        all[a + r] = pads[k + count];
+    }
+    ox_at at[2] = {OX_INTS("pads", all, 2 * r), {.name = "value", .kind = XE_ATTR_FLOAT, .f = v}};
+    return done(b, ox_op(b, XE_OP_PAD, &x, 1, at, 2));
+}
+
 xe_code ox_b_pad(ox_b *b)
 {
     int x = ox_in(b, 0), r = ox_rank(b, x);
@@ -228,11 +254,11 @@ xe_code ox_b_pad(ox_b *b)
     int na = b->opset >= 18 && ox_in(b, 3) >= 0 ? ox_const_ints(b, 3, "axes", axes, XE_MAX_RANK) : -1;
     if (x < 0 || n < 0 || b->failed)
         return ox_status(b);
-    if (!xe_shape_is_known(&ox_type(b, x)->shape))
-        return ox_unsupported(b, "Pad of a value with unknown dims is not supported");
     int count = na >= 0 ? na : r;
     if (n != 2 * count)
         return ox_invalid(b, "pads has %d entries, %d expected", n, 2 * count);
+    if (!xe_shape_is_known(&ox_type(b, x)->shape))
+        return pad_op(b, x, pads, count, na >= 0 ? axes : NULL, m);
     xe_dtype dt = ox_type(b, x)->dtype;
     int value = b->opset < 11 ? ox_scalar(b, dt, ox_float(b, "value", 0.0))
                 : ox_in(b, 2) >= 0 ? ox_reshape(b, ox_in(b, 2), NULL, 0) : ox_scalar(b, dt, 0);

@@ -222,7 +222,18 @@ def conv_pool_ops():
                {"kernel_shape": [2, 3], "strides": [2, 2], "auto_pad": "SAME_LOWER"}),
             op("GatherRuntime", "Gather", [("a", x(5, 3)), ("i", np.array([[4, 0], [-1, 2]], np.int64))],
                {"axis": 0}),
-            op("DropoutMask", "Dropout", [("a", x(2, 3))], n_out=2)]
+            op("DropoutMask", "Dropout", [("a", x(2, 3))], n_out=2),
+            dynamic("PadDynamic", "Pad", x(2, 3), {"mode": "constant"},
+                    [("p", np.array([1, 0, 0, 2], np.int64)), ("v", np.array(1.5, np.float32))]),
+            dynamic("TileDynamic", "Tile", x(2, 3), {}, [("r", np.array([2, 3], np.int64))])]
+
+
+def dynamic(name, op_type, a, attrs, inits):
+    """A one-node model whose input a has a dim_param first dim (its size from the feed)."""
+    node = helper.make_node(op_type, ["a"] + [n for n, _ in inits], ["y0"], name="n_" + name, **attrs)
+    m = model([node], [], ["y0"], 18, inits)
+    m.graph.input.insert(0, helper.make_tensor_value_info("a", F, ["n"] + list(a.shape[1:])))
+    return name, save(name, m, [("a", a)])
 
 
 def special_models():
