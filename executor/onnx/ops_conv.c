@@ -39,7 +39,8 @@ static bool is_2d(ox_b *b, int x)
         return false;
     const xe_type *t = ox_type(b, x);
     if (t->shape.rank != 4) {
-        ox_unsupported(b, "only 2-D %s is supported (input rank %d)", b->np->op_type, t->shape.rank);
+        ox_unsupported(b, "only 2-D %s is supported (input rank %d)", b->np->op_type,
+                       t->shape.rank);
         return false;
     }
     if (t->dtype != XE_F32 && t->dtype != XE_F64) {
@@ -135,8 +136,10 @@ xe_code ox_b_pool(ox_b *b)
                       : ox_unsupported(b, "only 2-D %s is supported", b->np->op_type);
     if (!window(b, x, &w))
         return ox_status(b);
-    ox_at at[6] = {OX_INTS("kernel", w.k, 2), OX_INTS("strides", w.strides, 2),
-                   OX_INTS("pads", w.pads, 4), OX_INTS("dilations", w.dil, 2),
+    ox_at at[6] = {OX_INTS("kernel", w.k, 2),
+                   OX_INTS("strides", w.strides, 2),
+                   OX_INTS("pads", w.pads, 4),
+                   OX_INTS("dilations", w.dil, 2),
                    OX_I("ceil_mode", ox_int(b, "ceil_mode", 0)),
                    OX_I("count_include_pad", ox_int(b, "count_include_pad", 0))};
     ox_out(b, 0, ox_op(b, ox_current->op, &x, 1, at, max ? 5 : 6));

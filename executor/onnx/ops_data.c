@@ -222,8 +222,7 @@ static xe_code pad_op(ox_b *b, int x, const int64_t *pads, int count, const int6
     int64_t all[2 * XE_MAX_RANK] = {0};
     double v = b->opset < 11 ? ox_float(b, "value", 0.0) : 0.0;
     if (m != 'c')
-        return ox_unsupported(b, "Pad mode '%s' of a value with unknown dims is not supported",
-                              m == 'e' ? "edge" : m == 'r' ? "reflect" : "wrap");
+        return ox_unsupported(b, "Pad's edge, reflect and wrap modes need known dims");
     if (b->opset >= 11 && ox_in(b, 2) >= 0) {
         const xe_tensor *t = ox_need_const(b, 2, "constant_value");
         if (!t)
