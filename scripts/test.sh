@@ -110,6 +110,9 @@ run_onnx() {
     echo "${line:-onnx node tests: did not finish}  ($((SECONDS - start))s)"
     o_f=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
     [ -z "$line" ] && o_f=1
+    line=$(grep -a "^onnx light models:" "$log" | tail -n 1)
+    echo "${line:-onnx light models: none ran}"
+    o_f=$((${o_f:-0} + $(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line" | grep . || echo 0)))
     failed=$((failed + ${o_f:-0}))
     if [ "${o_f:-0}" -ne 0 ]; then
         failed_names+=("onnx-node-tests")

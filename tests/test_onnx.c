@@ -248,6 +248,7 @@ Test(onnx, every_unsupported_node_is_listed)
     cr_assert_null(g);
     cr_expect_eq(st.code, XE_ERR_GRAPH);
     const char *want[] = {"3 unsupported, 0 invalid", "node 'conv_1' (Conv, domain ai.onnx, opset 17)",
+                          "only 2-D Conv is supported (input rank 3)",
                           "node 'cast_u8' (Cast", "cast to UINT8 is not supported",
                           "node 'custom_op' (Custom, domain com.example"};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++)

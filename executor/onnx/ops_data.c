@@ -116,17 +116,28 @@ xe_code ox_b_eye_like(ox_b *b)
     return done(b, ox_const(b, e));
 }
 
-/* Gather with known indices: one slice per index, concatenated, then reshaped. */
+/* ONNX input k's value when it is a constant now, else NULL (b not failed). */
+static const xe_tensor *known_value(ox_b *b, int k)
+{
+    const xe_node *n = b->c->g->nodes[ox_in(b, k)];
+    return n->op == XE_OP_CONST ? n->value : NULL;
+}
+
+/* Gather: known indices (1 to 256) as one slice per index, concatenated and
+ * reshaped; any other indices as the gather op. */
 xe_code ox_b_gather(ox_b *b)
 {
     int x = ox_in(b, 0), axis;
-    const xe_tensor *idx = ox_need_const(b, 1, "indices");
-    if (!idx || x < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
+    if (x < 0 || ox_in(b, 1) < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
         return ox_status(b);
+    const xe_tensor *idx = known_value(b, 1);
     const xe_shape *s = &ox_type(b, x)->shape;
-    int64_t n = xe_tensor_numel(idx), dim = s->dims[axis];
-    if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK)
-        return ox_unsupported(b, "Gather needs 1 to 256 known indices into a known dim");
+    int64_t n = idx ? xe_tensor_numel(idx) : 0, dim = s->dims[axis];
+    if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK) {
+        int in[2] = {x, ox_in(b, 1)};
+        ox_at at = OX_I("axis", axis);
+        return done(b, ox_op(b, XE_OP_GATHER, in, 2, &at, 1));
+    }
     int64_t pos[256];
     for (int64_t i = 0; i < n; i++) {
         int64_t v = (int64_t)xe_load_f64(idx->data, idx->dtype, i);
@@ -204,6 +215,31 @@ static int pad_pick(ox_b *b, int x, int axis, int64_t lo, int64_t hi, char mode)
     return ox_take(b, x, axis, pos, n);
 }
 
+/* Constant Pad of x with unknown dims as the pad op (the value must be known). */
+static xe_code pad_op(ox_b *b, int x, const int64_t *pads, int count, const int64_t *axes, char m)
+{
+    int r = ox_rank(b, x);
+    int64_t all[2 * XE_MAX_RANK] = {0};
+    double v = b->opset < 11 ? ox_float(b, "value", 0.0) : 0.0;
+    if (m != 'c')
+        return ox_unsupported(b, "Pad's edge, reflect and wrap modes need known dims");
+    if (b->opset >= 11 && ox_in(b, 2) >= 0) {
+        const xe_tensor *t = ox_need_const(b, 2, "constant_value");
+        if (!t)
+            return ox_status(b);
+        v = xe_load_f64(t->data, t->dtype, 0);
+    }
+    for (int k = 0; k < count; k++) {
+        int a;
+        if (!ox_axis(b, axes ? axes[k] : k, r, &a))
+            return ox_status(b);
+        all[a] = pads[k];
+        all[a + r] = pads[k + count];
+    }
+    ox_at at[2] = {OX_INTS("pads", all, 2 * r), {.name = "value", .kind = XE_ATTR_FLOAT, .f = v}};
+    return done(b, ox_op(b, XE_OP_PAD, &x, 1, at, 2));
+}
+
 xe_code ox_b_pad(ox_b *b)
 {
     int x = ox_in(b, 0), r = ox_rank(b, x);
@@ -217,11 +253,11 @@ xe_code ox_b_pad(ox_b *b)
     int na = b->opset >= 18 && ox_in(b, 3) >= 0 ? ox_const_ints(b, 3, "axes", axes, XE_MAX_RANK) : -1;
     if (x < 0 || n < 0 || b->failed)
         return ox_status(b);
-    if (!xe_shape_is_known(&ox_type(b, x)->shape))
-        return ox_unsupported(b, "Pad of a value with unknown dims is not supported");
     int count = na >= 0 ? na : r;
     if (n != 2 * count)
         return ox_invalid(b, "pads has %d entries, %d expected", n, 2 * count);
+    if (!xe_shape_is_known(&ox_type(b, x)->shape))
+        return pad_op(b, x, pads, count, na >= 0 ? axes : NULL, m);
     xe_dtype dt = ox_type(b, x)->dtype;
     int value = b->opset < 11 ? ox_scalar(b, dt, ox_float(b, "value", 0.0))
                 : ox_in(b, 2) >= 0 ? ox_reshape(b, ox_in(b, 2), NULL, 0) : ox_scalar(b, dt, 0);

@@ -299,11 +299,24 @@ xe_code ox_b_gelu(ox_b *b)
     return done(b, ox_op(b, XE_OP_GELU, &x, 1, &a, 1));
 }
 
-/* Identity, and Dropout at inference with no mask output. */
+/* Dropout's mask at inference: all ones (x's dtype before opset 10, bool since), x's shape. */
+static xe_code dropout_mask(ox_b *b, int x)
+{
+    if (x < 0)
+        return ox_status(b);
+    const xe_type *t = ox_type(b, x);
+    if (!xe_shape_is_known(&t->shape))
+        return ox_unsupported(b, "the mask output of Dropout needs known dims");
+    int one = ox_scalar(b, b->opset < 10 ? t->dtype : XE_BOOL, 1.0);
+    ox_at at = OX_INTS("shape", t->shape.dims, t->shape.rank);
+    return ox_out(b, 1, ox_op(b, XE_OP_BROADCAST_TO, &one, 1, &at, 1));
+}
+
+/* Identity, and Dropout at inference (its mask all ones). */
 xe_code ox_b_identity(ox_b *b)
 {
-    if (b->np->n_output > 1 && b->np->output[1][0])
-        return ox_unsupported(b, "the mask output of Dropout is not supported");
+    if (b->np->n_output > 1 && b->np->output[1][0] && dropout_mask(b, ox_in(b, 0)) != XE_OK)
+        return ox_status(b);
     if (b->n_in > 2 && ox_in(b, 2) >= 0) {
         const xe_tensor *t = ox_need_const(b, 2, "training_mode");
         if (t && xe_load_f64(t->data, t->dtype, 0) != 0)

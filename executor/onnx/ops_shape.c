@@ -309,9 +309,12 @@ xe_code ox_b_tile(ox_b *b)
     if (n < 0 || x < 0)
         return ox_status(b);
     const xe_shape *s = &ox_type(b, x)->shape;
-    if (n != r || 2 * r > XE_MAX_RANK || !xe_shape_is_known(s))
-        return n != r ? ox_invalid(b, "repeats has %d entries for rank %d", n, r)
-                      : ox_unsupported(b, "Tile needs known dims and rank at most 4");
+    if (n != r)
+        return ox_invalid(b, "repeats has %d entries for rank %d", n, r);
+    if (2 * r > XE_MAX_RANK || !xe_shape_is_known(s)) { /* the tile op */
+        ox_at at = OX_INTS("repeats", rep, r);
+        return done(b, ox_op(b, XE_OP_TILE, &x, 1, &at, 1));
+    }
     for (int d = 0; d < r; d++) {
         mid[2 * d] = 1;
         big[2 * d] = rep[d];

@@ -19,6 +19,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
+B(conv) B(pool)
 #undef B
 
 #define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
@@ -80,6 +81,11 @@ static const ox_entry table[] = {
     F("InstanceNormalization", instance_norm, "epsilon"),
     {"GlobalAveragePool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MEAN, 0},
     {"GlobalMaxPool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MAX, 0},
+    F("Conv", conv, "auto_pad dilations group kernel_shape pads strides"),
+    {"MaxPool", 1, 0, ox_b_pool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides",
+     XE_OP_MAX_POOL2D, 0},
+    {"AveragePool", 1, 0, ox_b_pool, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
+     XE_OP_AVG_POOL2D, 0},
     F("LpNormalization", lp_norm, "axis p"), F("MeanVarianceNormalization", mvn, "axes"),
     F("LRN", lrn, "alpha beta bias size"),
 };

@@ -204,6 +204,38 @@ def nn_ops():
                {"axis": 1, "select_last_index": 1})]
 
 
+def conv_pool_ops():
+    a = x(2, 4, 7, 6)
+    return [op("Conv", "Conv", [("a", a), ("w", x(6, 2, 3, 2)), ("b", x(6))],
+               {"group": 2, "pads": [1, 0, 2, 1], "strides": [2, 1], "dilations": [1, 2]}),
+            op("ConvSameUpper", "Conv", [("a", a), ("w", x(3, 4, 3, 3))],
+               {"auto_pad": "SAME_UPPER", "strides": [2, 2], "kernel_shape": [3, 3]}),
+            op("ConvSameLower", "Conv", [("a", a), ("w", x(3, 4, 2, 2))], {"auto_pad": "SAME_LOWER"}),
+            op("ConvDepthwise", "Conv", [("a", a), ("w", x(4, 1, 3, 3))], {"group": 4, "pads": [1, 1, 1, 1]}),
+            op("MaxPool", "MaxPool", [("a", a)],
+               {"kernel_shape": [3, 2], "strides": [2, 2], "pads": [1, 0, 1, 1], "ceil_mode": 1}),
+            op("MaxPoolDilated", "MaxPool", [("a", a)], {"kernel_shape": [2, 2], "dilations": [2, 2]}),
+            op("AveragePool", "AveragePool", [("a", a)], {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}),
+            op("AveragePoolIncludePad", "AveragePool", [("a", a)],
+               {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1], "strides": [2, 2], "count_include_pad": 1}),
+            op("AveragePoolSameLower", "AveragePool", [("a", a)],
+               {"kernel_shape": [2, 3], "strides": [2, 2], "auto_pad": "SAME_LOWER"}),
+            op("GatherRuntime", "Gather", [("a", x(5, 3)), ("i", np.array([[4, 0], [-1, 2]], np.int64))],
+               {"axis": 0}),
+            op("DropoutMask", "Dropout", [("a", x(2, 3))], n_out=2),
+            dynamic("PadDynamic", "Pad", x(2, 3), {"mode": "constant"},
+                    [("p", np.array([1, 0, 0, 2], np.int64)), ("v", np.array(1.5, np.float32))]),
+            dynamic("TileDynamic", "Tile", x(2, 3), {}, [("r", np.array([2, 3], np.int64))])]
+
+
+def dynamic(name, op_type, a, attrs, inits):
+    """A one-node model whose input a has a dim_param first dim (its size from the feed)."""
+    node = helper.make_node(op_type, ["a"] + [n for n, _ in inits], ["y0"], name="n_" + name, **attrs)
+    m = model([node], [], ["y0"], 18, inits)
+    m.graph.input.insert(0, helper.make_tensor_value_info("a", F, ["n"] + list(a.shape[1:])))
+    return name, save(name, m, [("a", a)])
+
+
 def special_models():
     # dim_param: a batch of any size
     m = model([helper.make_node("Relu", ["x"], ["h"], name="relu"),
@@ -234,12 +266,12 @@ def special_models():
               os.path.join(OUT, "pbfeed.onnx"))
     # three unsupported nodes, each for another reason, and a supported one
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="fine"),
-             helper.make_node("Conv", ["r", "w"], ["c"], name="conv_1"),
+             helper.make_node("Conv", ["v", "w"], ["c"], name="conv_1"),  # 1-D
              helper.make_node("Cast", ["x"], ["am"], name="cast_u8", to=TensorProto.UINT8),
              helper.make_node("Custom", ["x"], ["z"], name="custom_op", domain="com.example"),
              helper.make_node("Add", ["c", "z"], ["y"], name="after")]
-    m = model(nodes, [("x", x(1, 1, 4, 4))], ["y", "am"], 17,
-              [("w", x(1, 1, 3, 3))])
+    m = model(nodes, [("x", x(1, 1, 4, 4)), ("v", x(1, 1, 4))], ["y", "am"], 17,
+              [("w", x(1, 1, 3))])
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
 
@@ -247,11 +279,12 @@ def special_models():
 def main():
     os.makedirs(OUT, exist_ok=True)
     rows = unary_ops() + binary_ops() + shape_ops() + reduce_ops() + nn_ops()
+    special_models()
+    rows += conv_pool_ops()  # last: the random data of the models above stays as it was
     with open(os.path.join(OUT, "ops.txt"), "w") as f:
         f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, NAME.outK.npy (make_test_models.py)\n")
         for name, (n_in, n_out) in rows:
             f.write("%s %d %d\n" % (name, n_in, n_out))
-    special_models()
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ import onnx
 from onnx import numpy_helper
 from onnx.backend.test.case.node import collect_testcases
 
+from light_models import RTOL, ATOL, light_models, run_light
+
 TOL = {np.float16: (1e-2, 1e-3), np.float32: (1e-4, 1e-5), np.float64: (1e-7, 1e-12)}
 UNSUPPORTED = re.compile(r"cannot import the model: (\d+) unsupported, 0 invalid")
 
@@ -182,6 +184,7 @@ def main():
                 failures.append((c.name, why))
             elif st == "unsupported":
                 unsupported.append((c.name, why))
+    light = run_all_light(args)
     shutil.rmtree(args.tmp, ignore_errors=True)
     print("| ONNX op | cases | passed op by op | passed clustered | failed | unsupported |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
@@ -197,7 +200,25 @@ def main():
     passed = sum(r[2] for r in rows.values())
     print("onnx node tests run: %d cases of onnx %s" % (len(cases), onnx.__version__))
     print("onnx node tests: %d passed, %d failed, %d skipped" % (passed, len(failures), len(unsupported)))
-    return 1 if failures else 0
+    print_light(light)
+    return 1 if failures or any(st == "fail" for _, st, _ in light) else 0
+
+
+def run_all_light(args):
+    """[(name, status, detail)] of the light models the filter selects, one at a time (big)."""
+    return [(name, *run_light(args, name, path, sanitize)[:2])
+            for name, path in light_models(args.filter)]
+
+
+def print_light(light):
+    if not light:
+        return
+    print("\n| light model (vs onnxruntime, rtol %g atol %g) | result | detail |" % (RTOL, ATOL))
+    print("| --- | --- | --- |")
+    for name, st, why in light:
+        print("| %s | %s | %s |" % (name[len("test_light_"):], st, why.replace("|", "/")[:300]))
+    n = {k: sum(st == k for _, st, _ in light) for k in ("pass", "fail", "unsupported")}
+    print("onnx light models: %d passed, %d failed, %d skipped" % (n["pass"], n["fail"], n["unsupported"]))
 
 
 if __name__ == "__main__":

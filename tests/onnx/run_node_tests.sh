@@ -5,6 +5,9 @@
 #   onnx node tests: N passed, N failed, N skipped
 # (skipped: the importer refused the model as unsupported, exit 2).
 # Usage: tests/onnx/run_node_tests.sh [--build DIR] [--filter REGEX] [--jobs N] [--list-failures]
+# The light CNNs (onnx/backend/test/data/light, tests/onnx/light_models.py) run
+# too, as cases test_light_NAME (against onnxruntime), with their own closing line
+#   onnx light models: N passed, N failed, N skipped
 # The venv (tests/onnx/.venv, git-ignored) is created on first use.
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
