@@ -319,7 +319,9 @@ xe_code ox_b_tile(ox_b *b)
         mid[2 * d] = 1;
         big[2 * d] = rep[d];
         mid[2 * d + 1] = big[2 * d + 1] = s->dims[d];
-        out[d] = rep[d] * s->dims[d];
+        if (rep[d] < 0 || __builtin_mul_overflow(rep[d], s->dims[d], &out[d]))
+            return ox_invalid(b, "repeats[%d] = %lld is negative or makes the output too large", d,
+                              (long long)rep[d]);
     }
     ox_at at = OX_INTS("shape", big, 2 * r);
     int y = ox_reshape(b, x, mid, 2 * r);
