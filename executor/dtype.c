@@ -78,8 +78,8 @@ void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v)
     case XE_F32: ((float *)buf)[i] = (float)v; break;
     case XE_F64: ((double *)buf)[i] = v; break;
     case XE_F16: ((xe_f16 *)buf)[i] = xe_f32_to_f16((float)v); break;
-    case XE_I32: ((int32_t *)buf)[i] = (int32_t)v; break;
-    case XE_I64: ((int64_t *)buf)[i] = (int64_t)v; break;
+    case XE_I32: ((int32_t *)buf)[i] = xe_f64_to_i32(v); break; /* NaN and out of range: as cast does */
+    case XE_I64: ((int64_t *)buf)[i] = xe_f64_to_i64(v); break;
     case XE_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
     default: break;
     }
