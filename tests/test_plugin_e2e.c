@@ -94,6 +94,17 @@ static void result_free(result *r)
     free(r->err);
 }
 
+/* Whether env ("K=V" list) sets the variable of entry ("K=..."): env's value wins (CC=gcc set by
+   scripts/test.sh for the sanitizer build must not hide a test's CC=/bin/false). */
+static bool overridden(const char *entry, const char *const *env)
+{
+    size_t k = strcspn(entry, "=");
+    for (int i = 0; env && env[i]; i++)
+        if (strncmp(env[i], entry, k + 1) == 0)
+            return true;
+    return false;
+}
+
 /*
  * Runs argv in dir cwd with the environment minus LD_PRELOAD and XLAC_*,
  * plus env (NULL-terminated "K=V"); preload: with libxlac.so.
@@ -105,7 +116,7 @@ static result run_in(const char *cwd, bool preload, const char *const *env, cons
     static char ld[600];
     for (char **e = environ; *e && n < 200; e++)
         if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "XLAC_", 5) &&
-            strncmp(*e, "ASAN_OPTIONS=", 13))
+            strncmp(*e, "ASAN_OPTIONS=", 13) && !overridden(*e, env))
             envp[n++] = *e;
 #ifdef XLAC_SANITIZE
     /* a preloaded library comes before libasan in the load order */
