@@ -28,30 +28,16 @@
 static const char *text = "xlac.graph v1\ninput x: f32[?,8]\ninput y: f32[?,8]\n"
                           "a = mul(x, y)\nb = add(a, x)\ns = reduce_sum(b, axes=[1])\noutput s\n";
 
-typedef struct fixture {
-    char dir[64];
-    xe_graph *g;
-    xg_options o;
-} fixture;
+typedef xt_cache_dir fixture;
 
 static void fixture_init(fixture *f)
 {
-    xe_status st;
-    snprintf(f->dir, sizeof f->dir, "/tmp/xlac-cache-test-XXXXXX");
-    cr_assert_not_null(mkdtemp(f->dir));
-    chmod(f->dir, 0700);
-    f->g = xe_parse_string(text, "c.xg", &st);
-    cr_assert_not_null(f->g, "%s", st.msg);
-    xg_options_default(&f->o);
-    f->o.cache_dir = f->dir;
+    xt_cache_dir_init(f, "cache-test", text);
 }
 
 static void fixture_fini(fixture *f)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", f->dir);
-    cr_assert_eq(system(cmd), 0);
-    xe_graph_destroy(f->g);
+    xt_cache_dir_fini(f);
 }
 
 /* The name the cluster runs under (twin clusters: two names, one fingerprint). */

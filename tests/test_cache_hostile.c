@@ -28,30 +28,18 @@ static const char *graph_text = "xlac.graph v1\ninput x: f32[?,4]\n"
                                 "a = mul(x, x)\nb = add(a, x)\noutput b\n";
 
 typedef struct hostile {
-    char dir[64];
-    xe_graph *g;
-    xg_options o;
+    xt_cache_dir c; /* folder, graph, options */
     xt_capture err; /* stderr while captured */
 } hostile;
 
 static void hostile_init(hostile *h)
 {
-    xe_status st;
-    snprintf(h->dir, sizeof h->dir, "/tmp/xlac-hostile-XXXXXX");
-    cr_assert_not_null(mkdtemp(h->dir));
-    chmod(h->dir, 0700);
-    h->g = xe_parse_string(graph_text, "h.xg", &st);
-    cr_assert_not_null(h->g, "%s", st.msg);
-    xg_options_default(&h->o);
-    h->o.cache_dir = h->dir;
+    xt_cache_dir_init(&h->c, "hostile", graph_text);
 }
 
 static void hostile_fini(hostile *h)
 {
-    char cmd[256];
-    snprintf(cmd, sizeof cmd, "chmod -R u+rwx %s; rm -rf %s", h->dir, h->dir);
-    cr_assert_eq(system(cmd), 0);
-    xe_graph_destroy(h->g);
+    xt_cache_dir_fini(&h->c);
 }
 
 /* Runs the cluster on [rows,4] and checks x*x+x; returns whether compiled code ran. */
@@ -79,12 +67,12 @@ static bool run_checked(xg_cache *c, const xe_graph *g, int rows)
 static char *fill(hostile *h)
 {
     xe_status st;
-    xg_cache *c = xg_cache_new(&h->o, &st);
-    cr_assert(run_checked(c, h->g, 6));
+    xg_cache *c = xg_cache_new(&h->c.o, &st);
+    cr_assert(run_checked(c, h->c.g, 6));
     cr_assert_eq(xt_stats(c).compiles, 1);
     xg_cache_destroy(c);
-    char *path = xt_module_path(h->dir);
-    cr_assert_not_null(path, "no module in %s", h->dir);
+    char *path = xt_module_path(h->c.dir);
+    cr_assert_not_null(path, "no module in %s", h->c.dir);
     return path;
 }
 
@@ -101,8 +89,8 @@ static void planted_is_refused(void (*plant)(const char *path), bool replaced)
     plant(path);
     xt_capture_begin(&h.err);
     xe_status st;
-    xg_cache *c = xg_cache_new(&h.o, &st);
-    bool ran = run_checked(c, h.g, 6) && run_checked(c, h.g, 6);
+    xg_cache *c = xg_cache_new(&h.c.o, &st);
+    bool ran = run_checked(c, h.c.g, 6) && run_checked(c, h.c.g, 6);
     xg_stats s = xt_stats(c);
     xg_cache_destroy(c);
     char *err = xt_capture_end(&h.err);
@@ -116,8 +104,8 @@ static void planted_is_refused(void (*plant)(const char *path), bool replaced)
         struct stat sb;
         cr_assert_eq(lstat(path, &sb), 0);
         cr_assert(S_ISREG(sb.st_mode) && (sb.st_mode & 077) == 0 && sb.st_uid == geteuid());
-        c = xg_cache_new(&h.o, &st);
-        cr_assert(run_checked(c, h.g, 6));
+        c = xg_cache_new(&h.c.o, &st);
+        cr_assert(run_checked(c, h.c.g, 6));
         cr_assert_eq(xt_stats(c).disk_hits, 1);
         cr_assert_eq(xt_stats(c).disk_rejects, 0);
         xg_cache_destroy(c);
@@ -242,8 +230,8 @@ Test(cache_hostile, truncated_at_every_length_is_rejected)
     cr_assert_eq(xg_read_file(path, (void **)&buf, &len, &st), XE_OK);
     char *key = NULL;
     xe_type t = {XE_F32, {2, {6, 4}}};
-    cr_assert_not_null(key = xg_signature_key(h.g, &t, XG_TARGET_C, 0, &h.o));
-    xg_disk d = {.dir = h.dir};
+    cr_assert_not_null(key = xg_signature_key(h.c.g, &t, XG_TARGET_C, 0, &h.c.o));
+    xg_disk d = {.dir = h.c.dir};
     xg_artifact *a = NULL;
     cr_assert(xg_disk_load(&d, key, XG_TARGET_C, &a), "the whole file loads");
     xg_artifact_destroy(a);
@@ -268,11 +256,11 @@ Test(cache_hostile, truncated_at_every_length_is_rejected)
 /* A folder that is not ours to trust: one warning, nothing written there, the run correct. */
 static void folder_is_not_used(hostile *h, const char *dir)
 {
-    h->o.cache_dir = dir;
+    h->c.o.cache_dir = dir;
     xt_capture_begin(&h->err);
     xe_status st;
-    xg_cache *c = xg_cache_new(&h->o, &st);
-    bool ran = run_checked(c, h->g, 6) && run_checked(c, h->g, 7);
+    xg_cache *c = xg_cache_new(&h->c.o, &st);
+    bool ran = run_checked(c, h->c.g, 6) && run_checked(c, h->c.g, 7);
     xg_stats s = xt_stats(c);
     xg_cache_destroy(c);
     char *err = xt_capture_end(&h->err);
@@ -288,7 +276,7 @@ Test(cache_hostile, folder_of_another_user_is_not_used)
     hostile h;
     hostile_init(&h);
     char sub[128];
-    snprintf(sub, sizeof sub, "%s/theirs", h.dir);
+    snprintf(sub, sizeof sub, "%s/theirs", h.c.dir);
     cr_assert_eq(mkdir(sub, 0700), 0);
     if (geteuid() != 0 || chown(sub, 12345, 12345) != 0)
         cr_skip_test("chown to another user needs root");
@@ -301,8 +289,8 @@ Test(cache_hostile, symlinked_folder_is_not_used)
     hostile h;
     hostile_init(&h);
     char sub[128], link[128];
-    snprintf(sub, sizeof sub, "%s/real", h.dir);
-    snprintf(link, sizeof link, "%s/link", h.dir);
+    snprintf(sub, sizeof sub, "%s/real", h.c.dir);
+    snprintf(link, sizeof link, "%s/link", h.c.dir);
     cr_assert_eq(mkdir(sub, 0700), 0);
     cr_assert_eq(symlink(sub, link), 0);
     folder_is_not_used(&h, link);
@@ -336,17 +324,17 @@ Test(cache_hostile, eviction_drops_least_recently_used_first)
 {
     hostile h;
     hostile_init(&h);
-    old_file(h.dir, "a.xlac", 1000, 300);
-    old_file(h.dir, "b.xlac", 1000, 100);
-    old_file(h.dir, "c.xlac", 1000, 200);
-    old_file(h.dir, "d.xlac", 1000, 10);
-    old_file(h.dir, "not-a-module", 5000, 1000);
-    old_file(h.dir, ".e.xlac.Ab12Cd", 100, 7200); /* a dead writer's temp file */
-    old_file(h.dir, ".f.xlac.Ef34Gh", 100, 10);   /* one being written now */
-    cr_assert_eq(xg_disk_evict(h.dir, 2500), 2);
-    cr_assert(!exists(h.dir, ".e.xlac.Ab12Cd") && exists(h.dir, ".f.xlac.Ef34Gh"));
-    cr_assert(!exists(h.dir, "a.xlac") && !exists(h.dir, "c.xlac"));
-    cr_assert(exists(h.dir, "b.xlac") && exists(h.dir, "d.xlac") && exists(h.dir, "not-a-module"));
+    old_file(h.c.dir, "a.xlac", 1000, 300);
+    old_file(h.c.dir, "b.xlac", 1000, 100);
+    old_file(h.c.dir, "c.xlac", 1000, 200);
+    old_file(h.c.dir, "d.xlac", 1000, 10);
+    old_file(h.c.dir, "not-a-module", 5000, 1000);
+    old_file(h.c.dir, ".e.xlac.Ab12Cd", 100, 7200); /* a dead writer's temp file */
+    old_file(h.c.dir, ".f.xlac.Ef34Gh", 100, 10);   /* one being written now */
+    cr_assert_eq(xg_disk_evict(h.c.dir, 2500), 2);
+    cr_assert(!exists(h.c.dir, ".e.xlac.Ab12Cd") && exists(h.c.dir, ".f.xlac.Ef34Gh"));
+    cr_assert(!exists(h.c.dir, "a.xlac") && !exists(h.c.dir, "c.xlac"));
+    cr_assert(exists(h.c.dir, "b.xlac") && exists(h.c.dir, "d.xlac") && exists(h.c.dir, "not-a-module"));
     hostile_fini(&h);
 }
 
@@ -354,23 +342,23 @@ Test(cache_hostile, store_past_cache_max_mb_evicts_old_modules_and_a_hit_counts_
 {
     hostile h;
     hostile_init(&h);
-    h.o.cache_max_mb = 1;
-    old_file(h.dir, "old.xlac", 700 << 10, 1000);
-    old_file(h.dir, "used.xlac", 330 << 10, 2000);
+    h.c.o.cache_max_mb = 1;
+    old_file(h.c.dir, "old.xlac", 700 << 10, 1000);
+    old_file(h.c.dir, "used.xlac", 330 << 10, 2000);
     char used[200];
-    snprintf(used, sizeof used, "%s/used.xlac", h.dir);
+    snprintf(used, sizeof used, "%s/used.xlac", h.c.dir);
     void *data = NULL;
     size_t len = 0;
     char why[100];
     cr_assert_eq(xg_disk_read(used, XG_DISK_FILE_MAX, &data, &len, why, sizeof why), XG_DISK_READ, "%s", why);
     free(data);
     xe_status st;
-    xg_cache *c = xg_cache_new(&h.o, &st);
+    xg_cache *c = xg_cache_new(&h.c.o, &st);
     for (int rows = 1; rows <= 2; rows++) /* two modules of a few KiB each push it past 1 MiB */
-        cr_assert(run_checked(c, h.g, rows));
+        cr_assert(run_checked(c, h.c.g, rows));
     xg_cache_destroy(c);
-    cr_assert(!exists(h.dir, "old.xlac"), "the least recently used module goes first");
-    cr_assert(exists(h.dir, "used.xlac"), "a file just read is recently used");
+    cr_assert(!exists(h.c.dir, "old.xlac"), "the least recently used module goes first");
+    cr_assert(exists(h.c.dir, "used.xlac"), "a file just read is recently used");
     hostile_fini(&h);
 }
 
@@ -378,12 +366,12 @@ Test(cache_hostile, store_past_cache_max_mb_evicts_old_modules_and_a_hit_counts_
 static char *preloaded_run(hostile *h)
 {
     char cmd[1024], err[160];
-    snprintf(err, sizeof err, "%s.run-err", h->dir);
+    snprintf(err, sizeof err, "%s.run-err", h->c.dir);
     snprintf(cmd, sizeof cmd,
              "ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" "
              "LD_PRELOAD=%s/lib/libxlac.so XLAC_AUTO_JIT=1 XLAC_FLAGS='--stats --cache_dir=%s' "
              "%s/bin/xlac-run %s/examples/softmax.xg >/dev/null 2>%s",
-             XLAC_BINARY_DIR, h->dir, XLAC_BINARY_DIR, XLAC_SOURCE_DIR, err);
+             XLAC_BINARY_DIR, h->c.dir, XLAC_BINARY_DIR, XLAC_SOURCE_DIR, err);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     char *text = NULL;
     size_t len = 0;
@@ -400,7 +388,7 @@ Test(cache_hostile, stats_line_counts_disk_rejects)
     char *err = preloaded_run(&h);
     cr_assert(strstr(err, " compiles=1 ") && strstr(err, " disk_rejects=0 "), "%s", err);
     free(err);
-    char *path = xt_module_path(h.dir);
+    char *path = xt_module_path(h.c.dir);
     cr_assert_not_null(path);
     cr_assert_eq(chmod(path, 0666), 0);
     err = preloaded_run(&h);

@@ -19,29 +19,19 @@
 
 static const char *graph_text = "xlac.graph v1\ninput x: f32[3]\na = mul(x, x)\nb = add(a, x)\noutput b\n";
 
-typedef struct guard {
-    char dir[64];
-    xe_graph *g;
-    xg_options o;
-} guard;
+typedef xt_cache_dir guard;
 
+/* No disk cache: every compile is a real one. */
 static void guard_init(guard *k)
 {
-    xe_status st;
-    snprintf(k->dir, sizeof k->dir, "/tmp/xlac-guard-XXXXXX");
-    cr_assert_not_null(mkdtemp(k->dir));
-    k->g = xe_parse_string(graph_text, "g.xg", &st);
-    cr_assert_not_null(k->g, "%s", st.msg);
-    xg_options_default(&k->o);
+    xt_cache_dir_init(k, "guard", graph_text);
+    k->o.cache_dir = NULL;
     k->o.disk_cache = false;
 }
 
 static void guard_fini(guard *k)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", k->dir);
-    cr_assert_eq(system(cmd), 0);
-    xe_graph_destroy(k->g);
+    xt_cache_dir_fini(k);
 }
 
 /* An executable script at dir/name (name may hold spaces); returns its path (static). */

@@ -4,9 +4,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cachefx.h"
+#include "xlac/io.h"
 
 void xt_capture_begin(xt_capture *k)
 {
@@ -79,4 +81,24 @@ char *xt_module_path(const char *dir)
     if (d)
         closedir(d);
     return path;
+}
+
+void xt_cache_dir_init(xt_cache_dir *k, const char *tag, const char *graph_text)
+{
+    xe_status st;
+    snprintf(k->dir, sizeof k->dir, "/tmp/xlac-%s-XXXXXX", tag);
+    cr_assert_not_null(mkdtemp(k->dir));
+    chmod(k->dir, 0700);
+    k->g = xe_parse_string(graph_text, "fixture.xg", &st);
+    cr_assert_not_null(k->g, "%s", st.msg);
+    xg_options_default(&k->o);
+    k->o.cache_dir = k->dir;
+}
+
+void xt_cache_dir_fini(xt_cache_dir *k)
+{
+    char cmd[256];
+    snprintf(cmd, sizeof cmd, "chmod -R u+rwx '%s'; rm -rf '%s'", k->dir, k->dir);
+    cr_assert_eq(system(cmd), 0);
+    xe_graph_destroy(k->g);
 }

@@ -28,4 +28,16 @@ int xt_module_count(const char *dir);
 /* The path of dir's module file (the last one read when several; malloc'd; NULL when none). */
 char *xt_module_path(const char *dir);
 
+/* A cache test's fixture: a private folder, a graph, and default options using that folder. */
+typedef struct xt_cache_dir {
+    char dir[64];
+    xe_graph *g;
+    xg_options o;
+} xt_cache_dir;
+
+/* Makes /tmp/xlac-TAG-XXXXXX (mode 0700), parses graph_text, o: defaults with cache_dir = dir. */
+void xt_cache_dir_init(xt_cache_dir *k, const char *tag, const char *graph_text);
+/* Removes the folder (whatever modes a test left in it) and frees the graph. */
+void xt_cache_dir_fini(xt_cache_dir *k);
+
 #endif
