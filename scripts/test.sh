@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds and runs every test: a plain build (with CUDA when the toolkit is
-# there), the Python package's pytest suite against it (scripts/test_python.sh)
-# and, unless --quick, a CPU-only AddressSanitizer+UBSan build, the
+# there), the Python package's pytest suite against it (scripts/test_python.sh),
+# ONNX's node tests and light models (tests/onnx/run_node_tests.sh, through a
+# CPU-only Release build in build-onnx) and, unless --quick, a CPU-only AddressSanitizer+UBSan build, the
 # threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
 # --asan-clang: the ASan+UBSan build with clang (adds -fsanitize=pointer-overflow,
