@@ -119,6 +119,8 @@ static const char *node_reason(const mark *m, const xe_node *n)
         return XC_REASON_CONSTANT;
     if (!d || n->op == XE_OP_GET || n->body || d->cls == XE_CLASS_COMPOSITE)
         return XC_REASON_NO_CODEGEN;
+    if (d->flags & XE_OPF_COLLECTIVE) /* a border: ranks must run them in one order */
+        return XC_REASON_COLLECTIVE;
     if (d->flags & XE_OPF_DATA_DEPENDENT_SHAPE)
         return XC_REASON_DATA_DEPENDENT;
     if (d->flags & XE_OPF_STATEFUL)

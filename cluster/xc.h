@@ -35,6 +35,7 @@
 #define XC_REASON_INPUT "graph input"
 #define XC_REASON_CONSTANT "constant"
 #define XC_REASON_AUTO_OFF "auto-clustering off"
+#define XC_REASON_COLLECTIVE "collective"
 
 /*
  * Can node n of g be compiled on dev? must_compile: n lies in a jit block

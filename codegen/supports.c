@@ -38,6 +38,8 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
     const xe_op_def *d = xe_op_get(n->op);
     if (!d)
         return "no code generator";
+    if (d->flags & XE_OPF_COLLECTIVE)
+        return "collective";
     if (d->flags & XE_OPF_DATA_DEPENDENT_SHAPE)
         return "data-dependent output shape";
     if (d->flags & XE_OPF_STATEFUL)

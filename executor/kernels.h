@@ -35,6 +35,12 @@ xe_code xe_infer_tile(const xe_node *n, const xe_type *in, int n_in, xe_type *ou
 xe_code xe_infer_pad(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_pool2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+/* collectives (collective.c) */
+xe_code xe_infer_collective(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+/* Runs a collective node's engine call from in to out (host memory), mean included. */
+xe_code xe_collective_run(const xe_kernel_args *a, const void *in, void *out, xe_status *st);
+/* data /= size elementwise (integers: floor division): what mean adds to a sum. */
+void xe_collective_mean(void *data, size_t count, xe_dtype dt, int size);
 
 /* Per-op kernels: one list, expanded for each device prefix. */
 #define XE_KERNEL_LIST(K) \
@@ -61,7 +67,11 @@ xe_code xe_infer_pool2d(const xe_node *n, const xe_type *in, int n_in, xe_type *
     K(pad)                \
     K(conv2d)             \
     K(max_pool2d)         \
-    K(avg_pool2d)
+    K(avg_pool2d)         \
+    K(all_reduce)         \
+    K(all_gather)         \
+    K(reduce_scatter)     \
+    K(broadcast)
 
 #define XE_DECLARE_CPU(k) xe_code xe_cpu_##k(const xe_kernel_args *a, xe_status *st);
 #define XE_DECLARE_GPU(k) xe_code xe_gpu_##k(const xe_kernel_args *a, xe_status *st);

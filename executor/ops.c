@@ -42,6 +42,12 @@ static void fill_builtin(xe_op_def *d, int op)
     case XE_OP_CONV2D: *d = (xe_op_def){.infer = xe_infer_conv2d, KERNELS(conv2d)}; return;
     case XE_OP_MAX_POOL2D: *d = (xe_op_def){.infer = xe_infer_pool2d, KERNELS(max_pool2d)}; return;
     case XE_OP_AVG_POOL2D: *d = (xe_op_def){.infer = xe_infer_pool2d, KERNELS(avg_pool2d)}; return;
+    case XE_OP_ALL_REDUCE: *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(all_reduce)}; return;
+    case XE_OP_ALL_GATHER: *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(all_gather)}; return;
+    case XE_OP_REDUCE_SCATTER:
+        *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(reduce_scatter)};
+        return;
+    case XE_OP_BROADCAST: *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(broadcast)}; return;
     case XE_OP_UNIQUE:
         *d = (xe_op_def){.infer = xe_infer_unique, .kernel = {[XE_DEV_CPU] = xe_cpu_unique}};
         return;

@@ -37,6 +37,7 @@ typedef enum xe_op_class {
     XE_CLASS_RANDOM,    /* random_normal / random_uniform */
     XE_CLASS_COMPOSITE, /* a node with a body graph (registered ops only) */
     XE_CLASS_NN,        /* gather tile pad conv2d max_pool2d avg_pool2d: no code generator */
+    XE_CLASS_COLLECTIVE,/* all_reduce all_gather reduce_scatter broadcast: across ranks */
 } xe_op_class;
 
 enum xe_op_flags {
@@ -46,6 +47,7 @@ enum xe_op_flags {
     XE_OPF_CPU_ONLY = 1 << 3,             /* no GPU kernel by design */
     XE_OPF_STATEFUL = 1 << 4,             /* output differs run to run */
     XE_OPF_COSTLY = 1 << 5,               /* worth a store and a load to compute once (fusion) */
+    XE_OPF_COLLECTIVE = 1 << 6,           /* talks to the other ranks: never clustered */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */

@@ -2,6 +2,7 @@
 #ifndef XLAC_XLAC_H
 #define XLAC_XLAC_H
 
+#include "xlac/comm.h"
 #include "xlac/device.h"
 #include "xlac/dtype.h"
 #include "xlac/graph.h"
