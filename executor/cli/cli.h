@@ -20,6 +20,13 @@ typedef struct cli_input {
     const char *path; /* FILE.npy */
 } cli_input;
 
+/* --carry OUT=IN: output OUT of a run is input IN of the next (a training step). */
+typedef struct cli_carry {
+    const char *out; /* output name, not NUL-terminated (points into argv) */
+    size_t out_len;
+    const char *in;  /* input name */
+} cli_carry;
+
 typedef struct cli_options {
     const char *graph;               /* GRAPH.xg */
     cli_input inputs[CLI_MAX_ITEMS]; /* --input */
@@ -35,6 +42,11 @@ typedef struct cli_options {
     bool log_placement;   /* --log-device-placement */
     const char *profile;  /* --profile FILE.json; NULL: none */
     const char *to_xg;    /* --to-xg FILE.xg: write the loaded graph; NULL: none */
+    bool feed_shard;      /* --feed-shard: rank r reads slice r of each --feed array */
+    bool save_all_ranks;  /* --save-all-ranks: every rank saves NAME.rankR.npy */
+    double collective_timeout; /* --collective-timeout SECONDS (0: none) */
+    cli_carry carries[CLI_MAX_ITEMS]; /* --carry */
+    int n_carries;
 } cli_options;
 
 /* What cli_parse decided. */
@@ -85,6 +97,20 @@ xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *con
 /* Creates a folder and its parents; fine if it exists. */
 /* XE_OK while stdout has taken everything written to it. */
 xe_code cli_check_stdout(xe_status *st);
+
+/* Ranks (ranks.c): MPI under a launcher, else a world of one. */
+int cli_rank(void);
+int cli_world(void);
+/* Starts MPI when an MPI launcher started this process (before parsing the graph). */
+xe_code cli_ranks_start(const cli_options *o, xe_status *st);
+/* One stderr line when g has collectives but the world is one rank without MPI. */
+void cli_ranks_note(const xe_graph *g);
+/* Microseconds spent in collectives so far (then zero when reset). */
+double cli_ranks_busy_us(bool reset);
+/* Tests only: XLAC_RUN_KILL_AT=RANK:STEP kills this rank before run STEP. */
+void cli_ranks_test_kill(int step);
+/* Ends MPI (finalize, or abort the job after an error); returns rc. */
+int cli_ranks_finish(int rc);
 
 /* Wall-clock times of the timed runs, in milliseconds. */
 typedef struct cli_timing {

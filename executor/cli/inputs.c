@@ -75,10 +75,33 @@ static xe_tensor *read_tensor(const char *path, xe_status *st)
     return t;
 }
 
+/* --feed-shard: slice cli_rank() of cli_world() along t's leading dim (t is released). */
+static xe_tensor *shard(xe_tensor *t, const char *path, xe_status *st)
+{
+    int r = cli_rank(), w = cli_world();
+    if (w == 1)
+        return t;
+    if (t->shape.rank < 1 || t->shape.dims[0] % w) {
+        xe_fail(st, XE_ERR_USAGE, "--feed-shard: the leading dim of %s (%lld) is not divisible by the world size %d",
+                path, t->shape.rank ? (long long)t->shape.dims[0] : 0LL, w);
+        xe_tensor_release(t);
+        return NULL;
+    }
+    xe_shape sh = t->shape;
+    sh.dims[0] /= w;
+    xe_tensor *s = xe_tensor_new(t->dtype, &sh, XE_DEV_CPU, st);
+    if (s && s->nbytes)
+        memcpy(s->data, (const char *)t->data + (size_t)r * s->nbytes, s->nbytes);
+    xe_tensor_release(t);
+    return s;
+}
+
 static xe_tensor *load_checked(const char *name, const char *path, const xe_type *want,
-                               xe_status *st)
+                               bool sharded, xe_status *st)
 {
     xe_tensor *t = read_tensor(path, st);
+    if (t && sharded)
+        t = shard(t, path, st);
     if (!t) {
         if (st->code != XE_ERR_NOMEM)
             st->code = XE_ERR_USAGE; /* a bad file to feed is the caller's mistake: exit 2 */
@@ -99,6 +122,13 @@ static const cli_input *given_input(const cli_options *o, const char *name)
         if (o->inputs[i].name_len == len && !memcmp(o->inputs[i].name, name, len))
             return &o->inputs[i];
     return NULL;
+}
+
+/* Whether input in is fed by --input (under its name or its ONNX name). */
+static bool given(const cli_options *o, const xe_node *in)
+{
+    const char *orig = xe_node_attr_string(in, "@onnx", NULL);
+    return given_input(o, in->name) || (orig && given_input(o, orig));
 }
 
 /*
@@ -186,7 +216,7 @@ xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *
         const xe_node *in = g->nodes[g->inputs[k]];
         inputs[k] = NULL;
         if (input_source(o, in, k, feed, path, st) == XE_OK)
-            inputs[k] = path[0] ? load_checked(in->name, path, &in->type, st)
+            inputs[k] = path[0] ? load_checked(in->name, path, &in->type, o->feed_shard && !given(o, in), st)
                                 : random_tensor(&in->type, o->seed * 1000003u + (uint64_t)k, st);
         if (!inputs[k]) {
             for (int j = 0; j < k; j++) {

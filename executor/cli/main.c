@@ -24,11 +24,17 @@ typedef struct run_state {
     cli_timing all;     /* every timed run, all feeds */
     cli_timing one;     /* the current feed's timed runs */
     const cli_bound *bound; /* inputs fixed at load time */
+    int carry_out[CLI_MAX_ITEMS], carry_in[CLI_MAX_ITEMS]; /* --carry as output, input positions */
+    double timed_ms;        /* sum of the timed runs, all feeds */
+    double coll_us;         /* time in collectives during the timed runs */
 } run_state;
 
 static int fail(const xe_status *st)
 {
-    fprintf(stderr, "xlac-run: %s\n", st->msg);
+    if (cli_world() > 1)
+        fprintf(stderr, "xlac-run: rank %d: %s\n", cli_rank(), st->msg);
+    else
+        fprintf(stderr, "xlac-run: %s\n", st->msg);
     return xe_code_exit_status(st->code);
 }
 
@@ -77,17 +83,63 @@ static xe_code check_profile_path(const char *path, xe_status *st)
     return XE_OK;
 }
 
+/* Position of the output or input named name[0..len) of g; -1 if none. */
+static int find_io(const xe_graph *g, const char *name, size_t len, bool output)
+{
+    int n = output ? g->n_outputs : g->n_inputs;
+    for (int i = 0; i < n; i++) {
+        const char *nm = g->nodes[output ? g->outputs[i] : g->inputs[i]]->name;
+        if (strlen(nm) == len && !memcmp(nm, name, len))
+            return i;
+    }
+    return -1;
+}
+
+/* --carry OUT=IN: both exist and have the same type. */
+static xe_code resolve_carries(run_state *r, xe_status *st)
+{
+    for (int k = 0; k < r->o->n_carries; k++) {
+        const cli_carry *c = &r->o->carries[k];
+        int o = find_io(r->g, c->out, c->out_len, true), i = find_io(r->g, c->in, strlen(c->in), false);
+        if (o < 0 || i < 0)
+            return xe_fail(st, XE_ERR_USAGE, "--carry %s: the graph has no %s named %.*s", c->out,
+                           o < 0 ? "output" : "input", o < 0 ? (int)c->out_len : (int)strlen(c->in),
+                           o < 0 ? c->out : c->in);
+        const xe_type *to = &r->g->nodes[r->g->outputs[o]]->type, *ti = &r->g->nodes[r->g->inputs[i]]->type;
+        if (to->dtype != ti->dtype || to->shape.rank != ti->shape.rank)
+            return xe_fail(st, XE_ERR_USAGE, "--carry %s: the output and the input differ in type", c->out);
+        r->carry_out[k] = o;
+        r->carry_in[k] = i;
+    }
+    return XE_OK;
+}
+
+/* After a run: each carried output becomes its input for the next run. */
+static void carry(run_state *r)
+{
+    for (int k = 0; k < r->o->n_carries; k++) {
+        xe_tensor_release(r->inputs[r->carry_in[k]]);
+        r->inputs[r->carry_in[k]] = xe_tensor_retain(r->outs[r->carry_out[k]]);
+    }
+}
+
 /* --warmup untimed runs, then --iterations timed ones (or one untimed run). */
 static xe_code run_timed(run_state *r, xe_status *st)
 {
     int total = r->o->warmup + (r->o->iterations ? r->o->iterations : 1);
     for (int k = 0; k < total; k++) {
+        cli_ranks_test_kill(k);
+        if (k > 0)
+            carry(r);
         release_all(r->outs, r->g->n_outputs);
-        double t0 = xe_now_us();
+        double t0 = xe_now_us(), c0 = cli_ranks_busy_us(false);
         if (xe_session_run(r->s, r->inputs, r->outs, st) != XE_OK)
             return st->code;
-        if (k >= r->o->warmup && r->o->iterations)
+        if (k >= r->o->warmup && r->o->iterations) {
             cli_timing_add(&r->one, (xe_now_us() - t0) / 1e3);
+            r->timed_ms += (xe_now_us() - t0) / 1e3;
+            r->coll_us += cli_ranks_busy_us(false) - c0;
+        }
     }
     return XE_OK;
 }
@@ -106,12 +158,13 @@ static xe_code run_feed(run_state *r, int k, xe_status *st)
     r->one.n = 0;
     xe_code c = run_timed(r, st);
     release_all(r->inputs, r->g->n_inputs);
-    if (c == XE_OK && o->print_outputs)
+    bool first = cli_rank() == 0;
+    if (c == XE_OK && o->print_outputs && first)
         c = cli_print_outputs(r->g, r->outs, st);
-    if (c == XE_OK && o->save_dir)
+    if (c == XE_OK && o->save_dir && (first || o->save_all_ranks))
         c = cli_save_outputs(o, r->g, r->outs, k, st);
     cli_timing_merge(&r->all, &r->one);
-    if (c == XE_OK && o->n_feeds > 1)
+    if (c == XE_OK && o->n_feeds > 1 && first)
         cli_timing_report(&r->one, feed);
     return c;
 }
@@ -125,9 +178,14 @@ static xe_code run_all(run_state *r, xe_status *st)
     xe_code c = r->inputs && r->outs ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK && (c = cli_timing_init(&r->all, n_runs * o->iterations, st)) == XE_OK)
         c = cli_timing_init(&r->one, o->iterations, st);
+    if (c == XE_OK)
+        c = resolve_carries(r, st);
     for (int k = 0; k < n_runs && c == XE_OK; k++)
         c = run_feed(r, k, st);
-    if (c == XE_OK) {
+    if (c == XE_OK && cli_world() > 1 && o->iterations && cli_rank() == 0)
+        printf("time collectives_ms=%.3f share=%.3f ranks=%d\n", r->coll_us / 1e3 / r->all.n,
+               r->timed_ms > 0 ? r->coll_us / 1e3 / r->timed_ms : 0.0, cli_world());
+    if (c == XE_OK && cli_rank() == 0) {
         cli_timing_report(&r->all, NULL);
         c = cli_check_stdout(st);
     }
@@ -208,18 +266,12 @@ static bool write_xg(const cli_options *o, const xe_graph *g, int *rc)
     return !o->n_feeds && !o->save_dir && !o->print_outputs && !o->iterations;
 }
 
-int main(int argc, char **argv)
+/* Everything after the command line and MPI: load, run, report. */
+static int run_main(const cli_options *op)
 {
-    prefer_passive_openmp(argv);
-    signal(SIGPIPE, SIG_IGN);
-    cli_options o;
+    const cli_options o = *op;
     xe_status st;
     xe_status_clear(&st);
-    cli_parse_result pr = cli_parse(argc, argv, &o);
-    if (pr == CLI_DONE)
-        return cli_check_stdout(&st) == XE_OK ? 0 : fail(&st);
-    if (pr == CLI_USAGE)
-        return 2;
     cli_bound bound = {.n = 0};
     xe_graph *g = load_graph(&o, &bound, &st);
     int rc = 0;
@@ -233,6 +285,7 @@ int main(int argc, char **argv)
         return rc;
     }
     note_no_gpu(&o, g);
+    cli_ranks_note(g);
     xe_session_options so = {
         .place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
     run_state r = {.o = &o, .s = xe_session_new(g, &so, &st), .bound = &bound};
@@ -245,4 +298,21 @@ int main(int argc, char **argv)
     xe_session_destroy(r.s);
     free_bound(&bound);
     return c == XE_OK ? 0 : fail(&st);
+}
+
+int main(int argc, char **argv)
+{
+    prefer_passive_openmp(argv);
+    signal(SIGPIPE, SIG_IGN);
+    static cli_options o;
+    xe_status st;
+    xe_status_clear(&st);
+    cli_parse_result pr = cli_parse(argc, argv, &o);
+    if (pr == CLI_DONE)
+        return cli_check_stdout(&st) == XE_OK ? 0 : fail(&st);
+    if (pr == CLI_USAGE)
+        return 2;
+    if (cli_ranks_start(&o, &st) != XE_OK)
+        return fail(&st);
+    return cli_ranks_finish(run_main(&o));
 }

@@ -37,6 +37,14 @@ static const char usage[] =
     "chrome://tracing)\n"
     "  --to-xg FILE.xg         write the loaded graph (an imported ONNX model) as .xg text;\n"
     "                          without --feed, --save-outputs or --print-outputs, nothing runs\n"
+    "  --carry OUT=IN          after each run, output OUT is input IN of the next run\n"
+    "                          (repeatable): --iterations N then runs N training steps\n"
+    "  --feed-shard            under mpirun, rank r of N reads slice r of the leading dim\n"
+    "                          of every array from a --feed folder (--input files stay whole)\n"
+    "  --save-all-ranks        every rank saves its outputs as NAME.rankR.npy (default: rank\n"
+    "                          0 saves NAME.npy, and only rank 0 prints)\n"
+    "  --collective-timeout S  a collective that waits longer than S seconds ends the job\n"
+    "                          with an error (default 120; 0: wait forever)\n"
     "  --help                  this text\n"
     "  --version               version and whether this build has CUDA\n"
     "\n"
@@ -105,6 +113,29 @@ static cli_parse_result set_seed(const char *v, cli_options *o)
     return CLI_RUN;
 }
 
+/* --carry OUT=IN */
+static cli_parse_result add_carry(const char *v, cli_options *o)
+{
+    const char *eq = strchr(v, '=');
+    if (!eq || eq == v || !eq[1])
+        return bad("--carry wants OUT=IN (an output and an input of the graph), got '%s'", v);
+    if (o->n_carries == CLI_MAX_ITEMS)
+        return bad("too many --carry options%s", "");
+    o->carries[o->n_carries++] = (cli_carry){v, (size_t)(eq - v), eq + 1};
+    return CLI_RUN;
+}
+
+static cli_parse_result set_timeout(const char *v, cli_options *o)
+{
+    char *end;
+    errno = 0;
+    double t = strtod(v, &end);
+    if (errno || *end || end == v || !(t >= 0) || t > 1e6)
+        return bad("--collective-timeout wants seconds >= 0, got '%s'", v);
+    o->collective_timeout = t;
+    return CLI_RUN;
+}
+
 /* An option that takes a value: a = the option, v = its value. */
 static cli_parse_result parse_valued(const char *a, const char *v, cli_options *o)
 {
@@ -128,6 +159,10 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
             return bad("--warmup wants a count, got '%s'", v);
     } else if (!strcmp(a, "--seed")) {
         return set_seed(v, o);
+    } else if (!strcmp(a, "--carry")) {
+        return add_carry(v, o);
+    } else if (!strcmp(a, "--collective-timeout")) {
+        return set_timeout(v, o);
     } else {
         return set_device(v, o);
     }
@@ -138,7 +173,7 @@ static bool takes_value(const char *a)
 {
     static const char *const valued[] = {"--input",  "--feed",       "--save-outputs", "--profile",
                                          "--warmup", "--iterations", "--seed",         "--device",
-                                         "--to-xg"};
+                                         "--to-xg",  "--carry",      "--collective-timeout"};
     for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
         if (!strcmp(a, valued[i]))
             return true;
@@ -152,6 +187,10 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
         o->print_outputs = true;
     else if (!strcmp(a, "--log-device-placement"))
         o->log_placement = true;
+    else if (!strcmp(a, "--feed-shard"))
+        o->feed_shard = true;
+    else if (!strcmp(a, "--save-all-ranks"))
+        o->save_all_ranks = true;
     else if (takes_value(a)) {
         if (*i + 1 >= argc)
             return bad("%s needs a value", a);
@@ -189,6 +228,7 @@ cli_parse_result cli_parse(int argc, char **argv, cli_options *o)
 {
     memset(o, 0, sizeof *o);
     o->place = XE_PLACE_AUTO;
+    o->collective_timeout = 120;
     if (info_option(argc, argv))
         return CLI_DONE;
     for (int i = 1; i < argc; i++) {

@@ -154,7 +154,9 @@ xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *con
         return st->code;
     for (int i = 0; i < g->n_outputs; i++) {
         const char *name = g->nodes[g->outputs[i]]->name;
-        if (snprintf(path, sizeof path, "%s/%s.npy", dir, name) >= (int)sizeof path)
+        int n = o->save_all_ranks ? snprintf(path, sizeof path, "%s/%s.rank%d.npy", dir, name, cli_rank())
+                                  : snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+        if (n >= (int)sizeof path)
             return xe_fail(st, XE_ERR_USAGE, "--save-outputs %s: path too long", o->save_dir);
         if (xe_npy_write(path, outs[i], st) != XE_OK)
             return st->code;
