@@ -205,7 +205,9 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
         xe_graph_destroy(*g);
         *g = ng;
     }
-    return stamp_launch_nodes(s, *g, st);
+    if (stamp_launch_nodes(s, *g, st) != XE_OK)
+        return st->code;
+    return xlac_check_ranks(*g, s->launch_op, st);
 }
 
 /* ---- installation ---------------------------------------------------------------- */

@@ -65,8 +65,20 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
 bool xlac_made_clusters(xlac_state *s);
 /* "xlac: stats clusters=... launches=... ..." */
 void xlac_print_stats(xlac_state *s, FILE *out);
+/*
+ * With more than one rank (xlac/comm.h): fails on every rank, naming the
+ * first differing cluster, unless all ranks have the same clustered graph
+ * (plugin/ranks.c).
+ */
+xe_code xlac_check_ranks(const xe_graph *g, int launch_op, xe_status *st);
 /* Frees the compilation cache (launch.c). */
 void xlac_launch_shutdown(xlac_state *s);
+/*
+ * With more than one rank (xlac/comm.h): fails on every rank, naming the
+ * first differing cluster, unless all ranks have the same clustered graph
+ * (plugin/ranks.c).
+ */
+xe_code xlac_check_ranks(const xe_graph *g, int launch_op, xe_status *st);
 /* Frees the compilation cache and the flags (at exit); no session may run after. */
 void xlac_plugin_shutdown(xlac_state *s);
 
