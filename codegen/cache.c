@@ -359,24 +359,38 @@ static void job_free(job *j)
     free(j);
 }
 
-/* Disk hit, or build (and store); then load. Runs without the lock. */
+/* Loads a module read from disk; false (a destroyed, refused) when it does not fit the cluster. */
+static bool load_from_disk(job *j, xg_artifact **a, xg_program **prog, xe_status *st)
+{
+    (*a)->shape_generic = j->generic;
+    if (xg_program_load(*a, j->body, j->types, &j->c->o, prog, st) == XE_OK)
+        return true;
+    xg_disk_reject(&j->c->disk, j->key, "it does not match this cluster's plan"); /* stale: rebuild */
+    xg_artifact_destroy(*a);
+    *a = NULL;
+    xe_status_clear(st);
+    return false;
+}
+
+/*
+ * Disk hit, or build (and store); then load. Runs without the lock. On a
+ * disk miss the build is claimed across processes (cache_lock.c): one
+ * process sharing the folder builds, the others wait and load its file.
+ */
 static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
 {
     xg_artifact *a = NULL;
     double t0 = now_ms();
     /* with a dump folder every signature is built here, so that its dump is whole (source, plan, log) */
-    *disk_hit = !j->c->o.dump_dir && xg_disk_load(&j->c->disk, j->key, j->target, &a);
+    bool disk = !j->c->o.dump_dir;
+    unsigned long long rejects = atomic_load(&j->c->disk.rejects);
+    *disk_hit = disk && xg_disk_load(&j->c->disk, j->key, j->target, &a) && load_from_disk(j, &a, prog, st);
+    /* a refused file is rebuilt here and replaced, without waiting for anyone */
+    bool claim_it = disk && !*disk_hit && atomic_load(&j->c->disk.rejects) == rejects;
+    xg_claim claim = claim_it ? xg_disk_claim(&j->c->disk, j->key, j->target, &a) : XG_CLAIM_NONE;
+    if (claim == XG_CLAIM_LOADED)
+        *disk_hit = load_from_disk(j, &a, prog, st);
     xe_code code = XE_OK;
-    if (*disk_hit) {
-        a->shape_generic = j->generic;
-        if (xg_program_load(a, j->body, j->types, &j->c->o, prog, st) != XE_OK) { /* stale: rebuild */
-            xg_disk_reject(&j->c->disk, j->key, "it does not match this cluster's plan");
-            xg_artifact_destroy(a);
-            a = NULL;
-            *disk_hit = false;
-            xe_status_clear(st);
-        }
-    }
     if (!*disk_hit) {
         code = xg_build(j->body, j->types, j->generic, j->target, j->arch, &j->c->o, &a, st);
         if (a && j->c->o.dump_dir) { /* a failed compile too: its source and log say why */
@@ -389,6 +403,8 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
         if (code == XE_OK)
             xg_disk_store(&j->c->disk, j->key, a);
     }
+    if (claim == XG_CLAIM_OURS)
+        xg_disk_release(&j->c->disk, j->key);
     *ms = now_ms() - t0;
     xg_artifact_destroy(a);
     return code;

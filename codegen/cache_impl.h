@@ -49,6 +49,17 @@ void xg_disk_reject(xg_disk *d, const char *key, const char *why);
  */
 bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target, xg_artifact *a);
 
+/* cache_lock.c: one build per signature across the processes of one cache folder. */
+typedef enum xg_claim {
+    XG_CLAIM_OURS,   /* this process holds key's lock: build, store, then xg_disk_release */
+    XG_CLAIM_LOADED, /* another process built it meanwhile: *out holds its artifact */
+    XG_CLAIM_NONE,   /* no disk cache, no lock possible, or waited too long: build without a lock */
+} xg_claim;
+/* After a disk miss: claims key's build, or waits for the process that holds it (bounded). */
+xg_claim xg_disk_claim(xg_disk *d, const char *key, xg_target target, xg_artifact **out);
+/* Removes key's lock (after the store, or after a failed build). */
+void xg_disk_release(xg_disk *d, const char *key);
+
 /* cache_files.c: the file system side. */
 typedef enum xg_disk_read_result {
     XG_DISK_ABSENT, /* no such file: a plain miss */
