@@ -25,6 +25,7 @@ static xe_code set_attr(xe_node *n, const ox_at *a, xe_status *st)
     case XE_ATTR_BOOL: return xe_node_set_bool(n, a->name, a->i != 0, st);
     case XE_ATTR_FLOAT: return xe_node_set_float(n, a->name, a->f, st);
     case XE_ATTR_DTYPE: return xe_node_set_dtype(n, a->name, a->dt, st);
+    case XE_ATTR_STRING: return xe_node_set_string(n, a->name, a->s, st);
     default: return xe_node_set_ints(n, a->name, a->ints, a->n, st);
     }
 }

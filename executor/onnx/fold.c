@@ -17,7 +17,7 @@ static bool foldable(const xe_graph *g, const xe_node *n)
 {
     const xe_op_def *d = xe_op_get(n->op);
     if (!d || n->op == XE_OP_CONST || n->op == XE_OP_INPUT || n->op == XE_OP_GET || n->body ||
-        !d->kernel[XE_DEV_CPU] || (d->flags & (XE_OPF_STATEFUL | XE_OPF_DATA_DEPENDENT_SHAPE)))
+        !d->kernel[XE_DEV_CPU] || (d->flags & (XE_OPF_STATEFUL | XE_OPF_DATA_DEPENDENT_SHAPE | XE_OPF_COLLECTIVE)))
         return false;
     int64_t numel = xe_shape_numel(&n->type.shape);
     if (numel < 0 || numel > OX_FOLD_MAX)

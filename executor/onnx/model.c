@@ -76,12 +76,13 @@ static bool check_attrs(ox_ctx *c, const Onnx__NodeProto *np, const ox_entry *e)
 /* The table entry for np, or NULL with the error listed. */
 static const ox_entry *entry_for(ox_ctx *c, const Onnx__NodeProto *np)
 {
-    if (np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx")) {
-        node_error(c, np, true, "op domain is not supported (only ai.onnx is)");
+    bool xlac = np->domain && !strcmp(np->domain, OX_XLAC_DOMAIN), known = xlac;
+    if (np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx") && !xlac) {
+        node_error(c, np, true, "op domain is not supported (only ai.onnx and " OX_XLAC_DOMAIN " are)");
         return NULL;
     }
-    bool known = false;
-    const ox_entry *e = ox_find_op(np->op_type ? np->op_type : "", c->opset, &known);
+    const char *type = np->op_type ? np->op_type : "";
+    const ox_entry *e = xlac ? ox_find_xlac_op(type) : ox_find_op(type, c->opset, &known);
     if (!e)
         node_error(c, np, true, known ? "op is not supported at this opset" : "op is not supported");
     return e && check_attrs(c, np, e) ? e : NULL;

@@ -83,12 +83,14 @@ typedef struct ox_at {
     const int64_t *ints;
     int n;
     xe_dtype dt;
+    const char *s; /* XE_ATTR_STRING */
 } ox_at;
 
 #define OX_I(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_INT, .i = (v)})
 #define OX_BOOL(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_BOOL, .i = (v) ? 1 : 0})
 #define OX_INTS(nm, p, cnt) ((ox_at){.name = (nm), .kind = XE_ATTR_INTS, .ints = (p), .n = (cnt)})
 #define OX_DT(nm, d) ((ox_at){.name = (nm), .kind = XE_ATTR_DTYPE, .dt = (d)})
+#define OX_STR(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_STRING, .s = (v)})
 
 typedef xe_code (*ox_build_fn)(ox_b *b);
 
@@ -105,6 +107,9 @@ typedef struct ox_entry {
 /* table.c; ox_current: the entry being built (table-driven builders read op and p) */
 extern const ox_entry *ox_current;
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
+/* The domain of xlac's own ops (the collectives), and their lookup. */
+#define OX_XLAC_DOMAIN "com.xlac"
+const ox_entry *ox_find_xlac_op(const char *type);
 
 /* errors.c */
 void ox_error_add(ox_errors *e, bool unsupported, const char *fmt, ...)

@@ -19,7 +19,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(pool)
+B(conv) B(pool) B(collective)
 #undef B
 
 #define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
@@ -103,5 +103,23 @@ const ox_entry *ox_find_op(const char *type, int opset, bool *known_type)
             return e;
         }
     }
+    return NULL;
+}
+
+/* Domain com.xlac: the collectives, which ONNX has no standard op for (ops_xlac.c). */
+static const ox_entry xlac_table[] = {
+    {"AllReduce", 1, 0, ox_b_collective, "reduce", XE_OP_ALL_REDUCE, 0},
+    {"AllGather", 1, 0, ox_b_collective, "", XE_OP_ALL_GATHER, 0},
+    {"ReduceScatter", 1, 0, ox_b_collective, "reduce", XE_OP_REDUCE_SCATTER, 0},
+    {"Broadcast", 1, 0, ox_b_collective, "root", XE_OP_BROADCAST, 0},
+};
+
+const ox_entry *ox_find_xlac_op(const char *type)
+{
+    for (size_t i = 0; i < sizeof xlac_table / sizeof *xlac_table; i++)
+        if (!strcmp(xlac_table[i].type, type)) {
+            ox_current = &xlac_table[i];
+            return ox_current;
+        }
     return NULL;
 }
