@@ -396,6 +396,9 @@ def write_results(rows, model_rows, fig, info, copy_gbs, args, path):
     notes = os.path.join(HERE, "NOTES.md")
     if os.path.exists(notes):  # the hand-written analysis of missed targets
         md += ["", open(notes).read().rstrip()]
+    scaling = os.path.join(HERE, "SCALING.md")
+    if os.path.exists(scaling):  # bench/scaling.sh's weak-scaling section (MPI ranks)
+        md += ["", open(scaling).read().rstrip()]
     md += ["", "Missing peers and why:", ""]
     missing = ["- %s / %s: %s" % (r["name"], p, v) for r in rows
                for p, (status, v) in r["peers"].items() if status != "ok"]

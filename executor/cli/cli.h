@@ -101,6 +101,8 @@ xe_code cli_check_stdout(xe_status *st);
 /* Ranks (ranks.c): MPI under a launcher, else a world of one. */
 int cli_rank(void);
 int cli_world(void);
+/* Whether MPI started this process as a rank (of a world of any size). */
+bool cli_ranks_launched(void);
 /* Starts MPI when an MPI launcher started this process (before parsing the graph). */
 xe_code cli_ranks_start(const cli_options *o, xe_status *st);
 /* One stderr line when g has collectives but the world is one rank without MPI. */

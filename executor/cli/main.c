@@ -182,7 +182,7 @@ static xe_code run_all(run_state *r, xe_status *st)
         c = resolve_carries(r, st);
     for (int k = 0; k < n_runs && c == XE_OK; k++)
         c = run_feed(r, k, st);
-    if (c == XE_OK && cli_world() > 1 && o->iterations && cli_rank() == 0)
+    if (c == XE_OK && cli_ranks_launched() && o->iterations && cli_rank() == 0)
         printf("time collectives_ms=%.3f share=%.3f ranks=%d\n", r->coll_us / 1e3 / r->all.n,
                r->timed_ms > 0 ? r->coll_us / 1e3 / r->timed_ms : 0.0, cli_world());
     if (c == XE_OK && cli_rank() == 0) {

@@ -32,6 +32,11 @@ int cli_world(void)
     return world;
 }
 
+bool cli_ranks_launched(void)
+{
+    return started;
+}
+
 static bool has_collectives(const xe_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
