@@ -267,28 +267,27 @@ static bool write_xg(const cli_options *o, const xe_graph *g, int *rc)
 }
 
 /* Everything after the command line and MPI: load, run, report. */
-static int run_main(const cli_options *op)
+static int run_main(const cli_options *o)
 {
-    const cli_options o = *op;
     xe_status st;
     xe_status_clear(&st);
     cli_bound bound = {.n = 0};
-    xe_graph *g = load_graph(&o, &bound, &st);
+    xe_graph *g = load_graph(o, &bound, &st);
     int rc = 0;
     if (!g) {
         free_bound(&bound);
         return xe_code_exit_status(st.code);
     }
-    if (write_xg(&o, g, &rc) || rc) {
+    if (write_xg(o, g, &rc) || rc) {
         xe_graph_destroy(g);
         free_bound(&bound);
         return rc;
     }
-    note_no_gpu(&o, g);
+    note_no_gpu(o, g);
     cli_ranks_note(g);
     xe_session_options so = {
-        .place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
-    run_state r = {.o = &o, .s = xe_session_new(g, &so, &st), .bound = &bound};
+        .place = o->place, .log_placement = o->log_placement, .profile_path = o->profile};
+    run_state r = {.o = o, .s = xe_session_new(g, &so, &st), .bound = &bound};
     if (!r.s) {
         free_bound(&bound);
         return fail(&st);
