@@ -7,6 +7,7 @@
  * (mpirun --oversubscribe). The time spent waiting is counted for the
  * share of a step spent in collectives (xlac-run's time line).
  */
+#include <limits.h>
 #include <mpi.h>
 #include <stdlib.h>
 #include <sched.h>
@@ -90,6 +91,15 @@ static xe_code wait_request(mpi_engine *e, MPI_Request *rq, const char *what, xe
     return XE_OK;
 }
 
+/* MPI counts are ints: a larger operand is refused, not truncated. */
+static bool too_big(size_t count, const char *what, xe_status *st)
+{
+    if (count <= INT_MAX)
+        return false;
+    xe_fail(st, XE_ERR_UNSUPPORTED, "%s: %zu elements is more than MPI's count limit (%d)", what, count, INT_MAX);
+    return true;
+}
+
 /* Waits on the request a non-blocking call started (rc: the call's return). */
 static xe_code finish(void *self, int rc, MPI_Request *rq, const char *what, xe_status *st)
 {
@@ -102,6 +112,8 @@ static xe_code all_reduce(void *self, const void *in, void *out, size_t count, x
                           xe_reduce_op op, xe_status *st)
 {
     MPI_Request rq;
+    if (too_big(count, "MPI_Iallreduce", st))
+        return st->code;
     int rc = MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, mpi_type(dt), mpi_op(op),
                             MPI_COMM_WORLD, &rq);
     return finish(self, rc, &rq, "MPI_Iallreduce", st);
@@ -111,6 +123,8 @@ static xe_code all_gather(void *self, const void *in, void *out, size_t count, x
                           xe_status *st)
 {
     MPI_Request rq;
+    if (too_big(count, "MPI_Iallgather", st))
+        return st->code;
     int rc = MPI_Iallgather(in, (int)count, mpi_type(dt), out, (int)count, mpi_type(dt),
                             MPI_COMM_WORLD, &rq);
     return finish(self, rc, &rq, "MPI_Iallgather", st);
@@ -120,6 +134,8 @@ static xe_code reduce_scatter(void *self, const void *in, void *out, size_t coun
                               xe_reduce_op op, xe_status *st)
 {
     MPI_Request rq;
+    if (too_big(count, "MPI_Ireduce_scatter_block", st))
+        return st->code;
     int rc = MPI_Ireduce_scatter_block(in, out, (int)count, mpi_type(dt), mpi_op(op),
                                        MPI_COMM_WORLD, &rq);
     return finish(self, rc, &rq, "MPI_Ireduce_scatter_block", st);
@@ -129,6 +145,8 @@ static xe_code broadcast(void *self, void *buf, size_t count, xe_dtype dt, int r
                          xe_status *st)
 {
     MPI_Request rq;
+    if (too_big(count, "MPI_Ibcast", st))
+        return st->code;
     int rc = MPI_Ibcast(buf, (int)count, mpi_type(dt), root, MPI_COMM_WORLD, &rq);
     return finish(self, rc, &rq, "MPI_Ibcast", st);
 }
