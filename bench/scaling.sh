@@ -43,6 +43,8 @@ one() {
              END { print m[2], c[2], s[2] }'
 }
 
+load() { cut -d' ' -f1 /proc/loadavg; }
+load0=$(load)
 declare -A runs
 for ((r = 0; r < rounds; r++)); do
     for n in 1 2 4; do
@@ -58,8 +60,9 @@ median() { tr ';' '\n' | awk -v k="$1" 'NF { print $k }' | sort -g | awk '{ v[NR
     echo
     echo "Written on $(date -u +%Y-%m-%d). \`$graph\`: 1024 rows per rank, so the global batch grows with the"
     echo "ranks; one OpenMP/BLAS thread per rank; medians over $rounds rounds of the median of $iterations steps"
-    echo "after 3 warm-up steps. *collectives* is the time rank 0 spends inside MPI per step, waiting for"
-    echo "the slowest rank included. **Caveat: this machine has 2 cores**: 4 ranks share them (mpirun"
+    echo "after 3 warm-up steps. *collectives* is the mean time per step rank 0 spends inside MPI, waiting"
+    echo "for the slowest rank included. Load average (1 min) at start and end: $load0 and $(load)."
+    echo "**Caveat: this machine has 2 cores**: 4 ranks share them (mpirun"
     echo "--oversubscribe), so the 4-rank line measures oversubscription, not scaling; ideal weak scaling"
     echo "keeps the step time flat."
     echo

@@ -283,7 +283,8 @@ static int run_main(const cli_options *o)
         free_bound(&bound);
         return rc;
     }
-    note_no_gpu(o, g);
+    if (cli_rank() == 0)
+        note_no_gpu(o, g);
     cli_ranks_note(g);
     xe_session_options so = {
         .place = o->place, .log_placement = o->log_placement, .profile_path = o->profile};
