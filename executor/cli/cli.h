@@ -35,6 +35,8 @@ typedef struct cli_options {
     bool log_placement;   /* --log-device-placement */
     const char *profile;  /* --profile FILE.json; NULL: none */
     const char *to_xg;    /* --to-xg FILE.xg: write the loaded graph; NULL: none */
+    bool compare;         /* --compare: op by op against clustered (compare.c) */
+    double tolerance;     /* --tolerance R: rtol = atol = R for floats; 0: per-dtype defaults */
 } cli_options;
 
 /* What cli_parse decided. */
@@ -85,6 +87,13 @@ xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *con
 /* Creates a folder and its parents; fine if it exists. */
 /* XE_OK while stdout has taken everything written to it. */
 xe_code cli_check_stdout(xe_status *st);
+
+/*
+ * --compare: runs g (taken) op by op and with the registered passes, per
+ * feed, printing the errors per output. Returns the exit status (0 agree,
+ * 3 beyond tolerance), or -1 with *st set.
+ */
+int cli_compare(const cli_options *o, xe_graph *g, xe_status *st);
 
 /* Wall-clock times of the timed runs, in milliseconds. */
 typedef struct cli_timing {

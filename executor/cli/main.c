@@ -233,6 +233,11 @@ int main(int argc, char **argv)
         return rc;
     }
     note_no_gpu(&o, g);
+    if (o.compare) {
+        free_bound(&bound);
+        rc = cli_compare(&o, g, &st);
+        return rc >= 0 ? rc : fail(&st);
+    }
     xe_session_options so = {
         .place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
     run_state r = {.o = &o, .s = xe_session_new(g, &so, &st), .bound = &bound};
