@@ -59,4 +59,12 @@ const char *xe_capi_dtype_name(int dt);
 /* "parse error", "usage error", ... for an xe_code. */
 const char *xe_capi_code_name(int code);
 
+/*
+ * For programs xlac-compile generated (executor/aot.c): C = matmul(A, B,
+ * transpose_a, transpose_b) on host buffers in C order, dtype an xe_dtype,
+ * with the executor's CPU kernel (BLAS for f32 and f64). Returns an xe_code.
+ */
+int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int transpose_a, const void *b,
+                  int b_rank, const int64_t *b_dims, int transpose_b, void *c, int c_rank, const int64_t *c_dims);
+
 #endif
