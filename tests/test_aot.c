@@ -1,0 +1,163 @@
+/*
+ * Ahead of time, end to end: xlac-compile writes mlp.so + mlp.h for
+ * examples/mlp.xg; the documented example program (examples/aot/mlp_main.c)
+ * is built with cc against them, run, and its output compared with
+ * xlac-run's on the inputs it saved: within 1e-5 of the op-by-op run, and
+ * bit for bit the clustered run's (the same kernels, the same BLAS calls).
+ * Also: a graph with an op that runs per op gets no entry point and a
+ * warning naming it; an input with `?` dims is refused by name; and
+ * --seed-cache fills a disk cache from which the plugin's first run loads
+ * (disk_hits=1 compiles=0).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "xlac/io.h"
+#include "xlac/xlac.h"
+
+#define BIN XLAC_BINARY_DIR "/bin/"
+#define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
+#define SRC XLAC_SOURCE_DIR "/"
+
+#ifdef XLAC_SANITIZE
+#define ASAN_ENV "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
+#else
+#define ASAN_ENV ""
+#endif
+#define CLEAN_ENV "env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS -u XLAC_DUMP_TO -u XLAC_DUMP_GRAPH_PREFIX " ASAN_ENV
+
+static char tmp[256];
+
+static void make_tmp(void)
+{
+    snprintf(tmp, sizeof tmp, "/tmp/xlac_aot_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+}
+
+static void remove_tmp(void)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp);
+}
+
+TestSuite(aot, .init = make_tmp, .fini = remove_tmp, .timeout = 180);
+
+static char *read_all(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Runs cmd in the test folder with a clean environment plus env_words; output (both streams) in *out. */
+static int sh(const char *env_words, const char *cmd, char **out)
+{
+    char *line = NULL, log[300];
+    snprintf(log, sizeof log, "%s/.log", tmp);
+    cr_assert_geq(asprintf(&line, "cd '%s' && " CLEAN_ENV "%s %s >'%s' 2>&1", tmp, env_words, cmd, log), 0);
+    int status = system(line);
+    free(line);
+    *out = read_all(log);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static xe_tensor *load(const char *name)
+{
+    char p[400];
+    xe_status st;
+    xe_status_clear(&st);
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    xe_tensor *t = xe_npy_read(p, &st);
+    cr_assert_not_null(t, "%s: %s", p, st.msg);
+    return t;
+}
+
+#define FEEDS " --input x=x.npy --input w1=w1.npy --input b1=b1.npy --input w2=w2.npy --input b2=b2.npy"
+
+Test(aot, example_program_matches_xlac_run)
+{
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile " SRC "examples/mlp.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "out/mlp.so: the whole graph as one entry point (declared in out/mlp.h)"), "%s", o);
+    free(o);
+    char *h = NULL;
+    char hp[400];
+    snprintf(hp, sizeof hp, "%s/out/mlp.h", tmp);
+    cr_assert_not_null(h = read_all(hp));
+    cr_assert(strstr(h, "int mlp_run(") && strstr(h, "const float *x /* f32[64,128] */") &&
+              strstr(h, "float *y /* f32[64,128] */") && strstr(h, "#define MLP_Y_DIM1 128"), "%s", h);
+    free(h);
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Wextra -Werror -I out " SRC "examples/aot/mlp_main.c out/mlp.so "
+                        "-Wl,-rpath,\"$PWD/out\" -lm -o mlp_main && ./mlp_main", &o), 0, "%s", o);
+    free(o);
+    cr_assert_eq(sh("", BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs plain", &o), 0, "%s", o);
+    free(o);
+    cr_assert_eq(sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS=--disk_cache=0",
+                    BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs jit", &o), 0, "%s", o);
+    free(o);
+    xe_tensor *got = load("y.npy"), *plain = load("plain/y.npy"), *jit = load("jit/y.npy");
+    cr_assert_eq(got->nbytes, plain->nbytes);
+    const float *g = got->data, *p = plain->data;
+    double max_err = 0;
+    for (size_t i = 0; i < got->nbytes / sizeof(float); i++) {
+        cr_assert(!isnan(g[i]), "y[%zu] is NaN", i);
+        max_err = fmax(max_err, fabs((double)g[i] - p[i]) / fmax(1.0, fabs(p[i])));
+    }
+    cr_assert_leq(max_err, 1e-5, "max error %g against the op-by-op run", max_err);
+    cr_assert(memcmp(got->data, jit->data, got->nbytes) == 0, "the entry point differs from the clustered run");
+    xe_tensor_release(got);
+    xe_tensor_release(plain);
+    xe_tensor_release(jit);
+}
+
+Test(aot, per_op_nodes_and_unknown_dims_are_refused_by_name)
+{
+    char gp[400];
+    snprintf(gp, sizeof gp, "%s/u.xg", tmp);
+    FILE *f = fopen(gp, "w");
+    cr_assert_not_null(f);
+    fputs("xlac.graph v1\ninput x: f32[8]\na = mul(x, x)\nb = add(a, x)\nu = unique(b)\nc = exp(u)\noutput c\n", f);
+    fclose(f);
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile u.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "warning: u.xg: no ahead-of-time entry point: node u (unique) at u.xg:5 runs per op"), "%s", o);
+    free(o);
+    cr_assert_eq(sh("", "test ! -e out/u.so && test ! -e out/u.h", &o), 0, "an entry point was written");
+    free(o);
+    int rc = sh("", BIN "xlac-compile " SRC "examples/dynamic.xg --target c --out dyn", &o);
+    cr_assert_eq(rc, 2, "%s", o);
+    cr_assert(strstr(o, "input x is f32[?,"), "%s", o);
+    free(o);
+}
+
+Test(aot, seed_cache_makes_the_first_run_load)
+{
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile " SRC "examples/mlp.xg " SRC "examples/softmax.xg --target c --out out "
+                        "--seed-cache cache", &o), 0, "%s", o);
+    free(o);
+    const char *graphs[] = {"mlp", "softmax"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, BIN "xlac-run " SRC "examples/%s.xg", graphs[i]);
+        cr_assert_eq(sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=cache --stats'", cmd, &o), 0,
+                     "%s", o);
+        cr_assert(strstr(o, " compiles=0 ") && strstr(o, " disk_hits=1 ") && strstr(o, " fallbacks=0 "), "%s: %s",
+                  graphs[i], o);
+        free(o);
+    }
+}
