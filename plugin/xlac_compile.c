@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "xlac/io.h"
 #include "xlac/onnx.h"
@@ -126,6 +127,20 @@ static bool parse_args(int argc, char **argv, args *a)
     }
     if (a->have_arch && !xg_target_get(a->target)->uses_arch) {
         fprintf(stderr, "xlac-compile: --arch applies to --target cuda only\n");
+        return false;
+    }
+    return true;
+}
+
+/* --seed-cache DIR: created (0700) and writable, checked before anything compiles. */
+static bool seed_dir_usable(const char *dir)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    if (!dir)
+        return true;
+    if (xe_mkdirs(dir, 0700, &st) != XE_OK || access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "xlac-compile: --seed-cache %s: not a folder that can be written\n", dir);
         return false;
     }
     return true;
@@ -325,7 +340,7 @@ int main(int argc, char **argv)
         free(a.graphs);
         return 2;
     }
-    if (!distinct_out_dirs(&a)) {
+    if (!distinct_out_dirs(&a) || !seed_dir_usable(a.seed_cache)) {
         free(a.graphs);
         return 2;
     }
