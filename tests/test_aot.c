@@ -161,3 +161,45 @@ Test(aot, seed_cache_makes_the_first_run_load)
         free(o);
     }
 }
+
+/* Two clusters (two unconnected parts), a constant, and an output that is an input, through a C caller. */
+Test(aot, two_clusters_a_constant_and_a_passthrough_output)
+{
+    char p[400];
+    snprintf(p, sizeof p, "%s/two.xg", tmp);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("xlac.graph v1\ninput x: f32[4,3]\ninput y: f32[4,3]\na = mul(x, x)\nb = add(a, x)\nc = sub(y, x)\n"
+          "k = const(f32[3], [1, 2, 3])\nd = mul(c, k)\ne = add(d, y)\noutput b\noutput e\noutput x\n",
+          f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/main.c", tmp);
+    f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("#include <stdio.h>\n#include \"two.h\"\n"
+          "int main(void) {\n"
+          "    float x[TWO_X_SIZE], y[TWO_Y_SIZE], b[TWO_B_SIZE], e[TWO_E_SIZE], xo[TWO_X_OUT_SIZE];\n"
+          "    for (int i = 0; i < 12; i++) { x[i] = 0.5f * i; y[i] = i - 3.0f; }\n"
+          "    if (two_run(x, y, b, e, xo)) return 1;\n"
+          "    for (int i = 0; i < 12; i++) {\n"
+          "        float k = (float)(i % 3 + 1);\n"
+          "        if (b[i] != x[i] * x[i] + x[i] || e[i] != (y[i] - x[i]) * k + y[i] || xo[i] != x[i]) {\n"
+          "            printf(\"wrong at %d: %g %g %g\\n\", i, b[i], e[i], xo[i]); return 1; }\n"
+          "    }\n"
+          "    printf(\"ok\\n\");\n    return 0;\n}\n",
+          f);
+    fclose(f);
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile two.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "cluster_1") && strstr(o, "out/two.so: the whole graph"), "%s", o);
+    free(o);
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror -ffp-contract=off -I out main.c out/two.so -Wl,-rpath,\"$PWD/out\" "
+                        "-o two && ./two", &o), 0, "%s", o);
+    cr_assert(strstr(o, "ok"), "%s", o);
+    free(o);
+    /* an unusable seed folder stops xlac-compile before anything compiles */
+    int rc = sh("", BIN "xlac-compile two.xg --target c --out out2 --seed-cache /dev/null/cache", &o);
+    cr_assert_eq(rc, 2, "%s", o);
+    cr_assert(strstr(o, "--seed-cache /dev/null/cache: not a folder that can be written"), "%s", o);
+    free(o);
+}
