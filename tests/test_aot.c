@@ -25,8 +25,10 @@
 
 #ifdef XLAC_SANITIZE
 #define ASAN_ENV "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
+#define CC_SAN " -fsanitize=address,undefined" /* mlp.so pulls in the instrumented libxlac_executor.so */
 #else
 #define ASAN_ENV ""
+#define CC_SAN ""
 #endif
 #define CLEAN_ENV "env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS -u XLAC_DUMP_TO -u XLAC_DUMP_GRAPH_PREFIX " ASAN_ENV
 
@@ -101,7 +103,7 @@ Test(aot, example_program_matches_xlac_run)
     cr_assert(strstr(h, "int mlp_run(") && strstr(h, "const float *x /* f32[64,128] */") &&
               strstr(h, "float *y /* f32[64,128] */") && strstr(h, "#define MLP_Y_DIM1 128"), "%s", h);
     free(h);
-    cr_assert_eq(sh("", "cc -std=c11 -Wall -Wextra -Werror -I out " SRC "examples/aot/mlp_main.c out/mlp.so "
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Wextra -Werror" CC_SAN " -I out " SRC "examples/aot/mlp_main.c out/mlp.so "
                         "-Wl,-rpath,\"$PWD/out\" -lm -o mlp_main && ./mlp_main", &o), 0, "%s", o);
     free(o);
     cr_assert_eq(sh("", BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs plain", &o), 0, "%s", o);
@@ -193,7 +195,7 @@ Test(aot, two_clusters_a_constant_and_a_passthrough_output)
     cr_assert_eq(sh("", BIN "xlac-compile two.xg --target c --out out", &o), 0, "%s", o);
     cr_assert(strstr(o, "cluster_1") && strstr(o, "out/two.so: the whole graph"), "%s", o);
     free(o);
-    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror -ffp-contract=off -I out main.c out/two.so -Wl,-rpath,\"$PWD/out\" "
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -ffp-contract=off -I out main.c out/two.so -Wl,-rpath,\"$PWD/out\" "
                         "-o two && ./two", &o), 0, "%s", o);
     cr_assert(strstr(o, "ok"), "%s", o);
     free(o);
