@@ -7,11 +7,13 @@
  *
  *   int mlp_run(const float *x, ... , float *y);   // x: f32[64,128], ...
  *
- * Only graphs that are clusters all the way (inputs, constants, launch
- * nodes and the `get`s that pick their outputs) have such an entry point:
- * a node that would run per op is refused, by name, op and line, and so is
- * an input whose shape is not fully declared (no `?` dims: the entry point
- * is compiled for one shape).
+ * Clusters run their generated kernels (aot_cluster.c); an op between
+ * clusters that runs per op is a per-op step: its one-node graph, as .xg
+ * text in the program, runs through libxlac_executor (xe_aot_graph_run)
+ * on the step's buffers. A node that cannot be either (a data-dependent
+ * output shape, no CPU kernel, a composite outside every cluster) is
+ * refused, by name, op and line, and so is an input whose shape is not
+ * fully declared (no `?` dims: the entry point is compiled for one shape).
  */
 #include <ctype.h>
 #include <stdio.h>
@@ -20,6 +22,7 @@
 
 #include "aot_impl.h"
 #include "compile.h"
+#include "xlac/io.h"
 #include "xlac/op.h"
 
 /* Per top-level node: the C expression of its buffer ("in_x", "c0_o1", "mlp_const3"). */
@@ -27,36 +30,55 @@ typedef struct walk {
     const xe_graph *g;
     char **expr;    /* per node, malloc'd, NULL for launch nodes */
     int *cluster;   /* per launch node: its cluster number K, else -1 */
+    bool *per_op;   /* per node: a step run per op through libxlac_executor */
     char **params;  /* per graph input, then per graph output: the parameter's name */
 } walk;
 
-/* The node is allowed at the top of an ahead-of-time graph. */
+/* Inputs, constants, clusters and the gets of their outputs: what the entry point binds or runs itself. */
 static bool aot_node(const xe_node *n)
 {
     return n->op == XE_OP_INPUT || n->op == XE_OP_CONST || n->op == XE_OP_GET ||
            (n->body && xe_node_attr_string(n, "@cluster", NULL));
 }
 
-/* Every node that would run per op, and every input without a fixed shape, named in one error. */
+/* An op between clusters that the entry point runs per op (xe_aot_graph_run): a CPU kernel, a fixed shape. */
+static bool per_op_node(const xe_node *n)
+{
+    const xe_op_def *d = xe_op_get(n->op);
+    return !aot_node(n) && !n->body && d && d->kernel[XE_DEV_CPU] && !(d->flags & XE_OPF_DATA_DEPENDENT_SHAPE) &&
+           xe_shape_is_known(&n->type.shape);
+}
+
+/* Why node n keeps the graph from having an entry point, or NULL. */
+static const char *refusal(const xe_node *n)
+{
+    const xe_op_def *d = xe_op_get(n->op);
+    if (n->op == XE_OP_INPUT)
+        return xe_shape_is_known(&n->type.shape) ? NULL : "has unknown dims (give it a fixed shape in the graph)";
+    if (aot_node(n) || per_op_node(n))
+        return NULL;
+    if (n->body)
+        return "is a composite node outside every cluster";
+    if (d && (d->flags & XE_OPF_DATA_DEPENDENT_SHAPE))
+        return "has a data-dependent output shape";
+    return d && d->kernel[XE_DEV_CPU] ? "has unknown dims" : "has no CPU kernel";
+}
+
+/* Every node that cannot be part of the entry point, named in one error. */
 static xe_code check_graph(const xe_graph *g, xe_status *st)
 {
     xe_text t = {0};
     int bad = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
-        char ty[128];
-        if (!aot_node(n) && bad++ < 8)
-            xe_text_printf(&t, "%snode %s (%s) at %s:%d runs per op", bad > 1 ? "; " : "", n->name,
-                           xe_op_name(n->op), g->file, n->line);
-        else if (n->op == XE_OP_INPUT && !xe_shape_is_known(&n->type.shape) && bad++ < 8)
-            xe_text_printf(&t, "%sinput %s is %s (give it a fixed shape in the graph)", bad > 1 ? "; " : "",
-                           n->name, xe_type_str(&n->type, ty, sizeof ty));
+        const char *why = refusal(n);
+        if (why && bad++ < 8)
+            xe_text_printf(&t, "%snode %s (%s) at %s:%d %s", bad > 1 ? "; " : "", n->name, xe_node_op_name(n),
+                           g->file, n->line, why);
     }
     char *why = xe_text_take(&t);
-    xe_code c = bad ? xe_fail(st, XE_ERR_UNSUPPORTED,
-                              "%s: no ahead-of-time entry point: %s%s (it covers graphs whose every op is in a "
-                              "cluster, at fixed shapes)",
-                              g->file, why ? why : "", bad > 8 ? "; ..." : "")
+    xe_code c = bad ? xe_fail(st, XE_ERR_UNSUPPORTED, "%s: no ahead-of-time entry point: %s%s", g->file,
+                              why ? why : "", bad > 8 ? "; ..." : "")
                     : XE_OK;
     free(why);
     return c;
@@ -85,6 +107,7 @@ static void free_walk(walk *w)
         free(w->params[i]);
     free(w->expr);
     free(w->cluster);
+    free(w->per_op);
     free(w->params);
 }
 
@@ -140,6 +163,9 @@ static xe_code bind_nodes(xg_aot *a, walk *w, xe_status *st)
             snprintf(buf, sizeof buf, "(void *)%s_const%d", a->prefix, i);
         } else if (n->op == XE_OP_GET) {
             snprintf(buf, sizeof buf, "c%d_o%lld", w->cluster[n->inputs[0]], (long long)xe_node_attr_int(n, "index", 0));
+        } else if (per_op_node(n)) {
+            snprintf(buf, sizeof buf, "p%d", i);
+            w->per_op[i] = a->uses_executor = true;
         } else {
             w->cluster[i] = clusters++;
             continue;
@@ -165,48 +191,119 @@ static void emit_params(xe_text *t, const walk *w)
         xe_text_printf(t, "void");
 }
 
-/* The output parameter that takes cluster K's output J directly (the first graph output that is it), or -1. */
-static int direct_output(const walk *w, int K, int J)
+/* The output parameter that takes variable var directly (the first graph output that is it), or -1. */
+static int direct_output(const walk *w, const char *var)
 {
     const xe_graph *g = w->g;
-    char want[64];
-    snprintf(want, sizeof want, "c%d_o%d", K, J);
     for (int k = 0; k < g->n_outputs; k++) {
         const char *e = w->expr[g->outputs[k]];
-        if (e && strcmp(e, want) == 0)
+        if (e && strcmp(e, var) == 0)
             return k;
     }
     return -1;
 }
 
-/* Every cluster output's variable: a caller's output buffer, or a temporary. */
-static void emit_temps(xg_aot *a, const walk *w)
+/* `void *var`: a caller's output buffer, or a temporary of type t (own_var says which). */
+static void emit_var(xg_aot *a, const walk *w, const char *var, const xe_type *t)
+{
+    int k = direct_output(w, var);
+    if (k >= 0)
+        xe_text_printf(&a->src, "    void *%s = %s;\n    int own_%s = 0;\n", var, w->params[w->g->n_inputs + k], var);
+    else
+        xe_text_printf(&a->src, "    void *%s = malloc(%zu);\n    int own_%s = 1;\n    if (!%s)\n        rc = %d;\n", var,
+                       type_bytes(t) ? type_bytes(t) : 1, var, var, (int)XE_ERR_NOMEM);
+}
+
+/* Calls fn(a, var, type) for every value a cluster or a per-op step produces. */
+static void each_var(xg_aot *a, const walk *w, void (*fn)(xg_aot *, const walk *, const char *, const xe_type *))
 {
     const xe_graph *g = w->g;
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
-        int K = w->cluster[i];
-        for (int j = 0; K >= 0 && j < n->n_tuple; j++) {
-            int k = direct_output(w, K, j);
-            if (k >= 0)
-                xe_text_printf(&a->src, "    void *c%d_o%d = %s;\n    int own_c%d_o%d = 0;\n", K, j,
-                               w->params[g->n_inputs + k], K, j);
-            else
-                xe_text_printf(&a->src, "    void *c%d_o%d = malloc(%zu);\n    int own_c%d_o%d = 1;\n"
-                                        "    if (!c%d_o%d)\n        rc = %d;\n",
-                               K, j, type_bytes(&n->tuple[j]) ? type_bytes(&n->tuple[j]) : 1, K, j, K, j,
-                               (int)XE_ERR_NOMEM);
+        char var[64];
+        for (int j = 0; w->cluster[i] >= 0 && j < n->n_tuple; j++) {
+            snprintf(var, sizeof var, "c%d_o%d", w->cluster[i], j);
+            fn(a, w, var, &n->tuple[j]);
+        }
+        if (w->per_op[i]) {
+            snprintf(var, sizeof var, "p%d", i);
+            fn(a, w, var, &n->type);
         }
     }
 }
 
-/* Each cluster in graph order, then the outputs that are not a cluster's own buffer are copied. */
-static void emit_body(xg_aot *a, const walk *w)
+static void emit_free(xg_aot *a, const walk *w, const char *var, const xe_type *t)
+{
+    (void)w, (void)t;
+    xe_text_printf(&a->src, "    if (own_%s)\n        free(%s);\n", var, var);
+}
+
+/* s as the body of a C string literal. */
+static void emit_c_string(xe_text *t, const char *s)
+{
+    for (; *s; s++) {
+        if (*s == '\n')
+            xe_text_printf(t, "\\n\"\n        \"");
+        else if (*s == '"' || *s == '\\')
+            xe_text_printf(t, "\\%c", *s);
+        else
+            xe_text_printf(t, "%c", *s);
+    }
+}
+
+/* Node n alone as a graph: its inputs NAME.in0, ... of its producers' types, n itself (attributes kept). */
+static char *step_text(const xe_graph *g, const xe_node *n, xe_status *st)
+{
+    xe_graph *s = xe_graph_new(g->file);
+    int *ins = calloc((size_t)n->n_inputs + 1, sizeof *ins), k = -1;
+    xe_code c = s && ins ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int j = 0; c == XE_OK && j < n->n_inputs; j++) {
+        char name[600];
+        snprintf(name, sizeof name, "%s.in%d", n->name, j);
+        if ((ins[j] = xe_graph_add_input(s, name, &g->nodes[n->inputs[j]]->type, st)) < 0)
+            c = st->code;
+    }
+    if (c == XE_OK && (k = xe_graph_add_node(s, n->name, n->op, ins, n->n_inputs, st)) < 0)
+        c = st->code;
+    for (int j = 0; c == XE_OK && j < n->n_attrs; j++)
+        if (n->attrs[j].name[0] != '@')
+            c = xe_node_copy_attr(s->nodes[k], &n->attrs[j], st);
+    if (c == XE_OK)
+        c = xe_graph_add_output(s, k, st);
+    char *text = c == XE_OK ? xe_write_string(s, st) : NULL;
+    free(ins);
+    xe_graph_destroy(s);
+    return text;
+}
+
+/* A per-op step: the executor runs node i (its text parsed once) on the bound buffers. */
+static xe_code emit_step(xg_aot *a, const walk *w, int i, xe_status *st)
+{
+    const xe_node *n = w->g->nodes[i];
+    char *text = step_text(w->g, n, st);
+    if (!text)
+        return st->code;
+    xe_text_printf(&a->src, "    if (rc == 0) { /* %s = %s, per op (libxlac_executor) */\n        static void *h;\n"
+                            "        static const char text[] =\n        \"", n->name, xe_node_op_name(n));
+    emit_c_string(&a->src, text);
+    free(text);
+    xe_text_printf(&a->src, "\";\n        void *in[] = {");
+    for (int j = 0; j < n->n_inputs; j++)
+        xe_text_printf(&a->src, "%s, ", w->expr[n->inputs[j]]);
+    xe_text_printf(&a->src, "NULL};\n        void *out[] = {p%d, NULL};\n        rc = xe_aot_graph_run(&h, text, in, out);\n"
+                            "    }\n", i);
+    return XE_OK;
+}
+
+/* Clusters and per-op steps in graph order, then the outputs that are not a step's own buffer are copied. */
+static xe_code emit_body(xg_aot *a, const walk *w, xe_status *st)
 {
     const xe_graph *g = w->g;
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
         int K = w->cluster[i];
+        if (w->per_op[i] && emit_step(a, w, i, st) != XE_OK)
+            return st->code;
         if (K < 0)
             continue;
         xe_text_printf(&a->src, "    if (rc == 0) { /* %s */\n        void *in[] = {", n->name);
@@ -223,11 +320,9 @@ static void emit_body(xg_aot *a, const walk *w)
         xe_text_printf(&a->src, "    if (rc == 0 && (void *)%s != %s)\n        memcpy(%s, %s, %zu);\n", p,
                        w->expr[g->outputs[k]], p, w->expr[g->outputs[k]], type_bytes(&o->type));
     }
-    for (int i = 0; i < g->n_nodes; i++)
-        for (int j = 0; w->cluster[i] >= 0 && j < g->nodes[i]->n_tuple; j++)
-            xe_text_printf(&a->src, "    if (own_c%d_o%d)\n        free(c%d_o%d);\n", w->cluster[i], j,
-                           w->cluster[i], j);
+    each_var(a, w, emit_free);
     xe_text_printf(&a->src, "    return rc;\n}\n");
+    return XE_OK;
 }
 
 /* name in capitals (the header's macros), malloc'd. */
@@ -322,7 +417,8 @@ static void emit_opening(xg_aot *a, const xe_graph *g)
                             "#include \"%s.h\"\n\n"
                             "int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int ta, "
                             "const void *b, int b_rank,\n                  const int64_t *b_dims, int tb, void *c, "
-                            "int c_rank, const int64_t *c_dims); /* libxlac_executor */\n\n",
+                            "int c_rank, const int64_t *c_dims); /* libxlac_executor */\n"
+                            "int xe_aot_graph_run(void **handle, const char *text, void *const *in, void *const *out);\n\n",
                    g->file, a->prefix, a->prefix, a->prefix);
 }
 
@@ -341,9 +437,8 @@ static xe_code generate(xg_aot *a, walk *w, const xg_options *o, xe_status *st)
     xe_text_printf(&a->src, "__attribute__((visibility(\"default\"))) int %s_run(", a->prefix);
     emit_params(&a->src, w);
     xe_text_printf(&a->src, ")\n{\n    int rc = 0;\n");
-    emit_temps(a, w);
-    emit_body(a, w);
-    if ((c = write_text(a->dir, a->prefix, "h", header_text(a, w), st)) != XE_OK)
+    each_var(a, w, emit_var);
+    if ((c = emit_body(a, w, st)) != XE_OK || (c = write_text(a->dir, a->prefix, "h", header_text(a, w), st)) != XE_OK)
         return c;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.c", a->dir, a->prefix);
@@ -353,7 +448,7 @@ static xe_code generate(xg_aot *a, walk *w, const xg_options *o, xe_status *st)
 }
 
 xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir, const char *exec_lib_dir,
-                     const xg_options *o, xe_status *st)
+                     const xg_options *o, char *so_path, size_t so_len, xe_status *st)
 {
     if (check_graph(g, st) != XE_OK)
         return st->code;
@@ -361,13 +456,16 @@ xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir, c
     walk w = {.g = g,
               .expr = calloc((size_t)g->n_nodes + 1, sizeof(char *)),
               .cluster = calloc((size_t)g->n_nodes + 1, sizeof(int)),
+              .per_op = calloc((size_t)g->n_nodes + 1, sizeof(bool)),
               .params = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof(char *))};
     xg_aot a = {.prefix = prefix, .dir = out_dir};
-    xe_code c = prefix && w.expr && w.cluster && w.params ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = prefix && w.expr && w.cluster && w.per_op && w.params ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
         c = generate(&a, &w, o, st);
     if (c == XE_OK)
         c = compile_all(&a, exec_lib_dir, o, st);
+    if (c == XE_OK)
+        snprintf(so_path, so_len, "%s/%s.so", out_dir, prefix);
     xe_text_free(&a.src);
     for (int i = 0; i < a.n_sources; i++)
         free(a.sources[i]);

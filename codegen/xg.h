@@ -139,10 +139,12 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
  * with every buffer's dtype and shape), NAME.c and NAME.cluster_K.c (the
  * entry point and each cluster's generated kernels) and NAME.so, linked
  * with libxlac_executor.so from exec_lib_dir when a matmul step calls it.
- * name: the graph's name, made a C identifier. A node that would run per
- * op, or an input with `?` dims, is XE_ERR_UNSUPPORTED naming them.
+ * name: the graph's name, made a C identifier NAME (so_path gets the
+ * .so's path). Ops between clusters run per op through libxlac_executor
+ * (xe_aot_graph_run); a node that cannot (a data-dependent shape, no CPU
+ * kernel), or an input with `?` dims, is XE_ERR_UNSUPPORTED naming them.
  */
 xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir, const char *exec_lib_dir,
-                     const xg_options *o, xe_status *st);
+                     const xg_options *o, char *so_path, size_t so_len, xe_status *st);
 
 #endif

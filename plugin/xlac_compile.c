@@ -260,14 +260,14 @@ static void executor_dir(char *buf, size_t len)
 /* --target c: NAME.so + NAME.h, one entry point for graph g (clustered), or a warning saying why not. */
 static void entry_point(const xe_graph *g, const char *path, const char *out, const xlac_flags *f)
 {
-    char name[1024], lib[4096];
+    char name[1024], lib[4096], so[4096];
     graph_name(path, name, sizeof name);
     executor_dir(lib, sizeof lib);
     xe_status st;
     xe_status_clear(&st);
-    if (xe_mkdirs(out, 0777, &st) == XE_OK && xg_aot_graph(g, name, out, lib, &f->xg, &st) == XE_OK)
-        printf("xlac-compile: %s/%s.so: the whole graph as one entry point (declared in %s/%s.h)\n", out, name, out,
-               name);
+    if (xe_mkdirs(out, 0777, &st) == XE_OK && xg_aot_graph(g, name, out, lib, &f->xg, so, sizeof so, &st) == XE_OK)
+        printf("xlac-compile: %s: the whole graph as one entry point (declared in %.*s.h)\n", so,
+               (int)strlen(so) - 3, so);
     else
         fprintf(stderr, "xlac-compile: warning: %s\n", st.msg);
     fflush(stdout);

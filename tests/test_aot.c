@@ -4,8 +4,10 @@
  * is built with cc against them, run, and its output compared with
  * xlac-run's on the inputs it saved: within 1e-5 of the op-by-op run, and
  * bit for bit the clustered run's (the same kernels, the same BLAS calls).
- * Also: a graph with an op that runs per op gets no entry point and a
- * warning naming it; an input with `?` dims is refused by name; and
+ * Also: an op between clusters runs per op inside the entry point
+ * (through libxlac_executor); an op that cannot (unique: a data-dependent
+ * shape) leaves the graph without one and a warning names it; an input
+ * with `?` dims is refused by name; and
  * --seed-cache fills a disk cache from which the plugin's first run loads
  * (disk_hits=1 compiles=0).
  */
@@ -136,7 +138,8 @@ Test(aot, per_op_nodes_and_unknown_dims_are_refused_by_name)
     fclose(f);
     char *o = NULL;
     cr_assert_eq(sh("", BIN "xlac-compile u.xg --target c --out out", &o), 0, "%s", o);
-    cr_assert(strstr(o, "warning: u.xg: no ahead-of-time entry point: node u (unique) at u.xg:5 runs per op"), "%s", o);
+    cr_assert(strstr(o, "warning: u.xg: no ahead-of-time entry point: node u (unique) at u.xg:5 has a data-dependent "
+                        "output shape"), "%s", o);
     free(o);
     cr_assert_eq(sh("", "test ! -e out/u.so && test ! -e out/u.h", &o), 0, "an entry point was written");
     free(o);
@@ -203,5 +206,47 @@ Test(aot, two_clusters_a_constant_and_a_passthrough_output)
     int rc = sh("", BIN "xlac-compile two.xg --target c --out out2 --seed-cache /dev/null/cache", &o);
     cr_assert_eq(rc, 2, "%s", o);
     cr_assert(strstr(o, "--seed-cache /dev/null/cache: not a folder that can be written"), "%s", o);
+    free(o);
+}
+
+/* cluster, tile (per op, through libxlac_executor), cluster; tile's value is an output too. */
+Test(aot, per_op_step_between_clusters)
+{
+    char p[400];
+    snprintf(p, sizeof p, "%s/mid.xg", tmp);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("xlac.graph v1\ninput x: f32[4,3]\na = mul(x, x)\nb = add(a, x)\nt = tile(b, repeats=[2, 1])\n"
+          "c = exp(t)\nd = mul(c, c)\ne = sub(d, c)\noutput e\noutput t\n",
+          f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/main.c", tmp);
+    f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("#include <math.h>\n#include <stdio.h>\n#include \"mid.h\"\n"
+          "int main(void) {\n"
+          "    float x[MID_X_SIZE], e[MID_E_SIZE], t[MID_T_SIZE];\n"
+          "    for (int i = 0; i < MID_X_SIZE; i++) x[i] = 0.25f * i - 1.0f;\n"
+          "    if (mid_run(x, e, t)) return 1;\n"
+          "    for (int i = 0; i < MID_T_SIZE; i++) {\n"
+          "        double b = (double)x[i % 12] * x[i % 12] + x[i % 12], c = exp(b), want = c * c - c;\n"
+          "        if (t[i] != (float)b || fabs(e[i] - want) > 1e-5 * fabs(want) + 1e-6) {\n"
+          "            printf(\"wrong at %d: %g %g (want %g %g)\\n\", i, t[i], e[i], b, want); return 1; }\n"
+          "    }\n"
+          "    printf(\"ok\\n\");\n    return 0;\n}\n",
+          f);
+    fclose(f);
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile mid.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "out/mid.so: the whole graph"), "%s", o);
+    free(o);
+    snprintf(p, sizeof p, "%s/out/mid.c", tmp);
+    char *src = read_all(p);
+    cr_assert(src && strstr(src, "t = tile, per op (libxlac_executor)") && strstr(src, "xe_aot_graph_run(&h, text"),
+              "%s", src);
+    free(src);
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -I out main.c out/mid.so -Wl,-rpath,\"$PWD/out\" -lm -o mid "
+                        "&& ./mid", &o), 0, "%s", o);
+    cr_assert(strstr(o, "ok"), "%s", o);
     free(o);
 }
