@@ -3,18 +3,40 @@
  * input shapes, for a named target, without running it and without a GPU.
  * Writes the dump files (source, plan, log, PTX) and the binary
  * (CLUSTER.so, CLUSTER.cubin, or CLUSTER.ptx when NVRTC does not know
- * the architecture) into the output folder.
+ * the architecture) into the output folder; with a seed folder, also
+ * stores the program in that disk cache under the key the JIT forms for
+ * the same cluster at the same shapes, so a deployment's first run loads
+ * it instead of compiling.
  */
 #include <stdio.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include "backend.h"
 #include "compile.h"
+#include "cache_impl.h"
 #include "xg_impl.h"
 
+/* --seed-cache: the program stored in the disk cache at dir under the key the JIT looks up. */
+static xe_code seed(const char *dir, const char *key, const xg_artifact *a, const xg_options *o, xe_status *st)
+{
+    xg_disk d = {.dir = NULL};
+    xg_disk_open(&d, dir); /* warns and stays closed when dir is unusable */
+    if (!d.dir)
+        return xe_fail(st, XE_ERR_IO, "--seed-cache %s: the folder cannot be used as a disk cache", dir);
+    d.max_bytes = (unsigned long long)o->cache_max_mb << 20;
+    xg_disk_store(&d, key, a);
+    char name[64], path[4200];
+    xg_disk_name(key, name, sizeof name);
+    snprintf(path, sizeof path, "%s/%s", d.dir, name);
+    xe_code c = access(path, R_OK) == 0 ? XE_OK : xe_fail(st, XE_ERR_IO, "--seed-cache: %s was not written", path);
+    xg_disk_close(&d);
+    return c;
+}
+
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target, int arch,
-                         const char *out_dir, const xg_options *o, double *compiler_ms, bool *is_ptx,
-                         xe_status *st)
+                         const char *out_dir, const char *seed_dir, const xg_options *o, double *compiler_ms,
+                         bool *is_ptx, xe_status *st)
 {
     xe_type *types = calloc((size_t)body->n_inputs + 1, sizeof *types);
     if (!types)
@@ -50,6 +72,8 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
         snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, b->code_ext(a));
         c = xg_write_file(path, a->code, a->code_len, st);
     }
+    if (c == XE_OK && seed_dir)
+        c = seed(seed_dir, key, a, o, st);
     xg_artifact_destroy(a);
     free(key);
     return c;

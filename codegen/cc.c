@@ -231,6 +231,46 @@ xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool 
     return c;
 }
 
+/*
+ * Runs `$CC -fno-fast-math [reassociation] FLAGS args...` (C11, -O3,
+ * OpenMP, position-independent) with its log captured; a failure quotes
+ * the log's first error line. For the ahead-of-time build, whose sources
+ * and output are the user's files.
+ */
+xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, bool fast_math, int timeout_s,
+                  char **log, xe_status *st)
+{
+    static const char *const flags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", "-fopenmp", "-w",
+                                        "-fno-math-errno", "-ffp-contract=fast"};
+    static const char *const fast[] = {"-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"};
+    char dir[512], logp[600], words[1024], why[300], *argv[64];
+    snprintf(dir, sizeof dir, "%s/xlac-cc-XXXXXX", tmp_dir);
+    if (!mkdtemp(dir))
+        return xe_fail(st, XE_ERR_COMPILE, "cannot create a private folder in %s: %m", tmp_dir);
+    snprintf(logp, sizeof logp, "%s/log.txt", dir);
+    int n = cc_words(cc, words, sizeof words, argv, 24);
+    argv[n++] = "-fno-fast-math";
+    for (size_t k = 0; fast_math && k < sizeof fast / sizeof fast[0]; k++)
+        argv[n++] = (char *)fast[k];
+    for (size_t k = 0; k < sizeof flags / sizeof flags[0]; k++)
+        argv[n++] = (char *)flags[k];
+    for (int k = 0; args[k] && n < 63; k++)
+        argv[n++] = (char *)args[k];
+    argv[n] = NULL;
+    int rc = run_tool(argv, logp, timeout_s, why, sizeof why);
+    void *text = NULL;
+    size_t ll = 0;
+    *log = xg_read_file(logp, &text, &ll, st) == XE_OK ? text : NULL;
+    xe_status_clear(st);
+    unlink(logp);
+    rmdir(dir);
+    if (rc == 0)
+        return XE_OK;
+    char first[300];
+    xg_error_line(*log, first, sizeof first);
+    return xe_fail(st, XE_ERR_COMPILE, "%s failed (%s)%s%s", cc, why, *first ? ": " : "", first);
+}
+
 static char cc_version[256];
 static const char *cc_probed, *cc_probe_tmp;
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;

@@ -15,6 +15,9 @@
 xe_code xg_cc_compile(const char *cc, const char *tmp_dir, const char *source, bool fast_math, int timeout_s,
                       void **so,
                       size_t *so_len, char **log, xe_status *st);
+/* Runs the compiler cc with xlac's C flags and args (NULL-terminated: sources, -o, libraries), log in *log. */
+xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, bool fast_math, int timeout_s,
+                  char **log, xe_status *st);
 /* CUDA source → cubin for sm_<arch> (PTX for compute_<arch> when NVRTC lacks that arch). */
 xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len,
                          bool *is_ptx, char **log, xe_status *st);

@@ -125,9 +125,26 @@ int xg_nvrtc_arch_for(int arch);
  * files and the .so / .cubin (.ptx when NVRTC does not know arch) into
  * out_dir. No GPU needed. compiler_ms and is_ptx (may be NULL) get the
  * time spent in the compiler proper and whether the code is PTX.
+ * seed_dir (NULL: none): a disk cache folder that also receives the
+ * program, under the key the JIT looks up (xlac-compile --seed-cache).
  */
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target,
-                         int arch, const char *out_dir, const xg_options *o, double *compiler_ms,
-                         bool *is_ptx, xe_status *st);
+                         int arch, const char *out_dir, const char *seed_dir, const xg_options *o,
+                         double *compiler_ms, bool *is_ptx, xe_status *st);
+
+/*
+ * Ahead-of-time, the whole graph (target C): g is the clustered graph
+ * (launch nodes: composite nodes annotated @cluster; `get`s pick their
+ * outputs). Writes into out_dir NAME.h (int NAME_run(inputs..., outputs...)
+ * with every buffer's dtype and shape), NAME.c and NAME.cluster_K.c (the
+ * entry point and each cluster's generated kernels) and NAME.so, linked
+ * with libxlac_executor.so from exec_lib_dir when a matmul step calls it.
+ * name: the graph's name, made a C identifier NAME (so_path gets the
+ * .so's path). Ops between clusters run per op through libxlac_executor
+ * (xe_aot_graph_run); a node that cannot (a data-dependent shape, no CPU
+ * kernel), or an input with `?` dims, is XE_ERR_UNSUPPORTED naming them.
+ */
+xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir, const char *exec_lib_dir,
+                     const xg_options *o, char *so_path, size_t so_len, xe_status *st);
 
 #endif

@@ -71,10 +71,15 @@ static void note_unregistered(const xe_graph *g)
     }
 }
 
+int xe_graph_pass_count(void)
+{
+    return n_passes;
+}
+
 static xe_code run_passes(xe_session *s, xe_status *st)
 {
     xe_pass_ctx ctx = {.session_id = s->id, .place_mode = s->opt.place};
-    for (int i = 0; i < n_passes; i++) {
+    for (int i = 0; i < n_passes && !s->opt.no_passes; i++) {
         /* an error in the user's graph names its line already; others name the pass */
         if (passes[i].fn(&s->graph, &ctx, passes[i].user, st) != XE_OK)
             return st->code == XE_ERR_GRAPH ? st->code : xe_status_prefix(st, "graph pass %s: ", passes[i].name);

@@ -71,6 +71,9 @@ static const flag_row rows[] = {
      "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit"},
     {"compile_timeout_s", FLAG_INT, AT(xg.compile_timeout_s), 0, "120",
      "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit"},
+    {"dump_inputs", FLAG_BOOL, AT(dump_inputs), 0, "false",
+     "with XLAC_DUMP_TO=DIR: each launched cluster as DIR/replay_NNNN.CLUSTER/cluster.xg plus the .npy "
+     "inputs of its first launch (inputs/), replayable with xlac-run --compare"},
     {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit"},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
@@ -334,6 +337,9 @@ xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st)
                     f->max_cluster_size, f->min_cluster_size);
     if (c == XE_OK)
         c = resolve_env(f, env, st);
+    if (c == XE_OK && f->dump_inputs && !f->dump_to)
+        c = xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --dump_inputs needs XLAC_DUMP_TO=DIR (where the replay "
+                                      "folders go)");
     f->xg.level2 = f->auto_jit == 2;
     if (c != XE_OK)
         xlac_flags_free(f);

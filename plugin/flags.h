@@ -26,6 +26,7 @@ typedef struct xlac_flags {
     bool clustering_debug;     /* --clustering_debug: dumps and summary */
     bool stats;                /* --stats: one line at exit */
     bool codegen;              /* --codegen=0: launch ops always run per op */
+    bool dump_inputs;          /* --dump_inputs: a replay folder per cluster in XLAC_DUMP_TO */
     bool help;                 /* --help: print the flags and exit 0 */
     char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
     xg_options xg;             /* the code generator's flags */

@@ -54,6 +54,7 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
         return xe_fail(st, XE_ERR_RUNTIME, "xlac_launch %s: %d outputs expected, %d given", n->name,
                        n->body->n_outputs, n_outs);
     atomic_fetch_add(&s->n_launches, 1);
+    xlac_replay_dump(s, n, name, a->in);
     xg_cache *c = get_cache(s);
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
@@ -70,6 +71,7 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
         }
     }
     atomic_fetch_add(&s->n_fallbacks, 1);
+    xlac_replay_note_fallback(s, n, name);
     return xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
 }
 

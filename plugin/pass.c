@@ -241,6 +241,7 @@ void xlac_state_init(xlac_state *s)
     memset(s, 0, sizeof *s);
     s->launch_op = -1;
     pthread_mutex_init(&s->cache_lock, NULL);
+    pthread_mutex_init(&s->replay_lock, NULL);
 }
 
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
@@ -258,6 +259,7 @@ xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
 void xlac_plugin_shutdown(xlac_state *s)
 {
     xlac_launch_shutdown(s);
+    xlac_replay_free(s);
     if (s->installed)
         xlac_flags_free(&s->flags);
     s->installed = false;

@@ -4,6 +4,13 @@
  * anything (so it works without a GPU):
  *
  *   xlac-compile GRAPH.xg|MODEL.onnx... --target cuda|c [--arch sm_90] --out DIR [--level 1|2]
+ *                [--seed-cache DIR]
+ *
+ * With --target c each graph also gets one entry point for the whole graph
+ * (NAME.so and NAME.h: xg_aot_graph), or one warning naming what keeps it
+ * from having one (an op that runs per op, an input with `?` dims).
+ * --seed-cache DIR also stores every program in the disk cache at DIR, so a
+ * deployment whose plugin uses --cache_dir=DIR loads instead of compiling.
  *
  * Several graphs compile in one process, each into DIR/NAME (NAME: the
  * graph's file name without .xg), so only the first pays the compiler's
@@ -12,10 +19,12 @@
  * worst over the graphs). One progress line per cluster with its compile
  * time.
  */
+#include <dlfcn.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "xlac/io.h"
 #include "xlac/onnx.h"
@@ -32,12 +41,15 @@ typedef struct args {
     bool have_arch;
     const char *out; /* --out DIR */
     int level;       /* --level 1|2 (default 2) */
+    const char *seed_cache; /* --seed-cache DIR; NULL: none */
 } args;
 
 static void usage(FILE *f)
 {
     fprintf(f, "usage: xlac-compile GRAPH.xg|MODEL.onnx... --target cuda|c [--arch sm_90] --out DIR "
-               "[--level 1|2]\n"
+               "[--level 1|2] [--seed-cache DIR]\n"
+               "  --target c: also NAME.so + NAME.h, one entry point int NAME_run(inputs..., outputs...)\n"
+               "  --seed-cache DIR: also store the programs in the plugin's disk cache at DIR\n"
                "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n");
 }
 
@@ -59,7 +71,7 @@ static bool parse_arch(const char *v, int *arch)
 /* One option with its value; returns false on a usage error (message printed). */
 static bool parse_option(args *a, const char *opt, const char *v)
 {
-    static const char *const known[] = {"--target", "--arch", "--out", "--level"};
+    static const char *const known[] = {"--target", "--arch", "--out", "--level", "--seed-cache"};
     bool is_known = false;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
         is_known |= strcmp(opt, known[k]) == 0;
@@ -77,6 +89,8 @@ static bool parse_option(args *a, const char *opt, const char *v)
         a->have_arch = true;
     } else if (strcmp(opt, "--out") == 0) {
         a->out = v;
+    } else if (strcmp(opt, "--seed-cache") == 0) {
+        a->seed_cache = v;
     } else if (strcmp(opt, "--level") == 0 && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
         a->level = v[0] - '0';
     } else {
@@ -113,6 +127,20 @@ static bool parse_args(int argc, char **argv, args *a)
     }
     if (a->have_arch && !xg_target_get(a->target)->uses_arch) {
         fprintf(stderr, "xlac-compile: --arch applies to --target cuda only\n");
+        return false;
+    }
+    return true;
+}
+
+/* --seed-cache DIR: created (0700) and writable, checked before anything compiles. */
+static bool seed_dir_usable(const char *dir)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    if (!dir)
+        return true;
+    if (xe_mkdirs(dir, 0700, &st) != XE_OK || access(dir, W_OK | X_OK) != 0) {
+        fprintf(stderr, "xlac-compile: --seed-cache %s: not a folder that can be written\n", dir);
         return false;
     }
     return true;
@@ -180,7 +208,8 @@ static int compile_all(const xe_graph *ng, const args *a, const char *out, const
         }
         double t0 = xe_now_us(), compiler_ms = 0;
         bool ptx = false;
-        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, out, &f->xg, &compiler_ms, &ptx, &st);
+        xe_code c = xg_compile_ahead(n->body, name, a->target, a->arch, out, a->seed_cache, &f->xg,
+                                     &compiler_ms, &ptx, &st);
         double ms = (xe_now_us() - t0) / 1e3;
         int ops = n->body->n_nodes - n->body->n_inputs;
         if (c == XE_OK) {
@@ -197,8 +226,8 @@ static int compile_all(const xe_graph *ng, const args *a, const char *out, const
     return status;
 }
 
-/* DIR/NAME for graph PATH/NAME.xg. */
-static void graph_out_dir(const char *dir, const char *graph, char *buf, size_t len)
+/* NAME for graph PATH/NAME.xg (or .onnx). */
+static void graph_name(const char *graph, char *buf, size_t len)
 {
     const char *base = strrchr(graph, '/') ? strrchr(graph, '/') + 1 : graph;
     size_t n = strlen(base);
@@ -206,7 +235,42 @@ static void graph_out_dir(const char *dir, const char *graph, char *buf, size_t 
         n -= 3;
     else if (n > 5 && strcmp(base + n - 5, ".onnx") == 0)
         n -= 5;
-    snprintf(buf, len, "%s/%.*s", dir, (int)n, base);
+    snprintf(buf, len, "%.*s", (int)n, base);
+}
+
+/* DIR/NAME for graph PATH/NAME.xg. */
+static void graph_out_dir(const char *dir, const char *graph, char *buf, size_t len)
+{
+    char name[1024];
+    graph_name(graph, name, sizeof name);
+    snprintf(buf, len, "%s/%s", dir, name);
+}
+
+/* The folder of libxlac_executor.so, which the entry point's matmul steps call. */
+static void executor_dir(char *buf, size_t len)
+{
+    Dl_info info;
+    snprintf(buf, len, ".");
+    if (dladdr((void *)xe_graph_infer, &info) && info.dli_fname && strchr(info.dli_fname, '/')) {
+        snprintf(buf, len, "%s", info.dli_fname);
+        *strrchr(buf, '/') = '\0';
+    }
+}
+
+/* --target c: NAME.so + NAME.h, one entry point for graph g (clustered), or a warning saying why not. */
+static void entry_point(const xe_graph *g, const char *path, const char *out, const xlac_flags *f)
+{
+    char name[1024], lib[4096], so[4096];
+    graph_name(path, name, sizeof name);
+    executor_dir(lib, sizeof lib);
+    xe_status st;
+    xe_status_clear(&st);
+    if (xe_mkdirs(out, 0777, &st) == XE_OK && xg_aot_graph(g, name, out, lib, &f->xg, so, sizeof so, &st) == XE_OK)
+        printf("xlac-compile: %s: the whole graph as one entry point (declared in %.*s.h)\n", so,
+               (int)strlen(so) - 3, so);
+    else
+        fprintf(stderr, "xlac-compile: warning: %s\n", st.msg);
+    fflush(stdout);
 }
 
 /* Several graphs go to DIR/NAME each: two with one NAME would overwrite each other's files. */
@@ -243,6 +307,8 @@ static int compile_graph(const char *path, const char *out, const args *a, xlac_
             status = compile_all(ng, a, out, f);
         else if (st.code == XE_OK)
             status = 0; /* nothing to compile */
+        if (status == 0 && a->target == XG_TARGET_C)
+            entry_point(ng ? ng : g, path, out, f);
     }
     if (status == 2 && st.code != XE_OK)
         fprintf(stderr, "xlac-compile: %s\n", st.msg);
@@ -274,7 +340,7 @@ int main(int argc, char **argv)
         free(a.graphs);
         return 2;
     }
-    if (!distinct_out_dirs(&a)) {
+    if (!distinct_out_dirs(&a) || !seed_dir_usable(a.seed_cache)) {
         free(a.graphs);
         return 2;
     }

@@ -23,6 +23,8 @@
  * (preload.c) holds the one instance; the pass and the launch op receive
  * it as the user data of their registrations and read no global.
  */
+typedef struct xlac_replay xlac_replay; /* replay.c: one cluster dumped with --dump_inputs */
+
 typedef struct xlac_state {
     xlac_flags flags;             /* the configuration, once installed */
     bool installed;               /* flags hold the configuration */
@@ -34,6 +36,9 @@ typedef struct xlac_state {
     atomic_ullong n_clusters;     /* clusters built by the pass */
     atomic_ullong n_launches;     /* launch op executions */
     atomic_ullong n_fallbacks;    /* of which ran per op */
+    pthread_mutex_t replay_lock;  /* guards the replay entries */
+    xlac_replay *replays;         /* clusters dumped for replay (--dump_inputs) */
+    int n_replays, cap_replays;
 } xlac_state;
 
 /* An empty state: not installed, nothing registered. */
@@ -60,6 +65,16 @@ void xlac_cluster_options(const xlac_flags *f, xc_options *o);
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st);
 /* The launch op's composite kernel (a->op_user: the xlac_state). */
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st);
+
+/*
+ * --dump_inputs: writes the replay folder of launch node n (cluster name)
+ * from its inputs in, unless a body of its fingerprint was dumped already
+ * (replay.c). A folder that cannot be written is a warning.
+ */
+void xlac_replay_dump(xlac_state *s, const xe_node *n, const char *name, xe_tensor *const *in);
+/* After a launch of n ran per op: once per dumped cluster, a note naming its replay command. */
+void xlac_replay_note_fallback(xlac_state *s, const xe_node *n, const char *name);
+void xlac_replay_free(xlac_state *s);
 
 /* Whether any cluster was formed (a jit block counts) or launched in this process. */
 bool xlac_made_clusters(xlac_state *s);

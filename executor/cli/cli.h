@@ -47,6 +47,8 @@ typedef struct cli_options {
     double collective_timeout; /* --collective-timeout SECONDS (0: none) */
     cli_carry carries[CLI_MAX_ITEMS]; /* --carry */
     int n_carries;
+    bool compare;         /* --compare: op by op against clustered (compare.c) */
+    double tolerance;     /* --tolerance R: rtol = atol = R for floats; 0: per-dtype defaults */
 } cli_options;
 
 /* What cli_parse decided. */
@@ -113,6 +115,12 @@ double cli_ranks_busy_us(bool reset);
 void cli_ranks_test_kill(int step);
 /* Ends MPI (finalize, or abort the job after an error); returns rc. */
 int cli_ranks_finish(int rc);
+/*
+ * --compare: runs g (taken) op by op and with the registered passes, per
+ * feed, printing the errors per output. Returns the exit status (0 agree,
+ * 3 beyond tolerance), or -1 with *st set.
+ */
+int cli_compare(const cli_options *o, xe_graph *g, xe_status *st);
 
 /* Wall-clock times of the timed runs, in milliseconds. */
 typedef struct cli_timing {

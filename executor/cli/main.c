@@ -286,6 +286,11 @@ static int run_main(const cli_options *o)
     if (cli_rank() == 0)
         note_no_gpu(o, g);
     cli_ranks_note(g);
+    if (o->compare) {
+        free_bound(&bound);
+        rc = cli_compare(o, g, &st);
+        return rc >= 0 ? rc : fail(&st);
+    }
     xe_session_options so = {
         .place = o->place, .log_placement = o->log_placement, .profile_path = o->profile};
     run_state r = {.o = o, .s = xe_session_new(g, &so, &st), .bound = &bound};

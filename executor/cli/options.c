@@ -35,6 +35,10 @@ static const char usage[] =
     "  --log-device-placement  print 'placement: NODE OP DEVICE [CLUSTER]' per executed op\n"
     "  --profile FILE.json     write a Chrome trace, one event per op (Perfetto, "
     "chrome://tracing)\n"
+    "  --compare               run op by op and clustered (needs LD_PRELOAD=libxlac.so\n"
+    "                          XLAC_AUTO_JIT=2) on the same inputs; print max_abs/max_rel per\n"
+    "                          output; exit 3 beyond tolerance (f32: |d| <= 1e-5 + 1e-4*|ref|)\n"
+    "  --tolerance R           --compare: rtol = atol = R for float outputs\n"
     "  --to-xg FILE.xg         write the loaded graph (an imported ONNX model) as .xg text;\n"
     "                          without --feed, --save-outputs or --print-outputs, nothing runs\n"
     "  --carry OUT=IN          after each run, output OUT is input IN of the next run\n"
@@ -52,6 +56,7 @@ static const char usage[] =
     "  0  success\n"
     "  1  runtime error (an op failed, no CUDA device for --device gpu, a write failed)\n"
     "  2  usage or graph error (bad option, unreadable or invalid graph, bad input file)\n"
+    "  3  --compare: an output differs beyond tolerance\n"
     "\n"
     "With LD_PRELOAD=libxlac.so and XLAC_AUTO_JIT=1|2, xlac clusters and compiles the graph.\n";
 
@@ -163,6 +168,11 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
         return add_carry(v, o);
     } else if (!strcmp(a, "--collective-timeout")) {
         return set_timeout(v, o);
+    } else if (!strcmp(a, "--tolerance")) {
+        char *end;
+        o->tolerance = strtod(v, &end);
+        if (*end || end == v || !(o->tolerance > 0) || o->tolerance > 1e300)
+            return bad("--tolerance wants a positive number, got '%s'", v);
     } else {
         return set_device(v, o);
     }
@@ -173,7 +183,8 @@ static bool takes_value(const char *a)
 {
     static const char *const valued[] = {"--input",  "--feed",       "--save-outputs", "--profile",
                                          "--warmup", "--iterations", "--seed",         "--device",
-                                         "--to-xg",  "--carry",      "--collective-timeout"};
+                                         "--to-xg",  "--carry",      "--collective-timeout",
+                                         "--tolerance"};
     for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
         if (!strcmp(a, valued[i]))
             return true;
@@ -191,6 +202,8 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
         o->feed_shard = true;
     else if (!strcmp(a, "--save-all-ranks"))
         o->save_all_ranks = true;
+    else if (!strcmp(a, "--compare"))
+        o->compare = true;
     else if (takes_value(a)) {
         if (*i + 1 >= argc)
             return bad("%s needs a value", a);

@@ -59,4 +59,22 @@ const char *xe_capi_dtype_name(int dt);
 /* "parse error", "usage error", ... for an xe_code. */
 const char *xe_capi_code_name(int code);
 
+/*
+ * For programs xlac-compile generated (executor/aot.c): C = matmul(A, B,
+ * transpose_a, transpose_b) on host buffers in C order, dtype an xe_dtype,
+ * with the executor's CPU kernel (BLAS for f32 and f64). Returns an xe_code.
+ */
+int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int transpose_a, const void *b,
+                  int b_rank, const int64_t *b_dims, int transpose_b, void *c, int c_rank, const int64_t *c_dims);
+
+/*
+ * For programs xlac-compile generated: runs the graph in .xg text (one op
+ * that runs per op between clusters) with the executor's CPU kernels on
+ * host buffers in[] (its inputs, in order), copying its outputs into
+ * out[]. The session is made on the first call, stored in *handle (a
+ * static of the caller's, NULL at first) and kept; calls are serialized
+ * by one lock. Returns an xe_code; a failure is also one line on stderr.
+ */
+int xe_aot_graph_run(void **handle, const char *text, void *const *in, void *const *out);
+
 #endif

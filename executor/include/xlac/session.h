@@ -22,10 +22,14 @@ typedef struct xe_session_options {
     bool log_placement;      /* one "placement: NODE OP DEVICE [CLUSTER]" line per executed node */
     FILE *log;               /* where placement lines go; NULL: stderr */
     const char *profile_path;/* Chrome trace JSON written at destroy; NULL: none */
+    bool no_passes;          /* run no registered graph pass: the plain op-by-op graph (xlac-run --compare) */
 } xe_session_options;
 
 typedef struct xe_session xe_session;
 typedef struct xe_exec xe_exec;
+
+/* How many graph passes plugins registered (0: no plugin loaded, or an inactive one). */
+int xe_graph_pass_count(void);
 
 /* Takes ownership of g (also on failure). Infers, places, runs passes. */
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st);

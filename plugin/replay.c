@@ -1,0 +1,195 @@
+/*
+ * Replay folders (--dump_inputs with XLAC_DUMP_TO=DIR): the first launch of
+ * each cluster (by fingerprint: a body the process has dumped once is not
+ * dumped again) writes DIR/replay_NNNN.CLUSTER/ holding
+ *
+ *   cluster.xg    the cluster's body as a graph of its own: the values
+ *                 entering the cluster are its inputs, those leaving it
+ *                 its outputs (the executor's .xg writer)
+ *   inputs/       NAME.npy per input, the values of that first launch
+ *   command.txt   the command that replays it
+ *
+ * so that one folder reproduces a miscompile: `xlac-run cluster.xg --feed
+ * inputs` runs it op by op, the same with the plugin preloaded runs it
+ * clustered, and `--compare` runs both in one process. NNNN is the first
+ * free number, claimed by mkdir (atomic), so several processes can dump
+ * into one folder. A folder that cannot be written is one warning; the run
+ * goes on.
+ */
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "xlac/io.h"
+#include "xlac_plugin.h"
+
+#define MAX_REPLAY_DIRS 100000
+
+/* One dumped cluster. */
+struct xlac_replay {
+    char fp[40];     /* the body's fingerprint */
+    char *command;   /* the replay command */
+    bool noted;      /* its fallback note was printed */
+};
+
+/* The folder of this library (for LD_PRELOAD in the command), or "" when unknown. */
+static void plugin_path(char *buf, size_t len)
+{
+    Dl_info info;
+    buf[0] = '\0';
+    if (dladdr((void *)plugin_path, &info) && info.dli_fname && strstr(info.dli_fname, ".so"))
+        snprintf(buf, len, "%s", info.dli_fname);
+}
+
+/* mkdir DIR/replay_NNNN.NAME for the first free NNNN. */
+static xe_code claim_dir(const char *dir, const char *name, char *out, size_t len, xe_status *st)
+{
+    if (xe_mkdirs(dir, 0777, st) != XE_OK)
+        return st->code;
+    for (long k = 0; k < MAX_REPLAY_DIRS; k++) {
+        snprintf(out, len, "%s/replay_%04ld.%s", dir, k, name);
+        if (mkdir(out, 0777) == 0)
+            return XE_OK;
+        if (errno != EEXIST)
+            return xe_fail(st, XE_ERR_IO, "cannot create %s: %s", out, strerror(errno));
+    }
+    return xe_fail(st, XE_ERR_IO, "%s: no free replay folder number", dir);
+}
+
+/* inputs/NAME.npy for every body input, from the launch's tensors (copied to the host when on a GPU). */
+static xe_code write_inputs(const xe_graph *body, xe_tensor *const *in, const char *dir, xe_status *st)
+{
+    char path[8192];
+    snprintf(path, sizeof path, "%s/inputs", dir);
+    if (xe_mkdirs(path, 0777, st) != XE_OK)
+        return st->code;
+    for (int k = 0; k < body->n_inputs; k++) {
+        const char *name = body->nodes[body->inputs[k]]->name;
+        if (strchr(name, '/') || name[0] == '.')
+            return xe_fail(st, XE_ERR_IO, "input %s: its name is not a file name", name);
+        xe_tensor *t = in[k]->device == XE_DEV_CPU ? xe_tensor_retain(in[k])
+                                                   : xe_tensor_to_device(in[k], XE_DEV_CPU, st);
+        if (!t)
+            return st->code;
+        snprintf(path, sizeof path, "%s/inputs/%s.npy", dir, name);
+        xe_code c = xe_npy_write(path, t, st);
+        xe_tensor_release(t);
+        if (c != XE_OK)
+            return c;
+    }
+    return XE_OK;
+}
+
+/* The command line that replays folder dir; malloc'd. */
+static char *replay_command(const xlac_flags *f, const char *dir)
+{
+    char lib[2048], *cmd = NULL;
+    plugin_path(lib, sizeof lib);
+    const char *fast = f->xg.fast_math ? " XLAC_FLAGS=--fast_math" : "";
+    if (asprintf(&cmd, "LD_PRELOAD=%s XLAC_AUTO_JIT=2%s xlac-run %s/cluster.xg --feed %s/inputs --compare",
+                 *lib ? lib : "libxlac.so", fast, dir, dir) < 0)
+        return NULL;
+    return cmd;
+}
+
+/* Writes the folder of one cluster; *command gets its replay command. */
+static xe_code write_folder(const xlac_flags *f, const xe_graph *body, const char *name, xe_tensor *const *in,
+                            char **command, xe_status *st)
+{
+    char dir[4096], path[4200];
+    if (claim_dir(f->dump_to, name, dir, sizeof dir, st) != XE_OK)
+        return st->code;
+    snprintf(path, sizeof path, "%s/cluster.xg", dir);
+    if (xe_write_file(body, path, st) != XE_OK || write_inputs(body, in, dir, st) != XE_OK)
+        return st->code;
+    if (!(*command = replay_command(f, dir)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    size_t n = strlen(*command);
+    (*command)[n] = '\n'; /* the file gets a line; the string is restored below */
+    snprintf(path, sizeof path, "%s/command.txt", dir);
+    FILE *fp = fopen(path, "w");
+    bool ok = fp && fwrite(*command, 1, n + 1, fp) == n + 1;
+    ok = (fp && fclose(fp) == 0) && ok;
+    (*command)[n] = '\0';
+    return ok ? XE_OK : xe_fail(st, XE_ERR_IO, "cannot write %s", path);
+}
+
+/* The entry of fingerprint fp, NULL if none (lock held). */
+static xlac_replay *find(xlac_state *s, const char *fp)
+{
+    for (int i = 0; i < s->n_replays; i++)
+        if (strcmp(s->replays[i].fp, fp) == 0)
+            return &s->replays[i];
+    return NULL;
+}
+
+/* A new entry (lock held); NULL when out of memory. */
+static xlac_replay *add(xlac_state *s, const char *fp)
+{
+    if (s->n_replays == s->cap_replays) {
+        int cap = s->cap_replays ? 2 * s->cap_replays : 8;
+        xlac_replay *r = realloc(s->replays, sizeof *r * (size_t)cap);
+        if (!r)
+            return NULL;
+        s->replays = r;
+        s->cap_replays = cap;
+    }
+    xlac_replay *r = &s->replays[s->n_replays++];
+    *r = (xlac_replay){.command = NULL};
+    snprintf(r->fp, sizeof r->fp, "%s", fp);
+    return r;
+}
+
+static void fingerprint_of(const xe_node *n, char fp[40])
+{
+    const char *have = xe_node_attr_string(n, "@fingerprint", NULL);
+    if (have)
+        snprintf(fp, 40, "%s", have);
+    else
+        xg_fingerprint(n->body, fp);
+}
+
+void xlac_replay_dump(xlac_state *s, const xe_node *n, const char *name, xe_tensor *const *in)
+{
+    if (!s->flags.dump_inputs || !s->flags.dump_to)
+        return;
+    char fp[40];
+    fingerprint_of(n, fp);
+    pthread_mutex_lock(&s->replay_lock);
+    xlac_replay *r = find(s, fp) ? NULL : add(s, fp);
+    if (r) {
+        xe_status st;
+        xe_status_clear(&st);
+        if (write_folder(&s->flags, n->body, name, in, &r->command, &st) != XE_OK)
+            fprintf(stderr, "xlac: warning: %s: replay folder not written: %s\n", name, st.msg);
+        else
+            fprintf(stderr, "xlac: note: %s dumped for replay: %s\n", name, r->command);
+    }
+    pthread_mutex_unlock(&s->replay_lock);
+}
+
+void xlac_replay_note_fallback(xlac_state *s, const xe_node *n, const char *name)
+{
+    if (!s->flags.dump_inputs)
+        return;
+    char fp[40];
+    fingerprint_of(n, fp);
+    pthread_mutex_lock(&s->replay_lock);
+    xlac_replay *r = find(s, fp);
+    if (r && r->command && !r->noted) {
+        r->noted = true;
+        fprintf(stderr, "xlac: note: %s ran op by op (fallback); replay it with: %s\n", name, r->command);
+    }
+    pthread_mutex_unlock(&s->replay_lock);
+}
+
+void xlac_replay_free(xlac_state *s)
+{
+    for (int i = 0; i < s->n_replays; i++)
+        free(s->replays[i].command);
+    free(s->replays);
+    s->replays = NULL;
+    s->n_replays = s->cap_replays = 0;
+}

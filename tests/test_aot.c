@@ -1,0 +1,252 @@
+/*
+ * Ahead of time, end to end: xlac-compile writes mlp.so + mlp.h for
+ * examples/mlp.xg; the documented example program (examples/aot/mlp_main.c)
+ * is built with cc against them, run, and its output compared with
+ * xlac-run's on the inputs it saved: within 1e-5 of the op-by-op run, and
+ * bit for bit the clustered run's (the same kernels, the same BLAS calls).
+ * Also: an op between clusters runs per op inside the entry point
+ * (through libxlac_executor); an op that cannot (unique: a data-dependent
+ * shape) leaves the graph without one and a warning names it; an input
+ * with `?` dims is refused by name; and
+ * --seed-cache fills a disk cache from which the plugin's first run loads
+ * (disk_hits=1 compiles=0).
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+
+#include "xlac/io.h"
+#include "xlac/xlac.h"
+
+#define BIN XLAC_BINARY_DIR "/bin/"
+#define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
+#define SRC XLAC_SOURCE_DIR "/"
+
+#ifdef XLAC_SANITIZE
+#define ASAN_ENV "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
+#define CC_SAN " -fsanitize=address,undefined" /* mlp.so pulls in the instrumented libxlac_executor.so */
+#else
+#define ASAN_ENV ""
+#define CC_SAN ""
+#endif
+#define CLEAN_ENV "env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS -u XLAC_DUMP_TO -u XLAC_DUMP_GRAPH_PREFIX " ASAN_ENV
+
+static char tmp[256];
+
+static void make_tmp(void)
+{
+    snprintf(tmp, sizeof tmp, "/tmp/xlac_aot_XXXXXX");
+    cr_assert_not_null(mkdtemp(tmp));
+}
+
+static void remove_tmp(void)
+{
+    char cmd[400];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
+    if (system(cmd) != 0)
+        fprintf(stderr, "could not remove %s\n", tmp);
+}
+
+TestSuite(aot, .init = make_tmp, .fini = remove_tmp, .timeout = 180);
+
+static char *read_all(const char *p)
+{
+    FILE *f = fopen(p, "rb");
+    if (!f)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *s = malloc((size_t)n + 1);
+    size_t got = fread(s, 1, (size_t)n, f);
+    s[got] = '\0';
+    fclose(f);
+    return s;
+}
+
+/* Runs cmd in the test folder with a clean environment plus env_words; output (both streams) in *out. */
+static int sh(const char *env_words, const char *cmd, char **out)
+{
+    char *line = NULL, log[300];
+    snprintf(log, sizeof log, "%s/.log", tmp);
+    cr_assert_geq(asprintf(&line, "cd '%s' && " CLEAN_ENV "%s %s >'%s' 2>&1", tmp, env_words, cmd, log), 0);
+    int status = system(line);
+    free(line);
+    *out = read_all(log);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+static xe_tensor *load(const char *name)
+{
+    char p[400];
+    xe_status st;
+    xe_status_clear(&st);
+    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    xe_tensor *t = xe_npy_read(p, &st);
+    cr_assert_not_null(t, "%s: %s", p, st.msg);
+    return t;
+}
+
+#define FEEDS " --input x=x.npy --input w1=w1.npy --input b1=b1.npy --input w2=w2.npy --input b2=b2.npy"
+
+Test(aot, example_program_matches_xlac_run)
+{
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile " SRC "examples/mlp.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "out/mlp.so: the whole graph as one entry point (declared in out/mlp.h)"), "%s", o);
+    free(o);
+    char *h = NULL;
+    char hp[400];
+    snprintf(hp, sizeof hp, "%s/out/mlp.h", tmp);
+    cr_assert_not_null(h = read_all(hp));
+    cr_assert(strstr(h, "int mlp_run(") && strstr(h, "const float *x /* f32[64,128] */") &&
+              strstr(h, "float *y /* f32[64,128] */") && strstr(h, "#define MLP_Y_DIM1 128"), "%s", h);
+    free(h);
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Wextra -Werror" CC_SAN " -I out " SRC "examples/aot/mlp_main.c out/mlp.so "
+                        "-Wl,-rpath,\"$PWD/out\" -lm -o mlp_main && ./mlp_main", &o), 0, "%s", o);
+    free(o);
+    cr_assert_eq(sh("", BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs plain", &o), 0, "%s", o);
+    free(o);
+    cr_assert_eq(sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS=--disk_cache=0",
+                    BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs jit", &o), 0, "%s", o);
+    free(o);
+    xe_tensor *got = load("y.npy"), *plain = load("plain/y.npy"), *jit = load("jit/y.npy");
+    cr_assert_eq(got->nbytes, plain->nbytes);
+    const float *g = got->data, *p = plain->data;
+    double max_err = 0;
+    for (size_t i = 0; i < got->nbytes / sizeof(float); i++) {
+        cr_assert(!isnan(g[i]), "y[%zu] is NaN", i);
+        max_err = fmax(max_err, fabs((double)g[i] - p[i]) / fmax(1.0, fabs(p[i])));
+    }
+    cr_assert_leq(max_err, 1e-5, "max error %g against the op-by-op run", max_err);
+    cr_assert(memcmp(got->data, jit->data, got->nbytes) == 0, "the entry point differs from the clustered run");
+    xe_tensor_release(got);
+    xe_tensor_release(plain);
+    xe_tensor_release(jit);
+}
+
+Test(aot, per_op_nodes_and_unknown_dims_are_refused_by_name)
+{
+    char gp[400];
+    snprintf(gp, sizeof gp, "%s/u.xg", tmp);
+    FILE *f = fopen(gp, "w");
+    cr_assert_not_null(f);
+    fputs("xlac.graph v1\ninput x: f32[8]\na = mul(x, x)\nb = add(a, x)\nu = unique(b)\nc = exp(u)\noutput c\n", f);
+    fclose(f);
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile u.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "warning: u.xg: no ahead-of-time entry point: node u (unique) at u.xg:5 has a data-dependent "
+                        "output shape"), "%s", o);
+    free(o);
+    cr_assert_eq(sh("", "test ! -e out/u.so && test ! -e out/u.h", &o), 0, "an entry point was written");
+    free(o);
+    int rc = sh("", BIN "xlac-compile " SRC "examples/dynamic.xg --target c --out dyn", &o);
+    cr_assert_eq(rc, 2, "%s", o);
+    cr_assert(strstr(o, "input x is f32[?,"), "%s", o);
+    free(o);
+}
+
+Test(aot, seed_cache_makes_the_first_run_load)
+{
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile " SRC "examples/mlp.xg " SRC "examples/softmax.xg --target c --out out "
+                        "--seed-cache cache", &o), 0, "%s", o);
+    free(o);
+    const char *graphs[] = {"mlp", "softmax"};
+    for (int i = 0; i < 2; i++) {
+        char cmd[400];
+        snprintf(cmd, sizeof cmd, BIN "xlac-run " SRC "examples/%s.xg", graphs[i]);
+        cr_assert_eq(sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=cache --stats'", cmd, &o), 0,
+                     "%s", o);
+        cr_assert(strstr(o, " compiles=0 ") && strstr(o, " disk_hits=1 ") && strstr(o, " fallbacks=0 "), "%s: %s",
+                  graphs[i], o);
+        free(o);
+    }
+}
+
+/* Two clusters (two unconnected parts), a constant, and an output that is an input, through a C caller. */
+Test(aot, two_clusters_a_constant_and_a_passthrough_output)
+{
+    char p[400];
+    snprintf(p, sizeof p, "%s/two.xg", tmp);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("xlac.graph v1\ninput x: f32[4,3]\ninput y: f32[4,3]\na = mul(x, x)\nb = add(a, x)\nc = sub(y, x)\n"
+          "k = const(f32[3], [1, 2, 3])\nd = mul(c, k)\ne = add(d, y)\noutput b\noutput e\noutput x\n",
+          f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/main.c", tmp);
+    f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("#include <stdio.h>\n#include \"two.h\"\n"
+          "int main(void) {\n"
+          "    float x[TWO_X_SIZE], y[TWO_Y_SIZE], b[TWO_B_SIZE], e[TWO_E_SIZE], xo[TWO_X_OUT_SIZE];\n"
+          "    for (int i = 0; i < 12; i++) { x[i] = 0.5f * i; y[i] = i - 3.0f; }\n"
+          "    if (two_run(x, y, b, e, xo)) return 1;\n"
+          "    for (int i = 0; i < 12; i++) {\n"
+          "        float k = (float)(i % 3 + 1);\n"
+          "        if (b[i] != x[i] * x[i] + x[i] || e[i] != (y[i] - x[i]) * k + y[i] || xo[i] != x[i]) {\n"
+          "            printf(\"wrong at %d: %g %g %g\\n\", i, b[i], e[i], xo[i]); return 1; }\n"
+          "    }\n"
+          "    printf(\"ok\\n\");\n    return 0;\n}\n",
+          f);
+    fclose(f);
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile two.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "cluster_1") && strstr(o, "out/two.so: the whole graph"), "%s", o);
+    free(o);
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -ffp-contract=off -I out main.c out/two.so -Wl,-rpath,\"$PWD/out\" "
+                        "-o two && ./two", &o), 0, "%s", o);
+    cr_assert(strstr(o, "ok"), "%s", o);
+    free(o);
+    /* an unusable seed folder stops xlac-compile before anything compiles */
+    int rc = sh("", BIN "xlac-compile two.xg --target c --out out2 --seed-cache /dev/null/cache", &o);
+    cr_assert_eq(rc, 2, "%s", o);
+    cr_assert(strstr(o, "--seed-cache /dev/null/cache: not a folder that can be written"), "%s", o);
+    free(o);
+}
+
+/* cluster, tile (per op, through libxlac_executor), cluster; tile's value is an output too. */
+Test(aot, per_op_step_between_clusters)
+{
+    char p[400];
+    snprintf(p, sizeof p, "%s/mid.xg", tmp);
+    FILE *f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("xlac.graph v1\ninput x: f32[4,3]\na = mul(x, x)\nb = add(a, x)\nt = tile(b, repeats=[2, 1])\n"
+          "c = exp(t)\nd = mul(c, c)\ne = sub(d, c)\noutput e\noutput t\n",
+          f);
+    fclose(f);
+    snprintf(p, sizeof p, "%s/main.c", tmp);
+    f = fopen(p, "w");
+    cr_assert_not_null(f);
+    fputs("#include <math.h>\n#include <stdio.h>\n#include \"mid.h\"\n"
+          "int main(void) {\n"
+          "    float x[MID_X_SIZE], e[MID_E_SIZE], t[MID_T_SIZE];\n"
+          "    for (int i = 0; i < MID_X_SIZE; i++) x[i] = 0.25f * i - 1.0f;\n"
+          "    if (mid_run(x, e, t)) return 1;\n"
+          "    for (int i = 0; i < MID_T_SIZE; i++) {\n"
+          "        double b = (double)x[i % 12] * x[i % 12] + x[i % 12], c = exp(b), want = c * c - c;\n"
+          "        if (t[i] != (float)b || fabs(e[i] - want) > 1e-5 * fabs(want) + 1e-6) {\n"
+          "            printf(\"wrong at %d: %g %g (want %g %g)\\n\", i, t[i], e[i], b, want); return 1; }\n"
+          "    }\n"
+          "    printf(\"ok\\n\");\n    return 0;\n}\n",
+          f);
+    fclose(f);
+    char *o = NULL;
+    cr_assert_eq(sh("", BIN "xlac-compile mid.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert(strstr(o, "out/mid.so: the whole graph"), "%s", o);
+    free(o);
+    snprintf(p, sizeof p, "%s/out/mid.c", tmp);
+    char *src = read_all(p);
+    cr_assert(src && strstr(src, "t = tile, per op (libxlac_executor)") && strstr(src, "xe_aot_graph_run(&h, text"),
+              "%s", src);
+    free(src);
+    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -I out main.c out/mid.so -Wl,-rpath,\"$PWD/out\" -lm -o mid "
+                        "&& ./mid", &o), 0, "%s", o);
+    cr_assert(strstr(o, "ok"), "%s", o);
+    free(o);
+}
