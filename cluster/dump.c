@@ -3,7 +3,8 @@
  * @cluster / @reason (a valid .xg once written), the same picture as
  * Graphviz (clusters as filled subgraphs, unclustered ops grey with their
  * reason, edges labelled with tensor types), and the summary (counts, an
- * op histogram per cluster, unclustered ops by op and by reason).
+ * op histogram per cluster, unclustered ops by op, and by reason with the
+ * name of every node left out for it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -193,11 +194,35 @@ static void hist_add(hist *h, const char *key)
     h->counts[j] = 1;
 }
 
+/* "exp (1), neg (2)": counts in parentheses, apart from names that may end in digits (atan2). */
 static void hist_print(FILE *f, const hist *h)
 {
     for (int i = 0; i < h->n; i++)
-        fprintf(f, "%s%s %d", i ? ", " : "", h->keys[i], h->counts[i]);
+        fprintf(f, "%s%s (%d)", i ? ", " : "", h->keys[i], h->counts[i]);
     fprintf(f, "%s\n", h->n ? "" : "none");
+}
+
+static bool left_out(const xe_graph *g, const xc_clustering *c, int i)
+{
+    return i < c->n_nodes && c->cluster[i] < 0 && g->nodes[i]->op != XE_OP_INPUT;
+}
+
+static const char *reason_of(const xc_clustering *c, int i)
+{
+    return c->reason[i] ? c->reason[i] : "unknown";
+}
+
+/* One line per reason: "    REASON (N): name, name" with every node left out for it. */
+static void print_reasons(FILE *f, const xe_graph *g, const xc_clustering *c, const hist *by_reason)
+{
+    for (int k = 0; k < by_reason->n; k++) {
+        fprintf(f, "    %s (%d): ", by_reason->keys[k], by_reason->counts[k]);
+        int shown = 0;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (left_out(g, c, i) && strcmp(reason_of(c, i), by_reason->keys[k]) == 0)
+                fprintf(f, "%s%s", shown++ ? ", " : "", g->nodes[i]->name);
+        fprintf(f, "\n");
+    }
 }
 
 static void summary_cluster(FILE *f, const xe_graph *g, const xc_cluster *cl)
@@ -209,7 +234,7 @@ static void summary_cluster(FILE *f, const xe_graph *g, const xc_cluster *cl)
         return;
     }
     for (int j = 0; j < cl->n_nodes; j++)
-        hist_add(&h, xe_op_name(g->nodes[cl->nodes[j]]->op));
+        hist_add(&h, xe_node_op_name(g->nodes[cl->nodes[j]]));
     fprintf(f, "%s: %d ops on %s%s: ", cl->name, cl->n_nodes, xc_xla_device_name(cl->device),
             cl->must_compile ? " (jit block, must compile)" : "");
     hist_print(f, &h);
@@ -223,17 +248,17 @@ static void summary_unclustered(FILE *f, const xe_graph *g, const xc_clustering 
     bool ok = ok_op && ok_reason; /* both initialised either way: both are freed below */
     int n = 0;
     for (int i = 0; ok && i < g->n_nodes; i++) {
-        if (c->cluster[i] >= 0 || g->nodes[i]->op == XE_OP_INPUT)
+        if (!left_out(g, c, i))
             continue;
         n++;
-        hist_add(&by_op, xe_op_name(g->nodes[i]->op));
-        hist_add(&by_reason, c->reason[i] ? c->reason[i] : "unknown");
+        hist_add(&by_op, xe_node_op_name(g->nodes[i]));
+        hist_add(&by_reason, reason_of(c, i));
     }
     if (ok) {
         fprintf(f, "ops not clustered: %d\n  by op: ", n);
         hist_print(f, &by_op);
-        fprintf(f, "  by reason: ");
-        hist_print(f, &by_reason);
+        fprintf(f, "  by reason:%s\n", by_reason.n ? "" : " none");
+        print_reasons(f, g, c, &by_reason);
     } else {
         fprintf(f, "ops not clustered: out of memory\n");
     }

@@ -35,6 +35,8 @@
 #define XC_REASON_INPUT "graph input"
 #define XC_REASON_CONSTANT "constant"
 #define XC_REASON_AUTO_OFF "auto-clustering off"
+#define XC_REASON_COMPOSITE "composite node (its body is clustered on its own)"
+#define XC_REASON_TUPLE "element of a composite node's outputs"
 
 /*
  * Can node n of g be compiled on dev? must_compile: n lies in a jit block

@@ -248,14 +248,19 @@ xg_cache *xg_cache_new(const xg_options *o, xe_status *st)
     return c;
 }
 
+void xg_cache_wait(xg_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->async_running > 0)
+        pthread_cond_wait(&c->async_done, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
 void xg_cache_destroy(xg_cache *c)
 {
     if (!c)
         return;
-    pthread_mutex_lock(&c->lock);
-    while (c->async_running > 0) /* background compiles finish first */
-        pthread_cond_wait(&c->async_done, &c->lock);
-    pthread_mutex_unlock(&c->lock);
+    xg_cache_wait(c); /* background compiles finish first */
     entry *e, *t;
     HASH_ITER(hh, c->entries, e, t) {
         HASH_DEL(c->entries, e);

@@ -82,6 +82,8 @@ typedef struct xg_cache xg_cache;
 xg_cache *xg_cache_new(const xg_options *o, xe_status *st);
 void xg_cache_destroy(xg_cache *c);
 void xg_cache_stats(xg_cache *c, xg_stats *out);
+/* Waits until no background compile (--async_compilation) is running, so that stats are final. */
+void xg_cache_wait(xg_cache *c);
 
 typedef enum xg_outcome {
     XG_RAN,      /* outputs filled by compiled code */

@@ -58,12 +58,16 @@ uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
     return &e->counter;
 }
 
-/* One note when a dump names a composite op that no plugin registered. */
+/*
+ * One note when a dump names the plugin's launch op (xlac_launch) and no
+ * plugin registered it. A user's own composite (`f = block(x) {...}`) is
+ * an ordinary `call` and gets no note.
+ */
 static void note_unregistered(const xe_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const char *op = xe_node_attr_string(g->nodes[i], "@op", NULL);
-        if (g->nodes[i]->op == XE_OP_CALL && op) {
+        if (g->nodes[i]->op == XE_OP_CALL && op && !strncmp(op, "xlac_", 5)) {
             fprintf(stderr, "xlac: note: op '%s' is not registered (is libxlac.so loaded?); "
                             "running its body op by op\n", op);
             return;

@@ -51,7 +51,8 @@ static const flag_row rows[] = {
     {"clustering_debug", FLAG_BOOL, AT(clustering_debug), 0, "false",
      "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there"},
     {"stats", FLAG_BOOL, AT(stats), 0, "false",
-     "at exit print one line: clusters, launches, compiles, cache hits, fallbacks"},
+     "at exit print two lines: 'xlac: stats' (clusters, launches, compiles, cache and disk hits, "
+     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)"},
     {"codegen", FLAG_BOOL, AT(codegen), 0, "true",
      "false: clusters always run with the executor's per-op kernels"},
     {"fast_math", FLAG_BOOL, AT(xg.fast_math), 0, "false",

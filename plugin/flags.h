@@ -24,7 +24,7 @@ typedef struct xlac_flags {
     int n_ops_to_exclude;
     long long clustering_fuel; /* --clustering_fuel (default -1: no limit) */
     bool clustering_debug;     /* --clustering_debug: dumps and summary */
-    bool stats;                /* --stats: one line at exit */
+    bool stats;                /* --stats: two lines at exit (stats, timing) */
     bool codegen;              /* --codegen=0: launch ops always run per op */
     bool help;                 /* --help: print the flags and exit 0 */
     char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */

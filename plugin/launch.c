@@ -78,6 +78,14 @@ bool xlac_made_clusters(xlac_state *s)
     return atomic_load(&s->n_clusters) > 0 || atomic_load(&s->n_launches) > 0;
 }
 
+void xlac_launch_drain(xlac_state *s)
+{
+    pthread_mutex_lock(&s->cache_lock);
+    if (s->cache)
+        xg_cache_wait(s->cache);
+    pthread_mutex_unlock(&s->cache_lock);
+}
+
 void xlac_print_stats(xlac_state *s, FILE *out)
 {
     xg_stats cs = {0};

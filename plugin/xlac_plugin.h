@@ -27,7 +27,7 @@ typedef struct xlac_state {
     xlac_flags flags;             /* the configuration, once installed */
     bool installed;               /* flags hold the configuration */
     int launch_op;                /* xlac_launch's op id, -1 before registration */
-    atomic_bool warned_no_prefix; /* the --clustering_debug note is printed once */
+    atomic_bool warned_no_prefix; /* the note on --clustering_debug vs XLAC_DUMP_GRAPH_PREFIX: once */
     pthread_mutex_t cache_lock;   /* guards cache and cache_failed */
     xg_cache *cache;              /* created by the first launch from flags.xg */
     bool cache_failed;            /* creation failed once: clusters stay per op */
@@ -65,6 +65,8 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
 bool xlac_made_clusters(xlac_state *s);
 /* "xlac: stats clusters=... launches=... ..." */
 void xlac_print_stats(xlac_state *s, FILE *out);
+/* Waits for the background compiles still running (--async_compilation), so that stats are final. */
+void xlac_launch_drain(xlac_state *s);
 /* Frees the compilation cache (launch.c). */
 void xlac_launch_shutdown(xlac_state *s);
 /* Frees the compilation cache and the flags (at exit); no session may run after. */

@@ -68,6 +68,23 @@ static void note_no_gpu(const cli_options *o, const xe_graph *g)
 #endif
 }
 
+/*
+ * XLAC_AUTO_JIT=1|2 or XLAC_FLAGS set while libxlac.so is not in the
+ * process (no xlac_launch op registered) would do nothing: say so, once.
+ */
+static void note_no_plugin(void)
+{
+    const char *jit = getenv("XLAC_AUTO_JIT"), *flags = getenv("XLAC_FLAGS");
+    bool asked = (jit && *jit && strcmp(jit, "0") != 0) || (flags && *flags);
+    if (!asked || xe_op_find("xlac_launch", strlen("xlac_launch")) >= 0)
+        return;
+    fprintf(stderr, "xlac-run: warning: %s%s%s is set but libxlac.so is not loaded: nothing is clustered "
+                    "(run with LD_PRELOAD=/path/to/libxlac.so)\n",
+            jit && *jit && strcmp(jit, "0") != 0 ? "XLAC_AUTO_JIT" : "",
+            jit && *jit && strcmp(jit, "0") != 0 && flags && *flags ? " and " : "",
+            flags && *flags ? "XLAC_FLAGS" : "");
+}
+
 /* The session writes the profile at the end: find out now if it cannot. */
 static xe_code check_profile_path(const char *path, xe_status *st)
 {
@@ -233,6 +250,7 @@ int main(int argc, char **argv)
         return rc;
     }
     note_no_gpu(&o, g);
+    note_no_plugin();
     xe_session_options so = {
         .place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
     run_state r = {.o = &o, .s = xe_session_new(g, &so, &st), .bound = &bound};
