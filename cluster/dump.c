@@ -283,3 +283,71 @@ void xc_write_summary(FILE *f, const xe_graph *g, const xc_clustering *c, int se
         summary_cluster(f, g, &c->clusters[k]);
     summary_unclustered(f, g, c);
 }
+
+/* ---- the summary as JSON (for --summary=FILE.json) --------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* "left_out": {"REASON": ["name", ...], ...}, reasons sorted. */
+static void json_left_out(FILE *f, const xe_graph *g, const xc_clustering *c)
+{
+    hist h;
+    bool ok = hist_init(&h, g->n_nodes);
+    for (int i = 0; ok && i < g->n_nodes; i++)
+        if (left_out(g, c, i))
+            hist_add(&h, reason_of(c, i));
+    fputs("\"left_out\":{", f);
+    for (int k = 0; ok && k < h.n; k++) {
+        fputs(k ? "," : "", f);
+        json_str(f, h.keys[k]);
+        fputs(":[", f);
+        int shown = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (left_out(g, c, i) && strcmp(reason_of(c, i), h.keys[k]) == 0) {
+                fputs(shown++ ? "," : "", f);
+                json_str(f, g->nodes[i]->name);
+            }
+        }
+        fputs("]", f);
+    }
+    fputs("}", f);
+    hist_free(&h);
+}
+
+void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id, const char *owner)
+{
+    int ops = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        ops += g->nodes[i]->op != XE_OP_INPUT;
+    fprintf(f, "{\"session\":%d,\"file\":", session_id);
+    json_str(f, g->file ? g->file : "");
+    fputs(",\"composite\":", f);
+    if (owner)
+        json_str(f, owner);
+    else
+        fputs("null", f);
+    fprintf(f, ",\"ops\":%d,\"clusters\":[", ops);
+    for (int k = 0; k < c->n_clusters; k++) {
+        const xc_cluster *cl = &c->clusters[k];
+        fputs(k ? ",{\"name\":" : "{\"name\":", f);
+        json_str(f, cl->name);
+        fprintf(f, ",\"ops\":%d,\"device\":\"%s\",\"must_compile\":%s}", cl->n_nodes,
+                xc_xla_device_name(cl->device), cl->must_compile ? "true" : "false");
+    }
+    fputs("],", f);
+    json_left_out(f, g, c);
+    fputs("}", f);
+}

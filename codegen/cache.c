@@ -31,6 +31,7 @@
 #include "compile.h"
 #include "plan.h"
 #include "xlac/op.h"
+#include "xlac/trace.h"
 
 #define KEY_VERSION "xlac-cache-v4"
 
@@ -368,6 +369,9 @@ static void job_free(job *j)
 static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
 {
     xg_artifact *a = NULL;
+    const xg_options *o = &j->c->o;
+    if (o->on_compile)
+        o->on_compile(o->on_compile_user, j->name, true);
     double t0 = now_ms();
     /* with a dump folder every signature is built here, so that its dump is whole (source, plan, log) */
     *disk_hit = !j->c->o.dump_dir && xg_disk_load(&j->c->disk, j->key, j->target, &a);
@@ -396,6 +400,10 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
     }
     *ms = now_ms() - t0;
     xg_artifact_destroy(a);
+    if (xe_trace_on())
+        xg_trace_compile(j->name, j->target, o->cc, *disk_hit, j->key, t0, *ms, code == XE_OK);
+    if (o->on_compile)
+        o->on_compile(o->on_compile_user, j->name, false);
     return code;
 }
 
@@ -434,6 +442,8 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
 static void *async_main(void *arg)
 {
     job *j = arg;
+    if (xe_trace_on())
+        xe_trace_name_thread("xlac compile");
     xg_program *prog = NULL;
     bool disk = false;
     double ms = 0;
@@ -540,8 +550,19 @@ static bool claim_compile(xg_cache *c, cluster_state *s, entry *e, const char *n
     return true;
 }
 
+#define WHY_OOM "out of memory"
+#define WHY_FAILED "failed to compile earlier"
+#define WHY_COMPILING "being compiled (by another thread, or in the background)"
+#define WHY_THRESHOLD "seen fewer than --compile_threshold times"
+#define WHY_BUDGET "compiled --max_compiles_per_cluster times already"
+#define WHY_ASYNC "compiling in the background (--async_compilation)"
+#define WHY_COMPILE "compile failed"
+#define WHY_SHAPES "the program cannot serve these shapes"
+#define WHY_RUN "the compiled program failed to run"
+
+/* Where decide answers FALLBACK, *why says why (one of the WHY_ phrases above). */
 static decision decide(xg_cache *c, const char *fp, const char *name, const xe_graph *body, xe_tensor *const *in, int n,
-                       xg_target target, int arch, bool must, xe_text *key, entry **out)
+                       xg_target target, int arch, bool must, xe_text *key, entry **out, const char **why)
 {
     cluster_state *s = cluster_get(c, fp, name);
     if (s && same_as_last_hit(s, in, n, target, arch)) {
@@ -551,6 +572,7 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
     }
     signature_key(c, fp, in, n, NULL, target, arch, key);
     entry *e = key->oom ? NULL : entry_get(c, key->buf);
+    *why = WHY_OOM;
     if (!s || !e)
         return FALLBACK;
     bool new_sig = e->seen == 0;
@@ -563,19 +585,22 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
         signature_key(c, fp, in, n, pat, target, arch, key);
         int seen = e->seen;
         if (key->oom || !(e = entry_get(c, key->buf)))
-            return FALLBACK;
+            return FALLBACK; /* *why: WHY_OOM */
         if (e->seen < seen)
             e->seen = seen;
     }
     *out = e;
+    *why = e->failed ? WHY_FAILED : WHY_COMPILING;
     if (e->failed || (e->compiling && !e->prog))
         return FALLBACK;
     if (e->prog) {
         remember_hit(s, e, key->buf, in, n, target, arch);
         return RUN;
     }
+    *why = WHY_THRESHOLD;
     if (e->seen < c->o.compile_threshold && !must)
         return FALLBACK;
+    *why = WHY_BUDGET;
     return claim_compile(c, s, e, name, must) ? COMPILE : FALLBACK;
 }
 
@@ -685,6 +710,15 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                        xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
                        xg_outcome *outcome, xe_status *st)
 {
+    xg_run_info info;
+    return xg_run_cluster_info(c, body, fingerprint, cluster_name, dev, inputs, outputs, must_compile, outcome,
+                               &info, st);
+}
+
+xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
+                            xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
+                            xg_outcome *outcome, xg_run_info *info, xe_status *st)
+{
     xg_target target = xg_target_for_device(dev);
     int arch = xg_backend_for(target)->device_arch();
     char fp[40];
@@ -695,21 +729,30 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     xe_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;
+    *info = (xg_run_info){.reason = NULL};
     /* 1. decide under the lock */
     pthread_mutex_lock(&c->lock);
-    decision d = decide(c, fp, cluster_name, body, inputs, body->n_inputs, target, arch, must_compile, &key, &e);
+    decision d = decide(c, fp, cluster_name, body, inputs, body->n_inputs, target, arch, must_compile, &key, &e,
+                        &info->reason);
     bool failed_before = d == FALLBACK && e && e->failed;
     xg_program *prog = d == RUN ? e->prog : NULL;
     if (d == RUN)
         c->stats.cache_hits++;
     pthread_mutex_unlock(&c->lock);
     const char *k = key.buf ? key.buf : "";
+    snprintf(info->signature, sizeof info->signature, "%s", k);
+    info->hit = d == RUN;
     xe_code code = XE_OK;
     if (failed_before && must_compile)
         code = xe_fail(st, XE_ERR_COMPILE, "failed to compile earlier");
     /* 2. compile without it */
-    if (code == XE_OK && d == COMPILE)
+    if (code == XE_OK && d == COMPILE) {
+        double t0 = now_ms();
         code = compile_signature(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, st);
+        info->compile_ms = now_ms() - t0;
+        info->compiled = prog != NULL;
+        info->reason = prog ? NULL : c->o.async_compilation && !must_compile ? WHY_ASYNC : WHY_COMPILE;
+    }
     /* 3. run, or leave it to the per-op path; a call the program cannot serve
           (XE_ERR_UNSUPPORTED) goes to this signature's own program if this one
           was shape-generic, else per op, quietly (an empty max: per op says why) */
@@ -723,6 +766,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                                   : XE_OK;
     }
     if (code == XE_OK && r != XE_OK) {
+        info->reason = r == XE_ERR_UNSUPPORTED ? WHY_SHAPES : WHY_RUN;
         if (r == XE_ERR_UNSUPPORTED) {
             xe_status_clear(st);
         } else if (must_compile) {
@@ -738,5 +782,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
         return xe_status_prefix(st, "%s (must compile): ", cluster_name);
     count(c, prog ? &c->stats.launches : &c->stats.fallbacks);
     *outcome = prog ? XG_RAN : XG_FALLBACK;
+    if (!prog && !info->reason)
+        info->reason = WHY_SHAPES;
     return XE_OK;
 }

@@ -72,6 +72,11 @@ static const flag_row rows[] = {
      "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit"},
     {"compile_timeout_s", FLAG_INT, AT(xg.compile_timeout_s), 0, "120",
      "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit"},
+    {"trace", FLAG_STRING, AT(trace_path), 0, "(none)",
+     "write a timeline of the process to FILE.json at exit (Chrome trace-event JSON: ui.perfetto.dev)"},
+    {"summary", FLAG_STRING, AT(summary_path), 0, "(none)",
+     "write FILE.json at exit: nodes left out by reason, per cluster launches, hits, compile and launch "
+     "times, and the run's share of time in clusters, per-op kernels and compiling"},
     {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit"},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
@@ -93,6 +98,9 @@ void xlac_flags_free(xlac_flags *f)
         free(f->ops_to_exclude[i]);
     free(f->ops_to_exclude);
     free(f->dump_graph_prefix);
+    free(f->trace_path);
+    free(f->summary_path);
+    f->trace_path = f->summary_path = NULL;
     free(f->cache_dir);
     free(f->dump_to);
     free(f->cc);

@@ -27,6 +27,8 @@ typedef struct xlac_flags {
     bool stats;                /* --stats: two lines at exit (stats, timing) */
     bool codegen;              /* --codegen=0: launch ops always run per op */
     bool help;                 /* --help: print the flags and exit 0 */
+    char *trace_path;          /* --trace=FILE.json: the process's timeline; NULL: none */
+    char *summary_path;        /* --summary=FILE.json: clustering and per-cluster report at exit; NULL: none */
     char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
     xg_options xg;             /* the code generator's flags */
     char *cache_dir;           /* owns xg.cache_dir (--cache_dir or its default) */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "xlac/session.h"
+#include "xlac/trace.h"
 #include "xlac_plugin.h"
 
 /* The state's cache, NULL when codegen is off or unavailable. */
@@ -54,23 +55,33 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
         return xe_fail(st, XE_ERR_RUNTIME, "xlac_launch %s: %d outputs expected, %d given", n->name,
                        n->body->n_outputs, n_outs);
     atomic_fetch_add(&s->n_launches, 1);
+    bool timed = xlac_report_timed(s); /* off: this branch is all a launch pays for reports */
+    xlac_launch_info li = {.t0 = timed ? xe_now_us() : 0,
+                           .why = s->flags.codegen ? "no compilation cache" : "--codegen=0"};
     xg_cache *c = get_cache(s);
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
-        if (xg_run_cluster(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name, n->device,
-                           a->in, outs, must, &outcome, st) != XE_OK)
+        if (xg_run_cluster_info(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name, n->device,
+                                a->in, outs, must, &outcome, &li.info, st) != XE_OK)
             return st->code;
         if (outcome == XG_RAN) {
             log_compiled(a, name);
+            if (timed)
+                xlac_report_launch(s, n, name, &(xlac_launch_info){.info = li.info, .ran = true, .t0 = li.t0});
             return XE_OK;
         }
+        li.why = li.info.reason;
         for (int i = 0; i < n_outs; i++) { /* whatever a fallback left behind */
             xe_tensor_release(outs[i]);
             outs[i] = NULL;
         }
     }
     atomic_fetch_add(&s->n_fallbacks, 1);
-    return xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
+    li.t_fallback = timed ? xe_now_us() : 0;
+    xe_code code = xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
+    if (timed)
+        xlac_report_launch(s, n, name, &li);
+    return code;
 }
 
 bool xlac_made_clusters(xlac_state *s)

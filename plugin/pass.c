@@ -18,6 +18,7 @@
 #include "xlac/io.h"
 #include "xlac/op.h"
 #include "xlac/text.h"
+#include "xlac/trace.h"
 #include "xlac_plugin.h"
 
 /* ---- the predicate ---------------------------------------------------------- */
@@ -188,6 +189,8 @@ static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, const cha
         dump_failed(st);
     if (code == XE_OK && s->flags.clustering_debug && dump_summary(s, g, c, id, owner, dumps, st) != XE_OK)
         dump_failed(st);
+    if (code == XE_OK)
+        xlac_report_graph(s, g, c, id, owner);
     xc_clustering_destroy(c);
     return code;
 }
@@ -297,6 +300,7 @@ void xlac_state_init(xlac_state *s)
     memset(s, 0, sizeof *s);
     s->launch_op = -1;
     pthread_mutex_init(&s->cache_lock, NULL);
+    pthread_mutex_init(&s->report_lock, NULL);
 }
 
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
@@ -308,12 +312,20 @@ xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
     s->flags = *f;
     memset(f, 0, sizeof *f);
     s->installed = true;
-    return XE_OK;
+    return xlac_report_setup(s, st);
 }
 
 void xlac_plugin_shutdown(xlac_state *s)
 {
     xlac_launch_shutdown(s);
+    if (s->tracing) { /* after the cache: background compiles are in it */
+        xe_status st;
+        xe_status_clear(&st);
+        if (xe_trace_stop(&st) != XE_OK)
+            fprintf(stderr, "xlac: warning: %s\n", st.msg);
+        s->tracing = false;
+    }
+    xlac_report_free(s);
     if (s->installed)
         xlac_flags_free(&s->flags);
     s->installed = false;

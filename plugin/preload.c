@@ -54,6 +54,7 @@ __attribute__((destructor)) static void xlac_preload_fini(void)
     /* off, and no jit block: nothing observable, not even the stats line */
     if (state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state)))
         xlac_print_stats(&state, stderr);
+    xlac_report_write(&state);
     xlac_plugin_shutdown(&state);
 }
 

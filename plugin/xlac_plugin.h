@@ -17,6 +17,26 @@
 #include "xc.h"
 #include "xlac/plugin.h"
 
+/* Per cluster (by name), for --summary (report.c, summary.c). */
+typedef struct xlac_cluster_report {
+    char *name;
+    int ops;
+    unsigned long long launches, hits, compiled, fallbacks;
+    double launch_us;  /* every launch, compiles and fallbacks included */
+    double hit_us;     /* launches that ran a program already in memory */
+    double compile_us; /* compiles (and disk loads) inside launches */
+    double ran_us;     /* launches that ran compiled code, their compiles left out */
+} xlac_cluster_report;
+
+/* One launch, as the trace and the summary see it (launch.c to report.c). */
+typedef struct xlac_launch_info {
+    xg_run_info info;  /* what the cache did */
+    bool ran;          /* compiled code ran (else the body ran per op) */
+    const char *why;   /* !ran: the reason */
+    double t0;         /* the launch began (xe_now_us) */
+    double t_fallback; /* !ran: the per-op run began */
+} xlac_launch_info;
+
 /*
  * What the plugin keeps for its process: the flags, the launch op's id,
  * the compilation cache and the --stats counters. libxlac.so's entry
@@ -34,6 +54,13 @@ typedef struct xlac_state {
     atomic_ullong n_clusters;     /* clusters built by the pass */
     atomic_ullong n_launches;     /* launch op executions */
     atomic_ullong n_fallbacks;    /* of which ran per op */
+    atomic_ullong n_compiling;    /* compiles begun (the terminal's progress line) */
+    bool tracing;                 /* --trace started the process's trace */
+    pthread_mutex_t report_lock;  /* guards graphs and reports */
+    char **graphs;                /* --summary: each clustered graph's summary as JSON */
+    int n_graphs;
+    xlac_cluster_report *reports; /* --summary: per cluster */
+    int n_reports;
 } xlac_state;
 
 /* An empty state: not installed, nothing registered. */
@@ -60,6 +87,18 @@ void xlac_cluster_options(const xlac_flags *f, xc_options *o);
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st);
 /* The launch op's composite kernel (a->op_user: the xlac_state). */
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st);
+
+/* Reports (report.c, summary.c): the trace, the progress line and the summary's state, at install. */
+xe_code xlac_report_setup(xlac_state *s, xe_status *st);
+/* --summary: keeps the clustering summary of g (owner: the composite whose body g is, or NULL). */
+void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, const char *owner);
+/* A launch of node n is over: its trace slices and its counts. Call only when li->t0 was taken. */
+void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name, const xlac_launch_info *li);
+/* Whether launches are timed (a trace or a summary is on). */
+bool xlac_report_timed(const xlac_state *s);
+/* Writes --summary's file (at exit, after background compiles). */
+void xlac_report_write(xlac_state *s);
+void xlac_report_free(xlac_state *s);
 
 /* Whether any cluster was formed (a jit block counts) or launched in this process. */
 bool xlac_made_clusters(xlac_state *s);

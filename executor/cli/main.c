@@ -90,7 +90,7 @@ static xe_code check_profile_path(const char *path, xe_status *st)
 {
     FILE *f = path ? fopen(path, "w") : NULL;
     if (path && (!f || fclose(f) != 0))
-        return xe_fail(st, XE_ERR_USAGE, "--profile %s: cannot write: %s", path, strerror(errno));
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: %s", path, strerror(errno));
     return XE_OK;
 }
 
@@ -252,7 +252,8 @@ int main(int argc, char **argv)
     note_no_gpu(&o, g);
     note_no_plugin();
     xe_session_options so = {
-        .place = o.place, .log_placement = o.log_placement, .profile_path = o.profile};
+        .place = o.place, .log_placement = o.log_placement, .log_every = o.log_every,
+        .profile_path = o.profile};
     run_state r = {.o = &o, .s = xe_session_new(g, &so, &st), .bound = &bound};
     if (!r.s) {
         free_bound(&bound);
