@@ -85,69 +85,6 @@ static double now_ms(void)
 
 /* ---- fingerprints and keys ----------------------------------------------------------- */
 
-static void attr_text(xe_text *t, const xe_attr *a)
-{
-    xe_text_printf(t, " %s=", a->name);
-    switch (a->kind) {
-    case XE_ATTR_INT:
-    case XE_ATTR_BOOL: xe_text_printf(t, "%lld", (long long)a->i); break;
-    case XE_ATTR_FLOAT: xe_text_printf(t, "%a", a->f); break;
-    case XE_ATTR_STRING: xe_text_printf(t, "\"%s\"", a->s); break;
-    case XE_ATTR_DTYPE: xe_text_printf(t, "%s", xe_dtype_name(a->dtype)); break;
-    case XE_ATTR_INTS:
-        for (int k = 0; k < a->n; k++)
-            xe_text_printf(t, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
-        xe_text_printf(t, "]");
-        break;
-    case XE_ATTR_FLOATS:
-        for (int k = 0; k < a->n; k++)
-            xe_text_printf(t, "%s%a", k ? "," : "[", a->floats[k]);
-        xe_text_printf(t, "]");
-        break;
-    }
-}
-
-/* Canonical text of a body: node k is "%k", inputs by position, annotations left out. */
-static void canonical_text(xe_text *t, const xe_graph *b)
-{
-    for (int i = 0; i < b->n_nodes; i++) {
-        const xe_node *n = b->nodes[i];
-        char ty[128];
-        xe_text_printf(t, "%%%d=%s(", i, xe_op_name(n->op));
-        for (int k = 0; k < n->n_inputs; k++)
-            xe_text_printf(t, "%s%%%d", k ? "," : "", n->inputs[k]);
-        xe_text_printf(t, ")");
-        if (n->op == XE_OP_INPUT)
-            xe_text_printf(t, ":%s", xe_type_str(&n->type, ty, sizeof ty));
-        for (int k = 0; k < n->n_attrs; k++)
-            if (n->attrs[k].name[0] != '@')
-                attr_text(t, &n->attrs[k]);
-        if (n->value) {
-            char hex[33];
-            xg_hash_hex(n->value->data, n->value->nbytes, hex);
-            xe_text_printf(t, " value=%s:%s", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
-                           hex);
-        }
-        xe_text_printf(t, "\n");
-    }
-    for (int i = 0; i < b->n_outputs; i++)
-        xe_text_printf(t, "out %%%d\n", b->outputs[i]);
-}
-
-void xg_hash_hex(const void *data, size_t len, char out[33])
-{
-    XXH128_hash_t h = XXH3_128bits(data ? data : "", len);
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
-}
-
-void xg_fingerprint(const xe_graph *body, char out[40])
-{
-    xe_text t = {0};
-    canonical_text(&t, body);
-    xg_hash_hex(t.buf, t.len, out);
-    xe_text_free(&t);
-}
-
 /* One type's pattern: dtype, then per dim '1' or 'n'. */
 static void type_pattern(const xe_type *t, xe_text *out)
 {
@@ -706,6 +643,52 @@ static xg_program *specific_program(xg_cache *c, const char *fp, const xe_graph 
     return prog;
 }
 
+/* compile_signature, telling *info how long it took and, when nothing is ready, why. */
+static xe_code timed_compile(xg_cache *c, const char *key, const xe_graph *body, const char *name,
+                             xe_tensor *const *inputs, bool must, xg_target target, int arch, xg_program **prog,
+                             xg_run_info *info, xe_status *st)
+{
+    double t0 = now_ms();
+    xe_code code = compile_signature(c, key, body, name, inputs, must, target, arch, prog, st);
+    info->compile_ms = now_ms() - t0;
+    info->compiled = *prog != NULL;
+    info->reason = *prog ? NULL : c->o.async_compilation && !must ? WHY_ASYNC : WHY_COMPILE;
+    return code;
+}
+
+/*
+ * Step 3 of xg_run_cluster_info: runs *prog; a call the program cannot
+ * serve (XE_ERR_UNSUPPORTED) goes to this signature's own program if this
+ * one was shape-generic, else per op, quietly (an empty max: per op says
+ * why). *prog is NULL when nothing ran.
+ */
+static xe_code run_step(xg_cache *c, const char *k, const char *fp, const xe_graph *body, const char *name,
+                        xe_tensor *const *inputs, xe_tensor **outputs, bool must, xg_target target, int arch,
+                        xg_program **prog, xg_run_info *info, xe_status *st)
+{
+    xe_code code = XE_OK;
+    xe_code r = xg_program_run(*prog, inputs, body->n_inputs, outputs, body->n_outputs, st);
+    if (r == XE_ERR_UNSUPPORTED && strstr(k, "|generic:")) {
+        xe_status_clear(st);
+        *prog = specific_program(c, fp, body, name, inputs, must, target, arch, &code, st);
+        r = code == XE_OK && *prog ? xg_program_run(*prog, inputs, body->n_inputs, outputs, body->n_outputs, st)
+                                   : XE_OK;
+    }
+    if (code != XE_OK || r == XE_OK)
+        return code;
+    info->reason = r == XE_ERR_UNSUPPORTED ? WHY_SHAPES : WHY_RUN;
+    if (r == XE_ERR_UNSUPPORTED) {
+        xe_status_clear(st);
+    } else if (must) {
+        code = st->code;
+    } else {
+        mark_failed(c, k, name, "run", st);
+        xe_status_clear(st);
+    }
+    *prog = NULL;
+    return code;
+}
+
 xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
                        xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
                        xg_outcome *outcome, xe_status *st)
@@ -729,7 +712,9 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
     xe_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;
-    *info = (xg_run_info){.reason = NULL};
+    info->hit = info->compiled = false;
+    info->compile_ms = 0;
+    info->reason = NULL;
     /* 1. decide under the lock */
     pthread_mutex_lock(&c->lock);
     decision d = decide(c, fp, cluster_name, body, inputs, body->n_inputs, target, arch, must_compile, &key, &e,
@@ -746,37 +731,11 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
     if (failed_before && must_compile)
         code = xe_fail(st, XE_ERR_COMPILE, "failed to compile earlier");
     /* 2. compile without it */
-    if (code == XE_OK && d == COMPILE) {
-        double t0 = now_ms();
-        code = compile_signature(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, st);
-        info->compile_ms = now_ms() - t0;
-        info->compiled = prog != NULL;
-        info->reason = prog ? NULL : c->o.async_compilation && !must_compile ? WHY_ASYNC : WHY_COMPILE;
-    }
-    /* 3. run, or leave it to the per-op path; a call the program cannot serve
-          (XE_ERR_UNSUPPORTED) goes to this signature's own program if this one
-          was shape-generic, else per op, quietly (an empty max: per op says why) */
-    xe_code r = XE_OK;
+    if (code == XE_OK && d == COMPILE)
+        code = timed_compile(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, info, st);
+    /* 3. run, or leave it to the per-op path */
     if (code == XE_OK && prog)
-        r = xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st);
-    if (r == XE_ERR_UNSUPPORTED && strstr(k, "|generic:")) {
-        xe_status_clear(st);
-        prog = specific_program(c, fp, body, cluster_name, inputs, must_compile, target, arch, &code, st);
-        r = code == XE_OK && prog ? xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st)
-                                  : XE_OK;
-    }
-    if (code == XE_OK && r != XE_OK) {
-        info->reason = r == XE_ERR_UNSUPPORTED ? WHY_SHAPES : WHY_RUN;
-        if (r == XE_ERR_UNSUPPORTED) {
-            xe_status_clear(st);
-        } else if (must_compile) {
-            code = st->code;
-        } else {
-            mark_failed(c, k, cluster_name, "run", st);
-            xe_status_clear(st);
-        }
-        prog = NULL;
-    }
+        code = run_step(c, k, fp, body, cluster_name, inputs, outputs, must_compile, target, arch, &prog, info, st);
     xe_text_free(&key);
     if (code != XE_OK)
         return xe_status_prefix(st, "%s (must compile): ", cluster_name);
