@@ -61,15 +61,22 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     xg_cache *c = get_cache(s);
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
-        if (xg_run_cluster_info(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name, n->device,
-                                a->in, outs, must, &outcome, &li.info, st) != XE_OK)
-            return st->code;
-        if (outcome == XG_RAN) {
+        li.gpu = timed && n->device == XE_DEV_GPU && xe_trace_on() ? xe_gpu_timer_begin() : NULL;
+        xe_code code = xg_run_cluster_info(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name,
+                                           n->device, a->in, outs, must, &outcome, &li.info, st);
+        if (li.gpu)
+            xe_gpu_timer_end(li.gpu);
+        li.ran = code == XE_OK && outcome == XG_RAN;
+        if (li.ran) {
             log_compiled(a, name);
             if (timed)
-                xlac_report_launch(s, n, name, &(xlac_launch_info){.info = li.info, .ran = true, .t0 = li.t0});
-            return XE_OK;
+                xlac_report_launch(s, n, name, &li);
         }
+        if (li.gpu)
+            xe_gpu_timer_free(li.gpu);
+        li.gpu = NULL;
+        if (code != XE_OK || li.ran)
+            return code;
         li.why = li.info.reason;
         for (int i = 0; i < n_outs; i++) { /* whatever a fallback left behind */
             xe_tensor_release(outs[i]);

@@ -155,6 +155,9 @@ static void trace_launch(const xe_node *n, const char *name, const xlac_launch_i
              ename, sig, cache_word(li), li->info.compile_ms, ops, li->ran ? "" : ",\"fallback\":\"", li->ran ? "" : why,
              li->ran ? "" : "\"");
     xe_trace_slice(name, "cluster launch", li->t0, t1 - li->t0, args);
+    double gs, gd;
+    if (li->gpu && xe_gpu_timer_read(li->gpu, &gs, &gd)) /* the compiled kernels, on the stream's track */
+        xe_trace_slice_gpu(0, name, "cluster kernels", gs, gd, args);
     if (!li->ran) {
         snprintf(args, sizeof args, "\"cluster\":\"%s\",\"reason\":\"%s\"", ename, why);
         char slice[300];
@@ -170,9 +173,4 @@ void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name, const
         trace_launch(n, name, li, t1);
     if (s->flags.summary_path)
         count_launch(s, n, name, li, t1 - li->t0);
-}
-
-bool xlac_report_timed(const xlac_state *s)
-{
-    return xe_trace_on() || s->flags.summary_path;
 }

@@ -16,6 +16,7 @@
 #include "flags.h"
 #include "xc.h"
 #include "xlac/plugin.h"
+#include "xlac/trace.h"
 
 /* Per cluster (by name), for --summary (report.c, summary.c). */
 typedef struct xlac_cluster_report {
@@ -35,6 +36,7 @@ typedef struct xlac_launch_info {
     const char *why;   /* !ran: the reason */
     double t0;         /* the launch began (xe_now_us) */
     double t_fallback; /* !ran: the per-op run began */
+    xe_gpu_timer *gpu; /* the compiled kernels' GPU time (tracing, on a GPU), or NULL */
 } xlac_launch_info;
 
 /*
@@ -94,8 +96,11 @@ xe_code xlac_report_setup(xlac_state *s, xe_status *st);
 void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, const char *owner);
 /* A launch of node n is over: its trace slices and its counts. Call only when li->t0 was taken. */
 void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name, const xlac_launch_info *li);
-/* Whether launches are timed (a trace or a summary is on). */
-bool xlac_report_timed(const xlac_state *s);
+/* Whether launches are timed (a trace or a summary is on): with both off, one load and one test. */
+static inline bool xlac_report_timed(const xlac_state *s)
+{
+    return xe_trace_on() || s->flags.summary_path;
+}
 /* Writes --summary's file (at exit, after background compiles). */
 void xlac_report_write(xlac_state *s);
 void xlac_report_free(xlac_state *s);
