@@ -693,7 +693,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                        xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
                        xg_outcome *outcome, xe_status *st)
 {
-    xg_run_info info;
+    xg_run_info info = {.want_signature = false};
     return xg_run_cluster_info(c, body, fingerprint, cluster_name, dev, inputs, outputs, must_compile, outcome,
                                &info, st);
 }
@@ -725,7 +725,10 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
         c->stats.cache_hits++;
     pthread_mutex_unlock(&c->lock);
     const char *k = key.buf ? key.buf : "";
-    snprintf(info->signature, sizeof info->signature, "%s", k);
+    if (info->want_signature)
+        snprintf(info->signature, sizeof info->signature, "%s", k);
+    else
+        info->signature[0] = '\0';
     info->hit = d == RUN;
     xe_code code = XE_OK;
     if (failed_before && must_compile)

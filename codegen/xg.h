@@ -95,6 +95,7 @@ typedef enum xg_outcome {
 
 /* What one xg_run_cluster_info call did, for the trace and the reports. */
 typedef struct xg_run_info {
+    bool want_signature; /* in: fill signature (a copy of the key: only when someone reads it) */
     bool hit;            /* the program was in memory already */
     bool compiled;       /* this call compiled (or loaded from disk) the program it ran */
     double compile_ms;   /* time this call spent compiling or loading (0 when async) */
