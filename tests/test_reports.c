@@ -330,6 +330,17 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     cr_assert(strstr(counts, "\"compiles\": 1") && strstr(counts, "\"xlac compile\""), "%s", counts);
     free(counts);
     result_free(&r);
+    /* a disk cache: the first process compiles, the second loads, and its trace shows the load */
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--cache_dir=%s --trace=%s", path("cache"), path("d.json"));
+    const char *disk[] = {"XLAC_AUTO_JIT=1", flags, NULL};
+    for (int k = 0; k < 2; k++) {
+        r = xlac(true, disk, NULL, NULL, NULL, NULL);
+        cr_assert_eq(r.rc, 0, "%s", r.err);
+        result_free(&r);
+    }
+    check_trace(path("d.json"), &counts);
+    cr_assert(strstr(counts, "\"compiles\": 0") && strstr(counts, "\"disk_loads\": 1"), "%s", counts);
+    free(counts);
 }
 
 /* ---- progress ------------------------------------------------------------------------ */
