@@ -29,7 +29,8 @@ static struct {
 static void make_ref(void)
 {
     cudaStream_t s = xe_gpu_stream();
-    clock_ref.ok = cudaEventCreate(&clock_ref.ref) == cudaSuccess && cudaEventRecord(clock_ref.ref, s) == cudaSuccess &&
+    clock_ref.ok = cudaEventCreate(&clock_ref.ref) == cudaSuccess &&
+                   cudaEventRecord(clock_ref.ref, s) == cudaSuccess &&
                    cudaEventSynchronize(clock_ref.ref) == cudaSuccess;
     clock_ref.ref_us = xe_now_us();
     cudaGetLastError();

@@ -39,13 +39,13 @@ atomic_int xe_trace_mode;
 
 static struct {
     pthread_mutex_t lock;
-    char *path;      /* the file, while a recording is under way */
-    int users;       /* starts not yet stopped */
+    char *path; /* the file, while a recording is under way */
+    int users;  /* starts not yet stopped */
     event *ev;
     size_t n, cap;
     track_name *names;
     int n_names;
-    double run_us;   /* XE_TRACE_TOTALS */
+    double run_us; /* XE_TRACE_TOTALS */
     unsigned long long runs;
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
@@ -96,7 +96,8 @@ xe_code xe_trace_start(const char *path, xe_status *st)
     pthread_mutex_lock(&T.lock);
     xe_code c = XE_OK;
     if (T.path && strcmp(T.path, path) != 0)
-        c = xe_fail(st, XE_ERR_USAGE, "trace %s: a trace is already being written to %s", path, T.path);
+        c = xe_fail(st, XE_ERR_USAGE, "trace %s: a trace is already being written to %s", path,
+                    T.path);
     else if (!T.path && !(T.path = strdup(path)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory starting a trace");
     if (c == XE_OK && T.users++ == 0) {
@@ -120,10 +121,15 @@ static bool grow(void)
     return true;
 }
 
-static void add(int tid, const char *name, const char *cat, double start_us, double dur_us, const char *args)
+static void add(int tid, const char *name, const char *cat, double start_us, double dur_us,
+                const char *args)
 {
-    event e = {strdup(name ? name : ""), strdup(cat ? cat : ""), args ? strdup(args) : NULL, start_us,
-               isfinite(dur_us) && dur_us > 0 ? dur_us : 0, tid};
+    event e = {strdup(name ? name : ""),
+               strdup(cat ? cat : ""),
+               args ? strdup(args) : NULL,
+               start_us,
+               isfinite(dur_us) && dur_us > 0 ? dur_us : 0,
+               tid};
     bool ok = e.name && e.cat && (!args || e.args) && isfinite(start_us);
     pthread_mutex_lock(&T.lock);
     ok = ok && T.users > 0 && grow();
@@ -137,13 +143,14 @@ static void add(int tid, const char *name, const char *cat, double start_us, dou
     }
 }
 
-void xe_trace_slice(const char *name, const char *cat, double start_us, double dur_us, const char *args)
+void xe_trace_slice(const char *name, const char *cat, double start_us, double dur_us,
+                    const char *args)
 {
     add(thread_tid(), name, cat, start_us, dur_us, args);
 }
 
-void xe_trace_slice_gpu(int device, const char *name, const char *cat, double start_us, double dur_us,
-                        const char *args)
+void xe_trace_slice_gpu(int device, const char *name, const char *cat, double start_us,
+                        double dur_us, const char *args)
 {
     char track[32];
     snprintf(track, sizeof track, "GPU:%d stream", device);
@@ -224,8 +231,9 @@ static void write_events(FILE *f)
           "\"args\":{\"name\":\"xlac\"}}",
           f);
     for (int i = 0; i < T.n_names; i++) {
-        fprintf(f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":",
-                T.names[i].tid);
+        fprintf(
+            f, ",\n{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":1,\"tid\":%d,\"args\":{\"name\":",
+            T.names[i].tid);
         json_string(f, T.names[i].name);
         fputs("}}", f);
     }
@@ -235,8 +243,8 @@ static void write_events(FILE *f)
         json_string(f, e->name);
         fputs(",\"cat\":", f);
         json_string(f, e->cat);
-        fprintf(f, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d", e->start - origin, e->dur,
-                e->tid);
+        fprintf(f, ",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":1,\"tid\":%d", e->start - origin,
+                e->dur, e->tid);
         if (e->args)
             fprintf(f, ",\"args\":{%s}}", e->args);
         else
@@ -257,7 +265,8 @@ static xe_code write_file(const char *path, xe_status *st)
         bad = 1;
         err = errno;
     }
-    return bad ? xe_fail(st, XE_ERR_IO, "%s: writing the trace failed: %s", path, strerror(err)) : XE_OK;
+    return bad ? xe_fail(st, XE_ERR_IO, "%s: writing the trace failed: %s", path, strerror(err))
+               : XE_OK;
 }
 
 /* Under the lock: drops every event and name. */

@@ -32,7 +32,8 @@ static void progress(void *user, const char *name, bool begin)
         fputs("\r\033[K", stderr);
         return;
     }
-    unsigned long long k = atomic_fetch_add(&s->n_compiling, 1) + 1, n = atomic_load(&s->n_clusters);
+    unsigned long long k = atomic_fetch_add(&s->n_compiling, 1) + 1,
+                       n = atomic_load(&s->n_clusters);
     fprintf(stderr, "\rxlac: compiling %llu/%llu clusters\xe2\x80\xa6", k, n > k ? n : k);
 }
 
@@ -54,7 +55,8 @@ xe_code xlac_report_setup(xlac_state *s, xe_status *st)
 
 /* ---- the clustering ------------------------------------------------------------- */
 
-void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, const char *owner)
+void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id,
+                       const char *owner)
 {
     if (!s->flags.summary_path)
         return;
@@ -104,7 +106,8 @@ static int body_ops(const xe_graph *body)
     return body->n_nodes - body->n_inputs;
 }
 
-static void count_launch(xlac_state *s, const xe_node *n, const char *name, const xlac_launch_info *li, double us)
+static void count_launch(xlac_state *s, const xe_node *n, const char *name,
+                         const xlac_launch_info *li, double us)
 {
     pthread_mutex_lock(&s->report_lock);
     xlac_cluster_report *r = report_get(s, name, body_ops(n->body));
@@ -130,7 +133,8 @@ static void ops_inside(const xe_graph *body, char *buf, size_t len)
     xe_text t = {0};
     for (int i = 0; i < body->n_nodes; i++)
         if (body->nodes[i]->op != XE_OP_INPUT)
-            xe_text_printf(&t, "%s%s:%s", t.len ? "," : "", body->nodes[i]->name, xe_node_op_name(body->nodes[i]));
+            xe_text_printf(&t, "%s%s:%s", t.len ? "," : "", body->nodes[i]->name,
+                           xe_node_op_name(body->nodes[i]));
     xe_trace_json_escape(t.buf ? t.buf : "", buf, len);
     xe_text_free(&t);
 }
@@ -146,17 +150,20 @@ static void trace_launch(const xe_node *n, const char *name, const xlac_launch_i
 {
     char ename[256], sig[400], ops[2048], why[256], args[3200];
     xe_trace_json_escape(name, ename, sizeof ename);
-    xe_trace_json_escape(li->info.signature[0] ? li->info.signature : xe_node_attr_string(n, "@fingerprint", ""),
+    xe_trace_json_escape(li->info.signature[0] ? li->info.signature
+                                               : xe_node_attr_string(n, "@fingerprint", ""),
                          sig, sizeof sig);
     ops_inside(n->body, ops, sizeof ops);
     xe_trace_json_escape(li->why ? li->why : "", why, sizeof why);
     snprintf(args, sizeof args,
-             "\"cluster\":\"%s\",\"signature\":\"%s\",\"cache\":\"%s\",\"compile_ms\":%.3f,\"ops\":\"%s\"%s%s%s",
-             ename, sig, cache_word(li), li->info.compile_ms, ops, li->ran ? "" : ",\"fallback\":\"", li->ran ? "" : why,
-             li->ran ? "" : "\"");
+             "\"cluster\":\"%s\",\"signature\":\"%s\",\"cache\":\"%s\",\"compile_ms\":%.3f,\"ops\":"
+             "\"%s\"%s%s%s",
+             ename, sig, cache_word(li), li->info.compile_ms, ops,
+             li->ran ? "" : ",\"fallback\":\"", li->ran ? "" : why, li->ran ? "" : "\"");
     xe_trace_slice(name, "cluster launch", li->t0, t1 - li->t0, args);
     double gs, gd;
-    if (li->gpu && xe_gpu_timer_read(li->gpu, &gs, &gd)) /* the compiled kernels, on the stream's track */
+    if (li->gpu &&
+        xe_gpu_timer_read(li->gpu, &gs, &gd)) /* the compiled kernels, on the stream's track */
         xe_trace_slice_gpu(0, name, "cluster kernels", gs, gd, args);
     if (!li->ran) {
         snprintf(args, sizeof args, "\"cluster\":\"%s\",\"reason\":\"%s\"", ename, why);
@@ -166,7 +173,8 @@ static void trace_launch(const xe_node *n, const char *name, const xlac_launch_i
     }
 }
 
-void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name, const xlac_launch_info *li)
+void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name,
+                        const xlac_launch_info *li)
 {
     double t1 = xe_now_us();
     if (xe_trace_on())

@@ -29,11 +29,13 @@ static void write_cluster(FILE *f, const xlac_cluster_report *r, bool first)
     xe_trace_json_escape(r->name, name, sizeof name);
     double hits = r->hits ? r->hit_us / (double)r->hits : 0;
     double all = r->launches ? r->launch_us / (double)r->launches : 0;
-    fprintf(f,
-            "%s\n  {\"name\":\"%s\",\"ops\":%d,\"launches\":%llu,\"cache_hits\":%llu,\"compiled\":%llu,"
-            "\"fallbacks\":%llu,\"compile_ms\":%.3f,\"mean_launch_us\":%.3f,\"mean_launch_all_us\":%.3f}",
-            first ? "" : ",", name, r->ops, r->launches, r->hits, r->compiled, r->fallbacks, r->compile_us / 1e3,
-            hits, all);
+    fprintf(
+        f,
+        "%s\n  {\"name\":\"%s\",\"ops\":%d,\"launches\":%llu,\"cache_hits\":%llu,\"compiled\":%llu,"
+        "\"fallbacks\":%llu,\"compile_ms\":%.3f,\"mean_launch_us\":%.3f,\"mean_launch_all_us\":%."
+        "3f}",
+        first ? "" : ",", name, r->ops, r->launches, r->hits, r->compiled, r->fallbacks,
+        r->compile_us / 1e3, hits, all);
 }
 
 static void write_share(FILE *f, const xlac_state *s)
@@ -47,8 +49,8 @@ static void write_share(FILE *f, const xlac_state *s)
     double per_op = run_us - ran - compiling;
     double d = run_us > 0 ? run_us : 1;
     fprintf(f, "\n ],\n \"runs\":%llu,\"run_ms\":%.3f,\n", runs, run_us / 1e3);
-    fprintf(f, " \"share\":{\"clusters\":%.4f,\"per_op_kernels\":%.4f,\"compiling\":%.4f},\n", ran / d,
-            (per_op > 0 ? per_op : 0) / d, compiling / d);
+    fprintf(f, " \"share\":{\"clusters\":%.4f,\"per_op_kernels\":%.4f,\"compiling\":%.4f},\n",
+            ran / d, (per_op > 0 ? per_op : 0) / d, compiling / d);
 }
 
 static void write_stats(FILE *f, xlac_state *s)
@@ -84,7 +86,8 @@ void xlac_report_write(xlac_state *s)
         return;
     FILE *f = fopen(s->flags.summary_path, "w");
     if (!f) {
-        fprintf(stderr, "xlac: warning: --summary %s: cannot write: %s\n", s->flags.summary_path, strerror(errno));
+        fprintf(stderr, "xlac: warning: --summary %s: cannot write: %s\n", s->flags.summary_path,
+                strerror(errno));
         return;
     }
     pthread_mutex_lock(&s->report_lock);

@@ -98,13 +98,15 @@ static void result_free(result *r)
     free(r->err);
 }
 
-/* Runs argv in tmp with the environment minus LD_PRELOAD and XLAC_*, plus env; preload: with the plugin. */
+/* Runs argv in tmp with the environment minus LD_PRELOAD and XLAC_*, plus env; preload: with the
+ * plugin. */
 static result run(bool preload, const char *const *env, const char *const *argv)
 {
     char *envp[256], ld[600];
     int n = 0;
     for (char **e = environ; *e && n < 200; e++)
-        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "XLAC_", 5) && strncmp(*e, "ASAN_OPTIONS=", 13))
+        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "XLAC_", 5) &&
+            strncmp(*e, "ASAN_OPTIONS=", 13))
             envp[n++] = *e;
 #ifdef XLAC_SANITIZE
     envp[n++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1";
@@ -139,7 +141,8 @@ static result run(bool preload, const char *const *env, const char *const *argv)
 }
 
 /* xlac-run GRAPH [a b c] with the plugin at env. */
-static result xlac(bool preload, const char *const *env, const char *a, const char *b, const char *c, const char *d)
+static result xlac(bool preload, const char *const *env, const char *a, const char *b,
+                   const char *c, const char *d)
 {
     const char *argv[] = {XLAC_RUN, path("g.xg"), a, b, c, d, NULL};
     return run(preload, env, argv);
@@ -163,7 +166,8 @@ Test(reports, async_stats_count_the_background_compile)
 {
     write_file(path("g.xg"), graph_text);
     /* one run: the background compile is still running when the run ends; the stats wait for it */
-    const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--stats --async_compilation --disk_cache=0", NULL};
+    const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--stats --async_compilation --disk_cache=0",
+                         NULL};
     result r = xlac(true, env, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=1 compiles=1 "), "%s", r.err);
@@ -200,22 +204,26 @@ Test(reports, composite_body_is_clustered)
     write_file(path("g.xg"), block_text);
     result plain = xlac(false, NULL, "--print-outputs", NULL, NULL, NULL);
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
-    cr_assert(!strstr(plain.err, "not registered"), "a user's composite gets no note: %s", plain.err);
-    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --clustering_debug --disk_cache=0 --codegen=0", NULL};
+    cr_assert(!strstr(plain.err, "not registered"), "a user's composite gets no note: %s",
+              plain.err);
+    const char *env[] = {"XLAC_AUTO_JIT=2",
+                         "XLAC_FLAGS=--stats --clustering_debug --disk_cache=0 --codegen=0", NULL};
     result r = xlac(true, env, "--print-outputs", "--log-device-placement", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(!strstr(r.err, "not registered"), "%s", r.err);
     cr_assert(strstr(r.err, "placement: t mul XLA_CPU:0 f.cluster_0\n"), "%s", r.err);
     cr_assert(strstr(r.err, "placement: v tanh XLA_CPU:0 f.cluster_0\n"), "%s", r.err);
     cr_assert(strstr(r.err, "f.cluster_0: 2 ops on XLA_CPU:0: mul (1), tanh (1)"), "%s", r.err);
-    cr_assert(strstr(r.err, "composite node (its body is clustered on its own) (1): f\n"), "%s", r.err);
+    cr_assert(strstr(r.err, "composite node (its body is clustered on its own) (1): f\n"), "%s",
+              r.err);
     cr_assert(strstr(r.err, "xlac: stats clusters=2 launches=2 "), "%s", r.err);
     cr_assert_str_eq(r.out, plain.out, "per op inside the clusters: the same bits");
     result_free(&r);
     const char *compiled[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --disk_cache=0", NULL};
     r = xlac(true, compiled, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert(strstr(r.err, "xlac: stats clusters=2 launches=2 compiles=2 "), "the body compiles: %s", r.err);
+    cr_assert(strstr(r.err, "xlac: stats clusters=2 launches=2 compiles=2 "),
+              "the body compiles: %s", r.err);
     result_free(&r);
     result_free(&plain);
 }
@@ -244,7 +252,8 @@ Test(reports, warnings_for_settings_that_do_nothing)
     const char *dump[] = {"XLAC_AUTO_JIT=1", prefix, NULL};
     r = xlac(true, dump, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert_eq(count(r.err, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug"), 1, "%s", r.err);
+    cr_assert_eq(count(r.err, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug"), 1, "%s",
+                 r.err);
     result_free(&r);
 }
 
@@ -254,7 +263,8 @@ Test(reports, summary_names_every_node_left_out)
 {
     write_file(path("g.xg"), graph_text);
     char flags[700];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--clustering_debug --disk_cache=0 --summary=%s", path("s.json"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--clustering_debug --disk_cache=0 --summary=%s",
+             path("s.json"));
     const char *env[] = {"XLAC_AUTO_JIT=1", flags, NULL};
     result r = xlac(true, env, "--iterations", "3", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
@@ -265,22 +275,28 @@ Test(reports, summary_names_every_node_left_out)
               "%s", r.err);
     char *json = read_file(path("s.json"));
     cr_assert_not_null(json);
-    cr_assert(strstr(json, "\"left_out\":{\"cluster too small\":[\"s\"],\"data-dependent output shape\":[\"u\"],"
-                           "\"not fusible at level 1\":[\"m\"]}"),
-              "%s", json);
-    cr_assert(strstr(json, "{\"name\":\"cluster_0\",\"ops\":3,\"launches\":3,\"cache_hits\":2,\"compiled\":1,"
-                           "\"fallbacks\":0,\"compile_ms\":"),
-              "%s", json);
+    cr_assert(
+        strstr(
+            json,
+            "\"left_out\":{\"cluster too small\":[\"s\"],\"data-dependent output shape\":[\"u\"],"
+            "\"not fusible at level 1\":[\"m\"]}"),
+        "%s", json);
+    cr_assert(
+        strstr(json,
+               "{\"name\":\"cluster_0\",\"ops\":3,\"launches\":3,\"cache_hits\":2,\"compiled\":1,"
+               "\"fallbacks\":0,\"compile_ms\":"),
+        "%s", json);
     cr_assert(strstr(json, "\"runs\":3,\"run_ms\":"), "%s", json);
     cr_assert(strstr(json, "\"share\":{\"clusters\":"), "%s", json);
     cr_assert(strstr(json, "\"stats\":{\"clusters\":1,\"launches\":3,\"compiles\":1,"), "%s", json);
     free(json);
     if (system("python3 -c 1 2>/dev/null") == 0) { /* the file is JSON, and the shares add up */
         char cmd[900];
-        snprintf(cmd, sizeof cmd,
-                 "python3 -c \"import json,sys; d=json.load(open('%s')); s=d['share']; "
-                 "sys.exit(abs(sum(s.values())-1) > 0.01 or d['clusters'][0]['mean_launch_us'] <= 0)\"",
-                 path("s.json"));
+        snprintf(
+            cmd, sizeof cmd,
+            "python3 -c \"import json,sys; d=json.load(open('%s')); s=d['share']; "
+            "sys.exit(abs(sum(s.values())-1) > 0.01 or d['clusters'][0]['mean_launch_us'] <= 0)\"",
+            path("s.json"));
         cr_assert_eq(system(cmd), 0, "%s", cmd);
     }
     result_free(&r);
@@ -288,7 +304,8 @@ Test(reports, summary_names_every_node_left_out)
 
 /* ---- the trace ---------------------------------------------------------------------- */
 
-/* scripts/trace_check.py on file: exit 0 and its one line of counts in *counts (freed by the caller). */
+/* scripts/trace_check.py on file: exit 0 and its one line of counts in *counts (freed by the
+ * caller). */
 static void check_trace(const char *file, char **counts)
 {
     const char *argv[] = {"/usr/bin/env", "python3", TRACE_CHECK, file, NULL};
@@ -305,7 +322,8 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     }
     write_file(path("g.xg"), graph_text);
     /* the CLI's --trace, the plugin on: compile in the launch of the second run (threshold 2) */
-    const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--disk_cache=0 --compile_threshold=2", NULL};
+    const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--disk_cache=0 --compile_threshold=2",
+                         NULL};
     result r = xlac(true, env, "--iterations", "3", "--trace", path("t.json"));
     cr_assert_eq(r.rc, 0, "%s", r.err);
     char *counts = NULL;
@@ -322,16 +340,19 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     result_free(&r);
     /* XLAC_FLAGS=--trace, compiled in the background: its slice is on the compile thread's track */
     char flags[700];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--disk_cache=0 --async_compilation --trace=%s", path("a.json"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--disk_cache=0 --async_compilation --trace=%s",
+             path("a.json"));
     const char *async[] = {"XLAC_AUTO_JIT=1", flags, NULL};
     r = xlac(true, async, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     check_trace(path("a.json"), &counts);
-    cr_assert(strstr(counts, "\"compiles\": 1") && strstr(counts, "\"xlac compile\""), "%s", counts);
+    cr_assert(strstr(counts, "\"compiles\": 1") && strstr(counts, "\"xlac compile\""), "%s",
+              counts);
     free(counts);
     result_free(&r);
     /* a disk cache: the first process compiles, the second loads, and its trace shows the load */
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--cache_dir=%s --trace=%s", path("cache"), path("d.json"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--cache_dir=%s --trace=%s", path("cache"),
+             path("d.json"));
     const char *disk[] = {"XLAC_AUTO_JIT=1", flags, NULL};
     for (int k = 0; k < 2; k++) {
         r = xlac(true, disk, NULL, NULL, NULL, NULL);
@@ -339,7 +360,8 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
         result_free(&r);
     }
     check_trace(path("d.json"), &counts);
-    cr_assert(strstr(counts, "\"compiles\": 0") && strstr(counts, "\"disk_loads\": 1"), "%s", counts);
+    cr_assert(strstr(counts, "\"compiles\": 0") && strstr(counts, "\"disk_loads\": 1"), "%s",
+              counts);
     free(counts);
 }
 
@@ -352,12 +374,13 @@ Test(reports, progress_on_a_terminal_only)
         cr_skip_test("skipped: no script(1) to make a terminal");
     }
     char cmd[1600];
-    snprintf(cmd, sizeof cmd,
-             /* a preloaded library comes before libasan in a sanitizer build: allowed (as run() does) */
-             "cd '%s' && env -u LD_PRELOAD ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
-             "XLAC_AUTO_JIT=1 XLAC_FLAGS=--disk_cache=0 LD_PRELOAD='%s' "
-             "script -qec \"'%s' g.xg\" /dev/null > tty.txt 2>&1 </dev/null",
-             tmp, LIBXLAC, XLAC_RUN);
+    snprintf(
+        cmd, sizeof cmd,
+        /* a preloaded library comes before libasan in a sanitizer build: allowed (as run() does) */
+        "cd '%s' && env -u LD_PRELOAD ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
+        "XLAC_AUTO_JIT=1 XLAC_FLAGS=--disk_cache=0 LD_PRELOAD='%s' "
+        "script -qec \"'%s' g.xg\" /dev/null > tty.txt 2>&1 </dev/null",
+        tmp, LIBXLAC, XLAC_RUN);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     char *tty = read_file(path("tty.txt"));
     cr_assert(strstr(tty, "xlac: compiling 1/1 clusters"), "on a terminal: %s", tty);

@@ -46,10 +46,11 @@ xe_code xe_trace_stop(xe_status *st);
  * on xe_now_us's clock. args: the inside of a JSON object ("\"k\":1,\"s\":\"x\"")
  * or NULL. Copies everything; an event that cannot be stored is dropped.
  */
-void xe_trace_slice(const char *name, const char *cat, double start_us, double dur_us, const char *args);
+void xe_trace_slice(const char *name, const char *cat, double start_us, double dur_us,
+                    const char *args);
 /* The same on the track of device stream `device` (GPU:N's kernel times). */
-void xe_trace_slice_gpu(int device, const char *name, const char *cat, double start_us, double dur_us,
-                        const char *args);
+void xe_trace_slice_gpu(int device, const char *name, const char *cat, double start_us,
+                        double dur_us, const char *args);
 /* Names the calling thread's track (shown by Perfetto instead of "thread N"). */
 void xe_trace_name_thread(const char *name);
 
@@ -58,7 +59,8 @@ void xe_trace_totals_on(void);
 void xe_trace_run_add(double us);
 double xe_trace_run_totals(unsigned long long *runs);
 
-/* Appends s to a JSON string's inside (quotes, backslashes, control bytes escaped), into buf[len]. */
+/* Appends s to a JSON string's inside (quotes, backslashes, control bytes escaped), into buf[len].
+ */
 void xe_trace_json_escape(const char *s, char *buf, size_t len);
 
 #endif
