@@ -3,7 +3,8 @@
  * @cluster / @reason (a valid .xg once written), the same picture as
  * Graphviz (clusters as filled subgraphs, unclustered ops grey with their
  * reason, edges labelled with tensor types), and the summary (counts, an
- * op histogram per cluster, unclustered ops by op and by reason).
+ * op histogram per cluster, unclustered ops by op, and by reason with the
+ * name of every node left out for it).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -193,11 +194,35 @@ static void hist_add(hist *h, const char *key)
     h->counts[j] = 1;
 }
 
+/* "exp (1), neg (2)": counts in parentheses, apart from names that may end in digits (atan2). */
 static void hist_print(FILE *f, const hist *h)
 {
     for (int i = 0; i < h->n; i++)
-        fprintf(f, "%s%s %d", i ? ", " : "", h->keys[i], h->counts[i]);
+        fprintf(f, "%s%s (%d)", i ? ", " : "", h->keys[i], h->counts[i]);
     fprintf(f, "%s\n", h->n ? "" : "none");
+}
+
+static bool left_out(const xe_graph *g, const xc_clustering *c, int i)
+{
+    return i < c->n_nodes && c->cluster[i] < 0 && g->nodes[i]->op != XE_OP_INPUT;
+}
+
+static const char *reason_of(const xc_clustering *c, int i)
+{
+    return c->reason[i] ? c->reason[i] : "unknown";
+}
+
+/* One line per reason: "    REASON (N): name, name" with every node left out for it. */
+static void print_reasons(FILE *f, const xe_graph *g, const xc_clustering *c, const hist *by_reason)
+{
+    for (int k = 0; k < by_reason->n; k++) {
+        fprintf(f, "    %s (%d): ", by_reason->keys[k], by_reason->counts[k]);
+        int shown = 0;
+        for (int i = 0; i < g->n_nodes; i++)
+            if (left_out(g, c, i) && strcmp(reason_of(c, i), by_reason->keys[k]) == 0)
+                fprintf(f, "%s%s", shown++ ? ", " : "", g->nodes[i]->name);
+        fprintf(f, "\n");
+    }
 }
 
 static void summary_cluster(FILE *f, const xe_graph *g, const xc_cluster *cl)
@@ -209,7 +234,7 @@ static void summary_cluster(FILE *f, const xe_graph *g, const xc_cluster *cl)
         return;
     }
     for (int j = 0; j < cl->n_nodes; j++)
-        hist_add(&h, xe_op_name(g->nodes[cl->nodes[j]]->op));
+        hist_add(&h, xe_node_op_name(g->nodes[cl->nodes[j]]));
     fprintf(f, "%s: %d ops on %s%s: ", cl->name, cl->n_nodes, xc_xla_device_name(cl->device),
             cl->must_compile ? " (jit block, must compile)" : "");
     hist_print(f, &h);
@@ -223,17 +248,17 @@ static void summary_unclustered(FILE *f, const xe_graph *g, const xc_clustering 
     bool ok = ok_op && ok_reason; /* both initialised either way: both are freed below */
     int n = 0;
     for (int i = 0; ok && i < g->n_nodes; i++) {
-        if (c->cluster[i] >= 0 || g->nodes[i]->op == XE_OP_INPUT)
+        if (!left_out(g, c, i))
             continue;
         n++;
-        hist_add(&by_op, xe_op_name(g->nodes[i]->op));
-        hist_add(&by_reason, c->reason[i] ? c->reason[i] : "unknown");
+        hist_add(&by_op, xe_node_op_name(g->nodes[i]));
+        hist_add(&by_reason, reason_of(c, i));
     }
     if (ok) {
         fprintf(f, "ops not clustered: %d\n  by op: ", n);
         hist_print(f, &by_op);
-        fprintf(f, "  by reason: ");
-        hist_print(f, &by_reason);
+        fprintf(f, "  by reason:%s\n", by_reason.n ? "" : " none");
+        print_reasons(f, g, c, &by_reason);
     } else {
         fprintf(f, "ops not clustered: out of memory\n");
     }
@@ -257,4 +282,72 @@ void xc_write_summary(FILE *f, const xe_graph *g, const xc_clustering *c, int se
     for (int k = 0; k < c->n_clusters; k++)
         summary_cluster(f, g, &c->clusters[k]);
     summary_unclustered(f, g, c);
+}
+
+/* ---- the summary as JSON (for --summary=FILE.json) --------------------------- */
+
+static void json_str(FILE *f, const char *s)
+{
+    fputc('"', f);
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            fprintf(f, "\\%c", ch);
+        else if (ch < 0x20 || ch == 0x7f)
+            fprintf(f, "\\u%04x", ch);
+        else
+            fputc(ch, f);
+    }
+    fputc('"', f);
+}
+
+/* "left_out": {"REASON": ["name", ...], ...}, reasons sorted. */
+static void json_left_out(FILE *f, const xe_graph *g, const xc_clustering *c)
+{
+    hist h;
+    bool ok = hist_init(&h, g->n_nodes);
+    for (int i = 0; ok && i < g->n_nodes; i++)
+        if (left_out(g, c, i))
+            hist_add(&h, reason_of(c, i));
+    fputs("\"left_out\":{", f);
+    for (int k = 0; ok && k < h.n; k++) {
+        fputs(k ? "," : "", f);
+        json_str(f, h.keys[k]);
+        fputs(":[", f);
+        int shown = 0;
+        for (int i = 0; i < g->n_nodes; i++) {
+            if (left_out(g, c, i) && strcmp(reason_of(c, i), h.keys[k]) == 0) {
+                fputs(shown++ ? "," : "", f);
+                json_str(f, g->nodes[i]->name);
+            }
+        }
+        fputs("]", f);
+    }
+    fputs("}", f);
+    hist_free(&h);
+}
+
+void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id, const char *owner)
+{
+    int ops = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        ops += g->nodes[i]->op != XE_OP_INPUT;
+    fprintf(f, "{\"session\":%d,\"file\":", session_id);
+    json_str(f, g->file ? g->file : "");
+    fputs(",\"composite\":", f);
+    if (owner)
+        json_str(f, owner);
+    else
+        fputs("null", f);
+    fprintf(f, ",\"ops\":%d,\"clusters\":[", ops);
+    for (int k = 0; k < c->n_clusters; k++) {
+        const xc_cluster *cl = &c->clusters[k];
+        fputs(k ? ",{\"name\":" : "{\"name\":", f);
+        json_str(f, cl->name);
+        fprintf(f, ",\"ops\":%d,\"device\":\"%s\",\"must_compile\":%s}", cl->n_nodes,
+                xc_xla_device_name(cl->device), cl->must_compile ? "true" : "false");
+    }
+    fputs("],", f);
+    json_left_out(f, g, c);
+    fputs("}", f);
 }

@@ -117,7 +117,11 @@ static const char *node_reason(const mark *m, const xe_node *n)
         return XC_REASON_INPUT;
     if (n->op == XE_OP_CONST)
         return XC_REASON_CONSTANT;
-    if (!d || n->op == XE_OP_GET || n->body || d->cls == XE_CLASS_COMPOSITE)
+    if (n->op == XE_OP_GET)
+        return XC_REASON_TUPLE;
+    if (n->body || (d && d->cls == XE_CLASS_COMPOSITE))
+        return XC_REASON_COMPOSITE;
+    if (!d)
         return XC_REASON_NO_CODEGEN;
     if (d->flags & XE_OPF_COLLECTIVE) /* a border: ranks must run them in one order */
         return XC_REASON_COLLECTIVE;

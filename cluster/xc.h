@@ -36,6 +36,8 @@
 #define XC_REASON_CONSTANT "constant"
 #define XC_REASON_AUTO_OFF "auto-clustering off"
 #define XC_REASON_COLLECTIVE "collective"
+#define XC_REASON_COMPOSITE "composite node (its body is clustered on its own)"
+#define XC_REASON_TUPLE "element of a composite node's outputs"
 
 /*
  * Can node n of g be compiled on dev? must_compile: n lies in a jit block
@@ -110,5 +112,11 @@ char *xc_dot_string(const xe_graph *g, const xc_clustering *c, xe_status *st);
 
 /* The clustering summary: counts, per-cluster histograms, reasons. */
 void xc_write_summary(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id);
+/*
+ * The same as one JSON object: {"session":N,"file":"...","composite":null|"f",
+ * "ops":N,"clusters":[{"name","ops","device","must_compile"}],
+ * "left_out":{"REASON":["node",...],...}}; owner: the composite node whose body g is, or NULL.
+ */
+void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id, const char *owner);
 
 #endif

@@ -31,6 +31,7 @@
 #include "compile.h"
 #include "plan.h"
 #include "xlac/op.h"
+#include "xlac/trace.h"
 
 #define KEY_VERSION "xlac-cache-v4"
 
@@ -83,69 +84,6 @@ static double now_ms(void)
 }
 
 /* ---- fingerprints and keys ----------------------------------------------------------- */
-
-static void attr_text(xe_text *t, const xe_attr *a)
-{
-    xe_text_printf(t, " %s=", a->name);
-    switch (a->kind) {
-    case XE_ATTR_INT:
-    case XE_ATTR_BOOL: xe_text_printf(t, "%lld", (long long)a->i); break;
-    case XE_ATTR_FLOAT: xe_text_printf(t, "%a", a->f); break;
-    case XE_ATTR_STRING: xe_text_printf(t, "\"%s\"", a->s); break;
-    case XE_ATTR_DTYPE: xe_text_printf(t, "%s", xe_dtype_name(a->dtype)); break;
-    case XE_ATTR_INTS:
-        for (int k = 0; k < a->n; k++)
-            xe_text_printf(t, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
-        xe_text_printf(t, "]");
-        break;
-    case XE_ATTR_FLOATS:
-        for (int k = 0; k < a->n; k++)
-            xe_text_printf(t, "%s%a", k ? "," : "[", a->floats[k]);
-        xe_text_printf(t, "]");
-        break;
-    }
-}
-
-/* Canonical text of a body: node k is "%k", inputs by position, annotations left out. */
-static void canonical_text(xe_text *t, const xe_graph *b)
-{
-    for (int i = 0; i < b->n_nodes; i++) {
-        const xe_node *n = b->nodes[i];
-        char ty[128];
-        xe_text_printf(t, "%%%d=%s(", i, xe_op_name(n->op));
-        for (int k = 0; k < n->n_inputs; k++)
-            xe_text_printf(t, "%s%%%d", k ? "," : "", n->inputs[k]);
-        xe_text_printf(t, ")");
-        if (n->op == XE_OP_INPUT)
-            xe_text_printf(t, ":%s", xe_type_str(&n->type, ty, sizeof ty));
-        for (int k = 0; k < n->n_attrs; k++)
-            if (n->attrs[k].name[0] != '@')
-                attr_text(t, &n->attrs[k]);
-        if (n->value) {
-            char hex[33];
-            xg_hash_hex(n->value->data, n->value->nbytes, hex);
-            xe_text_printf(t, " value=%s:%s", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
-                           hex);
-        }
-        xe_text_printf(t, "\n");
-    }
-    for (int i = 0; i < b->n_outputs; i++)
-        xe_text_printf(t, "out %%%d\n", b->outputs[i]);
-}
-
-void xg_hash_hex(const void *data, size_t len, char out[33])
-{
-    XXH128_hash_t h = XXH3_128bits(data ? data : "", len);
-    snprintf(out, 33, "%016llx%016llx", (unsigned long long)h.high64, (unsigned long long)h.low64);
-}
-
-void xg_fingerprint(const xe_graph *body, char out[40])
-{
-    xe_text t = {0};
-    canonical_text(&t, body);
-    xg_hash_hex(t.buf, t.len, out);
-    xe_text_free(&t);
-}
 
 /* One type's pattern: dtype, then per dim '1' or 'n'. */
 static void type_pattern(const xe_type *t, xe_text *out)
@@ -248,14 +186,19 @@ xg_cache *xg_cache_new(const xg_options *o, xe_status *st)
     return c;
 }
 
+void xg_cache_wait(xg_cache *c)
+{
+    pthread_mutex_lock(&c->lock);
+    while (c->async_running > 0)
+        pthread_cond_wait(&c->async_done, &c->lock);
+    pthread_mutex_unlock(&c->lock);
+}
+
 void xg_cache_destroy(xg_cache *c)
 {
     if (!c)
         return;
-    pthread_mutex_lock(&c->lock);
-    while (c->async_running > 0) /* background compiles finish first */
-        pthread_cond_wait(&c->async_done, &c->lock);
-    pthread_mutex_unlock(&c->lock);
+    xg_cache_wait(c); /* background compiles finish first */
     entry *e, *t;
     HASH_ITER(hh, c->entries, e, t) {
         HASH_DEL(c->entries, e);
@@ -380,6 +323,9 @@ static bool load_from_disk(job *j, xg_artifact **a, xg_program **prog, xe_status
 static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
 {
     xg_artifact *a = NULL;
+    const xg_options *o = &j->c->o;
+    if (o->on_compile)
+        o->on_compile(o->on_compile_user, j->name, true);
     double t0 = now_ms();
     /* with a dump folder every signature is built here, so that its dump is whole (source, plan, log) */
     bool disk = !j->c->o.dump_dir;
@@ -407,6 +353,10 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
         xg_disk_release(&j->c->disk, j->key);
     *ms = now_ms() - t0;
     xg_artifact_destroy(a);
+    if (xe_trace_on())
+        xg_trace_compile(j->name, j->target, o->cc, *disk_hit, j->key, t0, *ms, code == XE_OK);
+    if (o->on_compile)
+        o->on_compile(o->on_compile_user, j->name, false);
     return code;
 }
 
@@ -445,6 +395,8 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
 static void *async_main(void *arg)
 {
     job *j = arg;
+    if (xe_trace_on())
+        xe_trace_name_thread("xlac compile");
     xg_program *prog = NULL;
     bool disk = false;
     double ms = 0;
@@ -551,8 +503,19 @@ static bool claim_compile(xg_cache *c, cluster_state *s, entry *e, const char *n
     return true;
 }
 
+#define WHY_OOM "out of memory"
+#define WHY_FAILED "failed to compile earlier"
+#define WHY_COMPILING "being compiled (by another thread, or in the background)"
+#define WHY_THRESHOLD "seen fewer than --compile_threshold times"
+#define WHY_BUDGET "compiled --max_compiles_per_cluster times already"
+#define WHY_ASYNC "compiling in the background (--async_compilation)"
+#define WHY_COMPILE "compile failed"
+#define WHY_SHAPES "the program cannot serve these shapes"
+#define WHY_RUN "the compiled program failed to run"
+
+/* Where decide answers FALLBACK, *why says why (one of the WHY_ phrases above). */
 static decision decide(xg_cache *c, const char *fp, const char *name, const xe_graph *body, xe_tensor *const *in, int n,
-                       xg_target target, int arch, bool must, xe_text *key, entry **out)
+                       xg_target target, int arch, bool must, xe_text *key, entry **out, const char **why)
 {
     cluster_state *s = cluster_get(c, fp, name);
     if (s && same_as_last_hit(s, in, n, target, arch)) {
@@ -562,6 +525,7 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
     }
     signature_key(c, fp, in, n, NULL, target, arch, key);
     entry *e = key->oom ? NULL : entry_get(c, key->buf);
+    *why = WHY_OOM;
     if (!s || !e)
         return FALLBACK;
     bool new_sig = e->seen == 0;
@@ -574,19 +538,22 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
         signature_key(c, fp, in, n, pat, target, arch, key);
         int seen = e->seen;
         if (key->oom || !(e = entry_get(c, key->buf)))
-            return FALLBACK;
+            return FALLBACK; /* *why: WHY_OOM */
         if (e->seen < seen)
             e->seen = seen;
     }
     *out = e;
+    *why = e->failed ? WHY_FAILED : WHY_COMPILING;
     if (e->failed || (e->compiling && !e->prog))
         return FALLBACK;
     if (e->prog) {
         remember_hit(s, e, key->buf, in, n, target, arch);
         return RUN;
     }
+    *why = WHY_THRESHOLD;
     if (e->seen < c->o.compile_threshold && !must)
         return FALLBACK;
+    *why = WHY_BUDGET;
     return claim_compile(c, s, e, name, must) ? COMPILE : FALLBACK;
 }
 
@@ -692,9 +659,64 @@ static xg_program *specific_program(xg_cache *c, const char *fp, const xe_graph 
     return prog;
 }
 
+/* compile_signature, telling *info how long it took and, when nothing is ready, why. */
+static xe_code timed_compile(xg_cache *c, const char *key, const xe_graph *body, const char *name,
+                             xe_tensor *const *inputs, bool must, xg_target target, int arch, xg_program **prog,
+                             xg_run_info *info, xe_status *st)
+{
+    double t0 = now_ms();
+    xe_code code = compile_signature(c, key, body, name, inputs, must, target, arch, prog, st);
+    info->compile_ms = now_ms() - t0;
+    info->compiled = *prog != NULL;
+    info->reason = *prog ? NULL : c->o.async_compilation && !must ? WHY_ASYNC : WHY_COMPILE;
+    return code;
+}
+
+/*
+ * Step 3 of xg_run_cluster_info: runs *prog; a call the program cannot
+ * serve (XE_ERR_UNSUPPORTED) goes to this signature's own program if this
+ * one was shape-generic, else per op, quietly (an empty max: per op says
+ * why). *prog is NULL when nothing ran.
+ */
+static xe_code run_step(xg_cache *c, const char *k, const char *fp, const xe_graph *body, const char *name,
+                        xe_tensor *const *inputs, xe_tensor **outputs, bool must, xg_target target, int arch,
+                        xg_program **prog, xg_run_info *info, xe_status *st)
+{
+    xe_code code = XE_OK;
+    xe_code r = xg_program_run(*prog, inputs, body->n_inputs, outputs, body->n_outputs, st);
+    if (r == XE_ERR_UNSUPPORTED && strstr(k, "|generic:")) {
+        xe_status_clear(st);
+        *prog = specific_program(c, fp, body, name, inputs, must, target, arch, &code, st);
+        r = code == XE_OK && *prog ? xg_program_run(*prog, inputs, body->n_inputs, outputs, body->n_outputs, st)
+                                   : XE_OK;
+    }
+    if (code != XE_OK || r == XE_OK)
+        return code;
+    info->reason = r == XE_ERR_UNSUPPORTED ? WHY_SHAPES : WHY_RUN;
+    if (r == XE_ERR_UNSUPPORTED) {
+        xe_status_clear(st);
+    } else if (must) {
+        code = st->code;
+    } else {
+        mark_failed(c, k, name, "run", st);
+        xe_status_clear(st);
+    }
+    *prog = NULL;
+    return code;
+}
+
 xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
                        xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
                        xg_outcome *outcome, xe_status *st)
+{
+    xg_run_info info = {.want_signature = false};
+    return xg_run_cluster_info(c, body, fingerprint, cluster_name, dev, inputs, outputs, must_compile, outcome,
+                               &info, st);
+}
+
+xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
+                            xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
+                            xg_outcome *outcome, xg_run_info *info, xe_status *st)
 {
     xg_target target = xg_target_for_device(dev);
     int arch = xg_backend_for(target)->device_arch();
@@ -706,48 +728,39 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     xe_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;
+    info->hit = info->compiled = false;
+    info->compile_ms = 0;
+    info->reason = NULL;
     /* 1. decide under the lock */
     pthread_mutex_lock(&c->lock);
-    decision d = decide(c, fp, cluster_name, body, inputs, body->n_inputs, target, arch, must_compile, &key, &e);
+    decision d = decide(c, fp, cluster_name, body, inputs, body->n_inputs, target, arch, must_compile, &key, &e,
+                        &info->reason);
     bool failed_before = d == FALLBACK && e && e->failed;
     xg_program *prog = d == RUN ? e->prog : NULL;
     if (d == RUN)
         c->stats.cache_hits++;
     pthread_mutex_unlock(&c->lock);
     const char *k = key.buf ? key.buf : "";
+    if (info->want_signature)
+        snprintf(info->signature, sizeof info->signature, "%s", k);
+    else
+        info->signature[0] = '\0';
+    info->hit = d == RUN;
     xe_code code = XE_OK;
     if (failed_before && must_compile)
         code = xe_fail(st, XE_ERR_COMPILE, "failed to compile earlier");
     /* 2. compile without it */
     if (code == XE_OK && d == COMPILE)
-        code = compile_signature(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, st);
-    /* 3. run, or leave it to the per-op path; a call the program cannot serve
-          (XE_ERR_UNSUPPORTED) goes to this signature's own program if this one
-          was shape-generic, else per op, quietly (an empty max: per op says why) */
-    xe_code r = XE_OK;
+        code = timed_compile(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, info, st);
+    /* 3. run, or leave it to the per-op path */
     if (code == XE_OK && prog)
-        r = xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st);
-    if (r == XE_ERR_UNSUPPORTED && strstr(k, "|generic:")) {
-        xe_status_clear(st);
-        prog = specific_program(c, fp, body, cluster_name, inputs, must_compile, target, arch, &code, st);
-        r = code == XE_OK && prog ? xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st)
-                                  : XE_OK;
-    }
-    if (code == XE_OK && r != XE_OK) {
-        if (r == XE_ERR_UNSUPPORTED) {
-            xe_status_clear(st);
-        } else if (must_compile) {
-            code = st->code;
-        } else {
-            mark_failed(c, k, cluster_name, "run", st);
-            xe_status_clear(st);
-        }
-        prog = NULL;
-    }
+        code = run_step(c, k, fp, body, cluster_name, inputs, outputs, must_compile, target, arch, &prog, info, st);
     xe_text_free(&key);
     if (code != XE_OK)
         return xe_status_prefix(st, "%s (must compile): ", cluster_name);
     count(c, prog ? &c->stats.launches : &c->stats.fallbacks);
     *outcome = prog ? XG_RAN : XG_FALLBACK;
+    if (!prog && !info->reason)
+        info->reason = WHY_SHAPES;
     return XE_OK;
 }

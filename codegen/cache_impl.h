@@ -13,6 +13,14 @@
 #include "xg_impl.h"
 #include "xlac/text.h"
 
+/*
+ * A compile (or, disk_hit, a load from the disk cache) of cluster name as a
+ * slice of the trace, started at t0_ms (CLOCK_MONOTONIC) and lasting ms
+ * (cache_trace.c). Call only while xe_trace_on().
+ */
+void xg_trace_compile(const char *name, xg_target target, const char *cc, bool disk_hit, const char *key,
+                      double t0_ms, double ms, bool ok);
+
 /* The XXH3 128-bit hash of len bytes as 32 hex digits (out holds 33). */
 void xg_hash_hex(const void *data, size_t len, char out[33]);
 

@@ -54,6 +54,9 @@ typedef struct xg_options {
                                      puts $TMPDIR here) */
     int cache_max_mb;             /* --cache_max_mb (default 1024; 0: no limit): LRU eviction past it */
     int compile_timeout_s;        /* --compile_timeout_s (default 120; 0: none): the compiler is killed past it */
+    /* called before (begin) and after each compile or disk load, on the thread doing it; NULL: none */
+    void (*on_compile)(void *user, const char *cluster_name, bool begin);
+    void *on_compile_user;
 } xg_options;
 
 /* Every option at its default; nothing is read from the environment (the caller resolves it). */
@@ -82,11 +85,23 @@ typedef struct xg_cache xg_cache;
 xg_cache *xg_cache_new(const xg_options *o, xe_status *st);
 void xg_cache_destroy(xg_cache *c);
 void xg_cache_stats(xg_cache *c, xg_stats *out);
+/* Waits until no background compile (--async_compilation) is running, so that stats are final. */
+void xg_cache_wait(xg_cache *c);
 
 typedef enum xg_outcome {
     XG_RAN,      /* outputs filled by compiled code */
     XG_FALLBACK, /* not (yet) compiled or failed: the caller runs the body per op */
 } xg_outcome;
+
+/* What one xg_run_cluster_info call did, for the trace and the reports. */
+typedef struct xg_run_info {
+    bool want_signature; /* in: fill signature (a copy of the key: only when someone reads it) */
+    bool hit;            /* the program was in memory already */
+    bool compiled;       /* this call compiled (or loaded from disk) the program it ran */
+    double compile_ms;   /* time this call spent compiling or loading (0 when async) */
+    const char *reason;  /* XG_FALLBACK: why, a fixed phrase */
+    char signature[200]; /* the signature key, cut to fit */
+} xg_run_info;
 
 /*
  * Runs cluster `body` (inputs bound in order, outputs in order) on dev;
@@ -100,6 +115,11 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                        const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
                        xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
                        xe_status *st);
+/* The same, telling what it did in *info (hit or compile, the fallback's reason, the signature). */
+xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *fingerprint,
+                            const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
+                            xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
+                            xg_run_info *info, xe_status *st);
 
 /*
  * Hex XXH3-128 of a cluster body's canonical text (ops, attributes, dtypes,

@@ -47,8 +47,29 @@ void xe_exec_log_placement(xe_exec *ex, const xe_node *n, const char *device_pre
 
 void xe_exec_trace(xe_exec *ex, const char *name, const char *cat, double start_us)
 {
-    if (ex && ex->session->profile)
-        xe_profile_add(ex->session->profile, name, cat, start_us, xe_now_us() - start_us);
+    (void)ex;
+    if (xe_trace_on())
+        xe_trace_slice(name, cat, start_us, xe_now_us() - start_us, NULL);
+}
+
+/*
+ * The trace's slice of an op run per op: its op, device, output type and,
+ * inside a cluster that fell back, the cluster. Only called while tracing.
+ */
+static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, double t0, xe_gpu_timer *gt)
+{
+    double t1 = xe_now_us();
+    char type[128] = "", label[256] = "", args[600];
+    if (out)
+        xe_type_str(&(xe_type){out->dtype, out->shape}, type, sizeof type);
+    xe_trace_json_escape(r->label ? r->label : "", label, sizeof label);
+    snprintf(args, sizeof args, "\"op\":\"%s\",\"device\":\"%s%s\",\"type\":\"%s\"%s%s%s",
+             xe_op_name(n->op), r->prefix, xe_device_name(n->device), type, r->label ? ",\"cluster\":\"" : "",
+             label, r->label ? "\"" : "");
+    xe_trace_slice(n->name, xe_op_name(n->op), t0, t1 - t0, args);
+    double gs, gd;
+    if (gt && xe_gpu_timer_read(gt, &gs, &gd)) /* the kernel's own time, on the stream's track */
+        xe_trace_slice_gpu(0, n->name, xe_op_name(n->op), gs, gd, args);
 }
 
 static void value_clear(value *v)
@@ -220,7 +241,8 @@ static xe_code run_node(run *r, int i, xe_tensor *const *inputs, xe_status *st)
     xe_tensor **in = calloc((size_t)(n->n_inputs ? n->n_inputs : 1), sizeof *in);
     if (!in)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    double t0 = xe_now_us();
+    bool tracing = xe_trace_on();
+    double t0 = tracing ? xe_now_us() : 0;
     xe_code c;
     if (n->body) {
         c = XE_OK;
@@ -229,21 +251,23 @@ static xe_code run_node(run *r, int i, xe_tensor *const *inputs, xe_status *st)
         else /* body ops fetch what they need themselves */
             for (int k = 0; k < n->n_inputs; k++)
                 in[k] = value_any(&r->vals[n->inputs[k]]);
-        if (c == XE_OK)
+        if (c == XE_OK) /* a composite kernel records its own slice (the plugin's launch does) */
             c = run_composite(r, n, d, in, v, st);
-        if (c == XE_OK && d->composite)
-            xe_exec_trace(r->ex, n->name, xe_op_name(n->op), t0);
     } else {
         xe_tensor *out = NULL;
         c = gather_inputs(r, n, n->device, in, st);
+        xe_gpu_timer *gt = c == XE_OK && tracing && n->device == XE_DEV_GPU ? xe_gpu_timer_begin() : NULL;
         if (c == XE_OK && (c = run_kernel(r, n, d, in, &out, st)) == XE_OK)
             v->on[n->device] = out;
-        if (c == XE_OK && r->ex->session->profile && n->device == XE_DEV_GPU)
+        xe_gpu_timer_end(gt);
+        if (c == XE_OK && tracing && n->device == XE_DEV_GPU)
             c = xe_gpu_synchronize(st);
         if (c == XE_OK) {
             xe_exec_log_placement(r->ex, n, r->prefix, r->label);
-            xe_exec_trace(r->ex, n->name, xe_op_name(n->op), t0);
+            if (tracing)
+                trace_op(r, n, out, t0, gt);
         }
+        xe_gpu_timer_free(gt);
     }
     free(in);
     return c;

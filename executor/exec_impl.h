@@ -5,9 +5,10 @@
 #ifndef XE_EXEC_IMPL_H
 #define XE_EXEC_IMPL_H
 
+#include <stdatomic.h>
 #include <stdio.h>
 
-#include "profile.h"
+#include "xlac/trace.h"
 #include "xlac/session.h"
 
 typedef struct xe_node_state xe_node_state; /* uthash: node pointer -> run counter */
@@ -16,7 +17,9 @@ struct xe_session {
     xe_graph *graph;          /* as it runs, after passes */
     xe_session_options opt;
     int id;                   /* process-wide session number */
-    xe_profile *profile;      /* NULL unless opt.profile_path */
+    bool tracing;             /* opt.profile_path started the process's trace */
+    atomic_bool placement_logged; /* a run logged placement lines (once per session, unless log_every) */
+    atomic_int runs;          /* runs so far (the trace's "run K") */
     xe_node_state *states;    /* per-node state of stateful ops */
 };
 

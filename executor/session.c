@@ -58,12 +58,16 @@ uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
     return &e->counter;
 }
 
-/* One note when a dump names a composite op that no plugin registered. */
+/*
+ * One note when a dump names the plugin's launch op (xlac_launch) and no
+ * plugin registered it. A user's own composite (`f = block(x) {...}`) is
+ * an ordinary `call` and gets no note.
+ */
 static void note_unregistered(const xe_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const char *op = xe_node_attr_string(g->nodes[i], "@op", NULL);
-        if (g->nodes[i]->op == XE_OP_CALL && op) {
+        if (g->nodes[i]->op == XE_OP_CALL && op && !strncmp(op, "xlac_", 5)) {
             fprintf(stderr, "xlac: note: op '%s' is not registered (is libxlac.so loaded?); "
                             "running its body op by op\n", op);
             return;
@@ -99,9 +103,10 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
     if (opt)
         s->opt = *opt;
     s->id = atomic_fetch_add(&next_session_id, 1);
-    if (s->opt.profile_path && !(s->profile = xe_profile_new())) {
-        xe_fail(st, XE_ERR_NOMEM, "out of memory creating a profile");
-        goto fail;
+    if (s->opt.profile_path) {
+        if (xe_trace_start(s->opt.profile_path, st) != XE_OK)
+            goto fail;
+        s->tracing = true;
     }
     if (xe_graph_infer(s->graph, st) != XE_OK || xe_graph_place(s->graph, s->opt.place, st) != XE_OK ||
         run_passes(s, st) != XE_OK)
@@ -117,12 +122,11 @@ void xe_session_destroy(xe_session *s)
 {
     if (!s)
         return;
-    if (s->profile) {
+    if (s->tracing) {
         xe_status st;
         xe_status_clear(&st);
-        if (xe_profile_write(s->profile, s->opt.profile_path, &st) != XE_OK)
+        if (xe_trace_stop(&st) != XE_OK)
             fprintf(stderr, "xlac: warning: %s\n", st.msg);
-        xe_profile_destroy(s->profile);
     }
     struct xe_node_state *e, *tmp;
     HASH_ITER(hh, s->states, e, tmp) {
@@ -153,6 +157,21 @@ static xe_code check_feed(const xe_node *in, const xe_tensor *t, xe_status *st)
                    xe_type_str(&in->type, want, sizeof want), got);
 }
 
+/* The trace's "run K" slice (every launch and op of the run lies inside it) and the run totals. */
+static void trace_run(xe_session *s, int mode, double t0)
+{
+    double t1 = xe_now_us();
+    int k = atomic_fetch_add(&s->runs, 1);
+    if (mode & XE_TRACE_TOTALS)
+        xe_trace_run_add(t1 - t0);
+    if (!(mode & XE_TRACE_EVENTS))
+        return;
+    char name[32], args[64];
+    snprintf(name, sizeof name, "run %d", k);
+    snprintf(args, sizeof args, "\"session\":%d,\"run\":%d", s->id, k);
+    xe_trace_slice(name, "run", t0, t1 - t0, args);
+}
+
 /* Brings outputs to the host, in place. */
 static xe_code outputs_to_host(xe_tensor **outputs, int n, xe_status *st)
 {
@@ -175,10 +194,15 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
     for (int i = 0; i < g->n_inputs; i++)
         if (check_feed(g->nodes[g->inputs[i]], inputs[i], st) != XE_OK)
             return st->code;
-    xe_exec ex = {.session = s, .log = s->opt.log_placement ? (s->opt.log ? s->opt.log : stderr) : NULL};
+    bool log = s->opt.log_placement && (s->opt.log_every || !atomic_exchange(&s->placement_logged, true));
+    xe_exec ex = {.session = s, .log = log ? (s->opt.log ? s->opt.log : stderr) : NULL};
     for (int i = 0; i < g->n_outputs; i++)
         outputs[i] = NULL;
+    int mode = atomic_load_explicit(&xe_trace_mode, memory_order_relaxed);
+    double t0 = mode ? xe_now_us() : 0;
     xe_code c = xe_exec_graph(&ex, g, inputs, outputs, NULL, "", st);
+    if (mode)
+        trace_run(s, mode, t0);
     if (c == XE_OK)
         c = outputs_to_host(outputs, g->n_outputs, st);
     if (c != XE_OK) {

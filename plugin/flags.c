@@ -51,7 +51,8 @@ static const flag_row rows[] = {
     {"clustering_debug", FLAG_BOOL, AT(clustering_debug), 0, "false",
      "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there"},
     {"stats", FLAG_BOOL, AT(stats), 0, "false",
-     "at exit print one line: clusters, launches, compiles, cache hits, fallbacks"},
+     "at exit print two lines: 'xlac: stats' (clusters, launches, compiles, cache and disk hits, "
+     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)"},
     {"codegen", FLAG_BOOL, AT(codegen), 0, "true",
      "false: clusters always run with the executor's per-op kernels"},
     {"fast_math", FLAG_BOOL, AT(xg.fast_math), 0, "false",
@@ -74,6 +75,11 @@ static const flag_row rows[] = {
     {"dump_inputs", FLAG_BOOL, AT(dump_inputs), 0, "false",
      "with XLAC_DUMP_TO=DIR: each launched cluster as DIR/replay_NNNN.CLUSTER/cluster.xg plus the .npy "
      "inputs of its first launch (inputs/), replayable with xlac-run --compare"},
+    {"trace", FLAG_STRING, AT(trace_path), 0, "(none)",
+     "write a timeline of the process to FILE.json at exit (Chrome trace-event JSON: ui.perfetto.dev)"},
+    {"summary", FLAG_STRING, AT(summary_path), 0, "(none)",
+     "write FILE.json at exit: nodes left out by reason, per cluster launches, hits, compile and launch "
+     "times, and the run's share of time in clusters, per-op kernels and compiling"},
     {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit"},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
@@ -95,6 +101,9 @@ void xlac_flags_free(xlac_flags *f)
         free(f->ops_to_exclude[i]);
     free(f->ops_to_exclude);
     free(f->dump_graph_prefix);
+    free(f->trace_path);
+    free(f->summary_path);
+    f->trace_path = f->summary_path = NULL;
     free(f->cache_dir);
     free(f->dump_to);
     free(f->cc);

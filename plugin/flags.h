@@ -24,10 +24,12 @@ typedef struct xlac_flags {
     int n_ops_to_exclude;
     long long clustering_fuel; /* --clustering_fuel (default -1: no limit) */
     bool clustering_debug;     /* --clustering_debug: dumps and summary */
-    bool stats;                /* --stats: one line at exit */
+    bool stats;                /* --stats: two lines at exit (stats, timing) */
     bool codegen;              /* --codegen=0: launch ops always run per op */
     bool dump_inputs;          /* --dump_inputs: a replay folder per cluster in XLAC_DUMP_TO */
     bool help;                 /* --help: print the flags and exit 0 */
+    char *trace_path;          /* --trace=FILE.json: the process's timeline; NULL: none */
+    char *summary_path;        /* --summary=FILE.json: clustering and per-cluster report at exit; NULL: none */
     char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
     xg_options xg;             /* the code generator's flags */
     char *cache_dir;           /* owns xg.cache_dir (--cache_dir or its default) */

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 
 #include "xlac/session.h"
+#include "xlac/trace.h"
 #include "xlac_plugin.h"
 
 /* The state's cache, NULL when codegen is off or unavailable. */
@@ -42,6 +43,21 @@ static void log_compiled(const xe_kernel_args *a, const char *name)
         xe_exec_log_placement(a->exec, body->nodes[i], "XLA_", name);
 }
 
+/* Every field but the signature's text (a zeroed struct would clear 200 bytes per launch). */
+static void launch_info_init(xlac_launch_info *li, const xlac_state *s, bool timed)
+{
+    li->info.want_signature = timed;
+    li->info.hit = li->info.compiled = false;
+    li->info.compile_ms = 0;
+    li->info.reason = NULL;
+    li->info.signature[0] = '\0';
+    li->ran = false;
+    li->why = s->flags.codegen ? "no compilation cache" : "--codegen=0";
+    li->t0 = timed ? xe_now_us() : 0;
+    li->t_fallback = 0;
+    li->gpu = NULL;
+}
+
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st)
 {
     xlac_state *s = a->op_user;
@@ -55,16 +71,29 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
                        n->body->n_outputs, n_outs);
     atomic_fetch_add(&s->n_launches, 1);
     xlac_replay_dump(s, n, name, a->in);
+    bool timed = xlac_report_timed(s); /* off: this branch is all a launch pays for reports */
+    xlac_launch_info li;
+    launch_info_init(&li, s, timed);
     xg_cache *c = get_cache(s);
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
-        if (xg_run_cluster(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name, n->device,
-                           a->in, outs, must, &outcome, st) != XE_OK)
-            return st->code;
-        if (outcome == XG_RAN) {
+        li.gpu = timed && n->device == XE_DEV_GPU && xe_trace_on() ? xe_gpu_timer_begin() : NULL;
+        xe_code code = xg_run_cluster_info(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name,
+                                           n->device, a->in, outs, must, &outcome, &li.info, st);
+        if (li.gpu)
+            xe_gpu_timer_end(li.gpu);
+        li.ran = code == XE_OK && outcome == XG_RAN;
+        if (li.ran) {
             log_compiled(a, name);
-            return XE_OK;
+            if (timed)
+                xlac_report_launch(s, n, name, &li);
         }
+        if (li.gpu)
+            xe_gpu_timer_free(li.gpu);
+        li.gpu = NULL;
+        if (code != XE_OK || li.ran)
+            return code;
+        li.why = li.info.reason;
         for (int i = 0; i < n_outs; i++) { /* whatever a fallback left behind */
             xe_tensor_release(outs[i]);
             outs[i] = NULL;
@@ -72,12 +101,24 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     }
     atomic_fetch_add(&s->n_fallbacks, 1);
     xlac_replay_note_fallback(s, n, name);
-    return xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
+    li.t_fallback = timed ? xe_now_us() : 0;
+    xe_code code = xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
+    if (timed)
+        xlac_report_launch(s, n, name, &li);
+    return code;
 }
 
 bool xlac_made_clusters(xlac_state *s)
 {
     return atomic_load(&s->n_clusters) > 0 || atomic_load(&s->n_launches) > 0;
+}
+
+void xlac_launch_drain(xlac_state *s)
+{
+    pthread_mutex_lock(&s->cache_lock);
+    if (s->cache)
+        xg_cache_wait(s->cache);
+    pthread_mutex_unlock(&s->cache_lock);
 }
 
 void xlac_print_stats(xlac_state *s, FILE *out)

@@ -17,6 +17,8 @@
 
 #include "xlac/io.h"
 #include "xlac/op.h"
+#include "xlac/text.h"
+#include "xlac/trace.h"
 #include "xlac_plugin.h"
 
 /* ---- the predicate ---------------------------------------------------------- */
@@ -115,11 +117,15 @@ static xe_code dump_stage(const char *dir, const char *stage, int id, const xe_g
 }
 
 /* The summary on stderr and, when the dump folder is there (dir_ok), in it. */
-static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, bool dir_ok,
-                            xe_status *st)
+static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, const char *owner,
+                            bool dir_ok, xe_status *st)
 {
     const char *dir = s->flags.dump_graph_prefix;
+    if (owner)
+        fprintf(stderr, "xlac: the body of composite node %s:\n", owner);
     xc_write_summary(stderr, g, c, id);
+    if (owner)
+        return XE_OK; /* a composite's body: its summary goes to stderr only */
     if (dir && !dir_ok)
         return XE_OK; /* already warned */
     if (!dir) {
@@ -139,11 +145,30 @@ static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clusterin
 
 /* ---- the pass ------------------------------------------------------------------ */
 
-/* Steps 2-4 on g; *out receives the encapsulated graph (NULL: unchanged). */
-static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, xe_graph **out, xe_status *st)
+/* A composite's body gets clusters named after it: "f.cluster_0" (names stay unique in a process). */
+static xe_code prefix_clusters(xc_clustering *c, const char *owner, xe_status *st)
+{
+    for (int k = 0; owner && k < c->n_clusters; k++) {
+        xe_text t = {0};
+        xe_text_printf(&t, "%s.%s", owner, c->clusters[k].name);
+        char *name = xe_text_take(&t);
+        if (!name)
+            return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        free(c->clusters[k].name);
+        c->clusters[k].name = name;
+    }
+    return XE_OK;
+}
+
+/*
+ * Steps 2-4 on g; *out receives the encapsulated graph (NULL: unchanged).
+ * owner: the composite node whose body g is (no dumps then), NULL for the session's graph.
+ */
+static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, const char *owner, xe_graph **out,
+                             xe_status *st)
 {
     const char *dir = s->flags.dump_graph_prefix;
-    bool dumps = s->flags.clustering_debug && dir;
+    bool dumps = s->flags.clustering_debug && dir && !owner;
     xc_options o;
     xlac_cluster_options(&s->flags, &o); /* 1. */
     if (dumps && xe_mkdirs(dir, 0777, st) != XE_OK) {
@@ -155,29 +180,58 @@ static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, xe_graph 
     xc_clustering *c = xc_mark_for_compilation(g, &o, st); /* 2. */
     if (!c)
         return st->code;
-    xe_code code = XE_OK;
+    xe_code code = prefix_clusters(c, owner, st);
     if (c->n_clusters && !(*out = xc_encapsulate(g, c, s->launch_op, st))) /* 3. */
         code = st->code;
     if (code == XE_OK && dumps && dump_stage(dir, "mark_for_compilation", id, g, c, st) != XE_OK) /* 4. */
         dump_failed(st);
     if (code == XE_OK && dumps && dump_stage(dir, "after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK)
         dump_failed(st);
-    if (code == XE_OK && s->flags.clustering_debug && dump_summary(s, g, c, id, dumps, st) != XE_OK)
+    if (code == XE_OK && s->flags.clustering_debug && dump_summary(s, g, c, id, owner, dumps, st) != XE_OK)
         dump_failed(st);
+    if (code == XE_OK)
+        xlac_report_graph(s, g, c, id, owner);
     xc_clustering_destroy(c);
     return code;
 }
 
 /*
+ * The bodies of composite nodes that are not launches (`f = block(x) {...}`,
+ * run by the executor op by op) are clustered on their own, innermost
+ * first; their clusters are named after the node ("f.cluster_0").
+ */
+static xe_code cluster_bodies(xlac_state *s, xe_graph *g, int id, xe_status *st)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        xe_node *n = g->nodes[i];
+        if (n->op != XE_OP_CALL || !n->body)
+            continue;
+        xe_graph *nb = NULL;
+        if (cluster_bodies(s, n->body, id, st) != XE_OK ||
+            cluster_graph(s, n->body, id, n->name, &nb, st) != XE_OK) {
+            xe_graph_destroy(nb);
+            return st->code;
+        }
+        if (nb) {
+            xe_graph_destroy(n->body);
+            n->body = nb;
+        }
+    }
+    return XE_OK;
+}
+
+/*
  * Each launch node carries its body's fingerprint, so a launch does not
  * hash the body again; every launch node counts as a cluster in --stats
- * (those of a re-run dump too).
+ * (those of a re-run dump too, and those inside composite bodies).
  */
 static xe_code stamp_launch_nodes(xlac_state *s, xe_graph *g, xe_status *st)
 {
     unsigned long long clusters = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         xe_node *n = g->nodes[i];
+        if (n->op == XE_OP_CALL && n->body && stamp_launch_nodes(s, n->body, st) != XE_OK)
+            return st->code;
         if (n->op != s->launch_op || !n->body)
             continue;
         char fp[40];
@@ -196,8 +250,13 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
     if (!s->installed)
         return XE_OK;
     xe_graph *ng = NULL;
-    if ((s->flags.auto_jit != 0 || (*g)->n_jit != 0) &&
-        cluster_graph(s, *g, ctx ? ctx->session_id : 0, &ng, st) != XE_OK) {
+    int id = ctx ? ctx->session_id : 0;
+    /* the opposite of dump_summary's note (so the same once-flag) */
+    if (s->flags.dump_graph_prefix && !s->flags.clustering_debug && s->flags.auto_jit != 0 &&
+        !atomic_exchange(&s->warned_no_prefix, true))
+        fprintf(stderr, "xlac: warning: XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
+                        "no graph dumps are written (XLAC_FLAGS=--clustering_debug writes them)\n");
+    if ((s->flags.auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(s, *g, id, NULL, &ng, st) != XE_OK) {
         xe_graph_destroy(ng);
         return st->code;
     }
@@ -205,6 +264,8 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
         xe_graph_destroy(*g);
         *g = ng;
     }
+    if (s->flags.auto_jit != 0 && cluster_bodies(s, *g, id, st) != XE_OK)
+        return st->code;
     if (stamp_launch_nodes(s, *g, st) != XE_OK)
         return st->code;
     return xlac_check_ranks(*g, s->launch_op, st);
@@ -242,6 +303,7 @@ void xlac_state_init(xlac_state *s)
     s->launch_op = -1;
     pthread_mutex_init(&s->cache_lock, NULL);
     pthread_mutex_init(&s->replay_lock, NULL);
+    pthread_mutex_init(&s->report_lock, NULL);
 }
 
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
@@ -253,13 +315,21 @@ xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
     s->flags = *f;
     memset(f, 0, sizeof *f);
     s->installed = true;
-    return XE_OK;
+    return xlac_report_setup(s, st);
 }
 
 void xlac_plugin_shutdown(xlac_state *s)
 {
     xlac_launch_shutdown(s);
     xlac_replay_free(s);
+    if (s->tracing) { /* after the cache: background compiles are in it */
+        xe_status st;
+        xe_status_clear(&st);
+        if (xe_trace_stop(&st) != XE_OK)
+            fprintf(stderr, "xlac: warning: %s\n", st.msg);
+        s->tracing = false;
+    }
+    xlac_report_free(s);
     if (s->installed)
         xlac_flags_free(&s->flags);
     s->installed = false;

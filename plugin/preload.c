@@ -5,8 +5,8 @@
  * value prints one line and ends the process with exit status 2: the only
  * place the plugin may end its host, because a misconfigured run must
  * stop before it starts rather than silently run without the JIT.
- * `XLAC_FLAGS=--help` prints the flags and exits 0. A destructor prints
- * the --stats line and frees the plugin's state, of which this file holds
+ * `XLAC_FLAGS=--help` prints the flags and exits 0. A destructor waits for
+ * background compiles, prints the --stats lines and frees the plugin's state, of which this file holds
  * the one instance; xlac_stats_text gives hosts that load libxlac.so
  * themselves (the Python package's xlac.stats()) the same counters.
  */
@@ -49,9 +49,12 @@ __attribute__((destructor)) static void xlac_preload_fini(void)
 {
     if (!state.installed)
         return;
+    /* the stats count the background compiles too: they finish first */
+    xlac_launch_drain(&state);
     /* off, and no jit block: nothing observable, not even the stats line */
     if (state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state)))
         xlac_print_stats(&state, stderr);
+    xlac_report_write(&state);
     xlac_plugin_shutdown(&state);
 }
 

@@ -16,6 +16,28 @@
 #include "flags.h"
 #include "xc.h"
 #include "xlac/plugin.h"
+#include "xlac/trace.h"
+
+/* Per cluster (by name), for --summary (report.c, summary.c). */
+typedef struct xlac_cluster_report {
+    char *name;
+    int ops;
+    unsigned long long launches, hits, compiled, fallbacks;
+    double launch_us;  /* every launch, compiles and fallbacks included */
+    double hit_us;     /* launches that ran a program already in memory */
+    double compile_us; /* compiles (and disk loads) inside launches */
+    double ran_us;     /* launches that ran compiled code, their compiles left out */
+} xlac_cluster_report;
+
+/* One launch, as the trace and the summary see it (launch.c to report.c). */
+typedef struct xlac_launch_info {
+    xg_run_info info;  /* what the cache did */
+    bool ran;          /* compiled code ran (else the body ran per op) */
+    const char *why;   /* !ran: the reason */
+    double t0;         /* the launch began (xe_now_us) */
+    double t_fallback; /* !ran: the per-op run began */
+    xe_gpu_timer *gpu; /* the compiled kernels' GPU time (tracing, on a GPU), or NULL */
+} xlac_launch_info;
 
 /*
  * What the plugin keeps for its process: the flags, the launch op's id,
@@ -29,7 +51,7 @@ typedef struct xlac_state {
     xlac_flags flags;             /* the configuration, once installed */
     bool installed;               /* flags hold the configuration */
     int launch_op;                /* xlac_launch's op id, -1 before registration */
-    atomic_bool warned_no_prefix; /* the --clustering_debug note is printed once */
+    atomic_bool warned_no_prefix; /* the note on --clustering_debug vs XLAC_DUMP_GRAPH_PREFIX: once */
     pthread_mutex_t cache_lock;   /* guards cache and cache_failed */
     xg_cache *cache;              /* created by the first launch from flags.xg */
     bool cache_failed;            /* creation failed once: clusters stay per op */
@@ -39,6 +61,13 @@ typedef struct xlac_state {
     pthread_mutex_t replay_lock;  /* guards the replay entries */
     xlac_replay *replays;         /* clusters dumped for replay (--dump_inputs) */
     int n_replays, cap_replays;
+    atomic_ullong n_compiling;    /* compiles begun (the terminal's progress line) */
+    bool tracing;                 /* --trace started the process's trace */
+    pthread_mutex_t report_lock;  /* guards graphs and reports */
+    char **graphs;                /* --summary: each clustered graph's summary as JSON */
+    int n_graphs;
+    xlac_cluster_report *reports; /* --summary: per cluster */
+    int n_reports;
 } xlac_state;
 
 /* An empty state: not installed, nothing registered. */
@@ -75,17 +104,27 @@ void xlac_replay_dump(xlac_state *s, const xe_node *n, const char *name, xe_tens
 /* After a launch of n ran per op: once per dumped cluster, a note naming its replay command. */
 void xlac_replay_note_fallback(xlac_state *s, const xe_node *n, const char *name);
 void xlac_replay_free(xlac_state *s);
+/* Reports (report.c, summary.c): the trace, the progress line and the summary's state, at install. */
+xe_code xlac_report_setup(xlac_state *s, xe_status *st);
+/* --summary: keeps the clustering summary of g (owner: the composite whose body g is, or NULL). */
+void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, const char *owner);
+/* A launch of node n is over: its trace slices and its counts. Call only when li->t0 was taken. */
+void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name, const xlac_launch_info *li);
+/* Whether launches are timed (a trace or a summary is on): with both off, one load and one test. */
+static inline bool xlac_report_timed(const xlac_state *s)
+{
+    return xe_trace_on() || s->flags.summary_path;
+}
+/* Writes --summary's file (at exit, after background compiles). */
+void xlac_report_write(xlac_state *s);
+void xlac_report_free(xlac_state *s);
 
 /* Whether any cluster was formed (a jit block counts) or launched in this process. */
 bool xlac_made_clusters(xlac_state *s);
 /* "xlac: stats clusters=... launches=... ..." */
 void xlac_print_stats(xlac_state *s, FILE *out);
-/*
- * With more than one rank (xlac/comm.h): fails on every rank, naming the
- * first differing cluster, unless all ranks have the same clustered graph
- * (plugin/ranks.c).
- */
-xe_code xlac_check_ranks(const xe_graph *g, int launch_op, xe_status *st);
+/* Waits for the background compiles still running (--async_compilation), so that stats are final. */
+void xlac_launch_drain(xlac_state *s);
 /* Frees the compilation cache (launch.c). */
 void xlac_launch_shutdown(xlac_state *s);
 /*

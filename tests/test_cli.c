@@ -303,15 +303,22 @@ Test(cli, placement_lines_and_one_profile_event_per_op, .init = setup, .fini = t
     char *json = slurp("p.json");
     cr_assert(!strncmp(json, "{\"traceEvents\":[", 16), "%s", json);
     cr_assert(strstr(json, "],\"displayTimeUnit\":\"ms\"}"), "%s", json);
-    cr_assert_eq(count(json, "\"ph\":\"X\""), 3, "one event per op: %s", json);
+    cr_assert_eq(count(json, "\"ph\":\"X\""), 4, "one slice per op and one for the run: %s", json);
     cr_assert(strstr(json, "{\"name\":\"a\",\"cat\":\"exp\",\"ph\":\"X\",\"ts\":"), "%s", json);
     cr_assert(strstr(json, "{\"name\":\"c\",\"cat\":\"add\",\"ph\":\"X\",\"ts\":"), "%s", json);
-    cr_assert_eq(count(json, "\"pid\":1,\"tid\":1}"), 3, "%s", json);
+    cr_assert(strstr(json, "{\"name\":\"run 0\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":"), "%s", json);
+    cr_assert(strstr(json, "\"args\":{\"op\":\"add\",\"device\":\"CPU:0\",\"type\":\"f32[8]\"}"), "%s", json);
+    cr_assert(strstr(json, "\"tid\":1,\"args\":{\"name\":\"main\"}"), "the track is named: %s", json);
+    cr_assert_eq(count(json, "\"pid\":1,\"tid\":1,\"args\":{\"op\""), 3, "%s", json);
     free(json);
-    cr_assert_eq(run("g.xg --profile p.json --iterations 2"), 0, "%s", err);
+    /* placement once per session by default (as TensorFlow logs it), every run with =every */
+    cr_assert_eq(run("g.xg --trace p.json --iterations 2 --log-device-placement"), 0, "%s", err);
+    cr_assert_eq(count(err, "placement: "), 3, "the first run only: %s", err);
     json = slurp("p.json");
-    cr_assert_eq(count(json, "\"ph\":\"X\""), 6, "3 ops x 2 runs: %s", json);
+    cr_assert_eq(count(json, "\"ph\":\"X\""), 8, "(3 ops + 1 run) x 2 runs: %s", json);
     free(json);
+    cr_assert_eq(run("g.xg --iterations 2 --log-device-placement=every"), 0, "%s", err);
+    cr_assert_eq(count(err, "placement: "), 6, "every run: %s", err);
 }
 
 Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
@@ -447,6 +454,7 @@ Test(cli, help_and_version_exit_0, .init = setup, .fini = teardown)
                           "--warmup N",
                           "--device cpu|gpu|auto",
                           "--log-device-placement",
+                          "--trace FILE.json",
                           "--profile FILE.json",
                           "--help",
                           "--version",

@@ -40,7 +40,8 @@ typedef struct cli_options {
     uint64_t seed;        /* --seed N */
     xe_place_mode place;  /* --device */
     bool log_placement;   /* --log-device-placement */
-    const char *profile;  /* --profile FILE.json; NULL: none */
+    bool log_every;       /* --log-device-placement=every: on every run, not the first only */
+    const char *profile;  /* --trace (or --profile) FILE.json; NULL: none */
     const char *to_xg;    /* --to-xg FILE.xg: write the loaded graph; NULL: none */
     bool feed_shard;      /* --feed-shard: rank r reads slice r of each --feed array */
     bool save_all_ranks;  /* --save-all-ranks: every rank saves NAME.rankR.npy */

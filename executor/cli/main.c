@@ -74,12 +74,29 @@ static void note_no_gpu(const cli_options *o, const xe_graph *g)
 #endif
 }
 
+/*
+ * XLAC_AUTO_JIT=1|2 or XLAC_FLAGS set while libxlac.so is not in the
+ * process (no xlac_launch op registered) would do nothing: say so, once.
+ */
+static void note_no_plugin(void)
+{
+    const char *jit = getenv("XLAC_AUTO_JIT"), *flags = getenv("XLAC_FLAGS");
+    bool asked = (jit && *jit && strcmp(jit, "0") != 0) || (flags && *flags);
+    if (!asked || xe_op_find("xlac_launch", strlen("xlac_launch")) >= 0)
+        return;
+    fprintf(stderr, "xlac-run: warning: %s%s%s is set but libxlac.so is not loaded: nothing is clustered "
+                    "(run with LD_PRELOAD=/path/to/libxlac.so)\n",
+            jit && *jit && strcmp(jit, "0") != 0 ? "XLAC_AUTO_JIT" : "",
+            jit && *jit && strcmp(jit, "0") != 0 && flags && *flags ? " and " : "",
+            flags && *flags ? "XLAC_FLAGS" : "");
+}
+
 /* The session writes the profile at the end: find out now if it cannot. */
 static xe_code check_profile_path(const char *path, xe_status *st)
 {
     FILE *f = path ? fopen(path, "w") : NULL;
     if (path && (!f || fclose(f) != 0))
-        return xe_fail(st, XE_ERR_USAGE, "--profile %s: cannot write: %s", path, strerror(errno));
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: %s", path, strerror(errno));
     return XE_OK;
 }
 
@@ -286,13 +303,15 @@ static int run_main(const cli_options *o)
     if (cli_rank() == 0)
         note_no_gpu(o, g);
     cli_ranks_note(g);
+    note_no_plugin();
     if (o->compare) {
         free_bound(&bound);
         rc = cli_compare(o, g, &st);
         return rc >= 0 ? rc : fail(&st);
     }
     xe_session_options so = {
-        .place = o->place, .log_placement = o->log_placement, .profile_path = o->profile};
+        .place = o->place, .log_placement = o->log_placement, .log_every = o->log_every,
+        .profile_path = o->profile};
     run_state r = {.o = o, .s = xe_session_new(g, &so, &st), .bound = &bound};
     if (!r.s) {
         free_bound(&bound);

@@ -32,13 +32,16 @@ static const char usage[] =
     "                          time median_ms=.. min_ms=.. iterations=N\n"
     "  --warmup N              untimed runs before the timed ones (default 0)\n"
     "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one)\n"
-    "  --log-device-placement  print 'placement: NODE OP DEVICE [CLUSTER]' per executed op\n"
-    "  --profile FILE.json     write a Chrome trace, one event per op (Perfetto, "
-    "chrome://tracing)\n"
     "  --compare               run op by op and clustered (needs LD_PRELOAD=libxlac.so\n"
     "                          XLAC_AUTO_JIT=2) on the same inputs; print max_abs/max_rel per\n"
     "                          output; exit 3 beyond tolerance (f32: |d| <= 1e-5 + 1e-4*|ref|)\n"
     "  --tolerance R           --compare: rtol = atol = R for float outputs\n"
+    "  --log-device-placement[=every]\n"
+    "                          print 'placement: NODE OP DEVICE [CLUSTER]' per executed op,\n"
+    "                          on the first run (=every: on every run)\n"
+    "  --trace FILE.json       write a timeline (Chrome trace-event JSON; open it in\n"
+    "                          ui.perfetto.dev): runs, ops, cluster launches, compiles\n"
+    "  --profile FILE.json     the same as --trace\n"
     "  --to-xg FILE.xg         write the loaded graph (an imported ONNX model) as .xg text;\n"
     "                          without --feed, --save-outputs or --print-outputs, nothing runs\n"
     "  --carry OUT=IN          after each run, output OUT is input IN of the next run\n"
@@ -152,7 +155,7 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
         o->feeds[o->n_feeds++] = v;
     } else if (!strcmp(a, "--save-outputs")) {
         o->save_dir = v;
-    } else if (!strcmp(a, "--profile")) {
+    } else if (!strcmp(a, "--profile") || !strcmp(a, "--trace")) {
         o->profile = v;
     } else if (!strcmp(a, "--to-xg")) {
         o->to_xg = v;
@@ -184,7 +187,7 @@ static bool takes_value(const char *a)
     static const char *const valued[] = {"--input",  "--feed",       "--save-outputs", "--profile",
                                          "--warmup", "--iterations", "--seed",         "--device",
                                          "--to-xg",  "--carry",      "--collective-timeout",
-                                         "--tolerance"};
+                                         "--tolerance", "--trace"};
     for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
         if (!strcmp(a, valued[i]))
             return true;
@@ -196,7 +199,7 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
     const char *a = argv[*i];
     if (!strcmp(a, "--print-outputs"))
         o->print_outputs = true;
-    else if (!strcmp(a, "--log-device-placement"))
+    else if (!strcmp(a, "--log-device-placement") || !strcmp(a, "--log-device-placement=once"))
         o->log_placement = true;
     else if (!strcmp(a, "--feed-shard"))
         o->feed_shard = true;
@@ -204,6 +207,8 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
         o->save_all_ranks = true;
     else if (!strcmp(a, "--compare"))
         o->compare = true;
+    else if (!strcmp(a, "--log-device-placement=every"))
+        o->log_placement = o->log_every = true;
     else if (takes_value(a)) {
         if (*i + 1 >= argc)
             return bad("%s needs a value", a);

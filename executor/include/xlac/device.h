@@ -41,4 +41,15 @@ void *xe_gpu_stream(void);
 /* The executor's cuBLAS handle (a cublasHandle_t), created on first use. */
 void *xe_gpu_blas(xe_status *st);
 
+/*
+ * GPU time of work on the executor's stream (CUDA events, gpu_timer.c):
+ * begin (NULL: no GPU, or it failed), end after the work, read once the
+ * stream is done (start on xe_now_us's clock, duration; false: no time), free.
+ */
+typedef struct xe_gpu_timer xe_gpu_timer;
+xe_gpu_timer *xe_gpu_timer_begin(void);
+void xe_gpu_timer_end(xe_gpu_timer *t);
+bool xe_gpu_timer_read(xe_gpu_timer *t, double *start_us, double *dur_us);
+void xe_gpu_timer_free(xe_gpu_timer *t);
+
 #endif

@@ -19,10 +19,13 @@
 
 typedef struct xe_session_options {
     xe_place_mode place;     /* --device */
-    bool log_placement;      /* one "placement: NODE OP DEVICE [CLUSTER]" line per executed node */
+    bool log_placement;      /* one "placement: NODE OP DEVICE [CLUSTER]" line per executed node,
+                                on the session's first run (every run with log_every) */
     FILE *log;               /* where placement lines go; NULL: stderr */
-    const char *profile_path;/* Chrome trace JSON written at destroy; NULL: none */
     bool no_passes;          /* run no registered graph pass: the plain op-by-op graph (xlac-run --compare) */
+    const char *profile_path;/* the process's trace (xlac/trace.h) is recorded while the session lives
+                                and written to this file when the last recorder stops; NULL: none */
+    bool log_every;          /* placement lines on every run (default: the first run only) */
 } xe_session_options;
 
 typedef struct xe_session xe_session;
@@ -60,7 +63,7 @@ xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs,
 /* For composite kernels that run compiled code: log body node n as placed. */
 void xe_exec_log_placement(xe_exec *ex, const xe_node *n, const char *device_prefix,
                            const char *label);
-/* Profile: records one complete event [start_us, now) named name, category cat. */
+/* Trace: records one slice [start_us, now) named name, category cat, when tracing (xlac/trace.h). */
 void xe_exec_trace(xe_exec *ex, const char *name, const char *cat, double start_us);
 /* Microseconds on a monotonic clock. */
 double xe_now_us(void);

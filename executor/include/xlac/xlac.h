@@ -14,6 +14,7 @@
 #include "xlac/status.h"
 #include "xlac/tensor.h"
 #include "xlac/text.h"
+#include "xlac/trace.h"
 
 #define XLAC_VERSION "0.1.0"
 

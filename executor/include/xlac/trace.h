@@ -1,0 +1,66 @@
+/*
+ * The process's timeline: Chrome trace-event JSON that Perfetto
+ * (ui.perfetto.dev) and chrome://tracing open. One trace per process,
+ * started by whoever asks first (xlac-run --trace, a session's
+ * profile_path, the plugin's XLAC_FLAGS=--trace) and written when the
+ * last of them stops. Every thread that records gets its own track
+ * (named: "main", "xlac compile", ...); a GPU's stream has a track of its
+ * own, fed with kernel times from CUDA events.
+ *
+ * With no trace started, a recording site costs one relaxed atomic load:
+ * `if (xe_trace_on()) { ... }`.
+ */
+#ifndef XLAC_TRACE_H
+#define XLAC_TRACE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "xlac/status.h"
+
+/* Bits of xe_trace_mode. */
+enum {
+    XE_TRACE_EVENTS = 1, /* slices are recorded */
+    XE_TRACE_TOTALS = 2, /* run times are summed (xe_trace_run_totals), for reports */
+};
+extern atomic_int xe_trace_mode;
+
+/* Whether slices are being recorded. */
+static inline bool xe_trace_on(void)
+{
+    return atomic_load_explicit(&xe_trace_mode, memory_order_relaxed) & XE_TRACE_EVENTS;
+}
+
+/*
+ * Starts recording (or joins the recording under way) for a file at path.
+ * A second start with another path keeps the first file and fails
+ * (XE_ERR_USAGE, naming both). The calling thread's track is "main".
+ */
+xe_code xe_trace_start(const char *path, xe_status *st);
+/* Leaves the recording; the last to leave writes the file (errors name it) and frees the events. */
+xe_code xe_trace_stop(xe_status *st);
+
+/*
+ * One complete slice on the calling thread's track: [start_us, start_us + dur_us)
+ * on xe_now_us's clock. args: the inside of a JSON object ("\"k\":1,\"s\":\"x\"")
+ * or NULL. Copies everything; an event that cannot be stored is dropped.
+ */
+void xe_trace_slice(const char *name, const char *cat, double start_us, double dur_us,
+                    const char *args);
+/* The same on the track of device stream `device` (GPU:N's kernel times). */
+void xe_trace_slice_gpu(int device, const char *name, const char *cat, double start_us,
+                        double dur_us, const char *args);
+/* Names the calling thread's track (shown by Perfetto instead of "thread N"). */
+void xe_trace_name_thread(const char *name);
+
+/* Sums of xe_session_run wall time while XE_TRACE_TOTALS is set (xe_trace_totals_on). */
+void xe_trace_totals_on(void);
+void xe_trace_run_add(double us);
+double xe_trace_run_totals(unsigned long long *runs);
+
+/* Appends s to a JSON string's inside (quotes, backslashes, control bytes escaped), into buf[len].
+ */
+void xe_trace_json_escape(const char *s, char *buf, size_t len);
+
+#endif

@@ -1,0 +1,118 @@
+/*
+ * The --summary=FILE.json report, written when the process ends (after
+ * background compiles finished):
+ *
+ *   {"graphs":[ each clustered graph: xc_write_summary_json ],
+ *    "clusters":[{"name":"cluster_0","ops":3,"launches":50,"cache_hits":49,
+ *                 "compiled":1,"fallbacks":0,"compile_ms":120.5,
+ *                 "mean_launch_us":4.2,"mean_launch_all_us":2414.0}],
+ *    "runs":50,"run_ms":130.2,
+ *    "share":{"clusters":0.02,"per_op_kernels":0.05,"compiling":0.93},
+ *    "stats":{...the --stats counters...}}
+ *
+ * mean_launch_us is over the launches that found their program in memory
+ * (the steady state); mean_launch_all_us over every launch. The shares
+ * split the runs' wall time: compiled clusters, compiles inside launches,
+ * and the rest (per-op kernels, fallbacks included, and the executor).
+ * Compiles on a background thread are not part of any run: stats.compile_ms has them.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "xlac/trace.h"
+#include "xlac_plugin.h"
+
+static void write_cluster(FILE *f, const xlac_cluster_report *r, bool first)
+{
+    char name[256];
+    xe_trace_json_escape(r->name, name, sizeof name);
+    double hits = r->hits ? r->hit_us / (double)r->hits : 0;
+    double all = r->launches ? r->launch_us / (double)r->launches : 0;
+    fprintf(
+        f,
+        "%s\n  {\"name\":\"%s\",\"ops\":%d,\"launches\":%llu,\"cache_hits\":%llu,\"compiled\":%llu,"
+        "\"fallbacks\":%llu,\"compile_ms\":%.3f,\"mean_launch_us\":%.3f,\"mean_launch_all_us\":%."
+        "3f}",
+        first ? "" : ",", name, r->ops, r->launches, r->hits, r->compiled, r->fallbacks,
+        r->compile_us / 1e3, hits, all);
+}
+
+static void write_share(FILE *f, const xlac_state *s)
+{
+    unsigned long long runs = 0;
+    double run_us = xe_trace_run_totals(&runs), ran = 0, compiling = 0;
+    for (int i = 0; i < s->n_reports; i++) {
+        ran += s->reports[i].ran_us;
+        compiling += s->reports[i].compile_us;
+    }
+    double per_op = run_us - ran - compiling;
+    double d = run_us > 0 ? run_us : 1;
+    fprintf(f, "\n ],\n \"runs\":%llu,\"run_ms\":%.3f,\n", runs, run_us / 1e3);
+    fprintf(f, " \"share\":{\"clusters\":%.4f,\"per_op_kernels\":%.4f,\"compiling\":%.4f},\n",
+            ran / d, (per_op > 0 ? per_op : 0) / d, compiling / d);
+}
+
+static void write_stats(FILE *f, xlac_state *s)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&text, &len);
+    if (m) {
+        xlac_print_stats(s, m);
+        fclose(m);
+    }
+    /* "xlac: stats k=v k=v ...\nxlac: timing k=v\n" as one object of numbers */
+    fputs(" \"stats\":{", f);
+    int n = 0;
+    for (char *p = text; p && *p;) {
+        char *eq = strchr(p, '=');
+        if (!eq)
+            break;
+        char *key = eq;
+        while (key > p && key[-1] != ' ')
+            key--;
+        size_t vlen = strcspn(eq + 1, " \n");
+        fprintf(f, "%s\"%.*s\":%.*s", n++ ? "," : "", (int)(eq - key), key, (int)vlen, eq + 1);
+        p = eq + 1 + vlen;
+    }
+    fputs("}\n}\n", f);
+    free(text);
+}
+
+void xlac_report_write(xlac_state *s)
+{
+    if (!s->flags.summary_path)
+        return;
+    FILE *f = fopen(s->flags.summary_path, "w");
+    if (!f) {
+        fprintf(stderr, "xlac: warning: --summary %s: cannot write: %s\n", s->flags.summary_path,
+                strerror(errno));
+        return;
+    }
+    pthread_mutex_lock(&s->report_lock);
+    fputs("{\"graphs\":[", f);
+    for (int i = 0; i < s->n_graphs; i++)
+        fprintf(f, "%s\n  %s", i ? "," : "", s->graphs[i]);
+    fputs("\n ],\n \"clusters\":[", f);
+    for (int i = 0; i < s->n_reports; i++)
+        write_cluster(f, &s->reports[i], i == 0);
+    write_share(f, s);
+    pthread_mutex_unlock(&s->report_lock);
+    write_stats(f, s);
+    if (ferror(f) | (fclose(f) != 0))
+        fprintf(stderr, "xlac: warning: --summary %s: writing failed\n", s->flags.summary_path);
+}
+
+void xlac_report_free(xlac_state *s)
+{
+    for (int i = 0; i < s->n_graphs; i++)
+        free(s->graphs[i]);
+    for (int i = 0; i < s->n_reports; i++)
+        free(s->reports[i].name);
+    free(s->graphs);
+    free(s->reports);
+    s->graphs = NULL;
+    s->reports = NULL;
+    s->n_graphs = s->n_reports = 0;
+}
