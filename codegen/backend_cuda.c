@@ -381,5 +381,6 @@ const xg_backend xg_backend_cuda = {
     .assembly = assembly_cuda,
     .load = xg_cuda_load,
     .launch = xg_cuda_launch,
+    .run_rows = NULL, /* matmul epilogues are kernels of their own after cuBLAS */
     .unload = xg_cuda_unload,
 };

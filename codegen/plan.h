@@ -77,6 +77,9 @@ typedef struct xg_step {
     int n_phases;
     xg_row_role role[XG_MAX_OUTS];
     int phase[XG_MAX_OUTS];
+    /* LOOP, ROW, SOFTMAX: runs on the row panels of the matmul (LIBRARY step) before it, each
+       panel right after BLAS writes it (epilogue.c); backends without run_rows ignore it. */
+    bool panel;
 } xg_step;
 
 typedef struct xg_plan {
@@ -95,6 +98,15 @@ typedef struct xg_plan {
 int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip);
 /* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read through as flags. */
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st);
+
+/* epilogue.c: marks the steps that run per row panel of the matmul before them. */
+xe_code xg_plan_panels(xg_plan *p, xe_status *st);
+/* The matmul node whose panels step i runs on, or -1 when it is no panel step. */
+int xg_panel_matmul(const xg_plan *p, int i);
+/* Rows of node m's value (every dim but the last, flat): what a panel's r0, r1 count. */
+int64_t xg_panel_rows(const xe_type *types, int m);
+/* A panel step whose value no longer has its matmul's shape at these types (shape-generic calls): the node, or -1. */
+int xg_panel_mismatch(const xg_plan *p, int i, const xe_type *types);
 
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);
