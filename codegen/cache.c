@@ -15,7 +15,12 @@
  *   3. past max_compiles_per_cluster compiles the cluster runs per op;
  *   4. a failed compile, load or launch warns once per signature and that
  *      signature runs per op from then on (under must-compile it is an
- *      error naming the cluster).
+ *      error naming the cluster);
+ *   5. a signature whose per-op runs were timed (xg_cluster_per_op_time:
+ *      the runs before compile_threshold, or while it compiles) has its
+ *      first compiled runs timed too; when the fastest of XG_DEMOTE_RUNS
+ *      (the first excluded) is slower than the fastest per-op run, it is
+ *      demoted: one line on stderr, and it runs per op from then on.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -31,8 +36,11 @@
 #include "compile.h"
 #include "plan.h"
 #include "xlac/op.h"
+#include "xlac/session.h"
 
 #define KEY_VERSION "xlac-cache-v4"
+#define XG_DEMOTE_RUNS 3      /* compiled runs timed, after the first, before a verdict */
+#define XG_DEMOTE_MARGIN 1.02 /* slower than per op by more than timing noise */
 
 /* Hash of the code generator's sources (CMake): programs of another generator never match. */
 extern const char xg_codegen_id[];
@@ -42,6 +50,10 @@ typedef struct entry {
     xg_program *prog;     /* loaded program, NULL until compiled */
     int seen;             /* times this signature was asked for */
     bool failed, compiling;
+    bool slow;            /* demoted: its compiled runs were slower than its per-op runs */
+    double per_op_us;     /* fastest per-op run reported (xg_cluster_per_op_time), 0: none */
+    double run_us;        /* fastest compiled run timed, the first excluded */
+    int timed;            /* compiled runs timed so far */
     UT_hash_handle hh;
 } entry;
 
@@ -539,7 +551,7 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
                        xg_target target, int arch, bool must, xe_text *key, entry **out)
 {
     cluster_state *s = cluster_get(c, fp, name);
-    if (s && same_as_last_hit(s, in, n, target, arch)) {
+    if (s && same_as_last_hit(s, in, n, target, arch) && !s->hit->slow) {
         xe_text_printf(key, "%s", s->hit_key);
         *out = s->hit;
         return RUN;
@@ -563,7 +575,7 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
             e->seen = seen;
     }
     *out = e;
-    if (e->failed || (e->compiling && !e->prog))
+    if (e->failed || e->slow || (e->compiling && !e->prog))
         return FALLBACK;
     if (e->prog) {
         remember_hit(s, e, key->buf, in, n, target, arch);
@@ -572,6 +584,53 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
     if (e->seen < c->o.compile_threshold && !must)
         return FALLBACK;
     return claim_compile(c, s, e, name, must) ? COMPILE : FALLBACK;
+}
+
+/* The caller's fingerprint of body, or computed. */
+static void fingerprint_of(const xe_graph *body, const char *fingerprint, char fp[40])
+{
+    if (fingerprint && strlen(fingerprint) < 40)
+        snprintf(fp, 40, "%s", fingerprint);
+    else
+        xg_fingerprint(body, fp);
+}
+
+void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint, xe_device dev,
+                            xe_tensor *const *inputs, double us)
+{
+    xg_target target = xg_target_for_device(dev);
+    int arch = xg_backend_for(target)->device_arch();
+    char fp[40];
+    fingerprint_of(body, fingerprint, fp);
+    xe_text key = {0};
+    pthread_mutex_lock(&c->lock);
+    signature_key(c, fp, inputs, body->n_inputs, NULL, target, arch, &key);
+    entry *e = key.oom ? NULL : entry_get(c, key.buf);
+    if (e && us > 0 && (e->per_op_us == 0 || us < e->per_op_us))
+        e->per_op_us = us;
+    pthread_mutex_unlock(&c->lock);
+    xe_text_free(&key);
+}
+
+/* Whether e's next compiled run is timed for a verdict (under the lock). */
+static bool wants_timing(const entry *e)
+{
+    return e && e->per_op_us > 0 && !e->slow && e->timed <= XG_DEMOTE_RUNS;
+}
+
+/* A timed compiled run of e; after XG_DEMOTE_RUNS of them (the first excluded), the verdict. */
+static void note_run(xg_cache *c, entry *e, const char *name, double us)
+{
+    pthread_mutex_lock(&c->lock);
+    if (e->timed++ > 0 && (e->run_us == 0 || us < e->run_us))
+        e->run_us = us;
+    if (e->timed == XG_DEMOTE_RUNS + 1 && e->run_us > e->per_op_us * XG_DEMOTE_MARGIN) {
+        e->slow = true;
+        c->stats.demoted++;
+        fprintf(stderr, "xlac: %s ran slower compiled (%.3f ms) than per op (%.3f ms), best of its runs; "
+                "this signature runs per op from now on\n", name, e->run_us / 1e3, e->per_op_us / 1e3);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 static void count(xg_cache *c, uint64_t *counter)
@@ -683,10 +742,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     xg_target target = xg_target_for_device(dev);
     int arch = xg_backend_for(target)->device_arch();
     char fp[40];
-    if (fingerprint && strlen(fingerprint) < sizeof fp)
-        snprintf(fp, sizeof fp, "%s", fingerprint);
-    else
-        xg_fingerprint(body, fp);
+    fingerprint_of(body, fingerprint, fp);
     xe_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;
@@ -695,6 +751,7 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
     decision d = decide(c, fp, cluster_name, body, inputs, body->n_inputs, target, arch, must_compile, &key, &e);
     bool failed_before = d == FALLBACK && e && e->failed;
     xg_program *prog = d == RUN ? e->prog : NULL;
+    entry *timed = wants_timing(e) ? e : NULL;
     if (d == RUN)
         c->stats.cache_hits++;
     pthread_mutex_unlock(&c->lock);
@@ -709,8 +766,11 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
           (XE_ERR_UNSUPPORTED) goes to this signature's own program if this one
           was shape-generic, else per op, quietly (an empty max: per op says why) */
     xe_code r = XE_OK;
+    double t0 = xe_now_us();
     if (code == XE_OK && prog)
         r = xg_program_run(prog, inputs, body->n_inputs, outputs, body->n_outputs, st);
+    if (code == XE_OK && prog && r == XE_OK && timed)
+        note_run(c, timed, cluster_name, xe_now_us() - t0);
     if (r == XE_ERR_UNSUPPORTED && strstr(k, "|generic:")) {
         xe_status_clear(st);
         prog = specific_program(c, fp, body, cluster_name, inputs, must_compile, target, arch, &code, st);

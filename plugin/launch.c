@@ -7,7 +7,9 @@
  * body runs with the executor's own per-op kernels, which gives outputs
  * bit-identical to the plain op-by-op run. Either way every op of the
  * cluster shows in the placement log as XLA_CPU:0 / XLA_GPU:0 with the
- * cluster's name. Counters feed --stats.
+ * cluster's name. Counters feed --stats. A per-op run of a cluster is
+ * timed and reported to the cache, which demotes a signature whose
+ * compiled runs turn out slower (xg_cluster_per_op_time).
  */
 #include <stdlib.h>
 
@@ -70,7 +72,12 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
         }
     }
     atomic_fetch_add(&s->n_fallbacks, 1);
-    return xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
+    double t0 = xe_now_us();
+    xe_code r = xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
+    if (c && r == XE_OK) /* what compiled code must beat, or be demoted (cache.c) */
+        xg_cluster_per_op_time(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), n->device, a->in,
+                               xe_now_us() - t0);
+    return r;
 }
 
 bool xlac_made_clusters(xlac_state *s)
@@ -94,7 +101,7 @@ void xlac_print_stats(xlac_state *s, FILE *out)
             (unsigned long long)cs.disk_rejects, (unsigned long long)atomic_load(&s->n_fallbacks),
             cs.compile_ms);
     /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own line */
-    fprintf(out, "xlac: timing disk_load_ms=%.2f\n", cs.disk_load_ms);
+    fprintf(out, "xlac: timing disk_load_ms=%.2f demoted=%llu\n", cs.disk_load_ms, (unsigned long long)cs.demoted);
 }
 
 void xlac_launch_shutdown(xlac_state *s)
