@@ -72,6 +72,9 @@ typedef struct xg_backend {
                       xe_status *st);
     /* Runs panel step `step` over rows [r0, r1) on the calling thread (epilogue.c); NULL: no panels. */
     void (*run_rows)(xg_program *p, int step, void *const *ptrs, const int64_t *S, int64_t r0, int64_t r1);
+    /* A matmul and its epilogue step as one library call (xg_blas_epilogue: the GPU's cuBLASLt);
+       XE_ERR_UNSUPPORTED: run them as two steps. NULL: none. */
+    xe_code (*matmul_epilogue)(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st);
     void (*unload)(xg_program *p); /* frees what load took (also after a load that failed half way) */
 } xg_backend;
 

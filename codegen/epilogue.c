@@ -154,3 +154,53 @@ int xg_panel_mismatch(const xg_plan *p, int i, const xe_type *types)
     int x = s->kind == XG_STEP_ROW ? s->x : s->kind == XG_STEP_SOFTMAX ? n->inputs[0] : s->outs[0];
     return xe_shape_equal(&types[x].shape, &types[m].shape) ? -1 : x;
 }
+
+/* ---- the GPU's matmul epilogues (cuBLASLt) ------------------------------------------ */
+
+/* node, when it is an inline op with one consumer: its op, else -1. */
+static int inline_op(const xg_plan *p, int node)
+{
+    return p->mat[node] || p->uses[node] != 1 ? -1 : p->body->nodes[node]->op;
+}
+
+/*
+ * x = add(m, bias) or add(bias, m) (x inline or the step's output: the
+ * caller's check), bias a buffer of shape [N] or [1, N] of m's dtype:
+ * the bias node, else -1.
+ */
+static int bias_of(const xg_plan *p, int x, int m)
+{
+    const xe_node *n = p->body->nodes[x];
+    if (n->op != XE_OP_ADD)
+        return -1;
+    int b = n->inputs[0] == m ? n->inputs[1] : n->inputs[1] == m ? n->inputs[0] : -1;
+    const xe_shape *bs = b >= 0 ? &p->types[b].shape : NULL, *ms = &p->types[m].shape;
+    if (!bs || !p->mat[b] || p->types[b].dtype != p->types[m].dtype || bs->rank < 1 || bs->rank > 2)
+        return -1;
+    if (bs->dims[bs->rank - 1] != ms->dims[ms->rank - 1] || (bs->rank == 2 && bs->dims[0] != 1))
+        return -1;
+    return b;
+}
+
+bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e)
+{
+    if (i + 1 >= p->n_steps || p->steps[i].kind != XG_STEP_LIBRARY || !p->steps[i + 1].panel ||
+        p->steps[i + 1].kind != XG_STEP_LOOP || p->steps[i + 1].n_outs != 1)
+        return false;
+    int m = p->steps[i].outs[0], o = p->steps[i + 1].outs[0];
+    if (p->types[m].dtype != XE_F32 || p->types[m].shape.rank != 2 || p->uses[m] != 1)
+        return false;
+    for (int k = 0; k < p->body->n_outputs; k++)
+        if (p->body->outputs[k] == m)
+            return false;
+    *e = (xg_blas_epi){.matmul = m, .bias = -1, .out = o, .act = XG_EPI_NONE};
+    const xe_node *n = p->body->nodes[o];
+    int x = o;
+    if (n->op == XE_OP_RELU || (n->op == XE_OP_GELU && xe_node_attr_bool(n, "approximate", false))) {
+        e->act = n->op == XE_OP_RELU ? XG_EPI_RELU : XG_EPI_GELU;
+        x = n->inputs[0];
+        if (x == m)
+            return true;
+    }
+    return x != m && (x == o || inline_op(p, x) >= 0) && (e->bias = bias_of(p, x, m)) >= 0;
+}

@@ -108,6 +108,23 @@ int64_t xg_panel_rows(const xe_type *types, int m);
 /* A panel step whose value no longer has its matmul's shape at these types (shape-generic calls): the node, or -1. */
 int xg_panel_mismatch(const xg_plan *p, int i, const xe_type *types);
 
+/* The activation of a BLAS epilogue (cuBLASLt's). */
+typedef enum xg_epi_act {
+    XG_EPI_NONE, /* the bias alone */
+    XG_EPI_RELU, /* relu */
+    XG_EPI_GELU, /* gelu(approximate=true): cuBLASLt's GELU is the tanh form */
+} xg_epi_act;
+
+/* A matmul whose next step is act(product + bias) only: one cuBLASLt call with an epilogue. */
+typedef struct xg_blas_epi {
+    int matmul, out; /* the product (read by nothing else) and the epilogue's one output */
+    int bias;        /* a buffer of shape [N] or [1, N], or -1 */
+    xg_epi_act act;
+} xg_blas_epi;
+
+/* Whether LIBRARY step i and the panel step after it are one f32 2-D matmul with a BLAS epilogue. */
+bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e);
+
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);
 

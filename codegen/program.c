@@ -165,6 +165,18 @@ static xe_code run_panels(xg_program *p, int i, xe_tensor **bufs, void *const *p
     return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, st);
 }
 
+/* Whether step i and the next ran as one library call with an epilogue (cuBLASLt); else nothing ran. */
+static bool library_epilogue(xg_program *p, int i, xe_tensor **bufs, xe_status *st)
+{
+    xg_blas_epi e;
+    if (!xg_blas_epilogue(p->plan, i, &e))
+        return false;
+    if (p->backend->matmul_epilogue(p, &e, bufs, st) == XE_OK)
+        return true;
+    xe_status_clear(st); /* refused: the matmul and the kernel instead */
+    return false;
+}
+
 /* Buffers for every materialized node: inputs and constants borrowed, the rest new. */
 static xe_code make_buffers(xg_program *p, const xe_type *types, xe_tensor *const *inputs, xe_tensor **bufs,
                             xe_status *st)
@@ -283,6 +295,8 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         next = i + 1;
         if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && next < p->plan->n_steps && p->plan->steps[next].panel)
             c = run_panels(p, i, bufs, ptrs, S, &next, st);
+        else if (s->kind == XG_STEP_LIBRARY && p->backend->matmul_epilogue && library_epilogue(p, i, bufs, st))
+            next = i + 2;
         else if (s->kind == XG_STEP_LIBRARY)
             c = xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
         else

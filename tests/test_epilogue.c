@@ -252,3 +252,50 @@ Test(epilogue, panels_cover_every_row_once)
             ref_op_free(&o);
         }
 }
+
+/* The GPU's cuBLASLt epilogue match (xg_blas_epilogue) on text's plan at step 0: bias node name, act, or not. */
+static void expect_blas_epi(const char *text, bool want, const char *bias, xg_epi_act act)
+{
+    xe_graph *g = xe_parse_string(text, "lt.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_type types[MAX_IO];
+    for (int k = 0; k < g->n_inputs; k++)
+        types[k] = g->nodes[g->inputs[k]]->type;
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    xg_blas_epi e;
+    bool got = xg_blas_epilogue(p, 0, &e);
+    cr_assert_eq(got, want, "%s", text);
+    if (got) {
+        cr_assert_eq(e.act, act, "%s", text);
+        cr_assert_eq(e.bias, bias ? xe_graph_find(g, bias) : -1, "%s", text);
+        char *plan = xg_plan_text(p, XG_TARGET_CUDA);
+        cr_assert(strstr(plan, "cuBLASLt matmul with its epilogue"), "%s", plan);
+        free(plan);
+    }
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+}
+
+/* What one cuBLASLt call can take: bias, ReLU, tanh-GELU on a 2-D f32 product read by nothing else. */
+Test(epilogue, cublaslt_epilogues_match_only_what_they_compute)
+{
+#define MM "xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[4,6]\ninput b: f32[6]\ny = matmul(x, w)\n"
+    expect_blas_epi(MM "z = add(y, b)\nr = gelu(z, approximate=true)\noutput r\n", true, "b", XG_EPI_GELU);
+    expect_blas_epi(MM "z = add(b, y)\nr = relu(z)\noutput r\n", true, "b", XG_EPI_RELU);
+    expect_blas_epi(MM "z = add(y, b)\noutput z\n", true, "b", XG_EPI_NONE);
+    expect_blas_epi(MM "r = relu(y)\noutput r\n", true, NULL, XG_EPI_RELU);
+    expect_blas_epi(MM "z = add(y, b)\nr = gelu(z)\noutput r\n", false, NULL, 0);    /* erf GELU */
+    expect_blas_epi(MM "z = add(y, b)\nr = relu(z)\noutput r\noutput y\n", false, NULL, 0); /* y read */
+    expect_blas_epi(MM "z = add(y, b)\nr = tanh(z)\noutput r\n", false, NULL, 0);
+    expect_blas_epi(MM "z = add(y, y)\noutput z\n", false, NULL, 0);
+#undef MM
+    expect_blas_epi("xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[4,6]\ninput b: f32[8,6]\n"
+                    "y = matmul(x, w)\nz = add(y, b)\noutput z\n", false, NULL, 0); /* not a row bias */
+    expect_blas_epi("xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[6,4]\ninput b: f32[1,6]\n"
+                    "y = matmul(x, w, transpose_b=true)\nz = add(y, b)\noutput z\n", true, "b", XG_EPI_NONE);
+    expect_blas_epi("xlac.graph v1\ninput x: f64[8,4]\ninput w: f64[4,6]\n"
+                    "y = matmul(x, w)\nr = relu(y)\noutput r\n", false, NULL, 0);
+    expect_blas_epi("xlac.graph v1\ninput x: f32[2,8,4]\ninput w: f32[4,6]\n"
+                    "y = matmul(x, w)\nr = relu(y)\noutput r\n", false, NULL, 0);
+}
