@@ -186,8 +186,9 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     switch (s->kind) {
     case XG_STEP_LIBRARY:
         if (i + 1 < p->n_steps && p->steps[i + 1].panel)
-            snprintf(buf, len, "OpenBLAS gemm (one thread each) over row panels of each batch element that stay in "
-                     "cache, in an OpenMP loop; each panel's epilogue (the next step%s) right after it, in the same task",
+            snprintf(buf, len, "OpenBLAS gemm (one thread each) over row panels of each batch element (256 rows or "
+                     "more, 4 MiB at most), in an OpenMP loop; each panel's epilogue (the next step%s) right after "
+                     "it, in the same task",
                      i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
         else
             snprintf(buf, len, "OpenBLAS gemm (one thread each) over batch elements and row or column blocks, "
