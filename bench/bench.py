@@ -35,7 +35,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
 
 WORKLOADS = ["fused_sum", "gelu", "softmax_rows", "layernorm_rows", "column_sum",
-             "mlp_block", "adam_step", "dynamic_batch", "transformer_block"]
+             "mlp_block", "adam_step", "dynamic_batch", "transformer_block",
+             "attention_small", "attention_large"]
 ELEMENTWISE_OR_ROW = {"fused_sum", "gelu", "softmax_rows", "layernorm_rows", "adam_step"}
 DYNAMIC_BATCHES = [64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768,
                    896, 1024, 1280, 1536, 1792, 2048, 4096]

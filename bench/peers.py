@@ -35,6 +35,11 @@ def np_workloads(np):
         h2 = layernorm(x1, a["g2"], a["be2"])
         return x1 + gelu(h2 @ a["w1"]) @ a["w2"]
 
+    def attention(a):
+        sc = np.matmul(a["q"], np.swapaxes(a["k"], -1, -2)) * np.float32(0.125) + a["mask"]
+        e = np.exp(sc - sc.max(axis=-1, keepdims=True))
+        return np.matmul(e / e.sum(axis=-1, keepdims=True), a["v"])
+
     f32 = np.float32
     return {
         "fused_sum": lambda a: (a["x"] + a["y"] * a["z"]).sum(),
@@ -46,6 +51,8 @@ def np_workloads(np):
         "mlp_block": lambda a: gelu(a["x"] @ a["w1"] + a["b1"]) @ a["w2"] + a["b2"] + a["x"],
         "adam_step": lambda a: _adam(np, a, f32),
         "transformer_block": transformer,
+        "attention_small": attention,
+        "attention_large": attention,
     }
 
 
@@ -120,6 +127,8 @@ def build_numexpr(name, arrays):
         "mlp_block": mlp,
         "adam_step": adam,
         "transformer_block": transformer,
+        "attention_small": lambda: np_workloads(np)["attention_small"](a),  # matmuls and rows: numpy
+        "attention_large": lambda: np_workloads(np)["attention_large"](a),
     }
     del np
     return table[name]
@@ -178,6 +187,11 @@ def tf_workloads(tf):
         h2 = layernorm(x1, a["g2"], a["be2"])
         return x1 + gelu(h2 @ a["w1"]) @ a["w2"]
 
+    def attention(a):
+        sc = tf.matmul(a["q"], a["k"], transpose_b=True) * f32(0.125) + a["mask"]
+        e = tf.exp(sc - tf.reduce_max(sc, axis=-1, keepdims=True))
+        return tf.matmul(e / rs(e, axis=-1, keepdims=True), a["v"])
+
     return {
         "fused_sum": lambda a: rs(a["x"] + a["y"] * a["z"]),
         "dynamic_batch": lambda a: rs(a["x"] + a["y"] * a["z"]),
@@ -188,6 +202,8 @@ def tf_workloads(tf):
         "mlp_block": lambda a: gelu(a["x"] @ a["w1"] + a["b1"]) @ a["w2"] + a["b2"] + a["x"],
         "adam_step": lambda a: _adam(tf, a, f32),
         "transformer_block": transformer,
+        "attention_small": attention,
+        "attention_large": attention,
     }
 
 
@@ -239,6 +255,11 @@ def torch_workloads(torch):
         h2 = layernorm(x1, a["g2"], a["be2"])
         return x1 + gelu(h2 @ a["w1"]) @ a["w2"]
 
+    def attention(a):
+        sc = a["q"] @ a["k"].transpose(-1, -2) * 0.125 + a["mask"]
+        e = torch.exp(sc - sc.amax(dim=-1, keepdim=True))
+        return (e / e.sum(dim=-1, keepdim=True)) @ a["v"]
+
     return {
         "fused_sum": lambda a: (a["x"] + a["y"] * a["z"]).sum(),
         "dynamic_batch": lambda a: (a["x"] + a["y"] * a["z"]).sum(),
@@ -249,6 +270,8 @@ def torch_workloads(torch):
         "mlp_block": lambda a: gelu(a["x"] @ a["w1"] + a["b1"]) @ a["w2"] + a["b2"] + a["x"],
         "adam_step": lambda a: _adam(torch, a, float),
         "transformer_block": transformer,
+        "attention_small": attention,
+        "attention_large": attention,
     }
 
 

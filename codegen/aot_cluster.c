@@ -81,7 +81,8 @@ static void emit_decls(xg_aot *a, const xg_plan *p, int k)
 {
     for (int i = 0; i < p->n_steps; i++)
         if (p->steps[i].kind != XG_STEP_LIBRARY)
-            xe_text_printf(&a->src, "void %s_c%d_k%d(void *const *B, const int64_t *S);\n", a->prefix, k, i);
+            xe_text_printf(&a->src, "void %s_c%d_k%d(void *const *B, const int64_t *S%s);\n", a->prefix, k, i,
+                           xg_panel_matmul(p, i) >= 0 ? ", int64_t r0, int64_t r1" : "");
     for (int i = 0; i < p->body->n_nodes; i++) {
         const xe_node *n = p->body->nodes[i];
         if (p->mat[i] && n->op == XE_OP_CONST) {
@@ -172,8 +173,12 @@ static void emit_launch(xg_aot *a, const xg_plan *p, const xe_node *n, int k)
     xe_text_printf(&a->src, "0};\n    int rc = 0;\n");
     emit_buffers(a, p, k);
     for (int i = 0; i < p->n_steps; i++) {
+        int m = xg_panel_matmul(p, i);
         if (p->steps[i].kind == XG_STEP_LIBRARY)
             emit_matmul(a, p, p->steps[i].outs[0]);
+        else if (m >= 0) /* an epilogue step: one panel of every row, after the whole product */
+            xe_text_printf(&a->src, "    if (rc == 0)\n        %s_c%d_k%d(B, S, 0, %lld);\n", a->prefix, k, i,
+                           (long long)xg_panel_rows(p->types, m));
         else
             xe_text_printf(&a->src, "    if (rc == 0)\n        %s_c%d_k%d(B, S);\n", a->prefix, k, i);
     }

@@ -32,6 +32,7 @@ typedef struct xg_backend {
     const char *restrict_kw;  /* qualifier of a buffer pointer ("restrict", "__restrict__") */
     const char *flat_loop;    /* a loop of i over [0, n), one element per iteration (several lines) */
     const char *rows_loop;    /* a loop of o over [0, O) rows, each row whole (its own thread or block) */
+    const char *panel_rows_loop; /* rows_loop over a panel's rows [r0, r1) on one thread; NULL: no panels */
     const char *pass_loop;    /* one pass of k over a row's [0, K), shared by the row's threads */
     const char *barrier;      /* a statement that waits for the row's threads; NULL: one thread */
     const char *first_thread; /* prefix of a statement only one thread of the row runs ("" when one) */
@@ -69,6 +70,11 @@ typedef struct xg_backend {
     xe_code (*load)(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st); /* p->fn, private part */
     xe_code (*launch)(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                       xe_status *st);
+    /* Runs panel step `step` over rows [r0, r1) on the calling thread (epilogue.c); NULL: no panels. */
+    void (*run_rows)(xg_program *p, int step, void *const *ptrs, const int64_t *S, int64_t r0, int64_t r1);
+    /* A matmul and its epilogue step as one library call (xg_blas_epilogue: the GPU's cuBLASLt);
+       XE_ERR_UNSUPPORTED: run them as two steps. NULL: none. */
+    xe_code (*matmul_epilogue)(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st);
     void (*unload)(xg_program *p); /* frees what load took (also after a load that failed half way) */
 } xg_backend;
 

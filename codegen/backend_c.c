@@ -43,9 +43,14 @@ static void prelude_c(em *e)
 }
 
 
+/* A panel step's kernel also takes the panel's rows [r0, r1) (epilogue.c). */
 static void signature_c(em *e, const char *name)
 {
-    xg_out(e, "void %s(void *const *restrict B, const int64_t *restrict S)\n{\n    (void)S;\n", name);
+    if (e->panel)
+        xg_out(e, "void %s(void *const *restrict B, const int64_t *restrict S, int64_t r0, int64_t r1)\n{\n"
+               "    (void)S;\n", name);
+    else
+        xg_out(e, "void %s(void *const *restrict B, const int64_t *restrict S)\n{\n    (void)S;\n", name);
 }
 
 /*
@@ -58,12 +63,15 @@ static const char *nest_begin_c(em *e, int root, idx *ix)
     const xe_shape *sh = shape_of(e, root);
     char L[32];
     int64_t rows = xe_shape_numel(sh) / (sh->dims[sh->rank - 1] ? sh->dims[sh->rank - 1] : 1);
-    bool outer = rows >= 16; /* enough rows to share among the threads */
+    bool outer = rows >= 16 || e->panel; /* enough rows to share among the threads (a panel: its own) */
     xg_dim_text(e, root, sh->rank - 1, L, sizeof L);
     xg_out(e, "    const xg_idx L = %s, R = L ? n / L : 0;\n", L);
-    if (outer)
+    if (e->panel)
+        xg_out(e, "    (void)R;\n    for (xg_idx r = r0; r < r1; r++) {\n");
+    else if (outer)
         xg_out(e, "#pragma omp parallel for if (n >= 32768) schedule(static)\n");
-    xg_out(e, "    for (xg_idx r = 0; r < R; r++) {\n");
+    if (!e->panel)
+        xg_out(e, "    for (xg_idx r = 0; r < R; r++) {\n");
     /* the row's multi-index: all dims but the last, from r */
     ix->rank = sh->rank;
     char stride[256] = "1";
@@ -171,10 +179,20 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     bool per_block;
     int64_t items = xg_step_items(p, i, p->types, &per_block);
     char n[64];
+    if (s->panel) {
+        snprintf(buf, len, "per row panel of the matmul before it, on the panel's thread, simd along each row");
+        return;
+    }
     switch (s->kind) {
     case XG_STEP_LIBRARY:
-        snprintf(buf, len, "OpenBLAS gemm (one thread each) over batch elements and row or column blocks, "
-                 "in an OpenMP loop");
+        if (i + 1 < p->n_steps && p->steps[i + 1].panel)
+            snprintf(buf, len, "OpenBLAS gemm (one thread each) over row panels of each batch element (256 rows or "
+                     "more, 4 MiB at most), in an OpenMP loop; each panel's epilogue (the next step%s) right after "
+                     "it, in the same task",
+                     i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
+        else
+            snprintf(buf, len, "OpenBLAS gemm (one thread each) over batch elements and row or column blocks, "
+                     "in an OpenMP loop");
         return;
     case XG_STEP_LOOP:
         xg_items_text(p, items, "elements", n, sizeof n);
@@ -279,6 +297,13 @@ static xe_code launch_c(xg_program *p, int step, const xe_type *types, void *con
     return XE_OK;
 }
 
+typedef void (*xg_c_panel_kernel)(void *const *B, const int64_t *S, int64_t r0, int64_t r1);
+
+static void run_rows_c(xg_program *p, int step, void *const *ptrs, const int64_t *S, int64_t r0, int64_t r1)
+{
+    ((xg_c_panel_kernel)p->fn[step])(ptrs, S, r0, r1);
+}
+
 static void unload_c(xg_program *p)
 {
     if (p->priv)
@@ -295,6 +320,7 @@ const xg_backend xg_backend_c = {
                  "    for (xg_idx i = 0; i < n; i++) {\n",
     .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
                  "    for (xg_idx o = 0; o < O; o++) {\n",
+    .panel_rows_loop = "    for (xg_idx o = r0; o < r1; o++) {\n",
     .pass_loop = "    for (xg_idx k = 0; k < K; k++) {\n",
     .barrier = NULL,
     .first_thread = "",
@@ -319,5 +345,6 @@ const xg_backend xg_backend_c = {
     .assembly = NULL,
     .load = load_c,
     .launch = launch_c,
+    .run_rows = run_rows_c,
     .unload = unload_c,
 };

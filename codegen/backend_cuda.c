@@ -271,6 +271,14 @@ static void launch_text_cuda(const xg_plan *p, int i, char *buf, size_t len)
                        : s->column                                       ? "tiles of 32 outputs"
                                                                          : "outputs";
     char n[64];
+    xg_blas_epi e;
+    if (s->kind == XG_STEP_LIBRARY && xg_blas_epilogue(p, i, &e)) {
+        static const char *const act[] = {"", " and ReLU", " and GELU (tanh)"};
+        snprintf(buf, len, "cuBLASLt matmul with its epilogue (%s%s) writing %s: the next kernel is skipped, "
+                 "unless cuBLASLt refuses (then cuBLAS gemm and the kernel)", e.bias >= 0 ? "bias" : "no bias",
+                 act[e.act], p->body->nodes[e.out]->name);
+        return;
+    }
     if (s->kind == XG_STEP_LIBRARY) {
         snprintf(buf, len, "cuBLAS gemm (strided batched over the batch dims)");
         return;
@@ -381,5 +389,7 @@ const xg_backend xg_backend_cuda = {
     .assembly = assembly_cuda,
     .load = xg_cuda_load,
     .launch = xg_cuda_launch,
+    .run_rows = NULL, /* no row panels: an epilogue is cuBLASLt's, or a kernel of its own after cuBLAS */
+    .matmul_epilogue = xg_cuda_matmul_epilogue,
     .unload = xg_cuda_unload,
 };

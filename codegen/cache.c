@@ -15,7 +15,12 @@
  *   3. past max_compiles_per_cluster compiles the cluster runs per op;
  *   4. a failed compile, load or launch warns once per signature and that
  *      signature runs per op from then on (under must-compile it is an
- *      error naming the cluster).
+ *      error naming the cluster);
+ *   5. a signature whose per-op runs were timed (xg_cluster_per_op_time:
+ *      the runs before compile_threshold, or while it compiles) has its
+ *      first compiled runs timed too; when the fastest of XG_DEMOTE_RUNS
+ *      (the first excluded) is slower than the fastest per-op run, it is
+ *      demoted: one line on stderr, and it runs per op from then on.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -31,18 +36,21 @@
 #include "compile.h"
 #include "plan.h"
 #include "xlac/op.h"
+#include "xlac/session.h"
 #include "xlac/trace.h"
 
-#define KEY_VERSION "xlac-cache-v4"
-
-/* Hash of the code generator's sources (CMake): programs of another generator never match. */
-extern const char xg_codegen_id[];
+#define XG_DEMOTE_RUNS 3      /* compiled runs timed, after the first, before a verdict */
+#define XG_DEMOTE_MARGIN 1.02 /* slower than per op by more than timing noise */
 
 typedef struct entry {
     char *key;
     xg_program *prog;     /* loaded program, NULL until compiled */
     int seen;             /* times this signature was asked for */
     bool failed, compiling;
+    bool slow;            /* demoted: its compiled runs were slower than its per-op runs */
+    double per_op_us;     /* fastest per-op run reported (xg_cluster_per_op_time), 0: none */
+    double run_us;        /* fastest compiled run timed, the first excluded */
+    int timed;            /* compiled runs timed so far */
     UT_hash_handle hh;
 } entry;
 
@@ -83,69 +91,12 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* ---- fingerprints and keys ----------------------------------------------------------- */
-
-/* One type's pattern: dtype, then per dim '1' or 'n'. */
-static void type_pattern(const xe_type *t, xe_text *out)
-{
-    xe_text_printf(out, "%s:", xe_dtype_name(t->dtype));
-    for (int d = 0; d < t->shape.rank; d++)
-        xe_text_printf(out, "%c", t->shape.dims[d] == 1 ? '1' : 'n');
-}
-
-/*
- * Shape pattern: ranks and which dims are 1, of the inputs and of every
- * value the body computes from them (a slice or reshape can make a size-1
- * dim that the inputs do not have): what a shape-generic program depends
- * on, so one program per pattern serves every shape that has it. Written
- * as the 128-bit hash of that text (32 hex digits).
- */
-static void shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, char out[40])
-{
-    xe_text t = {0};
-    xe_type *ins = calloc((size_t)n + 1, sizeof *ins);
-    xe_type *types = calloc((size_t)body->n_nodes + 1, sizeof *types);
-    for (int k = 0; ins && k < n; k++)
-        ins[k] = (xe_type){in[k]->dtype, in[k]->shape};
-    xe_status st;
-    bool inferred = ins && types && xg_body_types(body, ins, types, &st) == XE_OK;
-    const xe_type *ty = inferred ? types : ins; /* the inputs alone when inference fails */
-    int count = !ins ? 0 : inferred ? body->n_nodes : n;
-    for (int k = 0; k < count; k++) {
-        xe_text_printf(&t, "%s", k ? ";" : "");
-        type_pattern(&ty[k], &t);
-    }
-    xg_hash_hex(t.buf, t.len, out);
-    xe_text_free(&t);
-    free(ins);
-    free(types);
-}
-
-/*
- * The key of a signature: its input types (of the tensors in, or types
- * when in is NULL), or (pattern given) its shape-generic program's pattern.
- */
-static void key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
-                   xg_target target, int arch, const xg_options *o, xe_text *key)
-{
-    xe_text_printf(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
-    if (pattern) {
-        xe_text_printf(key, "generic:%s", pattern);
-    } else {
-        for (int k = 0; k < n; k++) {
-            char ty[128];
-            xe_type t = in ? (xe_type){in[k]->dtype, in[k]->shape} : types[k];
-            xe_text_printf(key, "%s%s", k ? ";" : "", xe_type_str(&t, ty, sizeof ty));
-        }
-    }
-    xe_text_printf(key, "|%s|arch=%d|fast_math=%d|%s", xg_target_get(target)->name, arch, o->fast_math,
-                   xg_compiler_id(target, o));
-}
+/* ---- keys (cache_key.c) ---------------------------------------------------------------- */
 
 static void signature_key(const xg_cache *c, const char *fp, xe_tensor *const *in, int n, const char *pattern,
                           xg_target target, int arch, xe_text *key)
 {
-    key_of(fp, in, NULL, n, pattern, target, arch, &c->o, key);
+    xg_key_of(fp, in, NULL, n, pattern, target, arch, &c->o, key);
 }
 
 char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, const xg_options *o)
@@ -153,7 +104,7 @@ char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target tar
     char fp[40];
     xe_text key = {0};
     xg_fingerprint(body, fp);
-    key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o, &key);
+    xg_key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o, &key);
     return xe_text_take(&key);
 }
 
@@ -505,6 +456,7 @@ static bool claim_compile(xg_cache *c, cluster_state *s, entry *e, const char *n
 
 #define WHY_OOM "out of memory"
 #define WHY_FAILED "failed to compile earlier"
+#define WHY_SLOW "slower compiled than per op (demoted)"
 #define WHY_COMPILING "being compiled (by another thread, or in the background)"
 #define WHY_THRESHOLD "seen fewer than --compile_threshold times"
 #define WHY_BUDGET "compiled --max_compiles_per_cluster times already"
@@ -518,7 +470,7 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
                        xg_target target, int arch, bool must, xe_text *key, entry **out, const char **why)
 {
     cluster_state *s = cluster_get(c, fp, name);
-    if (s && same_as_last_hit(s, in, n, target, arch)) {
+    if (s && same_as_last_hit(s, in, n, target, arch) && !s->hit->slow) {
         xe_text_printf(key, "%s", s->hit_key);
         *out = s->hit;
         return RUN;
@@ -532,7 +484,7 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
     e->seen++;
     char pat[40] = "";
     if (!e->prog && !e->failed && !e->compiling)
-        shape_pattern(body, in, n, pat);
+        xg_shape_pattern(body, in, n, pat);
     if (!e->prog && !e->failed && !e->compiling && pattern_is_dynamic(c, s, pat, new_sig)) {
         xe_text_truncate(key, 0); /* this shape joins the pattern's shape-generic program */
         signature_key(c, fp, in, n, pat, target, arch, key);
@@ -543,8 +495,8 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
             e->seen = seen;
     }
     *out = e;
-    *why = e->failed ? WHY_FAILED : WHY_COMPILING;
-    if (e->failed || (e->compiling && !e->prog))
+    *why = e->failed ? WHY_FAILED : e->slow ? WHY_SLOW : WHY_COMPILING;
+    if (e->failed || e->slow || (e->compiling && !e->prog))
         return FALLBACK;
     if (e->prog) {
         remember_hit(s, e, key->buf, in, n, target, arch);
@@ -555,6 +507,53 @@ static decision decide(xg_cache *c, const char *fp, const char *name, const xe_g
         return FALLBACK;
     *why = WHY_BUDGET;
     return claim_compile(c, s, e, name, must) ? COMPILE : FALLBACK;
+}
+
+/* The caller's fingerprint of body, or computed. */
+static void fingerprint_of(const xe_graph *body, const char *fingerprint, char fp[40])
+{
+    if (fingerprint && strlen(fingerprint) < 40)
+        snprintf(fp, 40, "%s", fingerprint);
+    else
+        xg_fingerprint(body, fp);
+}
+
+void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint, xe_device dev,
+                            xe_tensor *const *inputs, double us)
+{
+    xg_target target = xg_target_for_device(dev);
+    int arch = xg_backend_for(target)->device_arch();
+    char fp[40];
+    fingerprint_of(body, fingerprint, fp);
+    xe_text key = {0};
+    pthread_mutex_lock(&c->lock);
+    signature_key(c, fp, inputs, body->n_inputs, NULL, target, arch, &key);
+    entry *e = key.oom ? NULL : entry_get(c, key.buf);
+    if (e && us > 0 && (e->per_op_us == 0 || us < e->per_op_us))
+        e->per_op_us = us;
+    pthread_mutex_unlock(&c->lock);
+    xe_text_free(&key);
+}
+
+/* Whether e's next compiled run is timed for a verdict (under the lock). */
+static bool wants_timing(const entry *e)
+{
+    return e && e->per_op_us > 0 && !e->slow && e->timed <= XG_DEMOTE_RUNS;
+}
+
+/* A timed compiled run of e; after XG_DEMOTE_RUNS of them (the first excluded), the verdict. */
+static void note_run(xg_cache *c, entry *e, const char *name, double us)
+{
+    pthread_mutex_lock(&c->lock);
+    if (e->timed++ > 0 && (e->run_us == 0 || us < e->run_us))
+        e->run_us = us;
+    if (e->timed == XG_DEMOTE_RUNS + 1 && e->run_us > e->per_op_us * XG_DEMOTE_MARGIN) {
+        e->slow = true;
+        c->stats.demoted++;
+        fprintf(stderr, "xlac: %s ran slower compiled (%.3f ms) than per op (%.3f ms), best of its runs; "
+                "this signature runs per op from now on\n", name, e->run_us / 1e3, e->per_op_us / 1e3);
+    }
+    pthread_mutex_unlock(&c->lock);
 }
 
 static void count(xg_cache *c, uint64_t *counter)
@@ -680,10 +679,13 @@ static xe_code timed_compile(xg_cache *c, const char *key, const xe_graph *body,
  */
 static xe_code run_step(xg_cache *c, const char *k, const char *fp, const xe_graph *body, const char *name,
                         xe_tensor *const *inputs, xe_tensor **outputs, bool must, xg_target target, int arch,
-                        xg_program **prog, xg_run_info *info, xe_status *st)
+                        xg_program **prog, entry *timed, xg_run_info *info, xe_status *st)
 {
     xe_code code = XE_OK;
+    double t0 = timed ? xe_now_us() : 0;
     xe_code r = xg_program_run(*prog, inputs, body->n_inputs, outputs, body->n_outputs, st);
+    if (r == XE_OK && timed) /* compiled runs timed against the per-op run: demotion */
+        note_run(c, timed, name, xe_now_us() - t0);
     if (r == XE_ERR_UNSUPPORTED && strstr(k, "|generic:")) {
         xe_status_clear(st);
         *prog = specific_program(c, fp, body, name, inputs, must, target, arch, &code, st);
@@ -721,10 +723,7 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
     xg_target target = xg_target_for_device(dev);
     int arch = xg_backend_for(target)->device_arch();
     char fp[40];
-    if (fingerprint && strlen(fingerprint) < sizeof fp)
-        snprintf(fp, sizeof fp, "%s", fingerprint);
-    else
-        xg_fingerprint(body, fp);
+    fingerprint_of(body, fingerprint, fp);
     xe_text key = {0};
     entry *e = NULL;
     *outcome = XG_FALLBACK;
@@ -737,6 +736,7 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
                         &info->reason);
     bool failed_before = d == FALLBACK && e && e->failed;
     xg_program *prog = d == RUN ? e->prog : NULL;
+    entry *timed = wants_timing(e) ? e : NULL;
     if (d == RUN)
         c->stats.cache_hits++;
     pthread_mutex_unlock(&c->lock);
@@ -754,7 +754,8 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
         code = timed_compile(c, k, body, cluster_name, inputs, must_compile, target, arch, &prog, info, st);
     /* 3. run, or leave it to the per-op path */
     if (code == XE_OK && prog)
-        code = run_step(c, k, fp, body, cluster_name, inputs, outputs, must_compile, target, arch, &prog, info, st);
+        code = run_step(c, k, fp, body, cluster_name, inputs, outputs, must_compile, target, arch, &prog, timed,
+                        info, st);
     xe_text_free(&key);
     if (code != XE_OK)
         return xe_status_prefix(st, "%s (must compile): ", cluster_name);

@@ -21,6 +21,20 @@
 void xg_trace_compile(const char *name, xg_target target, const char *cc, bool disk_hit, const char *key,
                       double t0_ms, double ms, bool ok);
 
+/*
+ * Shape pattern of a call of body with inputs in (cache_key.c): ranks and
+ * which dims are 1, of the inputs and of every value computed from them, as
+ * a 32-hex-digit hash; one shape-generic program serves every shape of a pattern.
+ */
+void xg_shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, char out[40]);
+/*
+ * Appends the signature key of fingerprint fp to key: the types of the
+ * tensors in (or of types when in is NULL), or, pattern given, the
+ * shape-generic program's pattern (cache_key.c).
+ */
+void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
+               xg_target target, int arch, const xg_options *o, xe_text *key);
+
 /* The XXH3 128-bit hash of len bytes as 32 hex digits (out holds 33). */
 void xg_hash_hex(const void *data, size_t len, char out[33]);
 

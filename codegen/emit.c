@@ -475,6 +475,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
     e->b->prelude(e);
     for (int i = 0; i < p->n_steps; i++) {
         const xg_step *s = &p->steps[i];
+        e->panel = s->panel && e->b->panel_rows_loop;
         switch (s->kind) {
         case XG_STEP_LOOP: xg_emit_loop_kernel(e, i, s); break;
         case XG_STEP_REDUCE: xg_emit_reduce_kernel(e, i, s); break;

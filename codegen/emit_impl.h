@@ -37,6 +37,7 @@ typedef struct em {
     char why[160];
     const xg_plan *p;
     const xg_backend *b; /* the target's dialect and hooks */
+    bool panel;  /* the kernel runs over a panel's rows [r0, r1) on one thread (a panel step, backend's panel_rows_loop) */
     bool narrow; /* index math in 32 bits (xg_idx is int): CUDA, fixed shapes, every tensor under 2^30 */
     int var;
     int n_memo;
@@ -103,6 +104,12 @@ void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const
 void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int node, bool column, bool simd);
 
 /* ---- small helpers ---- */
+
+/* The loop over a row kernel's rows: all of them, or a panel's (on one thread). */
+static inline const char *rows_loop(const em *e)
+{
+    return e->panel ? e->b->panel_rows_loop : e->b->rows_loop;
+}
 
 /* The suffix of an index literal: none in 32-bit index math, where LL would widen it again. */
 static inline const char *LL(const em *e)

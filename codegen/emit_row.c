@@ -206,7 +206,7 @@ void xg_emit_row_kernel(em *e, int step, const xg_step *s)
         if (e->b->block_reduce)
             xg_out(e, "    %s %s sh%d[33];\n", e->b->shared_kw, ro[k].acc_type, k);
     }
-    xg_out(e, "%s", e->b->rows_loop);
+    xg_out(e, "%s", rows_loop(e));
     row_cache_plan(e, s, mask, ro, row_length(shape_of(e, s->x), mask));
     row_phases(e, s, mask, ro);
     xg_out(e, "    }\n}\n\n");
@@ -254,7 +254,7 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    const xg_idx O = %s, K = %s;\n", O, K);
     if (e->b->block_reduce)
         xg_out(e, "    %s %s shm[33], shs[33];\n", e->b->shared_kw, vt);
-    xg_out(e, "%s", e->b->rows_loop);
+    xg_out(e, "%s", rows_loop(e));
     xg_out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n", vt, f, f);
     idx ix;
     int saved = e->n_memo;

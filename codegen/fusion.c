@@ -12,7 +12,9 @@
  *   6. rows      a row reduction and the steps after it that read it back
  *                over the same rows become one row kernel (fusion.c's
  *                row_groups: softmax and layer norm written out)
- *   7. verify    the plan's invariants (xg_plan_verify)
+ *   7. panels    steps after a matmul that run per row panel of it, right
+ *                after BLAS writes the panel (epilogue.c)
+ *   8. verify    the plan's invariants (xg_plan_verify)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -703,8 +705,13 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
         xg_plan_destroy(p);
         return st->code;
     }
+    /* 7. matmul epilogues by row panels (epilogue.c) */
+    if (xg_plan_panels(p, st) != XE_OK) {
+        xg_plan_destroy(p);
+        return st->code;
+    }
     assign_sizes(p);
-    /* 7. verify (cheap: linear in the cluster, so every build runs it) */
+    /* 8. verify (cheap: linear in the cluster, so every build runs it) */
     if (xg_plan_verify(p, st) != XE_OK) {
         xg_plan_destroy(p);
         return st->code;

@@ -77,6 +77,9 @@ typedef struct xg_step {
     int n_phases;
     xg_row_role role[XG_MAX_OUTS];
     int phase[XG_MAX_OUTS];
+    /* LOOP, ROW, SOFTMAX: runs on the row panels of the matmul (LIBRARY step) before it, each
+       panel right after BLAS writes it (epilogue.c); backends without run_rows ignore it. */
+    bool panel;
 } xg_step;
 
 typedef struct xg_plan {
@@ -95,6 +98,32 @@ typedef struct xg_plan {
 int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip);
 /* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read through as flags. */
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st);
+
+/* epilogue.c: marks the steps that run per row panel of the matmul before them. */
+xe_code xg_plan_panels(xg_plan *p, xe_status *st);
+/* The matmul node whose panels step i runs on, or -1 when it is no panel step. */
+int xg_panel_matmul(const xg_plan *p, int i);
+/* Rows of node m's value (every dim but the last, flat): what a panel's r0, r1 count. */
+int64_t xg_panel_rows(const xe_type *types, int m);
+/* A panel step whose value no longer has its matmul's shape at these types (shape-generic calls): the node, or -1. */
+int xg_panel_mismatch(const xg_plan *p, int i, const xe_type *types);
+
+/* The activation of a BLAS epilogue (cuBLASLt's). */
+typedef enum xg_epi_act {
+    XG_EPI_NONE, /* the bias alone */
+    XG_EPI_RELU, /* relu */
+    XG_EPI_GELU, /* gelu(approximate=true): cuBLASLt's GELU is the tanh form */
+} xg_epi_act;
+
+/* A matmul whose next step is act(product + bias) only: one cuBLASLt call with an epilogue. */
+typedef struct xg_blas_epi {
+    int matmul, out; /* the product (read by nothing else) and the epilogue's one output */
+    int bias;        /* a buffer of shape [N] or [1, N], or -1 */
+    xg_epi_act act;
+} xg_blas_epi;
+
+/* Whether LIBRARY step i and the panel step after it are one f32 2-D matmul with a BLAS epilogue. */
+bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e);
 
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);

@@ -4,9 +4,11 @@
  * buffers on the program's device, fills the sizes array, and runs the
  * plan's steps in order: generated kernels (launched by the program's
  * backend: backend.h) and library calls (matmul through the executor's
- * BLAS-backed kernel of that device). Loading, launching and unloading the
- * compiled code are the backend's; the materialized constants are copied
- * to the program's device here, once, at load.
+ * BLAS-backed kernel of that device; on a backend with run_rows, by row
+ * panels with the epilogue steps after it run on each panel: epilogue.c).
+ * Loading, launching and unloading the compiled code are the backend's;
+ * the materialized constants are copied to the program's device here,
+ * once, at load.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -105,7 +107,9 @@ static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node
     return copy;
 }
 
-xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st)
+/* The matmul node's kernel (fn NULL: dev's) or its row panels with epilogue fn (CPU), transposes as flags. */
+static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_panel_fn fn,
+                          void *ctx, xe_status *st)
 {
     const xe_node *n = plan->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
@@ -119,10 +123,58 @@ xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
                         .out = bufs[node]};
-    xe_code c = d->kernel[dev] ? d->kernel[dev](&a, st)
+    xe_code c = fn ? xe_cpu_matmul_panels(&a, 0, fn, ctx, st)
+                : d->kernel[dev] ? d->kernel[dev](&a, st)
                 : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
     free(attrs);
     return c;
+}
+
+xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st)
+{
+    return run_matmul(plan, dev, node, bufs, NULL, NULL, st);
+}
+
+/* What each panel of a matmul runs: the program's panel steps [first, last] over the panel's rows. */
+typedef struct panel_ctx {
+    xg_program *p;
+    int first, last;
+    void *const *ptrs;
+    const int64_t *S;
+} panel_ctx;
+
+static void run_panel(void *ctx, int64_t r0, int64_t r1)
+{
+    const panel_ctx *c = ctx;
+    for (int i = c->first; i <= c->last; i++)
+        c->p->backend->run_rows(c->p, i, c->ptrs, c->S, r0, r1);
+}
+
+/*
+ * LIBRARY step i and the panel steps after it (epilogue.c): the matmul by
+ * row panels, each panel's epilogue run on it in the same task. *next:
+ * the first step after them.
+ */
+static xe_code run_panels(xg_program *p, int i, xe_tensor **bufs, void *const *ptrs, const int64_t *S, int *next,
+                          xe_status *st)
+{
+    panel_ctx c = {.p = p, .first = i + 1, .last = i + 1, .ptrs = ptrs, .S = S};
+    while (c.last + 1 < p->plan->n_steps && p->plan->steps[c.last + 1].panel)
+        c.last++;
+    *next = c.last + 1;
+    return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, st);
+}
+
+/* Whether step i and the next ran as one library call with an epilogue (cuBLASLt); else nothing ran. */
+static bool library_epilogue(xg_program *p, int i, xe_tensor **bufs, xe_status *st)
+{
+    xg_blas_epi e;
+    if (!xg_blas_epilogue(p->plan, i, &e))
+        return false;
+    if (p->backend->matmul_epilogue(p, &e, bufs, st) == XE_OK)
+        return true;
+    xe_status_clear(st); /* refused: the matmul and the kernel instead */
+    return false;
 }
 
 /* Buffers for every materialized node: inputs and constants borrowed, the rest new. */
@@ -199,6 +251,9 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
                            xe_type_str(&p->plan->types[i], want, sizeof want));
     for (int i = 0; i < p->plan->n_steps; i++) {
         int bad = xg_step_shape_mismatch(p->plan, i, types);
+        if (bad < 0 && (bad = xg_panel_mismatch(p->plan, i, types)) >= 0)
+            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s is no longer of its matmul's shape",
+                           b->nodes[bad]->name);
         if (bad >= 0)
             return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s shares a kernel with %s but no longer its shape",
                            b->nodes[bad]->name, b->nodes[p->plan->steps[i].outs[0]]->name);
@@ -235,9 +290,14 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
     }
     xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
     xg_fpenv_save(&env);
-    for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
+    for (int i = 0, next; c == XE_OK && i < p->plan->n_steps; i = next) {
         const xg_step *s = &p->plan->steps[i];
-        if (s->kind == XG_STEP_LIBRARY)
+        next = i + 1;
+        if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && next < p->plan->n_steps && p->plan->steps[next].panel)
+            c = run_panels(p, i, bufs, ptrs, S, &next, st);
+        else if (s->kind == XG_STEP_LIBRARY && p->backend->matmul_epilogue && library_epilogue(p, i, bufs, st))
+            next = i + 2;
+        else if (s->kind == XG_STEP_LIBRARY)
             c = xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
         else
             c = p->backend->launch(p, i, types, ptrs, S, st);

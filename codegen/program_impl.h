@@ -25,6 +25,8 @@ struct xg_program {
 /* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);
 void xg_cuda_unload(xg_program *p);
+/* A matmul with its bias/ReLU/GELU epilogue as one cuBLASLt call (blaslt_cuda.c). */
+xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st);
 xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                        xe_status *st);
 

@@ -75,6 +75,7 @@ typedef struct xg_stats {
     uint64_t disk_hits;   /* programs loaded from the disk cache */
     uint64_t disk_rejects; /* disk cache files refused: unsafe, truncated, corrupt, foreign or stale */
     uint64_t fallbacks;   /* calls answered XG_FALLBACK */
+    uint64_t demoted;     /* signatures sent per op: compiled slower than per op (xg_cluster_per_op_time) */
     double compile_ms;    /* total time spent compiling */
     double disk_load_ms;  /* total time spent loading programs from the disk cache */
 } xg_stats;
@@ -120,6 +121,16 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
                             const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
                             xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
                             xg_run_info *info, xe_status *st);
+
+/*
+ * The caller ran cluster `body` per op (an XG_FALLBACK) on inputs in us
+ * microseconds: the signature's per-op time, which its first compiled
+ * runs are measured against. Compiled code slower than that is demoted:
+ * that signature runs per op from then on (a line on stderr,
+ * xg_stats.demoted).
+ */
+void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint, xe_device dev,
+                            xe_tensor *const *inputs, double us);
 
 /*
  * Hex XXH3-128 of a cluster body's canonical text (ops, attributes, dtypes,

@@ -7,7 +7,9 @@
  * body runs with the executor's own per-op kernels, which gives outputs
  * bit-identical to the plain op-by-op run. Either way every op of the
  * cluster shows in the placement log as XLA_CPU:0 / XLA_GPU:0 with the
- * cluster's name. Counters feed --stats.
+ * cluster's name. Counters feed --stats. A per-op run of a cluster is
+ * timed and reported to the cache, which demotes a signature whose
+ * compiled runs turn out slower (xg_cluster_per_op_time).
  */
 #include <stdlib.h>
 
@@ -101,8 +103,12 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     }
     atomic_fetch_add(&s->n_fallbacks, 1);
     xlac_replay_note_fallback(s, n, name);
-    li.t_fallback = timed ? xe_now_us() : 0;
+    double t0 = xe_now_us();
+    li.t_fallback = timed ? t0 : 0;
     xe_code code = xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
+    if (c && code == XE_OK) /* what compiled code must beat, or be demoted (cache.c) */
+        xg_cluster_per_op_time(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), n->device, a->in,
+                               xe_now_us() - t0);
     if (timed)
         xlac_report_launch(s, n, name, &li);
     return code;
@@ -137,7 +143,7 @@ void xlac_print_stats(xlac_state *s, FILE *out)
             (unsigned long long)cs.disk_rejects, (unsigned long long)atomic_load(&s->n_fallbacks),
             cs.compile_ms);
     /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own line */
-    fprintf(out, "xlac: timing disk_load_ms=%.2f\n", cs.disk_load_ms);
+    fprintf(out, "xlac: timing disk_load_ms=%.2f demoted=%llu\n", cs.disk_load_ms, (unsigned long long)cs.demoted);
 }
 
 void xlac_launch_shutdown(xlac_state *s)

@@ -1,0 +1,206 @@
+/*
+ * Matmul epilogues by row panels: which steps after a matmul (a LIBRARY
+ * step) can run on its product a panel of rows at a time, right after
+ * BLAS writes the panel and while it is still in cache, instead of after
+ * the whole product has gone to memory and come back.
+ *
+ * A matmul of f32 or f64 operands of rank >= 2 takes, in plan order:
+ *   1. the loop step right after it, when all its outputs have the
+ *      product's shape and read the product (through their inline
+ *      producers) only at their own element: bias add, GELU, residual
+ *      add, scale, cast;
+ *   2. then a row kernel or softmax over the product's shape reducing the
+ *      last dim only (rows of the panel are whole rows), reading what
+ *      the panel wrote at its own row: the softmax of attention scores.
+ * Such steps are marked `panel`. The plan stays one for every target; a
+ * backend that can run a step over a range of rows (the C backend's
+ * run_rows) runs them per panel, the others ignore the mark.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "xlac/op.h"
+
+/*
+ * Whether node reads the values in group[] only at the element it is
+ * itself evaluated at (`same`): elementwise ops pass `same` to operands of
+ * their own shape; at the root, a reduction or softmax over the last dim
+ * reads its operand of the row shape at the row's element.
+ */
+static bool reads_at_own_element(const xg_plan *p, int node, const bool *group, bool same, bool root)
+{
+    if (!root && group[node])
+        return same;
+    if (!root && p->mat[node])
+        return true;
+    const xe_node *n = p->body->nodes[node];
+    xe_op_class cls = xe_op_get(n->op)->cls;
+    bool rows = root && (cls == XE_CLASS_REDUCE || cls == XE_CLASS_SOFTMAX);
+    bool passes = same && (xe_op_is_elementwise(n->op) || rows);
+    for (int k = 0; k < n->n_inputs; k++) {
+        int in = n->inputs[k];
+        bool child = passes && (rows || xe_shape_equal(&p->types[in].shape, &p->types[node].shape));
+        if (!reads_at_own_element(p, in, group, child, false))
+            return false;
+    }
+    return true;
+}
+
+/* The matmul's product qualifies: f32 or f64, operands (as BLAS reads them) and product of rank >= 2. */
+static bool panel_matmul(const xg_plan *p, int m)
+{
+    const xe_node *n = p->body->nodes[m];
+    xe_dtype dt = p->types[m].dtype;
+    if ((dt != XE_F32 && dt != XE_F64) || p->types[m].shape.rank < 2)
+        return false;
+    for (int k = 0; k < n->n_inputs; k++)
+        if (p->types[n->inputs[k]].shape.rank < 2)
+            return false;
+    return true;
+}
+
+/* Whether row step s (ROW or SOFTMAX) reduces only the last dim of a value of shape sh. */
+static bool last_dim_rows(const xg_plan *p, const xg_step *s, const xe_shape *sh)
+{
+    const xe_node *n = p->body->nodes[s->outs[0]];
+    int x = s->kind == XG_STEP_ROW ? s->x : n->inputs[0];
+    if (!xe_shape_equal(&p->types[x].shape, sh))
+        return false;
+    if (s->kind == XG_STEP_SOFTMAX) {
+        int64_t axis = xe_node_attr_int(n, "axis", -1);
+        return axis == -1 || axis == sh->rank - 1;
+    }
+    bool mask[XE_MAX_RANK] = {0};
+    xg_reduce_mask(n, sh->rank, mask);
+    for (int d = 0; d < sh->rank; d++)
+        if (mask[d] != (d == sh->rank - 1))
+            return false;
+    return true;
+}
+
+/* Whether step s joins the panel group (the product and what earlier panel steps wrote). */
+static bool joins(const xg_plan *p, const xg_step *s, const xe_shape *sh, const bool *group, bool after_loop)
+{
+    if (s->kind == XG_STEP_LOOP && !after_loop) {
+        for (int k = 0; k < s->n_outs; k++)
+            if (!xe_shape_equal(&p->types[s->outs[k]].shape, sh))
+                return false;
+    } else if (s->kind != XG_STEP_ROW && s->kind != XG_STEP_SOFTMAX) {
+        return false;
+    } else if (!last_dim_rows(p, s, sh)) {
+        return false;
+    }
+    for (int k = 0; k < s->n_outs; k++) {
+        bool same = s->kind != XG_STEP_ROW || s->role[k] != XG_ROW_SCALAR;
+        if (!reads_at_own_element(p, s->outs[k], group, same, true))
+            return false;
+    }
+    return true;
+}
+
+xe_code xg_plan_panels(xg_plan *p, xe_status *st)
+{
+    bool *group = calloc((size_t)p->body->n_nodes + 1, sizeof *group);
+    if (!group)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory planning matmul epilogues");
+    for (int i = 0; i < p->n_steps; i++) {
+        int m = p->steps[i].outs[0];
+        if (p->steps[i].kind != XG_STEP_LIBRARY || !panel_matmul(p, m))
+            continue;
+        const xe_shape *sh = &p->types[m].shape;
+        memset(group, 0, (size_t)p->body->n_nodes * sizeof *group);
+        group[m] = true;
+        bool after_loop = false;
+        for (int j = i + 1; j < p->n_steps && j <= i + 2; j++) {
+            xg_step *s = &p->steps[j];
+            if (!joins(p, s, sh, group, after_loop))
+                break;
+            s->panel = true;
+            after_loop = true;
+            for (int k = 0; k < s->n_outs; k++)
+                group[s->outs[k]] = true;
+            if (s->kind != XG_STEP_LOOP)
+                break;
+        }
+    }
+    free(group);
+    return XE_OK;
+}
+
+int xg_panel_matmul(const xg_plan *p, int i)
+{
+    if (!p->steps[i].panel)
+        return -1;
+    while (i > 0 && p->steps[i].panel)
+        i--;
+    return p->steps[i].kind == XG_STEP_LIBRARY ? p->steps[i].outs[0] : -1;
+}
+
+int64_t xg_panel_rows(const xe_type *types, int m)
+{
+    const xe_shape *s = &types[m].shape;
+    int64_t last = s->rank ? s->dims[s->rank - 1] : 1;
+    return last ? xe_shape_numel(s) / last : 0;
+}
+
+int xg_panel_mismatch(const xg_plan *p, int i, const xe_type *types)
+{
+    int m = xg_panel_matmul(p, i);
+    if (m < 0)
+        return -1;
+    const xg_step *s = &p->steps[i];
+    const xe_node *n = p->body->nodes[s->outs[0]];
+    int x = s->kind == XG_STEP_ROW ? s->x : s->kind == XG_STEP_SOFTMAX ? n->inputs[0] : s->outs[0];
+    return xe_shape_equal(&types[x].shape, &types[m].shape) ? -1 : x;
+}
+
+/* ---- the GPU's matmul epilogues (cuBLASLt) ------------------------------------------ */
+
+/* node, when it is an inline op with one consumer: its op, else -1. */
+static int inline_op(const xg_plan *p, int node)
+{
+    return p->mat[node] || p->uses[node] != 1 ? -1 : p->body->nodes[node]->op;
+}
+
+/*
+ * x = add(m, bias) or add(bias, m) (x inline or the step's output: the
+ * caller's check), bias a buffer of shape [N] or [1, N] of m's dtype:
+ * the bias node, else -1.
+ */
+static int bias_of(const xg_plan *p, int x, int m)
+{
+    const xe_node *n = p->body->nodes[x];
+    if (n->op != XE_OP_ADD)
+        return -1;
+    int b = n->inputs[0] == m ? n->inputs[1] : n->inputs[1] == m ? n->inputs[0] : -1;
+    const xe_shape *bs = b >= 0 ? &p->types[b].shape : NULL, *ms = &p->types[m].shape;
+    if (!bs || !p->mat[b] || p->types[b].dtype != p->types[m].dtype || bs->rank < 1 || bs->rank > 2)
+        return -1;
+    if (bs->dims[bs->rank - 1] != ms->dims[ms->rank - 1] || (bs->rank == 2 && bs->dims[0] != 1))
+        return -1;
+    return b;
+}
+
+bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e)
+{
+    if (i + 1 >= p->n_steps || p->steps[i].kind != XG_STEP_LIBRARY || !p->steps[i + 1].panel ||
+        p->steps[i + 1].kind != XG_STEP_LOOP || p->steps[i + 1].n_outs != 1)
+        return false;
+    int m = p->steps[i].outs[0], o = p->steps[i + 1].outs[0];
+    if (p->types[m].dtype != XE_F32 || p->types[m].shape.rank != 2 || p->uses[m] != 1)
+        return false;
+    for (int k = 0; k < p->body->n_outputs; k++)
+        if (p->body->outputs[k] == m)
+            return false;
+    *e = (xg_blas_epi){.matmul = m, .bias = -1, .out = o, .act = XG_EPI_NONE};
+    const xe_node *n = p->body->nodes[o];
+    int x = o;
+    if (n->op == XE_OP_RELU || (n->op == XE_OP_GELU && xe_node_attr_bool(n, "approximate", false))) {
+        e->act = n->op == XE_OP_RELU ? XG_EPI_RELU : XG_EPI_GELU;
+        x = n->inputs[0];
+        if (x == m)
+            return true;
+    }
+    return x != m && (x == o || inline_op(p, x) >= 0) && (e->bias = bias_of(p, x, m)) >= 0;
+}

@@ -1,0 +1,301 @@
+/*
+ * Matmul epilogues by row panels (codegen/epilogue.c, the executor's
+ * xe_cpu_matmul_panels): the product written a panel of rows at a time,
+ * the elementwise work after it (bias, activation, residual, scale, cast)
+ * and the softmax of attention scores run on each panel right after.
+ *
+ * Differential: each graph compiled whole as one C cluster and run, against
+ * the same graph op by op (f32: 1e-5 of the largest magnitude) and against
+ * the graph with every f32 made f64, op by op (the f64 reference: 1e-4).
+ * Sizes are odd on purpose: panel remainders, fewer rows than a panel,
+ * K = 1, transposed operands, broadcast bias, batches. The executor's
+ * panel loop is also checked alone: every row covered once, after it is
+ * written, at panel sizes 1, 7 and the default.
+ */
+#include <criterion/criterion.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compile.h"
+#include "plan.h"
+#include "support/ref.h"
+#include "xg_impl.h"
+#include "xlac/op.h"
+#include "xlac/xlac.h"
+
+#define MAX_IO 8
+
+static xe_status st;
+
+/* text with every "f32" made "f64" (malloc'd). */
+static char *as_f64(const char *text)
+{
+    char *t = strdup(text);
+    cr_assert_not_null(t);
+    for (char *p = t; (p = strstr(p, "f32")); p += 3)
+        p[2] = '4', p[1] = '6';
+    return t;
+}
+
+/* Runs text's graph op by op on inputs in (converted to the graph's input dtypes). */
+static void run_op_by_op(const char *text, xe_tensor *const *in, xe_tensor **out)
+{
+    xe_graph *g = xe_parse_string(text, "ref.xg", &st);
+    cr_assert_not_null(g, "%s\n%s", st.msg, text);
+    xe_tensor *conv[MAX_IO] = {0};
+    for (int k = 0; k < g->n_inputs; k++) {
+        xe_type t = g->nodes[g->inputs[k]]->type;
+        conv[k] = ref_zeros(t.dtype, &t.shape);
+        for (int64_t i = 0; i < xe_tensor_numel(conv[k]); i++)
+            xe_store_f64(conv[k]->data, t.dtype, i, xe_load_f64(in[k]->data, in[k]->dtype, i));
+    }
+    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
+    cr_assert_not_null(s, "%s", st.msg);
+    cr_assert_eq(xe_session_run(s, conv, out, &st), XE_OK, "%s\n%s", st.msg, text);
+    for (int k = 0; k < g->n_inputs; k++)
+        xe_tensor_release(conv[k]);
+    xe_session_destroy(s); /* and g, which the session owns */
+}
+
+/* got against want, elementwise, within tol of want's largest magnitude; NaN never passes. */
+static void expect_close(const xe_tensor *got, const xe_tensor *want, double tol, const char *what,
+                         const char *text)
+{
+    int64_t n = xe_tensor_numel(want);
+    cr_assert_eq(xe_tensor_numel(got), n, "%s: sizes differ\n%s", what, text);
+    double scale = 1e-30;
+    for (int64_t i = 0; i < n; i++)
+        scale = fmax(scale, fabs(xe_load_f64(want->data, want->dtype, i)));
+    for (int64_t i = 0; i < n; i++) {
+        double a = xe_load_f64(got->data, got->dtype, i), b = xe_load_f64(want->data, want->dtype, i);
+        cr_assert(fabs(a - b) <= tol * scale, "%s: element %lld is %.9g, want %.9g (scale %g)\n%s", what,
+                  (long long)i, a, b, scale, text);
+    }
+}
+
+/* The plan text (C target) of text's graph at its declared types (malloc'd). */
+static char *plan_text(const char *text)
+{
+    xe_graph *g = xe_parse_string(text, "p.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_type types[MAX_IO];
+    for (int k = 0; k < g->n_inputs; k++)
+        types[k] = g->nodes[g->inputs[k]]->type;
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    char *t = xg_plan_text(p, XG_TARGET_C);
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+    return t;
+}
+
+/* Compiled as one C cluster, against op by op and the f64 reference; `panels`: steps the plan runs per panel. */
+static void check(const char *text, int panels)
+{
+    xe_graph *g = xe_parse_string(text, "epi.xg", &st);
+    cr_assert_not_null(g, "%s\n%s", st.msg, text);
+    cr_assert_leq(g->n_inputs, MAX_IO);
+    xe_type types[MAX_IO];
+    xe_tensor *in[MAX_IO] = {0}, *got[MAX_IO] = {0}, *want[MAX_IO] = {0}, *ref[MAX_IO] = {0};
+    for (int k = 0; k < g->n_inputs; k++) {
+        types[k] = g->nodes[g->inputs[k]]->type;
+        ref_seed(77 + (uint64_t)k);
+        in[k] = ref_random_tensor(types[k].dtype, &types[k].shape, -1, 1);
+    }
+    char *plan = plan_text(text);
+    int found = 0;
+    for (const char *q = plan; (q = strstr(q, "per row panel of the matmul")); q++)
+        found++;
+    cr_assert_eq(found, panels, "%d panel steps, want %d\n%s\n%s", found, panels, plan, text);
+    free(plan);
+    xg_options o;
+    xg_options_default(&o);
+    xg_artifact *a = NULL;
+    xg_program *p = NULL;
+    cr_assert_eq(xg_build(g, types, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
+    cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xg_program_run(p, in, g->n_inputs, got, g->n_outputs, &st), XE_OK, "%s\n%s", st.msg, text);
+    run_op_by_op(text, in, want);
+    char *t64 = as_f64(text);
+    run_op_by_op(t64, in, ref);
+    for (int k = 0; k < g->n_outputs; k++) {
+        expect_close(got[k], want[k], 1e-5, "clustered against op by op", text);
+        expect_close(got[k], ref[k], 1e-4, "clustered against the f64 reference", text);
+        xe_tensor_release(got[k]);
+        xe_tensor_release(want[k]);
+        xe_tensor_release(ref[k]);
+    }
+    for (int k = 0; k < g->n_inputs; k++)
+        xe_tensor_release(in[k]);
+    free(t64);
+    xg_program_destroy(p);
+    xg_artifact_destroy(a);
+    xe_graph_destroy(g);
+}
+
+/* matmul, bias, GELU, matmul, bias, residual (mlp_block) at odd sizes: two epilogues, one per matmul. */
+Test(epilogue, mlp_at_odd_sizes, .timeout = 300)
+{
+    static const int dims[][3] = {{301, 37, 53}, {1, 9, 5}, {5, 1, 3}, {257, 130, 1}, {2, 3, 300}};
+    for (size_t i = 0; i < sizeof dims / sizeof *dims; i++) {
+        int M = dims[i][0], K = dims[i][1], H = dims[i][2];
+        char text[1024];
+        snprintf(text, sizeof text,
+                 "xlac.graph v1\ninput x: f32[%d,%d]\ninput w1: f32[%d,%d]\ninput b1: f32[%d]\n"
+                 "input w2: f32[%d,%d]\ninput b2: f32[%d]\n"
+                 "h0 = matmul(x, w1)\nh1 = add(h0, b1)\nh2 = gelu(h1, approximate=true)\n"
+                 "o0 = matmul(h2, w2)\no1 = add(o0, b2)\ny = add(o1, x)\noutput y\n",
+                 M, K, K, H, H, H, K, K);
+        check(text, 2);
+    }
+}
+
+/* Transposed operands (a transpose read through as a BLAS flag, and the attribute), ReLU, tanh, scale, cast. */
+Test(epilogue, transposed_operands_and_other_epilogues, .timeout = 300)
+{
+    check("xlac.graph v1\ninput x: f32[133,17]\ninput w: f32[29,17]\ninput b: f32[29]\n"
+          "t = transpose(w)\ny = matmul(x, t)\nz = add(y, b)\nr = relu(z)\noutput r\n", 1);
+    check("xlac.graph v1\ninput x: f32[17,133]\ninput w: f32[17,29]\n"
+          "y = matmul(x, w, transpose_a=true)\ns = const(f32[], 0.25)\nz = mul(y, s)\nr = tanh(z)\noutput r\n", 1);
+    check("xlac.graph v1\ninput x: f32[70,8]\ninput w: f32[8,40]\n"
+          "y = matmul(x, w)\nh = cast(y, to=f16)\nz = cast(h, to=f32)\noutput z\n", 1);
+    check("xlac.graph v1\ninput x: f64[65,7]\ninput w: f64[7,3]\ninput r: f64[65,3]\n"
+          "y = matmul(x, w)\nz = add(y, r)\nq = sigmoid(z)\noutput q\noutput y\n", 1);
+}
+
+/* Batched matmul (batch of both, batch broadcast against a matrix) with a bias per column. */
+Test(epilogue, batched_products, .timeout = 300)
+{
+    check("xlac.graph v1\ninput x: f32[3,35,6]\ninput w: f32[3,6,11]\ninput b: f32[11]\n"
+          "y = matmul(x, w)\nz = add(y, b)\nr = gelu(z)\noutput r\n", 1);
+    check("xlac.graph v1\ninput x: f32[2,3,9,6]\ninput w: f32[6,5]\n"
+          "y = matmul(x, w)\nz = relu(y)\noutput z\n", 1);
+    check("xlac.graph v1\ninput x: f32[2,1,9,6]\ninput w: f32[3,5,6]\n"
+          "y = matmul(x, w, transpose_b=true)\nz = neg(y)\noutput z\n", 1);
+}
+
+/* Reads that are not at the product's own element keep the plain path: no panel step. */
+Test(epilogue, misaligned_reads_are_not_panels, .timeout = 300)
+{
+    check("xlac.graph v1\ninput x: f32[20,6]\ninput w: f32[6,20]\n"
+          "y = matmul(x, w)\nt = transpose(y)\nz = add(y, t)\noutput z\n", 0);
+    check("xlac.graph v1\ninput x: f32[20,6]\ninput w: f32[6,20]\n"
+          "y = matmul(x, w)\ns = reduce_sum(y, axes=[0], keepdims=true)\nz = sub(y, s)\noutput z\n", 0);
+}
+
+/* Attention scores, softmax(q k^T scale + mask): scale and mask per panel, then the softmax rows. */
+Test(epilogue, attention_scores_softmax_per_panel, .timeout = 300)
+{
+    check("xlac.graph v1\ninput q: f32[67,13]\ninput k: f32[67,13]\ninput m: f32[67,67]\n"
+          "sc = matmul(q, k, transpose_b=true)\ns = const(f32[], 0.27735)\nss = mul(sc, s)\nsm = add(ss, m)\n"
+          "mx = reduce_max(sm, axes=[1], keepdims=true)\nd = sub(sm, mx)\ne = exp(d)\n"
+          "z = reduce_sum(e, axes=[1], keepdims=true)\np = div(e, z)\noutput p\n", 2);
+    check("xlac.graph v1\ninput q: f32[2,3,41,8]\ninput k: f32[2,3,41,8]\ninput m: f32[41,41]\n"
+          "sc = matmul(q, k, transpose_b=true)\ns = const(f32[], 0.35355)\nss = mul(sc, s)\nsm = add(ss, m)\n"
+          "p = softmax(sm, axis=-1)\noutput p\n", 1); /* scale and mask inline in softmax's passes */
+    check("xlac.graph v1\ninput q: f64[300,5]\ninput k: f64[5,300]\n"
+          "sc = matmul(q, k)\np = softmax(sc)\noutput p\n", 1);
+}
+
+/* What xe_cpu_matmul_panels' callback saw: each row's panel count, and whether the row was written. */
+typedef struct seen {
+    int64_t N;
+    const float *c;
+    int *count;
+    bool bad;
+} seen;
+
+static void record(void *ctx, int64_t r0, int64_t r1)
+{
+    seen *s = ctx;
+    for (int64_t r = r0; r < r1; r++) {
+        __atomic_fetch_add(&s->count[r], 1, __ATOMIC_RELAXED);
+        for (int64_t j = 0; j < s->N; j++)
+            if (isnan(s->c[r * s->N + j]))
+                s->bad = true; /* still the NaN it was filled with: not written before the callback */
+    }
+}
+
+/* The executor's panels alone: every output row once, written before its callback, equal to the plain matmul. */
+Test(epilogue, panels_cover_every_row_once)
+{
+    static const int64_t sizes[][4] = {{3, 29, 13, 7}, {1, 1, 5, 1}, {2, 300, 4, 0}, {4, 10, 3, 0}};
+    static const int64_t rows[] = {1, 7, 0};
+    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
+        for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
+            int64_t B = sizes[i][0], M = sizes[i][1], N = sizes[i][2], K = sizes[i][3];
+            xe_shape sa = ref_shape(3, (int64_t[]){B, M, K}), sb = ref_shape(2, (int64_t[]){K, N});
+            xe_shape sc = ref_shape(3, (int64_t[]){B, M, N});
+            ref_seed(5);
+            xe_tensor *in[2] = {ref_random_tensor(XE_F32, &sa, -1, 1), ref_random_tensor(XE_F32, &sb, -1, 1)};
+            ref_op o;
+            ref_op_new(&o, XE_OP_MATMUL, in, 2);
+            xe_tensor *want = ref_op_run(&o, in, 2, NULL, &st);
+            cr_assert_not_null(want, "%s", st.msg);
+            xe_tensor *c = ref_zeros(XE_F32, &sc);
+            for (int64_t e = 0; e < B * M * N; e++)
+                ((float *)c->data)[e] = NAN;
+            seen s = {.N = N, .c = c->data, .count = calloc((size_t)(B * M) + 1, sizeof(int))};
+            xe_kernel_args a = {.graph = o.g, .node = o.node, .n_in = 2, .in = in, .out = c};
+            cr_assert_eq(xe_cpu_matmul_panels(&a, rows[r], record, &s, &st), XE_OK, "%s", st.msg);
+            for (int64_t e = 0; e < B * M; e++)
+                cr_assert_eq(s.count[e], 1, "row %lld seen %d times (panel rows %lld)", (long long)e, s.count[e],
+                             (long long)rows[r]);
+            cr_assert_not(s.bad, "a panel's callback ran before its rows were written");
+            expect_close(c, want, 1e-6, "panels against the plain matmul", "");
+            free(s.count);
+            xe_tensor_release(c);
+            xe_tensor_release(want);
+            xe_tensor_release(in[0]);
+            xe_tensor_release(in[1]);
+            ref_op_free(&o);
+        }
+}
+
+/* The GPU's cuBLASLt epilogue match (xg_blas_epilogue) on text's plan at step 0: bias node name, act, or not. */
+static void expect_blas_epi(const char *text, bool want, const char *bias, xg_epi_act act)
+{
+    xe_graph *g = xe_parse_string(text, "lt.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_type types[MAX_IO];
+    for (int k = 0; k < g->n_inputs; k++)
+        types[k] = g->nodes[g->inputs[k]]->type;
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    xg_blas_epi e;
+    bool got = xg_blas_epilogue(p, 0, &e);
+    cr_assert_eq(got, want, "%s", text);
+    if (got) {
+        cr_assert_eq(e.act, act, "%s", text);
+        cr_assert_eq(e.bias, bias ? xe_graph_find(g, bias) : -1, "%s", text);
+        char *plan = xg_plan_text(p, XG_TARGET_CUDA);
+        cr_assert(strstr(plan, "cuBLASLt matmul with its epilogue"), "%s", plan);
+        free(plan);
+    }
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+}
+
+/* What one cuBLASLt call can take: bias, ReLU, tanh-GELU on a 2-D f32 product read by nothing else. */
+Test(epilogue, cublaslt_epilogues_match_only_what_they_compute)
+{
+#define MM "xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[4,6]\ninput b: f32[6]\ny = matmul(x, w)\n"
+    expect_blas_epi(MM "z = add(y, b)\nr = gelu(z, approximate=true)\noutput r\n", true, "b", XG_EPI_GELU);
+    expect_blas_epi(MM "z = add(b, y)\nr = relu(z)\noutput r\n", true, "b", XG_EPI_RELU);
+    expect_blas_epi(MM "z = add(y, b)\noutput z\n", true, "b", XG_EPI_NONE);
+    expect_blas_epi(MM "r = relu(y)\noutput r\n", true, NULL, XG_EPI_RELU);
+    expect_blas_epi(MM "z = add(y, b)\nr = gelu(z)\noutput r\n", false, NULL, 0);    /* erf GELU */
+    expect_blas_epi(MM "z = add(y, b)\nr = relu(z)\noutput r\noutput y\n", false, NULL, 0); /* y read */
+    expect_blas_epi(MM "z = add(y, b)\nr = tanh(z)\noutput r\n", false, NULL, 0);
+    expect_blas_epi(MM "z = add(y, y)\noutput z\n", false, NULL, 0);
+#undef MM
+    expect_blas_epi("xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[4,6]\ninput b: f32[8,6]\n"
+                    "y = matmul(x, w)\nz = add(y, b)\noutput z\n", false, NULL, 0); /* not a row bias */
+    expect_blas_epi("xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[6,4]\ninput b: f32[1,6]\n"
+                    "y = matmul(x, w, transpose_b=true)\nz = add(y, b)\noutput z\n", true, "b", XG_EPI_NONE);
+    expect_blas_epi("xlac.graph v1\ninput x: f64[8,4]\ninput w: f64[4,6]\n"
+                    "y = matmul(x, w)\nr = relu(y)\noutput r\n", false, NULL, 0);
+    expect_blas_epi("xlac.graph v1\ninput x: f32[2,8,4]\ninput w: f32[4,6]\n"
+                    "y = matmul(x, w)\nr = relu(y)\noutput r\n", false, NULL, 0);
+}
