@@ -6,7 +6,7 @@
  * unless asked. Without the CUDA toolkit this file reports that.
  *
  * A cubin of several kernels is compiled in parts, one NVRTC program per
- * part on its own thread (as many parts as CPUs, at most 8): every program
+ * part on its own thread (as many parts as idle CPUs, at most 8): every program
  * pays NVRTC's fixed cost (about 17 ms here), but its front end, NVVM and
  * ptxas run on one thread each, so a large cluster's wait shrinks with the
  * cores. The parts' cubins travel as one pack (cubins.c).
@@ -259,12 +259,20 @@ static nvrtcResult compile_split(const char *source, const char *target, bool fa
     return r;
 }
 
-/* Threads for one compile: the CPUs this process may run on, at most 8 (an NVRTC instance holds a few
-   hundred MB while it runs). */
+/*
+ * Parts for one compile: the CPUs this process may run on that are not
+ * busy (the 1-minute load average, this thread counted as idle), at most
+ * 8 (an NVRTC instance holds a few hundred MB while it runs). Every part
+ * costs NVRTC's fixed time again, so on a machine whose CPUs are all busy
+ * a split would only add work: there it is one program.
+ */
 static int compile_threads(void)
 {
     cpu_set_t set;
     int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    double load;
+    if (getloadavg(&load, 1) == 1)
+        n = n - (int)(load + 0.5) + 1;
     return n < 1 ? 1 : n > 8 ? 8 : n;
 }
 
@@ -516,12 +524,20 @@ static nvrtcResult compile_split(const char *source, const char *target, bool fa
     return r;
 }
 
-/* Threads for one compile: the CPUs this process may run on, at most 8 (an NVRTC instance holds a few
-   hundred MB while it runs). */
+/*
+ * Parts for one compile: the CPUs this process may run on that are not
+ * busy (the 1-minute load average, this thread counted as idle), at most
+ * 8 (an NVRTC instance holds a few hundred MB while it runs). Every part
+ * costs NVRTC's fixed time again, so on a machine whose CPUs are all busy
+ * a split would only add work: there it is one program.
+ */
 static int compile_threads(void)
 {
     cpu_set_t set;
     int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    double load;
+    if (getloadavg(&load, 1) == 1)
+        n = n - (int)(load + 0.5) + 1;
     return n < 1 ? 1 : n > 8 ? 8 : n;
 }
 
