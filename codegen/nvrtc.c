@@ -21,12 +21,69 @@
 #include "compile.h"
 
 #ifdef XG_HAVE_CUDA
+#include <dlfcn.h>
 #include <nvrtc.h>
+
+/*
+ * NVRTC is loaded on first use (dlopen), not linked: the library is
+ * 100 MB, and loading it cost every process that loaded the plugin about
+ * 30 ms of CPU (and 90 ms of wall clock on a loaded machine), CPU-only
+ * runs and runs served from the disk cache included.
+ */
+#define NVRTC_FUNCS(X)                                                                                                 \
+    X(nvrtcCompileProgram) X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcGetCUBIN) X(nvrtcGetCUBINSize)       \
+    X(nvrtcGetErrorString) X(nvrtcGetNumSupportedArchs) X(nvrtcGetPTX) X(nvrtcGetPTXSize) X(nvrtcGetProgramLog)       \
+    X(nvrtcGetProgramLogSize) X(nvrtcGetSupportedArchs) X(nvrtcVersion)
+#define DECLARE_FN(f) static __typeof__(&f) p_##f;
+NVRTC_FUNCS(DECLARE_FN)
+#define nvrtcCompileProgram p_nvrtcCompileProgram
+#define nvrtcCreateProgram p_nvrtcCreateProgram
+#define nvrtcDestroyProgram p_nvrtcDestroyProgram
+#define nvrtcGetCUBIN p_nvrtcGetCUBIN
+#define nvrtcGetCUBINSize p_nvrtcGetCUBINSize
+#define nvrtcGetErrorString p_nvrtcGetErrorString
+#define nvrtcGetNumSupportedArchs p_nvrtcGetNumSupportedArchs
+#define nvrtcGetPTX p_nvrtcGetPTX
+#define nvrtcGetPTXSize p_nvrtcGetPTXSize
+#define nvrtcGetProgramLog p_nvrtcGetProgramLog
+#define nvrtcGetProgramLogSize p_nvrtcGetProgramLogSize
+#define nvrtcGetSupportedArchs p_nvrtcGetSupportedArchs
+#define nvrtcVersion p_nvrtcVersion
+
+static bool nvrtc_loaded;
+static char nvrtc_why[300];
+static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
+
+/* The toolkit's library as built against (its path), else by its soname on the loader's path. */
+static void nvrtc_load(void)
+{
+    void *h = dlopen(XG_NVRTC_PATH, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        h = dlopen(XG_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        snprintf(nvrtc_why, sizeof nvrtc_why, "NVRTC (%s) could not be loaded: %s", XG_NVRTC_SONAME, dlerror());
+        return;
+    }
+#define LOAD_FN(f)                                                                                                     \
+    if (!(p_##f = (__typeof__(p_##f))dlsym(h, #f))) {                                                                \
+        snprintf(nvrtc_why, sizeof nvrtc_why, "NVRTC (%s) has no %s", XG_NVRTC_SONAME, #f);                          \
+        return;                                                                                                        \
+    }
+    NVRTC_FUNCS(LOAD_FN)
+    nvrtc_loaded = true;
+}
+
+/* Whether NVRTC is loaded (loading it the first time). */
+static bool nvrtc_ready(void)
+{
+    pthread_once(&nvrtc_once, nvrtc_load);
+    return nvrtc_loaded;
+}
 
 int xg_nvrtc_arch_for(int arch)
 {
     int n = 0, best = 0;
-    if (nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
+    if (!nvrtc_ready() || nvrtcGetNumSupportedArchs(&n) != NVRTC_SUCCESS || n <= 0)
         return 0;
     int *archs = malloc((size_t)n * sizeof *archs);
     if (archs && nvrtcGetSupportedArchs(archs) == NVRTC_SUCCESS)
@@ -284,6 +341,8 @@ xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int
     *code = NULL;
     if (log)
         *log = NULL;
+    if (!nvrtc_ready())
+        return xe_fail(st, XE_ERR_COMPILE, "%s", nvrtc_why);
     nvrtcResult r = compile_split(source, target, fast_math, parts, code, len, log);
     if (r == NVRTC_SUCCESS)
         return XE_OK;
@@ -299,6 +358,12 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
                          char **log, xe_status *st)
 {
     char target[32];
+    if (!nvrtc_ready()) {
+        *code = NULL;
+        if (log)
+            *log = NULL;
+        return xe_fail(st, XE_ERR_COMPILE, "%s", nvrtc_why);
+    }
     int known = xg_nvrtc_arch_for(arch);
     *is_ptx = known != arch; /* PTX for the newest known arch: the driver JITs it for this device */
     if (known == 0) {
@@ -325,6 +390,8 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
 char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math)
 {
     char target[32];
+    if (!nvrtc_ready())
+        return NULL;
     snprintf(target, sizeof target, "compute_%d", arch);
     void *code = NULL;
     size_t len = 0;
@@ -339,6 +406,8 @@ char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math)
 char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math)
 {
     char target[32];
+    if (!nvrtc_ready())
+        return NULL;
     snprintf(target, sizeof target, "sm_%d", arch);
     void *code = NULL;
     size_t len = 0;
@@ -355,6 +424,8 @@ const char *xg_nvrtc_version(void)
 {
     static char v[32];
     int major = 0, minor = 0;
+    if (!nvrtc_ready())
+        return "nvrtc unavailable";
     nvrtcVersion(&major, &minor);
     snprintf(v, sizeof v, "nvrtc %d.%d", major, minor);
     return v;
