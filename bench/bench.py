@@ -28,6 +28,7 @@ import time
 
 import numpy as np
 
+import latency
 import models
 import peers
 
@@ -353,7 +354,7 @@ def svg_plot(rows, path):
         f.write("\n".join(out) + "\n")
 
 
-def write_results(rows, model_rows, fig, info, copy_gbs, args, path):
+def write_results(rows, model_rows, fig, info, copy_gbs, args, path, latency_md=None):
     today = datetime.date.today().isoformat()
     md = ["# Benchmark results", "",
           "Written by `bench/run.sh` on %s. Machine: %s, %d cores; compiler: %s; GPU: %s." %
@@ -394,6 +395,8 @@ def write_results(rows, model_rows, fig, info, copy_gbs, args, path):
                          fmt(r.get("dyn_clusters"), "%.0f")))
             md.append("| dynamic_batch: time at batch %d after 19 other sizes vs static | %s ms vs %s ms | within 10%% |"
                       % (STATIC_BATCH, fmt(r.get("dyn_ms"), "%.3f"), fmt(r["cl_ms"], "%.3f")))
+    if latency_md:
+        md += ["", latency_md.rstrip()]
     notes = os.path.join(HERE, "NOTES.md")
     if os.path.exists(notes):  # the hand-written analysis of missed targets
         md += ["", open(notes).read().rstrip()]
@@ -421,7 +424,12 @@ def main():
                     % " ".join(models.MODELS))
     ap.add_argument("--skip-peers", nargs="*", default=[])
     ap.add_argument("--results", default=os.path.join(HERE, "RESULTS.md"))
+    ap.add_argument("--latency", choices=["on", "off", "only"], default="on",
+                    help="the first-run and compile-latency section (bench/latency.py); only: that "
+                    "section alone, replaced in the results file")
     args = ap.parse_args()
+    if args.latency == "only":
+        return latency.main_in_bench(args)
     info = machine_info()
     tmp = tempfile.mkdtemp(prefix="xlac-bench-")
     try:
@@ -444,8 +452,12 @@ def main():
             info["ort"] = "missing"
         info["threads"] = os.environ.get("OMP_NUM_THREADS", str(os.cpu_count()))
         fig = compile_figures(args, xlac, tmp) if rows else {}
+        lat = None
+        if args.latency == "on" and rows:
+            lat = latency.markdown(latency.run(args.build, tmp, args.rounds, args.iterations, args.warmup,
+                                               model_names))
         svg_plot(rows, os.path.join(os.path.dirname(args.results), "results.svg"))
-        write_results(rows, model_rows, fig, info, copy_gbs, args, args.results)
+        write_results(rows, model_rows, fig, info, copy_gbs, args, args.results, lat)
         print(table(rows, copy_gbs))
         if model_rows:
             print(models.models_table(model_rows))

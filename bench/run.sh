@@ -3,7 +3,9 @@
 # git-ignored virtual environment (bench/.venv: numpy, numexpr, jax, TensorFlow
 # from PyPI; a peer that fails to install is reported missing, not skipped),
 # runs bench/bench.py and writes bench/RESULTS.md and bench/results.svg.
-# Arguments are passed to bench.py (--rounds, --iterations, --only, ...).
+# Arguments are passed to bench.py (--rounds, --iterations, --only, ...); `--latency only`
+# runs the first-run and compile-latency part alone (bench/latency.py) and replaces its
+# section of RESULTS.md.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh

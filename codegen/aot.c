@@ -3,7 +3,8 @@
  * input shapes, for a named target, without running it and without a GPU.
  * Writes the dump files (source, plan, log, PTX) and the binary
  * (CLUSTER.so, CLUSTER.cubin, or CLUSTER.ptx when NVRTC does not know
- * the architecture) into the output folder; with a seed folder, also
+ * the architecture; CLUSTER.partK.cubin for each part of a program NVRTC
+ * compiled in parts) into the output folder; with a seed folder, also
  * stores the program in that disk cache under the key the JIT forms for
  * the same cluster at the same shapes, so a deployment's first run loads
  * it instead of compiling.
@@ -31,6 +32,26 @@ static xe_code seed(const char *dir, const char *key, const xg_artifact *a, cons
     snprintf(path, sizeof path, "%s/%s", d.dir, name);
     xe_code c = access(path, R_OK) == 0 ? XE_OK : xe_fail(st, XE_ERR_IO, "--seed-cache: %s was not written", path);
     xg_disk_close(&d);
+    return c;
+}
+
+/* CLUSTER.so, CLUSTER.cubin or CLUSTER.ptx; a program compiled in parts: CLUSTER.partK.cubin per part. */
+static xe_code write_code(const xg_artifact *a, const xg_backend *b, const char *out_dir, const char *cluster_name,
+                          xe_status *st)
+{
+    char path[4096];
+    int n = xg_cubins_count(a->code, a->code_len);
+    if (n <= 0) {
+        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, b->code_ext(a));
+        return xg_write_file(path, a->code, a->code_len, st);
+    }
+    xe_code c = XE_OK;
+    for (int i = 0; i < n && c == XE_OK; i++) {
+        size_t len;
+        const void *image = xg_cubins_get(a->code, i, &len);
+        snprintf(path, sizeof path, "%s/%s.part%d.%s", out_dir, cluster_name, i, b->code_ext(a));
+        c = xg_write_file(path, image, len, st);
+    }
     return c;
 }
 
@@ -67,11 +88,8 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
         if (xg_dump_artifact(a, out_dir, cluster_name, key, &ds) != XE_OK)
             fprintf(stderr, "xlac-compile: warning: dump failed: %s\n", ds.msg);
     }
-    if (c == XE_OK) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, b->code_ext(a));
-        c = xg_write_file(path, a->code, a->code_len, st);
-    }
+    if (c == XE_OK)
+        c = write_code(a, b, out_dir, cluster_name, st);
     if (c == XE_OK && seed_dir)
         c = seed(seed_dir, key, a, o, st);
     xg_artifact_destroy(a);

@@ -28,6 +28,18 @@ char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math);
 /* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. The first cc asked about is the one probed. */
 const char *xg_cc_version(const char *cc, const char *tmp_dir);
 const char *xg_nvrtc_version(void);
+/* As xg_nvrtc_compile for a cubin, the kernels split into at most `parts` programs compiled on as many threads
+   (1: one program); more than one part gives a pack of cubins (below). */
+xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int parts, void **code, size_t *len,
+                               char **log, xe_status *st);
+
+/* Several cubins in one artifact (cubins.c), at most XG_MAX_CUBINS. */
+#define XG_MAX_CUBINS 16
+void *xg_cubins_pack(void *const *images, const size_t *lens, int n, size_t *len);
+/* The parts of a pack: 0 when code is no pack (a plain cubin or PTX), -1 when it is a damaged one. */
+int xg_cubins_count(const void *code, size_t len);
+/* Part i (below the count) of a pack, and its length. */
+const void *xg_cubins_get(const void *code, int i, size_t *len);
 
 xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st);
 xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st);

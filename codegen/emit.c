@@ -17,6 +17,7 @@
  * permutes it, broadcast pins dims to 0, slice adds offsets, reshape goes
  * through the flat offset), so no view is ever materialised.
  */
+#include <ctype.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -425,11 +426,52 @@ void xg_kernel_begin(em *e, int step)
     for (int i = 0; i < e->p->body->n_nodes; i++)
         e->rowvar[i][0] = '\0';
     e->b->kernel_signature(e, name);
-    /* one restrict pointer per buffer, outside every loop (distinct buffers never alias) */
-    for (int i = 0; i < e->p->body->n_nodes; i++)
-        if (e->p->mat[i])
-            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n    (void)p%d;\n", store_type(e->p->types[i].dtype),
-                   e->b->restrict_kw, i, store_type(e->p->types[i].dtype), i, i);
+    e->decl_at = e->text.len; /* the buffer pointers go here once the body is known (xg_kernel_end) */
+}
+
+/* Whether text[at..] starts the token pN (not part of a longer name); *node gets N. */
+static bool pointer_token(const char *text, size_t at, int *node)
+{
+    if (text[at] != 'p' || (at > 0 && (isalnum((unsigned char)text[at - 1]) || text[at - 1] == '_')))
+        return false;
+    char *end;
+    if (!isdigit((unsigned char)text[at + 1]))
+        return false;
+    long n = strtol(text + at + 1, &end, 10);
+    if (isalnum((unsigned char)*end) || *end == '_')
+        return false;
+    *node = (int)n;
+    return true;
+}
+
+/*
+ * Declares, at the top of the kernel just printed, one restrict pointer for
+ * each buffer its body names (outside every loop; distinct buffers never
+ * alias), and none for the others: a large cluster's kernels would
+ * otherwise each declare every buffer of the cluster, which the compilers
+ * (NVRTC most) parse and drop at a cost.
+ */
+void xg_kernel_end(em *e)
+{
+    int n = e->p->body->n_nodes, node;
+    bool *used = calloc((size_t)n + 1, sizeof *used);
+    char *body = e->text.oom || !used ? NULL : strdup(e->text.buf + e->decl_at);
+    if (!body) {
+        e->oom = true;
+        free(used);
+        return;
+    }
+    for (size_t k = 0; body[k]; k++)
+        if (pointer_token(body, k, &node) && node >= 0 && node < n)
+            used[node] = true;
+    xe_text_truncate(&e->text, e->decl_at);
+    for (int i = 0; i < n; i++)
+        if (e->p->mat[i] && used[i])
+            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype), e->b->restrict_kw, i,
+                   store_type(e->p->types[i].dtype), i);
+    xg_out(e, "%s", body);
+    free(body);
+    free(used);
 }
 
 /* ---- the program ---------------------------------------------------------------- */
@@ -481,8 +523,9 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
         case XG_STEP_REDUCE: xg_emit_reduce_kernel(e, i, s); break;
         case XG_STEP_SOFTMAX: xg_emit_softmax_kernel(e, i, s); break;
         case XG_STEP_ROW: xg_emit_row_kernel(e, i, s); break;
-        case XG_STEP_LIBRARY: break;
+        case XG_STEP_LIBRARY: continue;
         }
+        xg_kernel_end(e);
     }
     char *text = xe_text_take(&e->text);
     if (e->oom || e->unsupported) {

@@ -39,6 +39,7 @@ typedef struct em {
     const xg_backend *b; /* the target's dialect and hooks */
     bool panel;  /* the kernel runs over a panel's rows [r0, r1) on one thread (a panel step, backend's panel_rows_loop) */
     bool narrow; /* index math in 32 bits (xg_idx is int): CUDA, fixed shapes, every tensor under 2^30 */
+    size_t decl_at; /* where the current kernel's pointer declarations go (xg_kernel_end) */
     int var;
     int n_memo;
     memo m[MAX_MEMO];
@@ -77,8 +78,9 @@ const char *xg_emit_val(em *e, int node, const idx *ix, char *var, size_t len);
 void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len);
 void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len);
 void xg_emit_store(em *e, int node, const char *flat, const char *v);
-/* A kernel's signature (the backend's) and its buffers' pointers. */
+/* A kernel's signature (the backend's); xg_kernel_end, once its body is printed, declares the buffers it uses. */
 void xg_kernel_begin(em *e, int step);
+void xg_kernel_end(em *e);
 
 /* ---- emit_scalar.c: an op's text ---- */
 

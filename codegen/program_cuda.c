@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "compile.h"
 #include "program_impl.h"
 
 #ifdef XG_HAVE_CUDA
@@ -20,7 +21,8 @@
 
 /* A CUDA program's own state (xg_program.priv). */
 typedef struct cuda_state {
-    cudaLibrary_t library;
+    cudaLibrary_t libs[XG_MAX_CUBINS]; /* one per cubin of the artifact (a pack holds several) */
+    int n_libs;
     void *workspace;           /* XG_WORKSPACE_BYTES of device memory (split reductions), zeroed */
     int64_t *max_blocks;       /* per step: blocks resident on the device at once (SMs x occupancy) */
     void *dargs;               /* xg_args_in_memory: the argument block's device copy, written per launch */
@@ -56,12 +58,33 @@ static xe_code get_kernels(xg_program *p, cuda_state *cs, xe_status *st)
         if (p->plan->steps[i].kind == XG_STEP_LIBRARY)
             continue;
         char name[32];
-        cudaKernel_t k;
+        cudaKernel_t k = NULL;
         xg_step_name(i, name, sizeof name);
-        if (cuda_check(cudaLibraryGetKernel(&k, cs->library, name), "cudaLibraryGetKernel", st) != XE_OK)
+        cudaError_t e = cudaErrorSymbolNotFound;
+        for (int l = 0; l < cs->n_libs && e != cudaSuccess; l++)
+            if ((e = cudaLibraryGetKernel(&k, cs->libs[l], name)) != cudaSuccess)
+                cudaGetLastError(); /* not found in this part: not left for the next call */
+        if (cuda_check(e, "cudaLibraryGetKernel", st) != XE_OK)
             return st->code;
         p->fn[i] = (void *)k;
         cs->max_blocks[i] = resident_blocks(k);
+    }
+    return XE_OK;
+}
+
+/* The artifact's cubin (or PTX), or each cubin of a pack, as a library. */
+static xe_code load_libraries(cuda_state *cs, const xg_artifact *a, xe_status *st)
+{
+    int n = xg_cubins_count(a->code, a->code_len);
+    if (n < 0)
+        return xe_fail(st, XE_ERR_COMPILE, "a damaged pack of cubins (%zu bytes)", a->code_len);
+    for (int i = 0; i < (n ? n : 1); i++) {
+        size_t len = a->code_len;
+        const void *image = n ? xg_cubins_get(a->code, i, &len) : a->code;
+        if (cuda_check(cudaLibraryLoadData(&cs->libs[i], image, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData",
+                       st) != XE_OK)
+            return st->code;
+        cs->n_libs = i + 1;
     }
     return XE_OK;
 }
@@ -74,8 +97,7 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, x
     cuda_state *cs = calloc(1, sizeof *cs);
     if (!(p->priv = cs))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    if (cuda_check(cudaLibraryLoadData(&cs->library, a->code, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData",
-                   st) != XE_OK)
+    if (load_libraries(cs, a, st) != XE_OK)
         return st->code;
     if (cuda_check(cudaMalloc(&cs->workspace, XG_WORKSPACE_BYTES), "cudaMalloc (workspace)", st) != XE_OK ||
         cuda_check(cudaMemsetAsync(cs->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_gpu_stream()),
@@ -95,8 +117,8 @@ void xg_cuda_unload(xg_program *p)
     cuda_state *cs = p->priv;
     if (!cs)
         return;
-    if (cs->library)
-        cudaLibraryUnload(cs->library);
+    for (int l = 0; l < cs->n_libs; l++)
+        cudaLibraryUnload(cs->libs[l]);
     if (cs->workspace)
         cudaFree(cs->workspace);
     if (cs->dargs) {

@@ -18,7 +18,7 @@
 #endif
 #endif
 
-#if !defined(__CUDACC_RTC__)
+#if !defined(__CUDACC_RTC__) && !defined(XE_SCALAR_NO_LIBC_HEADERS) /* generated C: see backend_c.c */
 #include <math.h>
 #include <stdint.h>
 #endif

@@ -24,9 +24,11 @@
 #include <string.h>
 
 #include "compile.h"
+#include "plan.h"
 #include "support/randgraph.h"
 #include "support/ref.h"
 #include "xg_impl.h"
+#include "xlac/io.h"
 #include "xlac/xlac.h"
 
 #define N_RANDOM 240 /* as in test_codegen_diff.c */
@@ -67,6 +69,29 @@ static int check_no_spills(const char *report, const char *source)
     return kernels;
 }
 
+/* sm_90 is known to NVRTC: the artifact is a cubin, or a pack of cubins (a program compiled in parts). */
+static int check_cubins(const void *code, size_t code_len)
+{
+    int parts = xg_cubins_count(code, code_len);
+    cr_assert_geq(parts, 0, "a damaged pack of cubins");
+    for (int i = 0; i < (parts ? parts : 1); i++) {
+        size_t len = code_len;
+        const char *image = parts ? xg_cubins_get(code, i, &len) : code;
+        cr_assert(len > 4 && !memcmp(image, "\177ELF", 4), "part %d of %d is not a cubin", i, parts);
+    }
+    return parts ? parts : 1;
+}
+
+/* Whether the bytes of image hold name as a NUL-terminated string (a cubin's symbol names). */
+static bool has_symbol(const char *image, size_t len, const char *name)
+{
+    size_t k = strlen(name) + 1;
+    for (size_t i = 0; i + k <= len; i++)
+        if (!memcmp(image + i, name, k) && (i == 0 || image[i - 1] == '\0'))
+            return true;
+    return false;
+}
+
 static void check_cuda(const char *text, bool generic)
 {
     xe_type types[8];
@@ -75,8 +100,7 @@ static void check_cuda(const char *text, bool generic)
     xg_options_default(&o);
     xg_artifact *a = NULL;
     cr_assert_eq(xg_build(g, types, generic, XG_TARGET_CUDA, 90, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
-    cr_assert_gt(a->code_len, 4);
-    cr_assert(!memcmp(a->code, "\177ELF", 4), "sm_90 is known to NVRTC: the artifact must be a cubin");
+    check_cubins(a->code, a->code_len);
     char *report = xg_nvrtc_resource_report(a->source, 90, false);
     cr_assert_not_null(report, "NVRTC failed on a module it had compiled\n%s", a->source);
     int kernels = check_no_spills(report, a->source);
@@ -182,6 +206,67 @@ Test(nvrtc, huge_clusters_compile, .timeout = 600)
     char *text = randgraph_chain(2500);
     cr_assert_not_null(text);
     check_cuda(text, false);
+    free(text);
+#endif
+}
+
+/*
+ * A program of several kernels compiled in 3 parts: a pack of 3 cubins,
+ * every kernel in exactly one of them; damaged packs are refused, and a
+ * plain cubin is no pack.
+ */
+Test(nvrtc, kernels_compile_in_parts, .timeout = 300)
+{
+    NEEDS_NVRTC();
+#ifdef XG_HAVE_CUDA
+    char path[512];
+    snprintf(path, sizeof path, "%s/bench/graphs/transformer_block.xg", XLAC_SOURCE_DIR);
+    char *text = NULL;
+    size_t n = 0;
+    cr_assert_eq(xe_read_file(path, &text, &n, &st), XE_OK, "%s", st.msg);
+    xe_type types[16];
+    xe_graph *g = xe_parse_string(text, path, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    for (int k = 0; k < g->n_inputs && k < 16; k++)
+        types[k] = g->nodes[g->inputs[k]]->type;
+    xg_plan *plan = NULL;
+    cr_assert_eq(xg_plan_build(g, types, false, &plan, &st), XE_OK, "%s", st.msg);
+    char *source = xg_emit_program(plan, XG_TARGET_CUDA, &st);
+    cr_assert_not_null(source, "%s", st.msg);
+    void *code = NULL;
+    size_t len = 0;
+    char *log = NULL;
+    cr_assert_eq(xg_nvrtc_compile_parts(source, 90, false, 3, &code, &len, &log, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(check_cubins(code, len), 3);
+    int kernels = 0;
+    for (int i = 0; i < plan->n_steps; i++) {
+        if (plan->steps[i].kind == XG_STEP_LIBRARY)
+            continue;
+        char name[32];
+        xg_step_name(i, name, sizeof name);
+        int found = 0;
+        for (int part = 0; part < 3; part++) {
+            size_t l;
+            const char *image = xg_cubins_get(code, part, &l);
+            found += has_symbol(image, l, name);
+        }
+        cr_assert_eq(found, 1, "%s is in %d parts", name, found);
+        kernels++;
+    }
+    cr_assert_geq(kernels, 3);
+    ((char *)code)[8] = 99; /* more parts than the pack holds */
+    cr_assert_eq(xg_cubins_count(code, len), -1);
+    cr_assert_eq(xg_cubins_count(code, 15), 0, "too short to be a pack");
+    void *one = NULL;
+    size_t one_len = 0;
+    cr_assert_eq(xg_nvrtc_compile_parts(source, 90, false, 1, &one, &one_len, NULL, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(xg_cubins_count(one, one_len), 0, "one part is a plain cubin");
+    free(one);
+    free(code);
+    free(log);
+    free(source);
+    xg_plan_destroy(plan);
+    xe_graph_destroy(g);
     free(text);
 #endif
 }
