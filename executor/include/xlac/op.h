@@ -46,6 +46,7 @@ enum xe_op_flags {
     XE_OPF_CPU_ONLY = 1 << 3,             /* no GPU kernel by design */
     XE_OPF_STATEFUL = 1 << 4,             /* output differs run to run */
     XE_OPF_COSTLY = 1 << 5,               /* worth a store and a load to compute once (fusion) */
+    XE_OPF_SCALAR_CALL = 1 << 6,          /* f32 math is a libm call no compiler vectorizes: a loop of its own */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */
