@@ -394,6 +394,37 @@ static inline XE_VEC_INLINE float xe_ceil_f32(float x)
 }
 #endif
 
+/*
+ * f32 max and min reductions of the CPU's row kernels as int32 keys: the
+ * bits of x with the lower 31 flipped when negative order as the floats do
+ * (-0 below +0), and NaN is the largest key for max, the smallest for min,
+ * so it wins as xe_max_f32 / xe_min_f32 make it win. An integer max or min
+ * is OpenMP's built-in reduction, which gcc vectorizes at any row length
+ * (the user-defined xg_max_f32 reduction goes through a lane array and is
+ * ten times slower on short rows). xe_of_key_f32 maps a key back (NaN
+ * keys to a NaN).
+ */
+#define XE_MAXKEY_INIT (-2139095041) /* the key of -inf */
+#define XE_MINKEY_INIT 2139095040    /* the key of +inf */
+XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_key_f32(float x, uint32_t nan_key)
+{
+    uint32_t b = xe_f32_bits(x), neg = 0u - (b >> 31), nan = 0u - (uint32_t)((b & 0x7fffffffu) > 0x7f800000u);
+    return (int32_t)(((b ^ (neg & 0x7fffffffu)) & ~nan) | (nan_key & nan));
+}
+XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_maxkey_f32(float x)
+{
+    return xe_key_f32(x, 0x7fffffffu);
+}
+XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_minkey_f32(float x)
+{
+    return xe_key_f32(x, 0x80000000u);
+}
+XE_HOSTDEV static inline float xe_of_key_f32(int32_t k)
+{
+    uint32_t u = (uint32_t)k;
+    return xe_f32_of_bits(u ^ ((0u - (u >> 31)) & 0x7fffffffu));
+}
+
 /* f64 keeps libm's; these only give every dtype the same spelling. */
 XE_HOSTDEV static inline double xe_exp_f64(double x)
 {
