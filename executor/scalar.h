@@ -291,8 +291,8 @@ static inline XE_VEC_INLINE uint16_t xe_f2h_vec(float f)
 
 /*
  * exp(x + lo), lo a small correction to x (0, or the low part of an argument
- * computed in double). Cody-Waite: x = n ln2 + r with |r| <= ln2 / 2, ln2 in
- * two parts so that n * LN2_HI is exact; exp(r) by Cephes' degree-6 minimax
+ * computed in double). x = n ln2 + r with |r| <= ln2 / 2, r computed in
+ * double; exp(r) by Cephes' degree-6 minimax
  * polynomial; 2^n added to its exponent bits. Results below 2^-125 take
  * 2^(n + 64) and one multiplication by 2^-64, rounding once into the
  * denormals; a single multiplication also keeps -ffast-math (generated code
@@ -306,8 +306,10 @@ static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
     float t = x * 1.44269504088896341f + 12582912.0f;
     int32_t n = (int32_t)(xe_f32_bits(t) & 0x7fffffu) - 0x400000; /* [-150, 128] where used */
     float fn = (float)n;
-    float r = x - fn * 0.693359375f;
-    r = r - (fn * -2.12194440e-4f - lo); /* one rounding of r, not two */
+    /* x + lo - n ln2 in double, rounded once: exact enough, and one expression that
+       --fast_math's -fassociative-math cannot turn into a lossy one (it merged the two
+       parts of a float Cody-Waite ln2 and lost 60 ulp) */
+    float r = (float)((double)x - (double)fn * 0.69314718055994531 + (double)lo);
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
@@ -528,7 +530,9 @@ XE_HOSTDEV static inline XE_VEC_INLINE float xe_softplus_f32(float x)
     /* log1p(e) = log(w) + (e - (w - 1)) / w, w = 1 + e rounded: the second term puts back
        what the rounding of w lost (all of e when w == 1) */
     float e = xe_exp_f32(-fabsf(x)), w = 1.0f + e;
-    return xe_select_f32(x > 0.0f, x, 0.0f) + (xe_log_f32(w) + (e - (w - 1.0f)) / w);
+    float c = (float)((double)e - ((double)w - 1.0)); /* exact in double, in any order where w > 1 */
+    float l = xe_select_f32(w == 1.0f, e, xe_log_f32(w) + c / w); /* log1p(e) = e below 2^-24 */
+    return xe_select_f32(x > 0.0f, x, 0.0f) + l;
 #endif
 }
 XE_HOSTDEV static inline double xe_softplus_f64(double x)
@@ -594,7 +598,7 @@ XE_HOSTDEV static inline float xe_erf_f32(float x)
 }
 #else
 /*
- * |x| < 1: x + x (P(x^2) - 1), P a degree-6 fit of erf(x)/x (relative error 1.5e-9).
+ * |x| < 1: x (1 + (P(x^2) - 1)), P a degree-6 fit of erf(x)/x (relative error 1.5e-9).
  * Beyond: 1 - t h(t) exp(-x^2), t = 2 / (2 + |x|), h a degree-10 fit of
  * erfc(u) exp(u^2) / t over u in [0.5, 10.5] (relative error 2.2e-10): the
  * form is 1 - erfc, so only the absolute error counts there, and x^2 in
@@ -624,7 +628,8 @@ static inline XE_VEC_INLINE float xe_erf_f32(float x)
     h = h * t + 2.8203993938688143e-01f;
     h = h * t + 2.820964472144361e-01f;
     float big = 1.0f - t * h * xe_exp_f32(-z);
-    float r = xe_select_f32(a < 1.0f, a + a * p, big);
+    /* a (1 + (P - 1)) in double, rounded once (reassociation cannot undo it) */
+    float r = xe_select_f32(a < 1.0f, (float)((double)a * (1.0 + (double)p)), big);
     return xe_f32_of_bits(xe_f32_bits(r) | sign);
 }
 #endif
