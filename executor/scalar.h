@@ -300,7 +300,7 @@ static inline XE_VEC_INLINE uint16_t xe_f2h_vec(float f)
  * overflows. x is not clamped: the arithmetic runs (without UB) for every x
  * and its result is replaced for x < -104 (0) and x >= 88.7228 (inf or NaN).
  */
-static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
+static inline XE_VEC_INLINE float xe_exp_core_f32(float x, float lo, int32_t *n_out)
 {
     /* n = round(x / ln2): adding 1.5 * 2^23 rounds to an integer, left in the low bits */
     float t = x * 1.44269504088896341f + 12582912.0f;
@@ -321,7 +321,14 @@ static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f; /* in [0.70, 1.42] */
+    *n_out = n;
+    return p * (r * r) + r + 1.0f; /* exp(r), in [0.70, 1.42] */
+}
+
+static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
+{
+    int32_t n;
+    float p = xe_exp_core_f32(x, lo, &n);
     int32_t m = (int32_t)(n < -125) << 6; /* 64 for the denormal range, else 0 */
     float y = xe_f32_of_bits(xe_f32_bits(p) + ((uint32_t)(n + m) << 23)) *
               xe_f32_of_bits((uint32_t)(127 - m) << 23);
@@ -334,6 +341,15 @@ static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
 static inline XE_VEC_INLINE float xe_exp_f32(float x)
 {
     return xe_exp_lo_f32(x, 0.0f);
+}
+
+/* xe_exp_f32 bit for bit where the result is normal (x in [-87.3, 88.7]), without the
+   denormal scaling and the edge selects; outside, a garbage float (no UB) to select away. */
+static inline XE_VEC_INLINE float xe_exp_normal_f32(float x)
+{
+    int32_t n;
+    float p = xe_exp_core_f32(x, 0.0f, &n);
+    return xe_f32_of_bits(xe_f32_bits(p) + ((uint32_t)n << 23));
 }
 
 /*
@@ -351,8 +367,9 @@ static inline XE_VEC_INLINE float xe_tanh_f32(float x)
     p = p * z + 1.33314422036e-1f;
     p = p * z - 3.33332819422e-1f;
     float small = p * z * a + a;
-    float big = 1.0f - 2.0f / (xe_exp_f32(a + a) + 1.0f);
+    float big = 1.0f - 2.0f / (xe_exp_normal_f32(a + a) + 1.0f); /* used for 2a in [1.25, 18] */
     float r = xe_select_f32(a < 0.625f, small, xe_select_f32(a > 9.0f, 1.0f, big));
+    r = xe_select_f32(a == a, r, a); /* NaN: big is not (xe_exp_normal_f32 of NaN) */
     return xe_f32_of_bits(xe_f32_bits(r) | sign);
 }
 
