@@ -230,7 +230,8 @@ static void softmax_pass(em *e, int x, const bool *mask, int saved, bool simd, c
 }
 
 /* softmax's first pass, the row's maximum into m (on the CPU in f32 over int32 keys). */
-static void softmax_max_pass(em *e, int x, const bool *mask, int saved, bool simd, const red_ops *max, idx *ix)
+static void softmax_max_pass(em *e, int x, const bool *mask, int saved, bool simd,
+                             const red_ops *max, idx *ix)
 {
     xe_dtype dt = e->p->types[x].dtype;
     red_ops key = xg_red_ops_vec(e, XE_OP_REDUCE_MAX, dt);

@@ -212,7 +212,8 @@ static void merge_loops(xg_plan *p)
     for (int r = 0; r < p->n_steps; r++) {
         xg_step *prev = w ? &p->steps[w - 1] : NULL, *cur = &p->steps[r];
         if (prev && prev->kind == XG_STEP_LOOP && cur->kind == XG_STEP_LOOP &&
-            prev->n_outs < XG_MAX_OUTS && !step_has_scalar_call(p, prev) && !step_has_scalar_call(p, cur) &&
+            prev->n_outs < XG_MAX_OUTS && !step_has_scalar_call(p, prev) &&
+            !step_has_scalar_call(p, cur) &&
             xe_shape_equal(&p->types[prev->outs[0]].shape, &p->types[cur->outs[0]].shape) &&
             reads_same_index(p, cur->outs[0], prev, &p->types[cur->outs[0]].shape, true, true)) {
             prev->outs[prev->n_outs++] = cur->outs[0];

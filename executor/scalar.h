@@ -432,7 +432,8 @@ static inline XE_VEC_INLINE float xe_ceil_f32(float x)
 #define XE_MINKEY_INIT 2139095040    /* the key of +inf */
 XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_key_f32(float x, uint32_t nan_key)
 {
-    uint32_t b = xe_f32_bits(x), neg = 0u - (b >> 31), nan = 0u - (uint32_t)((b & 0x7fffffffu) > 0x7f800000u);
+    uint32_t b = xe_f32_bits(x), neg = 0u - (b >> 31),
+             nan = 0u - (uint32_t)((b & 0x7fffffffu) > 0x7f800000u);
     return (int32_t)(((b ^ (neg & 0x7fffffffu)) & ~nan) | (nan_key & nan));
 }
 XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_maxkey_f32(float x)
@@ -552,7 +553,8 @@ XE_HOSTDEV static inline XE_VEC_INLINE float xe_softplus_f32(float x)
     /* log1p(e) = log(w) + (e - (w - 1)) / w, w = 1 + e rounded: the second term puts back
        what the rounding of w lost (all of e when w == 1) */
     float e = xe_exp_f32(-fabsf(x)), w = 1.0f + e;
-    float c = (float)((double)e - ((double)w - 1.0)); /* exact in double, in any order where w > 1 */
+    float c =
+        (float)((double)e - ((double)w - 1.0)); /* exact in double, in any order where w > 1 */
     float l = xe_select_f32(w == 1.0f, e, xe_log_f32(w) + c / w); /* log1p(e) = e below 2^-24 */
     return xe_select_f32(x > 0.0f, x, 0.0f) + l;
 #endif
@@ -712,7 +714,7 @@ static inline XE_VEC_INLINE float xe_gelu_tanh_f32(float x)
        up to 90 before the result leaves the normal range), and lowered by
        32 ln 2, because exp(-2u) itself may exceed FLT_MAX there. */
     double d = (double)x, v = -d * (1.5957691216057307 + 0.071354816272600249 * d * d);
-    v = v - 22.180709777918249; /* 32 ln 2 */
+    v = v - 22.180709777918249;               /* 32 ln 2 */
     v = xe_select_f64(v < -200.0, -200.0, v); /* in float's range; exp's selects decide */
     v = xe_select_f64(v > 200.0, 200.0, v);   /* NaN stays */
     float hi = (float)v, e = xe_exp_lo_f32(hi, (float)(v - (double)hi));

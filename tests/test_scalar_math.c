@@ -136,10 +136,42 @@ static void check(const char *name, f32_fn f, ref_fn ref, float x, worst *w)
 
 /* Specials, and the values either side of every edge of the functions' pieces. */
 static const float edges[] = {
-    0.0f, FLT_MIN, FLT_TRUE_MIN, FLT_MAX, INFINITY, 1.0f, 0.5f, 0.625f, 9.0f, 88.72283935546875f,
-    88.72283172607422f, 87.33654f, 103.97208f, 104.0f, 89.0f, 0x1p-12f, 0x1p-30f, 0.3465736f, 0.6931472f,
-    1e-45f, 10.0f, 20.0f, 44.36142f, 5.0f, 7.2f, 10.07f, 3e6f, 1e30f, 0.70710677f, 1.4142135f,
-    3.92f, 14.0f, 14.9f, 0.7071068f, 1.1754942e-38f, 1.1754945e-38f,
+    0.0f,
+    FLT_MIN,
+    FLT_TRUE_MIN,
+    FLT_MAX,
+    INFINITY,
+    1.0f,
+    0.5f,
+    0.625f,
+    9.0f,
+    88.72283935546875f,
+    88.72283172607422f,
+    87.33654f,
+    103.97208f,
+    104.0f,
+    89.0f,
+    0x1p-12f,
+    0x1p-30f,
+    0.3465736f,
+    0.6931472f,
+    1e-45f,
+    10.0f,
+    20.0f,
+    44.36142f,
+    5.0f,
+    7.2f,
+    10.07f,
+    3e6f,
+    1e30f,
+    0.70710677f,
+    1.4142135f,
+    3.92f,
+    14.0f,
+    14.9f,
+    0.7071068f,
+    1.1754942e-38f,
+    1.1754945e-38f,
 };
 
 static worst sweep(const char *name, f32_fn f, ref_fn ref)
@@ -212,8 +244,8 @@ Test(scalar_math, floor_ceil_exact, .timeout = 3600)
         bool ok = (isnan(wf) ? isnan(f) : memcmp(&f, &wf, sizeof f) == 0) &&
                   (isnan(wc) ? isnan(c) : memcmp(&c, &wc, sizeof c) == 0);
         if (!ok && off++ < 5)
-            cr_log_error("floor/ceil(%a) = %a/%a, want %a/%a", (double)x, (double)f, (double)c, (double)wf,
-                         (double)wc);
+            cr_log_error("floor/ceil(%a) = %a/%a, want %a/%a", (double)x, (double)f, (double)c,
+                         (double)wf, (double)wc);
     }
     cr_expect_eq(off, 0, "%ld values off", off);
 }
@@ -263,7 +295,8 @@ Test(scalar_math, exact_edges)
     cr_expect(xe_log_f32(INFINITY) == INFINITY && isnan(xe_log_f32(-INFINITY)));
     cr_expect(isnan(xe_log_f32(-1.0f)) && isnan(xe_log_f32(-FLT_TRUE_MIN)));
     cr_expect(xe_log_f32(1.0f) == 0.0f && !signbit(xe_log_f32(1.0f)));
-    cr_expect(xe_log_f32(FLT_TRUE_MIN) < -103.0f && xe_log_f32(FLT_TRUE_MIN) > -104.0f, "log of a denormal");
+    cr_expect(xe_log_f32(FLT_TRUE_MIN) < -103.0f && xe_log_f32(FLT_TRUE_MIN) > -104.0f,
+              "log of a denormal");
     cr_expect(xe_erf_f32(INFINITY) == 1.0f && xe_erf_f32(-INFINITY) == -1.0f);
     cr_expect(xe_erf_f32(0.0f) == 0.0f && signbit(xe_erf_f32(-0.0f)), "erf(-0) must be -0");
     cr_expect(xe_erf_f32(FLT_TRUE_MIN) > 0.0f && xe_erf_f32(10.0f) == 1.0f);

@@ -25,7 +25,8 @@
 
 /* The JIT's flags (codegen/cc.c, without --fast_math), the report, no link. */
 #define CC_FLAGS                                                                                   \
-    "-fno-fast-math -std=c11 -O3 -march=native -fPIC -fopenmp -w -fno-math-errno -ffp-contract=fast " \
+    "-fno-fast-math -std=c11 -O3 -march=native -fPIC -fopenmp -w -fno-math-errno "                 \
+    "-ffp-contract=fast "                                                                          \
     "-fopt-info-vec-optimized -c"
 
 static xe_status st;
@@ -74,7 +75,8 @@ static char *report_of(const char *src)
     cr_assert_not_null(f);
     fputs(src, f);
     fclose(f);
-    snprintf(cmd, sizeof cmd, "cd %s && cc " CC_FLAGS " k.c -o k.o 2>report.txt", dir); /* names it k.c */
+    snprintf(cmd, sizeof cmd, "cd %s && cc " CC_FLAGS " k.c -o k.o 2>report.txt",
+             dir); /* names it k.c */
     cr_assert_eq(system(cmd), 0, "cc failed: %s", cmd);
     f = fopen(rep, "r");
     cr_assert_not_null(f);
@@ -123,7 +125,8 @@ static bool vectorized(const char *rep, int from, int to)
     for (const char *r = rep; r && *r; r = strchr(r, '\n') ? strchr(r, '\n') + 1 : NULL) {
         int line = 0;
         const char *eol = strchr(r, '\n'), *v = strstr(r, "optimized: loop vectorized");
-        if (sscanf(r, "k.c:%d:", &line) == 1 && line >= from && line <= to && v && (!eol || v < eol))
+        if (sscanf(r, "k.c:%d:", &line) == 1 && line >= from && line <= to && v &&
+            (!eol || v < eol))
             return true;
     }
     return false;
@@ -152,8 +155,8 @@ static int check_loops(const char *name, const char *src)
         if (strncmp(p, "#pragma omp simd", 16) == 0) {
             const char *body = line_start(src, line + 1);
             cr_expect(vectorized(rep, line + 1, loop_end(src, line + 1)) || lone_libm_loop(body),
-                      "%s: the loop at line %d of the generated C does not vectorize:\n%.600s", name, line + 1,
-                      body);
+                      "%s: the loop at line %d of the generated C does not vectorize:\n%.600s",
+                      name, line + 1, body);
             seen++;
         }
         if (!nl)
@@ -170,30 +173,33 @@ static void check_graph(const char *name, const char *text, int min_loops)
         cr_skip_test("skipped: cc is not gcc (the test reads gcc's vectorization report)");
     char *src = emit_c(text);
     int seen = check_loops(name, src);
-    cr_expect_geq(seen, min_loops, "%s: %d simd loops, expected at least %d", name, seen, min_loops);
+    cr_expect_geq(seen, min_loops, "%s: %d simd loops, expected at least %d", name, seen,
+                  min_loops);
     free(src);
 }
 
 Test(vectorize, chain_of_every_unary_op, .timeout = 120)
 {
-    check_graph("unary chain",
-                "xlac.graph v1\ninput x: f32[256,1024]\ninput p: f32[256,1024]\n"
-                "a1 = neg(x)\na2 = abs(a1)\na3 = exp(a2)\na4 = log(a3)\na5 = sqrt(a4)\na6 = rsqrt(a5)\n"
-                "a7 = tanh(a6)\na8 = sigmoid(a7)\na9 = relu(a8)\na10 = erf(a9)\na11 = sin(a10)\n"
-                "a12 = cos(a11)\na13 = floor(a12)\na14 = ceil(a13)\na15 = gelu(a14)\n"
-                "a16 = gelu(a15, approximate=true)\na17 = softplus(a16)\na18 = leaky_relu(a17, alpha=0.1)\n"
-                "a19 = elu(a18, alpha=1.0)\na20 = hard_sigmoid(a19, alpha=0.2, beta=0.5)\n"
-                "a21 = pow(a20, p)\na22 = tanh(a21)\noutput a22\n",
-                5);
+    check_graph(
+        "unary chain",
+        "xlac.graph v1\ninput x: f32[256,1024]\ninput p: f32[256,1024]\n"
+        "a1 = neg(x)\na2 = abs(a1)\na3 = exp(a2)\na4 = log(a3)\na5 = sqrt(a4)\na6 = rsqrt(a5)\n"
+        "a7 = tanh(a6)\na8 = sigmoid(a7)\na9 = relu(a8)\na10 = erf(a9)\na11 = sin(a10)\n"
+        "a12 = cos(a11)\na13 = floor(a12)\na14 = ceil(a13)\na15 = gelu(a14)\n"
+        "a16 = gelu(a15, approximate=true)\na17 = softplus(a16)\na18 = leaky_relu(a17, alpha=0.1)\n"
+        "a19 = elu(a18, alpha=1.0)\na20 = hard_sigmoid(a19, alpha=0.2, beta=0.5)\n"
+        "a21 = pow(a20, p)\na22 = tanh(a21)\noutput a22\n",
+        5);
 }
 
 Test(vectorize, binary_compare_select, .timeout = 120)
 {
-    check_graph("binary mix",
-                "xlac.graph v1\ninput x: f32[256,1024]\ninput y: f32[1024]\n"
-                "a = maximum(x, y)\nb = minimum(a, x)\nc = sub(b, y)\nd = mul(c, c)\ne = div(d, y)\n"
-                "g = greater(e, x)\nh = select(g, e, x)\nk = erf(h)\nl = sigmoid(k)\noutput l\n",
-                1);
+    check_graph(
+        "binary mix",
+        "xlac.graph v1\ninput x: f32[256,1024]\ninput y: f32[1024]\n"
+        "a = maximum(x, y)\nb = minimum(a, x)\nc = sub(b, y)\nd = mul(c, c)\ne = div(d, y)\n"
+        "g = greater(e, x)\nh = select(g, e, x)\nk = erf(h)\nl = sigmoid(k)\noutput l\n",
+        1);
 }
 
 Test(vectorize, softmax_rows_long_and_short, .timeout = 120)
@@ -202,31 +208,37 @@ Test(vectorize, softmax_rows_long_and_short, .timeout = 120)
     for (int i = 0; i < 3; i++) {
         char text[512];
         int axis = i == 1 ? 2 : 1;
-        snprintf(text, sizeof text,
-                 "xlac.graph v1\ninput x: %s\nm = reduce_max(x, axes=[%d], keepdims=true)\nd = sub(x, m)\n"
-                 "e = exp(d)\ns = reduce_sum(e, axes=[%d], keepdims=true)\ny = div(e, s)\noutput y\n",
-                 shapes[i], axis, axis);
+        snprintf(
+            text, sizeof text,
+            "xlac.graph v1\ninput x: %s\nm = reduce_max(x, axes=[%d], keepdims=true)\nd = sub(x, "
+            "m)\n"
+            "e = exp(d)\ns = reduce_sum(e, axes=[%d], keepdims=true)\ny = div(e, s)\noutput y\n",
+            shapes[i], axis, axis);
         check_graph(shapes[i], text, 3);
     }
 }
 
 Test(vectorize, softmax_op_and_log_softmax, .timeout = 120)
 {
-    check_graph("softmax op",
-                "xlac.graph v1\ninput x: f32[64,1024]\nz = mul(x, x)\ny = softmax(z, axis=1)\noutput y\n", 3);
-    check_graph("log-softmax",
-                "xlac.graph v1\ninput x: f32[512,1024]\nm = reduce_max(x, axes=[1], keepdims=true)\n"
-                "d = sub(x, m)\ne = exp(d)\ns = reduce_sum(e, axes=[1], keepdims=true)\nl = log(s)\n"
-                "y = sub(d, l)\noutput y\n",
-                3);
+    check_graph(
+        "softmax op",
+        "xlac.graph v1\ninput x: f32[64,1024]\nz = mul(x, x)\ny = softmax(z, axis=1)\noutput y\n",
+        3);
+    check_graph(
+        "log-softmax",
+        "xlac.graph v1\ninput x: f32[512,1024]\nm = reduce_max(x, axes=[1], keepdims=true)\n"
+        "d = sub(x, m)\ne = exp(d)\ns = reduce_sum(e, axes=[1], keepdims=true)\nl = log(s)\n"
+        "y = sub(d, l)\noutput y\n",
+        3);
 }
 
 Test(vectorize, layer_norm_rows, .timeout = 120)
 {
-    check_graph("layer norm",
-                "xlac.graph v1\ninput x: f32[512,4096]\ninput gamma: f32[4096]\ninput beta: f32[4096]\n"
-                "eps = const(f32[], 1e-5)\nmu = reduce_mean(x, axes=[1], keepdims=true)\nc = sub(x, mu)\n"
-                "c2 = mul(c, c)\nvar = reduce_mean(c2, axes=[1], keepdims=true)\nve = add(var, eps)\n"
-                "r = rsqrt(ve)\nn = mul(c, r)\ng = mul(n, gamma)\ny = add(g, beta)\noutput y\n",
-                3);
+    check_graph(
+        "layer norm",
+        "xlac.graph v1\ninput x: f32[512,4096]\ninput gamma: f32[4096]\ninput beta: f32[4096]\n"
+        "eps = const(f32[], 1e-5)\nmu = reduce_mean(x, axes=[1], keepdims=true)\nc = sub(x, mu)\n"
+        "c2 = mul(c, c)\nvar = reduce_mean(c2, axes=[1], keepdims=true)\nve = add(var, eps)\n"
+        "r = rsqrt(ve)\nn = mul(c, r)\ng = mul(n, gamma)\ny = add(g, beta)\noutput y\n",
+        3);
 }
