@@ -37,8 +37,9 @@ ROOT = os.path.dirname(HERE)
 
 WORKLOADS = ["fused_sum", "gelu", "softmax_rows", "layernorm_rows", "column_sum",
              "mlp_block", "adam_step", "dynamic_batch", "transformer_block",
-             "attention_small", "attention_large"]
-ELEMENTWISE_OR_ROW = {"fused_sum", "gelu", "softmax_rows", "layernorm_rows", "adam_step"}
+             "attention_small", "attention_large", "act_chain", "softmax_small", "softmax_16x1024"]
+ELEMENTWISE_OR_ROW = {"fused_sum", "gelu", "softmax_rows", "layernorm_rows", "adam_step",
+                      "act_chain", "softmax_small", "softmax_16x1024"}
 DYNAMIC_BATCHES = [64, 96, 128, 160, 192, 224, 256, 320, 384, 448, 512, 640, 768,
                    896, 1024, 1280, 1536, 1792, 2048, 4096]
 STATIC_BATCH = 4096

@@ -18,8 +18,12 @@ def np_workloads(np):
         return 0.5 * x * (1.0 + np.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
 
     def softmax(x):
-        e = np.exp(x - x.max(axis=1, keepdims=True))
-        return e / e.sum(axis=1, keepdims=True)
+        e = np.exp(x - x.max(axis=-1, keepdims=True))
+        return e / e.sum(axis=-1, keepdims=True)
+
+    def act_chain(x):
+        g = 0.5 * x * (1.0 + _erf(np)(x * np.float32(0.7071067811865476)))
+        return 1.0 / (1.0 + np.exp(-g)) * np.tanh(x) + g
 
     def layernorm(x, g, b):
         mu = x.mean(axis=1, keepdims=True)
@@ -53,7 +57,26 @@ def np_workloads(np):
         "transformer_block": transformer,
         "attention_small": attention,
         "attention_large": attention,
+        "act_chain": lambda a: act_chain(a["x"]),
+        "softmax_small": lambda a: softmax(a["x"]),
+        "softmax_16x1024": lambda a: softmax(a["x"]),
     }
+
+
+def _erf(np):
+    """erf for numpy (which has none): scipy's, jax's through the shim, or A&S 7.1.26 (1.5e-7)."""
+    if hasattr(np, "erf"):
+        return np.erf
+    try:
+        from scipy.special import erf
+        return erf
+    except ImportError:
+        def erf(x):
+            a = np.abs(x)
+            t = 1.0 / (1.0 + 0.3275911 * a)
+            p = t * (0.254829592 + t * (-0.284496736 + t * (1.421413741 + t * (-1.453152027 + t * 1.061405429))))
+            return np.sign(x) * (1.0 - p * np.exp(-a * a))
+        return erf
 
 
 def _adam(xp, a, f32):
@@ -88,9 +111,9 @@ def build_numexpr(name, arrays):
         return ne.evaluate("c / sqrt(var + 1e-5) * g + b")
 
     def softmax(x):
-        mx = x.max(axis=1, keepdims=True)
+        mx = x.max(axis=-1, keepdims=True)
         e = ne.evaluate("exp(x - mx)")
-        s = e.sum(axis=1, keepdims=True)
+        s = e.sum(axis=-1, keepdims=True)
         return ne.evaluate("e / s")
 
     def transformer():
@@ -127,9 +150,11 @@ def build_numexpr(name, arrays):
         "mlp_block": mlp,
         "adam_step": adam,
         "transformer_block": transformer,
-        "attention_small": lambda: np_workloads(np)["attention_small"](a),  # matmuls and rows: numpy
-        "attention_large": lambda: np_workloads(np)["attention_large"](a),
-    }
+        "attention_small": lambda np=np: np_workloads(np)["attention_small"](a),  # matmuls, rows: numpy
+        "attention_large": lambda np=np: np_workloads(np)["attention_large"](a),
+        "softmax_small": lambda: softmax(a["x"]),
+        "softmax_16x1024": lambda: softmax(a["x"]),
+    }  # no act_chain: numexpr has no erf (reported missing)
     del np
     return table[name]
 
@@ -158,6 +183,9 @@ class _JnpShim:
         self.float32 = jnp.float32
 
     def __getattr__(self, k):
+        if k == "erf":
+            from jax.scipy.special import erf
+            return erf
         return getattr(self._jnp, k)
 
 
@@ -171,8 +199,12 @@ def tf_workloads(tf):
         return f32(0.5) * x * (f32(1.0) + tf.tanh(f32(SQRT_2_OVER_PI) * (x + f32(0.044715) * x * x * x)))
 
     def softmax(x):
-        e = tf.exp(x - tf.reduce_max(x, axis=1, keepdims=True))
-        return e / rs(e, axis=1, keepdims=True)
+        e = tf.exp(x - tf.reduce_max(x, axis=-1, keepdims=True))
+        return e / rs(e, axis=-1, keepdims=True)
+
+    def act_chain(x):
+        g = f32(0.5) * x * (f32(1.0) + tf.math.erf(x * f32(0.7071067811865476)))
+        return tf.sigmoid(g) * tf.tanh(x) + g
 
     def layernorm(x, g, b):
         c = x - tf.reduce_mean(x, axis=1, keepdims=True)
@@ -204,6 +236,9 @@ def tf_workloads(tf):
         "transformer_block": transformer,
         "attention_small": attention,
         "attention_large": attention,
+        "act_chain": lambda a: act_chain(a["x"]),
+        "softmax_small": lambda a: softmax(a["x"]),
+        "softmax_16x1024": lambda a: softmax(a["x"]),
     }
 
 
@@ -238,8 +273,12 @@ def torch_workloads(torch):
         return 0.5 * x * (1.0 + torch.tanh(SQRT_2_OVER_PI * (x + 0.044715 * x * x * x)))
 
     def softmax(x):
-        e = torch.exp(x - x.amax(dim=1, keepdim=True))
-        return e / e.sum(dim=1, keepdim=True)
+        e = torch.exp(x - x.amax(dim=-1, keepdim=True))
+        return e / e.sum(dim=-1, keepdim=True)
+
+    def act_chain(x):
+        g = 0.5 * x * (1.0 + torch.erf(x * 0.7071067811865476))
+        return torch.sigmoid(g) * torch.tanh(x) + g
 
     def layernorm(x, g, b):
         mu = x.mean(dim=1, keepdim=True)
@@ -272,6 +311,9 @@ def torch_workloads(torch):
         "transformer_block": transformer,
         "attention_small": attention,
         "attention_large": attention,
+        "act_chain": lambda a: act_chain(a["x"]),
+        "softmax_small": lambda a: softmax(a["x"]),
+        "softmax_16x1024": lambda a: softmax(a["x"]),
     }
 
 

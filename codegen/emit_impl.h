@@ -58,6 +58,7 @@ typedef struct em {
 typedef struct red_ops {
     const char *acc_type, *init, *omp;
     const char *combine; /* printf format of the combined value: %1$s the accumulator, %2$s the value */
+    bool key;            /* f32 max/min over int32 keys (scalar.h's xe_maxkey_f32): xe_of_key_f32 finishes */
 } red_ops;
 
 /* ---- emit.c ---- */
@@ -97,6 +98,7 @@ void xg_emit_row_kernel(em *e, int step, const xg_step *s);
 void xg_emit_softmax_kernel(em *e, int step, const xg_step *s);
 
 red_ops xg_red_ops_for(int op, xe_dtype dt);
+red_ops xg_red_ops_vec(const em *e, int op, xe_dtype dt);
 void xg_emit_combine(em *e, const red_ops *r, const char *acc, const char *v);
 void xg_part_size(const em *e, int x, const bool *mask, bool want, char *buf, size_t len);
 void xg_reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k, bool column, idx *ix);

@@ -42,6 +42,26 @@ red_ops xg_red_ops_for(int op, xe_dtype dt)
     return r;
 }
 
+/*
+ * xg_red_ops_for, but an f32 max or min on the CPU (no block reduction)
+ * runs over int32 keys, a built-in OpenMP reduction that vectorizes well
+ * at any length (row kernels and softmax, whose rows may be short).
+ */
+red_ops xg_red_ops_vec(const em *e, int op, xe_dtype dt)
+{
+    red_ops r = xg_red_ops_for(op, dt);
+    if (e->b->block_reduce || dt != XE_F32 || (op != XE_OP_REDUCE_MAX && op != XE_OP_REDUCE_MIN))
+        return r;
+    bool max = op == XE_OP_REDUCE_MAX;
+    r.acc_type = "int32_t";
+    r.init = max ? "XE_MAXKEY_INIT" : "XE_MINKEY_INIT";
+    r.omp = max ? "max" : "min";
+    r.combine = max ? "(xe_maxkey_f32(%2$s) > %1$s ? xe_maxkey_f32(%2$s) : %1$s)"
+                    : "(xe_minkey_f32(%2$s) < %1$s ? xe_minkey_f32(%2$s) : %1$s)";
+    r.key = true;
+    return r;
+}
+
 /* acc = COMBINE(acc, v) */
 void xg_emit_combine(em *e, const red_ops *r, const char *acc, const char *v)
 {

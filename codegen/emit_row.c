@@ -79,8 +79,8 @@ static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, co
             continue;
         char v[16];
         if (s->role[k] == XG_ROW_REDUCE) {
-            char acc[16], sh[16], fin[512];
-            snprintf(acc, sizeof acc, "a%d", k);
+            char acc[32], sh[16], fin[512];
+            snprintf(acc, sizeof acc, ro[k].key ? "xe_of_key_f32(a%d)" : "a%d", k);
             snprintf(sh, sizeof sh, "sh%d", k);
             if (e->b->block_reduce)
                 e->b->block_reduce(e, &ro[k], acc, sh);
@@ -202,7 +202,7 @@ void xg_emit_row_kernel(em *e, int step, const xg_step *s)
         if (s->role[k] != XG_ROW_REDUCE)
             continue;
         const xe_node *r = e->p->body->nodes[s->outs[k]];
-        ro[k] = xg_red_ops_for(r->op, e->p->types[r->inputs[0]].dtype);
+        ro[k] = xg_red_ops_vec(e, r->op, e->p->types[r->inputs[0]].dtype);
         if (e->b->block_reduce)
             xg_out(e, "    %s %s sh%d[33];\n", e->b->shared_kw, ro[k].acc_type, k);
     }
@@ -227,6 +227,25 @@ static void softmax_pass(em *e, int x, const bool *mask, int saved, bool simd, c
         xg_out(e, "#pragma omp simd\n");
     row_pass_header(e);
     xg_reduce_idx(e, x, mask, "o", "k", false, ix);
+}
+
+/* softmax's first pass, the row's maximum into m (on the CPU in f32 over int32 keys). */
+static void softmax_max_pass(em *e, int x, const bool *mask, int saved, bool simd,
+                             const red_ops *max, idx *ix)
+{
+    xe_dtype dt = e->p->types[x].dtype;
+    red_ops key = xg_red_ops_vec(e, XE_OP_REDUCE_MAX, dt);
+    char v[16];
+    if (key.key)
+        xg_out(e, "    int32_t mk = %s;\n", key.init);
+    softmax_pass(e, x, mask, saved, simd, key.key ? &key : max, key.key ? "mk" : "m", ix);
+    xg_emit_val(e, x, ix, v, sizeof v);
+    if (key.key) {
+        xg_emit_combine(e, &key, "mk", v);
+        xg_out(e, "    }\n    m = xe_of_key_f32(mk);\n");
+    } else {
+        xg_out(e, "    m = xe_max_%s(m, %s);\n    }\n", sfx(dt), v);
+    }
 }
 
 /*
@@ -259,9 +278,7 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     idx ix;
     int saved = e->n_memo;
     bool simd = dt == XE_F32 || dt == XE_F64; /* the reductions declared for these */
-    softmax_pass(e, x, mask, saved, simd, &max, "m", &ix);
-    xg_emit_val(e, x, &ix, v, sizeof v);
-    xg_out(e, "    m = xe_max_%s(m, %s);\n    }\n", sfx(dt), v);
+    softmax_max_pass(e, x, mask, saved, simd, &max, &ix);
     if (e->b->block_reduce)
         e->b->block_reduce(e, &max, "m", "shm");
     softmax_pass(e, x, mask, saved, simd, &sum, "sum", &ix);

@@ -5,10 +5,12 @@
  *   1. types     every body node's concrete type, from the input types
  *   2. uses      consumers per node (body outputs count as uses)
  *   3. mat       materialize inputs, non-scalar constants, outputs,
- *                reductions, softmax, matmul, and values read twice
+ *                reductions, softmax, matmul, values read twice, and
+ *                f32 ops that call libm (sin, cos, pow) with their operands
  *   4. steps     one step per materialized computed node, in order
  *   5. merge     consecutive loop steps of one shape become one kernel
- *                with several outputs (multi-output fusion)
+ *                with several outputs (multi-output fusion); a libm op's
+ *                loop stays alone, so that every other loop vectorizes
  *   6. rows      a row reduction and the steps after it that read it back
  *                over the same rows become one row kernel (fusion.c's
  *                row_groups: softmax and layer norm written out)
@@ -102,6 +104,42 @@ int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, 
     return t->inputs[0];
 }
 
+/*
+ * Node i is an f32 (or f16) op whose arithmetic is a libm call that gcc
+ * does not vectorize (sin, cos, pow): any loop holding it runs scalar, so
+ * it gets a loop of its own, its operands read from memory, and the
+ * loops around it vectorize (no slower than the per-op kernels).
+ */
+static bool scalar_call(const xg_plan *p, int i)
+{
+    const xe_node *n = p->body->nodes[i];
+    xe_dtype dt = p->types[i].dtype;
+    return n->op != XE_OP_INPUT && n->op != XE_OP_CONST && (dt == XE_F32 || dt == XE_F16) &&
+           (xe_op_get(n->op)->flags & XE_OPF_SCALAR_CALL) != 0;
+}
+
+static bool step_has_scalar_call(const xg_plan *p, const xg_step *s)
+{
+    for (int k = 0; k < s->n_outs; k++)
+        if (scalar_call(p, s->outs[k]))
+            return true;
+    return false;
+}
+
+/* A libm op's value and its operands (scalar constants aside) live in memory. */
+static void mark_scalar_calls(xg_plan *p)
+{
+    const xe_graph *b = p->body;
+    for (int i = 0; i < b->n_nodes; i++) {
+        if (!scalar_call(p, i))
+            continue;
+        p->mat[i] = true;
+        for (int k = 0; k < b->nodes[i]->n_inputs; k++)
+            if (!is_scalar_const(b->nodes[b->nodes[i]->inputs[k]]))
+                p->mat[b->nodes[i]->inputs[k]] = true;
+    }
+}
+
 static void mark_materialized(xg_plan *p)
 {
     const xe_graph *b = p->body;
@@ -121,6 +159,7 @@ static void mark_materialized(xg_plan *p)
                 p->mat[xg_matmul_operand(b, p->types, i, k, &flip)] = true;
             }
     }
+    mark_scalar_calls(p);
 }
 
 /* Reduced dims are all outside the kept ones and the innermost dim is kept. */
@@ -175,7 +214,8 @@ static void merge_loops(xg_plan *p)
     for (int r = 0; r < p->n_steps; r++) {
         xg_step *prev = w ? &p->steps[w - 1] : NULL, *cur = &p->steps[r];
         if (prev && prev->kind == XG_STEP_LOOP && cur->kind == XG_STEP_LOOP &&
-            prev->n_outs < XG_MAX_OUTS &&
+            prev->n_outs < XG_MAX_OUTS && !step_has_scalar_call(p, prev) &&
+            !step_has_scalar_call(p, cur) &&
             xe_shape_equal(&p->types[prev->outs[0]].shape, &p->types[cur->outs[0]].shape) &&
             reads_same_index(p, cur->outs[0], prev, &p->types[cur->outs[0]].shape, true, true)) {
             prev->outs[prev->n_outs++] = cur->outs[0];
@@ -295,7 +335,7 @@ static bool row_joins(const xg_plan *p, const xg_step *g, const xg_step *s, cons
         role[0] = XG_ROW_REDUCE;
         return true;
     }
-    if (s->kind != XG_STEP_LOOP)
+    if (s->kind != XG_STEP_LOOP || step_has_scalar_call(p, s))
         return false;
     for (int k = 0; k < s->n_outs; k++) {
         const xe_shape *os = &p->types[s->outs[k]].shape;

@@ -54,6 +54,48 @@ XE_HOSTDEV static inline XE_VEC_INLINE float xe_f32_of_bits(uint32_t u)
     return v.f;
 }
 
+/*
+ * c ? a : b in bit operations. gcc sinks arithmetic whose result only one
+ * arm of a ?: uses into a branch, and threads a constant arm through the
+ * arithmetic after it; either way the loop gets a branch that holds
+ * floating-point arithmetic, which it does not vectorize. These selects
+ * keep both sides computed and the loop straight. (CUDA: a plain ?:.)
+ */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+XE_HOSTDEV static inline float xe_select_f32(int c, float a, float b)
+{
+    return c ? a : b;
+}
+XE_HOSTDEV static inline double xe_select_f64(int c, double a, double b)
+{
+    return c ? a : b;
+}
+#else
+static inline XE_VEC_INLINE float xe_select_f32(int c, float a, float b)
+{
+    uint32_t m = 0u - (uint32_t)(c != 0);
+    return xe_f32_of_bits((xe_f32_bits(a) & m) | (xe_f32_bits(b) & ~m));
+}
+static inline XE_VEC_INLINE double xe_select_f64(int c, double a, double b)
+{
+    union {
+        double d;
+        uint64_t u;
+    } va, vb;
+    va.d = a;
+    vb.d = b;
+    uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
+    va.u = (va.u & m) | (vb.u & ~m);
+    return va.d;
+}
+
+static inline XE_VEC_INLINE uint32_t xe_select_u32(int c, uint32_t a, uint32_t b)
+{
+    uint32_t m = 0u - (uint32_t)(c != 0);
+    return (a & m) | (b & ~m);
+}
+#endif
+
 /* IEEE binary16 <-> binary32, round to nearest even (the bits of f16 tensors). */
 XE_HOSTDEV static inline float xe_h2f(uint16_t h)
 {
@@ -165,21 +207,21 @@ XE_HOSTDEV static inline int64_t xe_abs_i64(int64_t a)
 }
 
 /* NaN-propagating maximum and minimum (numpy's maximum/minimum). */
-XE_HOSTDEV static inline float xe_max_f32(float a, float b)
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_max_f32(float a, float b)
 {
-    return (a != a || a > b) ? a : b;
+    return xe_select_f32((a != a) | (a > b), a, b); /* | not ||: no branch */
 }
-XE_HOSTDEV static inline float xe_min_f32(float a, float b)
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_min_f32(float a, float b)
 {
-    return (a != a || a < b) ? a : b;
+    return xe_select_f32((a != a) | (a < b), a, b);
 }
-XE_HOSTDEV static inline double xe_max_f64(double a, double b)
+XE_HOSTDEV static inline XE_VEC_INLINE double xe_max_f64(double a, double b)
 {
-    return (a != a || a > b) ? a : b;
+    return xe_select_f64((a != a) | (a > b), a, b);
 }
-XE_HOSTDEV static inline double xe_min_f64(double a, double b)
+XE_HOSTDEV static inline XE_VEC_INLINE double xe_min_f64(double a, double b)
 {
-    return (a != a || a < b) ? a : b;
+    return xe_select_f64((a != a) | (a < b), a, b);
 }
 
 /*
@@ -202,38 +244,19 @@ XE_HOSTDEV static inline float xe_tanh_f32(float x)
 {
     return tanhf(x);
 }
+XE_HOSTDEV static inline float xe_log_f32(float x)
+{
+    return logf(x);
+}
+XE_HOSTDEV static inline float xe_floor_f32(float x)
+{
+    return floorf(x);
+}
+XE_HOSTDEV static inline float xe_ceil_f32(float x)
+{
+    return ceilf(x);
+}
 #else
-
-/*
- * c ? a : b in bit operations. gcc sinks arithmetic whose result only one
- * arm of a ?: uses into a branch, and threads a constant arm through the
- * arithmetic after it; either way the loop gets a branch that holds
- * floating-point arithmetic, which it does not vectorize. These selects
- * keep both sides computed and the loop straight.
- */
-static inline XE_VEC_INLINE float xe_select_f32(int c, float a, float b)
-{
-    uint32_t m = 0u - (uint32_t)(c != 0);
-    return xe_f32_of_bits((xe_f32_bits(a) & m) | (xe_f32_bits(b) & ~m));
-}
-static inline XE_VEC_INLINE double xe_select_f64(int c, double a, double b)
-{
-    union {
-        double d;
-        uint64_t u;
-    } va, vb;
-    va.d = a;
-    vb.d = b;
-    uint64_t m = (uint64_t)0 - (uint64_t)(c != 0);
-    va.u = (va.u & m) | (vb.u & ~m);
-    return va.d;
-}
-
-static inline XE_VEC_INLINE uint32_t xe_select_u32(int c, uint32_t a, uint32_t b)
-{
-    uint32_t m = 0u - (uint32_t)(c != 0);
-    return (a & m) | (b & ~m);
-}
 
 /*
  * xe_h2f and xe_f2h bit for bit (checked on every half and every float),
@@ -277,21 +300,35 @@ static inline XE_VEC_INLINE uint16_t xe_f2h_vec(float f)
  * overflows. x is not clamped: the arithmetic runs (without UB) for every x
  * and its result is replaced for x < -104 (0) and x >= 88.7228 (inf or NaN).
  */
-static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
+static inline XE_VEC_INLINE float xe_exp_core_f32(float x, float lo, int32_t *n_out)
 {
     /* n = round(x / ln2): adding 1.5 * 2^23 rounds to an integer, left in the low bits */
     float t = x * 1.44269504088896341f + 12582912.0f;
     int32_t n = (int32_t)(xe_f32_bits(t) & 0x7fffffu) - 0x400000; /* [-150, 128] where used */
     float fn = (float)n;
+#if defined(__ASSOCIATIVE_MATH__)
+    /* --fast_math (gcc's -fassociative-math) would merge the two parts of ln2 below and
+       lose 60 ulp: x + lo - n ln2 in double instead, one expression rounded once (the
+       float form is 40 % faster, so it stays where it is safe) */
+    float r = (float)((double)x - (double)fn * 0.69314718055994531 + (double)lo);
+#else
     float r = x - fn * 0.693359375f;
     r = r - (fn * -2.12194440e-4f - lo); /* one rounding of r, not two */
+#endif
     float p = 1.9875691500e-4f;
     p = p * r + 1.3981999507e-3f;
     p = p * r + 8.3334519073e-3f;
     p = p * r + 4.1665795894e-2f;
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
-    p = p * (r * r) + r + 1.0f; /* in [0.70, 1.42] */
+    *n_out = n;
+    return p * (r * r) + r + 1.0f; /* exp(r), in [0.70, 1.42] */
+}
+
+static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
+{
+    int32_t n;
+    float p = xe_exp_core_f32(x, lo, &n);
     int32_t m = (int32_t)(n < -125) << 6; /* 64 for the denormal range, else 0 */
     float y = xe_f32_of_bits(xe_f32_bits(p) + ((uint32_t)(n + m) << 23)) *
               xe_f32_of_bits((uint32_t)(127 - m) << 23);
@@ -304,6 +341,15 @@ static inline XE_VEC_INLINE float xe_exp_lo_f32(float x, float lo)
 static inline XE_VEC_INLINE float xe_exp_f32(float x)
 {
     return xe_exp_lo_f32(x, 0.0f);
+}
+
+/* xe_exp_f32 bit for bit where the result is normal (x in [-87.3, 88.7]), without the
+   denormal scaling and the edge selects; outside, a garbage float (no UB) to select away. */
+static inline XE_VEC_INLINE float xe_exp_normal_f32(float x)
+{
+    int32_t n;
+    float p = xe_exp_core_f32(x, 0.0f, &n);
+    return xe_f32_of_bits(xe_f32_bits(p) + ((uint32_t)n << 23));
 }
 
 /*
@@ -321,11 +367,88 @@ static inline XE_VEC_INLINE float xe_tanh_f32(float x)
     p = p * z + 1.33314422036e-1f;
     p = p * z - 3.33332819422e-1f;
     float small = p * z * a + a;
-    float big = 1.0f - 2.0f / (xe_exp_f32(a + a) + 1.0f);
+    float big = 1.0f - 2.0f / (xe_exp_normal_f32(a + a) + 1.0f); /* used for 2a in [1.25, 18] */
     float r = xe_select_f32(a < 0.625f, small, xe_select_f32(a > 9.0f, 1.0f, big));
+    r = xe_select_f32(a == a, r, a); /* NaN: big is not (xe_exp_normal_f32 of NaN) */
     return xe_f32_of_bits(xe_f32_bits(r) | sign);
 }
+
+/*
+ * log (FreeBSD's e_logf.c without its branches): x = 2^k (1 + f) with 1 + f
+ * in [sqrt(2)/2, sqrt(2)), log(1 + f) = f - f^2/2 + s (f^2/2 + R(s^2)),
+ * s = f / (2 + f), R a degree-8 minimax; k ln2 in two parts. Denormal x is
+ * scaled by 2^25 first (exactly: no flush). 0 gives -inf, x < 0 NaN, +inf
+ * and NaN themselves; within 1 ulp elsewhere (tests/test_scalar_math.c).
+ */
+static inline XE_VEC_INLINE float xe_log_f32(float x)
+{
+    int sub = x < 1.17549435e-38f;
+    uint32_t ix = xe_f32_bits(xe_select_f32(sub, x * 33554432.0f, x)) + (0x3f800000u - 0x3f3504f3u);
+    int32_t k = (int32_t)((ix >> 23) & 0x1ffu) - 0x7f - 25 * sub;
+    float f = xe_f32_of_bits((ix & 0x007fffffu) + 0x3f3504f3u) - 1.0f;
+    float s = f / (2.0f + f), z = s * s, w = z * z;
+    float R = z * (0.66666662693f + w * 0.28498786688f) + w * (0.40000972152f + w * 0.24279078841f);
+    float hfsq = 0.5f * f * f, dk = (float)k;
+    float r = s * (hfsq + R) + dk * 9.0580006145e-06f - hfsq + f + dk * 6.9313812256e-01f;
+    r = xe_select_f32(x == 0.0f, -INFINITY, r);
+    r = xe_select_f32(x < 0.0f, NAN, r);
+    return xe_select_f32(x < INFINITY, r, x + x); /* +inf and NaN */
+}
+
+/*
+ * floor and ceil (exact, as floorf and ceilf), which gcc vectorizes only
+ * without -ftrapping-math: truncated through int32 where |x| < 2^23 (the
+ * others are integers, inf or NaN, and stay), one added or taken where
+ * truncation went the wrong way; a zero result takes x's sign (x * 0), so
+ * floor(-0) = -0 and ceil(-0.5) = -0.
+ */
+static inline XE_VEC_INLINE float xe_floor_f32(float x)
+{
+    int small = fabsf(x) < 8388608.0f;
+    float t = (float)(int32_t)xe_select_f32(small, x, 0.0f);
+    t = t - xe_select_f32(t > x, 1.0f, 0.0f);
+    return xe_select_f32(small, xe_select_f32(t == 0.0f, x * 0.0f, t), x);
+}
+static inline XE_VEC_INLINE float xe_ceil_f32(float x)
+{
+    int small = fabsf(x) < 8388608.0f;
+    float t = (float)(int32_t)xe_select_f32(small, x, 0.0f);
+    t = t + xe_select_f32(t < x, 1.0f, 0.0f);
+    return xe_select_f32(small, xe_select_f32(t == 0.0f, x * 0.0f, t), x);
+}
 #endif
+
+/*
+ * f32 max and min reductions of the CPU's row kernels as int32 keys: the
+ * bits of x with the lower 31 flipped when negative order as the floats do
+ * (-0 below +0), and NaN is the largest key for max, the smallest for min,
+ * so it wins as xe_max_f32 / xe_min_f32 make it win. An integer max or min
+ * is OpenMP's built-in reduction, which gcc vectorizes at any row length
+ * (the user-defined xg_max_f32 reduction goes through a lane array and is
+ * ten times slower on short rows). xe_of_key_f32 maps a key back (NaN
+ * keys to a NaN).
+ */
+#define XE_MAXKEY_INIT (-2139095041) /* the key of -inf */
+#define XE_MINKEY_INIT 2139095040    /* the key of +inf */
+XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_key_f32(float x, uint32_t nan_key)
+{
+    uint32_t b = xe_f32_bits(x), neg = 0u - (b >> 31),
+             nan = 0u - (uint32_t)((b & 0x7fffffffu) > 0x7f800000u);
+    return (int32_t)(((b ^ (neg & 0x7fffffffu)) & ~nan) | (nan_key & nan));
+}
+XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_maxkey_f32(float x)
+{
+    return xe_key_f32(x, 0x7fffffffu);
+}
+XE_HOSTDEV static inline XE_VEC_INLINE int32_t xe_minkey_f32(float x)
+{
+    return xe_key_f32(x, 0x80000000u);
+}
+XE_HOSTDEV static inline float xe_of_key_f32(int32_t k)
+{
+    uint32_t u = (uint32_t)k;
+    return xe_f32_of_bits(u ^ ((0u - (u >> 31)) & 0x7fffffffu));
+}
 
 /* f64 keeps libm's; these only give every dtype the same spelling. */
 XE_HOSTDEV static inline double xe_exp_f64(double x)
@@ -361,48 +484,15 @@ XE_HOSTDEV static inline double xe_rsqrt_f64(double x)
     return 1.0 / sqrt(x);
 }
 
-/* relu keeps NaN (x > 0 is false for NaN, so test the other way). */
-XE_HOSTDEV static inline float xe_relu_f32(float x)
+/* relu keeps NaN (x > 0 is false for NaN, so test the other way). The f32 selects of this
+   file are xe_select_f32 (see there): a ?: with a constant arm keeps a loop from vectorizing. */
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_relu_f32(float x)
 {
-    return x < 0.0f ? 0.0f : x;
+    return xe_select_f32(x < 0.0f, 0.0f, x);
 }
 XE_HOSTDEV static inline double xe_relu_f64(double x)
 {
     return x < 0.0 ? 0.0 : x;
-}
-
-/* gelu(approximate=false): 0.5 x (1 + erf(x / sqrt 2)) */
-XE_HOSTDEV static inline float xe_gelu_erf_f32(float x)
-{
-    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
-}
-XE_HOSTDEV static inline double xe_gelu_erf_f64(double x)
-{
-    return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
-}
-
-/* gelu(approximate=true): 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) */
-XE_HOSTDEV static inline XE_VEC_INLINE float xe_gelu_tanh_f32(float x)
-{
-#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
-    return 0.5f * x * (1.0f + xe_tanh_f32(0.79788456080286536f * (x + 0.044715f * x * x * x)));
-#else
-    /* The same function as x / (1 + exp(-2 u)), u = sqrt(2/pi) (x + 0.044715 x^3):
-       1 + tanh u would cancel for x < 0. -2u is computed in double and passed
-       to exp in two floats, because exp magnifies its absolute error (-2u goes
-       up to 90 before the result leaves the normal range), and lowered by
-       32 ln 2, because exp(-2u) itself may exceed FLT_MAX there. */
-    double d = (double)x, v = -d * (1.5957691216057307 + 0.071354816272600249 * d * d);
-    v = v - 22.180709777918249; /* 32 ln 2 */
-    v = xe_select_f64(v < -200.0, -200.0, v); /* in float's range; exp's selects decide */
-    v = xe_select_f64(v > 200.0, 200.0, v);   /* NaN stays */
-    float hi = (float)v, e = xe_exp_lo_f32(hi, (float)(v - (double)hi));
-    return (float)(d / (1.0 + (double)e * 4294967296.0));
-#endif
-}
-XE_HOSTDEV static inline double xe_gelu_tanh_f64(double x)
-{
-    return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
 
 /* float → integer casts truncate toward zero, NaN → 0, out of range saturates. */
@@ -455,9 +545,19 @@ XE_HOSTDEV static inline int64_t xe_chunk_begin(int64_t n, int64_t parts, int64_
 
 /* xe-op softplus: log(1 + exp(x)) as max(x, 0) + log1p(exp(-|x|)), which neither overflows
    nor loses the small values (a generated program carries this section only when it uses softplus) */
-XE_HOSTDEV static inline float xe_softplus_f32(float x)
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_softplus_f32(float x)
 {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
     return (x > 0.0f ? x : 0.0f) + log1pf(xe_exp_f32(-fabsf(x)));
+#else
+    /* log1p(e) = log(w) + (e - (w - 1)) / w, w = 1 + e rounded: the second term puts back
+       what the rounding of w lost (all of e when w == 1) */
+    float e = xe_exp_f32(-fabsf(x)), w = 1.0f + e;
+    float c =
+        (float)((double)e - ((double)w - 1.0)); /* exact in double, in any order where w > 1 */
+    float l = xe_select_f32(w == 1.0f, e, xe_log_f32(w) + c / w); /* log1p(e) = e below 2^-24 */
+    return xe_select_f32(x > 0.0f, x, 0.0f) + l;
+#endif
 }
 XE_HOSTDEV static inline double xe_softplus_f64(double x)
 {
@@ -466,9 +566,9 @@ XE_HOSTDEV static inline double xe_softplus_f64(double x)
 /* xe-op end */
 /* xe-op leaky_relu: x for x >= 0, alpha x below; NaN stays (a generated program carries this
    section only when it uses leaky_relu) */
-XE_HOSTDEV static inline float xe_leaky_relu_f32(float x, float alpha)
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_leaky_relu_f32(float x, float alpha)
 {
-    return x < 0.0f ? alpha * x : x;
+    return xe_select_f32(x < 0.0f, alpha * x, x);
 }
 XE_HOSTDEV static inline double xe_leaky_relu_f64(double x, double alpha)
 {
@@ -477,9 +577,23 @@ XE_HOSTDEV static inline double xe_leaky_relu_f64(double x, double alpha)
 /* xe-op end */
 /* xe-op elu: x for x > 0, alpha (exp(x) - 1) below, with expm1 so that small x keeps its digits;
    NaN stays (a generated program carries this section only when it uses elu) */
-XE_HOSTDEV static inline float xe_elu_f32(float x, float alpha)
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_elu_f32(float x, float alpha)
 {
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
     return x > 0.0f ? x : alpha * expm1f(x);
+#else
+    /* expm1 for x <= 0: x + x^2 R(x) on [-1, 0] (R a degree-6 fit, relative error 6.5e-10),
+       exp(x) - 1 below (no cancellation there: exp(x) <= 1/e) */
+    float r = 1.692812721267069e-05f;
+    r = r * x + 1.8832475546631217e-04f;
+    r = r * x + 1.3822415702309406e-03f;
+    r = r * x + 8.33105026110533e-03f;
+    r = r * x + 4.166629020953762e-02f;
+    r = r * x + 1.66666643264367e-01f;
+    r = r * x + 4.9999999976145215e-01f;
+    float m = xe_select_f32(x < -1.0f, xe_exp_f32(x) - 1.0f, x + x * x * r);
+    return xe_select_f32(x > 0.0f, x, alpha * m);
+#endif
 }
 XE_HOSTDEV static inline double xe_elu_f64(double x, double alpha)
 {
@@ -488,15 +602,132 @@ XE_HOSTDEV static inline double xe_elu_f64(double x, double alpha)
 /* xe-op end */
 /* xe-op hard_sigmoid: alpha x + beta clamped to [0, 1]; NaN stays (a generated program carries
    this section only when it uses hard_sigmoid) */
-XE_HOSTDEV static inline float xe_hard_sigmoid_f32(float x, float alpha, float beta)
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_hard_sigmoid_f32(float x, float alpha, float beta)
 {
     float y = alpha * x + beta;
-    return y < 0.0f ? 0.0f : y > 1.0f ? 1.0f : y;
+    return xe_select_f32(y < 0.0f, 0.0f, xe_select_f32(y > 1.0f, 1.0f, y));
 }
 XE_HOSTDEV static inline double xe_hard_sigmoid_f64(double x, double alpha, double beta)
 {
     double y = alpha * x + beta;
     return y < 0.0 ? 0.0 : y > 1.0 ? 1.0 : y;
+}
+/* xe-op end */
+/* xe-op erf: f32 erf without branches on the CPU, libm's erf in f64 and CUDA's erff on the GPU
+   (a generated program carries this section only when it uses erf) */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+XE_HOSTDEV static inline float xe_erf_f32(float x)
+{
+    return erff(x);
+}
+#else
+/*
+ * |x| < 1: x (1 + (P(x^2) - 1)), P a degree-6 fit of erf(x)/x (relative error 1.5e-9).
+ * Beyond: 1 - t h(t) exp(-x^2), t = 2 / (2 + |x|), h a degree-10 fit of
+ * erfc(u) exp(u^2) / t over u in [0.5, 10.5] (relative error 2.2e-10): the
+ * form is 1 - erfc, so only the absolute error counts there, and x^2 in
+ * float is close enough. inf gives t = 0 and 1; NaN stays NaN; the sign is
+ * copied back last. Within 1 ulp (tests/test_scalar_math.c).
+ */
+static inline XE_VEC_INLINE float xe_erf_f32(float x)
+{
+    uint32_t sign = xe_f32_bits(x) & 0x80000000u;
+    float a = xe_f32_of_bits(xe_f32_bits(x) & 0x7fffffffu), z = a * a;
+    float p = 7.875875062685488e-05f;
+    p = p * z - 8.01686428716587e-04f;
+    p = p * z + 5.189087423433974e-03f;
+    p = p * z - 2.6854212010626412e-02f;
+    p = p * z + 1.1283594715160218e-01f;
+    p = p * z - 3.7612626666720334e-01f;
+    p = p * z + 1.283791658483509e-01f; /* P - 1: 2/sqrt(pi) lies near a float's half ulp */
+    float t = 2.0f / (2.0f + a), h = 6.390882222316795e-02f;
+    h = h * t - 3.345315642435532e-01f;
+    h = h * t + 7.023002894199005e-01f;
+    h = h * t - 7.029888831981281e-01f;
+    h = h * t + 3.1701787846259954e-01f;
+    h = h * t - 1.4899338489163735e-01f;
+    h = h * t + 1.2211084482448205e-01f;
+    h = h * t + 1.6940707011290798e-01f;
+    h = h * t + 2.476378968076921e-01f;
+    h = h * t + 2.8203993938688143e-01f;
+    h = h * t + 2.820964472144361e-01f;
+    float big = 1.0f - t * h * xe_exp_f32(-z);
+    /* a (1 + (P - 1)) in double, rounded once (reassociation cannot undo it) */
+    float r = xe_select_f32(a < 1.0f, (float)((double)a * (1.0 + (double)p)), big);
+    return xe_f32_of_bits(xe_f32_bits(r) | sign);
+}
+#endif
+/* xe-op end */
+/* xe-op gelu: gelu(approximate=false) 0.5 x (1 + erf(x / sqrt 2)) and gelu(approximate=true)
+   0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))) (a generated program carries this section only
+   when it uses gelu) */
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+XE_HOSTDEV static inline float xe_gelu_erf_f32(float x)
+{
+    return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+}
+XE_HOSTDEV static inline float xe_gelu_tanh_f32(float x)
+{
+    return 0.5f * x * (1.0f + xe_tanh_f32(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+}
+#else
+/*
+ * In double, from erfc(u), u = |x| / sqrt 2: x (1 - erfc(u) / 2) for x >= 0
+ * and x erfc(u) / 2 below, so that the negative side, where 1 + erf
+ * cancels, keeps its digits down to the denormals. erfc(u) is 1 - u P(u^2)
+ * below 0.5 and t h(t) exp(-u^2) above (xe_erf_f32's fits, t = 2 / (2 + u));
+ * -u^2 goes to exp in two floats (hi and lo), since exp magnifies its
+ * absolute error. gelu(-inf) is -inf * 0 = NaN, as 0.5 x (1 + erf) gives.
+ */
+static inline XE_VEC_INLINE float xe_gelu_erf_f32(float x)
+{
+    double d = (double)x, u = xe_select_f64(d < 0.0, -d, d) * 0.70710678118654752440, z = u * u;
+    double p = 7.875875062685488e-05;
+    p = p * z - 8.01686428716587e-04;
+    p = p * z + 5.189087423433974e-03;
+    p = p * z - 2.6854212010626412e-02;
+    p = p * z + 1.1283594715160218e-01;
+    p = p * z - 3.7612626666720334e-01;
+    p = p * z + 1.1283791658483509;
+    double t = 2.0 / (2.0 + u), h = 6.390882222316795e-02;
+    h = h * t - 3.345315642435532e-01;
+    h = h * t + 7.023002894199005e-01;
+    h = h * t - 7.029888831981281e-01;
+    h = h * t + 3.1701787846259954e-01;
+    h = h * t - 1.4899338489163735e-01;
+    h = h * t + 1.2211084482448205e-01;
+    h = h * t + 1.6940707011290798e-01;
+    h = h * t + 2.476378968076921e-01;
+    h = h * t + 2.8203993938688143e-01;
+    h = h * t + 2.820964472144361e-01;
+    double v = xe_select_f64(z > 200.0, -200.0, -z); /* in float's range; NaN stays */
+    float hi = (float)v, e = xe_exp_lo_f32(hi, (float)(v - (double)hi));
+    double erfc = xe_select_f64(u < 0.5, 1.0 - u * p, t * h * (double)e);
+    return (float)(d * xe_select_f64(d < 0.0, 0.5 * erfc, 1.0 - 0.5 * erfc));
+}
+
+static inline XE_VEC_INLINE float xe_gelu_tanh_f32(float x)
+{
+    /* The same function as x / (1 + exp(-2 u)), u = sqrt(2/pi) (x + 0.044715 x^3):
+       1 + tanh u would cancel for x < 0. -2u is computed in double and passed
+       to exp in two floats, because exp magnifies its absolute error (-2u goes
+       up to 90 before the result leaves the normal range), and lowered by
+       32 ln 2, because exp(-2u) itself may exceed FLT_MAX there. */
+    double d = (double)x, v = -d * (1.5957691216057307 + 0.071354816272600249 * d * d);
+    v = v - 22.180709777918249;               /* 32 ln 2 */
+    v = xe_select_f64(v < -200.0, -200.0, v); /* in float's range; exp's selects decide */
+    v = xe_select_f64(v > 200.0, 200.0, v);   /* NaN stays */
+    float hi = (float)v, e = xe_exp_lo_f32(hi, (float)(v - (double)hi));
+    return (float)(d / (1.0 + (double)e * 4294967296.0));
+}
+#endif
+XE_HOSTDEV static inline double xe_gelu_erf_f64(double x)
+{
+    return 0.5 * x * (1.0 + erf(x * 0.70710678118654752440));
+}
+XE_HOSTDEV static inline double xe_gelu_tanh_f64(double x)
+{
+    return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
 /* xe-op end */
 #endif

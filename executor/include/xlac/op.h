@@ -48,6 +48,7 @@ enum xe_op_flags {
     XE_OPF_STATEFUL = 1 << 4,             /* output differs run to run */
     XE_OPF_COSTLY = 1 << 5,               /* worth a store and a load to compute once (fusion) */
     XE_OPF_COLLECTIVE = 1 << 6,           /* talks to the other ranks: never clustered */
+    XE_OPF_SCALAR_CALL = 1 << 7,          /* f32 math is a libm call no compiler vectorizes: a loop of its own */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */
