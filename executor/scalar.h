@@ -164,22 +164,29 @@ XE_HOSTDEV static inline int64_t xe_abs_i64(int64_t a)
     return a < 0 ? xe_sub_i64(0, a) : a;
 }
 
-/* NaN-propagating maximum and minimum (numpy's maximum/minimum). */
+/*
+ * NaN-propagating maximum and minimum (numpy's maximum/minimum), with
+ * IEEE 754-2019's order of signed zeros: max(+0, -0) = +0 and
+ * min(+0, -0) = -0 whichever comes first, so that a reduction gives the
+ * same zero in any order (per-op kernels, fused loops, GPU trees). On a
+ * tie of zeros, a + b is +0 unless both are -0, and -(-a - b) is -0
+ * unless both are +0.
+ */
 XE_HOSTDEV static inline float xe_max_f32(float a, float b)
 {
-    return (a != a || a > b) ? a : b;
+    return (a != a || a > b) ? a : a == b ? (a == 0.0f ? a + b : a) : b;
 }
 XE_HOSTDEV static inline float xe_min_f32(float a, float b)
 {
-    return (a != a || a < b) ? a : b;
+    return (a != a || a < b) ? a : a == b ? (a == 0.0f ? -(-a - b) : a) : b;
 }
 XE_HOSTDEV static inline double xe_max_f64(double a, double b)
 {
-    return (a != a || a > b) ? a : b;
+    return (a != a || a > b) ? a : a == b ? (a == 0.0 ? a + b : a) : b;
 }
 XE_HOSTDEV static inline double xe_min_f64(double a, double b)
 {
-    return (a != a || a < b) ? a : b;
+    return (a != a || a < b) ? a : a == b ? (a == 0.0 ? -(-a - b) : a) : b;
 }
 
 /*
