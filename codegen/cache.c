@@ -23,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <uthash.h>
+#include "xe_hash.h"
 #include <xxhash.h>
 
 #include "backend.h"
@@ -297,6 +297,11 @@ static entry *entry_get(xg_cache *c, const char *key)
         return NULL;
     }
     HASH_ADD_KEYPTR(hh, c->entries, e->key, strlen(e->key), e);
+    if (!xe_hash_added(e)) {
+        free(e->key);
+        free(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -314,6 +319,10 @@ static cluster_state *cluster_get(xg_cache *c, const char *fp, const char *name)
         return s;
     snprintf(s->id, sizeof s->id, "%s", id);
     HASH_ADD_STR(c->clusters, id, s);
+    if (!xe_hash_added(s)) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -370,7 +379,9 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
     if (*disk_hit) {
         a->shape_generic = j->generic;
         if (xg_program_load(a, j->body, j->types, &j->c->o, prog, st) != XE_OK) { /* stale: rebuild */
-            xg_disk_reject(&j->c->disk, j->key, "it does not match this cluster's plan");
+            char why[sizeof st->msg + 32];
+            snprintf(why, sizeof why, "loading it failed: %s", st->msg);
+            xg_disk_reject(&j->c->disk, j->key, why);
             xg_artifact_destroy(a);
             a = NULL;
             *disk_hit = false;
