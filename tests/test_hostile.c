@@ -94,7 +94,7 @@ static int run(const char *args, bool plugin)
     char cmd[8192];
 #ifdef UNDER_ASAN
     const char *limit = "export ASAN_OPTIONS=\"$ASAN_OPTIONS:allocator_may_return_null=1:"
-                        "max_allocation_size_mb=3072\";";
+                        "max_allocation_size_mb=3072:verify_asan_link_order=0\";"; /* the plugin is preloaded */
 #else
     const char *limit = "ulimit -v 3145728;";
 #endif
