@@ -34,6 +34,7 @@
 #define GROUP 12 /* ops per program (XG_MAX_OUTS is 16) */
 
 static xe_status st;
+static bool fast_math; /* the C program is built with --fast_math (and compared under fast_ok) */
 
 /* The special values of dtype dt; returns how many. */
 static int special_values(xe_dtype dt, double *v)
@@ -96,6 +97,7 @@ static void run_c(const char *text, xe_tensor **in, xe_tensor **got)
     int n_in = input_types(g, types);
     xg_options o;
     xg_options_default(&o);
+    o.fast_math = fast_math;
     xg_artifact *a = NULL;
     xg_program *p = NULL;
     cr_assert_eq(xg_build(g, types, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
@@ -138,7 +140,7 @@ static bool same_element(const xe_tensor *got, const xe_tensor *want, int64_t i)
  * zero, a subnormal never flushed (beyond the dtype's tolerance); finite
  * values within the tolerance of ref_tolerance.
  */
-static bool same_class(const xe_tensor *got, const xe_tensor *want, int64_t i)
+static bool same_class(const xe_tensor *got, const xe_tensor *want, int64_t i, bool any_zero)
 {
     if (!xe_dtype_is_float(want->dtype))
         return false;
@@ -146,20 +148,27 @@ static bool same_class(const xe_tensor *got, const xe_tensor *want, int64_t i)
     if (isnan(g) || isnan(w) || isinf(g) || isinf(w))
         return false;
     if (g == 0 && w == 0)
-        return signbit(g) == signbit(w);
+        return any_zero || signbit(g) == signbit(w);
     double normal = want->dtype == XE_F16 ? 0x1p-14 : want->dtype == XE_F32 ? FLT_MIN : DBL_MIN;
     return fabs(g - w) <= ref_tolerance(want->dtype) * fmax(fabs(w), normal);
 }
 
+/* How two results must agree. */
+typedef enum rule {
+    EXACT,      /* bit for bit (NaN with any NaN) */
+    CLASS,      /* same_class: the IEEE classes, finite values within the tolerance */
+    CLASS_FAST, /* --fast_math's promise: CLASS, except that a zero's sign may be lost */
+} rule;
+
 /* Counts (and logs the first few) elements that differ; `path` names the path under test. */
 static int compare(const char *path, const char *stmt, const xe_tensor *got, const xe_tensor *want,
-                   const xe_tensor *x, const xe_tensor *y, bool exact)
+                   const xe_tensor *x, const xe_tensor *y, rule r)
 {
     cr_assert_eq(got->dtype, want->dtype);
     cr_assert_eq(xe_tensor_numel(got), xe_tensor_numel(want));
     int bad = 0;
     for (int64_t i = 0; i < xe_tensor_numel(want); i++) {
-        if (same_element(got, want, i) || (!exact && same_class(got, want, i)))
+        if (same_element(got, want, i) || (r != EXACT && same_class(got, want, i, r == CLASS_FAST)))
             continue;
         if (bad++ < 4)
             cr_log_error("%s: %.*s at [%lld] (x=%.17g%s%.17g): got %.17g, per op %.17g", path,
@@ -185,12 +194,15 @@ static int check_program(const program *p, xe_tensor **in, bool binary)
     xe_tensor *want[16] = {0}, *got_c[16] = {0}, *got_cu[16] = {0};
     run_per_op(p->text, in, want);
     run_c(p->text, in, got_c);
-    run_cuda_emu(p->text, in, got_cu);
+    if (!fast_math) /* NVRTC's --use_fast_math flushes subnormals by design: the emulation does not model it */
+        run_cuda_emu(p->text, in, got_cu);
     int bad = 0;
     for (int k = 0; k < p->n_outs; k++) {
         const xe_tensor *x = binary ? in[0] : NULL, *y = binary ? in[1] : NULL;
-        bad += compare("C", p->stmts[k], got_c[k], want[k], x, y, true);
-        bad += compare("CUDA emulation", p->stmts[k], got_cu[k], want[k], x, y, p->reductions);
+        bad += compare(fast_math ? "C --fast_math" : "C", p->stmts[k], got_c[k], want[k], x, y,
+                       fast_math ? CLASS_FAST : EXACT);
+        if (!fast_math)
+            bad += compare("CUDA emulation", p->stmts[k], got_cu[k], want[k], x, y, p->reductions ? EXACT : CLASS);
         xe_tensor_release(want[k]);
         xe_tensor_release(got_c[k]);
         xe_tensor_release(got_cu[k]);
@@ -261,6 +273,8 @@ static bool op_expr(int op, int arity, const char *attr, xe_dtype dt, char *buf,
     return true;
 }
 
+static const xe_dtype all_types[] = {XE_F32, XE_F64, XE_F16, XE_I32, XE_I64, XE_BOOL};
+
 /* Every op of the table with `arity` operands (and its variant) that takes dtype dt; returns how many. */
 static int check_elementwise(xe_dtype dt, int arity, int *bad)
 {
@@ -286,13 +300,17 @@ static int check_elementwise(xe_dtype dt, int arity, int *bad)
                 *bad += program_flush(&p, in, binary, inputs);
         }
     }
+    for (int to = 0; arity == 1 && to < 6; to++) { /* cast, elementwise too: NaN and inf to ints saturate */
+        snprintf(expr, sizeof expr, "cast(x, to=%s)", xe_dtype_name(all_types[to]));
+        if (p.n_outs == GROUP)
+            *bad += program_flush(&p, in, binary, inputs);
+        program_add(&p, expr), tested++;
+    }
     *bad += program_flush(&p, in, binary, inputs);
     xe_tensor_release(in[0]);
     xe_tensor_release(in[1]);
     return tested;
 }
-
-static const xe_dtype all_types[] = {XE_F32, XE_F64, XE_F16, XE_I32, XE_I64, XE_BOOL};
 
 Test(numerics, every_unary_op_on_special_values_fused_equals_per_op, .timeout = 900)
 {
@@ -411,4 +429,21 @@ Test(numerics, every_reduction_kind_on_special_values_fused_equals_per_op, .time
     cr_log_info("reductions: %d (kind, axes, dtype) triples", tested);
     cr_assert_gt(tested, 60);
     cr_assert_eq(bad, 0, "%d elements differ between fused and per-op runs (see the log)", bad);
+}
+
+/*
+ * --fast_math on the CPU keeps the IEEE classes (docs/plugin.md): NaN stays
+ * NaN, infinities stay, comparisons with NaN stay false, casts of NaN and
+ * inf saturate as per op, subnormals are not flushed; only a zero's sign
+ * may be lost and finite results may differ within the tolerance.
+ */
+Test(numerics, fast_math_keeps_nan_inf_and_subnormals_for_every_op, .timeout = 900)
+{
+    fast_math = true;
+    int bad = 0, tested = 0;
+    for (size_t d = 0; d < sizeof all_types / sizeof all_types[0]; d++)
+        for (int arity = 1; arity <= 2; arity++)
+            tested += check_elementwise(all_types[d], arity, &bad);
+    cr_log_info("--fast_math: %d (op, dtype) pairs", tested);
+    cr_assert_eq(bad, 0, "%d elements break --fast_math's promise (see the log)", bad);
 }
