@@ -193,10 +193,8 @@ static int walk_allocations(const char *flags, int runs)
 
 Test(faults, allocation_failure_walked_over_a_clustered_run, .init = setup, .fini = teardown, .timeout = 900)
 {
-    if (!have_shim()) {
-        printf("skipped: the fault shim is not built under the sanitizers\n");
-        return;
-    }
+    if (!have_shim())
+        cr_skip_test("skipped: the fault shim is not built under the sanitizers");
     reference();
     walk_allocations("XLAC_FLAGS=--disk_cache=0", 60);
     char warm[256];
@@ -221,10 +219,8 @@ static long stat_of(const char *name)
  */
 Test(faults, file_size_limit_during_compiles, .init = setup, .fini = teardown, .timeout = 900)
 {
-    if (!have_shim()) {
-        printf("skipped: the fault shim is not built under the sanitizers\n");
-        return;
-    }
+    if (!have_shim())
+        cr_skip_test("skipped: the fault shim is not built under the sanitizers");
     reference();
     char flags[256], rm[160];
     snprintf(flags, sizeof flags, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", dir);
@@ -248,10 +244,8 @@ Test(faults, file_size_limit_during_compiles, .init = setup, .fini = teardown, .
  */
 Test(faults, disk_full_on_cache_writes, .init = setup, .fini = teardown, .timeout = 900)
 {
-    if (!have_shim()) {
-        printf("skipped: the fault shim is not built under the sanitizers\n");
-        return;
-    }
+    if (!have_shim())
+        cr_skip_test("skipped: the fault shim is not built under the sanitizers");
     reference();
     char flags[256], rm[160];
     snprintf(flags, sizeof flags, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", dir);
@@ -279,10 +273,8 @@ Test(faults, disk_full_on_cache_writes, .init = setup, .fini = teardown, .timeou
 
 Test(faults, eintr_and_signal_storms, .init = setup, .fini = teardown, .timeout = 600)
 {
-    if (!have_shim()) {
-        printf("skipped: the fault shim is not built under the sanitizers\n");
-        return;
-    }
+    if (!have_shim())
+        cr_skip_test("skipped: the fault shim is not built under the sanitizers");
     reference();
     char cold[256], warm[256];
     snprintf(cold, sizeof cold, "XLAC_FLAGS='--disk_cache=0 --stats'");
