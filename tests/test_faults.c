@@ -83,10 +83,12 @@ static int run(const char *pre, const char *env, const char *flags, bool faults,
 {
     char cmd[4096];
     snprintf(cmd, sizeof cmd,
-             "cd %s && rm -rf %s && %s env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS OMP_WAIT_POLICY=passive %s "
-             "%s %s timeout -s KILL 120 %s/bin/xlac-run g.xg --seed 3 --save-outputs %s >/dev/null 2>stderr.txt",
-             dir, out, pre, env, faults ? "XLAC_AUTO_JIT=2 LD_PRELOAD=\"" SHIM " " PLUGIN "\"" : "", flags,
-             XLAC_BINARY_DIR, out);
+             "cd %s && rm -rf %s && %s timeout -s KILL 120 env -u LD_PRELOAD -u XLAC_AUTO_JIT -u "
+             "XLAC_FLAGS "
+             "OMP_WAIT_POLICY=passive %s "
+             "%s %s %s/bin/xlac-run g.xg --seed 3 --save-outputs %s >/dev/null 2>stderr.txt",
+             dir, out, pre, env, faults ? "XLAC_AUTO_JIT=2 LD_PRELOAD=\"" SHIM " " PLUGIN "\"" : "",
+             flags, XLAC_BINARY_DIR, out);
     int status = system(cmd);
     char p[128];
     snprintf(p, sizeof p, "%s/stderr.txt", dir);
@@ -128,7 +130,8 @@ static bool same_as_reference(const char *sub)
         for (int64_t i = 0; same && i < xe_tensor_numel(want); i++)
             scale = fmax(scale, fabs(xe_load_f64(want->data, want->dtype, i)));
         for (int64_t i = 0; same && i < xe_tensor_numel(want); i++) {
-            double g = xe_load_f64(got->data, got->dtype, i), w = xe_load_f64(want->data, want->dtype, i);
+            double g = xe_load_f64(got->data, got->dtype, i),
+                   w = xe_load_f64(want->data, want->dtype, i);
             same = fabs(g - w) <= 1e-5 * scale;
         }
         if (got)
@@ -146,7 +149,8 @@ static void expect_clean_end(int rc, const char *what)
         return;
     }
     cr_expect(rc == 1 || rc == 2, "%s: exit %d\n%s", what, rc, err);
-    /* libgomp ends the process with its own line (exit 1) when it cannot allocate: third-party, clear */
+    /* libgomp ends the process with its own line (exit 1) when it cannot allocate: third-party,
+     * clear */
     cr_expect(has_error_line(err) || (rc == 1 && strstr(err, "libgomp: Out of memory")),
               "%s: exit %d without a message\n%s", what, rc, err);
 }
@@ -173,7 +177,8 @@ static long count_allocations(const char *flags)
     return n;
 }
 
-/* Fails the Nth allocation for N over [1, count] in about `runs` steps; returns the failing runs. */
+/* Fails the Nth allocation for N over [1, count] in about `runs` steps; returns the failing runs.
+ */
 static int walk_allocations(const char *flags, int runs)
 {
     long n = count_allocations(flags), stride = n / runs > 0 ? n / runs : 1;
@@ -186,12 +191,13 @@ static int walk_allocations(const char *flags, int runs)
         errors += rc != 0;
         expect_clean_end(rc, what);
     }
-    cr_log_info("%s: %ld allocations, every %ld-th failed in turn: %d runs ended in an error", flags, n, stride,
-                errors);
+    cr_log_info("%s: %ld allocations, every %ld-th failed in turn: %d runs ended in an error",
+                flags, n, stride, errors);
     return errors;
 }
 
-Test(faults, allocation_failure_walked_over_a_clustered_run, .init = setup, .fini = teardown, .timeout = 900)
+Test(faults, allocation_failure_walked_over_a_clustered_run, .init = setup, .fini = teardown,
+     .timeout = 900)
 {
     if (!have_shim())
         cr_skip_test("skipped: the fault shim is not built under the sanitizers");
@@ -255,7 +261,8 @@ Test(faults, disk_full_on_cache_writes, .init = setup, .fini = teardown, .timeou
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         char env[320];
         cr_assert_eq(system(rm), 0);
-        snprintf(env, sizeof env, "XLAC_FAULT_ENOSPC_DIR=%s/cache XLAC_FAULT_ENOSPC_AFTER=%ld", dir, cuts[i]);
+        snprintf(env, sizeof env, "XLAC_FAULT_ENOSPC_DIR=%s/cache XLAC_FAULT_ENOSPC_AFTER=%ld", dir,
+                 cuts[i]);
         cr_expect_eq(run("", env, flags, true, "out"), 0, "full after %ld bytes: %s", cuts[i], err);
         cr_expect(same_as_reference("out") && stat_of("compiles") == 1 && stat_of("fallbacks") == 0,
                   "full after %ld bytes: %s", cuts[i], err);
@@ -263,12 +270,14 @@ Test(faults, disk_full_on_cache_writes, .init = setup, .fini = teardown, .timeou
         unstored += !stored;
         cr_expect(stored || strstr(err, "No space left on device"), "%s", err);
         cr_expect_eq(run("", "", flags, true, "out"), 0, "%s", err);
-        cr_expect(same_as_reference("out") && stat_of("disk_rejects") == 0 && stat_of("disk_hits") == stored,
+        cr_expect(same_as_reference("out") && stat_of("disk_rejects") == 0 &&
+                      stat_of("disk_hits") == stored,
                   "after full at %ld bytes: %s", cuts[i], err);
         cr_expect_eq(run("", "", flags, true, "out"), 0, "%s", err);
         cr_expect(stat_of("disk_hits") == 1 && stat_of("compiles") == 0, "%s", err);
     }
-    cr_expect_geq(unstored, 8, "the disk filled up before the end of the file in most cuts (%d)", unstored);
+    cr_expect_geq(unstored, 8, "the disk filled up before the end of the file in most cuts (%d)",
+                  unstored);
 }
 
 Test(faults, eintr_and_signal_storms, .init = setup, .fini = teardown, .timeout = 600)
@@ -285,9 +294,10 @@ Test(faults, eintr_and_signal_storms, .init = setup, .fini = teardown, .timeout 
         for (int c = 0; c < 2; c++) {
             int rc = run("", envs[e], c ? warm : cold, true, "out");
             cr_expect_eq(rc, 0, "%s %s: exit %d\n%s", envs[e], c ? warm : cold, rc, err);
-            cr_expect(same_as_reference("out"), "%s %s: wrong outputs\n%s", envs[e], c ? warm : cold, err);
-            cr_expect(strstr(err, "fallbacks=0 "), "%s %s: EINTR made a cluster fall back\n%s", envs[e],
+            cr_expect(same_as_reference("out"), "%s %s: wrong outputs\n%s", envs[e],
                       c ? warm : cold, err);
+            cr_expect(strstr(err, "fallbacks=0 "), "%s %s: EINTR made a cluster fall back\n%s",
+                      envs[e], c ? warm : cold, err);
             if (c)
                 cr_expect(strstr(err, "disk_hits=1 ") && strstr(err, "disk_rejects=0 "),
                           "%s: the warm cache was not used\n%s", envs[e], err);

@@ -33,8 +33,8 @@ static void teardown(void)
     cr_assert_eq(system(cmd), 0);
 }
 
-Test(graph_fuzz, a_slice_of_cases_runs_alike_op_by_op_and_clustered, .init = setup, .fini = teardown,
-     .timeout = 900)
+Test(graph_fuzz, a_slice_of_cases_runs_alike_op_by_op_and_clustered, .init = setup,
+     .fini = teardown, .timeout = 900)
 {
     int same = 0;
     for (uint64_t seed = 1; seed <= SLICE; seed++) {
@@ -64,7 +64,8 @@ Test(graph_fuzz, kept_inputs_run_alike, .init = setup, .fini = teardown, .timeou
         char *text = calloc(1, 1 << 20);
         fread(text, 1, (1 << 20) - 1, f);
         fclose(f);
-        cr_expect_neq(gf_check(text, XLAC_BINARY_DIR "/bin", work, why, sizeof why), GF_FAILED, "%s: %s", p, why);
+        cr_expect_neq(gf_check(text, XLAC_BINARY_DIR "/bin", work, why, sizeof why), GF_FAILED,
+                      "%s: %s", p, why);
         free(text);
         n++;
     }

@@ -44,8 +44,9 @@ static int special_values(xe_dtype dt, double *v)
     double big = dt == XE_F16 ? 65504 : dt == XE_F32 ? FLT_MAX : DBL_MAX;
     double tiny = dt == XE_F16 ? 0x1p-14 : dt == XE_F32 ? FLT_MIN : DBL_MIN;
     if (xe_dtype_is_float(dt)) {
-        const double f[] = {NAN, -NAN, INFINITY, -INFINITY, 0.0, -0.0, sub, -sub, sub2, -sub2, tiny, -tiny,
-                            1, -1, 0.5, -2.5, 3, 100, -100, big, -big};
+        const double f[] = {NAN,  -NAN, INFINITY, -INFINITY, 0.0,   -0.0, sub,
+                            -sub, sub2, -sub2,    tiny,      -tiny, 1,    -1,
+                            0.5,  -2.5, 3,        100,       -100,  big,  -big};
         memcpy(v, f, sizeof f);
         return (int)(sizeof f / sizeof f[0]);
     }
@@ -100,9 +101,11 @@ static void run_c(const char *text, xe_tensor **in, xe_tensor **got)
     o.fast_math = fast_math;
     xg_artifact *a = NULL;
     xg_program *p = NULL;
-    cr_assert_eq(xg_build(g, types, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
+    cr_assert_eq(xg_build(g, types, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg,
+                 text);
     cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
-    cr_assert_eq(xg_program_run(p, in, n_in, got, g->n_outputs, &st), XE_OK, "%s\n%s", st.msg, text);
+    cr_assert_eq(xg_program_run(p, in, n_in, got, g->n_outputs, &st), XE_OK, "%s\n%s", st.msg,
+                 text);
     xg_program_destroy(p);
     xg_artifact_destroy(a);
     xe_graph_destroy(g);
@@ -173,8 +176,9 @@ static int compare(const char *path, const char *stmt, const xe_tensor *got, con
         if (bad++ < 4)
             cr_log_error("%s: %.*s at [%lld] (x=%.17g%s%.17g): got %.17g, per op %.17g", path,
                          (int)strcspn(stmt, "\n"), stmt, (long long)i,
-                         x && i < xe_tensor_numel(x) ? xe_load_f64(x->data, x->dtype, i) : NAN, y ? ", y=" : "",
-                         y ? xe_load_f64(y->data, y->dtype, i) : 0.0, xe_load_f64(got->data, got->dtype, i),
+                         x && i < xe_tensor_numel(x) ? xe_load_f64(x->data, x->dtype, i) : NAN,
+                         y ? ", y=" : "", y ? xe_load_f64(y->data, y->dtype, i) : 0.0,
+                         xe_load_f64(got->data, got->dtype, i),
                          xe_load_f64(want->data, want->dtype, i));
     }
     return bad;
@@ -188,13 +192,15 @@ typedef struct program {
     bool reductions; /* reductions: bit for bit in the CUDA emulation too (see same_class) */
 } program;
 
-/* Runs p on its inputs per op, compiled (C) and emulated (CUDA); returns how many elements differ. */
+/* Runs p on its inputs per op, compiled (C) and emulated (CUDA); returns how many elements differ.
+ */
 static int check_program(const program *p, xe_tensor **in, bool binary)
 {
     xe_tensor *want[16] = {0}, *got_c[16] = {0}, *got_cu[16] = {0};
     run_per_op(p->text, in, want);
     run_c(p->text, in, got_c);
-    if (!fast_math) /* NVRTC's --use_fast_math flushes subnormals by design: the emulation does not model it */
+    if (!fast_math) /* NVRTC's --use_fast_math flushes subnormals by design: the emulation does not
+                       model it */
         run_cuda_emu(p->text, in, got_cu);
     int bad = 0;
     for (int k = 0; k < p->n_outs; k++) {
@@ -202,7 +208,8 @@ static int check_program(const program *p, xe_tensor **in, bool binary)
         bad += compare(fast_math ? "C --fast_math" : "C", p->stmts[k], got_c[k], want[k], x, y,
                        fast_math ? CLASS_FAST : EXACT);
         if (!fast_math)
-            bad += compare("CUDA emulation", p->stmts[k], got_cu[k], want[k], x, y, p->reductions ? EXACT : CLASS);
+            bad += compare("CUDA emulation", p->stmts[k], got_cu[k], want[k], x, y,
+                           p->reductions ? EXACT : CLASS);
         xe_tensor_release(want[k]);
         xe_tensor_release(got_c[k]);
         xe_tensor_release(got_cu[k]);
@@ -258,14 +265,16 @@ static int64_t elementwise_inputs(xe_dtype dt, bool binary, xe_tensor **in)
     return n;
 }
 
-/* The expression "OP(x[, y][, ATTR=true])" when op takes dtype dt (a one-op graph parses), else false. */
+/* The expression "OP(x[, y][, ATTR=true])" when op takes dtype dt (a one-op graph parses), else
+ * false. */
 static bool op_expr(int op, int arity, const char *attr, xe_dtype dt, char *buf, size_t cap)
 {
     const char *d = xe_dtype_name(dt);
     snprintf(buf, cap, "%s(x%s%s%s%s)", xe_op_name(op), arity == 2 ? ", y" : "", attr ? ", " : "",
              attr ? attr : "", attr ? "=true" : "");
     char text[512];
-    snprintf(text, sizeof text, "xlac.graph v1\ninput x: %s[2]\ninput y: %s[2]\no = %s\noutput o\n", d, d, buf);
+    snprintf(text, sizeof text, "xlac.graph v1\ninput x: %s[2]\ninput y: %s[2]\no = %s\noutput o\n",
+             d, d, buf);
     xe_graph *g = xe_parse_string(text, "probe.xg", &st);
     if (!g)
         return false;
@@ -275,7 +284,8 @@ static bool op_expr(int op, int arity, const char *attr, xe_dtype dt, char *buf,
 
 static const xe_dtype all_types[] = {XE_F32, XE_F64, XE_F16, XE_I32, XE_I64, XE_BOOL};
 
-/* Every op of the table with `arity` operands (and its variant) that takes dtype dt; returns how many. */
+/* Every op of the table with `arity` operands (and its variant) that takes dtype dt; returns how
+ * many. */
 static int check_elementwise(xe_dtype dt, int arity, int *bad)
 {
     bool binary = arity == 2;
@@ -283,7 +293,8 @@ static int check_elementwise(xe_dtype dt, int arity, int *bad)
     int64_t n = elementwise_inputs(dt, binary, in);
     char inputs[128], expr[160];
     const char *d = xe_dtype_name(dt);
-    snprintf(inputs, sizeof inputs, binary ? "input x: %s[%lld]\ninput y: %s[%lld]\n" : "input x: %s[%lld]\n", d,
+    snprintf(inputs, sizeof inputs,
+             binary ? "input x: %s[%lld]\ninput y: %s[%lld]\n" : "input x: %s[%lld]\n", d,
              (long long)n, d, (long long)n);
     program p = {.reductions = false};
     program_start(&p, inputs);
@@ -292,7 +303,8 @@ static int check_elementwise(xe_dtype dt, int arity, int *bad)
         if (!is_elementwise(op, arity))
             continue;
         for (int variant = 0; variant < (optable_variant_attr(op) ? 2 : 1); variant++) {
-            if (!op_expr(op, arity, variant ? optable_variant_attr(op) : NULL, dt, expr, sizeof expr))
+            if (!op_expr(op, arity, variant ? optable_variant_attr(op) : NULL, dt, expr,
+                         sizeof expr))
                 continue;
             program_add(&p, expr);
             tested++;
@@ -300,7 +312,8 @@ static int check_elementwise(xe_dtype dt, int arity, int *bad)
                 *bad += program_flush(&p, in, binary, inputs);
         }
     }
-    for (int to = 0; arity == 1 && to < 6; to++) { /* cast, elementwise too: NaN and inf to ints saturate */
+    for (int to = 0; arity == 1 && to < 6;
+         to++) { /* cast, elementwise too: NaN and inf to ints saturate */
         snprintf(expr, sizeof expr, "cast(x, to=%s)", xe_dtype_name(all_types[to]));
         if (p.n_outs == GROUP)
             *bad += program_flush(&p, in, binary, inputs);
@@ -347,21 +360,25 @@ static int reduction_rows(xe_dtype dt, double *m)
 {
     double v[MAX_VALS];
     special_values(dt, v);
-    /* indices into special_values: floats 0 NaN 1 -NaN 2 inf 3 -inf 4 +0 5 -0 6 sub 7 -sub 8 sub2 9 -sub2
-       10 tiny 11 -tiny 12 1 13 -1 14 0.5 15 -2.5 16 3 17 100 18 -100 19 big 20 -big;
-       integers 0 0 1 1 2 -1 3 2 4 -7 5 7 6 31 7 min 8 max 9 min+1 */
+    /* indices into special_values: floats 0 NaN 1 -NaN 2 inf 3 -inf 4 +0 5 -0 6 sub 7 -sub 8 sub2 9
+       -sub2 10 tiny 11 -tiny 12 1 13 -1 14 0.5 15 -2.5 16 3 17 100 18 -100 19 big 20 -big; integers
+       0 0 1 1 2 -1 3 2 4 -7 5 7 6 31 7 min 8 max 9 min+1 */
     static const int frows[][COLS] = {
-        {0, 12, 13, 14, 15, 16, 17, 18},  {12, 13, 14, 15, 16, 17, 18, 0}, {12, 2, 0, 3, 12, 12, 12, 12},
-        {2, 3, 12, 12, 12, 12, 12, 12},   {5, 5, 5, 5, 5, 5, 5, 5},         {4, 5, 4, 5, 4, 5, 4, 5},
-        {5, 4, 4, 4, 4, 4, 4, 4},         {6, 6, 6, 6, 6, 6, 6, 6},         {7, 6, 8, 9, 6, 7, 8, 9},
-        {2, 2, 2, 2, 2, 2, 2, 2},         {3, 3, 3, 3, 3, 3, 3, 3},         {19, 19, 19, 19, 19, 19, 19, 19},
-        {4, 2, 12, 12, 12, 12, 12, 12},   {1, 0, 1, 0, 12, 12, 12, 12},     {13, 15, 18, 5, 13, 13, 13, 12},
-        {10, 10, 11, 14, 14, 14, 14, 14}, {8, 8, 8, 8, 8, 8, 8, 8},         {20, 20, 20, 20, 20, 20, 20, 20},
-        {5, 7, 5, 7, 5, 7, 5, 7},         {16, 16, 16, 16, 16, 16, 16, 16},
+        {0, 12, 13, 14, 15, 16, 17, 18}, {12, 13, 14, 15, 16, 17, 18, 0},
+        {12, 2, 0, 3, 12, 12, 12, 12},   {2, 3, 12, 12, 12, 12, 12, 12},
+        {5, 5, 5, 5, 5, 5, 5, 5},        {4, 5, 4, 5, 4, 5, 4, 5},
+        {5, 4, 4, 4, 4, 4, 4, 4},        {6, 6, 6, 6, 6, 6, 6, 6},
+        {7, 6, 8, 9, 6, 7, 8, 9},        {2, 2, 2, 2, 2, 2, 2, 2},
+        {3, 3, 3, 3, 3, 3, 3, 3},        {19, 19, 19, 19, 19, 19, 19, 19},
+        {4, 2, 12, 12, 12, 12, 12, 12},  {1, 0, 1, 0, 12, 12, 12, 12},
+        {13, 15, 18, 5, 13, 13, 13, 12}, {10, 10, 11, 14, 14, 14, 14, 14},
+        {8, 8, 8, 8, 8, 8, 8, 8},        {20, 20, 20, 20, 20, 20, 20, 20},
+        {5, 7, 5, 7, 5, 7, 5, 7},        {16, 16, 16, 16, 16, 16, 16, 16},
     };
     static const int irows[][COLS] = {
-        {8, 8, 8, 8, 8, 8, 8, 8}, {7, 2, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0}, {7, 7, 7, 7, 7, 7, 7, 7},
-        {9, 8, 2, 3, 4, 5, 6, 1}, {6, 6, 6, 6, 6, 6, 6, 6}, {2, 2, 2, 2, 2, 2, 2, 2}, {4, 5, 3, 0, 1, 2, 2, 7},
+        {8, 8, 8, 8, 8, 8, 8, 8}, {7, 2, 1, 1, 1, 1, 1, 1}, {0, 0, 0, 0, 0, 0, 0, 0},
+        {7, 7, 7, 7, 7, 7, 7, 7}, {9, 8, 2, 3, 4, 5, 6, 1}, {6, 6, 6, 6, 6, 6, 6, 6},
+        {2, 2, 2, 2, 2, 2, 2, 2}, {4, 5, 3, 0, 1, 2, 2, 7},
     };
     bool fl = xe_dtype_is_float(dt);
     int rows = fl ? (int)(sizeof frows / sizeof frows[0]) : (int)(sizeof irows / sizeof irows[0]);
@@ -382,7 +399,8 @@ static bool parses(const char *inputs, const char *expr)
     return g != NULL;
 }
 
-static const char *const reductions[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min", "reduce_prod"};
+static const char *const reductions[] = {"reduce_sum", "reduce_mean", "reduce_max", "reduce_min",
+                                         "reduce_prod"};
 
 /* Every reduction kind along rows (x), columns (xt) and two trailing axes (z), on dtype dt. */
 static int check_reductions(xe_dtype dt, int *bad)
@@ -392,14 +410,18 @@ static int check_reductions(xe_dtype dt, int *bad)
     for (int r = 0; r < rows; r++)
         for (int c = 0; c < COLS; c++)
             mt[c * rows + r] = m[r * COLS + c];
-    xe_shape sx = ref_shape(2, (int64_t[]){rows, COLS}), st_ = ref_shape(2, (int64_t[]){COLS, rows});
+    xe_shape sx = ref_shape(2, (int64_t[]){rows, COLS}),
+             st_ = ref_shape(2, (int64_t[]){COLS, rows});
     xe_shape sz = ref_shape(3, (int64_t[]){rows, 2, COLS / 2});
-    xe_tensor *in[3] = {ref_tensor_from(dt, &sx, m), ref_tensor_from(dt, &st_, mt), ref_tensor_from(dt, &sz, m)};
+    xe_tensor *in[3] = {ref_tensor_from(dt, &sx, m), ref_tensor_from(dt, &st_, mt),
+                        ref_tensor_from(dt, &sz, m)};
     char inputs[160], expr[128];
     const char *d = xe_dtype_name(dt);
-    snprintf(inputs, sizeof inputs, "input x: %s[%d,%d]\ninput xt: %s[%d,%d]\ninput z: %s[%d,2,%d]\n", d, rows, COLS,
-             d, COLS, rows, d, rows, COLS / 2);
-    const char *forms[] = {"%s(x, axes=[1])", "%s(xt, axes=[0])", "%s(z, axes=[1,2], keepdims=true)"};
+    snprintf(inputs, sizeof inputs,
+             "input x: %s[%d,%d]\ninput xt: %s[%d,%d]\ninput z: %s[%d,2,%d]\n", d, rows, COLS, d,
+             COLS, rows, d, rows, COLS / 2);
+    const char *forms[] = {"%s(x, axes=[1])", "%s(xt, axes=[0])",
+                           "%s(z, axes=[1,2], keepdims=true)"};
     program p = {.reductions = true};
     program_start(&p, inputs);
     int tested = 0;
@@ -409,7 +431,10 @@ static int check_reductions(xe_dtype dt, int *bad)
             if (parses(inputs, expr))
                 program_add(&p, expr), tested++;
         }
-        snprintf(expr, sizeof expr, f == 0 ? "argmax(x, axis=1)" : f == 1 ? "argmax(xt, axis=0)" : "argmax(z, axis=2)");
+        snprintf(expr, sizeof expr,
+                 f == 0   ? "argmax(x, axis=1)"
+                 : f == 1 ? "argmax(xt, axis=0)"
+                          : "argmax(z, axis=2)");
         if (parses(inputs, expr))
             program_add(&p, expr), tested++;
         if (p.n_outs > 10)

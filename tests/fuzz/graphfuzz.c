@@ -63,12 +63,14 @@ static void lines_set(lines *l, int i, char *s)
     l->v[i] = s;
 }
 
-/* A line picked at random among those starting with `prefix` (or statements when NULL); -1 if none. */
+/* A line picked at random among those starting with `prefix` (or statements when NULL); -1 if none.
+ */
 static int pick_line(const lines *l, const char *prefix, uint64_t *s)
 {
     int idx[MAX_LINES], n = 0;
     for (int i = 1; i < l->n; i++) {
-        bool stmt = strstr(l->v[i], " = ") && strncmp(l->v[i], "input", 5) && strncmp(l->v[i], "output", 6);
+        bool stmt =
+            strstr(l->v[i], " = ") && strncmp(l->v[i], "input", 5) && strncmp(l->v[i], "output", 6);
         if (prefix ? !strncmp(l->v[i], prefix, strlen(prefix)) : stmt)
             idx[n++] = i;
     }
@@ -96,7 +98,8 @@ static void mutate_op(lines *l, uint64_t *s)
         return;
     int op = xe_op_find(eq + 3, (size_t)(par - eq - 3));
     xe_op_class c = op >= 0 ? xe_op_get(op)->cls : XE_CLASS_SOURCE;
-    if (c != XE_CLASS_UNARY && c != XE_CLASS_BINARY && c != XE_CLASS_REDUCE && c != XE_CLASS_COMPARE)
+    if (c != XE_CLASS_UNARY && c != XE_CLASS_BINARY && c != XE_CLASS_REDUCE &&
+        c != XE_CLASS_COMPARE)
         return;
     char *t = malloc(strlen(l->v[i]) + 64);
     sprintf(t, "%.*s = %s%s", (int)(eq - l->v[i]), l->v[i], xe_op_name(same_kind_op(op, s)), par);
@@ -147,7 +150,8 @@ static void mutate_attr(lines *l, uint64_t *s)
 {
     int i = pick_line(l, NULL, s);
     char *a = i >= 0 ? strstr(l->v[i], "axes=[") : NULL;
-    char *x = i >= 0 ? strstr(l->v[i], "axis=") : NULL, *kd = i >= 0 ? strstr(l->v[i], "keepdims=") : NULL;
+    char *x = i >= 0 ? strstr(l->v[i], "axis=") : NULL,
+         *kd = i >= 0 ? strstr(l->v[i], "keepdims=") : NULL;
     if (kd && next(s) % 2) {
         size_t at = (size_t)(kd + 9 - l->v[i]), len = strcspn(kd + 9, ",)");
         char *t = malloc(strlen(l->v[i]) + 8);
@@ -165,7 +169,8 @@ char *gf_case_text(uint64_t seed)
 {
     uint64_t s = seed * 0x9E3779B97F4A7C15ull + 1;
     next(&s);
-    randgraph_options o = {.n_ops = 2 + (int)(next(&s) % 12), .more_ops = next(&s) % 2,
+    randgraph_options o = {.n_ops = 2 + (int)(next(&s) % 12),
+                           .more_ops = next(&s) % 2,
                            .table_ops = next(&s) % 3 == 0};
     char *text = randgraph_text(seed, &o);
     if (!text || seed % 3 == 0)
@@ -176,10 +181,18 @@ char *gf_case_text(uint64_t seed)
     int n = 1 + (int)(next(&s) % 3);
     for (int k = 0; k < n; k++) {
         switch (next(&s) % 4) {
-        case 0: mutate_op(&l, &s); break;
-        case 1: mutate_dim(&l, &s); break;
-        case 2: mutate_add(&l, &s, k); break;
-        default: mutate_attr(&l, &s); break;
+        case 0:
+            mutate_op(&l, &s);
+            break;
+        case 1:
+            mutate_dim(&l, &s);
+            break;
+        case 2:
+            mutate_add(&l, &s, k);
+            break;
+        default:
+            mutate_attr(&l, &s);
+            break;
         }
     }
     return lines_join(&l);
@@ -198,11 +211,15 @@ static void run_side(const char *bindir, const char *work, bool plugin, side *r)
     char cmd[8192], lib[4200];
     snprintf(lib, sizeof lib, "'%s/../lib/libxlac.so'", bindir);
     snprintf(cmd, sizeof cmd,
-             "cd '%s' && rm -rf %s && exec env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS OMP_WAIT_POLICY=passive "
-             "ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" " /* a preloaded plugin precedes libasan */
-             "%s%s timeout -s KILL 120 '%s/xlac-run' g.xg --seed 7 --save-outputs %s >/dev/null 2>%s.err",
+             "cd '%s' && rm -rf %s && exec timeout -s KILL 120 env -u LD_PRELOAD -u XLAC_AUTO_JIT "
+             "-u XLAC_FLAGS "
+             "OMP_WAIT_POLICY=passive "
+             "ASAN_OPTIONS=\"$ASAN_OPTIONS:verify_asan_link_order=0\" " /* a preloaded plugin
+                                                                           precedes libasan */
+             "%s%s '%s/xlac-run' g.xg --seed 7 --save-outputs %s >/dev/null 2>%s.err",
              work, plugin ? "got" : "ref",
-             plugin ? "XLAC_AUTO_JIT=2 XLAC_FLAGS='--disk_cache=0 --min_cluster_size=1' LD_PRELOAD=" : "",
+             plugin ? "XLAC_AUTO_JIT=2 XLAC_FLAGS='--disk_cache=0 --min_cluster_size=1' LD_PRELOAD="
+                    : "",
              plugin ? lib : "", bindir, plugin ? "got" : "ref", plugin ? "got" : "ref");
     r->status = system(cmd);
     char p[4200];
@@ -229,7 +246,8 @@ static gf_result fail(char *why, size_t cap, const char *fmt, ...)
 }
 
 /* Whether got[i] is want[i] within tol of the output's scale. */
-static bool close_enough(const xe_tensor *got, const xe_tensor *want, int64_t i, double tol, double scale)
+static bool close_enough(const xe_tensor *got, const xe_tensor *want, int64_t i, double tol,
+                         double scale)
 {
     double g = xe_load_f64(got->data, got->dtype, i), w = xe_load_f64(want->data, want->dtype, i);
     if (isnan(w) || isnan(g))
@@ -253,15 +271,20 @@ static gf_result compare_output(const char *work, const char *name, char *why, s
         r = fail(why, cap, "output %s: missing, or another dtype or shape", name);
     } else {
         xe_dtype dt = want->dtype;
-        double tol = dt == XE_F64 ? 1e-12 : dt == XE_F32 ? 1e-5 : dt == XE_F16 ? 1e-2 : 0, scale = 1;
+        double tol = dt == XE_F64   ? 1e-12
+                     : dt == XE_F32 ? 1e-5
+                     : dt == XE_F16 ? 1e-2
+                                    : 0,
+               scale = 1;
         for (int64_t i = 0; i < xe_tensor_numel(want); i++) {
             double w = fabs(xe_load_f64(want->data, dt, i));
             scale = isfinite(w) && w > scale ? w : scale;
         }
         for (int64_t i = 0; r == GF_SAME && i < xe_tensor_numel(want); i++)
             if (!close_enough(got, want, i, tol, scale))
-                r = fail(why, cap, "output %s[%lld]: clustered %.17g, op by op %.17g", name, (long long)i,
-                         xe_load_f64(got->data, dt, i), xe_load_f64(want->data, dt, i));
+                r = fail(why, cap, "output %s[%lld]: clustered %.17g, op by op %.17g", name,
+                         (long long)i, xe_load_f64(got->data, dt, i),
+                         xe_load_f64(want->data, dt, i));
     }
     if (want)
         xe_tensor_release(want);
@@ -292,7 +315,8 @@ static gf_result judge(const side *a, const side *b, char *why, size_t cap)
     for (int k = 0; k < 2; k++) {
         const char *how = k ? "clustered" : "op by op";
         if (!WIFEXITED(s[k]->status))
-            return fail(why, cap, "%s: killed by signal %d\n%s", how, WTERMSIG(s[k]->status), s[k]->err);
+            return fail(why, cap, "%s: killed by signal %d\n%s", how, WTERMSIG(s[k]->status),
+                        s[k]->err);
         if (sanitizer_report(s[k]->err))
             return fail(why, cap, "%s: sanitizer report\n%s", how, s[k]->err);
         if (WEXITSTATUS(s[k]->status) > 2)
@@ -300,7 +324,8 @@ static gf_result judge(const side *a, const side *b, char *why, size_t cap)
     }
     int ra = WEXITSTATUS(a->status), rb = WEXITSTATUS(b->status);
     if (ra != rb)
-        return fail(why, cap, "op by op exit %d, clustered exit %d\n%s\n%s", ra, rb, a->err, b->err);
+        return fail(why, cap, "op by op exit %d, clustered exit %d\n%s\n%s", ra, rb, a->err,
+                    b->err);
     return ra == 0 ? GF_SAME : GF_INVALID;
 }
 

@@ -25,7 +25,8 @@
 typedef enum gf_result {
     GF_SAME,    /* both runs succeeded and agree */
     GF_INVALID, /* the graph is not valid (both runs rejected it alike): not a failure */
-    GF_FAILED,  /* a crash, a sanitizer report, a one-sided error or a difference: `why` says which */
+    GF_FAILED,  /* a crash, a sanitizer report, a one-sided error or a difference: `why` says which
+                 */
 } gf_result;
 
 /* The .xg text of case `seed` (a random graph, mutated for 2 seeds in 3); malloc'd. */

@@ -11,6 +11,7 @@
  * fuzz.sh; exits 1 when a case failed.
  */
 #include <libgen.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -58,8 +59,11 @@ int main(int argc, char **argv)
         else if (!strcmp(argv[i], "--work"))
             work = argv[i + 1];
     }
-    char self[4096];
-    snprintf(self, sizeof self, "%s", argv[0]);
+    char self[PATH_MAX];
+    if (!realpath(argv[0], self)) { /* absolute: the runs happen in the work folder */
+        perror(argv[0]);
+        return 2;
+    }
     const char *bindir = dirname(self);
     long runs = 0, valid = 0, failed = 0;
     double t0 = now_s();
@@ -74,8 +78,8 @@ int main(int argc, char **argv)
         }
         free(text);
     }
-    printf("graphfuzz: %ld graphs (%ld ran and agreed, %ld invalid), %ld failed, in %.0f s\n", runs, valid,
-           runs - valid - failed, failed, now_s() - t0);
+    printf("graphfuzz: %ld graphs (%ld ran and agreed, %ld invalid), %ld failed, in %.0f s\n", runs,
+           valid, runs - valid - failed, failed, now_s() - t0);
     printf("stat::number_of_executed_units: %ld\n", runs);
     return failed ? 1 : 0;
 }
