@@ -194,7 +194,9 @@ static int pad_axis(ox_b *b, int x, int axis, int64_t lo, int64_t hi, int value)
 /* Pad in edge, reflect or wrap mode along one axis: each output position picks an input one. */
 static int pad_pick(ox_b *b, int x, int axis, int64_t lo, int64_t hi, char mode)
 {
-    int64_t dim = ox_type(b, x)->shape.dims[axis], n = dim + lo + hi, pos[256];
+    int64_t dim = ox_type(b, x)->shape.dims[axis], n, pos[256];
+    if (__builtin_add_overflow(dim, lo, &n) || __builtin_add_overflow(n, hi, &n)) /* absurd pads */
+        n = -1;
     if (n < 1 || n > 256 || dim < 1 || (mode == 'r' && dim < 2 && (lo > 0 || hi > 0))) {
         ox_unsupported(b, "this Pad of a dim of %lld is not supported", (long long)dim);
         return -1;
