@@ -108,6 +108,11 @@ int xc_cycles_rank(const xc_cycles *c, int x)
     return c->nodes[x].rank;
 }
 
+int xc_cycles_degree(const xc_cycles *c, int x)
+{
+    return c->nodes[x].in.n + c->nodes[x].out.n;
+}
+
 bool xc_cycles_has_edge(const xc_cycles *c, int x, int y)
 {
     return list_has(&c->nodes[x].out, y);

@@ -37,6 +37,9 @@ bool xc_cycles_is_reachable(xc_cycles *c, int x, int y);
  */
 int xc_cycles_contract(xc_cycles *c, int a, int b);
 
+/* The number of edges of x, in and out (a contraction costs those of the node merged away). */
+int xc_cycles_degree(const xc_cycles *c, int x);
+
 /* The current rank of x (a topological order of the live nodes). */
 int xc_cycles_rank(const xc_cycles *c, int x);
 

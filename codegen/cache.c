@@ -28,7 +28,7 @@
 #include <string.h>
 #include <time.h>
 
-#include <uthash.h>
+#include "xe_hash.h"
 #include <xxhash.h>
 
 #include "backend.h"
@@ -191,6 +191,11 @@ static entry *entry_get(xg_cache *c, const char *key)
         return NULL;
     }
     HASH_ADD_KEYPTR(hh, c->entries, e->key, strlen(e->key), e);
+    if (!xe_hash_added(e)) {
+        free(e->key);
+        free(e);
+        return NULL;
+    }
     return e;
 }
 
@@ -208,6 +213,10 @@ static cluster_state *cluster_get(xg_cache *c, const char *fp, const char *name)
         return s;
     snprintf(s->id, sizeof s->id, "%s", id);
     HASH_ADD_STR(c->clusters, id, s);
+    if (!xe_hash_added(s)) {
+        free(s);
+        return NULL;
+    }
     return s;
 }
 
@@ -259,7 +268,9 @@ static bool load_from_disk(job *j, xg_artifact **a, xg_program **prog, xe_status
     (*a)->shape_generic = j->generic;
     if (xg_program_load(*a, j->body, j->types, &j->c->o, prog, st) == XE_OK)
         return true;
-    xg_disk_reject(&j->c->disk, j->key, "it does not match this cluster's plan"); /* stale: rebuild */
+    char why[sizeof st->msg + 32];
+    snprintf(why, sizeof why, "loading it failed: %s", st->msg);
+    xg_disk_reject(&j->c->disk, j->key, why); /* stale: rebuild */
     xg_artifact_destroy(*a);
     *a = NULL;
     xe_status_clear(st);

@@ -15,6 +15,7 @@
  * cold compile wait for the disk (25 ms under load here), and a file that a crash leaves short or
  * empty fails the checks above and is rebuilt.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -158,6 +159,14 @@ static bool put(FILE *f, const void *p, size_t n, XXH3_state_t *h)
     return fwrite(p, 1, n, f) == n;
 }
 
+/* A module that could not be written (disk full, a file-size limit): the run goes on, one warning. */
+static void store_failed(xg_disk *d, const char *path, int err)
+{
+    if (!atomic_load(&d->warned) && !atomic_exchange(&d->store_warned, true)) /* one disk warning a run */
+        fprintf(stderr, "xlac: warning: cannot write disk cache file %s (%s); the module is used but not stored\n",
+                path, strerror(err));
+}
+
 void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a)
 {
     if (!d->dir)
@@ -167,8 +176,10 @@ void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a)
     snprintf(path, sizeof path, "%s/%s", d->dir, name);
     snprintf(tmp, sizeof tmp, "%s/.%s.XXXXXX", d->dir, name);
     int fd = mkstemp(tmp);
-    if (fd < 0)
+    if (fd < 0) {
+        store_failed(d, tmp, errno);
         return;
+    }
     FILE *f = fdopen(fd, "wb");
     XXH3_state_t *h = XXH3_createState();
     bool ok = f && h && XXH3_128bits_reset(h) == XXH_OK;
@@ -187,8 +198,10 @@ void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a)
         ok = (fclose(f) == 0) && ok;
     else
         close(fd);
-    if (!ok || rename(tmp, path) != 0)
+    if (!ok || rename(tmp, path) != 0) {
+        int e = errno;
         unlink(tmp);
-    else if (d->max_bytes)
+        store_failed(d, path, e);
+    } else if (d->max_bytes)
         xg_disk_evict(d->dir, d->max_bytes);
 }

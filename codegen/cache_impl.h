@@ -44,6 +44,7 @@ typedef struct xg_disk {
     unsigned long long max_bytes; /* --cache_max_mb in bytes; 0: no limit */
     atomic_ullong rejects;        /* files refused (unsafe, truncated, corrupt, foreign, stale) */
     atomic_bool warned;           /* the one warning per run about a refused file is out */
+    atomic_bool store_warned;     /* the one warning per run about a file that could not be written */
 } xg_disk;
 
 /* Largest cache file read at all (checked with fstat before reading). */

@@ -41,6 +41,8 @@ xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status 
     const char *p = data;
     while (len > 0) {
         ssize_t w = write(fd, p, len);
+        if (w < 0 && errno == EINTR) /* a signal before anything was written: again */
+            continue;
         if (w <= 0) {
             close(fd);
             return xe_fail(st, XE_ERR_IO, "%s: write failed: %m", path);

@@ -64,8 +64,9 @@ typedef struct red {
 #define MUL(a, b) ((a) * (b))
 #define MAXI(a, b) ((a) > (b) ? (a) : (b))
 #define MINI(a, b) ((a) < (b) ? (a) : (b))
-#define MAXF(a, b) ((a) != (a) || (a) > (b) ? (a) : (b)) /* NaN-propagating */
-#define MINF(a, b) ((a) != (a) || (a) < (b) ? (a) : (b))
+/* NaN-propagating, +0 above -0 (scalar.h's xe_max_f32 and xe_min_f32, for float and double) */
+#define MAXF(a, b) ((a) != (a) || (a) > (b) ? (a) : (a) == (b) ? ((a) == 0 ? (a) + (b) : (a)) : (b))
+#define MINF(a, b) ((a) != (a) || (a) < (b) ? (a) : (a) == (b) ? ((a) == 0 ? -(-(a) - (b)) : (a)) : (b))
 #define I2U(v) ((uint64_t)(int64_t)(v)) /* int sums and products wrap in uint64 */
 #define I2I(v) ((int64_t)(v))
 
@@ -89,8 +90,13 @@ typedef struct red {
         return s;                                                                                  \
     }
 
-/* Float max/min of a row: a vectorized max/min plus a NaN flag (NaN wins). */
-#define DEF_ROW_NANFOLD(NAME, T, ACC, LOAD, INIT, RED, CMP)                                        \
+/*
+ * Float max/min of a row: a vectorized max/min plus a NaN flag (NaN wins).
+ * The vector max leaves the sign of a zero result to the order of the
+ * lanes; a zero result is refolded in order with FOLD (+0 above -0), so
+ * that it is the zero that every other path gives.
+ */
+#define DEF_ROW_NANFOLD(NAME, T, ACC, LOAD, INIT, RED, CMP, FOLD)                                      \
     static ACC NAME(const T *restrict x, int64_t K, bool par)                                     \
     {                                                                                              \
         ACC m = INIT;                                                                              \
@@ -110,21 +116,24 @@ typedef struct red {
                 bad |= v != v;                                                                     \
             }                                                                                      \
         }                                                                                          \
+        if (!bad && m == 0)                                                                        \
+            for (int64_t k = 0; k < K; k++)                                                        \
+                m = FOLD(m, LOAD(x[k]));                                                           \
         return bad ? (ACC)NAN : m;                                                                 \
     }
 
 DEF_ROW_FOLD(row_sum_f32, float, float, KEEP, 0.0f, +, ADD)
 DEF_ROW_FOLD(row_prod_f32, float, float, KEEP, 1.0f, *, MUL)
-DEF_ROW_NANFOLD(row_max_f32, float, float, KEEP, -INFINITY, max, >)
-DEF_ROW_NANFOLD(row_min_f32, float, float, KEEP, INFINITY, min, <)
+DEF_ROW_NANFOLD(row_max_f32, float, float, KEEP, -INFINITY, max, >, MAXF)
+DEF_ROW_NANFOLD(row_min_f32, float, float, KEEP, INFINITY, min, <, MINF)
 DEF_ROW_FOLD(row_sum_f64, double, double, KEEP, 0.0, +, ADD)
 DEF_ROW_FOLD(row_prod_f64, double, double, KEEP, 1.0, *, MUL)
-DEF_ROW_NANFOLD(row_max_f64, double, double, KEEP, -INFINITY, max, >)
-DEF_ROW_NANFOLD(row_min_f64, double, double, KEEP, INFINITY, min, <)
+DEF_ROW_NANFOLD(row_max_f64, double, double, KEEP, -INFINITY, max, >, MAXF)
+DEF_ROW_NANFOLD(row_min_f64, double, double, KEEP, INFINITY, min, <, MINF)
 DEF_ROW_FOLD(row_sum_f16, xe_f16, float, H2F, 0.0f, +, ADD)
 DEF_ROW_FOLD(row_prod_f16, xe_f16, float, H2F, 1.0f, *, MUL)
-DEF_ROW_NANFOLD(row_max_f16, xe_f16, float, H2F, -INFINITY, max, >)
-DEF_ROW_NANFOLD(row_min_f16, xe_f16, float, H2F, INFINITY, min, <)
+DEF_ROW_NANFOLD(row_max_f16, xe_f16, float, H2F, -INFINITY, max, >, MAXF)
+DEF_ROW_NANFOLD(row_min_f16, xe_f16, float, H2F, INFINITY, min, <, MINF)
 DEF_ROW_FOLD(row_sum_i32, int32_t, uint64_t, I2U, 0, +, ADD)
 DEF_ROW_FOLD(row_prod_i32, int32_t, uint64_t, I2U, 1, *, MUL)
 DEF_ROW_FOLD(row_max_i32, int32_t, int64_t, I2I, INT64_MIN, max, MAXI)

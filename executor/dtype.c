@@ -85,6 +85,21 @@ void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v)
     }
 }
 
+bool xe_shape_size_ok(const xe_shape *s)
+{
+    int64_t n = 1;
+    for (int i = 0; i < s->rank; i++)
+        if (s->dims[i] == 0)
+            return true;
+    for (int i = 0; i < s->rank; i++) {
+        int64_t d = s->dims[i];
+        if (d > XE_MAX_ELEMS || (d > 0 && n > XE_MAX_ELEMS / d))
+            return false;
+        n *= d > 0 ? d : 1;
+    }
+    return true;
+}
+
 int64_t xe_shape_numel(const xe_shape *s)
 {
     int64_t n = 1;

@@ -144,6 +144,8 @@ static xe_code infer_actual(const xe_node *n, const xe_op_def *d, xe_tensor *con
         types[i] = (xe_type){in[i]->dtype, in[i]->shape};
     *out = n->type;
     xe_code c = d->infer(n, types, n->n_inputs, out, st);
+    if (c == XE_OK)
+        c = xe_type_check_size(out, st);
     free(types);
     return c;
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "xe_hash.h"
 
 #include "xlac/graph.h"
 #include "xlac/op.h"
@@ -155,6 +155,11 @@ int xe_graph_add_node(xe_graph *g, const char *name, int op, const int *inputs, 
     e->name = n->name;
     e->index = g->n_nodes;
     HASH_ADD_KEYPTR(hh, g->names, e->name, strlen(e->name), e);
+    if (!xe_hash_added(e)) {
+        node_free(n);
+        free(e);
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory adding a node"), -1;
+    }
     g->nodes[g->n_nodes] = n;
     return g->n_nodes++;
 }

@@ -17,6 +17,15 @@ static xe_code node_error(const xe_graph *g, const xe_node *n, xe_status *st)
     return xe_status_prefix(st, "%s: node %s (%s): ", where, n->name, xe_node_op_name(n));
 }
 
+xe_code xe_type_check_size(const xe_type *t, xe_status *st)
+{
+    char buf[160];
+    if (xe_shape_size_ok(&t->shape))
+        return XE_OK;
+    return xe_fail(st, XE_ERR_GRAPH, "result %s is too large (more than %lld elements)",
+                   xe_type_str(t, buf, sizeof buf), (long long)XE_MAX_ELEMS);
+}
+
 static xe_code infer_get(const xe_graph *g, xe_node *n, xe_status *st)
 {
     const xe_node *src = g->nodes[n->inputs[0]];
@@ -89,6 +98,8 @@ static xe_code infer_regular(const xe_graph *g, xe_node *n, const xe_op_def *d, 
     }
     xe_type out = n->type;
     if (c == XE_OK && (c = d->infer(n, in, n->n_inputs, &out, st)) == XE_OK)
+        c = xe_type_check_size(&out, st);
+    if (c == XE_OK)
         n->type = out;
     free(in);
     return c;

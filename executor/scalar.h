@@ -206,22 +206,33 @@ XE_HOSTDEV static inline int64_t xe_abs_i64(int64_t a)
     return a < 0 ? xe_sub_i64(0, a) : a;
 }
 
-/* NaN-propagating maximum and minimum (numpy's maximum/minimum). */
+/*
+ * NaN-propagating maximum and minimum (numpy's maximum/minimum), with
+ * IEEE 754-2019's order of signed zeros: max(+0, -0) = +0 and
+ * min(+0, -0) = -0 whichever comes first, so that a reduction gives the
+ * same zero in any order (per-op kernels, fused loops, GPU trees). On a
+ * tie of zeros, a + b is +0 unless both are -0, and -(-a - b) is -0
+ * unless both are +0. Selects, not branches: the loops vectorise.
+ */
 XE_HOSTDEV static inline XE_VEC_INLINE float xe_max_f32(float a, float b)
 {
-    return xe_select_f32((a != a) | (a > b), a, b); /* | not ||: no branch */
+    float tie = xe_select_f32(a == 0.0f, a + b, a);
+    return xe_select_f32((a != a) | (a > b), a, xe_select_f32(a == b, tie, b)); /* | not ||: no branch */
 }
 XE_HOSTDEV static inline XE_VEC_INLINE float xe_min_f32(float a, float b)
 {
-    return xe_select_f32((a != a) | (a < b), a, b);
+    float tie = xe_select_f32(a == 0.0f, -(-a - b), a);
+    return xe_select_f32((a != a) | (a < b), a, xe_select_f32(a == b, tie, b));
 }
 XE_HOSTDEV static inline XE_VEC_INLINE double xe_max_f64(double a, double b)
 {
-    return xe_select_f64((a != a) | (a > b), a, b);
+    double tie = xe_select_f64(a == 0.0, a + b, a);
+    return xe_select_f64((a != a) | (a > b), a, xe_select_f64(a == b, tie, b));
 }
 XE_HOSTDEV static inline XE_VEC_INLINE double xe_min_f64(double a, double b)
 {
-    return xe_select_f64((a != a) | (a < b), a, b);
+    double tie = xe_select_f64(a == 0.0, -(-a - b), a);
+    return xe_select_f64((a != a) | (a < b), a, xe_select_f64(a == b, tie, b));
 }
 
 /*
@@ -582,7 +593,7 @@ XE_HOSTDEV static inline XE_VEC_INLINE float xe_elu_f32(float x, float alpha)
 #if defined(__CUDACC__) || defined(__CUDACC_RTC__)
     return x > 0.0f ? x : alpha * expm1f(x);
 #else
-    /* expm1 for x <= 0: x + x^2 R(x) on [-1, 0] (R a degree-6 fit, relative error 6.5e-10),
+    /* expm1 for x <= 0: x + x^2 R(x) on [-1, 0) (R a degree-6 fit, relative error 6.5e-10),
        exp(x) - 1 below (no cancellation there: exp(x) <= 1/e) */
     float r = 1.692812721267069e-05f;
     r = r * x + 1.8832475546631217e-04f;
@@ -591,7 +602,8 @@ XE_HOSTDEV static inline XE_VEC_INLINE float xe_elu_f32(float x, float alpha)
     r = r * x + 4.166629020953762e-02f;
     r = r * x + 1.66666643264367e-01f;
     r = r * x + 4.9999999976145215e-01f;
-    float m = xe_select_f32(x < -1.0f, xe_exp_f32(x) - 1.0f, x + x * x * r);
+    float small = xe_select_f32(x == 0.0f, x, x + x * x * r); /* expm1(-0) is -0, as on CUDA */
+    float m = xe_select_f32(x < -1.0f, xe_exp_f32(x) - 1.0f, small);
     return xe_select_f32(x > 0.0f, x, alpha * m);
 #endif
 }

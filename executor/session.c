@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <uthash.h>
+#include "xe_hash.h"
 
 #include "exec_impl.h"
 #include "xlac/op.h"
@@ -54,6 +54,10 @@ uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
             return NULL;
         e->node = n;
         HASH_ADD_PTR(s->states, node, e);
+        if (!xe_hash_added(e)) {
+            free(e);
+            return NULL;
+        }
     }
     return &e->counter;
 }

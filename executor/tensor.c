@@ -109,8 +109,11 @@ xe_tensor *xe_tensor_new(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_s
         t->data = xe_gpu_alloc(bytes, st);
     } else {
         t->data = host_alloc(bytes);
-        if (!t->data)
-            xe_fail(st, XE_ERR_NOMEM, "out of memory allocating %zu bytes", bytes);
+        if (!t->data) {
+            char ty[160];
+            xe_fail(st, XE_ERR_NOMEM, "out of memory allocating %s (%zu bytes)",
+                    xe_type_str(&(xe_type){.dtype = dt, .shape = *shape}, ty, sizeof ty), bytes);
+        }
     }
     if (!t->data) {
         free(t);

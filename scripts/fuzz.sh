@@ -7,7 +7,12 @@
 #
 # Targets: xg (.xg parser + shape inference + writer round trip), npy,
 # flags (XLAC_AUTO_JIT / XLAC_FLAGS), disk (the disk-cache file parser),
-# onnx (the ONNX importer on a model, and the same bytes as a TensorProto).
+# onnx (the ONNX importer on a model, and the same bytes as a TensorProto),
+# graph (the structure-aware graph fuzzer xlac-graphfuzz: random graphs and
+# mutations of them, each run by xlac-run op by op and clustered, outputs
+# compared; not libFuzzer, the same ASan+UBSan build; a failing graph is
+# kept with its reason in build-fuzz/crashes/graph/: copy the .xg to
+# tests/data/fuzz/graph/, which test_graph_fuzz replays).
 # Seeds come from the repo (examples, bench graphs, tests/data,
 # tests/fuzz/seeds); the growing corpus lives in build-fuzz/corpus/TARGET.
 # A crash leaves its input in build-fuzz/crashes/TARGET/: copy it to
@@ -22,17 +27,21 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) seconds=$2; shift 2 ;;
         --minutes) seconds=$(($2 * 60)); shift 2 ;;
-        -h|--help) sed -n '2,16p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
         *) targets+=("$1"); shift ;;
     esac
 done
-[ ${#targets[@]} -eq 0 ] && targets=(xg npy flags disk onnx)
+[ ${#targets[@]} -eq 0 ] && targets=(xg npy flags disk onnx graph)
 dir=build-fuzz
 if ! CC=clang cmake -S . -B "$dir" -DXLAC_FUZZ=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         >"$dir.configure.log" 2>&1; then
     cat "$dir.configure.log"; exit 1
 fi
-if ! nice cmake --build "$dir" -j"$(nproc)" --target $(printf 'fuzz_%s ' "${targets[@]}") >"$dir.build.log" 2>&1; then
+build_targets=()
+for t in "${targets[@]}"; do
+    if [ "$t" = graph ]; then build_targets+=(xlac-graphfuzz xlac-run xlac); else build_targets+=("fuzz_$t"); fi
+done
+if ! nice cmake --build "$dir" -j"$(nproc)" --target "${build_targets[@]}" >"$dir.build.log" 2>&1; then
     tail -n 40 "$dir.build.log"; exit 1
 fi
 
@@ -58,17 +67,25 @@ for t in "${targets[@]}"; do
     [ -f "tests/fuzz/$t.dict" ] && dict=("-dict=tests/fuzz/$t.dict")
     log=$dir/fuzz_$t.log
     start=$SECONDS
+    if [ "$t" = graph ]; then # each case runs xlac-run twice; its seeds are the generator's
+        from=$(( $(date +%s) % 1000000 * 1000 )) # another stretch of cases each campaign
+        ASAN_OPTIONS=detect_leaks=1 LSAN_OPTIONS=suppressions=$PWD/tests/lsan.supp \
+            UBSAN_OPTIONS=print_stacktrace=1 nice "$dir/bin/xlac-graphfuzz" --seconds "$seconds" --from "$from" \
+            --keep "$crashes" --work "$dir/graph-work" >"$log" 2>&1
+        rc=$?
+    else
     ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
         nice "$dir/bin/fuzz_$t" "${dict[@]}" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
         -max_len=65536 -print_final_stats=1 -artifact_prefix="$crashes/" "$corpus" >"$log" 2>&1
     rc=$?
+    fi
     execs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)
-    found=$(find "$crashes" -type f ! -name 'slow-unit-*' | wc -l) # a slow unit is reported, not a crash
+    found=$(find "$crashes" -type f ! -name 'slow-unit-*' ! -name '*.why' | wc -l) # a slow unit is reported, not a crash
     printf 'fuzz %-6s %10s executions in %ds, %d crash(es) in %s\n' "$t:" "${execs:-?}" $((SECONDS - start)) \
         "$found" "$crashes"
     if [ "$rc" -ne 0 ] || [ "$found" -gt 0 ]; then
         crashed=1
-        grep -a -E "ERROR|SUMMARY|runtime error" "$log" | head -n 10 | sed 's/^/    /'
+        grep -a -E "ERROR|SUMMARY|runtime error|failed" "$log" | head -n 10 | sed 's/^/    /'
     fi
 done
 exit "$crashed"

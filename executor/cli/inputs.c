@@ -38,11 +38,14 @@ static double random_value(xe_dtype dt, uint64_t *state)
     return (double)((int64_t)(r % 21) - 10);
 }
 
-static xe_tensor *random_tensor(const xe_type *t, uint64_t seed, xe_status *st)
+/* Random data for input `name` of type t; an allocation failure names the input. */
+static xe_tensor *random_tensor(const char *name, const xe_type *t, uint64_t seed, xe_status *st)
 {
     xe_tensor *x = xe_tensor_new(t->dtype, &t->shape, XE_DEV_CPU, st);
-    if (!x)
+    if (!x) {
+        xe_status_prefix(st, "input %s: ", name);
         return NULL;
+    }
     int64_t n = xe_tensor_numel(x);
     for (int64_t i = 0; i < n; i++)
         xe_store_f64(x->data, t->dtype, i, random_value(t->dtype, &seed));
@@ -217,7 +220,7 @@ xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *
         inputs[k] = NULL;
         if (input_source(o, in, k, feed, path, st) == XE_OK)
             inputs[k] = path[0] ? load_checked(in->name, path, &in->type, o->feed_shard && !given(o, in), st)
-                                : random_tensor(&in->type, o->seed * 1000003u + (uint64_t)k, st);
+                                : random_tensor(in->name, &in->type, o->seed * 1000003u + (uint64_t)k, st);
         if (!inputs[k]) {
             for (int j = 0; j < k; j++) {
                 xe_tensor_release(inputs[j]);

@@ -43,6 +43,11 @@ xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st)
     }
     v->node = node;
     HASH_ADD_KEYPTR(hh, c->values, v->name, strlen(v->name), v);
+    if (!xe_hash_added(v)) {
+        free(v->name);
+        free(v);
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    }
     return XE_OK;
 }
 

@@ -19,7 +19,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include <uthash.h>
+#include "xe_hash.h"
 
 #include "onnx.pb-c.h"
 #include "xlac/onnx.h"

@@ -87,9 +87,9 @@ xe_code ox_b_range(ox_b *b)
     double start = xe_load_f64(t0->data, t0->dtype, 0), limit = xe_load_f64(t1->data, t1->dtype, 0),
            delta = xe_load_f64(t2->data, t2->dtype, 0);
     double count = delta != 0 ? ceil((limit - start) / delta) : 0;
-    int64_t n = count > 0 ? (int64_t)count : 0;
-    if (n > OX_FOLD_MAX)
+    if (count > OX_FOLD_MAX) /* checked in double: a count beyond int64 must not be converted */
         return ox_unsupported(b, "a Range of more than %d elements is not supported", OX_FOLD_MAX);
+    int64_t n = count > 0 ? (int64_t)count : 0;
     xe_tensor *t = new_tensor(b, t0->dtype, &n, 1);
     for (int64_t i = 0; t && i < n; i++) /* start + i * delta, as ONNX's reference computes it */
         xe_store_f64(t->data, t->dtype, i,
@@ -194,7 +194,9 @@ static int pad_axis(ox_b *b, int x, int axis, int64_t lo, int64_t hi, int value)
 /* Pad in edge, reflect or wrap mode along one axis: each output position picks an input one. */
 static int pad_pick(ox_b *b, int x, int axis, int64_t lo, int64_t hi, char mode)
 {
-    int64_t dim = ox_type(b, x)->shape.dims[axis], n = dim + lo + hi, pos[256];
+    int64_t dim = ox_type(b, x)->shape.dims[axis], n, pos[256];
+    if (__builtin_add_overflow(dim, lo, &n) || __builtin_add_overflow(n, hi, &n)) /* absurd pads */
+        n = -1;
     if (n < 1 || n > 256 || dim < 1 || (mode == 'r' && dim < 2 && (lo > 0 || hi > 0))) {
         ox_unsupported(b, "this Pad of a dim of %lld is not supported", (long long)dim);
         return -1;

@@ -50,6 +50,10 @@ void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v);
 
 /* Number of elements; -1 when any dim is unknown. */
 int64_t xe_shape_numel(const xe_shape *s);
+/* The most elements a type may have (2^48): dims beyond it are an error, never an overflow. */
+#define XE_MAX_ELEMS ((int64_t)1 << 48)
+/* Whether the product of s's known dims (a zero dim included) is at most XE_MAX_ELEMS. */
+bool xe_shape_size_ok(const xe_shape *s);
 bool xe_shape_equal(const xe_shape *a, const xe_shape *b);
 bool xe_shape_is_known(const xe_shape *s);
 xe_shape xe_shape_make(int rank, const int64_t *dims);

@@ -122,6 +122,8 @@ int *xe_graph_use_counts(const xe_graph *g);
  * unknown dims propagated. Errors are "FILE:LINE:COL: node NAME (OP): ...".
  */
 xe_code xe_graph_infer(xe_graph *g, xe_status *st);
+/* An error (XE_ERR_GRAPH) when t has more than XE_MAX_ELEMS elements: every inferred type is checked. */
+xe_code xe_type_check_size(const xe_type *t, xe_status *st);
 /* Infers one node from its inputs' types (get and composite nodes included). */
 xe_code xe_node_infer(xe_graph *g, xe_node *n, xe_status *st);
 
