@@ -20,71 +20,31 @@
 
 #include "xlac/io.h"
 #include "xlac/xlac.h"
+#include "support/tmpdir.h"
 
 #define BIN XLAC_BINARY_DIR "/bin/"
 #define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
 #define SRC XLAC_SOURCE_DIR "/"
 
 #ifdef XLAC_SANITIZE
-#define ASAN_ENV "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
 #define CC_SAN " -fsanitize=address,undefined" /* mlp.so pulls in the instrumented libxlac_executor.so */
 #else
-#define ASAN_ENV ""
 #define CC_SAN ""
 #endif
-#define CLEAN_ENV "env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS -u XLAC_DUMP_TO -u XLAC_DUMP_GRAPH_PREFIX " ASAN_ENV
-
-static char tmp[256];
 
 static void make_tmp(void)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/xlac_aot_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
+    xt_tmp_make("/tmp/xlac_aot_XXXXXX");
 }
 
-static void remove_tmp(void)
-{
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
-}
-
-TestSuite(aot, .init = make_tmp, .fini = remove_tmp, .timeout = 180);
-
-static char *read_all(const char *p)
-{
-    FILE *f = fopen(p, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
-
-/* Runs cmd in the test folder with a clean environment plus env_words; output (both streams) in *out. */
-static int sh(const char *env_words, const char *cmd, char **out)
-{
-    char *line = NULL, log[300];
-    snprintf(log, sizeof log, "%s/.log", tmp);
-    cr_assert_geq(asprintf(&line, "cd '%s' && " CLEAN_ENV "%s %s >'%s' 2>&1", tmp, env_words, cmd, log), 0);
-    int status = system(line);
-    free(line);
-    *out = read_all(log);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
-}
+TestSuite(aot, .init = make_tmp, .fini = xt_tmp_fini, .timeout = 180);
 
 static xe_tensor *load(const char *name)
 {
     char p[400];
     xe_status st;
     xe_status_clear(&st);
-    snprintf(p, sizeof p, "%s/%s", tmp, name);
+    snprintf(p, sizeof p, "%s/%s", xt_tmp, name);
     xe_tensor *t = xe_npy_read(p, &st);
     cr_assert_not_null(t, "%s: %s", p, st.msg);
     return t;
@@ -95,22 +55,22 @@ static xe_tensor *load(const char *name)
 Test(aot, example_program_matches_xlac_run)
 {
     char *o = NULL;
-    cr_assert_eq(sh("", BIN "xlac-compile " SRC "examples/mlp.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert_eq(xt_sh("", BIN "xlac-compile " SRC "examples/mlp.xg --target c --out out", &o), 0, "%s", o);
     cr_assert(strstr(o, "out/mlp.so: the whole graph as one entry point (declared in out/mlp.h)"), "%s", o);
     free(o);
     char *h = NULL;
     char hp[400];
-    snprintf(hp, sizeof hp, "%s/out/mlp.h", tmp);
-    cr_assert_not_null(h = read_all(hp));
+    snprintf(hp, sizeof hp, "%s/out/mlp.h", xt_tmp);
+    cr_assert_not_null(h = xt_read_file(hp, NULL));
     cr_assert(strstr(h, "int mlp_run(") && strstr(h, "const float *x /* f32[64,128] */") &&
               strstr(h, "float *y /* f32[64,128] */") && strstr(h, "#define MLP_Y_DIM1 128"), "%s", h);
     free(h);
-    cr_assert_eq(sh("", "cc -std=c11 -Wall -Wextra -Werror" CC_SAN " -I out " SRC "examples/aot/mlp_main.c out/mlp.so "
+    cr_assert_eq(xt_sh("", "cc -std=c11 -Wall -Wextra -Werror" CC_SAN " -I out " SRC "examples/aot/mlp_main.c out/mlp.so "
                         "-Wl,-rpath,\"$PWD/out\" -lm -o mlp_main && ./mlp_main", &o), 0, "%s", o);
     free(o);
-    cr_assert_eq(sh("", BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs plain", &o), 0, "%s", o);
+    cr_assert_eq(xt_sh("", BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs plain", &o), 0, "%s", o);
     free(o);
-    cr_assert_eq(sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS=--disk_cache=0",
+    cr_assert_eq(xt_sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS=--disk_cache=0",
                     BIN "xlac-run " SRC "examples/mlp.xg" FEEDS " --save-outputs jit", &o), 0, "%s", o);
     free(o);
     xe_tensor *got = load("y.npy"), *plain = load("plain/y.npy"), *jit = load("jit/y.npy");
@@ -131,19 +91,19 @@ Test(aot, example_program_matches_xlac_run)
 Test(aot, per_op_nodes_and_unknown_dims_are_refused_by_name)
 {
     char gp[400];
-    snprintf(gp, sizeof gp, "%s/u.xg", tmp);
+    snprintf(gp, sizeof gp, "%s/u.xg", xt_tmp);
     FILE *f = fopen(gp, "w");
     cr_assert_not_null(f);
     fputs("xlac.graph v1\ninput x: f32[8]\na = mul(x, x)\nb = add(a, x)\nu = unique(b)\nc = exp(u)\noutput c\n", f);
     fclose(f);
     char *o = NULL;
-    cr_assert_eq(sh("", BIN "xlac-compile u.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert_eq(xt_sh("", BIN "xlac-compile u.xg --target c --out out", &o), 0, "%s", o);
     cr_assert(strstr(o, "warning: u.xg: no ahead-of-time entry point: node u (unique) at u.xg:5 has a data-dependent "
                         "output shape"), "%s", o);
     free(o);
-    cr_assert_eq(sh("", "test ! -e out/u.so && test ! -e out/u.h", &o), 0, "an entry point was written");
+    cr_assert_eq(xt_sh("", "test ! -e out/u.so && test ! -e out/u.h", &o), 0, "an entry point was written");
     free(o);
-    int rc = sh("", BIN "xlac-compile " SRC "examples/dynamic.xg --target c --out dyn", &o);
+    int rc = xt_sh("", BIN "xlac-compile " SRC "examples/dynamic.xg --target c --out dyn", &o);
     cr_assert_eq(rc, 2, "%s", o);
     cr_assert(strstr(o, "input x is f32[?,"), "%s", o);
     free(o);
@@ -152,14 +112,14 @@ Test(aot, per_op_nodes_and_unknown_dims_are_refused_by_name)
 Test(aot, seed_cache_makes_the_first_run_load)
 {
     char *o = NULL;
-    cr_assert_eq(sh("", BIN "xlac-compile " SRC "examples/mlp.xg " SRC "examples/softmax.xg --target c --out out "
+    cr_assert_eq(xt_sh("", BIN "xlac-compile " SRC "examples/mlp.xg " SRC "examples/softmax.xg --target c --out out "
                         "--seed-cache cache", &o), 0, "%s", o);
     free(o);
     const char *graphs[] = {"mlp", "softmax"};
     for (int i = 0; i < 2; i++) {
         char cmd[400];
         snprintf(cmd, sizeof cmd, BIN "xlac-run " SRC "examples/%s.xg", graphs[i]);
-        cr_assert_eq(sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=cache --stats'", cmd, &o), 0,
+        cr_assert_eq(xt_sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=cache --stats'", cmd, &o), 0,
                      "%s", o);
         cr_assert(strstr(o, " compiles=0 ") && strstr(o, " disk_hits=1 ") && strstr(o, " fallbacks=0 "), "%s: %s",
                   graphs[i], o);
@@ -171,14 +131,14 @@ Test(aot, seed_cache_makes_the_first_run_load)
 Test(aot, two_clusters_a_constant_and_a_passthrough_output)
 {
     char p[400];
-    snprintf(p, sizeof p, "%s/two.xg", tmp);
+    snprintf(p, sizeof p, "%s/two.xg", xt_tmp);
     FILE *f = fopen(p, "w");
     cr_assert_not_null(f);
     fputs("xlac.graph v1\ninput x: f32[4,3]\ninput y: f32[4,3]\na = mul(x, x)\nb = add(a, x)\nc = sub(y, x)\n"
           "k = const(f32[3], [1, 2, 3])\nd = mul(c, k)\ne = add(d, y)\noutput b\noutput e\noutput x\n",
           f);
     fclose(f);
-    snprintf(p, sizeof p, "%s/main.c", tmp);
+    snprintf(p, sizeof p, "%s/main.c", xt_tmp);
     f = fopen(p, "w");
     cr_assert_not_null(f);
     fputs("#include <stdio.h>\n#include \"two.h\"\n"
@@ -195,15 +155,15 @@ Test(aot, two_clusters_a_constant_and_a_passthrough_output)
           f);
     fclose(f);
     char *o = NULL;
-    cr_assert_eq(sh("", BIN "xlac-compile two.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert_eq(xt_sh("", BIN "xlac-compile two.xg --target c --out out", &o), 0, "%s", o);
     cr_assert(strstr(o, "cluster_1") && strstr(o, "out/two.so: the whole graph"), "%s", o);
     free(o);
-    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -ffp-contract=off -I out main.c out/two.so -Wl,-rpath,\"$PWD/out\" "
+    cr_assert_eq(xt_sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -ffp-contract=off -I out main.c out/two.so -Wl,-rpath,\"$PWD/out\" "
                         "-o two && ./two", &o), 0, "%s", o);
     cr_assert(strstr(o, "ok"), "%s", o);
     free(o);
     /* an unusable seed folder stops xlac-compile before anything compiles */
-    int rc = sh("", BIN "xlac-compile two.xg --target c --out out2 --seed-cache /dev/null/cache", &o);
+    int rc = xt_sh("", BIN "xlac-compile two.xg --target c --out out2 --seed-cache /dev/null/cache", &o);
     cr_assert_eq(rc, 2, "%s", o);
     cr_assert(strstr(o, "--seed-cache /dev/null/cache: not a folder that can be written"), "%s", o);
     free(o);
@@ -213,14 +173,14 @@ Test(aot, two_clusters_a_constant_and_a_passthrough_output)
 Test(aot, per_op_step_between_clusters)
 {
     char p[400];
-    snprintf(p, sizeof p, "%s/mid.xg", tmp);
+    snprintf(p, sizeof p, "%s/mid.xg", xt_tmp);
     FILE *f = fopen(p, "w");
     cr_assert_not_null(f);
     fputs("xlac.graph v1\ninput x: f32[4,3]\na = mul(x, x)\nb = add(a, x)\nt = tile(b, repeats=[2, 1])\n"
           "c = exp(t)\nd = mul(c, c)\ne = sub(d, c)\noutput e\noutput t\n",
           f);
     fclose(f);
-    snprintf(p, sizeof p, "%s/main.c", tmp);
+    snprintf(p, sizeof p, "%s/main.c", xt_tmp);
     f = fopen(p, "w");
     cr_assert_not_null(f);
     fputs("#include <math.h>\n#include <stdio.h>\n#include \"mid.h\"\n"
@@ -237,15 +197,15 @@ Test(aot, per_op_step_between_clusters)
           f);
     fclose(f);
     char *o = NULL;
-    cr_assert_eq(sh("", BIN "xlac-compile mid.xg --target c --out out", &o), 0, "%s", o);
+    cr_assert_eq(xt_sh("", BIN "xlac-compile mid.xg --target c --out out", &o), 0, "%s", o);
     cr_assert(strstr(o, "out/mid.so: the whole graph"), "%s", o);
     free(o);
-    snprintf(p, sizeof p, "%s/out/mid.c", tmp);
-    char *src = read_all(p);
+    snprintf(p, sizeof p, "%s/out/mid.c", xt_tmp);
+    char *src = xt_read_file(p, NULL);
     cr_assert(src && strstr(src, "t = tile, per op (libxlac_executor)") && strstr(src, "xe_aot_graph_run(&h, text"),
               "%s", src);
     free(src);
-    cr_assert_eq(sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -I out main.c out/mid.so -Wl,-rpath,\"$PWD/out\" -lm -o mid "
+    cr_assert_eq(xt_sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -I out main.c out/mid.so -Wl,-rpath,\"$PWD/out\" -lm -o mid "
                         "&& ./mid", &o), 0, "%s", o);
     cr_assert(strstr(o, "ok"), "%s", o);
     free(o);

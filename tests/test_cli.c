@@ -21,15 +21,14 @@
 #include <unistd.h>
 
 #include "xlac/xlac.h"
+#include "support/tmpdir.h"
 
 static xe_status st;
-static char dir[64];
 static char *out, *err; /* the last run's stdout and stderr */
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/xlac-cli-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    xt_tmp_make("/tmp/xlac-cli-XXXXXX");
     xe_status_clear(&st);
     out = err = NULL;
 }
@@ -38,14 +37,12 @@ static void teardown(void)
 {
     free(out);
     free(err);
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    cr_assert(xt_tmp_remove());
 }
 
 static void in_dir(char *buf, size_t cap, const char *name)
 {
-    snprintf(buf, cap, "%s/%s", dir, name);
+    snprintf(buf, cap, "%s/%s", xt_tmp, name);
 }
 
 static void write_text(const char *name, const char *text, size_t len)
@@ -74,7 +71,7 @@ static char *slurp(const char *name)
 }
 
 /*
- * Runs xlac-run ARGS in dir with the plugin kept out; stdout and stderr
+ * Runs xlac-run ARGS in the test folder with the plugin kept out; stdout and stderr
  * land in out and err. Returns the exit status, or -SIGNAL if it was killed.
  */
 static int run(const char *args)
@@ -85,7 +82,7 @@ static int run(const char *args)
     snprintf(cmd, sizeof cmd,
              "cd %s && env -u LD_PRELOAD -u XLAC_AUTO_JIT %s/bin/xlac-run %s >stdout.txt "
              "2>stderr.txt",
-             dir, XLAC_BINARY_DIR, args);
+             xt_tmp, XLAC_BINARY_DIR, args);
     int status = system(cmd);
     out = slurp("stdout.txt");
     err = slurp("stderr.txt");
@@ -121,16 +118,6 @@ static int count(const char *hay, const char *needle)
     for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
         n++;
     return n;
-}
-
-static const char *last_line(const char *text)
-{
-    const char *end = text + strlen(text);
-    if (end > text && end[-1] == '\n')
-        end--;
-    while (end > text && end[-1] != '\n')
-        end--;
-    return end;
 }
 
 /* ---- outputs ---------------------------------------------------------------- */
@@ -258,7 +245,7 @@ Test(cli, feeds_of_two_batch_sizes_in_one_session, .init = setup, .fini = teardo
     cr_assert(strstr(out, "y: f32[4]\n[3, 12, 21, 30]\n"), "%s", out);
     cr_assert(strstr(out, "time feed=a median_ms=") && strstr(out, "time feed=b median_ms="), "%s",
               out);
-    const char *last = last_line(out);
+    const char *last = xt_last_line(out);
     cr_assert(!strncmp(last, "time median_ms=", 15) && strstr(last, "iterations=4"), "last: %s",
               last);
     xe_tensor *y0 = load("o/0/y.npy"), *y1 = load("o/1/y.npy");
@@ -280,7 +267,7 @@ Test(cli, iterations_time_line_format, .init = setup, .fini = teardown)
                          REG_EXTENDED),
                  0);
     regmatch_t m[3];
-    const char *last = last_line(out);
+    const char *last = xt_last_line(out);
     cr_assert_eq(regexec(&re, last, 3, m, 0), 0, "bad time line: '%s'", last);
     regfree(&re);
     double median = atof(last + m[1].rm_so), min = atof(last + m[2].rm_so);
@@ -422,7 +409,7 @@ Test(cli, unfed_input_is_reported_before_any_input_is_made, .init = setup, .fini
     free(err);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cd %s && %s && env -u LD_PRELOAD -u XLAC_AUTO_JIT "
-             "%s/bin/xlac-run big.xg >stdout.txt 2>stderr.txt", dir, limit, XLAC_BINARY_DIR);
+             "%s/bin/xlac-run big.xg >stdout.txt 2>stderr.txt", xt_tmp, limit, XLAC_BINARY_DIR);
     int status = system(cmd);
     out = slurp("stdout.txt");
     err = slurp("stderr.txt");

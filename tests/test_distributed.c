@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "xlac/xlac.h"
+#include "support/tmpdir.h"
 
 extern char **environ;
 
@@ -37,23 +38,12 @@ extern char **environ;
 /* No run may take longer: a hang fails the test instead of blocking it. */
 #define RUN_LIMIT_S 60
 
-static char tmp[256];
-
 static void make_tmp(void)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/xlac_dist_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
+    xt_tmp_make("/tmp/xlac_dist_XXXXXX");
 }
 
-static void remove_tmp(void)
-{
-    char cmd[300];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
-}
-
-TestSuite(dist, .init = make_tmp, .fini = remove_tmp, .timeout = 150);
+TestSuite(dist, .init = make_tmp, .fini = xt_tmp_fini, .timeout = 150);
 
 /* Skips the test unless xlac-run has MPI and mpirun is on PATH. */
 static void need_mpi(void)
@@ -67,30 +57,6 @@ static void need_mpi(void)
         cr_skip_test("no mpirun on PATH");
     }
 #endif
-}
-
-static char *path(const char *name)
-{
-    static char buf[8][512];
-    static int k;
-    k = (k + 1) % 8;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp, name);
-    return buf[k];
-}
-
-static char *read_text(const char *p)
-{
-    FILE *f = fopen(p, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
 }
 
 typedef struct result {
@@ -135,7 +101,7 @@ static result run(const char *const *argv)
 {
     char *envp[400], out[600];
     child_env(envp, 400);
-    snprintf(out, sizeof out, "%s/.out", tmp);
+    snprintf(out, sizeof out, "%s/.out", xt_tmp);
     double t0 = now_s();
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
@@ -157,14 +123,14 @@ static result run(const char *const *argv)
             kill(-pid, SIGKILL);
             waitpid(pid, &status, 0);
             r.seconds = now_s() - t0;
-            r.out = read_text(out);
+            r.out = xt_read_file(out, NULL);
             return r;
         }
         nanosleep(&(struct timespec){.tv_nsec = 20 * 1000 * 1000}, NULL);
     }
     r.seconds = now_s() - t0;
     r.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = read_text(out);
+    r.out = xt_read_file(out, NULL);
     return r;
 }
 
@@ -254,7 +220,7 @@ static void same_weights(const char *a, const char *b)
 static void reference(void)
 {
     const char *argv[64];
-    train_args(argv, 0, 5, path("ref"), false);
+    train_args(argv, 0, 5, xt_path("ref"), false);
     result r = run(argv);
     cr_assert_eq(r.rc, 0, "%s", r.out);
     free(r.out);
@@ -266,10 +232,10 @@ Test(dist, train_4_ranks_equals_1_process_op_by_op)
     reference();
     const char *argv[96];
     int n = mpirun_args(argv, 4, NULL);
-    train_args(argv, n, 5, path("op"), true);
+    train_args(argv, n, 5, xt_path("op"), true);
     result r = run(argv);
     cr_assert_eq(r.rc, 0, "%s", r.out);
-    same_weights(path("ref"), path("op"));
+    same_weights(xt_path("ref"), xt_path("op"));
     free(r.out);
 }
 
@@ -290,7 +256,7 @@ Test(dist, train_4_ranks_clustered_equals_1_process)
     need_mpi();
     reference();
     static char flags[400];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", path("cache"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", xt_path("cache"));
     const char *env[] = {"LD_PRELOAD=" LIBXLAC, "XLAC_AUTO_JIT=2", flags,
 #ifdef XLAC_SANITIZE
                          "ASAN_OPTIONS=verify_asan_link_order=0",
@@ -298,10 +264,10 @@ Test(dist, train_4_ranks_clustered_equals_1_process)
                          NULL};
     const char *argv[96];
     int n = mpirun_args(argv, 4, env);
-    train_args(argv, n, 5, path("cl"), true);
+    train_args(argv, n, 5, xt_path("cl"), true);
     result r = run(argv);
     cr_assert_eq(r.rc, 0, "%s", r.out);
-    same_weights(path("ref"), path("cl"));
+    same_weights(xt_path("ref"), xt_path("cl"));
     cr_assert_eq(count(r.out, "xlac: stats clusters=5 "), 4, "%s", r.out);
     /* a cold cache shared by 4 ranks: each signature compiled once, loaded by the other 3 */
     long compiles = stat_sum(r.out, "compiles="), hits = stat_sum(r.out, "disk_hits=");
@@ -315,7 +281,7 @@ Test(dist, killed_rank_ends_the_job)
     const char *env[] = {"XLAC_RUN_KILL_AT=2:2", NULL};
     const char *argv[96];
     int n = mpirun_args(argv, 4, env);
-    n = train_args(argv, n, 5, path("killed"), true);
+    n = train_args(argv, n, 5, xt_path("killed"), true);
     argv[n++] = "--collective-timeout";
     argv[n++] = "20";
     argv[n] = NULL;
@@ -332,7 +298,7 @@ Test(dist, hung_rank_times_out)
     const char *env[] = {"XLAC_RUN_KILL_AT=2:2:hang", NULL};
     const char *argv[96];
     int n = mpirun_args(argv, 4, env);
-    n = train_args(argv, n, 5, path("hung"), true);
+    n = train_args(argv, n, 5, xt_path("hung"), true);
     argv[n++] = "--collective-timeout";
     argv[n++] = "2";
     argv[n] = NULL;
@@ -347,9 +313,9 @@ Test(dist, differing_clusters_fail_on_every_rank)
 {
     need_mpi();
     static char cache[400];
-    snprintf(cache, sizeof cache, "XLAC_FLAGS=--cache_dir=%s", path("cache"));
+    snprintf(cache, sizeof cache, "XLAC_FLAGS=--cache_dir=%s", xt_path("cache"));
     static char odd[400];
-    snprintf(odd, sizeof odd, "XLAC_FLAGS=--cache_dir=%s --max_cluster_size=10", path("cache"));
+    snprintf(odd, sizeof odd, "XLAC_FLAGS=--cache_dir=%s --max_cluster_size=10", xt_path("cache"));
     const char *argv[] = {"mpirun", "--oversubscribe",
                           "-x", "LD_PRELOAD=" LIBXLAC, "-x", "XLAC_AUTO_JIT=2", "-x", cache,
 #ifdef XLAC_SANITIZE
@@ -381,8 +347,8 @@ static void write_x(void)
     cr_assert_not_null(x);
     for (int i = 0; i < 12; i++)
         ((float *)x->data)[i] = (float)i;
-    cr_assert_eq(mkdir(path("feed"), 0700), 0);
-    cr_assert_eq(xe_npy_write(path("feed/x.npy"), x, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(mkdir(xt_path("feed"), 0700), 0);
+    cr_assert_eq(xe_npy_write(xt_path("feed/x.npy"), x, &st), XE_OK, "%s", st.msg);
     xe_tensor_release(x);
 }
 
@@ -400,7 +366,7 @@ static float value(const char *name, int r, int i)
 {
     char file[64];
     snprintf(file, sizeof file, "%s.rank%d", name, r);
-    xe_tensor *t = load(path("out"), file);
+    xe_tensor *t = load(xt_path("out"), file);
     float v = ((float *)t->data)[i];
     xe_tensor_release(t);
     return v;
@@ -410,12 +376,12 @@ Test(dist, collectives_on_2_ranks)
 {
     need_mpi();
     write_x();
-    FILE *f = fopen(path("c.xg"), "w");
+    FILE *f = fopen(xt_path("c.xg"), "w");
     cr_assert_not_null(f);
     fputs(collectives_graph, f);
     fclose(f);
-    const char *argv[] = {"mpirun", "--oversubscribe", "-n", "2", XLAC_RUN, path("c.xg"), "--feed", path("feed"),
-                          "--feed-shard", "--save-outputs", path("out"), "--save-all-ranks", NULL};
+    const char *argv[] = {"mpirun", "--oversubscribe", "-n", "2", XLAC_RUN, xt_path("c.xg"), "--feed", xt_path("feed"),
+                          "--feed-shard", "--save-outputs", xt_path("out"), "--save-all-ranks", NULL};
     result r = run(argv);
     cr_assert_eq(r.rc, 0, "%s", r.out);
     for (int rk = 0; rk < 2; rk++)
@@ -436,7 +402,7 @@ Test(dist, feed_shard_must_divide)
     need_mpi();
     const char *argv[96];
     int n = mpirun_args(argv, 3, NULL);
-    train_args(argv, n, 1, path("x"), true);
+    train_args(argv, n, 1, xt_path("x"), true);
     result r = run(argv);
     cr_assert(r.rc > 0, "%s", r.out);
     cr_assert(strstr(r.out, "xlac-run: rank 0: input x: --feed-shard: the leading dim of ") &&
@@ -451,7 +417,7 @@ static void write_graph(const char *root)
     snprintf(text, sizeof text, "%s", collectives_graph);
     cr_assert_not_null(p = strstr(text, "root=1"));
     p[5] = root[0];
-    FILE *f = fopen(path("c.xg"), "w");
+    FILE *f = fopen(xt_path("c.xg"), "w");
     cr_assert_not_null(f);
     fputs(text, f);
     fclose(f);
@@ -460,7 +426,7 @@ static void write_graph(const char *root)
 Test(dist, world_of_one_without_mpirun)
 {
     write_graph("1");
-    const char *argv[] = {XLAC_RUN, path("c.xg"), "--save-outputs", path("out"), NULL};
+    const char *argv[] = {XLAC_RUN, xt_path("c.xg"), "--save-outputs", xt_path("out"), NULL};
     result r = run(argv);
     cr_assert_eq(r.rc, 2, "%s", r.out);
     cr_assert(strstr(r.out, "node b (broadcast): broadcast: root=1 is not a rank of a world of 1"), "%s", r.out);
@@ -469,7 +435,7 @@ Test(dist, world_of_one_without_mpirun)
     r = run(argv);
     cr_assert_eq(r.rc, 0, "%s", r.out);
     cr_assert(strstr(r.out, "collectives run in a world of 1 rank"), "%s", r.out);
-    xe_tensor *g = load(path("out"), "g"), *x = load(path("out"), "s");
+    xe_tensor *g = load(xt_path("out"), "g"), *x = load(xt_path("out"), "s");
     cr_assert(g->shape.rank == 2 && g->shape.dims[0] == 2 && g->shape.dims[1] == 3);
     cr_assert_eq(memcmp(g->data, x->data, g->nbytes), 0, "one rank: reduce_scatter(all_gather(x)) is x");
     xe_tensor_release(g);

@@ -32,11 +32,11 @@
 #include <unistd.h>
 
 #include "xlac/xlac.h"
+#include "support/tmpdir.h"
 
 #define SHIM XLAC_BINARY_DIR "/lib/libxlac_faultshim.so"
 #define PLUGIN XLAC_BINARY_DIR "/lib/libxlac.so"
 
-static char dir[64];
 static char err[8192]; /* the last run's stderr (its start) */
 static xe_status st;
 
@@ -47,21 +47,13 @@ static const char *const outputs[] = {"t", "s", "v"};
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/xlac-faults-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
-    char p[128];
-    snprintf(p, sizeof p, "%s/g.xg", dir);
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f);
-    fputs(graph, f);
-    fclose(f);
+    xt_tmp_make("/tmp/xlac-faults-XXXXXX");
+    xt_write_file(xt_path("g.xg"), graph);
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    cr_assert(xt_tmp_remove());
 }
 
 /* Whether the shim exists (not built under the sanitizers). */
@@ -75,7 +67,7 @@ static bool have_shim(void)
 }
 
 /*
- * Runs `PRE xlac-run g.xg --seed 3 --save-outputs OUT` in dir, clustered
+ * Runs `PRE xlac-run g.xg --seed 3 --save-outputs OUT` in the test folder, clustered
  * with the fault shim when `faults`, with the extra environment ENV and
  * XLAC_FLAGS. Returns the exit status; a signal fails the test.
  */
@@ -87,16 +79,10 @@ static int run(const char *pre, const char *env, const char *flags, bool faults,
              "XLAC_FLAGS "
              "OMP_WAIT_POLICY=passive %s "
              "%s %s %s/bin/xlac-run g.xg --seed 3 --save-outputs %s >/dev/null 2>stderr.txt",
-             dir, out, pre, env, faults ? "XLAC_AUTO_JIT=2 LD_PRELOAD=\"" SHIM " " PLUGIN "\"" : "",
+             xt_tmp, out, pre, env, faults ? "XLAC_AUTO_JIT=2 LD_PRELOAD=\"" SHIM " " PLUGIN "\"" : "",
              flags, XLAC_BINARY_DIR, out);
     int status = system(cmd);
-    char p[128];
-    snprintf(p, sizeof p, "%s/stderr.txt", dir);
-    FILE *f = fopen(p, "rb");
-    size_t n = f ? fread(err, 1, sizeof err - 1, f) : 0;
-    err[n] = '\0';
-    if (f)
-        fclose(f);
+    xt_read_head(xt_path("stderr.txt"), err, sizeof err);
     cr_assert(WIFEXITED(status), "%s %s %s: killed by signal %d\n%s", pre, env, flags,
               WIFSIGNALED(status) ? WTERMSIG(status) : 0, err);
     return WEXITSTATUS(status);
@@ -114,7 +100,7 @@ static bool has_error_line(const char *text)
 static xe_tensor *load(const char *sub, const char *name)
 {
     char p[256];
-    snprintf(p, sizeof p, "%s/%s/%s.npy", dir, sub, name);
+    snprintf(p, sizeof p, "%s/%s/%s.npy", xt_tmp, sub, name);
     return xe_npy_read(p, &st);
 }
 
@@ -165,11 +151,10 @@ static void reference(void)
 static long count_allocations(const char *flags)
 {
     char env[256];
-    snprintf(env, sizeof env, "XLAC_FAULT_COUNT_TO=%s/count.txt", dir);
+    snprintf(env, sizeof env, "XLAC_FAULT_COUNT_TO=%s/count.txt", xt_tmp);
     cr_assert_eq(run("", env, flags, true, "out"), 0, "%s", err);
     cr_assert(same_as_reference("out"));
-    char p[128];
-    snprintf(p, sizeof p, "%s/count.txt", dir);
+    const char *p = xt_path("count.txt");
     FILE *f = fopen(p, "r");
     long n = 0;
     cr_assert(f && fscanf(f, "%ld", &n) == 1);
@@ -204,7 +189,7 @@ Test(faults, allocation_failure_walked_over_a_clustered_run, .init = setup, .fin
     reference();
     walk_allocations("XLAC_FLAGS=--disk_cache=0", 60);
     char warm[256];
-    snprintf(warm, sizeof warm, "XLAC_FLAGS=--cache_dir=%s/cache", dir);
+    snprintf(warm, sizeof warm, "XLAC_FLAGS=--cache_dir=%s/cache", xt_tmp);
     cr_assert_eq(run("", "", warm, true, "out"), 0, "%s", err); /* fills the disk cache */
     walk_allocations(warm, 60);
 }
@@ -229,8 +214,8 @@ Test(faults, file_size_limit_during_compiles, .init = setup, .fini = teardown, .
         cr_skip_test("skipped: the fault shim is not built under the sanitizers");
     reference();
     char flags[256], rm[160];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", dir);
-    snprintf(rm, sizeof rm, "rm -rf %s/cache", dir);
+    snprintf(flags, sizeof flags, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", xt_tmp);
+    snprintf(rm, sizeof rm, "rm -rf %s/cache", xt_tmp);
     for (int kb = 8; kb <= 40; kb += 4) { /* from 8 KiB: stderr.txt and the outputs are files too */
         char pre[64], what[64];
         cr_assert_eq(system(rm), 0);
@@ -254,14 +239,14 @@ Test(faults, disk_full_on_cache_writes, .init = setup, .fini = teardown, .timeou
         cr_skip_test("skipped: the fault shim is not built under the sanitizers");
     reference();
     char flags[256], rm[160];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", dir);
-    snprintf(rm, sizeof rm, "rm -rf %s/cache", dir);
+    snprintf(flags, sizeof flags, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", xt_tmp);
+    snprintf(rm, sizeof rm, "rm -rf %s/cache", xt_tmp);
     static const long cuts[] = {0, 4, 8, 12, 40, 100, 1000, 8000, 15000, 16300, 16390, 16400};
     int unstored = 0;
     for (size_t i = 0; i < sizeof cuts / sizeof cuts[0]; i++) {
         char env[320];
         cr_assert_eq(system(rm), 0);
-        snprintf(env, sizeof env, "XLAC_FAULT_ENOSPC_DIR=%s/cache XLAC_FAULT_ENOSPC_AFTER=%ld", dir,
+        snprintf(env, sizeof env, "XLAC_FAULT_ENOSPC_DIR=%s/cache XLAC_FAULT_ENOSPC_AFTER=%ld", xt_tmp,
                  cuts[i]);
         cr_expect_eq(run("", env, flags, true, "out"), 0, "full after %ld bytes: %s", cuts[i], err);
         cr_expect(same_as_reference("out") && stat_of("compiles") == 1 && stat_of("fallbacks") == 0,
@@ -287,7 +272,7 @@ Test(faults, eintr_and_signal_storms, .init = setup, .fini = teardown, .timeout 
     reference();
     char cold[256], warm[256];
     snprintf(cold, sizeof cold, "XLAC_FLAGS='--disk_cache=0 --stats'");
-    snprintf(warm, sizeof warm, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", dir);
+    snprintf(warm, sizeof warm, "XLAC_FLAGS='--cache_dir=%s/cache --stats'", xt_tmp);
     cr_assert_eq(run("", "", warm, true, "out"), 0, "%s", err); /* fills the disk cache */
     const char *envs[] = {"XLAC_FAULT_EINTR=1", "XLAC_FAULT_SIGNALS=200"};
     for (int e = 0; e < 2; e++)

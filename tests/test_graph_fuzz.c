@@ -14,23 +14,20 @@
 #include <unistd.h>
 
 #include "fuzz/graphfuzz.h"
+#include "support/tmpdir.h"
 
 #define KEPT XLAC_SOURCE_DIR "/tests/data/fuzz/graph"
 #define SLICE 40
 
-static char work[64];
 
 static void setup(void)
 {
-    snprintf(work, sizeof work, "/tmp/xlac-graphfuzz-XXXXXX");
-    cr_assert_not_null(mkdtemp(work));
+    xt_tmp_make("/tmp/xlac-graphfuzz-XXXXXX");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", work);
-    cr_assert_eq(system(cmd), 0);
+    cr_assert(xt_tmp_remove());
 }
 
 Test(graph_fuzz, a_slice_of_cases_runs_alike_op_by_op_and_clustered, .init = setup,
@@ -40,7 +37,7 @@ Test(graph_fuzz, a_slice_of_cases_runs_alike_op_by_op_and_clustered, .init = set
     for (uint64_t seed = 1; seed <= SLICE; seed++) {
         char *text = gf_case_text(seed), why[4096] = "";
         cr_assert_not_null(text);
-        gf_result r = gf_check(text, XLAC_BINARY_DIR "/bin", work, why, sizeof why);
+        gf_result r = gf_check(text, XLAC_BINARY_DIR "/bin", xt_tmp, why, sizeof why);
         cr_expect_neq(r, GF_FAILED, "case %llu: %s\n%s", (unsigned long long)seed, why, text);
         same += r == GF_SAME;
         free(text);
@@ -64,7 +61,7 @@ Test(graph_fuzz, kept_inputs_run_alike, .init = setup, .fini = teardown, .timeou
         char *text = calloc(1, 1 << 20);
         fread(text, 1, (1 << 20) - 1, f);
         fclose(f);
-        cr_expect_neq(gf_check(text, XLAC_BINARY_DIR "/bin", work, why, sizeof why), GF_FAILED,
+        cr_expect_neq(gf_check(text, XLAC_BINARY_DIR "/bin", xt_tmp, why, sizeof why), GF_FAILED,
                       "%s: %s", p, why);
         free(text);
         n++;

@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include "xlac/xlac.h"
+#include "support/tmpdir.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define UNDER_ASAN 1
@@ -38,26 +39,21 @@
 #endif
 #endif
 
-static char dir[64];
 static char err[4096]; /* the last run's stderr (its start) */
 
 static void setup(void)
 {
-    snprintf(dir, sizeof dir, "/tmp/xlac-hostile-XXXXXX");
-    cr_assert_not_null(mkdtemp(dir));
+    xt_tmp_make("/tmp/xlac-hostile-XXXXXX");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", dir);
-    cr_assert_eq(system(cmd), 0);
+    cr_assert(xt_tmp_remove());
 }
 
 static void write_bytes(const char *name, const void *data, size_t len)
 {
-    char p[256];
-    snprintf(p, sizeof p, "%s/%s", dir, name);
+    const char *p = xt_path(name);
     FILE *f = fopen(p, "wb");
     cr_assert_not_null(f, "%s", p);
     cr_assert_eq(fwrite(data, 1, len, f), len);
@@ -86,7 +82,7 @@ static void write_npy(const char *name, const char *dict, size_t data, size_t cu
 }
 
 /*
- * Runs `xlac-run ARGS` in dir, op by op or with the plugin (clustering,
+ * Runs `xlac-run ARGS` in the test folder, op by op or with the plugin (clustering,
  * /bin/false as the compiler), under the memory and time bounds. Returns
  * the exit status; a signal fails the test.
  */
@@ -104,20 +100,14 @@ static int run(const char *args, bool plugin)
         cmd, sizeof cmd,
         "cd %s && %s timeout -s KILL 120 env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS %s "
         "%s/bin/xlac-run %s >/dev/null 2>stderr.txt",
-        dir, limit,
+        xt_tmp, limit,
         plugin
             ? "CC=/bin/false XLAC_AUTO_JIT=2 XLAC_FLAGS=--disk_cache=0 LD_PRELOAD=" XLAC_BINARY_DIR
               "/lib/libxlac.so"
             : "",
         XLAC_BINARY_DIR, args);
     int status = system(cmd);
-    char p[256];
-    snprintf(p, sizeof p, "%s/stderr.txt", dir);
-    FILE *f = fopen(p, "rb");
-    size_t n = f ? fread(err, 1, sizeof err - 1, f) : 0;
-    err[n] = '\0';
-    if (f)
-        fclose(f);
+    xt_read_head(xt_path("stderr.txt"), err, sizeof err);
     cr_assert(WIFEXITED(status), "xlac-run %s: killed by a signal", args);
     return WEXITSTATUS(status);
 }
@@ -226,17 +216,6 @@ static const row rows[] = {
      NULL, 1, "h.xg:3:1: node b (broadcast_to): out of memory allocating f32[100000000,20]"},
 };
 
-/* The last line of text (xlac-run's error comes after the plugin's warnings). */
-static const char *last_line(const char *text)
-{
-    const char *end = text + strlen(text);
-    if (end > text && end[-1] == '\n')
-        end--;
-    while (end > text && end[-1] != '\n')
-        end--;
-    return end;
-}
-
 static void check_row(const row *r, bool plugin)
 {
     if (r->text)
@@ -247,7 +226,7 @@ static void check_row(const row *r, bool plugin)
                  r->rc, err);
     if (r->rc == 0)
         return;
-    cr_expect(!strncmp(last_line(err), "xlac-run: ", 10) && strstr(last_line(err), r->says),
+    cr_expect(!strncmp(xt_last_line(err), "xlac-run: ", 10) && strstr(xt_last_line(err), r->says),
               "%s%s: the message lacks '%s': %s", r->what, plugin ? " (plugin)" : "", r->says, err);
 }
 
@@ -288,7 +267,7 @@ Test(hostile, lying_and_truncated_npy_feeds, .init = setup, .fini = teardown, .t
         for (int plugin = 0; plugin < 2; plugin++) {
             int rc = run("h.xg --input x=x.npy", plugin);
             cr_expect_eq(rc, 2, "feed %zu: exit %d: %s", i, rc, err);
-            cr_expect(!strncmp(last_line(err), "xlac-run: ", 10) && strstr(err, "x.npy"),
+            cr_expect(!strncmp(xt_last_line(err), "xlac-run: ", 10) && strstr(err, "x.npy"),
                       "feed %zu: %s", i, err);
         }
     }
@@ -306,7 +285,7 @@ Test(hostile, lying_and_truncated_npy_feeds, .init = setup, .fini = teardown, .t
         int rc = run("t.xg --input x=x.npy", plugin);
         cr_expect(rc == 1 || rc == 2, "exit %d: %s", rc, err);
         cr_expect(
-            strstr(last_line(err), "node c (tile): result f32[8589934592,8589934592] is too large"),
+            strstr(xt_last_line(err), "node c (tile): result f32[8589934592,8589934592] is too large"),
             "%s", err);
     }
 }

@@ -18,25 +18,22 @@
 #include <unistd.h>
 
 #include "xlac/xlac.h"
+#include "support/tmpdir.h"
 
 #define DATA XLAC_SOURCE_DIR "/tests/data/onnx"
 #define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
 
 static xe_status st;
-static char tmp[64];
 
 static void setup(void)
 {
     xe_status_clear(&st);
-    snprintf(tmp, sizeof tmp, "/tmp/xlac-onnx-XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
+    xt_tmp_make("/tmp/xlac-onnx-XXXXXX");
 }
 
 static void teardown(void)
 {
-    char cmd[128];
-    snprintf(cmd, sizeof cmd, "rm -rf %s", tmp);
-    cr_assert_eq(system(cmd), 0);
+    cr_assert(xt_tmp_remove());
 }
 
 TestSuite(onnx, .init = setup, .fini = teardown);
@@ -156,7 +153,7 @@ static void spit(const char *path, const char *data, size_t len)
 static int run_cli(const char *args)
 {
     char cmd[2048];
-    snprintf(cmd, sizeof cmd, "env -u LD_PRELOAD %s %s >%s/out 2>%s/err", XLAC_RUN, args, tmp, tmp);
+    snprintf(cmd, sizeof cmd, "env -u LD_PRELOAD %s %s >%s/out 2>%s/err", XLAC_RUN, args, xt_tmp, xt_tmp);
     int rc = system(cmd);
     return WIFEXITED(rc) ? WEXITSTATUS(rc) : -WTERMSIG(rc);
 }
@@ -165,7 +162,7 @@ Test(onnx, truncated_files_name_the_byte_and_field)
 {
     size_t len;
     char *data = slurp(DATA "/Gemm.onnx", &len), path[128];
-    snprintf(path, sizeof path, "%s/cut.onnx", tmp);
+    snprintf(path, sizeof path, "%s/cut.onnx", xt_tmp);
     for (size_t cut = 1; cut < len; cut += cut < 64 ? 1 : 13) {
         spit(path, data, cut);
         xe_status_clear(&st);
@@ -190,7 +187,7 @@ Test(onnx, malformed_field_names_offset_and_field)
 {
     size_t len;
     char *data = slurp(DATA "/Gemm.onnx", &len), path[128];
-    snprintf(path, sizeof path, "%s/bad.onnx", tmp);
+    snprintf(path, sizeof path, "%s/bad.onnx", xt_tmp);
     data[0] = 0x0a; /* field 1 (ir_version, a varint) with wire type 2 */
     spit(path, data, len);
     cr_assert_null(xe_onnx_load(path, NULL, &st));
@@ -206,7 +203,7 @@ Test(onnx, mutated_models_never_crash)
 {
     const char *models[] = {DATA "/Attention.onnx", DATA "/Gemm.onnx", DATA "/Slice.onnx"};
     char path[128];
-    snprintf(path, sizeof path, "%s/mut.onnx", tmp);
+    snprintf(path, sizeof path, "%s/mut.onnx", xt_tmp);
     uint64_t seed = 12345;
     int loaded = 0, refused = 0;
     for (size_t m = 0; m < sizeof models / sizeof *models; m++) {
@@ -306,9 +303,9 @@ Test(onnx, external_data_is_read_and_stays_in_the_folder)
 Test(onnx, pb_feeds_and_to_xg)
 {
     char args[1024], path[256];
-    snprintf(args, sizeof args, "%s/pbfeed.onnx --feed %s/pbfeed --save-outputs %s/o", DATA, DATA, tmp);
+    snprintf(args, sizeof args, "%s/pbfeed.onnx --feed %s/pbfeed --save-outputs %s/o", DATA, DATA, xt_tmp);
     cr_assert_eq(run_cli(args), 0);
-    snprintf(path, sizeof path, "%s/o/y.npy", tmp);
+    snprintf(path, sizeof path, "%s/o/y.npy", xt_tmp);
     xe_tensor *got = xe_npy_read(path, &st), *want = xe_npy_read(DATA "/pbfeed.expected.npy", &st);
     char why[256];
     cr_assert(got && want);
@@ -316,9 +313,9 @@ Test(onnx, pb_feeds_and_to_xg)
     xe_tensor_release(got);
     xe_tensor_release(want);
     /* --to-xg: the text parses and runs to the numpy result */
-    snprintf(args, sizeof args, "%s/LayerNormalization.onnx --to-xg %s/ln.xg", DATA, tmp);
+    snprintf(args, sizeof args, "%s/LayerNormalization.onnx --to-xg %s/ln.xg", DATA, xt_tmp);
     cr_assert_eq(run_cli(args), 0);
-    snprintf(path, sizeof path, "%s/ln.xg", tmp);
+    snprintf(path, sizeof path, "%s/ln.xg", xt_tmp);
     xe_graph *g = xe_parse_file(path, &st);
     cr_assert_not_null(g, "%s", st.msg);
     xe_tensor *in[3] = {npy("LayerNormalization", "in", 0), npy("LayerNormalization", "in", 1),

@@ -27,61 +27,19 @@
 #include "flags.h"
 #include "xlac/xlac.h"
 #include "xlac_plugin.h"
+#include "support/tmpdir.h"
 
 extern char **environ;
 
 #define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
 #define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
 
-static char tmp[256];
-
 static void make_tmp(void)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/xlac_e2e_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
-}
-
-static void remove_tree(const char *dir)
-{
-    char cmd[600];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", dir);
+    xt_tmp_make("/tmp/xlac_e2e_XXXXXX");
 }
 
 TestSuite(e2e, .init = make_tmp, .fini = NULL, .timeout = 120);
-
-static char *path(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp, name);
-    return buf[k];
-}
-
-static void write_file(const char *p, const char *text)
-{
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f, "%s", p);
-    fputs(text, f);
-    fclose(f);
-}
-
-static char *read_file(const char *p)
-{
-    FILE *f = fopen(p, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
 
 typedef struct result {
     int rc;
@@ -130,8 +88,8 @@ static result run_in(const char *cwd, bool preload, const char *const *env, cons
         envp[n++] = (char *)env[i];
     envp[n] = NULL;
     char out[600], err[600];
-    snprintf(out, sizeof out, "%s/.stdout", tmp);
-    snprintf(err, sizeof err, "%s/.stderr", tmp);
+    snprintf(out, sizeof out, "%s/.stdout", xt_tmp);
+    snprintf(err, sizeof err, "%s/.stderr", xt_tmp);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
@@ -147,8 +105,8 @@ static result run_in(const char *cwd, bool preload, const char *const *env, cons
     int status = 0;
     waitpid(pid, &status, 0);
     result r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
-    r.out = read_file(out);
-    r.err = read_file(err);
+    r.out = xt_read_file(out, NULL);
+    r.err = xt_read_file(err, NULL);
     unlink(out);
     unlink(err);
     return r;
@@ -159,7 +117,7 @@ static result xlac_run(bool preload, const char *const *env, const char *graph, 
 {
     const char *argv[] = {XLAC_RUN, graph,  "--seed", "3", "--log-device-placement",
                           extra1,   extra2, NULL};
-    return run_in(tmp, preload, env, argv);
+    return run_in(xt_tmp, preload, env, argv);
 }
 
 /* Placement lines may go to stdout or stderr: look in both. */
@@ -190,7 +148,7 @@ static int count_files(const char *dir)
 
 static bool same_file(const char *a, const char *b)
 {
-    char *x = read_file(a), *y = read_file(b);
+    char *x = xt_read_file(a, NULL), *y = xt_read_file(b, NULL);
     bool same = x && y && strcmp(x, y) == 0;
     /* .npy data can hold NUL bytes: compare the whole files */
     if (x && y) {
@@ -222,57 +180,57 @@ static const char *graph_text = "xlac.graph v1\n"
 
 static void write_graph(void)
 {
-    write_file(path("g.xg"), graph_text);
+    xt_write_file(xt_path("g.xg"), graph_text);
 }
 
 Test(e2e, off_is_byte_identical_and_writes_nothing)
 {
     write_graph();
-    mkdir(path("dumps"), 0755);
+    mkdir(xt_path("dumps"), 0755);
     char prefix[600];
-    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", path("dumps"));
+    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("dumps"));
     /* --stats and a dump folder too: off is off, no stats line, no files */
     const char *env0[] = {"XLAC_AUTO_JIT=0", prefix, "XLAC_FLAGS=--stats --clustering_debug", NULL};
     const char *env_unset[] = {prefix, "XLAC_FLAGS=--stats", NULL};
-    result plain = xlac_run(false, NULL, path("g.xg"), "--print-outputs", NULL);
+    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
     cr_assert(has(&plain, "placement: a mul CPU:0"), "%s%s", plain.out, plain.err);
     for (int k = 0; k < 2; k++) {
-        result r = xlac_run(true, k ? env0 : env_unset, path("g.xg"), "--print-outputs", NULL);
+        result r = xlac_run(true, k ? env0 : env_unset, xt_path("g.xg"), "--print-outputs", NULL);
         cr_assert_eq(r.rc, 0, "%s", r.err);
         cr_assert_str_eq(r.out, plain.out);
         cr_assert_str_eq(r.err, plain.err);
         result_free(&r);
     }
-    cr_assert_eq(count_files(path("dumps")), 0);
-    cr_assert_eq(count_files(tmp), 2, "only g.xg and dumps/ in the folder");
+    cr_assert_eq(count_files(xt_path("dumps")), 0);
+    cr_assert_eq(count_files(xt_tmp), 2, "only g.xg and dumps/ in the folder");
     result_free(&plain);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 Test(e2e, level2_same_outputs_and_xla_placement)
 {
     write_graph();
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--codegen=0", NULL};
-    result plain = xlac_run(false, NULL, path("g.xg"), "--save-outputs", path("ref"));
+    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
-    result r = xlac_run(true, env, path("g.xg"), "--save-outputs", path("jit"));
+    result r = xlac_run(true, env, xt_path("g.xg"), "--save-outputs", xt_path("jit"));
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "placement: a mul XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: c tanh XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: u unique CPU:0"), "%s%s", r.out, r.err);
-    cr_assert(same_file(path("ref/s.npy"), path("jit/s.npy")), "s differs");
-    cr_assert(same_file(path("ref/u.npy"), path("jit/u.npy")), "u differs");
+    cr_assert(same_file(xt_path("ref/s.npy"), xt_path("jit/s.npy")), "s differs");
+    cr_assert(same_file(xt_path("ref/u.npy"), xt_path("jit/u.npy")), "u differs");
     result_free(&plain);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 Test(e2e, level2_with_codegen_runs)
 {
     write_graph();
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --disk_cache=0", NULL};
-    result r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     const char *line = strstr(r.err, "xlac: stats clusters=1 launches=1 ");
@@ -282,22 +240,22 @@ Test(e2e, level2_with_codegen_runs)
     cr_assert(end && cm && cm < end && strspn(cm + 12, "0123456789.") == (size_t)(end - cm - 12), "%s", line);
     cr_assert(strstr(r.err, "xlac: timing disk_load_ms="), "%s", r.err);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 static void check_dump_runs(const char *name)
 {
-    result r = xlac_run(false, NULL, path(name), "--save-outputs", path("again"));
+    result r = xlac_run(false, NULL, xt_path(name), "--save-outputs", xt_path("again"));
     cr_assert_eq(r.rc, 0, "%s: %s", name, r.err);
-    cr_assert(same_file(path("ref/s.npy"), path("again/s.npy")), "%s: s differs", name);
+    cr_assert(same_file(xt_path("ref/s.npy"), xt_path("again/s.npy")), "%s: s differs", name);
     result_free(&r);
 }
 
 static void check_dot(const char *name)
 {
     char cmd[1400];
-    snprintf(cmd, sizeof cmd, "dot -Tsvg '%s' -o '%s.svg' 2>'%s.err'", path(name), path(name),
-             path(name));
+    snprintf(cmd, sizeof cmd, "dot -Tsvg '%s' -o '%s.svg' 2>'%s.err'", xt_path(name), xt_path(name),
+             xt_path(name));
     cr_assert_eq(system(cmd), 0, "dot rejects %s", name);
 }
 
@@ -306,22 +264,22 @@ Test(e2e, graph_dump_folders_are_created_or_skipped_with_a_warning)
 {
     write_graph();
     char nested[600], under_file[600];
-    snprintf(nested, sizeof nested, "XLAC_DUMP_GRAPH_PREFIX=%s", path("new/a/b"));
+    snprintf(nested, sizeof nested, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("new/a/b"));
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", nested, NULL};
-    result r = xlac_run(true, env, path("g.xg"), NULL, NULL);
+    result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    char *marked = read_file(path("new/a/b/mark_for_compilation_0.xg"));
+    char *marked = xt_read_file(xt_path("new/a/b/mark_for_compilation_0.xg"), NULL);
     cr_assert_not_null(marked, "%s", r.err);
     free(marked);
     result_free(&r);
-    snprintf(under_file, sizeof under_file, "XLAC_DUMP_GRAPH_PREFIX=%s", path("g.xg/sub"));
+    snprintf(under_file, sizeof under_file, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("g.xg/sub"));
     env[2] = under_file;
-    r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "xlac: warning: graph dump not written ("), "%s", r.err);
     cr_assert(strstr(r.err, "clusters built: 1"), "the summary still goes to stderr: %s", r.err);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 /*
@@ -331,40 +289,40 @@ Test(e2e, graph_dump_folders_are_created_or_skipped_with_a_warning)
  */
 Test(e2e, rerun_dumps_drop_stale_annotations_and_count_their_clusters)
 {
-    write_file(path("a.xg"), "xlac.graph v1\ninput x: f32[4,4]\ninput y: f32[4,4]\n"
+    xt_write_file(xt_path("a.xg"), "xlac.graph v1\ninput x: f32[4,4]\ninput y: f32[4,4]\n"
                              "a = add(x, y, @cluster=\"cluster_9\", @device=\"XLA_GPU:3\")\nb = mul(a, y)\n"
                              "u = unique(x, @cluster=\"cluster_0\")\noutput b\noutput u\n");
     char prefix[600];
-    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", path("d"));
+    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("d"));
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", prefix, NULL};
-    result r = xlac_run(true, env, path("a.xg"), NULL, NULL);
+    result r = xlac_run(true, env, xt_path("a.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     result_free(&r);
-    char *after = read_file(path("d/after_encapsulation_0.xg"));
+    char *after = xt_read_file(xt_path("d/after_encapsulation_0.xg"), NULL);
     cr_assert_not_null(after);
     cr_assert(strstr(after, "u = unique(x)\n"), "%s", after);
     cr_assert_null(strstr(after, "cluster_9"), "%s", after);
     cr_assert_null(strstr(after, "XLA_GPU:3"), "%s", after);
     free(after);
     const char *stats[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --codegen=0", NULL};
-    r = xlac_run(true, stats, path("d/after_encapsulation_0.xg"), NULL, NULL);
+    r = xlac_run(true, stats, xt_path("d/after_encapsulation_0.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=1 "), "%s", r.err);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 Test(e2e, clustering_debug_dumps)
 {
     write_graph();
-    mkdir(path("dumps"), 0755);
+    mkdir(xt_path("dumps"), 0755);
     char prefix[600];
-    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", path("dumps"));
+    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("dumps"));
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", prefix,
                          NULL};
-    result plain = xlac_run(false, NULL, path("g.xg"), "--save-outputs", path("ref"));
+    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
-    result r = xlac_run(true, env, path("g.xg"), NULL, NULL);
+    result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "clusters built: 1"), "%s", r.err);
     const char *stages[] = {"before_mark_for_compilation_0", "mark_for_compilation_0",
@@ -376,28 +334,28 @@ Test(e2e, clustering_debug_dumps)
         snprintf(name, sizeof name, "dumps/%s.dot", stages[i]);
         check_dot(name);
     }
-    char *marked = read_file(path("dumps/mark_for_compilation_0.xg"));
+    char *marked = xt_read_file(xt_path("dumps/mark_for_compilation_0.xg"), NULL);
     cr_assert_not_null(marked);
     cr_assert(strstr(marked, "@cluster=\"cluster_0\""), "%s", marked);
     cr_assert(strstr(marked, "@reason=\"data-dependent output shape\""), "%s", marked);
     free(marked);
-    char *after = read_file(path("dumps/after_encapsulation_0.xg"));
+    char *after = xt_read_file(xt_path("dumps/after_encapsulation_0.xg"), NULL);
     cr_assert(strstr(after, "xlac_launch"), "%s", after);
     free(after);
-    char *summary = read_file(path("dumps/clustering_summary_0.txt"));
+    char *summary = xt_read_file(xt_path("dumps/clustering_summary_0.txt"), NULL);
     cr_assert_not_null(summary);
     cr_assert(strstr(summary, "ops clustered: 4"), "%s", summary);
     cr_assert(strstr(summary, "cluster_0: 4 ops on XLA_CPU:0"), "%s", summary);
     free(summary);
     result_free(&plain);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 static void expect_start_error(const char *var, const char *want)
 {
     const char *env[] = {var, NULL};
-    result r = xlac_run(true, env, path("g.xg"), NULL, NULL);
+    result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 2, "%s: rc %d: %s", var, r.rc, r.err);
     cr_assert_eq(count_lines(r.err), 1, "%s: %s", var, r.err);
     cr_assert(strncmp(r.err, "xlac: error: ", 13) == 0, "%s", r.err);
@@ -416,45 +374,45 @@ Test(e2e, bad_configuration_is_exit_2_with_one_line)
     expect_start_error("XLAC_FLAGS=--devices=tpu", "tpu");
     expect_start_error("XLAC_FLAGS=--ops_to_exclude=nosuchop", "nosuchop");
     const char *help[] = {"XLAC_FLAGS=--help", NULL};
-    result r = xlac_run(true, help, path("g.xg"), NULL, NULL);
+    result r = xlac_run(true, help, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.out, "--clustering_fuel"), "help goes to stdout: %s", r.out);
     cr_assert(strstr(r.out, "--min_cluster_size"), "%s", r.out);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 Test(e2e, jit_block_with_unique_names_the_op)
 {
-    write_file(path("j.xg"), "xlac.graph v1\ninput x: f32[6]\njit {\n  a = neg(x)\n"
+    xt_write_file(xt_path("j.xg"), "xlac.graph v1\ninput x: f32[6]\njit {\n  a = neg(x)\n"
                              "  u = unique(a)\n}\noutput u\n");
-    result plain = xlac_run(false, NULL, path("j.xg"), NULL, NULL);
+    result plain = xlac_run(false, NULL, xt_path("j.xg"), NULL, NULL);
     cr_assert_eq(plain.rc, 0, "without the plugin a jit block runs op by op: %s", plain.err);
-    result r = xlac_run(true, NULL, path("j.xg"), NULL, NULL);
+    result r = xlac_run(true, NULL, xt_path("j.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 2, "a graph error: %s", r.err);
     char want[700];
-    snprintf(want, sizeof want, "xlac-run: %s:5:3: node u (unique) in a jit block", path("j.xg"));
+    snprintf(want, sizeof want, "xlac-run: %s:5:3: node u (unique) in a jit block", xt_path("j.xg"));
     cr_assert(strstr(r.err, want), "want '%s' in: %s", want, r.err);
     cr_assert(strstr(r.err, "node u (unique) in a jit block cannot be compiled: "
                             "data-dependent output shape"),
               "%s", r.err);
     result_free(&plain);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 Test(e2e, jit_block_compiles_at_level_0)
 {
-    write_file(path("j.xg"), "xlac.graph v1\ninput x: f32[6]\na = neg(x)\njit {\n"
+    xt_write_file(xt_path("j.xg"), "xlac.graph v1\ninput x: f32[6]\na = neg(x)\njit {\n"
                              "  b = exp(a)\n  c = mul(b, b)\n}\nd = abs(c)\noutput d\n");
     const char *env[] = {"XLAC_FLAGS=--codegen=0", NULL};
-    result r = xlac_run(true, env, path("j.xg"), NULL, NULL);
+    result r = xlac_run(true, env, xt_path("j.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "placement: b exp XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: c mul XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: a neg CPU:0"), "%s%s", r.out, r.err);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 /* ---- in process: flags and the level predicate ------------------------------ */
@@ -592,15 +550,15 @@ Test(e2e, gpu_clusters_report_xla_gpu)
         cr_skip_test("skipped: no CUDA device");
     write_graph();
     const char *env[] = {"XLAC_AUTO_JIT=2", NULL};
-    result plain = xlac_run(false, NULL, path("g.xg"), "--save-outputs", path("ref"));
+    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
-    result r = xlac_run(true, env, path("g.xg"), "--save-outputs", path("jit"));
+    result r = xlac_run(true, env, xt_path("g.xg"), "--save-outputs", xt_path("jit"));
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "placement: a mul XLA_GPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: u unique CPU:0"), "%s%s", r.out, r.err);
     xe_status st;
     xe_status_clear(&st);
-    xe_tensor *a = xe_npy_read(path("ref/s.npy"), &st), *b = xe_npy_read(path("jit/s.npy"), &st);
+    xe_tensor *a = xe_npy_read(xt_path("ref/s.npy"), &st), *b = xe_npy_read(xt_path("jit/s.npy"), &st);
     cr_assert(a && b, "%s", st.msg);
     for (int64_t i = 0; i < xe_tensor_numel(a); i++) {
         float x = ((float *)a->data)[i], y = ((float *)b->data)[i];
@@ -612,39 +570,39 @@ Test(e2e, gpu_clusters_report_xla_gpu)
     xe_tensor_release(b);
     result_free(&plain);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 Test(e2e, second_process_compiles_nothing)
 {
     write_graph();
     char flags[600];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", path("cache"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", xt_path("cache"));
     const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
-    result r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "compiles=1 ") && strstr(r.err, "disk_hits=0 "), "%s", r.err);
     result_free(&r);
-    r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "compiles=0 ") && strstr(r.err, "disk_hits=1 "), "%s", r.err);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 Test(e2e, unsafe_cache_folder_warns_once_and_runs)
 {
     write_graph();
-    mkdir(path("open"), 0777);
-    chmod(path("open"), 0777);
+    mkdir(xt_path("open"), 0777);
+    chmod(xt_path("open"), 0777);
     char flags[600];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", path("open"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", xt_path("open"));
     const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
-    result r = xlac_run(true, env, path("g.xg"), "--print-outputs", NULL);
+    result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "running without the disk cache") && strstr(r.err, "compiles=1 "), "%s", r.err);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 /* ---- xlac-compile ---------------------------------------------------------------------------- */
@@ -665,98 +623,98 @@ static bool exists(const char *p)
 Test(e2e, xlac_compile_writes_the_dumps_and_the_binary)
 {
     write_graph();
-    write_file(path("h.xg"), "xlac.graph v1\ninput x: f32[5]\na = neg(x)\nb = exp(a)\noutput b\n");
-    const char *one[] = {XLAC_COMPILE, path("g.xg"), "--target", "c", "--out", path("aot/one"), NULL};
-    result r = run_in(tmp, false, NULL, one);
+    xt_write_file(xt_path("h.xg"), "xlac.graph v1\ninput x: f32[5]\na = neg(x)\nb = exp(a)\noutput b\n");
+    const char *one[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--out", xt_path("aot/one"), NULL};
+    result r = run_in(xt_tmp, false, NULL, one);
     cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
     cr_assert(strstr(r.out, "xlac-compile: cluster_0 (4 ops): compiled in "), "%s", r.out);
-    cr_assert(exists(path("aot/one/cluster_0.so")) && exists(path("aot/one/module_0000.cluster_0.c")) &&
-              exists(path("aot/one/module_0000.cluster_0.plan.txt")) &&
-              exists(path("aot/one/module_0000.cluster_0.log")));
-    char *plan = read_file(path("aot/one/module_0000.cluster_0.plan.txt"));
+    cr_assert(exists(xt_path("aot/one/cluster_0.so")) && exists(xt_path("aot/one/module_0000.cluster_0.c")) &&
+              exists(xt_path("aot/one/module_0000.cluster_0.plan.txt")) &&
+              exists(xt_path("aot/one/module_0000.cluster_0.log")));
+    char *plan = xt_read_file(xt_path("aot/one/module_0000.cluster_0.plan.txt"), NULL);
     cr_assert(plan && strstr(plan, "cache key: xlac-cache-") && strstr(plan, "  launch: OpenMP parallel for"),
               "the plan has the key the JIT would use and each kernel's launch: %s", plan);
     free(plan);
     result_free(&r);
-    const char *two[] = {XLAC_COMPILE, path("g.xg"), path("h.xg"), "--target", "c", "--out", path("aot/two"), NULL};
-    r = run_in(tmp, false, NULL, two);
+    const char *two[] = {XLAC_COMPILE, xt_path("g.xg"), xt_path("h.xg"), "--target", "c", "--out", xt_path("aot/two"), NULL};
+    r = run_in(xt_tmp, false, NULL, two);
     cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
     /* one progress line per cluster, then h's whole-graph entry point (g holds unique: a warning, docs/aot.md) */
     cr_assert_eq(count_lines(r.out), 3, "%s", r.out);
     cr_assert(strstr(r.out, "h/h.so: the whole graph as one entry point") && strstr(r.err, "(unique)"), "%s%s",
               r.out, r.err);
-    cr_assert(exists(path("aot/two/g/cluster_0.so")) && exists(path("aot/two/h/cluster_0.so")));
-    cr_assert(exists(path("aot/two/h/module_0000.cluster_0.plan.txt")), "numbers start in each folder");
+    cr_assert(exists(xt_path("aot/two/g/cluster_0.so")) && exists(xt_path("aot/two/h/cluster_0.so")));
+    cr_assert(exists(xt_path("aot/two/h/module_0000.cluster_0.plan.txt")), "numbers start in each folder");
     result_free(&r);
-    mkdir(path("other"), 0755);
-    write_file(path("other/g.xg"), "xlac.graph v1\ninput x: f32[5]\na = neg(x)\nb = exp(a)\noutput b\n");
-    const char *same[] = {XLAC_COMPILE, path("g.xg"), path("other/g.xg"), "--target", "c", "--out", path("aot/s"),
+    mkdir(xt_path("other"), 0755);
+    xt_write_file(xt_path("other/g.xg"), "xlac.graph v1\ninput x: f32[5]\na = neg(x)\nb = exp(a)\noutput b\n");
+    const char *same[] = {XLAC_COMPILE, xt_path("g.xg"), xt_path("other/g.xg"), "--target", "c", "--out", xt_path("aot/s"),
                           NULL};
-    r = run_in(tmp, false, NULL, same);
+    r = run_in(xt_tmp, false, NULL, same);
     cr_assert_eq(r.rc, 2, "two graphs named g would overwrite each other: %s%s", r.out, r.err);
     cr_assert(strstr(r.err, "would both be written to"), "%s", r.err);
     result_free(&r);
-    const char *c_arch[] = {XLAC_COMPILE, path("g.xg"), "--target", "c", "--arch", "sm_90", "--out", path("aot/a"),
+    const char *c_arch[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--arch", "sm_90", "--out", xt_path("aot/a"),
                             NULL};
-    r = run_in(tmp, false, NULL, c_arch);
+    r = run_in(xt_tmp, false, NULL, c_arch);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "--arch applies to --target cuda only"), "%s", r.err);
     result_free(&r);
-    write_file(path("d.xg"), "xlac.graph v1\ninput x: f32[?,3]\na = neg(x)\nb = exp(a)\noutput b\n");
-    const char *dyn[] = {XLAC_COMPILE, path("d.xg"), "--target", "c", "--out", path("aot/d"), NULL};
-    r = run_in(tmp, false, NULL, dyn);
+    xt_write_file(xt_path("d.xg"), "xlac.graph v1\ninput x: f32[?,3]\na = neg(x)\nb = exp(a)\noutput b\n");
+    const char *dyn[] = {XLAC_COMPILE, xt_path("d.xg"), "--target", "c", "--out", xt_path("aot/d"), NULL};
+    r = run_in(xt_tmp, false, NULL, dyn);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "needs fully declared shapes"), "%s", r.err);
     result_free(&r);
-    const char *bad[] = {XLAC_COMPILE, path("g.xg"), "--target", "ptx", "--out", path("aot/b"), NULL};
-    r = run_in(tmp, false, NULL, bad);
+    const char *bad[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "ptx", "--out", xt_path("aot/b"), NULL};
+    r = run_in(xt_tmp, false, NULL, bad);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "usage: xlac-compile"), "%s", r.err);
     result_free(&r);
-    const char *bogus[] = {XLAC_COMPILE, path("g.xg"), "--target", "c", "--out", path("aot/b"), "--bogus", NULL};
-    r = run_in(tmp, false, NULL, bogus);
+    const char *bogus[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--out", xt_path("aot/b"), "--bogus", NULL};
+    r = run_in(xt_tmp, false, NULL, bogus);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "unknown option --bogus"), "%s", r.err);
     result_free(&r);
     char out_eq[600];
-    snprintf(out_eq, sizeof out_eq, "--out=%s", path("aot/eq"));
-    const char *eq[] = {XLAC_COMPILE, path("g.xg"), "--target=c", out_eq, NULL};
-    r = run_in(tmp, false, NULL, eq);
+    snprintf(out_eq, sizeof out_eq, "--out=%s", xt_path("aot/eq"));
+    const char *eq[] = {XLAC_COMPILE, xt_path("g.xg"), "--target=c", out_eq, NULL};
+    r = run_in(xt_tmp, false, NULL, eq);
     cr_assert_eq(r.rc, 0, "--name=value works too: %s%s", r.out, r.err);
-    cr_assert(exists(path("aot/eq/cluster_0.so")));
+    cr_assert(exists(xt_path("aot/eq/cluster_0.so")));
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 /* A compiler that fails: exit 1, the cluster named, and its source and (empty) log still written. */
 Test(e2e, xlac_compile_failure_keeps_the_source)
 {
     write_graph();
-    const char *argv[] = {XLAC_COMPILE, path("g.xg"), "--target", "c", "--out", path("aot"), NULL};
+    const char *argv[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--out", xt_path("aot"), NULL};
     const char *env[] = {"CC=/bin/false", NULL};
-    result r = run_in(tmp, false, env, argv);
+    result r = run_in(xt_tmp, false, env, argv);
     cr_assert_eq(r.rc, 1, "%s%s", r.out, r.err);
     cr_assert(strstr(r.out, "cluster_0 (4 ops): FAILED"), "%s", r.out);
     cr_assert(strstr(r.err, "/bin/false failed (exit status 1)"), "%s", r.err);
-    cr_assert(exists(path("aot/module_0000.cluster_0.c")) && !exists(path("aot/cluster_0.so")));
+    cr_assert(exists(xt_path("aot/module_0000.cluster_0.c")) && !exists(xt_path("aot/cluster_0.so")));
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }
 
 /* A call the program cannot serve (max over an empty axis): the op-by-op error, one line, at the node. */
 Test(e2e, empty_max_under_the_plugin_is_the_op_by_op_error)
 {
-    write_file(path("z.xg"), "xlac.graph v1\ninput x: f32[0,3]\na = neg(x)\nm = reduce_max(a, axes=[0])\n"
+    xt_write_file(xt_path("z.xg"), "xlac.graph v1\ninput x: f32[0,3]\na = neg(x)\nm = reduce_max(a, axes=[0])\n"
                              "output m\n");
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
-    const char *argv[] = {XLAC_RUN, path("z.xg"), NULL};
-    result r = run_in(tmp, true, env, argv);
+    const char *argv[] = {XLAC_RUN, xt_path("z.xg"), NULL};
+    result r = run_in(xt_tmp, true, env, argv);
     cr_assert_eq(r.rc, 1, "%s", r.err);
     char want[700];
     snprintf(want, sizeof want, "xlac-run: %s:4:1: node m (reduce_max): reduce_max over an empty axis\n",
-             path("z.xg"));
+             xt_path("z.xg"));
     cr_assert(strstr(r.err, want), "want '%s' in: %s", want, r.err);
     cr_assert_null(strstr(r.err, "warning"), "%s", r.err);
     result_free(&r);
-    remove_tree(tmp);
+    xt_tmp_remove();
 }

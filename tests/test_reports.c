@@ -23,61 +23,20 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "support/tmpdir.h"
+
 extern char **environ;
 
 #define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
 #define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
 #define TRACE_CHECK XLAC_SOURCE_DIR "/scripts/trace_check.py"
 
-static char tmp[256];
-
 static void make_tmp(void)
 {
-    snprintf(tmp, sizeof tmp, "/tmp/xlac_reports_XXXXXX");
-    cr_assert_not_null(mkdtemp(tmp));
+    xt_tmp_make("/tmp/xlac_reports_XXXXXX");
 }
 
-static void remove_tmp(void)
-{
-    char cmd[400];
-    snprintf(cmd, sizeof cmd, "rm -rf '%s'", tmp);
-    if (system(cmd) != 0)
-        fprintf(stderr, "could not remove %s\n", tmp);
-}
-
-TestSuite(reports, .init = make_tmp, .fini = remove_tmp, .timeout = 120);
-
-static char *path(const char *name)
-{
-    static char buf[4][512];
-    static int k;
-    k = (k + 1) % 4;
-    snprintf(buf[k], sizeof buf[k], "%s/%s", tmp, name);
-    return buf[k];
-}
-
-static void write_file(const char *p, const char *text)
-{
-    FILE *f = fopen(p, "w");
-    cr_assert_not_null(f, "%s", p);
-    fputs(text, f);
-    fclose(f);
-}
-
-static char *read_file(const char *p)
-{
-    FILE *f = fopen(p, "rb");
-    if (!f)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *s = malloc((size_t)n + 1);
-    size_t got = fread(s, 1, (size_t)n, f);
-    s[got] = '\0';
-    fclose(f);
-    return s;
-}
+TestSuite(reports, .init = make_tmp, .fini = xt_tmp_fini, .timeout = 120);
 
 static int count(const char *s, const char *what)
 {
@@ -98,7 +57,7 @@ static void result_free(result *r)
     free(r->err);
 }
 
-/* Runs argv in tmp with the environment minus LD_PRELOAD and XLAC_*, plus env; preload: with the
+/* Runs argv in the test folder with the environment minus LD_PRELOAD and XLAC_*, plus env; preload: with the
  * plugin. */
 static result run(bool preload, const char *const *env, const char *const *argv)
 {
@@ -118,14 +77,14 @@ static result run(bool preload, const char *const *env, const char *const *argv)
         envp[n++] = (char *)env[i];
     envp[n] = NULL;
     char out[600], err[600];
-    snprintf(out, sizeof out, "%s/.stdout", tmp);
-    snprintf(err, sizeof err, "%s/.stderr", tmp);
+    snprintf(out, sizeof out, "%s/.stdout", xt_tmp);
+    snprintf(err, sizeof err, "%s/.stderr", xt_tmp);
     pid_t pid = fork();
     cr_assert_geq(pid, 0);
     if (pid == 0) {
         int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
         int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || chdir(tmp) != 0)
+        if (fo < 0 || fe < 0 || chdir(xt_tmp) != 0)
             _exit(120);
         dup2(fo, 1);
         dup2(fe, 2);
@@ -135,8 +94,8 @@ static result run(bool preload, const char *const *env, const char *const *argv)
     int status = 0;
     waitpid(pid, &status, 0);
     result r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
-    r.out = read_file(out);
-    r.err = read_file(err);
+    r.out = xt_read_file(out, NULL);
+    r.err = xt_read_file(err, NULL);
     return r;
 }
 
@@ -144,7 +103,7 @@ static result run(bool preload, const char *const *env, const char *const *argv)
 static result xlac(bool preload, const char *const *env, const char *a, const char *b,
                    const char *c, const char *d)
 {
-    const char *argv[] = {XLAC_RUN, path("g.xg"), a, b, c, d, NULL};
+    const char *argv[] = {XLAC_RUN, xt_path("g.xg"), a, b, c, d, NULL};
     return run(preload, env, argv);
 }
 
@@ -164,7 +123,7 @@ static const char *graph_text = "xlac.graph v1\n"
 
 Test(reports, async_stats_count_the_background_compile)
 {
-    write_file(path("g.xg"), graph_text);
+    xt_write_file(xt_path("g.xg"), graph_text);
     /* one run: the background compile is still running when the run ends; the stats wait for it */
     const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--stats --async_compilation --disk_cache=0",
                          NULL};
@@ -201,7 +160,7 @@ static const char *block_text = "xlac.graph v1\n"
 
 Test(reports, composite_body_is_clustered)
 {
-    write_file(path("g.xg"), block_text);
+    xt_write_file(xt_path("g.xg"), block_text);
     result plain = xlac(false, NULL, "--print-outputs", NULL, NULL, NULL);
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
     cr_assert(!strstr(plain.err, "not registered"), "a user's composite gets no note: %s",
@@ -230,7 +189,7 @@ Test(reports, composite_body_is_clustered)
 
 Test(reports, warnings_for_settings_that_do_nothing)
 {
-    write_file(path("g.xg"), graph_text);
+    xt_write_file(xt_path("g.xg"), graph_text);
     const char *jit[] = {"XLAC_AUTO_JIT=2", NULL};
     result r = xlac(false, jit, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
@@ -248,7 +207,7 @@ Test(reports, warnings_for_settings_that_do_nothing)
     cr_assert(!strstr(r.err, "not loaded"), "%s", r.err);
     result_free(&r);
     char prefix[600];
-    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", path("dumps"));
+    snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("dumps"));
     const char *dump[] = {"XLAC_AUTO_JIT=1", prefix, NULL};
     r = xlac(true, dump, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
@@ -261,10 +220,10 @@ Test(reports, warnings_for_settings_that_do_nothing)
 
 Test(reports, summary_names_every_node_left_out)
 {
-    write_file(path("g.xg"), graph_text);
+    xt_write_file(xt_path("g.xg"), graph_text);
     char flags[700];
     snprintf(flags, sizeof flags, "XLAC_FLAGS=--clustering_debug --disk_cache=0 --summary=%s",
-             path("s.json"));
+             xt_path("s.json"));
     const char *env[] = {"XLAC_AUTO_JIT=1", flags, NULL};
     result r = xlac(true, env, "--iterations", "3", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
@@ -273,7 +232,7 @@ Test(reports, summary_names_every_node_left_out)
                             "    data-dependent output shape (1): u\n"
                             "    not fusible at level 1 (1): m\n"),
               "%s", r.err);
-    char *json = read_file(path("s.json"));
+    char *json = xt_read_file(xt_path("s.json"), NULL);
     cr_assert_not_null(json);
     cr_assert(
         strstr(
@@ -296,7 +255,7 @@ Test(reports, summary_names_every_node_left_out)
             cmd, sizeof cmd,
             "python3 -c \"import json,sys; d=json.load(open('%s')); s=d['share']; "
             "sys.exit(abs(sum(s.values())-1) > 0.01 or d['clusters'][0]['mean_launch_us'] <= 0)\"",
-            path("s.json"));
+            xt_path("s.json"));
         cr_assert_eq(system(cmd), 0, "%s", cmd);
     }
     result_free(&r);
@@ -320,19 +279,19 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     if (system("python3 -c 1 2>/dev/null") != 0) {
         cr_skip_test("skipped: no python3 for scripts/trace_check.py");
     }
-    write_file(path("g.xg"), graph_text);
+    xt_write_file(xt_path("g.xg"), graph_text);
     /* the CLI's --trace, the plugin on: compile in the launch of the second run (threshold 2) */
     const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--disk_cache=0 --compile_threshold=2",
                          NULL};
-    result r = xlac(true, env, "--iterations", "3", "--trace", path("t.json"));
+    result r = xlac(true, env, "--iterations", "3", "--trace", xt_path("t.json"));
     cr_assert_eq(r.rc, 0, "%s", r.err);
     char *counts = NULL;
-    check_trace(path("t.json"), &counts);
+    check_trace(xt_path("t.json"), &counts);
     cr_assert(strstr(counts, "\"compiles\": 1") && strstr(counts, "\"fallbacks\": 1") &&
                   strstr(counts, "\"launches\": 3") && strstr(counts, "\"runs\": 3"),
               "%s", counts);
     free(counts);
-    char *json = read_file(path("t.json"));
+    char *json = xt_read_file(xt_path("t.json"), NULL);
     cr_assert(strstr(json, "\"reason\":\"seen fewer than --compile_threshold times\""), "%s", json);
     cr_assert(strstr(json, "\"cache\":\"hit\""), "%s", json);
     cr_assert(strstr(json, "\"ops\":\"a:mul,b:add,c:tanh\""), "%s", json);
@@ -341,25 +300,25 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     /* XLAC_FLAGS=--trace, compiled in the background: its slice is on the compile thread's track */
     char flags[700];
     snprintf(flags, sizeof flags, "XLAC_FLAGS=--disk_cache=0 --async_compilation --trace=%s",
-             path("a.json"));
+             xt_path("a.json"));
     const char *async[] = {"XLAC_AUTO_JIT=1", flags, NULL};
     r = xlac(true, async, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    check_trace(path("a.json"), &counts);
+    check_trace(xt_path("a.json"), &counts);
     cr_assert(strstr(counts, "\"compiles\": 1") && strstr(counts, "\"xlac compile\""), "%s",
               counts);
     free(counts);
     result_free(&r);
     /* a disk cache: the first process compiles, the second loads, and its trace shows the load */
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--cache_dir=%s --trace=%s", path("cache"),
-             path("d.json"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--cache_dir=%s --trace=%s", xt_path("cache"),
+             xt_path("d.json"));
     const char *disk[] = {"XLAC_AUTO_JIT=1", flags, NULL};
     for (int k = 0; k < 2; k++) {
         r = xlac(true, disk, NULL, NULL, NULL, NULL);
         cr_assert_eq(r.rc, 0, "%s", r.err);
         result_free(&r);
     }
-    check_trace(path("d.json"), &counts);
+    check_trace(xt_path("d.json"), &counts);
     cr_assert(strstr(counts, "\"compiles\": 0") && strstr(counts, "\"disk_loads\": 1"), "%s",
               counts);
     free(counts);
@@ -369,7 +328,7 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
 
 Test(reports, progress_on_a_terminal_only)
 {
-    write_file(path("g.xg"), graph_text);
+    xt_write_file(xt_path("g.xg"), graph_text);
     if (access("/usr/bin/script", X_OK) != 0) {
         cr_skip_test("skipped: no script(1) to make a terminal");
     }
@@ -380,9 +339,9 @@ Test(reports, progress_on_a_terminal_only)
         "cd '%s' && env -u LD_PRELOAD ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
         "XLAC_AUTO_JIT=1 XLAC_FLAGS=--disk_cache=0 LD_PRELOAD='%s' "
         "script -qec \"'%s' g.xg\" /dev/null > tty.txt 2>&1 </dev/null",
-        tmp, LIBXLAC, XLAC_RUN);
+        xt_tmp, LIBXLAC, XLAC_RUN);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
-    char *tty = read_file(path("tty.txt"));
+    char *tty = xt_read_file(xt_path("tty.txt"), NULL);
     cr_assert(strstr(tty, "xlac: compiling 1/1 clusters"), "on a terminal: %s", tty);
     free(tty);
     const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--disk_cache=0", NULL};

@@ -1,0 +1,44 @@
+/*
+ * The scaffolding of the tests that run programs in a private folder
+ * (test_reports, test_plugin_e2e, test_aot, test_replay, test_distributed,
+ * test_hostile, test_faults, test_graph_fuzz, test_onnx, test_cli): the
+ * folder itself (mkdtemp, removed with rm -rf), a path in it, writing and
+ * reading a file (whole, or its start), the last line of a run's output,
+ * and a shell command run in the folder with its output captured.
+ * Criterion runs each test in its own process, so the one folder per
+ * process is the test's own.
+ */
+#ifndef XLAC_TEST_TMPDIR_H
+#define XLAC_TEST_TMPDIR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+/* The test's folder, set by xt_tmp_make. */
+extern char xt_tmp[64];
+
+/* Makes a fresh folder from template (for mkdtemp: ends in XXXXXX); else fails the test. */
+void xt_tmp_make(const char *template);
+/* Removes the folder and its contents (rm -rf); false, said on stderr, when it cannot. */
+bool xt_tmp_remove(void);
+/* xt_tmp_remove as a Criterion .fini: a folder left behind is reported, not a failure. */
+void xt_tmp_fini(void);
+/* xt_tmp/name, in one of 8 static buffers used in turn (valid until 8 more calls). */
+char *xt_path(const char *name);
+/* Writes text to path p (the whole file); fails the test when p cannot be opened. */
+void xt_write_file(const char *p, const char *text);
+/* The whole file at p, NUL-terminated (malloc'd; NULL if it cannot be opened); *len its size. */
+char *xt_read_file(const char *p, size_t *len);
+/* The start of the file at p (at most cap - 1 bytes) into buf, NUL-terminated; "" if none. */
+void xt_read_head(const char *p, char *buf, size_t cap);
+/* The last line of text, without a final newline's empty line ("a\nb\n" -> "b\n"). */
+const char *xt_last_line(const char *text);
+/*
+ * Runs `cd xt_tmp && env -u LD_PRELOAD -u XLAC_* ENV_WORDS CMD` (a clean environment: none of
+ * the inherited variables that would change a child's behaviour; under the sanitizers, ASAN_OPTIONS
+ * that let a preloaded library come first) with stdout and stderr together in xt_tmp/.log; *out
+ * gets that output (malloc'd). Returns the exit status, 128 when the shell did not exit.
+ */
+int xt_sh(const char *env_words, const char *cmd, char **out);
+
+#endif
