@@ -300,6 +300,23 @@ static xe_code compile_c(xg_artifact *a, const xg_options *o, xe_status *st)
     return xg_cc_compile(o->cc, o->tmp_dir, a->source, o->fast_math, o->compile_timeout_s, &a->code, &a->code_len, &a->log, st);
 }
 
+/*
+ * Keeps the OpenMP runtime a module brought in (gcc's libgomp or LLVM's
+ * libomp, when the host process did not have it) loaded for good: its
+ * worker threads outlive the module, so unloading it with the last module
+ * would pull the code from under them (and its allocations would show as
+ * leaks of an unknown module).
+ */
+static void pin_openmp_runtime(void)
+{
+    static const char *const names[] = {"libgomp.so.1", "libomp.so.5", "libomp.so"};
+    for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+        void *h = dlopen(names[i], RTLD_LAZY | RTLD_NOLOAD | RTLD_NODELETE); /* only if loaded */
+        if (h)
+            dlclose(h); /* NODELETE stays */
+    }
+}
+
 /* The shared object through a private temp file (0600), then its kernels by name. */
 static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st)
 {
@@ -316,6 +333,8 @@ static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, 
     if (c == XE_OK && !(p->priv = dlopen(path, RTLD_NOW | RTLD_LOCAL)))
         c = xe_fail(st, XE_ERR_COMPILE, "dlopen of the compiled cluster failed: %s", dlerror());
     xg_fpenv_restore(&env);
+    if (c == XE_OK)
+        pin_openmp_runtime();
     unlink(path); /* the mapping stays valid */
     for (int i = 0; c == XE_OK && i < p->plan->n_steps; i++) {
         char name[32];

@@ -76,8 +76,9 @@ static void im2col_row(const conv_job *jb, const char *x, char *dst, int64_t i, 
             int64_t lo, hi;
             xe_window_range(iw0, p->sw, p->w, run, &lo, &hi);
             memset(d, 0, (size_t)lo * es);
-            copy_strided(d + (size_t)lo * es, x + (size_t)(ih * p->w + iw0 + lo * p->sw) * es,
-                         hi - lo, p->sw, es);
+            if (hi > lo) /* an empty range may start left of the row: no pointer to form then */
+                copy_strided(d + (size_t)lo * es, x + (size_t)(ih * p->w + iw0 + lo * p->sw) * es,
+                             hi - lo, p->sw, es);
             memset(d + (size_t)hi * es, 0, (size_t)(run - hi) * es);
         }
         q += run;

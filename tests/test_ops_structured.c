@@ -260,7 +260,8 @@ static void reduce_accumulate(int op, xe_dtype dt, double v, double *acc, double
     case 1:
         *acc += v;
         *abs_acc += fabs(v);
-        *iacc += (uint64_t)(int64_t)v;
+        if (is_int) /* a float's value may be NaN: converting it is undefined */
+            *iacc += (uint64_t)(int64_t)v;
         break;
     case 2: *acc = isnan(*acc) || isnan(v) ? NAN : fmax(*acc, v); break;
     case 3: *acc = isnan(*acc) || isnan(v) ? NAN : fmin(*acc, v); break;

@@ -337,8 +337,8 @@ Test(reports, progress_on_a_terminal_only)
         cmd, sizeof cmd,
         /* a preloaded library comes before libasan in a sanitizer build: allowed (as run() does) */
         "cd '%s' && env -u LD_PRELOAD ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
-        "XLAC_AUTO_JIT=1 XLAC_FLAGS=--disk_cache=0 LD_PRELOAD='%s' "
-        "script -qec \"'%s' g.xg\" /dev/null > tty.txt 2>&1 </dev/null",
+        "XLAC_AUTO_JIT=1 XLAC_FLAGS=--disk_cache=0 "
+        "script -qec \"LD_PRELOAD='%s' '%s' g.xg\" /dev/null > tty.txt 2>&1 </dev/null",
         xt_tmp, LIBXLAC, XLAC_RUN);
     cr_assert_eq(system(cmd), 0, "%s", cmd);
     char *tty = xt_read_file(xt_path("tty.txt"), NULL);
