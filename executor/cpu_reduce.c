@@ -10,6 +10,7 @@
  * contiguous). Reductions over axes that are not one block (e.g. axes
  * [0,2] of a rank-3 tensor) are done in passes, one block at a time.
  */
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,9 +95,12 @@ typedef struct red {
  * Float max/min of a row: a vectorized max/min plus a NaN flag (NaN wins).
  * The vector max leaves the sign of a zero result to the order of the
  * lanes; a zero result is refolded in order with FOLD (+0 above -0), so
- * that it is the zero that every other path gives.
+ * that it is the zero that every other path gives. So is a result of EDGE
+ * (-FLT_MAX for a float max): clang's OpenMP starts each private max at the
+ * lowest finite value, not at -inf as gcc's does, so a row of -inf would
+ * end there.
  */
-#define DEF_ROW_NANFOLD(NAME, T, ACC, LOAD, INIT, RED, CMP, FOLD)                                      \
+#define DEF_ROW_NANFOLD(NAME, T, ACC, LOAD, INIT, EDGE, RED, CMP, FOLD)                                 \
     static ACC NAME(const T *restrict x, int64_t K, bool par)                                     \
     {                                                                                              \
         ACC m = INIT;                                                                              \
@@ -116,24 +120,26 @@ typedef struct red {
                 bad |= v != v;                                                                     \
             }                                                                                      \
         }                                                                                          \
-        if (!bad && m == 0)                                                                        \
+        if (!bad && (m == 0 || m == EDGE)) {                                                       \
+            m = INIT;                                                                              \
             for (int64_t k = 0; k < K; k++)                                                        \
                 m = FOLD(m, LOAD(x[k]));                                                           \
+        }                                                                                          \
         return bad ? (ACC)NAN : m;                                                                 \
     }
 
 DEF_ROW_FOLD(row_sum_f32, float, float, KEEP, 0.0f, +, ADD)
 DEF_ROW_FOLD(row_prod_f32, float, float, KEEP, 1.0f, *, MUL)
-DEF_ROW_NANFOLD(row_max_f32, float, float, KEEP, -INFINITY, max, >, MAXF)
-DEF_ROW_NANFOLD(row_min_f32, float, float, KEEP, INFINITY, min, <, MINF)
+DEF_ROW_NANFOLD(row_max_f32, float, float, KEEP, -INFINITY, -FLT_MAX, max, >, MAXF)
+DEF_ROW_NANFOLD(row_min_f32, float, float, KEEP, INFINITY, FLT_MAX, min, <, MINF)
 DEF_ROW_FOLD(row_sum_f64, double, double, KEEP, 0.0, +, ADD)
 DEF_ROW_FOLD(row_prod_f64, double, double, KEEP, 1.0, *, MUL)
-DEF_ROW_NANFOLD(row_max_f64, double, double, KEEP, -INFINITY, max, >, MAXF)
-DEF_ROW_NANFOLD(row_min_f64, double, double, KEEP, INFINITY, min, <, MINF)
+DEF_ROW_NANFOLD(row_max_f64, double, double, KEEP, -INFINITY, -DBL_MAX, max, >, MAXF)
+DEF_ROW_NANFOLD(row_min_f64, double, double, KEEP, INFINITY, DBL_MAX, min, <, MINF)
 DEF_ROW_FOLD(row_sum_f16, xe_f16, float, H2F, 0.0f, +, ADD)
 DEF_ROW_FOLD(row_prod_f16, xe_f16, float, H2F, 1.0f, *, MUL)
-DEF_ROW_NANFOLD(row_max_f16, xe_f16, float, H2F, -INFINITY, max, >, MAXF)
-DEF_ROW_NANFOLD(row_min_f16, xe_f16, float, H2F, INFINITY, min, <, MINF)
+DEF_ROW_NANFOLD(row_max_f16, xe_f16, float, H2F, -INFINITY, -FLT_MAX, max, >, MAXF)
+DEF_ROW_NANFOLD(row_min_f16, xe_f16, float, H2F, INFINITY, FLT_MAX, min, <, MINF)
 DEF_ROW_FOLD(row_sum_i32, int32_t, uint64_t, I2U, 0, +, ADD)
 DEF_ROW_FOLD(row_prod_i32, int32_t, uint64_t, I2U, 1, *, MUL)
 DEF_ROW_FOLD(row_max_i32, int32_t, int64_t, I2I, INT64_MIN, max, MAXI)
