@@ -2,21 +2,23 @@
 # Builds and runs every test: a plain build (with CUDA when the toolkit is
 # there), the Python package's pytest suite against it (scripts/test_python.sh),
 # ONNX's node tests and light models (tests/onnx/run_node_tests.sh, through a
-# CPU-only Release build in build-onnx) and, unless --quick, a CPU-only AddressSanitizer+UBSan build, the
-# threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
+# CPU-only Release build in build-onnx) and, unless --quick, CPU-only AddressSanitizer+UBSan
+# builds with gcc (build-asan) and with clang (build-asan-clang: adds
+# -fsanitize=pointer-overflow, which GCC's UBSan misses, and clang's own OpenMP),
+# the threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
-# --asan-clang: the ASan+UBSan build with clang (adds -fsanitize=pointer-overflow,
-# which GCC's UBSan misses) instead of gcc. --no-fuzz / --no-tsan skip those parts.
+# --asan-gcc / --asan-clang: only that sanitizer build. --no-fuzz / --no-tsan skip those parts.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 scripts/deps.sh || exit 1
 jobs=$(nproc)
-quick=0 asan_cc=gcc fuzz=1 tsan=1
+quick=0 asan_ccs="gcc clang" fuzz=1 tsan=1
 for a in "$@"; do
     case "$a" in
         --quick) quick=1 ;;
-        --asan-clang) asan_cc=clang ;;
+        --asan-gcc) asan_ccs=gcc ;;
+        --asan-clang) asan_ccs=clang ;;
         --no-fuzz) fuzz=0 ;;
         --no-tsan) tsan=0 ;;
     esac
@@ -123,11 +125,13 @@ run_onnx() {
 }
 run_onnx
 if [ "$quick" -eq 0 ]; then
-    asan_dir=build-asan
-    [ "$asan_cc" = clang ] && asan_dir=build-asan-clang
-    CC=$asan_cc ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
-        LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
-        run_suite "$asan_dir" "asan-$asan_cc" -DXLAC_SANITIZE=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+    for asan_cc in $asan_ccs; do
+        asan_dir=build-asan
+        [ "$asan_cc" = clang ] && asan_dir=build-asan-clang
+        CC=$asan_cc ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 UBSAN_OPTIONS=print_stacktrace=1 \
+            LSAN_OPTIONS="suppressions=$PWD/tests/lsan.supp" \
+            run_suite "$asan_dir" "asan-$asan_cc" -DXLAC_SANITIZE=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Debug
+    done
     if [ "$tsan" -eq 1 ]; then
         # the threaded scenario of test_threads as a plain program (Criterion's arena cannot be
         # mapped beside TSan's shadow); libgomp is not instrumented: one OpenMP thread
