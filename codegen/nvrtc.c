@@ -333,6 +333,19 @@ static int compile_threads(void)
     return n < 1 ? 1 : n > 8 ? 8 : n;
 }
 
+/* A compile's result as a status: on failure the code is freed and the log's first error line named. */
+static xe_code compile_result(nvrtcResult r, const char *target, void **code, char **log, xe_status *st)
+{
+    if (r == NVRTC_SUCCESS)
+        return XE_OK;
+    free(*code);
+    *code = NULL;
+    char first[300];
+    xg_error_line(log ? *log : NULL, first, sizeof first);
+    return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s): %s: %s", target, nvrtcGetErrorString(r),
+                   *first ? first : "no log");
+}
+
 xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int parts, void **code, size_t *len,
                                char **log, xe_status *st)
 {
@@ -344,14 +357,7 @@ xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int
     if (!nvrtc_ready())
         return xe_fail(st, XE_ERR_COMPILE, "%s", nvrtc_why);
     nvrtcResult r = compile_split(source, target, fast_math, parts, code, len, log);
-    if (r == NVRTC_SUCCESS)
-        return XE_OK;
-    free(*code);
-    *code = NULL;
-    char first[300];
-    xg_error_line(log ? *log : NULL, first, sizeof first);
-    return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s): %s: %s", target, nvrtcGetErrorString(r),
-                   *first ? first : "no log");
+    return compile_result(r, target, code, log, st);
 }
 
 xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len, bool *is_ptx,
@@ -377,14 +383,7 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
     snprintf(target, sizeof target, "compute_%d", known);
     *code = NULL;
     nvrtcResult r = compile(source, target, fast_math, true, code, len, log);
-    if (r == NVRTC_SUCCESS)
-        return XE_OK;
-    free(*code);
-    *code = NULL;
-    char first[300];
-    xg_error_line(log ? *log : NULL, first, sizeof first);
-    return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s): %s: %s", target, nvrtcGetErrorString(r),
-                   *first ? first : "no log");
+    return compile_result(r, target, code, log, st);
 }
 
 char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math)
