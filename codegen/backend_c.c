@@ -340,7 +340,7 @@ static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, 
         char name[32];
         if (p->plan->steps[i].kind == XG_STEP_LIBRARY)
             continue;
-        xg_step_name(i, name, sizeof name);
+        xg_step_name(xg_program_kernel_step(p, i), name, sizeof name);
         if (!(p->fn[i] = dlsym(p->priv, name)))
             c = xe_fail(st, XE_ERR_COMPILE, "compiled cluster lacks kernel %s", name);
     }

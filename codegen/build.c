@@ -15,6 +15,7 @@
 #include "backend.h"
 #include "compile.h"
 #include "plan.h"
+#include "share.h"
 #include "xg_impl.h"
 #include "xlac/io.h"
 #include "xlac/session.h"
@@ -94,11 +95,14 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     a->target = target;
     a->arch = xg_backend_for(target)->arch(arch);
     a->shape_generic = shape_generic;
+    xg_shares shares = {0};
     xe_code c = xg_plan_build(body, in_types, shape_generic, &p, st);
-    if (c == XE_OK && !(a->source = xg_emit_program(p, target, st)))
+    if (c == XE_OK && !(a->source = xg_emit_program_shared(p, target, &shares, st)))
         c = st->code;
-    if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, target)) || !(a->meta = strdup(a->plan_text))))
+    if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, target)) || !xg_shares_append_text(&shares, &a->plan_text) ||
+                       !(a->meta = strdup(a->plan_text))))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xg_shares_free(&shares);
     if (c == XE_OK)
         c = compile_source(xg_backend_for(target), a, o, st);
     xg_plan_destroy(p);

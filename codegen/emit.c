@@ -425,6 +425,7 @@ void xg_kernel_begin(em *e, int step)
     e->n_memo = 0;
     for (int i = 0; i < e->p->body->n_nodes; i++)
         e->rowvar[i][0] = '\0';
+    e->sig_at = e->text.len;
     e->b->kernel_signature(e, name);
     e->decl_at = e->text.len; /* the buffer pointers go here once the body is known (xg_kernel_end) */
 }
@@ -461,6 +462,12 @@ void xg_kernel_end(em *e)
         free(used);
         return;
     }
+    if (xg_kernel_shared(e, body)) {
+        xe_text_truncate(&e->text, e->kernel_at);
+        free(body);
+        free(used);
+        return;
+    }
     for (size_t k = 0; body[k]; k++)
         if (pointer_token(body, k, &node) && node >= 0 && node < n)
             used[node] = true;
@@ -494,12 +501,18 @@ static bool fits_narrow_index(const xg_plan *p)
 
 char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
 {
+    return xg_emit_program_shared(p, target, NULL, st);
+}
+
+char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shares, xe_status *st)
+{
     em *e = calloc(1, sizeof *e);
     if (!e) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
     }
     e->p = p;
+    e->shares = shares;
     e->b = xg_backend_for(target);
     e->narrow = e->b->narrow_index && fits_narrow_index(p);
     e->row_ph = -1;
@@ -518,6 +531,8 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
     for (int i = 0; i < p->n_steps; i++) {
         const xg_step *s = &p->steps[i];
         e->panel = s->panel && e->b->panel_rows_loop;
+        e->step = i;
+        e->kernel_at = e->text.len;
         switch (s->kind) {
         case XG_STEP_LOOP: xg_emit_loop_kernel(e, i, s); break;
         case XG_STEP_REDUCE: xg_emit_reduce_kernel(e, i, s); break;
@@ -536,6 +551,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
         free(text);
         text = NULL;
     }
+    xg_kept_free(e);
     free(e->rowvar);
     free(e->rc_phases);
     free(e->rc_first);

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "op_text.h"
 #include "plan.h"
+#include "share.h"
 #include "xlac/op.h"
 #include "xlac/text.h"
 
@@ -31,6 +32,8 @@ typedef struct memo {
     char var[16];
 } memo;
 
+struct kept_kernel;
+
 typedef struct em {
     xe_text text; /* the generated program */
     bool oom, unsupported;
@@ -40,6 +43,11 @@ typedef struct em {
     bool panel;  /* the kernel runs over a panel's rows [r0, r1) on one thread (a panel step, backend's panel_rows_loop) */
     bool narrow; /* index math in 32 bits (xg_idx is int): CUDA, fixed shapes, every tensor under 2^30 */
     size_t decl_at; /* where the current kernel's pointer declarations go (xg_kernel_end) */
+    size_t kernel_at, sig_at; /* where the current step's text and its kernel's signature begin */
+    int step;                 /* the current step */
+    xg_shares *shares;        /* steps that run an earlier step's kernel (share.h); NULL: none looked for */
+    struct kept_kernel *kept; /* the kernels kept so far, by identity (xg_kernel_end) */
+    int n_kept;
     int var;
     int n_memo;
     memo m[MAX_MEMO];
@@ -154,5 +162,10 @@ static inline void new_var(em *e, char *name, size_t len)
 {
     snprintf(name, len, "v%d", e->var++);
 }
+
+/* Whether the kernel whose body (after its signature) was just printed runs an earlier one's: then
+   its step is recorded in e->shares and the caller drops its text (emit_share.c). */
+bool xg_kernel_shared(em *e, const char *body);
+void xg_kept_free(em *e);
 
 #endif

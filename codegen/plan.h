@@ -189,5 +189,9 @@ void xg_step_name(int i, char *buf, size_t len);
 
 /* Emits the whole program for the plan: C11 + OpenMP or CUDA C++. malloc'd. */
 char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st);
+struct xg_shares;
+/* The same, each kernel that is an earlier one's on other buffers left out and listed in shares
+   (share.h), which the caller frees. */
+char *xg_emit_program_shared(const xg_plan *p, xg_target target, struct xg_shares *shares, xe_status *st);
 
 #endif

@@ -34,6 +34,24 @@ static xe_code load_consts(xg_program *p, xe_status *st)
     return XE_OK;
 }
 
+/* The module's metadata must be this plan's text, then the shares the emitter found (share.h). */
+static xe_code check_meta(xg_program *p, const xg_artifact *a, xe_status *st)
+{
+    char *text = xg_plan_text(p->plan, a->target);
+    if (!text)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    size_t len = strlen(text);
+    bool ok = a->meta && strncmp(text, a->meta, len) == 0 && xg_shares_parse(a->meta + len, p->plan, &p->shares);
+    free(text);
+    return ok ? XE_OK : xe_fail(st, XE_ERR_COMPILE, "the compiled module does not match this cluster's plan");
+}
+
+int xg_program_kernel_step(const xg_program *p, int i)
+{
+    const xg_share *h = xg_shares_find(&p->shares, i);
+    return h ? h->from : i;
+}
+
 void xg_program_destroy(xg_program *p)
 {
     if (!p)
@@ -43,6 +61,7 @@ void xg_program_destroy(xg_program *p)
         xe_tensor_release(p->consts[i]);
     free(p->consts);
     xg_plan_destroy(p->plan);
+    xg_shares_free(&p->shares);
     free(p->fn);
     xe_graph_destroy(p->body);
     free(p->in_types);
@@ -65,12 +84,8 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
         c = st->code;
     if (c == XE_OK)
         c = xg_plan_build(p->body, in_types, a->shape_generic, &p->plan, st);
-    if (c == XE_OK) {
-        char *text = xg_plan_text(p->plan, a->target);
-        if (!text || !a->meta || strcmp(text, a->meta) != 0)
-            c = xe_fail(st, XE_ERR_COMPILE, "the compiled module does not match this cluster's plan");
-        free(text);
-    }
+    if (c == XE_OK)
+        c = check_meta(p, a, st);
     if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
@@ -135,11 +150,39 @@ xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **
     return run_matmul(plan, dev, node, bufs, NULL, NULL, st);
 }
 
+/*
+ * For each share (share.h), the run's buffer pointers with the sharing
+ * step's buffers in the places of those its kernel names: one array per
+ * share, all in one block (NULL when there are none, or out of memory).
+ */
+static void **shared_ptrs(const xg_program *p, void *const *ptrs)
+{
+    size_t n = (size_t)p->body->n_nodes + 1;
+    void **v = p->shares.n ? malloc(sizeof *v * n * (size_t)p->shares.n) : NULL;
+    for (int j = 0; v && j < p->shares.n; j++) {
+        const xg_share *h = &p->shares.v[j];
+        memcpy(v + n * (size_t)j, ptrs, sizeof *v * n);
+        for (int k = 0; k < h->n; k++)
+            v[n * (size_t)j + (size_t)h->theirs[k]] = ptrs[h->ours[k]];
+    }
+    return v;
+}
+
+/* The pointers step i's kernel is launched with: the run's, or its share's (shared_ptrs). */
+static void *const *step_ptrs(const xg_program *p, int i, void *const *ptrs, void **shared)
+{
+    for (int j = 0; j < p->shares.n; j++)
+        if (p->shares.v[j].step == i)
+            return shared + ((size_t)p->body->n_nodes + 1) * (size_t)j;
+    return ptrs;
+}
+
 /* What each panel of a matmul runs: the program's panel steps [first, last] over the panel's rows. */
 typedef struct panel_ctx {
     xg_program *p;
     int first, last;
     void *const *ptrs;
+    void **shared;
     const int64_t *S;
 } panel_ctx;
 
@@ -147,7 +190,7 @@ static void run_panel(void *ctx, int64_t r0, int64_t r1)
 {
     const panel_ctx *c = ctx;
     for (int i = c->first; i <= c->last; i++)
-        c->p->backend->run_rows(c->p, i, c->ptrs, c->S, r0, r1);
+        c->p->backend->run_rows(c->p, i, step_ptrs(c->p, i, c->ptrs, c->shared), c->S, r0, r1);
 }
 
 /*
@@ -155,10 +198,10 @@ static void run_panel(void *ctx, int64_t r0, int64_t r1)
  * row panels, each panel's epilogue run on it in the same task. *next:
  * the first step after them.
  */
-static xe_code run_panels(xg_program *p, int i, xe_tensor **bufs, void *const *ptrs, const int64_t *S, int *next,
-                          xe_status *st)
+static xe_code run_panels(xg_program *p, int i, xe_tensor **bufs, void *const *ptrs, void **shared, const int64_t *S,
+                          int *next, xe_status *st)
 {
-    panel_ctx c = {.p = p, .first = i + 1, .last = i + 1, .ptrs = ptrs, .S = S};
+    panel_ctx c = {.p = p, .first = i + 1, .last = i + 1, .ptrs = ptrs, .shared = shared, .S = S};
     while (c.last + 1 < p->plan->n_steps && p->plan->steps[c.last + 1].panel)
         c.last++;
     *next = c.last + 1;
@@ -288,21 +331,25 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         for (int d = 0; d < types[i].shape.rank; d++)
             S[p->plan->soff[i] + d] = types[i].shape.dims[d];
     }
+    void **shared = c == XE_OK ? shared_ptrs(p, ptrs) : NULL;
+    if (c == XE_OK && p->shares.n && !shared)
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
     xg_fpenv_save(&env);
     for (int i = 0, next; c == XE_OK && i < p->plan->n_steps; i = next) {
         const xg_step *s = &p->plan->steps[i];
         next = i + 1;
         if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && next < p->plan->n_steps && p->plan->steps[next].panel)
-            c = run_panels(p, i, bufs, ptrs, S, &next, st);
+            c = run_panels(p, i, bufs, ptrs, shared, S, &next, st);
         else if (s->kind == XG_STEP_LIBRARY && p->backend->matmul_epilogue && library_epilogue(p, i, bufs, st))
             next = i + 2;
         else if (s->kind == XG_STEP_LIBRARY)
             c = xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
         else
-            c = p->backend->launch(p, i, types, ptrs, S, st);
+            c = p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);
     }
     xg_fpenv_restore(&env);
+    free(shared);
     for (int k = 0; c == XE_OK && k < n_outputs; k++)
         outputs[k] = xe_tensor_retain(bufs[b->outputs[k]]);
     for (int i = 0; bufs && i < b->n_nodes; i++)

@@ -59,7 +59,7 @@ static xe_code get_kernels(xg_program *p, cuda_state *cs, xe_status *st)
             continue;
         char name[32];
         cudaKernel_t k = NULL;
-        xg_step_name(i, name, sizeof name);
+        xg_step_name(xg_program_kernel_step(p, i), name, sizeof name);
         cudaError_t e = cudaErrorSymbolNotFound;
         for (int l = 0; l < cs->n_libs && e != cudaSuccess; l++)
             if ((e = cudaLibraryGetKernel(&k, cs->libs[l], name)) != cudaSuccess)

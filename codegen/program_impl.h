@@ -8,6 +8,7 @@
 
 #include "backend.h"
 #include "plan.h"
+#include "share.h"
 #include "xg_impl.h"
 #include "xlac/op.h"
 
@@ -18,9 +19,13 @@ struct xg_program {
     xe_type *in_types;  /* the types the program was built for */
     xg_plan *plan;
     void **fn;          /* per step: the backend's kernel (a C function, a cudaKernel_t) */
+    xg_shares shares;   /* steps that run an earlier step's kernel on their own buffers (share.h) */
     xe_tensor **consts; /* per node: a materialized constant on the program's device, made at load */
     void *priv;         /* the backend's own state (C: the dlopen handle; CUDA: program_cuda.c's) */
 };
+
+/* The step whose kernel step i runs: i itself, or the one it shares (the backends' loads). */
+int xg_program_kernel_step(const xg_program *p, int i);
 
 /* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);
