@@ -1,8 +1,9 @@
 /*
  * Loading and running compiled clusters. A program holds its own copy of
- * the cluster body and its plan; running it allocates the materialized
- * buffers on the program's device, fills the sizes array, and runs the
- * plan's steps in order: generated kernels (launched by the program's
+ * the cluster body and its plan; running it fills the sizes array and
+ * runs the plan's steps in order, each materialized buffer made on the
+ * program's device before the first step that writes it and released
+ * after the last that reads it (lifetime.c): generated kernels (launched by the program's
  * backend: backend.h) and library calls (matmul through the executor's
  * BLAS-backed kernel of that device; on a backend with run_rows, by row
  * panels with the epilogue steps after it run on each panel: epilogue.c).
@@ -62,6 +63,8 @@ void xg_program_destroy(xg_program *p)
     free(p->consts);
     xg_plan_destroy(p->plan);
     xg_shares_free(&p->shares);
+    free(p->born);
+    free(p->dies);
     free(p->fn);
     xe_graph_destroy(p->body);
     free(p->in_types);
@@ -86,6 +89,8 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
         c = xg_plan_build(p->body, in_types, a->shape_generic, &p->plan, st);
     if (c == XE_OK)
         c = check_meta(p, a, st);
+    if (c == XE_OK)
+        c = xg_lifetimes_build(p, st);
     if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
@@ -151,21 +156,22 @@ xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **
 }
 
 /*
- * For each share (share.h), the run's buffer pointers with the sharing
- * step's buffers in the places of those its kernel names: one array per
- * share, all in one block (NULL when there are none, or out of memory).
+ * For each share (share.h) of a step in [first, last], its array in
+ * shared (one per share, n_nodes + 1 pointers each): the run's buffer
+ * pointers with the step's buffers in the places of those its kernel
+ * names. Refreshed before each group of steps, as buffers come and go.
  */
-static void **shared_ptrs(const xg_program *p, void *const *ptrs)
+static void share_ptrs(const xg_program *p, void *const *ptrs, void **shared, int first, int last)
 {
     size_t n = (size_t)p->body->n_nodes + 1;
-    void **v = p->shares.n ? malloc(sizeof *v * n * (size_t)p->shares.n) : NULL;
-    for (int j = 0; v && j < p->shares.n; j++) {
+    for (int j = 0; j < p->shares.n; j++) {
         const xg_share *h = &p->shares.v[j];
-        memcpy(v + n * (size_t)j, ptrs, sizeof *v * n);
+        if (h->step < first || h->step > last)
+            continue;
+        memcpy(shared + n * (size_t)j, ptrs, sizeof *shared * n);
         for (int k = 0; k < h->n; k++)
-            v[n * (size_t)j + (size_t)h->theirs[k]] = ptrs[h->ours[k]];
+            shared[n * (size_t)j + (size_t)h->theirs[k]] = ptrs[h->ours[k]];
     }
-    return v;
 }
 
 /* The pointers step i's kernel is launched with: the run's, or its share's (shared_ptrs). */
@@ -220,25 +226,15 @@ static bool library_epilogue(xg_program *p, int i, xe_tensor **bufs, xe_status *
     return false;
 }
 
-/* Buffers for every materialized node: inputs and constants borrowed, the rest new. */
-static xe_code make_buffers(xg_program *p, const xe_type *types, xe_tensor *const *inputs, xe_tensor **bufs,
-                            xe_status *st)
+/* The inputs' and constants' buffers, borrowed for the run; the others are made as steps need them (lifetime.c). */
+static void borrow_buffers(xg_program *p, xe_tensor *const *inputs, xe_tensor **bufs)
 {
     const xe_graph *b = p->body;
     for (int k = 0; k < b->n_inputs; k++)
         bufs[b->inputs[k]] = xe_tensor_retain(inputs[k]);
-    for (int i = 0; i < b->n_nodes; i++) {
-        const xe_node *n = b->nodes[i];
-        if (!p->plan->mat[i] || n->op == XE_OP_INPUT)
-            continue;
-        if (n->op == XE_OP_CONST) /* on the program's device since load */
+    for (int i = 0; i < b->n_nodes; i++)
+        if (p->plan->mat[i] && b->nodes[i]->op == XE_OP_CONST) /* on the program's device since load */
             bufs[i] = xe_tensor_retain(p->consts[i]);
-        else
-            bufs[i] = xe_tensor_new(types[i].dtype, &types[i].shape, p->device, st);
-        if (!bufs[i])
-            return st->code;
-    }
-    return XE_OK;
 }
 
 /* Same dtype, rank and size-1 dims: what a shape-generic program depends on. */
@@ -304,6 +300,23 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
     return XE_OK;
 }
 
+/* Step i, or (a matmul with its epilogue) the steps that run with it; *next: the step after them. */
+static xe_code run_step(xg_program *p, int i, const xe_type *types, xe_tensor **bufs, void *const *ptrs,
+                        void **shared, const int64_t *S, int *next, xe_status *st)
+{
+    const xg_step *s = &p->plan->steps[i];
+    *next = i + 1;
+    if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && *next < p->plan->n_steps && p->plan->steps[*next].panel)
+        return run_panels(p, i, bufs, ptrs, shared, S, next, st);
+    if (s->kind == XG_STEP_LIBRARY && p->backend->matmul_epilogue && library_epilogue(p, i, bufs, st)) {
+        *next = i + 2;
+        return XE_OK;
+    }
+    if (s->kind == XG_STEP_LIBRARY)
+        return xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
+    return p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);
+}
+
 xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs, int n_outputs,
                        xe_status *st)
 {
@@ -325,28 +338,24 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
     if (c == XE_OK)
         c = check_types(p, in_types, types, st);
     if (c == XE_OK)
-        c = make_buffers(p, types, inputs, bufs, st);
+        borrow_buffers(p, inputs, bufs);
     for (int i = 0; c == XE_OK && i < b->n_nodes; i++) {
         ptrs[i] = bufs[i] ? bufs[i]->data : NULL;
         for (int d = 0; d < types[i].shape.rank; d++)
             S[p->plan->soff[i] + d] = types[i].shape.dims[d];
     }
-    void **shared = c == XE_OK ? shared_ptrs(p, ptrs) : NULL;
+    void **shared = p->shares.n ? malloc(sizeof *shared * ((size_t)b->n_nodes + 1) * (size_t)p->shares.n) : NULL;
     if (c == XE_OK && p->shares.n && !shared)
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
     xg_fpenv_save(&env);
-    for (int i = 0, next; c == XE_OK && i < p->plan->n_steps; i = next) {
-        const xg_step *s = &p->plan->steps[i];
-        next = i + 1;
-        if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && next < p->plan->n_steps && p->plan->steps[next].panel)
-            c = run_panels(p, i, bufs, ptrs, shared, S, &next, st);
-        else if (s->kind == XG_STEP_LIBRARY && p->backend->matmul_epilogue && library_epilogue(p, i, bufs, st))
-            next = i + 2;
-        else if (s->kind == XG_STEP_LIBRARY)
-            c = xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
-        else
-            c = p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);
+    for (int i = 0, next = 0; c == XE_OK && i < p->plan->n_steps; i = next) {
+        int last = xg_group_last(p, i);
+        if ((c = xg_buffers_make(p, types, i, last, bufs, ptrs, st)) != XE_OK)
+            break;
+        share_ptrs(p, ptrs, shared, i, last);
+        c = run_step(p, i, types, bufs, ptrs, shared, S, &next, st);
+        xg_buffers_release(p, next - 1, bufs, ptrs);
     }
     xg_fpenv_restore(&env);
     free(shared);

@@ -20,12 +20,24 @@ struct xg_program {
     xg_plan *plan;
     void **fn;          /* per step: the backend's kernel (a C function, a cudaKernel_t) */
     xg_shares shares;   /* steps that run an earlier step's kernel on their own buffers (share.h) */
+    int *born, *dies;   /* per node: the step that writes it and the last that reads it (lifetime.c; -1 and
+                           INT_MAX for inputs, constants and outputs, which live the whole run) */
     xe_tensor **consts; /* per node: a materialized constant on the program's device, made at load */
     void *priv;         /* the backend's own state (C: the dlopen handle; CUDA: program_cuda.c's) */
 };
 
 /* The step whose kernel step i runs: i itself, or the one it shares (the backends' loads). */
 int xg_program_kernel_step(const xg_program *p, int i);
+
+/* Each buffer's lifetime (lifetime.c): p->born and p->dies. */
+xe_code xg_lifetimes_build(xg_program *p, xe_status *st);
+/* The last step that runs together with step i (a matmul's panel or cuBLASLt epilogue steps), else i. */
+int xg_group_last(const xg_program *p, int i);
+/* Makes the buffers steps [first, last] write that do not exist yet, their pointers in ptrs. */
+xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs, void **ptrs,
+                        xe_status *st);
+/* Releases the made buffers that no step after step done reads. */
+void xg_buffers_release(const xg_program *p, int done, xe_tensor **bufs, void **ptrs);
 
 /* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);

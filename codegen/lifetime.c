@@ -1,0 +1,106 @@
+/*
+ * When each buffer of a program lives: made just before the first step
+ * that writes it, released right after the last step that reads it
+ * (program.c). A run then holds only the buffers in use, not every
+ * intermediate of every layer at once: less memory, and the allocator
+ * hands a later layer the pages an earlier one let go, so a first run does
+ * not fault in fresh pages for each (the ONNX encoder's first launch was
+ * 1.5x its steady one).
+ */
+#include <limits.h>
+#include <stdlib.h>
+
+#include "plan.h"
+#include "program_impl.h"
+
+/* Marks step i in last[] of every buffer that node (a value step i computes) reads through its inline producers. */
+static void mark_reads(const xg_plan *p, int node, int i, int *last, bool root)
+{
+    if (!root && p->mat[node]) {
+        if (last[node] < i)
+            last[node] = i;
+        return;
+    }
+    const xe_node *n = p->body->nodes[node];
+    for (int k = 0; k < n->n_inputs; k++)
+        mark_reads(p, n->inputs[k], i, last, false);
+}
+
+/* A matmul reads a transposed operand's source through the flag (xg_matmul_operand), even when
+   the transpose has a buffer of its own: step i reads that source too. */
+static void mark_operand(const xg_plan *p, int node, int k, int i, int *last)
+{
+    bool flip;
+    int src = xg_matmul_operand(p->body, p->types, node, k, &flip);
+    if (src >= 0 && p->mat[src] && last[src] < i)
+        last[src] = i;
+}
+
+xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
+{
+    const xg_plan *plan = p->plan;
+    int n = plan->body->n_nodes;
+    p->born = malloc(sizeof *p->born * (size_t)(n + 1));
+    p->dies = malloc(sizeof *p->dies * (size_t)(n + 1));
+    if (!p->born || !p->dies)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int j = 0; j < n; j++) {
+        p->born[j] = -1; /* inputs and constants: borrowed for the whole run */
+        p->dies[j] = -1;
+    }
+    for (int i = 0; i < plan->n_steps; i++)
+        for (int k = 0; k < plan->steps[i].n_outs; k++) {
+            int o = plan->steps[i].outs[k];
+            p->born[o] = i;
+            if (p->dies[o] < i)
+                p->dies[o] = i;
+            mark_reads(plan, o, i, p->dies, true);
+            for (int m = 0; plan->steps[i].kind == XG_STEP_LIBRARY && m < 2; m++)
+                mark_operand(plan, o, m, i, p->dies);
+        }
+    for (int k = 0; k < plan->body->n_outputs; k++)
+        p->dies[plan->body->outputs[k]] = INT_MAX; /* handed to the caller */
+    for (int j = 0; j < n; j++)
+        if (p->born[j] < 0)
+            p->dies[j] = INT_MAX;
+    return XE_OK;
+}
+
+/* The last step that runs with step i: the panel steps after its matmul, or a cuBLASLt epilogue step. */
+int xg_group_last(const xg_program *p, int i)
+{
+    const xg_plan *plan = p->plan;
+    xg_blas_epi e;
+    if (plan->steps[i].kind != XG_STEP_LIBRARY)
+        return i;
+    if (p->backend->run_rows) {
+        int last = i;
+        while (last + 1 < plan->n_steps && plan->steps[last + 1].panel)
+            last++;
+        return last;
+    }
+    return p->backend->matmul_epilogue && xg_blas_epilogue(plan, i, &e) ? i + 1 : i;
+}
+
+xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs, void **ptrs,
+                        xe_status *st)
+{
+    for (int j = 0; j < p->body->n_nodes; j++) {
+        if (p->born[j] < first || p->born[j] > last || bufs[j])
+            continue;
+        if (!(bufs[j] = xe_tensor_new(types[j].dtype, &types[j].shape, p->device, st)))
+            return st->code;
+        ptrs[j] = bufs[j]->data;
+    }
+    return XE_OK;
+}
+
+void xg_buffers_release(const xg_program *p, int done, xe_tensor **bufs, void **ptrs)
+{
+    for (int j = 0; j < p->body->n_nodes; j++)
+        if (bufs[j] && p->born[j] >= 0 && p->dies[j] <= done) {
+            xe_tensor_release(bufs[j]);
+            bufs[j] = NULL;
+            ptrs[j] = NULL;
+        }
+}
