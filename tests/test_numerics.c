@@ -27,6 +27,7 @@
 #include "support/cuda_emu.h"
 #include "support/optable.h"
 #include "support/ref.h"
+#include "support/ref_dev.h"
 #include "xg_impl.h"
 #include "xlac/xlac.h"
 
@@ -68,17 +69,6 @@ static bool is_elementwise(int op, int arity)
     if (arity == 1)
         return c == XE_CLASS_UNARY;
     return c == XE_CLASS_BINARY || c == XE_CLASS_COMPARE || c == XE_CLASS_LOGICAL;
-}
-
-/* Runs text op by op on the CPU; outputs into want. */
-static void run_per_op(const char *text, xe_tensor **in, xe_tensor **want)
-{
-    xe_graph *g = xe_parse_string(text, "numerics.xg", &st);
-    cr_assert_not_null(g, "%s\n%s", st.msg, text);
-    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
-    cr_assert_not_null(s, "%s", st.msg);
-    cr_assert_eq(xe_session_run(s, in, want, &st), XE_OK, "%s\n%s", st.msg, text);
-    xe_session_destroy(s);
 }
 
 /* The graph's input types. */
@@ -197,7 +187,7 @@ typedef struct program {
 static int check_program(const program *p, xe_tensor **in, bool binary)
 {
     xe_tensor *want[16] = {0}, *got_c[16] = {0}, *got_cu[16] = {0};
-    run_per_op(p->text, in, want);
+    ref_run_graph(p->text, in, want);
     run_c(p->text, in, got_c);
     if (!fast_math) /* NVRTC's --use_fast_math flushes subnormals by design: the emulation does not
                        model it */

@@ -31,6 +31,7 @@
 #include "program_impl.h"
 #include "share.h"
 #include "support/ref.h"
+#include "support/ref_dev.h"
 #include "xg_impl.h"
 #include "xlac/op.h"
 #include "xlac/xlac.h"
@@ -69,17 +70,6 @@ Test(share, key_ignores_locals_pointers_and_comments)
     free(k3);
     free(k4);
     free(k5);
-}
-
-/* Runs text's graph op by op on inputs in. */
-static void run_op_by_op(const char *text, xe_tensor *const *in, xe_tensor **out)
-{
-    xe_graph *g = xe_parse_string(text, "ref.xg", &st);
-    cr_assert_not_null(g, "%s\n%s", st.msg, text);
-    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
-    cr_assert_not_null(s, "%s", st.msg);
-    cr_assert_eq(xe_session_run(s, in, out, &st), XE_OK, "%s\n%s", st.msg, text);
-    xe_session_destroy(s);
 }
 
 static void expect_close(const xe_tensor *got, const xe_tensor *want, double tol, const char *what)
@@ -148,7 +138,7 @@ static void check(const char *text, int shares, int bodies)
                  count(b.a->source, "\nvoid xg_k"), bodies, b.a->plan_text);
     xe_tensor *got[MAX_IO] = {0}, *want[MAX_IO] = {0};
     run_built(&b, got);
-    run_op_by_op(text, b.in, want);
+    ref_run_graph(text, b.in, want);
     for (int k = 0; k < b.g->n_outputs; k++) {
         expect_close(got[k], want[k], 1e-5, "shared kernels against op by op");
         xe_tensor_release(got[k]);
@@ -225,8 +215,8 @@ Test(share, damaged_share_lines_are_refused, .timeout = 120)
         "shared: xg_k3 runs the kernel of xg_k1 with buffers 10,2 in place of 3,8\n",   /* not a buffer */
         "shared: xg_k3 runs the kernel of xg_k1 with buffers 10 in place of 3,8\n",     /* counts differ */
         "shared: xg_k3 runs the kernel of xg_k1 with buffers 10,15 in place of 3,8",     /* cut short */
-        "shared: xg_k3 runs the kernel of xg_k1 with buffers 10,15 in place of 3,8\n"
-        "shared: xg_k3 runs the kernel of xg_k1 with buffers 10,15 in place of 3,8\n", /* twice */
+        ("shared: xg_k3 runs the kernel of xg_k1 with buffers 10,15 in place of 3,8\n"
+         "shared: xg_k3 runs the kernel of xg_k1 with buffers 10,15 in place of 3,8\n"), /* twice */
         "garbage\n",
     };
     xg_options o;

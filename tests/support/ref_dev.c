@@ -76,3 +76,14 @@ void ref_set_int(xe_node *n, const char *name, int64_t v)
     xe_status st;
     cr_assert_eq(xe_node_set_int(n, name, v, &st), XE_OK, "%s", st.msg);
 }
+
+void ref_run_graph(const char *text, xe_tensor *const *in, xe_tensor **out)
+{
+    xe_status st = {0};
+    xe_graph *g = xe_parse_string(text, "ref.xg", &st);
+    cr_assert_not_null(g, "%s\n%s", st.msg, text);
+    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
+    cr_assert_not_null(s, "%s", st.msg);
+    cr_assert_eq(xe_session_run(s, in, out, &st), XE_OK, "%s\n%s", st.msg, text);
+    xe_session_destroy(s); /* and g, which the session owns */
+}

@@ -28,6 +28,8 @@ void ref_expect_run(xe_device dev, ref_op *o, xe_tensor *const *in, int n_in, co
 void ref_expect_infer_error(ref_op *o, const char *part);
 /* Asserts that text does not parse; returns the message (valid until the next call). */
 const char *ref_parse_error(const char *text);
+/* Runs the graph text op by op on the CPU (asserting it parses and runs); outputs into out. */
+void ref_run_graph(const char *text, xe_tensor *const *in, xe_tensor **out);
 /* Attribute setters that assert success. */
 void ref_set_ints(xe_node *n, const char *name, int count, const int64_t *v);
 void ref_set_int(xe_node *n, const char *name, int64_t v);
