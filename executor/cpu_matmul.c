@@ -152,7 +152,7 @@ static void blas_single_threaded(void)
 }
 
 /* Below this many multiply-adds a matmul is one gemm on the calling thread. */
-#define MM_PARALLEL_MIN_MACS (1 << 18)
+#define MM_PARALLEL_MIN_MACS (1 << 21)
 /* A block is at least this many rows (or columns) of C. */
 #define MM_MIN_BLOCK 32
 
