@@ -8,13 +8,17 @@
  * last-block-combines counters (every program runs twice: a counter left
  * set would break the second run) and argmax's tie and NaN order; the
  * scalar math is the host's, and blocks run one after another. On a
- * machine with a GPU, test_nvrtc runs the same programs for real.
+ * machine with a GPU, test_nvrtc runs the same programs for real. Shared
+ * kernels (codegen/share.h) launch the kept kernel with the step's own
+ * buffers packed into its arguments, as the GPU launcher does.
  */
 #include <criterion/criterion.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "plan.h"
+#include "share.h"
 #include "support/cuda_emu.h"
 #include "support/randgraph.h"
 #include "support/ref.h"
@@ -73,6 +77,34 @@ static void check_seeds(uint64_t from, uint64_t to, bool generic, bool more)
         check_emulated(text, generic, devices[seed % 3]);
         free(text);
     }
+}
+
+/* Repeated layers: later steps launch the first layer's kernels on their own buffers (codegen/share.h). */
+Test(cuda_emu, shared_kernels_run_on_their_own_buffers, .timeout = 300)
+{
+    static const char text[] =
+        "xlac.graph v1\ninput x: f32[40,33]\ninput g: f32[33]\n"
+        "m1 = reduce_max(x, axes=[1], keepdims=true)\nd1 = sub(x, m1)\nt1 = tanh(d1)\nc1 = reduce_mean(t1, axes=[0])\n"
+        "y1 = mul(t1, c1)\n"
+        "m2 = reduce_max(y1, axes=[1], keepdims=true)\nd2 = sub(y1, m2)\nt2 = tanh(d2)\nc2 = reduce_mean(t2, axes=[0])\n"
+        "y2 = mul(t2, c2)\n"
+        "m3 = reduce_max(y2, axes=[1], keepdims=true)\nd3 = sub(y2, m3)\nt3 = tanh(d3)\nc3 = reduce_mean(t3, axes=[0])\n"
+        "y3 = mul(t3, c3)\noutput y3\noutput y1\n";
+    xe_graph *g = xe_parse_string(text, "layers.xg", &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_type types[2] = {g->nodes[g->inputs[0]]->type, g->nodes[g->inputs[1]]->type};
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    xg_shares sh = {0};
+    char *src = xg_emit_program_shared(p, XG_TARGET_CUDA, &sh, &st);
+    cr_assert_not_null(src, "%s", st.msg);
+    cr_assert_geq(sh.n, 2, "%d shares; the layers should share their kernels", sh.n);
+    free(src);
+    xg_shares_free(&sh);
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+    for (size_t d = 0; d < sizeof devices / sizeof *devices; d++)
+        check_emulated(text, false, devices[d]);
 }
 
 Test(cuda_emu, random_graphs_match_op_by_op, .timeout = 900)

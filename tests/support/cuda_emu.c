@@ -12,12 +12,14 @@
 #include <unistd.h>
 
 #include "plan.h"
+#include "share.h"
 #include "xlac/op.h"
 
 struct cuda_emu {
     const xe_graph *body;
     bool generic;
     xg_plan *plan;
+    xg_shares shares; /* steps that launch an earlier step's kernel on their own buffers, as the GPU runs them */
     void *dl;
     int (*launch)(int step, unsigned grid, unsigned threads, const void *args);
     void *workspace; /* XG_WORKSPACE_BYTES, zeroed once, as the GPU program's */
@@ -67,7 +69,7 @@ static const char emu_trailer[] =
     "    return made == threads ? 0 : -1; /* fewer threads would have hung at the first barrier */\n}\n";
 
 /* header + the generated source (without its NVRTC typedefs) + the kernel table + trailer. */
-static char *emu_source(const xg_plan *p, const char *cuda)
+static char *emu_source(const xg_plan *p, const xg_shares *shares, const char *cuda)
 {
     const char *marker = "#define INT64_MAX 9223372036854775807LL\n", *body = strstr(cuda, marker);
     body = body ? body + strlen(marker) : cuda;
@@ -81,8 +83,11 @@ static char *emu_source(const xg_plan *p, const char *cuda)
                                         "static const emu_kernel emu_kernels[] = {",
                                 emu_header, body, by_pointer ? "const xg_args *" : "xg_args",
                                 by_pointer ? "&emu_args" : "emu_args");
-    for (int i = 0; i < p->n_steps; i++)
-        u += (size_t)snprintf(s + u, cap - u, p->steps[i].kind == XG_STEP_LIBRARY ? "0, " : "xg_k%d, ", i);
+    for (int i = 0; i < p->n_steps; i++) {
+        const xg_share *h = xg_shares_find(shares, i);
+        u += (size_t)snprintf(s + u, cap - u, p->steps[i].kind == XG_STEP_LIBRARY ? "0, " : "xg_k%d, ",
+                              h ? h->from : i);
+    }
     snprintf(s + u, cap - u, "0};\n%s", emu_trailer);
     return s;
 }
@@ -126,9 +131,9 @@ cuda_emu *cuda_emu_build(const xe_graph *body, const xe_type *in_types, bool gen
     e->body = body;
     e->generic = generic;
     xe_code c = xg_plan_build(body, in_types, generic, &e->plan, st);
-    if (c == XE_OK && !(cuda = xg_emit_program(e->plan, XG_TARGET_CUDA, st)))
+    if (c == XE_OK && !(cuda = xg_emit_program_shared(e->plan, XG_TARGET_CUDA, &e->shares, st)))
         c = st->code;
-    if (c == XE_OK && !(source = emu_source(e->plan, cuda)))
+    if (c == XE_OK && !(source = emu_source(e->plan, &e->shares, cuda)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
         c = compile_emu(source, so, sizeof so, st);
@@ -181,17 +186,28 @@ static xe_code run_steps(cuda_emu *e, const xe_type *types, xe_tensor **bufs, vo
     char *args = malloc(need);
     if (!args)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    size_t n = (size_t)e->body->n_nodes + 1;
+    void **mine = malloc(sizeof *mine * n);
+    if (!mine) {
+        free(args);
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    }
     xe_code c = XE_OK;
     for (int i = 0; c == XE_OK && i < e->plan->n_steps; i++) {
         int64_t blocks = xg_launch_blocks(e->plan, i, types, max_blocks);
+        const xg_share *h = xg_shares_find(&e->shares, i);
+        memcpy(mine, ptrs, sizeof *mine * n); /* a shared step: its buffers in the places of its kernel's */
+        for (int k = 0; h && k < h->n; k++)
+            mine[h->theirs[k]] = ptrs[h->ours[k]];
         if (e->plan->steps[i].kind == XG_STEP_LIBRARY)
             c = xg_run_matmul(e->plan, XE_DEV_CPU, e->plan->steps[i].outs[0], bufs, st); /* as cuBLAS would */
-        else if (blocks > 0 && !xg_pack_args(e->plan, ptrs, S, e->workspace, args, need))
+        else if (blocks > 0 && !xg_pack_args(e->plan, mine, S, e->workspace, args, need))
             c = xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: arguments too large", i);
         else if (blocks > 0 && e->launch(i, (unsigned)blocks, XG_THREADS, args) != 0)
             c = xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: the emulated launch failed", i);
     }
     free(args);
+    free(mine);
     return c;
 }
 
@@ -235,6 +251,7 @@ void cuda_emu_destroy(cuda_emu *e)
     if (e->dl)
         dlclose(e->dl);
     xg_plan_destroy(e->plan);
+    xg_shares_free(&e->shares);
     free(e->workspace);
     free(e);
 }
