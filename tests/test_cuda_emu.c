@@ -17,8 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
-#include "share.h"
 #include "support/cuda_emu.h"
 #include "support/randgraph.h"
 #include "support/ref.h"
@@ -93,15 +91,10 @@ Test(cuda_emu, shared_kernels_run_on_their_own_buffers, .timeout = 300)
     xe_graph *g = xe_parse_string(text, "layers.xg", &st);
     cr_assert_not_null(g, "%s", st.msg);
     xe_type types[2] = {g->nodes[g->inputs[0]]->type, g->nodes[g->inputs[1]]->type};
-    xg_plan *p = NULL;
-    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
-    xg_shares sh = {0};
-    char *src = xg_emit_program_shared(p, XG_TARGET_CUDA, &sh, &st);
-    cr_assert_not_null(src, "%s", st.msg);
-    cr_assert_geq(sh.n, 2, "%d shares; the layers should share their kernels", sh.n);
-    free(src);
-    xg_shares_free(&sh);
-    xg_plan_destroy(p);
+    cuda_emu *e = cuda_emu_build(g, types, false, &st);
+    cr_assert_not_null(e, "%s", st.msg);
+    cr_assert_geq(cuda_emu_shares(e), 2, "%d shares; the layers should share their kernels", cuda_emu_shares(e));
+    cuda_emu_destroy(e);
     xe_graph_destroy(g);
     for (size_t d = 0; d < sizeof devices / sizeof *devices; d++)
         check_emulated(text, false, devices[d]);

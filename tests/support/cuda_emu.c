@@ -244,6 +244,11 @@ xe_code cuda_emu_run(cuda_emu *e, xe_tensor *const *inputs, xe_tensor **outputs,
     return c;
 }
 
+int cuda_emu_shares(const cuda_emu *e)
+{
+    return e->shares.n;
+}
+
 void cuda_emu_destroy(cuda_emu *e)
 {
     if (!e)
