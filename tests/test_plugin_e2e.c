@@ -15,13 +15,11 @@
  */
 #include <criterion/criterion.h>
 #include <dirent.h>
-#include <fcntl.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "flags.h"
@@ -29,10 +27,8 @@
 #include "xlac_plugin.h"
 #include "support/tmpdir.h"
 
-extern char **environ;
 
 #define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
-#define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
 
 static void make_tmp(void)
 {
@@ -41,87 +37,17 @@ static void make_tmp(void)
 
 TestSuite(e2e, .init = make_tmp, .fini = NULL, .timeout = 120);
 
-typedef struct result {
-    int rc;
-    char *out, *err;
-} result;
 
-static void result_free(result *r)
-{
-    free(r->out);
-    free(r->err);
-}
-
-/* Whether env ("K=V" list) sets the variable of entry ("K=..."): env's value wins (CC=gcc set by
-   scripts/test.sh for the sanitizer build must not hide a test's CC=/bin/false). */
-static bool overridden(const char *entry, const char *const *env)
-{
-    size_t k = strcspn(entry, "=");
-    for (int i = 0; env && env[i]; i++)
-        if (strncmp(env[i], entry, k + 1) == 0)
-            return true;
-    return false;
-}
-
-/*
- * Runs argv in dir cwd with the environment minus LD_PRELOAD and XLAC_*,
- * plus env (NULL-terminated "K=V"); preload: with libxlac.so.
- */
-static result run_in(const char *cwd, bool preload, const char *const *env, const char *const *argv)
-{
-    char *envp[256];
-    int n = 0;
-    static char ld[600];
-    for (char **e = environ; *e && n < 200; e++)
-        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "XLAC_", 5) &&
-            strncmp(*e, "ASAN_OPTIONS=", 13) && !overridden(*e, env))
-            envp[n++] = *e;
-#ifdef XLAC_SANITIZE
-    /* a preloaded library comes before libasan in the load order */
-    envp[n++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1";
-#endif
-    if (preload) {
-        snprintf(ld, sizeof ld, "LD_PRELOAD=%s", LIBXLAC);
-        envp[n++] = ld;
-    }
-    for (int i = 0; env && env[i]; i++)
-        envp[n++] = (char *)env[i];
-    envp[n] = NULL;
-    char out[600], err[600];
-    snprintf(out, sizeof out, "%s/.stdout", xt_tmp);
-    snprintf(err, sizeof err, "%s/.stderr", xt_tmp);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || chdir(cwd) != 0)
-            _exit(120);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execve(argv[0], (char *const *)argv, envp);
-        _exit(121);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
-    r.out = xt_read_file(out, NULL);
-    r.err = xt_read_file(err, NULL);
-    unlink(out);
-    unlink(err);
-    return r;
-}
-
-static result xlac_run(bool preload, const char *const *env, const char *graph, const char *extra1,
-                       const char *extra2)
+static xt_result xlac_run(bool preload, const char *const *env, const char *graph, const char *extra1,
+                          const char *extra2)
 {
     const char *argv[] = {XLAC_RUN, graph,  "--seed", "3", "--log-device-placement",
                           extra1,   extra2, NULL};
-    return run_in(xt_tmp, preload, env, argv);
+    return xt_run_in(xt_tmp, preload, env, argv);
 }
 
 /* Placement lines may go to stdout or stderr: look in both. */
-static bool has(const result *r, const char *text)
+static bool has(const xt_result *r, const char *text)
 {
     return (r->out && strstr(r->out, text)) || (r->err && strstr(r->err, text));
 }
@@ -192,19 +118,19 @@ Test(e2e, off_is_byte_identical_and_writes_nothing)
     /* --stats and a dump folder too: off is off, no stats line, no files */
     const char *env0[] = {"XLAC_AUTO_JIT=0", prefix, "XLAC_FLAGS=--stats --clustering_debug", NULL};
     const char *env_unset[] = {prefix, "XLAC_FLAGS=--stats", NULL};
-    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--print-outputs", NULL);
+    xt_result plain = xlac_run(false, NULL, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
     cr_assert(has(&plain, "placement: a mul CPU:0"), "%s%s", plain.out, plain.err);
     for (int k = 0; k < 2; k++) {
-        result r = xlac_run(true, k ? env0 : env_unset, xt_path("g.xg"), "--print-outputs", NULL);
+        xt_result r = xlac_run(true, k ? env0 : env_unset, xt_path("g.xg"), "--print-outputs", NULL);
         cr_assert_eq(r.rc, 0, "%s", r.err);
         cr_assert_str_eq(r.out, plain.out);
         cr_assert_str_eq(r.err, plain.err);
-        result_free(&r);
+        xt_result_free(&r);
     }
     cr_assert_eq(count_files(xt_path("dumps")), 0);
     cr_assert_eq(count_files(xt_tmp), 2, "only g.xg and dumps/ in the folder");
-    result_free(&plain);
+    xt_result_free(&plain);
     xt_tmp_remove();
 }
 
@@ -212,17 +138,17 @@ Test(e2e, level2_same_outputs_and_xla_placement)
 {
     write_graph();
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--codegen=0", NULL};
-    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
+    xt_result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
-    result r = xlac_run(true, env, xt_path("g.xg"), "--save-outputs", xt_path("jit"));
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), "--save-outputs", xt_path("jit"));
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "placement: a mul XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: c tanh XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: u unique CPU:0"), "%s%s", r.out, r.err);
     cr_assert(same_file(xt_path("ref/s.npy"), xt_path("jit/s.npy")), "s differs");
     cr_assert(same_file(xt_path("ref/u.npy"), xt_path("jit/u.npy")), "u differs");
-    result_free(&plain);
-    result_free(&r);
+    xt_result_free(&plain);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -230,7 +156,7 @@ Test(e2e, level2_with_codegen_runs)
 {
     write_graph();
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --disk_cache=0", NULL};
-    result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     const char *line = strstr(r.err, "xlac: stats clusters=1 launches=1 ");
@@ -239,16 +165,16 @@ Test(e2e, level2_with_codegen_runs)
     const char *end = strchr(line, '\n'), *cm = strstr(line, " compile_ms=");
     cr_assert(end && cm && cm < end && strspn(cm + 12, "0123456789.") == (size_t)(end - cm - 12), "%s", line);
     cr_assert(strstr(r.err, "xlac: timing disk_load_ms="), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
 static void check_dump_runs(const char *name)
 {
-    result r = xlac_run(false, NULL, xt_path(name), "--save-outputs", xt_path("again"));
+    xt_result r = xlac_run(false, NULL, xt_path(name), "--save-outputs", xt_path("again"));
     cr_assert_eq(r.rc, 0, "%s: %s", name, r.err);
     cr_assert(same_file(xt_path("ref/s.npy"), xt_path("again/s.npy")), "%s: s differs", name);
-    result_free(&r);
+    xt_result_free(&r);
 }
 
 static void check_dot(const char *name)
@@ -266,19 +192,19 @@ Test(e2e, graph_dump_folders_are_created_or_skipped_with_a_warning)
     char nested[600], under_file[600];
     snprintf(nested, sizeof nested, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("new/a/b"));
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", nested, NULL};
-    result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     char *marked = xt_read_file(xt_path("new/a/b/mark_for_compilation_0.xg"), NULL);
     cr_assert_not_null(marked, "%s", r.err);
     free(marked);
-    result_free(&r);
+    xt_result_free(&r);
     snprintf(under_file, sizeof under_file, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("g.xg/sub"));
     env[2] = under_file;
     r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "xlac: warning: graph dump not written ("), "%s", r.err);
     cr_assert(strstr(r.err, "clusters built: 1"), "the summary still goes to stderr: %s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -295,9 +221,9 @@ Test(e2e, rerun_dumps_drop_stale_annotations_and_count_their_clusters)
     char prefix[600];
     snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("d"));
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", prefix, NULL};
-    result r = xlac_run(true, env, xt_path("a.xg"), NULL, NULL);
+    xt_result r = xlac_run(true, env, xt_path("a.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     char *after = xt_read_file(xt_path("d/after_encapsulation_0.xg"), NULL);
     cr_assert_not_null(after);
     cr_assert(strstr(after, "u = unique(x)\n"), "%s", after);
@@ -308,7 +234,7 @@ Test(e2e, rerun_dumps_drop_stale_annotations_and_count_their_clusters)
     r = xlac_run(true, stats, xt_path("d/after_encapsulation_0.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=1 "), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -320,9 +246,9 @@ Test(e2e, clustering_debug_dumps)
     snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("dumps"));
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--clustering_debug --codegen=0", prefix,
                          NULL};
-    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
+    xt_result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
-    result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "clusters built: 1"), "%s", r.err);
     const char *stages[] = {"before_mark_for_compilation_0", "mark_for_compilation_0",
@@ -347,21 +273,21 @@ Test(e2e, clustering_debug_dumps)
     cr_assert(strstr(summary, "ops clustered: 4"), "%s", summary);
     cr_assert(strstr(summary, "cluster_0: 4 ops on XLA_CPU:0"), "%s", summary);
     free(summary);
-    result_free(&plain);
-    result_free(&r);
+    xt_result_free(&plain);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
 static void expect_start_error(const char *var, const char *want)
 {
     const char *env[] = {var, NULL};
-    result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 2, "%s: rc %d: %s", var, r.rc, r.err);
     cr_assert_eq(count_lines(r.err), 1, "%s: %s", var, r.err);
     cr_assert(strncmp(r.err, "xlac: error: ", 13) == 0, "%s", r.err);
     cr_assert(strstr(r.err, want), "%s: %s", var, r.err);
     cr_assert_str_eq(r.out, "");
-    result_free(&r);
+    xt_result_free(&r);
 }
 
 Test(e2e, bad_configuration_is_exit_2_with_one_line)
@@ -374,11 +300,11 @@ Test(e2e, bad_configuration_is_exit_2_with_one_line)
     expect_start_error("XLAC_FLAGS=--devices=tpu", "tpu");
     expect_start_error("XLAC_FLAGS=--ops_to_exclude=nosuchop", "nosuchop");
     const char *help[] = {"XLAC_FLAGS=--help", NULL};
-    result r = xlac_run(true, help, xt_path("g.xg"), NULL, NULL);
+    xt_result r = xlac_run(true, help, xt_path("g.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.out, "--clustering_fuel"), "help goes to stdout: %s", r.out);
     cr_assert(strstr(r.out, "--min_cluster_size"), "%s", r.out);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -386,9 +312,9 @@ Test(e2e, jit_block_with_unique_names_the_op)
 {
     xt_write_file(xt_path("j.xg"), "xlac.graph v1\ninput x: f32[6]\njit {\n  a = neg(x)\n"
                              "  u = unique(a)\n}\noutput u\n");
-    result plain = xlac_run(false, NULL, xt_path("j.xg"), NULL, NULL);
+    xt_result plain = xlac_run(false, NULL, xt_path("j.xg"), NULL, NULL);
     cr_assert_eq(plain.rc, 0, "without the plugin a jit block runs op by op: %s", plain.err);
-    result r = xlac_run(true, NULL, xt_path("j.xg"), NULL, NULL);
+    xt_result r = xlac_run(true, NULL, xt_path("j.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 2, "a graph error: %s", r.err);
     char want[700];
     snprintf(want, sizeof want, "xlac-run: %s:5:3: node u (unique) in a jit block", xt_path("j.xg"));
@@ -396,8 +322,8 @@ Test(e2e, jit_block_with_unique_names_the_op)
     cr_assert(strstr(r.err, "node u (unique) in a jit block cannot be compiled: "
                             "data-dependent output shape"),
               "%s", r.err);
-    result_free(&plain);
-    result_free(&r);
+    xt_result_free(&plain);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -406,12 +332,12 @@ Test(e2e, jit_block_compiles_at_level_0)
     xt_write_file(xt_path("j.xg"), "xlac.graph v1\ninput x: f32[6]\na = neg(x)\njit {\n"
                              "  b = exp(a)\n  c = mul(b, b)\n}\nd = abs(c)\noutput d\n");
     const char *env[] = {"XLAC_FLAGS=--codegen=0", NULL};
-    result r = xlac_run(true, env, xt_path("j.xg"), NULL, NULL);
+    xt_result r = xlac_run(true, env, xt_path("j.xg"), NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "placement: b exp XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: c mul XLA_CPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: a neg CPU:0"), "%s%s", r.out, r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -550,9 +476,9 @@ Test(e2e, gpu_clusters_report_xla_gpu)
         cr_skip_test("skipped: no CUDA device");
     write_graph();
     const char *env[] = {"XLAC_AUTO_JIT=2", NULL};
-    result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
+    xt_result plain = xlac_run(false, NULL, xt_path("g.xg"), "--save-outputs", xt_path("ref"));
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
-    result r = xlac_run(true, env, xt_path("g.xg"), "--save-outputs", xt_path("jit"));
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), "--save-outputs", xt_path("jit"));
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(has(&r, "placement: a mul XLA_GPU:0 cluster_0"), "%s%s", r.out, r.err);
     cr_assert(has(&r, "placement: u unique CPU:0"), "%s%s", r.out, r.err);
@@ -568,8 +494,8 @@ Test(e2e, gpu_clusters_report_xla_gpu)
     }
     xe_tensor_release(a);
     xe_tensor_release(b);
-    result_free(&plain);
-    result_free(&r);
+    xt_result_free(&plain);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -579,14 +505,14 @@ Test(e2e, second_process_compiles_nothing)
     char flags[600];
     snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", xt_path("cache"));
     const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
-    result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "compiles=1 ") && strstr(r.err, "disk_hits=0 "), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "compiles=0 ") && strstr(r.err, "disk_hits=1 "), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -598,10 +524,10 @@ Test(e2e, unsafe_cache_folder_warns_once_and_runs)
     char flags[600];
     snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", xt_path("open"));
     const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
-    result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
+    xt_result r = xlac_run(true, env, xt_path("g.xg"), "--print-outputs", NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "running without the disk cache") && strstr(r.err, "compiles=1 "), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -625,7 +551,7 @@ Test(e2e, xlac_compile_writes_the_dumps_and_the_binary)
     write_graph();
     xt_write_file(xt_path("h.xg"), "xlac.graph v1\ninput x: f32[5]\na = neg(x)\nb = exp(a)\noutput b\n");
     const char *one[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--out", xt_path("aot/one"), NULL};
-    result r = run_in(xt_tmp, false, NULL, one);
+    xt_result r = xt_run_in(xt_tmp, false, NULL, one);
     cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
     cr_assert(strstr(r.out, "xlac-compile: cluster_0 (4 ops): compiled in "), "%s", r.out);
     cr_assert(exists(xt_path("aot/one/cluster_0.so")) && exists(xt_path("aot/one/module_0000.cluster_0.c")) &&
@@ -635,9 +561,9 @@ Test(e2e, xlac_compile_writes_the_dumps_and_the_binary)
     cr_assert(plan && strstr(plan, "cache key: xlac-cache-") && strstr(plan, "  launch: OpenMP parallel for"),
               "the plan has the key the JIT would use and each kernel's launch: %s", plan);
     free(plan);
-    result_free(&r);
+    xt_result_free(&r);
     const char *two[] = {XLAC_COMPILE, xt_path("g.xg"), xt_path("h.xg"), "--target", "c", "--out", xt_path("aot/two"), NULL};
-    r = run_in(xt_tmp, false, NULL, two);
+    r = xt_run_in(xt_tmp, false, NULL, two);
     cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
     /* one progress line per cluster, then h's whole-graph entry point (g holds unique: a warning, docs/aot.md) */
     cr_assert_eq(count_lines(r.out), 3, "%s", r.out);
@@ -645,44 +571,44 @@ Test(e2e, xlac_compile_writes_the_dumps_and_the_binary)
               r.out, r.err);
     cr_assert(exists(xt_path("aot/two/g/cluster_0.so")) && exists(xt_path("aot/two/h/cluster_0.so")));
     cr_assert(exists(xt_path("aot/two/h/module_0000.cluster_0.plan.txt")), "numbers start in each folder");
-    result_free(&r);
+    xt_result_free(&r);
     mkdir(xt_path("other"), 0755);
     xt_write_file(xt_path("other/g.xg"), "xlac.graph v1\ninput x: f32[5]\na = neg(x)\nb = exp(a)\noutput b\n");
     const char *same[] = {XLAC_COMPILE, xt_path("g.xg"), xt_path("other/g.xg"), "--target", "c", "--out", xt_path("aot/s"),
                           NULL};
-    r = run_in(xt_tmp, false, NULL, same);
+    r = xt_run_in(xt_tmp, false, NULL, same);
     cr_assert_eq(r.rc, 2, "two graphs named g would overwrite each other: %s%s", r.out, r.err);
     cr_assert(strstr(r.err, "would both be written to"), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     const char *c_arch[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--arch", "sm_90", "--out", xt_path("aot/a"),
                             NULL};
-    r = run_in(xt_tmp, false, NULL, c_arch);
+    r = xt_run_in(xt_tmp, false, NULL, c_arch);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "--arch applies to --target cuda only"), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_write_file(xt_path("d.xg"), "xlac.graph v1\ninput x: f32[?,3]\na = neg(x)\nb = exp(a)\noutput b\n");
     const char *dyn[] = {XLAC_COMPILE, xt_path("d.xg"), "--target", "c", "--out", xt_path("aot/d"), NULL};
-    r = run_in(xt_tmp, false, NULL, dyn);
+    r = xt_run_in(xt_tmp, false, NULL, dyn);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "needs fully declared shapes"), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     const char *bad[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "ptx", "--out", xt_path("aot/b"), NULL};
-    r = run_in(xt_tmp, false, NULL, bad);
+    r = xt_run_in(xt_tmp, false, NULL, bad);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "usage: xlac-compile"), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     const char *bogus[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--out", xt_path("aot/b"), "--bogus", NULL};
-    r = run_in(xt_tmp, false, NULL, bogus);
+    r = xt_run_in(xt_tmp, false, NULL, bogus);
     cr_assert_eq(r.rc, 2, "%s%s", r.out, r.err);
     cr_assert(strstr(r.err, "unknown option --bogus"), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     char out_eq[600];
     snprintf(out_eq, sizeof out_eq, "--out=%s", xt_path("aot/eq"));
     const char *eq[] = {XLAC_COMPILE, xt_path("g.xg"), "--target=c", out_eq, NULL};
-    r = run_in(xt_tmp, false, NULL, eq);
+    r = xt_run_in(xt_tmp, false, NULL, eq);
     cr_assert_eq(r.rc, 0, "--name=value works too: %s%s", r.out, r.err);
     cr_assert(exists(xt_path("aot/eq/cluster_0.so")));
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -692,12 +618,12 @@ Test(e2e, xlac_compile_failure_keeps_the_source)
     write_graph();
     const char *argv[] = {XLAC_COMPILE, xt_path("g.xg"), "--target", "c", "--out", xt_path("aot"), NULL};
     const char *env[] = {"CC=/bin/false", NULL};
-    result r = run_in(xt_tmp, false, env, argv);
+    xt_result r = xt_run_in(xt_tmp, false, env, argv);
     cr_assert_eq(r.rc, 1, "%s%s", r.out, r.err);
     cr_assert(strstr(r.out, "cluster_0 (4 ops): FAILED"), "%s", r.out);
     cr_assert(strstr(r.err, "/bin/false failed (exit status 1)"), "%s", r.err);
     cr_assert(exists(xt_path("aot/module_0000.cluster_0.c")) && !exists(xt_path("aot/cluster_0.so")));
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }
 
@@ -708,13 +634,13 @@ Test(e2e, empty_max_under_the_plugin_is_the_op_by_op_error)
                              "output m\n");
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
     const char *argv[] = {XLAC_RUN, xt_path("z.xg"), NULL};
-    result r = run_in(xt_tmp, true, env, argv);
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
     cr_assert_eq(r.rc, 1, "%s", r.err);
     char want[700];
     snprintf(want, sizeof want, "xlac-run: %s:4:1: node m (reduce_max): reduce_max over an empty axis\n",
              xt_path("z.xg"));
     cr_assert(strstr(r.err, want), "want '%s' in: %s", want, r.err);
     cr_assert_null(strstr(r.err, "warning"), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     xt_tmp_remove();
 }

@@ -15,17 +15,13 @@
  * prints the two lines its help promises.
  */
 #include <criterion/criterion.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "support/tmpdir.h"
 
-extern char **environ;
 
 #define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
 #define LIBXLAC XLAC_BINARY_DIR "/lib/libxlac.so"
@@ -46,62 +42,15 @@ static int count(const char *s, const char *what)
     return n;
 }
 
-typedef struct result {
-    int rc;
-    char *out, *err;
-} result;
-
-static void result_free(result *r)
+/* Runs argv in the test folder (see xt_run_in); preload: with the plugin. */
+static xt_result run(bool preload, const char *const *env, const char *const *argv)
 {
-    free(r->out);
-    free(r->err);
-}
-
-/* Runs argv in the test folder with the environment minus LD_PRELOAD and XLAC_*, plus env; preload: with the
- * plugin. */
-static result run(bool preload, const char *const *env, const char *const *argv)
-{
-    char *envp[256], ld[600];
-    int n = 0;
-    for (char **e = environ; *e && n < 200; e++)
-        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "XLAC_", 5) &&
-            strncmp(*e, "ASAN_OPTIONS=", 13))
-            envp[n++] = *e;
-#ifdef XLAC_SANITIZE
-    envp[n++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1";
-#endif
-    snprintf(ld, sizeof ld, "LD_PRELOAD=%s", LIBXLAC);
-    if (preload)
-        envp[n++] = ld;
-    for (int i = 0; env && env[i]; i++)
-        envp[n++] = (char *)env[i];
-    envp[n] = NULL;
-    char out[600], err[600];
-    snprintf(out, sizeof out, "%s/.stdout", xt_tmp);
-    snprintf(err, sizeof err, "%s/.stderr", xt_tmp);
-    pid_t pid = fork();
-    cr_assert_geq(pid, 0);
-    if (pid == 0) {
-        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        if (fo < 0 || fe < 0 || chdir(xt_tmp) != 0)
-            _exit(120);
-        dup2(fo, 1);
-        dup2(fe, 2);
-        execve(argv[0], (char *const *)argv, envp);
-        _exit(121);
-    }
-    int status = 0;
-    waitpid(pid, &status, 0);
-    result r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
-    r.out = xt_read_file(out, NULL);
-    r.err = xt_read_file(err, NULL);
-    return r;
+    return xt_run_in(xt_tmp, preload, env, argv);
 }
 
 /* xlac-run GRAPH [a b c] with the plugin at env. */
-static result xlac(bool preload, const char *const *env, const char *a, const char *b,
-                   const char *c, const char *d)
+static xt_result xlac(bool preload, const char *const *env, const char *a, const char *b,
+                      const char *c, const char *d)
 {
     const char *argv[] = {XLAC_RUN, xt_path("g.xg"), a, b, c, d, NULL};
     return run(preload, env, argv);
@@ -127,7 +76,7 @@ Test(reports, async_stats_count_the_background_compile)
     /* one run: the background compile is still running when the run ends; the stats wait for it */
     const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--stats --async_compilation --disk_cache=0",
                          NULL};
-    result r = xlac(true, env, NULL, NULL, NULL, NULL);
+    xt_result r = xlac(true, env, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=1 compiles=1 "), "%s", r.err);
     cr_assert(strstr(r.err, " fallbacks=1 "), "the one launch ran per op: %s", r.err);
@@ -135,12 +84,12 @@ Test(reports, async_stats_count_the_background_compile)
     /* --stats prints the two lines its help promises */
     cr_assert_eq(count(r.err, "xlac: "), 2, "%s", r.err);
     cr_assert(strstr(r.err, "\nxlac: timing disk_load_ms="), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     const char *help_env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--help", NULL};
     r = xlac(true, help_env, NULL, NULL, NULL, NULL);
     cr_assert(strstr(r.out, "at exit print two lines"), "%s", r.out);
     cr_assert(!strstr(r.out, "one line"), "%s", r.out);
-    result_free(&r);
+    xt_result_free(&r);
 }
 
 static const char *block_text = "xlac.graph v1\n"
@@ -161,13 +110,13 @@ static const char *block_text = "xlac.graph v1\n"
 Test(reports, composite_body_is_clustered)
 {
     xt_write_file(xt_path("g.xg"), block_text);
-    result plain = xlac(false, NULL, "--print-outputs", NULL, NULL, NULL);
+    xt_result plain = xlac(false, NULL, "--print-outputs", NULL, NULL, NULL);
     cr_assert_eq(plain.rc, 0, "%s", plain.err);
     cr_assert(!strstr(plain.err, "not registered"), "a user's composite gets no note: %s",
               plain.err);
     const char *env[] = {"XLAC_AUTO_JIT=2",
                          "XLAC_FLAGS=--stats --clustering_debug --disk_cache=0 --codegen=0", NULL};
-    result r = xlac(true, env, "--print-outputs", "--log-device-placement", NULL, NULL);
+    xt_result r = xlac(true, env, "--print-outputs", "--log-device-placement", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(!strstr(r.err, "not registered"), "%s", r.err);
     cr_assert(strstr(r.err, "placement: t mul XLA_CPU:0 f.cluster_0\n"), "%s", r.err);
@@ -177,35 +126,35 @@ Test(reports, composite_body_is_clustered)
               r.err);
     cr_assert(strstr(r.err, "xlac: stats clusters=2 launches=2 "), "%s", r.err);
     cr_assert_str_eq(r.out, plain.out, "per op inside the clusters: the same bits");
-    result_free(&r);
+    xt_result_free(&r);
     const char *compiled[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --disk_cache=0", NULL};
     r = xlac(true, compiled, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "xlac: stats clusters=2 launches=2 compiles=2 "),
               "the body compiles: %s", r.err);
-    result_free(&r);
-    result_free(&plain);
+    xt_result_free(&r);
+    xt_result_free(&plain);
 }
 
 Test(reports, warnings_for_settings_that_do_nothing)
 {
     xt_write_file(xt_path("g.xg"), graph_text);
     const char *jit[] = {"XLAC_AUTO_JIT=2", NULL};
-    result r = xlac(false, jit, "--iterations", "2", NULL, NULL);
+    xt_result r = xlac(false, jit, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert_eq(count(r.err, "XLAC_AUTO_JIT is set but libxlac.so is not loaded"), 1, "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     const char *flags[] = {"XLAC_FLAGS=--stats", NULL};
     r = xlac(false, flags, NULL, NULL, NULL, NULL);
     cr_assert_eq(count(r.err, "XLAC_FLAGS is set but libxlac.so is not loaded"), 1, "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     const char *off[] = {"XLAC_AUTO_JIT=0", NULL};
     r = xlac(false, off, "--device", "cpu", NULL, NULL); /* a CUDA build without a GPU would note that */
     cr_assert_str_eq(r.err, "", "0 is off: nothing to say");
-    result_free(&r);
+    xt_result_free(&r);
     r = xlac(true, jit, NULL, NULL, NULL, NULL);
     cr_assert(!strstr(r.err, "not loaded"), "%s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
     char prefix[600];
     snprintf(prefix, sizeof prefix, "XLAC_DUMP_GRAPH_PREFIX=%s", xt_path("dumps"));
     const char *dump[] = {"XLAC_AUTO_JIT=1", prefix, NULL};
@@ -213,7 +162,7 @@ Test(reports, warnings_for_settings_that_do_nothing)
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert_eq(count(r.err, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug"), 1, "%s",
                  r.err);
-    result_free(&r);
+    xt_result_free(&r);
 }
 
 /* ---- the summary ---------------------------------------------------------------------- */
@@ -225,7 +174,7 @@ Test(reports, summary_names_every_node_left_out)
     snprintf(flags, sizeof flags, "XLAC_FLAGS=--clustering_debug --disk_cache=0 --summary=%s",
              xt_path("s.json"));
     const char *env[] = {"XLAC_AUTO_JIT=1", flags, NULL};
-    result r = xlac(true, env, "--iterations", "3", NULL, NULL);
+    xt_result r = xlac(true, env, "--iterations", "3", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "  by op: matmul (1), reduce_sum (1), unique (1)\n"), "%s", r.err);
     cr_assert(strstr(r.err, "  by reason:\n    cluster too small (1): s\n"
@@ -258,7 +207,7 @@ Test(reports, summary_names_every_node_left_out)
             xt_path("s.json"));
         cr_assert_eq(system(cmd), 0, "%s", cmd);
     }
-    result_free(&r);
+    xt_result_free(&r);
 }
 
 /* ---- the trace ---------------------------------------------------------------------- */
@@ -268,7 +217,7 @@ Test(reports, summary_names_every_node_left_out)
 static void check_trace(const char *file, char **counts)
 {
     const char *argv[] = {"/usr/bin/env", "python3", TRACE_CHECK, file, NULL};
-    result r = run(false, NULL, argv);
+    xt_result r = run(false, NULL, argv);
     cr_assert_eq(r.rc, 0, "trace_check: %s%s", r.out, r.err);
     *counts = r.out;
     free(r.err);
@@ -283,7 +232,7 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     /* the CLI's --trace, the plugin on: compile in the launch of the second run (threshold 2) */
     const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--disk_cache=0 --compile_threshold=2",
                          NULL};
-    result r = xlac(true, env, "--iterations", "3", "--trace", xt_path("t.json"));
+    xt_result r = xlac(true, env, "--iterations", "3", "--trace", xt_path("t.json"));
     cr_assert_eq(r.rc, 0, "%s", r.err);
     char *counts = NULL;
     check_trace(xt_path("t.json"), &counts);
@@ -296,7 +245,7 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     cr_assert(strstr(json, "\"cache\":\"hit\""), "%s", json);
     cr_assert(strstr(json, "\"ops\":\"a:mul,b:add,c:tanh\""), "%s", json);
     free(json);
-    result_free(&r);
+    xt_result_free(&r);
     /* XLAC_FLAGS=--trace, compiled in the background: its slice is on the compile thread's track */
     char flags[700];
     snprintf(flags, sizeof flags, "XLAC_FLAGS=--disk_cache=0 --async_compilation --trace=%s",
@@ -308,7 +257,7 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     cr_assert(strstr(counts, "\"compiles\": 1") && strstr(counts, "\"xlac compile\""), "%s",
               counts);
     free(counts);
-    result_free(&r);
+    xt_result_free(&r);
     /* a disk cache: the first process compiles, the second loads, and its trace shows the load */
     snprintf(flags, sizeof flags, "XLAC_FLAGS=--cache_dir=%s --trace=%s", xt_path("cache"),
              xt_path("d.json"));
@@ -316,7 +265,7 @@ Test(reports, trace_launches_inside_runs_and_compiles_as_slices)
     for (int k = 0; k < 2; k++) {
         r = xlac(true, disk, NULL, NULL, NULL, NULL);
         cr_assert_eq(r.rc, 0, "%s", r.err);
-        result_free(&r);
+        xt_result_free(&r);
     }
     check_trace(xt_path("d.json"), &counts);
     cr_assert(strstr(counts, "\"compiles\": 0") && strstr(counts, "\"disk_loads\": 1"), "%s",
@@ -345,8 +294,8 @@ Test(reports, progress_on_a_terminal_only)
     cr_assert(strstr(tty, "xlac: compiling 1/1 clusters"), "on a terminal: %s", tty);
     free(tty);
     const char *env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--disk_cache=0", NULL};
-    result r = xlac(true, env, NULL, NULL, NULL, NULL);
+    xt_result r = xlac(true, env, NULL, NULL, NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(!strstr(r.err, "compiling"), "stderr is a file: nothing: %s", r.err);
-    result_free(&r);
+    xt_result_free(&r);
 }

@@ -5,10 +5,12 @@
 #include "tmpdir.h"
 
 #include <criterion/criterion.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #ifdef XLAC_SANITIZE
 #define ASAN_ENV "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1 "
@@ -107,4 +109,70 @@ int xt_sh(const char *env_words, const char *cmd, char **out)
     free(line);
     *out = xt_read_file(log, NULL);
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128;
+}
+
+void xt_result_free(xt_result *r)
+{
+    free(r->out);
+    free(r->err);
+}
+
+/* Whether env ("K=V" list) sets the variable of entry ("K=..."): env's value wins (CC=gcc set by
+   scripts/test.sh for the sanitizer build must not hide a test's CC=/bin/false). */
+static bool overridden(const char *entry, const char *const *env)
+{
+    size_t k = strcspn(entry, "=");
+    for (int i = 0; env && env[i]; i++)
+        if (strncmp(env[i], entry, k + 1) == 0)
+            return true;
+    return false;
+}
+
+/* The child's environment (see xt_run_in) into envp (room for 256); ld: room for LD_PRELOAD=. */
+static void child_env(bool preload, const char *const *env, char **envp, char *ld, size_t ld_len)
+{
+    extern char **environ;
+    int n = 0;
+    for (char **e = environ; *e && n < 200; e++)
+        if (strncmp(*e, "LD_PRELOAD=", 11) && strncmp(*e, "XLAC_", 5) && strncmp(*e, "ASAN_OPTIONS=", 13) &&
+            !overridden(*e, env))
+            envp[n++] = *e;
+#ifdef XLAC_SANITIZE
+    envp[n++] = "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1";
+#endif
+    if (preload) {
+        snprintf(ld, ld_len, "LD_PRELOAD=%s/lib/libxlac.so", XLAC_BINARY_DIR);
+        envp[n++] = ld;
+    }
+    for (int i = 0; env && env[i] && n < 255; i++)
+        envp[n++] = (char *)env[i];
+    envp[n] = NULL;
+}
+
+xt_result xt_run_in(const char *cwd, bool preload, const char *const *env, const char *const *argv)
+{
+    char *envp[256], ld[600], out[600], err[600];
+    child_env(preload, env, envp, ld, sizeof ld);
+    snprintf(out, sizeof out, "%s/.stdout", xt_tmp);
+    snprintf(err, sizeof err, "%s/.stderr", xt_tmp);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        int fo = open(out, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        int fe = open(err, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fo < 0 || fe < 0 || chdir(cwd) != 0)
+            _exit(120);
+        dup2(fo, 1);
+        dup2(fe, 2);
+        execve(argv[0], (char *const *)argv, envp);
+        _exit(121);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    xt_result r = {.rc = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)};
+    r.out = xt_read_file(out, NULL);
+    r.err = xt_read_file(err, NULL);
+    unlink(out);
+    unlink(err);
+    return r;
 }

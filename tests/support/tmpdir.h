@@ -4,7 +4,8 @@
  * test_hostile, test_faults, test_graph_fuzz, test_onnx, test_cli): the
  * folder itself (mkdtemp, removed with rm -rf), a path in it, writing and
  * reading a file (whole, or its start), the last line of a run's output,
- * and a shell command run in the folder with its output captured.
+ * a shell command run in the folder with its output captured, and a
+ * program run directly (fork and exec) with its stdout and stderr apart.
  * Criterion runs each test in its own process, so the one folder per
  * process is the test's own.
  */
@@ -40,5 +41,19 @@ const char *xt_last_line(const char *text);
  * gets that output (malloc'd). Returns the exit status, 128 when the shell did not exit.
  */
 int xt_sh(const char *env_words, const char *cmd, char **out);
+
+/* A program's exit status (128 + the signal when it did not exit) and its stdout and stderr (malloc'd). */
+typedef struct xt_result {
+    int rc;
+    char *out, *err;
+} xt_result;
+void xt_result_free(xt_result *r);
+/*
+ * Runs argv (argv[0] a path, no shell) in folder cwd with the inherited environment minus
+ * LD_PRELOAD, XLAC_* and ASAN_OPTIONS and minus every variable env sets, plus env (NULL-terminated
+ * "K=V": its values win); preload: with the build's libxlac.so; under the sanitizers, ASAN_OPTIONS
+ * that let a preloaded library come first.
+ */
+xt_result xt_run_in(const char *cwd, bool preload, const char *const *env, const char *const *argv);
 
 #endif
