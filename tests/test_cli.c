@@ -112,14 +112,6 @@ static xe_tensor *load(const char *name)
     return t;
 }
 
-static int count(const char *hay, const char *needle)
-{
-    int n = 0;
-    for (const char *p = hay; (p = strstr(p, needle)); p += strlen(needle))
-        n++;
-    return n;
-}
-
 /* ---- outputs ---------------------------------------------------------------- */
 
 Test(cli, fed_inputs_give_outputs_matching_a_double_reference, .init = setup, .fini = teardown)
@@ -179,7 +171,7 @@ Test(cli, print_outputs_summarises_beyond_1000_elements, .init = setup, .fini = 
     cr_assert(!strncmp(out, head, strlen(head)), "%s", out);
     cr_assert(strstr(out, " ...,\n [1110, 1111, 1112, ..., 1137, 1138, 1139],\n"), "%s", out);
     cr_assert(strstr(out, "[1170, 1171, 1172, ..., 1197, 1198, 1199]]\n"), "%s", out);
-    cr_assert_eq(count(out, "\n"), 8, "header, 3 + 3 rows and one '...' line: %s", out);
+    cr_assert_eq(xt_occurrences(out, "\n"), 8, "header, 3 + 3 rows and one '...' line: %s", out);
     /* exactly 1000 elements are printed in full */
     WRITE("h.xg", "xlac.graph v1\ninput x: i32[1000]\noutput x\n");
     save("k.npy", XE_I32, 1, (int64_t[]){1000}, v);
@@ -286,26 +278,26 @@ Test(cli, placement_lines_and_one_profile_event_per_op, .init = setup, .fini = t
     cr_assert(strstr(err, "placement: a exp CPU:0\n") && strstr(err, "placement: b neg CPU:0\n") &&
                   strstr(err, "placement: c add CPU:0\n"),
               "%s", err);
-    cr_assert_eq(count(err, "placement: "), 3, "%s", err);
+    cr_assert_eq(xt_occurrences(err, "placement: "), 3, "%s", err);
     char *json = slurp("p.json");
     cr_assert(!strncmp(json, "{\"traceEvents\":[", 16), "%s", json);
     cr_assert(strstr(json, "],\"displayTimeUnit\":\"ms\"}"), "%s", json);
-    cr_assert_eq(count(json, "\"ph\":\"X\""), 4, "one slice per op and one for the run: %s", json);
+    cr_assert_eq(xt_occurrences(json, "\"ph\":\"X\""), 4, "one slice per op and one for the run: %s", json);
     cr_assert(strstr(json, "{\"name\":\"a\",\"cat\":\"exp\",\"ph\":\"X\",\"ts\":"), "%s", json);
     cr_assert(strstr(json, "{\"name\":\"c\",\"cat\":\"add\",\"ph\":\"X\",\"ts\":"), "%s", json);
     cr_assert(strstr(json, "{\"name\":\"run 0\",\"cat\":\"run\",\"ph\":\"X\",\"ts\":"), "%s", json);
     cr_assert(strstr(json, "\"args\":{\"op\":\"add\",\"device\":\"CPU:0\",\"type\":\"f32[8]\"}"), "%s", json);
     cr_assert(strstr(json, "\"tid\":1,\"args\":{\"name\":\"main\"}"), "the track is named: %s", json);
-    cr_assert_eq(count(json, "\"pid\":1,\"tid\":1,\"args\":{\"op\""), 3, "%s", json);
+    cr_assert_eq(xt_occurrences(json, "\"pid\":1,\"tid\":1,\"args\":{\"op\""), 3, "%s", json);
     free(json);
     /* placement once per session by default (as TensorFlow logs it), every run with =every */
     cr_assert_eq(run("g.xg --trace p.json --iterations 2 --log-device-placement"), 0, "%s", err);
-    cr_assert_eq(count(err, "placement: "), 3, "the first run only: %s", err);
+    cr_assert_eq(xt_occurrences(err, "placement: "), 3, "the first run only: %s", err);
     json = slurp("p.json");
-    cr_assert_eq(count(json, "\"ph\":\"X\""), 8, "(3 ops + 1 run) x 2 runs: %s", json);
+    cr_assert_eq(xt_occurrences(json, "\"ph\":\"X\""), 8, "(3 ops + 1 run) x 2 runs: %s", json);
     free(json);
     cr_assert_eq(run("g.xg --iterations 2 --log-device-placement=every"), 0, "%s", err);
-    cr_assert_eq(count(err, "placement: "), 6, "every run: %s", err);
+    cr_assert_eq(xt_occurrences(err, "placement: "), 6, "every run: %s", err);
 }
 
 Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
@@ -321,7 +313,7 @@ Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
     cr_assert_eq(run("g.xg --log-device-placement"), 0, "%s", err);
     cr_assert(strstr(err, "placement: a exp CPU:0"), "%s", err);
 #ifdef XG_HAVE_CUDA
-    cr_assert_eq(count(err, "no CUDA device ("), 1, "one line in a CUDA build: %s", err);
+    cr_assert_eq(xt_occurrences(err, "no CUDA device ("), 1, "one line in a CUDA build: %s", err);
     cr_assert(strstr(err, "xlac-run: no CUDA device (") && strstr(err, "): running on CPU\n"), "%s",
               err);
 #else

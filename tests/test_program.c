@@ -31,6 +31,7 @@
 #include "program_impl.h"
 #include "share.h"
 #include "support/ref.h"
+#include "support/tmpdir.h"
 #include "support/ref_dev.h"
 #include "xg_impl.h"
 #include "xlac/op.h"
@@ -39,14 +40,6 @@
 #define MAX_IO 8
 
 static xe_status st;
-
-static int count(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *q = text; (q = strstr(q, what)); q += strlen(what))
-        n++;
-    return n;
-}
 
 Test(share, key_ignores_locals_pointers_and_comments)
 {
@@ -132,10 +125,11 @@ static void check(const char *text, int shares, int bodies)
 {
     built b = {0};
     build(&b, text);
-    cr_assert_eq(count(b.a->plan_text, "shared: "), shares, "%d shares, want %d\n%s", count(b.a->plan_text, "shared: "),
-                 shares, b.a->plan_text);
-    cr_assert(bodies < 0 || count(b.a->source, "\nvoid xg_k") == bodies, "%d kernel bodies, want %d\n%s",
-                 count(b.a->source, "\nvoid xg_k"), bodies, b.a->plan_text);
+    int got_shares = xt_occurrences(b.a->plan_text, "shared: ");
+    int got_bodies = xt_occurrences(b.a->source, "\nvoid xg_k");
+    cr_assert_eq(got_shares, shares, "%d shares, want %d\n%s", got_shares, shares, b.a->plan_text);
+    cr_assert(bodies < 0 || got_bodies == bodies, "%d kernel bodies, want %d\n%s", got_bodies, bodies,
+              b.a->plan_text);
     xe_tensor *got[MAX_IO] = {0}, *want[MAX_IO] = {0};
     run_built(&b, got);
     ref_run_graph(text, b.in, want);
@@ -252,7 +246,7 @@ Test(share, cuda_source_keeps_one_body)
     char *src = xg_emit_program_shared(p, XG_TARGET_CUDA, &sh, &st);
     cr_assert_not_null(src, "%s", st.msg);
     cr_assert_eq(sh.n, 2);
-    cr_assert_eq(count(src, "__global__ void xg_k"), 1, "%s", src);
+    cr_assert_eq(xt_occurrences(src, "__global__ void xg_k"), 1, "%s", src);
     cr_assert(sh.v[0].step == 3 && sh.v[0].from == 1 && sh.v[1].step == 5 && sh.v[1].from == 1);
     free(src);
     xg_shares_free(&sh);

@@ -34,14 +34,6 @@ static void make_tmp(void)
 
 TestSuite(reports, .init = make_tmp, .fini = xt_tmp_fini, .timeout = 120);
 
-static int count(const char *s, const char *what)
-{
-    int n = 0;
-    for (const char *p = s; p && (p = strstr(p, what)); p += strlen(what))
-        n++;
-    return n;
-}
-
 /* Runs argv in the test folder (see xt_run_in); preload: with the plugin. */
 static xt_result run(bool preload, const char *const *env, const char *const *argv)
 {
@@ -82,7 +74,7 @@ Test(reports, async_stats_count_the_background_compile)
     cr_assert(strstr(r.err, " fallbacks=1 "), "the one launch ran per op: %s", r.err);
     cr_assert(!strstr(r.err, "compile_ms=0.0\n"), "%s", r.err);
     /* --stats prints the two lines its help promises */
-    cr_assert_eq(count(r.err, "xlac: "), 2, "%s", r.err);
+    cr_assert_eq(xt_occurrences(r.err, "xlac: "), 2, "%s", r.err);
     cr_assert(strstr(r.err, "\nxlac: timing disk_load_ms="), "%s", r.err);
     xt_result_free(&r);
     const char *help_env[] = {"XLAC_AUTO_JIT=1", "XLAC_FLAGS=--help", NULL};
@@ -142,11 +134,11 @@ Test(reports, warnings_for_settings_that_do_nothing)
     const char *jit[] = {"XLAC_AUTO_JIT=2", NULL};
     xt_result r = xlac(false, jit, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert_eq(count(r.err, "XLAC_AUTO_JIT is set but libxlac.so is not loaded"), 1, "%s", r.err);
+    cr_assert_eq(xt_occurrences(r.err, "XLAC_AUTO_JIT is set but libxlac.so is not loaded"), 1, "%s", r.err);
     xt_result_free(&r);
     const char *flags[] = {"XLAC_FLAGS=--stats", NULL};
     r = xlac(false, flags, NULL, NULL, NULL, NULL);
-    cr_assert_eq(count(r.err, "XLAC_FLAGS is set but libxlac.so is not loaded"), 1, "%s", r.err);
+    cr_assert_eq(xt_occurrences(r.err, "XLAC_FLAGS is set but libxlac.so is not loaded"), 1, "%s", r.err);
     xt_result_free(&r);
     const char *off[] = {"XLAC_AUTO_JIT=0", NULL};
     r = xlac(false, off, "--device", "cpu", NULL, NULL); /* a CUDA build without a GPU would note that */
@@ -160,7 +152,7 @@ Test(reports, warnings_for_settings_that_do_nothing)
     const char *dump[] = {"XLAC_AUTO_JIT=1", prefix, NULL};
     r = xlac(true, dump, "--iterations", "2", NULL, NULL);
     cr_assert_eq(r.rc, 0, "%s", r.err);
-    cr_assert_eq(count(r.err, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug"), 1, "%s",
+    cr_assert_eq(xt_occurrences(r.err, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug"), 1, "%s",
                  r.err);
     xt_result_free(&r);
 }

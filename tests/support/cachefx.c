@@ -36,14 +36,6 @@ char *xt_capture_end(xt_capture *k)
     return buf;
 }
 
-int xt_occurrences(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = text; (p = strstr(p, what)); p += strlen(what))
-        n++;
-    return n;
-}
-
 xg_stats xt_stats(xg_cache *c)
 {
     xg_stats s;

@@ -2,12 +2,13 @@
  * Shared helpers for the tests of the compilation cache (test_cache,
  * test_cache_hostile, test_cache_processes, test_compile_guard,
  * test_signature): stderr captured into a temp file (for the one-warning
- * promises), counting a phrase, the cache's counters as a value, and the
+ * promises), the cache's counters as a value, and the
  * module files ("<hex>.xlac") of a cache folder.
  */
 #ifndef XLAC_TEST_CACHEFX_H
 #define XLAC_TEST_CACHEFX_H
 
+#include "support/tmpdir.h" /* xt_occurrences */
 #include "xg.h"
 
 typedef struct xt_capture {
@@ -19,8 +20,6 @@ typedef struct xt_capture {
 void xt_capture_begin(xt_capture *k);
 /* Restores stderr; returns what was written (malloc'd, at most 64 KiB). */
 char *xt_capture_end(xt_capture *k);
-/* How many times what occurs in text. */
-int xt_occurrences(const char *text, const char *what);
 /* The cache's counters. */
 xg_stats xt_stats(xg_cache *c);
 /* How many module files dir holds (temp files of writers not counted). */

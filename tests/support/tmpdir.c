@@ -88,6 +88,14 @@ void xt_read_head(const char *p, char *buf, size_t cap)
         fclose(f);
 }
 
+int xt_occurrences(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, what)); p += strlen(what))
+        n++;
+    return n;
+}
+
 const char *xt_last_line(const char *text)
 {
     const char *end = text + strlen(text);

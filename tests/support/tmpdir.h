@@ -32,6 +32,8 @@ void xt_write_file(const char *p, const char *text);
 char *xt_read_file(const char *p, size_t *len);
 /* The start of the file at p (at most cap - 1 bytes) into buf, NUL-terminated; "" if none. */
 void xt_read_head(const char *p, char *buf, size_t cap);
+/* How many times what occurs in text, not overlapping (0 when text is NULL). */
+int xt_occurrences(const char *text, const char *what);
 /* The last line of text, without a final newline's empty line ("a\nb\n" -> "b\n"). */
 const char *xt_last_line(const char *text);
 /*
