@@ -74,16 +74,24 @@ static void expect_close(const xe_tensor *got, const xe_tensor *want, double tol
     }
 }
 
+/* The plan of text's graph at its declared types; *g gets the graph (destroy both). */
+static xg_plan *plan_of(const char *text, xe_graph **g)
+{
+    *g = xe_parse_string(text, "p.xg", &st);
+    cr_assert_not_null(*g, "%s", st.msg);
+    xe_type types[MAX_IO];
+    for (int k = 0; k < (*g)->n_inputs; k++)
+        types[k] = (*g)->nodes[(*g)->inputs[k]]->type;
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(*g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    return p;
+}
+
 /* The plan text (C target) of text's graph at its declared types (malloc'd). */
 static char *plan_text(const char *text)
 {
-    xe_graph *g = xe_parse_string(text, "p.xg", &st);
-    cr_assert_not_null(g, "%s", st.msg);
-    xe_type types[MAX_IO];
-    for (int k = 0; k < g->n_inputs; k++)
-        types[k] = g->nodes[g->inputs[k]]->type;
-    xg_plan *p = NULL;
-    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    xe_graph *g;
+    xg_plan *p = plan_of(text, &g);
     char *t = xg_plan_text(p, XG_TARGET_C);
     xg_plan_destroy(p);
     xe_graph_destroy(g);
@@ -256,13 +264,8 @@ Test(epilogue, panels_cover_every_row_once)
 /* The GPU's cuBLASLt epilogue match (xg_blas_epilogue) on text's plan at step 0: bias node name, act, or not. */
 static void expect_blas_epi(const char *text, bool want, const char *bias, xg_epi_act act)
 {
-    xe_graph *g = xe_parse_string(text, "lt.xg", &st);
-    cr_assert_not_null(g, "%s", st.msg);
-    xe_type types[MAX_IO];
-    for (int k = 0; k < g->n_inputs; k++)
-        types[k] = g->nodes[g->inputs[k]]->type;
-    xg_plan *p = NULL;
-    cr_assert_eq(xg_plan_build(g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    xe_graph *g;
+    xg_plan *p = plan_of(text, &g);
     xg_blas_epi e;
     bool got = xg_blas_epilogue(p, 0, &e);
     cr_assert_eq(got, want, "%s", text);

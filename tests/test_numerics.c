@@ -315,24 +315,25 @@ static int check_elementwise(xe_dtype dt, int arity, int *bad)
     return tested;
 }
 
-Test(numerics, every_unary_op_on_special_values_fused_equals_per_op, .timeout = 900)
+/* Every op of that many operands on every dtype: more than 40 (op, dtype) pairs, no element differs. */
+static void check_every_op(int operands, const char *kind)
 {
     int bad = 0, tested = 0;
     for (size_t d = 0; d < sizeof all_types / sizeof all_types[0]; d++)
-        tested += check_elementwise(all_types[d], 1, &bad);
-    cr_log_info("unary: %d (op, dtype) pairs", tested);
-    cr_assert_gt(tested, 40, "the op table's unary ops were found");
+        tested += check_elementwise(all_types[d], operands, &bad);
+    cr_log_info("%s: %d (op, dtype) pairs", kind, tested);
+    cr_assert_gt(tested, 40, "the op table's %s ops were found", kind);
     cr_assert_eq(bad, 0, "%d elements differ between fused and per-op runs (see the log)", bad);
+}
+
+Test(numerics, every_unary_op_on_special_values_fused_equals_per_op, .timeout = 900)
+{
+    check_every_op(1, "unary");
 }
 
 Test(numerics, every_binary_op_on_every_pair_of_special_values_fused_equals_per_op, .timeout = 900)
 {
-    int bad = 0, tested = 0;
-    for (size_t d = 0; d < sizeof all_types / sizeof all_types[0]; d++)
-        tested += check_elementwise(all_types[d], 2, &bad);
-    cr_log_info("binary: %d (op, dtype) pairs", tested);
-    cr_assert_gt(tested, 40, "the op table's binary ops were found");
-    cr_assert_eq(bad, 0, "%d elements differ between fused and per-op runs (see the log)", bad);
+    check_every_op(2, "binary");
 }
 
 /* ---- reductions ---------------------------------------------------------------- */
