@@ -604,16 +604,47 @@ void xg_plan_destroy(xg_plan *p)
     free(p);
 }
 
-/* Marks in ready[] what step s reads: materialized values reached through its inline producers. */
-static bool step_reads_ready(const xg_plan *p, int node, const bool *ready, bool root)
+static void reads_through(const xg_plan *p, int node, bool root, void (*visit)(void *ctx, int buf), void *ctx)
 {
-    if (!root && p->mat[node])
-        return ready[node];
+    if (!root && p->mat[node]) {
+        visit(ctx, node);
+        return;
+    }
     const xe_node *n = p->body->nodes[node];
     for (int k = 0; k < n->n_inputs; k++)
-        if (!step_reads_ready(p, n->inputs[k], ready, false))
-            return false;
-    return true;
+        reads_through(p, n->inputs[k], false, visit, ctx);
+}
+
+void xg_value_reads(const xg_plan *p, int node, void (*visit)(void *ctx, int buf), void *ctx)
+{
+    reads_through(p, node, true, visit, ctx);
+    if (step_kind(p->body->nodes[node]) != XG_STEP_LIBRARY)
+        return;
+    for (int k = 0; k < 2; k++) {
+        bool flip;
+        int src = xg_matmul_operand(p->body, p->types, node, k, &flip);
+        if (flip && p->mat[src]) /* read through a transpose that may have a buffer of its own */
+            visit(ctx, src);
+    }
+}
+
+typedef struct ready_check {
+    const bool *ready;
+    bool ok;
+} ready_check;
+
+static void check_ready(void *ctx, int buf)
+{
+    ready_check *r = ctx;
+    r->ok = r->ok && r->ready[buf];
+}
+
+/* Whether every buffer computing node reads is written already (ready[]). */
+static bool reads_ready(const xg_plan *p, int node, const bool *ready)
+{
+    ready_check r = {ready, true};
+    xg_value_reads(p, node, check_ready, &r);
+    return r.ok;
 }
 
 /*
@@ -652,7 +683,7 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i, b->nodes[mixed]->name);
             else if (s->kind == XG_STEP_ROW && (s->phase[k] < 0 || s->phase[k] >= s->n_phases))
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d computes %s in no phase", i, name);
-            else if (!step_reads_ready(p, o, ready, true))
+            else if (!reads_ready(p, o, ready))
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d reads a buffer before it is written (%s)", i, name);
             else
                 ready[o] = true; /* later outputs of a multi-output loop may read it, at the same index */

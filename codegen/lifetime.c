@@ -13,27 +13,17 @@
 #include "plan.h"
 #include "program_impl.h"
 
-/* Marks step i in last[] of every buffer that node (a value step i computes) reads through its inline producers. */
-static void mark_reads(const xg_plan *p, int node, int i, int *last, bool root)
-{
-    if (!root && p->mat[node]) {
-        if (last[node] < i)
-            last[node] = i;
-        return;
-    }
-    const xe_node *n = p->body->nodes[node];
-    for (int k = 0; k < n->n_inputs; k++)
-        mark_reads(p, n->inputs[k], i, last, false);
-}
+typedef struct read_mark {
+    int *dies;
+    int step;
+} read_mark;
 
-/* A matmul reads a transposed operand's source through the flag (xg_matmul_operand), even when
-   the transpose has a buffer of its own: step i reads that source too. */
-static void mark_operand(const xg_plan *p, int node, int k, int i, int *last)
+/* Step m.step reads buf: it lives at least until then. */
+static void mark_read(void *ctx, int buf)
 {
-    bool flip;
-    int src = xg_matmul_operand(p->body, p->types, node, k, &flip);
-    if (src >= 0 && p->mat[src] && last[src] < i)
-        last[src] = i;
+    read_mark *m = ctx;
+    if (m->dies[buf] < m->step)
+        m->dies[buf] = m->step;
 }
 
 xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
@@ -54,9 +44,7 @@ xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
             p->born[o] = i;
             if (p->dies[o] < i)
                 p->dies[o] = i;
-            mark_reads(plan, o, i, p->dies, true);
-            for (int m = 0; plan->steps[i].kind == XG_STEP_LIBRARY && m < 2; m++)
-                mark_operand(plan, o, m, i, p->dies);
+            xg_value_reads(plan, o, mark_read, &(read_mark){p->dies, i});
         }
     for (int k = 0; k < plan->body->n_outputs; k++)
         p->dies[plan->body->outputs[k]] = INT_MAX; /* handed to the caller */

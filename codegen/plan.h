@@ -96,6 +96,14 @@ typedef struct xg_plan {
 
 /* The node matmul node reads as input k, through a transpose of its last two dims (then *flip). */
 int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip);
+/*
+ * Calls visit(ctx, buf) for each buffer that computing node reads: the
+ * materialized values reached through its inline producers, and for a
+ * matmul the source of a transposed operand it reads through the BLAS flag
+ * (xg_matmul_operand), even where the transpose has a buffer of its own.
+ * A buffer may be visited more than once.
+ */
+void xg_value_reads(const xg_plan *p, int node, void (*visit)(void *ctx, int buf), void *ctx);
 /* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read through as flags. */
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st);
 
