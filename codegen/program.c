@@ -164,14 +164,9 @@ xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **
 static void share_ptrs(const xg_program *p, void *const *ptrs, void **shared, int first, int last)
 {
     size_t n = (size_t)p->body->n_nodes + 1;
-    for (int j = 0; j < p->shares.n; j++) {
-        const xg_share *h = &p->shares.v[j];
-        if (h->step < first || h->step > last)
-            continue;
-        memcpy(shared + n * (size_t)j, ptrs, sizeof *shared * n);
-        for (int k = 0; k < h->n; k++)
-            shared[n * (size_t)j + (size_t)h->theirs[k]] = ptrs[h->ours[k]];
-    }
+    for (int j = 0; j < p->shares.n; j++)
+        if (p->shares.v[j].step >= first && p->shares.v[j].step <= last)
+            xg_share_pointers(&p->shares.v[j], ptrs, shared + n * (size_t)j, n);
 }
 
 /* The pointers step i's kernel is launched with: the run's, or its share's (shared_ptrs). */
@@ -200,17 +195,14 @@ static void run_panel(void *ctx, int64_t r0, int64_t r1)
 }
 
 /*
- * LIBRARY step i and the panel steps after it (epilogue.c): the matmul by
- * row panels, each panel's epilogue run on it in the same task. *next:
- * the first step after them.
+ * LIBRARY step i and the panel steps after it, up to last (epilogue.c):
+ * the matmul by row panels, each panel's epilogue run on it in the same
+ * task.
  */
-static xe_code run_panels(xg_program *p, int i, xe_tensor **bufs, void *const *ptrs, void **shared, const int64_t *S,
-                          int *next, xe_status *st)
+static xe_code run_panels(xg_program *p, int i, int last, xe_tensor **bufs, void *const *ptrs, void **shared,
+                          const int64_t *S, xe_status *st)
 {
-    panel_ctx c = {.p = p, .first = i + 1, .last = i + 1, .ptrs = ptrs, .shared = shared, .S = S};
-    while (c.last + 1 < p->plan->n_steps && p->plan->steps[c.last + 1].panel)
-        c.last++;
-    *next = c.last + 1;
+    panel_ctx c = {.p = p, .first = i + 1, .last = last, .ptrs = ptrs, .shared = shared, .S = S};
     return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, st);
 }
 
@@ -300,14 +292,19 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
     return XE_OK;
 }
 
-/* Step i, or (a matmul with its epilogue) the steps that run with it; *next: the step after them. */
-static xe_code run_step(xg_program *p, int i, const xe_type *types, xe_tensor **bufs, void *const *ptrs,
+/*
+ * Step i, or (a matmul with its epilogue: xg_group_last gave last) the
+ * steps that run with it; *next: the step after those that ran.
+ */
+static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe_tensor **bufs, void *const *ptrs,
                         void **shared, const int64_t *S, int *next, xe_status *st)
 {
     const xg_step *s = &p->plan->steps[i];
     *next = i + 1;
-    if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && *next < p->plan->n_steps && p->plan->steps[*next].panel)
-        return run_panels(p, i, bufs, ptrs, shared, S, next, st);
+    if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && last > i) {
+        *next = last + 1;
+        return run_panels(p, i, last, bufs, ptrs, shared, S, st);
+    }
     if (s->kind == XG_STEP_LIBRARY && p->backend->matmul_epilogue && library_epilogue(p, i, bufs, st)) {
         *next = i + 2;
         return XE_OK;
@@ -354,7 +351,7 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         if ((c = xg_buffers_make(p, types, i, last, bufs, ptrs, st)) != XE_OK)
             break;
         share_ptrs(p, ptrs, shared, i, last);
-        c = run_step(p, i, types, bufs, ptrs, shared, S, &next, st);
+        c = run_step(p, i, last, types, bufs, ptrs, shared, S, &next, st);
         xg_buffers_release(p, next - 1, bufs, ptrs);
     }
     xg_fpenv_restore(&env);

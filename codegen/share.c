@@ -56,6 +56,13 @@ const xg_share *xg_shares_find(const xg_shares *s, int step)
     return NULL;
 }
 
+void xg_share_pointers(const xg_share *h, void *const *ptrs, void **out, size_t n)
+{
+    memcpy(out, ptrs, sizeof *out * n);
+    for (int k = 0; k < h->n; k++)
+        out[h->theirs[k]] = ptrs[h->ours[k]];
+}
+
 static void list_text(xe_text *t, const int *v, int n)
 {
     for (int k = 0; k < n; k++)
@@ -149,6 +156,7 @@ enum { N_PREFIXES = sizeof prefixes / sizeof prefixes[0] };
 typedef struct renumber {
     long *seen[N_PREFIXES]; /* per prefix: the numbers met so far, in order */
     int n[N_PREFIXES];
+    int cap;                /* room in each: a body of L bytes names fewer than L / 2 + 1 */
 } renumber;
 
 /* Which prefix the identifier tok (len bytes) is, with its number in *num; -1 if none. */
@@ -176,7 +184,7 @@ static int ordinal(renumber *r, int k, long num)
     for (int i = 0; i < r->n[k]; i++)
         if (r->seen[k][i] == num)
             return i;
-    if (r->n[k] == MAX_LOCALS)
+    if (r->n[k] == r->cap)
         return -1;
     r->seen[k][r->n[k]] = num;
     return r->n[k]++;
@@ -223,11 +231,12 @@ static bool key_text(const char *body, int n_nodes, renumber *r, xe_text *t)
 
 char *xg_kernel_key(const char *body, int n_nodes, int *order, int *n_order)
 {
-    renumber r = {0};
+    size_t most = strlen(body) / 2 + 1;
+    renumber r = {.cap = most < MAX_LOCALS ? (int)most : MAX_LOCALS};
     xe_text t = {0};
     bool ok = true;
     for (int k = 0; k < N_PREFIXES; k++)
-        ok = ok && (r.seen[k] = malloc(sizeof(long) * MAX_LOCALS));
+        ok = ok && (r.seen[k] = malloc(sizeof(long) * (size_t)r.cap));
     ok = ok && key_text(body, n_nodes, &r, &t);
     if (ok) {
         for (int i = 0; i < r.n[0]; i++)

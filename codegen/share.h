@@ -34,6 +34,9 @@ bool xg_shares_add(xg_shares *s, int step, int from, const int *theirs, const in
 void xg_shares_free(xg_shares *s);
 /* The share of step i, or NULL. */
 const xg_share *xg_shares_find(const xg_shares *s, int step);
+/* The pointers h's step launches its kernel with: ptrs (n, one per node) with the step's
+   buffers in the places of those the kernel names, into out (n). */
+void xg_share_pointers(const xg_share *h, void *const *ptrs, void **out, size_t n);
 
 /* The lines above, one per share, appended to *text (realloc'd). False when out of memory. */
 bool xg_shares_append_text(const xg_shares *s, char **text);

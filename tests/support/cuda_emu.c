@@ -196,12 +196,11 @@ static xe_code run_steps(cuda_emu *e, const xe_type *types, xe_tensor **bufs, vo
     for (int i = 0; c == XE_OK && i < e->plan->n_steps; i++) {
         int64_t blocks = xg_launch_blocks(e->plan, i, types, max_blocks);
         const xg_share *h = xg_shares_find(&e->shares, i);
-        memcpy(mine, ptrs, sizeof *mine * n); /* a shared step: its buffers in the places of its kernel's */
-        for (int k = 0; h && k < h->n; k++)
-            mine[h->theirs[k]] = ptrs[h->ours[k]];
+        if (h) /* as program.c launches a shared step */
+            xg_share_pointers(h, ptrs, mine, n);
         if (e->plan->steps[i].kind == XG_STEP_LIBRARY)
             c = xg_run_matmul(e->plan, XE_DEV_CPU, e->plan->steps[i].outs[0], bufs, st); /* as cuBLAS would */
-        else if (blocks > 0 && !xg_pack_args(e->plan, mine, S, e->workspace, args, need))
+        else if (blocks > 0 && !xg_pack_args(e->plan, h ? mine : ptrs, S, e->workspace, args, need))
             c = xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: arguments too large", i);
         else if (blocks > 0 && e->launch(i, (unsigned)blocks, XG_THREADS, args) != 0)
             c = xe_fail(st, XE_ERR_RUNTIME, "xg_k%d: the emulated launch failed", i);
