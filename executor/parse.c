@@ -384,28 +384,34 @@ static xe_code parse_header(parser *p)
     return expect_end(p);
 }
 
+/* True when the statement at p is "NAME = ...": a node may be named like a keyword (output = relu(x)). */
+static bool at_node(parser *p)
+{
+    if (p->tok.kind != XE_TOK_IDENT || p->tok.text[0] == '@')
+        return false;
+    xe_lexer save = p->lx;
+    xe_tok first = p->tok;
+    xe_parse_advance(p);
+    bool is_node = xe_tok_punct(&p->tok, '=');
+    p->lx = save;
+    p->tok = first;
+    return is_node;
+}
+
 static xe_code parse_stmt(parser *p, xe_graph *g, xe_graph *scratch, bool is_body)
 {
+    if (at_node(p))
+        return parse_node(p, g, scratch);
     if (xe_tok_is(&p->tok, "input"))
         return parse_input(p, g);
     if (xe_tok_is(&p->tok, "output"))
         return parse_output(p, g);
     if (xe_tok_is(&p->tok, "jit"))
         return parse_jit(p, g, is_body);
-    if (p->tok.kind == XE_TOK_IDENT && p->tok.text[0] != '@') {
-        xe_lexer save = p->lx;
-        xe_tok first = p->tok;
-        xe_parse_advance(p);
-        bool is_node = xe_tok_punct(&p->tok, '=');
-        p->lx = save;
-        p->tok = first;
-        if (is_node)
-            return parse_node(p, g, scratch);
-        return xe_parse_fail(
-            p, first.col,
-            "expected a statement (input, output, jit, or NAME = op(...)), found '%.*s'",
-            (int)first.len, first.text);
-    }
+    if (p->tok.kind == XE_TOK_IDENT && p->tok.text[0] != '@')
+        return xe_parse_fail(p, p->tok.col,
+                             "expected a statement (input, output, jit, or NAME = op(...)), found '%.*s'",
+                             (int)p->tok.len, p->tok.text);
     return xe_parse_expected(p, "a statement");
 }
 
