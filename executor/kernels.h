@@ -1,6 +1,6 @@
 /*
  * Private: the shape functions and per-op kernels that ops.c puts into the
- * op table. Shape functions live in infer_*.c, CPU kernels in cpu_*.c,
+ * op table. Shape functions live in infer/, CPU kernels in cpu/,
  * GPU kernels in the .cu files of cuda/ (compiled only when the CUDA toolkit is found,
  * XE_HAVE_CUDA defined).
  */
@@ -9,7 +9,7 @@
 
 #include "xlac/op.h"
 
-/* Shape functions (infer_*.c). */
+/* Shape functions (infer/). */
 xe_code xe_infer_source(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_iota(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_binary(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
@@ -29,7 +29,7 @@ xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *
 xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
-/* neural-network ops (infer_nn.c) */
+/* neural-network ops (infer/nn.c) */
 xe_code xe_infer_gather(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_tile(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_pad(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);

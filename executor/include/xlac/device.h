@@ -42,7 +42,7 @@ void *xe_gpu_stream(void);
 void *xe_gpu_blas(xe_status *st);
 
 /*
- * GPU time of work on the executor's stream (CUDA events, gpu_timer.c):
+ * GPU time of work on the executor's stream (CUDA events, cuda/gpu_timer.c):
  * begin (NULL: no GPU, or it failed), end after the work, read once the
  * stream is done (start on xe_now_us's clock, duration; false: no time), free.
  */

@@ -1,6 +1,6 @@
 /*
  * CPU kernels of the reductions (sum mean max min prod) and argmax
- * (softmax, which shares the view, is in cpu_softmax.c).
+ * (softmax, which shares the view, is in cpu/softmax.c).
  *
  * Both view the operand as [outer, K, inner] after merging adjacent
  * dims that are reduced together or kept together: a row reduction has

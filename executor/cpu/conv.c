@@ -7,7 +7,7 @@
  * output position (zero where the tap falls in the padding). The output
  * positions are cut into column blocks so that a block of col stays in
  * the core's cache, and the (image, group, block) tasks are one OpenMP
- * loop of single-threaded gemms, the way cpu_matmul.c runs BLAS inside
+ * loop of single-threaded gemms, the way cpu/matmul.c runs BLAS inside
  * the executor's one thread pool. A bias is written into the block first
  * and the gemm adds to it (beta = 1).
  *
