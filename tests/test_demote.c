@@ -1,5 +1,5 @@
 /*
- * Demotion of slower clusters (codegen/cache.c, policy step 5): a
+ * Demotion of slower clusters (codegen/cache/cache.c, policy step 5): a
  * signature whose per-op run was timed (xg_cluster_per_op_time, as the
  * plugin reports each fallback run) has its first compiled runs timed,
  * and when the fastest of them (the first excluded) is slower than the

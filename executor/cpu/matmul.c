@@ -13,7 +13,7 @@
  *
  * xe_cpu_matmul_panels is the same product by row panels with a callback
  * per panel, for compiled clusters that apply a matmul's epilogue to each
- * panel while it is in cache (codegen/epilogue.c).
+ * panel while it is in cache (codegen/plan/epilogue.c).
  */
 #include <cblas.h>
 #include <omp.h>
