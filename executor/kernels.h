@@ -1,8 +1,8 @@
 /*
  * Private: the shape functions and per-op kernels that ops.c puts into the
- * op table. Shape functions live in infer/, CPU kernels in cpu/,
- * GPU kernels in the .cu files of cuda/ (compiled only when the CUDA toolkit is found,
- * XE_HAVE_CUDA defined).
+ * op table. Shape functions live in infer/, CPU kernels in cpu/, GPU
+ * kernels in the .cu files of cuda/ (built only when the CUDA toolkit is
+ * found). Each device's table lists its kernels by xe_kernel_id.
  */
 #ifndef XE_KERNELS_H
 #define XE_KERNELS_H
@@ -80,5 +80,15 @@ XE_KERNEL_LIST(XE_DECLARE_GPU)
 #undef XE_DECLARE_CPU
 #undef XE_DECLARE_GPU
 xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
+
+/* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
+typedef enum xe_kernel_id {
+#define XE_KERNEL_ID(k) XE_KERNEL_##k,
+    XE_KERNEL_LIST(XE_KERNEL_ID)
+#undef XE_KERNEL_ID
+    XE_KERNEL_unique, /* CPU only by design */
+    XE_KERNEL_COUNT,
+    XE_KERNEL_NONE = -1 /* the op has no per-op kernel */
+} xe_kernel_id;
 
 #endif

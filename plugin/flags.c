@@ -88,7 +88,7 @@ void xlac_flags_default(xlac_flags *f)
 {
     *f = (xlac_flags){
         .min_cluster_size = 2,
-        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true},
+        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true, [XE_DEV_EXTRA] = true},
         .clustering_fuel = -1,
         .codegen = true,
     };
@@ -161,13 +161,13 @@ static xe_code parse_devices(const flag_row *r, const char *v, bool *devs, xe_st
 {
     if (!v || !*v)
         return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --%s needs a value such as cpu,gpu", r->name);
-    devs[XE_DEV_CPU] = devs[XE_DEV_GPU] = false;
+    for (int d = 0; d < XE_DEV_COUNT; d++)
+        devs[d] = false;
     for (const char *p = v; *p;) {
         size_t len = strcspn(p, ",");
-        if (len == 3 && strncmp(p, "cpu", 3) == 0)
-            devs[XE_DEV_CPU] = true;
-        else if (len == 3 && strncmp(p, "gpu", 3) == 0)
-            devs[XE_DEV_GPU] = true;
+        xe_device dev;
+        if (xe_device_by_word(p, len, &dev))
+            devs[dev] = true;
         else
             return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --%s=%s: '%.*s' is not cpu or gpu",
                            r->name, v, (int)len, p);

@@ -79,11 +79,11 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     xg_cache *c = get_cache(s);
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
-        li.gpu = timed && n->device == XE_DEV_GPU && xe_trace_on() ? xe_gpu_timer_begin() : NULL;
+        li.gpu = timed && xe_trace_on() ? xe_device_timer_begin(n->device) : NULL;
         xe_code code = xg_run_cluster_info(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name,
                                            n->device, a->in, outs, must, &outcome, &li.info, st);
         if (li.gpu)
-            xe_gpu_timer_end(li.gpu);
+            xe_device_timer_end(li.gpu);
         li.ran = code == XE_OK && outcome == XG_RAN;
         if (li.ran) {
             log_compiled(a, name);
@@ -91,7 +91,7 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
                 xlac_report_launch(s, n, name, &li);
         }
         if (li.gpu)
-            xe_gpu_timer_free(li.gpu);
+            xe_device_timer_free(li.gpu);
         li.gpu = NULL;
         if (code != XE_OK || li.ran)
             return code;

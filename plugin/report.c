@@ -163,7 +163,7 @@ static void trace_launch(const xe_node *n, const char *name, const xlac_launch_i
     xe_trace_slice(name, "cluster launch", li->t0, t1 - li->t0, args);
     double gs, gd;
     if (li->gpu &&
-        xe_gpu_timer_read(li->gpu, &gs, &gd)) /* the compiled kernels, on the stream's track */
+        xe_device_timer_read(li->gpu, &gs, &gd)) /* the compiled kernels, on the stream's track */
         xe_trace_slice_gpu(0, name, "cluster kernels", gs, gd, args);
     if (!li->ran) {
         snprintf(args, sizeof args, "\"cluster\":\"%s\",\"reason\":\"%s\"", ename, why);

@@ -36,7 +36,7 @@ typedef struct xlac_launch_info {
     const char *why;   /* !ran: the reason */
     double t0;         /* the launch began (xe_now_us) */
     double t_fallback; /* !ran: the per-op run began */
-    xe_gpu_timer *gpu; /* the compiled kernels' GPU time (tracing, on a GPU), or NULL */
+    xe_device_timer *gpu; /* the compiled kernels' device time (tracing, on a device that keeps one), or NULL */
 } xlac_launch_info;
 
 /*

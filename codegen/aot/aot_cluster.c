@@ -56,7 +56,7 @@ xe_code xg_aot_add_source(xg_aot *a, const char *path, xe_status *st)
 /* NAME.cluster_K.c: the renaming #defines, then the generated program. */
 static xe_code write_kernels(xg_aot *a, const xg_plan *p, int k, xe_status *st)
 {
-    char *program = xg_emit_program(p, XG_TARGET_C, st);
+    char *program = xg_emit_program(p, xg_host_target(), st);
     if (!program)
         return st->code;
     xe_text t = {0};

@@ -46,32 +46,29 @@ static void release_all(xe_tensor **ts, int n)
     }
 }
 
-#ifdef XE_HAVE_CUDA
-/* Would any op of g (bodies included) have run on a GPU if there were one? */
-static bool wants_gpu(const xe_graph *g)
+/* Would any op of g (bodies included) have run on dev if it were available? */
+static bool wants_device(const xe_graph *g, xe_device dev)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
-        if (n->body ? wants_gpu(n->body)
-                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[XE_DEV_GPU])
+        if (n->body ? wants_device(n->body, dev)
+                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[dev])
             return true;
     }
     return false;
 }
-#endif
 
-/* One stderr line when --device auto finds no GPU for ops that wanted one. */
+/* One stderr line when --device auto finds no accelerator for ops that wanted one (none in a CPU-only build). */
 static void note_no_gpu(const cli_options *o, const xe_graph *g)
 {
-#ifdef XE_HAVE_CUDA
-    if (o->place == XE_PLACE_AUTO && !xe_gpu_available() && wants_gpu(g))
-        fprintf(stderr, "xlac-run: no CUDA device (%s): running on CPU\n",
-                xe_gpu_unavailable_reason());
-#else
-    (void)o;
-    (void)g;
-#endif
+    if (o->place != XE_PLACE_AUTO)
+        return;
+    for (int d = XE_DEV_CPU + 1; d < XE_DEV_COUNT; d++)
+        if (xe_device_auto_place((xe_device)d) && !xe_device_available((xe_device)d) &&
+            wants_device(g, (xe_device)d))
+            fprintf(stderr, "xlac-run: no %s device (%s): running on CPU\n", xe_device_label((xe_device)d),
+                    xe_device_unavailable_reason((xe_device)d));
 }
 
 /*

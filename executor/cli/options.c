@@ -231,11 +231,11 @@ static bool info_option(int argc, char **argv)
             return true;
         }
         if (!strcmp(argv[i], "--version")) {
-#ifdef XE_HAVE_CUDA
-            printf("xlac-run %s (built with CUDA)\n", XLAC_VERSION);
-#else
-            printf("xlac-run %s (built without CUDA: CPU only)\n", XLAC_VERSION);
-#endif
+            printf("xlac-run %s (devices:", XLAC_VERSION);
+            for (int d = 0; d < XE_DEV_COUNT; d++)
+                if (xe_device_built((xe_device)d))
+                    printf(" %s", xe_device_label((xe_device)d));
+            printf(")\n");
             return true;
         }
     }

@@ -1,5 +1,5 @@
 /*
- * GPU kernels of the collective ops (built with the CUDA toolkit only).
+ * GPU kernels of the collective ops (this folder is built with the CUDA toolkit only).
  * With NCCL (XE_HAVE_NCCL, when CMake finds it) a world of several ranks
  * runs each collective on the device over NCCL, on the executor's stream:
  * one communicator per process, its id sent from rank 0 through the
@@ -8,7 +8,6 @@
  * CPU path (MPI) and copies the result back, and says so once. In a world
  * of one rank every collective is a device copy.
  */
-#ifdef XE_HAVE_CUDA
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -147,6 +146,3 @@ xe_code xe_gpu_broadcast(const xe_kernel_args *a, xe_status *st)
 {
     return gpu_collective(a, st);
 }
-#else
-typedef int xe_collective_gpu_unused; /* ISO C: a translation unit is not empty */
-#endif

@@ -371,7 +371,7 @@ static void unload_c(xg_program *p)
 
 const xg_backend xg_backend_c = {
     .target = XG_TARGET_C,
-    .info = {.name = "c", .device = XE_DEV_CPU, .uses_arch = false, .missing = NULL},
+    .info = {.name = "c", .device = XE_DEV_CPU, .uses_arch = false, .system_cc = true, .host_program = true},
     .source_ext = "c",
     .restrict_kw = "restrict",
     .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"

@@ -357,10 +357,19 @@ static char *assembly_cuda(const xg_artifact *a, const xg_options *o)
     return a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
 }
 
+/* cuBLAS runs the products: f32 and f64 only. */
+static const char *cuda_unsupported(const xe_node *n)
+{
+    if (xe_op_get(n->op)->cls == XE_CLASS_MATMUL && n->type.dtype != XE_F32 && n->type.dtype != XE_F64)
+        return "no code generator";
+    return NULL;
+}
+
 const xg_backend xg_backend_cuda = {
     .target = XG_TARGET_CUDA,
     .info = {.name = "cuda", .device = XE_DEV_GPU, .uses_arch = true, .missing = MISSING},
     .source_ext = "cu",
+    .unsupported = cuda_unsupported,
     .restrict_kw = "__restrict__",
     .flat_loop = "    for (xg_idx i = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; i < n;\n"
                  "         i += (xg_idx)gridDim.x * blockDim.x) {\n",

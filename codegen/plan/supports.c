@@ -4,6 +4,7 @@
  */
 #include <stdlib.h>
 
+#include "backend.h"
 #include "op_text.h"
 #include "xg.h"
 #include "xlac/op.h"
@@ -50,8 +51,10 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
         return "no code generator";
     if (d->cls == XE_CLASS_MATMUL && !(o && o->level2))
         return "matmul needs XLAC_AUTO_JIT=2";
-    if (d->cls == XE_CLASS_MATMUL && dev == XE_DEV_GPU && n->type.dtype != XE_F32 && n->type.dtype != XE_F64)
-        return "no code generator";
+    const xg_backend *b = xg_backend_for(xg_target_for_device(dev));
+    const char *why = b->unsupported ? b->unsupported(n) : NULL;
+    if (why)
+        return why;
     if (n->type.shape.rank > XE_MAX_RANK)
         return "no code generator";
     if (!emits_text(g, n, d))
