@@ -125,6 +125,8 @@ static int open_beneath_realpath(const char *dir, const char *path)
 int xe_open_beneath(const char *dir, const char *rel, xe_status *st)
 {
     char path[PATH_MAX];
+    if (!*dir) /* a model at /m.onnx: its folder is the root */
+        dir = "/";
     if (snprintf(path, sizeof path, "%s/%s", dir, rel) >= (int)sizeof path) {
         xe_fail(st, XE_ERR_USAGE, "%s/%s: path too long", dir, rel);
         return -1;

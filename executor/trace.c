@@ -271,8 +271,12 @@ static xe_code write_events(FILE *f, void *user, xe_status *st)
 
 static xe_code write_file(const char *path, xe_status *st)
 {
+    static char last[4200]; /* this process's last trace (under the lock): a later one replaces it */
     char used[4200];
-    xe_code c = xe_publish(path, write_events, NULL, T.family_start, used, sizeof used, st);
+    double family = strcmp(last, path) ? T.family_start : 0;
+    xe_code c = xe_publish(path, write_events, NULL, family, used, sizeof used, st);
+    if (c == XE_OK)
+        snprintf(last, sizeof last, "%s", used);
     if (c != XE_OK) {
         T.failed = true;
         snprintf(T.why, sizeof T.why, "%s", st->msg);
