@@ -206,13 +206,17 @@ static bool feeds_input(const xe_graph *g, int k, const char *f)
     return !strcmp(want, f);
 }
 
-/* Whether f is where an output's expected value would be: NAME.npy or NAME.pb of an output, output_K.pb. */
+/*
+ * Whether f is named by position in ONNX's test_data_set layout (input_K.pb: an ONNX model may list
+ * more inputs than the graph keeps, its initializers among them; output_K.pb) or is where an output's
+ * expected value would be (NAME.npy or NAME.pb of an output).
+ */
 static bool names_output(const xe_graph *g, const char *f)
 {
     char want[PATH_MAX];
     int k;
     char tail;
-    if (sscanf(f, "output_%d.p%c", &k, &tail) == 2 && tail == 'b') /* ONNX's test_data_set layout */
+    if ((sscanf(f, "output_%d.p%c", &k, &tail) == 2 || sscanf(f, "input_%d.p%c", &k, &tail) == 2) && tail == 'b')
         return true;
     for (int i = 0; i < g->n_outputs; i++)
         for (int e = 0; e < 2; e++)
