@@ -10,9 +10,13 @@
  * malformed value or a bad XLAC_AUTO_JIT is an error that names it.
  */
 #include <errno.h>
+#include <pwd.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flags.h"
 #include "xlac/op.h"
@@ -290,21 +294,61 @@ void xlac_env_read(xlac_env *e)
         .tmpdir = getenv("TMPDIR"),
         .xdg_cache_home = getenv("XDG_CACHE_HOME"),
         .home = getenv("HOME"),
+        .run_start = getenv("XLAC_RUN_START"),
+        .cache_noted = getenv("XLAC_CACHE_NOTED") != NULL,
     };
+    struct passwd *pw = getpwuid(getuid()); /* when HOME is unset or relative */
+    e->passwd_home = pw ? pw->pw_dir : NULL;
 }
 
-/* Without --cache_dir: $XDG_CACHE_HOME/xlac, else ~/.cache/xlac, else no disk cache. */
+static bool absolute(const char *p)
+{
+    return p && p[0] == '/';
+}
+
+/*
+ * One stderr line a run about where its disk cache went, when the
+ * environment was odd: once a process, and not again in the processes it
+ * starts or the image it execs (xlac-run execs itself once), which inherit
+ * XLAC_CACHE_NOTED.
+ */
+static void say_once(const xlac_env *env, const char *what, const char *value, const char *where)
+{
+    static atomic_bool said;
+    if (env->cache_noted || atomic_exchange(&said, true))
+        return;
+    setenv("XLAC_CACHE_NOTED", "1", 1);
+    fprintf(stderr, "xlac: note: %s%s%s%s; the disk cache is %s\n", what, value ? "=" : "", value ? value : "",
+                value ? " is a relative path, ignored (the XDG base directory rule)" : " is unset", where);
+}
+
+/*
+ * Without --cache_dir: $XDG_CACHE_HOME/xlac, else $HOME/.cache/xlac, else
+ * the password database's home; a relative XDG_CACHE_HOME or HOME is
+ * ignored (the XDG rule: it would put the cache in whatever folder the
+ * process happens to run in), said once. No home at all: no disk cache.
+ */
 static xe_code default_cache_dir(xlac_flags *f, const xlac_env *env, xe_status *st)
 {
     xe_text t = {0};
-    if (env->xdg_cache_home && *env->xdg_cache_home)
-        xe_text_printf(&t, "%s/xlac", env->xdg_cache_home);
-    else if (env->home && *env->home)
-        xe_text_printf(&t, "%s/.cache/xlac", env->home);
-    else
+    const char *xdg = env->xdg_cache_home && *env->xdg_cache_home ? env->xdg_cache_home : NULL;
+    const char *home = env->home && *env->home ? env->home : NULL;
+    if (absolute(xdg))
+        xe_text_printf(&t, "%s/xlac", xdg);
+    else if (absolute(home))
+        xe_text_printf(&t, "%s/.cache/xlac", home);
+    else if (absolute(env->passwd_home))
+        xe_text_printf(&t, "%s/.cache/xlac", env->passwd_home);
+    if (!t.buf && !t.oom) {
+        say_once(env, xdg ? "XDG_CACHE_HOME" : "HOME", xdg ? xdg : home, "off (no absolute home folder)");
         return XE_OK;
+    }
     if (!(f->cache_dir = xe_text_take(&t)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (xdg && !absolute(xdg))
+        say_once(env, "XDG_CACHE_HOME", xdg, f->cache_dir);
+    else if (!absolute(xdg) && !absolute(home))
+        say_once(env, "HOME", home, f->cache_dir);
     return XE_OK;
 }
 

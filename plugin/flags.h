@@ -48,6 +48,9 @@ typedef struct xlac_env {
     const char *tmpdir;            /* TMPDIR: temp files (default /tmp) */
     const char *xdg_cache_home;    /* XDG_CACHE_HOME: the disk cache is in its xlac folder */
     const char *home;              /* HOME: else the disk cache is ~/.cache/xlac */
+    const char *run_start;         /* XLAC_RUN_START: when the run this process is a part of began */
+    bool cache_noted;              /* XLAC_CACHE_NOTED: the note on HOME was given in this run already */
+    const char *passwd_home;       /* the user's home in the password database (HOME unset or relative) */
 } xlac_env;
 
 /* Reads the variables above from the process's environment. */

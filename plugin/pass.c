@@ -249,6 +249,7 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
     xlac_state *s = user;
     if (!s->installed)
         return XE_OK;
+    atomic_fetch_add(&s->n_sessions, 1);
     xe_graph *ng = NULL;
     int id = ctx ? ctx->session_id : 0;
     /* the opposite of dump_summary's note (so the same once-flag) */
@@ -322,11 +323,14 @@ void xlac_plugin_shutdown(xlac_state *s)
 {
     xlac_launch_shutdown(s);
     xlac_replay_free(s);
-    if (s->tracing) { /* after the cache: background compiles are in it */
+    if (s->tracing && !atomic_load(&s->n_sessions)) { /* a wrapper (timeout, bash -c) that ran nothing */
+        xe_trace_discard();
+        s->tracing = false;
+    } else if (s->tracing) { /* after the cache: background compiles are in it */
         xe_status st;
         xe_status_clear(&st);
         if (xe_trace_stop(&st) != XE_OK)
-            fprintf(stderr, "xlac: warning: %s\n", st.msg);
+            fprintf(stderr, "xlac: error: %s\n", st.msg);
         s->tracing = false;
     }
     xlac_report_free(s);

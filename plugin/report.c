@@ -50,6 +50,7 @@ xe_code xlac_report_setup(xlac_state *s, xe_status *st)
     if (xe_trace_start(s->flags.trace_path, st) != XE_OK)
         return xe_status_prefix(st, "XLAC_FLAGS: --trace: ");
     s->tracing = true;
+    xe_trace_set_family(s->family_start);
     return XE_OK;
 }
 

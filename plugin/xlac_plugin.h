@@ -55,6 +55,8 @@ typedef struct xlac_state {
     pthread_mutex_t cache_lock;   /* guards cache and cache_failed */
     xg_cache *cache;              /* created by the first launch from flags.xg */
     bool cache_failed;            /* creation failed once: clusters stay per op */
+    atomic_ullong n_sessions;     /* sessions the pass saw: none, and the process writes no report */
+    double family_start;          /* when the run began ($XLAC_RUN_START): xe_publish's rule for reports */
     atomic_ullong n_clusters;     /* clusters built by the pass */
     atomic_ullong n_launches;     /* launch op executions */
     atomic_ullong n_fallbacks;    /* of which ran per op */
@@ -116,7 +118,7 @@ static inline bool xlac_report_timed(const xlac_state *s)
     return xe_trace_on() || s->flags.summary_path;
 }
 /* Writes --summary's file (at exit, after background compiles). */
-void xlac_report_write(xlac_state *s);
+xe_code xlac_report_write(xlac_state *s, int interrupted, xe_status *st);
 void xlac_report_free(xlac_state *s);
 
 /* Whether any cluster was formed (a jit block counts) or launched in this process. */

@@ -17,10 +17,15 @@
  *      signature runs per op from then on (under must-compile it is an
  *      error naming the cluster);
  *   5. a signature whose per-op runs were timed (xg_cluster_per_op_time:
- *      the runs before compile_threshold, or while it compiles) has its
- *      first compiled runs timed too; when the fastest of XG_DEMOTE_RUNS
- *      (the first excluded) is slower than the fastest per-op run, it is
- *      demoted: one line on stderr, and it runs per op from then on.
+ *      only the runs before a compile_threshold of 2 or more, and only
+ *      those that overlapped no compile on any thread: the default
+ *      threshold of 1 compares nothing) has its first compiled runs timed
+ *      too, again only those that overlapped no compile; when the fastest
+ *      of XG_DEMOTE_RUNS (the first excluded) is slower than the fastest
+ *      per-op run, it is demoted: one line on stderr, and it runs per op
+ *      from then on. Both sides are wall times of the same signature's
+ *      work alone (the per-op body, the compiled program), never a
+ *      compile's.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -82,6 +87,8 @@ struct xg_cache {
     xg_stats stats;
     int async_running;
     pthread_cond_t async_done;
+    int compiling_now;          /* compile_job calls under way, on any thread (under lock) */
+    double last_compile_end_us; /* when the last one ended (xe_now_us), 0: none yet */
 };
 
 static double now_ms(void)
@@ -282,7 +289,33 @@ static bool load_from_disk(job *j, xg_artifact **a, xg_program **prog, xe_status
  * disk miss the build is claimed across processes (cache_lock.c): one
  * process sharing the folder builds, the others wait and load its file.
  */
+/* A compile begins or ends (any thread): timings that overlap one are not compared (demotion). */
+static void compiling(xg_cache *c, bool begin)
+{
+    pthread_mutex_lock(&c->lock);
+    c->compiling_now += begin ? 1 : -1;
+    if (!begin)
+        c->last_compile_end_us = xe_now_us();
+    pthread_mutex_unlock(&c->lock);
+}
+
+/* Under the lock: whether a run that ended now and took us microseconds overlapped no compile. */
+static bool quiet_run(const xg_cache *c, double us)
+{
+    return c->compiling_now == 0 && (c->last_compile_end_us == 0 || c->last_compile_end_us < xe_now_us() - us);
+}
+
+static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st);
+
 static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
+{
+    compiling(j->c, true);
+    xe_code code = compile_job_inner(j, prog, disk_hit, ms, st);
+    compiling(j->c, false);
+    return code;
+}
+
+static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
 {
     xg_artifact *a = NULL;
     const xg_options *o = &j->c->o;
@@ -540,7 +573,9 @@ void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *finge
     pthread_mutex_lock(&c->lock);
     signature_key(c, fp, inputs, body->n_inputs, NULL, target, arch, &key);
     entry *e = key.oom ? NULL : entry_get(c, key.buf);
-    if (e && us > 0 && (e->per_op_us == 0 || us < e->per_op_us))
+    /* only the runs before --compile_threshold, and none that shared the machine with a compile */
+    bool comparable = c->o.compile_threshold > 1 && e && !e->prog && !e->compiling && quiet_run(c, us);
+    if (comparable && us > 0 && (e->per_op_us == 0 || us < e->per_op_us))
         e->per_op_us = us;
     pthread_mutex_unlock(&c->lock);
     xe_text_free(&key);
@@ -556,6 +591,10 @@ static bool wants_timing(const entry *e)
 static void note_run(xg_cache *c, entry *e, const char *name, double us)
 {
     pthread_mutex_lock(&c->lock);
+    if (!quiet_run(c, us)) { /* another thread compiled meanwhile: not like the per-op runs, not counted */
+        pthread_mutex_unlock(&c->lock);
+        return;
+    }
     if (e->timed++ > 0 && (e->run_us == 0 || us < e->run_us))
         e->run_us = us;
     if (e->timed == XG_DEMOTE_RUNS + 1 && e->run_us > e->per_op_us * XG_DEMOTE_MARGIN) {

@@ -23,6 +23,8 @@
 #include <unistd.h>
 
 #include "cache_impl.h"
+#include "compile.h"
+#include "xlac/io.h"
 
 /* How long a process waits for another's build before it builds for itself. */
 #define XG_LOCK_WAIT_S 120.0
@@ -52,6 +54,7 @@ static bool lock_create(const char *path)
     int n = snprintf(text, sizeof text, "%ld %s\n", (long)getpid(), host);
     bool ok = write(fd, text, (size_t)n) == n;
     close(fd);
+    xg_live_lock(path); /* removed by an interrupt's cleanup too */
     (void)ok; /* an empty lock is judged by its age */
     return true;
 }
@@ -64,7 +67,11 @@ static bool lock_stale(const char *path)
         return false; /* gone: not stale, just free */
     if (difftime(time(NULL), sb.st_mtime) > XG_LOCK_WAIT_S)
         return true;
-    FILE *f = fopen(path, "r");
+    xe_status st; /* a FIFO planted at the name is not waited on */
+    int fd = S_ISREG(sb.st_mode) ? xe_open_regular(path, &st) : -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "r") : NULL;
+    if (fd >= 0 && !f)
+        close(fd);
     long pid = 0;
     char host[256] = "", mine[256] = "";
     int got = f ? fscanf(f, "%ld %255s", &pid, host) : 0;
@@ -86,6 +93,7 @@ xg_claim xg_disk_claim(xg_disk *d, const char *key, xg_target target, xg_artifac
             if (!xg_disk_load(d, key, target, out)) /* built between our miss and our lock? */
                 return XG_CLAIM_OURS;
             unlink(path);
+            xg_live_lock_done(path);
             return XG_CLAIM_LOADED;
         }
         if (errno != EEXIST)
@@ -110,4 +118,5 @@ void xg_disk_release(xg_disk *d, const char *key)
         return;
     lock_path(d, key, path, sizeof path);
     unlink(path);
+    xg_live_lock_done(path);
 }

@@ -38,6 +38,7 @@ typedef struct cli_options {
     int iterations;       /* --iterations N; 0: one untimed run, no time line */
     int warmup;           /* --warmup N */
     uint64_t seed;        /* --seed N */
+    bool seed_given;      /* --seed was given: inputs fed by nothing get random values */
     xe_place_mode place;  /* --device */
     bool log_placement;   /* --log-device-placement */
     bool log_every;       /* --log-device-placement=every: on every run, not the first only */

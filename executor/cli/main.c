@@ -1,15 +1,19 @@
 /*
  * xlac-run: parse a graph, make one session, run it once per --feed folder
  * (or once), then print, save and time the outputs. Exit codes: 0 ok,
- * 1 runtime error, 2 usage or graph error (xe_code_exit_status). Never
- * ends by a signal: SIGPIPE is ignored, every write is checked and every
- * error is one "xlac-run: MESSAGE" line on stderr.
+ * 1 runtime error (a trace that could not be written included), 2 usage
+ * or graph error (xe_code_exit_status), 128 + N when signal N (INT, TERM,
+ * HUP) stopped it cleanly (xlac/interrupt.h). Never ends by a signal:
+ * SIGPIPE is ignored, every write is checked and every error is one
+ * "xlac-run: MESSAGE" line on stderr.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -88,12 +92,23 @@ static void note_no_plugin(void)
             flags && *flags ? "XLAC_FLAGS" : "");
 }
 
-/* The session writes the profile at the end: find out now if it cannot. */
+/*
+ * The session writes the trace at the end (a temp file beside it, renamed
+ * into place): find out now if it cannot, without touching a previous
+ * trace at that name (truncating it here lost it when the run failed).
+ */
 static xe_code check_profile_path(const char *path, xe_status *st)
 {
-    FILE *f = path ? fopen(path, "w") : NULL;
-    if (path && (!f || fclose(f) != 0))
-        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: %s", path, strerror(errno));
+    if (!path)
+        return XE_OK;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: a folder of that name exists", path);
+    if (access(dir, W_OK | X_OK) != 0)
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write in %s: %s", path, dir, strerror(errno));
     return XE_OK;
 }
 
@@ -316,8 +331,10 @@ static int run_main(const cli_options *o)
     }
     r.g = xe_session_graph(r.s);
     xe_code c = run_all(&r, &st);
-    xe_session_destroy(r.s);
+    xe_session_destroy(r.s); /* writes the trace, unless the plugin records it too (then at its exit) */
     free_bound(&bound);
+    if (c == XE_OK && xe_trace_failed(&st)) /* the run went well, its trace is lost: say so in the status */
+        c = XE_ERR_IO;
     return c == XE_OK ? 0 : fail(&st);
 }
 
@@ -333,7 +350,11 @@ int main(int argc, char **argv)
         return cli_check_stdout(&st) == XE_OK ? 0 : fail(&st);
     if (pr == CLI_USAGE)
         return 2;
+    if (xe_interrupt_install(&st) != XE_OK) /* Ctrl-C: children reaped, temp files gone, trace kept */
+        return fail(&st);
     if (cli_ranks_start(&o, &st) != XE_OK)
         return fail(&st);
-    return cli_ranks_finish(run_main(&o));
+    int rc = run_main(&o);
+    xe_interrupt_hold(); /* a signal being handled: its watcher ends the process, with 128 + N */
+    return cli_ranks_finish(rc);
 }

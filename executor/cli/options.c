@@ -23,8 +23,9 @@ static const char usage[] =
     "  --feed DIR              run once with DIR/NAME.npy (or NAME.pb, or input_K.pb for the\n"
     "                          K-th input: ONNX TensorProto files) for each input (repeatable:\n"
     "                          one session, one run per folder, e.g. several shapes of `?` dims)\n"
-    "  --seed N                seed of the random values of inputs not fed (default 0):\n"
-    "                          floats uniform in [-1,1), ints in [-10,10], bools 0/1\n"
+    "  --seed N                random values, from seed N, for the inputs nothing feeds:\n"
+    "                          floats uniform in [-1,1), ints in [-10,10], bools 0/1;\n"
+    "                          without --seed, an input that nothing feeds is an error\n"
     "  --save-outputs DIR      write DIR/NAME.npy per output (DIR/K/NAME.npy, K = 0,1,..,\n"
     "                          with several --feed)\n"
     "  --print-outputs         print every output as NAME: TYPE and its values\n"
@@ -118,6 +119,7 @@ static cli_parse_result set_seed(const char *v, cli_options *o)
     o->seed = strtoull(v, &end, 10);
     if (errno || *end || end == v || v[0] == '-')
         return bad("bad seed '%s' (want a non-negative integer)", v);
+    o->seed_given = true;
     return CLI_RUN;
 }
 

@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "parse_impl.h"
 #include "xlac/io.h"
@@ -485,9 +486,12 @@ xe_graph *xe_parse_string(const char *text, const char *file, xe_status *st)
 
 xe_code xe_read_file(const char *path, char **data, size_t *len, xe_status *st)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = xe_open_regular(path, st); /* never waits on a FIFO */
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
+    if (fd >= 0 && !f)
+        close(fd);
     if (!f)
-        return xe_fail(st, XE_ERR_IO, "%s: cannot open: %m", path);
+        return fd < 0 ? st->code : xe_fail(st, XE_ERR_NOMEM, "%s: cannot open: %m", path);
     char *buf = NULL;
     size_t n = 0, cap = 0, r;
     char chunk[65536];

@@ -347,9 +347,13 @@ static xe_tensor *read_data(FILE *f, const char *path, xe_dtype dt, const xe_sha
 
 xe_tensor *xe_npy_read(const char *path, xe_status *st)
 {
-    FILE *f = fopen(path, "rb");
+    int fd = xe_open_regular(path, st); /* never waits on a FIFO */
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
     if (!f) {
-        xe_fail(st, XE_ERR_IO, "%s: cannot open: %s", path, strerror(errno));
+        if (fd >= 0) {
+            close(fd);
+            xe_fail(st, XE_ERR_NOMEM, "%s: cannot open: %s", path, strerror(errno));
+        }
         return NULL;
     }
     struct stat sb;

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "onnx_impl.h"
+#include "xlac/io.h"
 
 xe_graph *ox_finish(ox_ctx *c, xe_status *st); /* names.c */
 
@@ -266,12 +267,13 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
 /* Maps the file and unpacks it; NULL with *st naming the offset and field on failure. */
 static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = xe_open_regular(path, st); /* a FIFO is refused, not waited on */
     struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        xe_fail(st, XE_ERR_IO, "%s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &sb) != 0) {
+        xe_fail(st, XE_ERR_IO, "%s: %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     size_t len = (size_t)sb.st_size;

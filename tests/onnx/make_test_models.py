@@ -276,11 +276,21 @@ def special_models():
     onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
 
 
+def invalid_models():
+    """Ops whose attributes make no sense: each must be an error naming its node, not an empty result."""
+    ints = lambda n, v: (n, np.array(v, np.int64))
+    onnx.save(model([helper.make_node("Range", ["s", "l", "d"], ["y"], name="range_zero_delta")], [], ["y"], 17,
+                    [ints("s", 0), ints("l", 10), ints("d", 0)]), os.path.join(OUT, "invalid_range.onnx"))
+    onnx.save(model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad_too_much")], [("x", x(2, 3))], ["y"], 17,
+                    [ints("p", [0, -2, 0, -2])]), os.path.join(OUT, "invalid_pad.onnx"))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rows = unary_ops() + binary_ops() + shape_ops() + reduce_ops() + nn_ops()
     special_models()
     rows += conv_pool_ops()  # last: the random data of the models above stays as it was
+    invalid_models()  # after those, for the same reason
     with open(os.path.join(OUT, "ops.txt"), "w") as f:
         f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, NAME.outK.npy (make_test_models.py)\n")
         for name, (n_in, n_out) in rows:

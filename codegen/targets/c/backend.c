@@ -274,7 +274,7 @@ static int no_device_arch(void)
 
 static const char *compiler_id_c(const xg_options *o)
 {
-    return xg_cc_version(o->cc, o->tmp_dir);
+    return xg_cc_version(o->cc, o->tmp_dir, o->compile_timeout_s);
 }
 
 static void target_text_c(const xg_artifact *a, char *buf, size_t len)
@@ -323,11 +323,10 @@ static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, 
     const char *tmp = o->tmp_dir;
     char path[512];
     snprintf(path, sizeof path, "%s/xlac-so-XXXXXX", tmp);
-    int fd = mkstemp(path);
+    int fd = mkstemp(path); /* written through its descriptor: the name is never opened again for writing */
     if (fd < 0)
         return xe_fail(st, XE_ERR_COMPILE, "cannot create a temp file in %s: %m", tmp);
-    close(fd);
-    xe_code c = xg_write_file(path, a->code, a->code_len, st);
+    xe_code c = xg_write_fd(fd, path, a->code, a->code_len, st);
     xg_fpenv env; /* a constructor (crtfastmath.o) must not set FTZ/DAZ for the process */
     xg_fpenv_save(&env);
     if (c == XE_OK && !(p->priv = dlopen(path, RTLD_NOW | RTLD_LOCAL)))

@@ -33,11 +33,8 @@ xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st)
     return c;
 }
 
-xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st)
+xe_code xg_write_fd(int fd, const char *path, const void *data, size_t len, xe_status *st)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return xe_fail(st, XE_ERR_IO, "%s: cannot create: %m", path);
     const char *p = data;
     while (len > 0) {
         ssize_t w = write(fd, p, len);
@@ -51,6 +48,23 @@ xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status 
         len -= (size_t)w;
     }
     return close(fd) == 0 ? XE_OK : xe_fail(st, XE_ERR_IO, "%s: close failed: %m", path);
+}
+
+xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return xe_fail(st, XE_ERR_IO, "%s: cannot create: %m", path);
+    return xg_write_fd(fd, path, data, len, st);
+}
+
+/* A new file in a private folder: never one that exists, never through a link. */
+static xe_code create_new(const char *path, const void *data, size_t len, xe_status *st)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return xe_fail(st, XE_ERR_IO, "%s: cannot create: %m", path);
+    return xg_write_fd(fd, path, data, len, st);
 }
 
 /*
@@ -150,7 +164,7 @@ static int run_tool(char *const *argv, const char *log_path, int timeout_s, char
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawnattr_t at; /* its own process group, so that a timeout kills all of it */
     posix_spawnattr_init(&at);
@@ -165,7 +179,15 @@ static int run_tool(char *const *argv, const char *log_path, int timeout_s, char
         snprintf(why, why_len, "could not run: %s", strerror(rc));
         return -1;
     }
+    if (!xg_live_child(pid)) { /* the process is being interrupted */
+        kill(-pid, SIGKILL);
+        while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        snprintf(why, why_len, "interrupted");
+        return -1;
+    }
     int status = wait_tool(pid, timeout_s, why, why_len);
+    xg_live_child_done(pid);
     if (status == -1)
         return -1;
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
@@ -217,17 +239,33 @@ void xg_error_line(const char *log, char *buf, size_t len)
     xg_first_line(p ? p : log, buf, len);
 }
 
+/* A private folder (0700, mkdtemp) for one compiler run, registered for an interrupt's cleanup. */
+static xe_code private_folder(const char *tmp, char *dir, size_t len, xe_status *st)
+{
+    if (snprintf(dir, len, "%s/xlac-cc-XXXXXX", tmp) >= (int)len)
+        return xe_fail(st, XE_ERR_COMPILE, "%s: temp folder path too long", tmp);
+    if (!mkdtemp(dir))
+        return xe_fail(st, XE_ERR_COMPILE, "cannot create a private folder in %s: %m", tmp);
+    xg_live_folder(dir);
+    return XE_OK;
+}
+
+static void private_folder_done(const char *dir)
+{
+    rmdir(dir);
+    xg_live_folder_done(dir);
+}
+
 xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool fast_math, int timeout_s, void **so,
                       size_t *so_len, char **log, xe_status *st)
 {
     char dir[512], src[600], out[600], logp[600];
-    snprintf(dir, sizeof dir, "%s/xlac-cc-XXXXXX", tmp);
-    if (!mkdtemp(dir))
-        return xe_fail(st, XE_ERR_COMPILE, "cannot create a private folder in %s: %m", tmp);
+    if (private_folder(tmp, dir, sizeof dir, st) != XE_OK)
+        return st->code;
     snprintf(src, sizeof src, "%s/cluster.c", dir);
     snprintf(out, sizeof out, "%s/cluster.so", dir);
     snprintf(logp, sizeof logp, "%s/log.txt", dir);
-    xe_code c = xg_write_file(src, source, strlen(source), st);
+    xe_code c = create_new(src, source, strlen(source), st);
     if (c == XE_OK) {
         /* -nodefaultlibs (with -lgcc after the source): the shared object is not linked against libc, whose
            linker script cost a third of the link; its few libc and libm calls (malloc, erff) bind at dlopen to
@@ -265,7 +303,7 @@ xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool 
     unlink(src);
     unlink(out);
     unlink(logp);
-    rmdir(dir);
+    private_folder_done(dir);
     return c;
 }
 
@@ -282,9 +320,8 @@ xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, 
                                         "-fno-math-errno", "-ffp-contract=fast"};
     static const char *const fast[] = {"-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"};
     char dir[512], logp[600], words[1024], why[300], *argv[64];
-    snprintf(dir, sizeof dir, "%s/xlac-cc-XXXXXX", tmp_dir);
-    if (!mkdtemp(dir))
-        return xe_fail(st, XE_ERR_COMPILE, "cannot create a private folder in %s: %m", tmp_dir);
+    if (private_folder(tmp_dir, dir, sizeof dir, st) != XE_OK)
+        return st->code;
     snprintf(logp, sizeof logp, "%s/log.txt", dir);
     int n = cc_words(cc, words, sizeof words, argv, 24);
     argv[n++] = "-fno-fast-math";
@@ -301,7 +338,7 @@ xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, 
     *log = xg_read_file(logp, &text, &ll, st) == XE_OK ? text : NULL;
     xe_status_clear(st);
     unlink(logp);
-    rmdir(dir);
+    private_folder_done(dir);
     if (rc == 0)
         return XE_OK;
     char first[300];
@@ -311,31 +348,41 @@ xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, 
 
 static char cc_version[256];
 static const char *cc_probed, *cc_probe_tmp;
+static int cc_probe_timeout_s;
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
 
-/* Runs `cc --version` once; its first line goes into every cache key. */
+/*
+ * Runs `cc --version` once, in a private folder like every compile (never
+ * a guessable name in $TMPDIR that a planted link could redirect), killed
+ * past --compile_timeout_s like every compile; its first line goes into
+ * every cache key.
+ */
 static void probe_cc(void)
 {
-    char logp[512];
-    snprintf(logp, sizeof logp, "%s/xlac-ccver-%d.txt", cc_probe_tmp, (int)getpid());
-    char words[1024], why[300], *argv[28];
+    char dir[512], logp[600], words[1024], why[300], *argv[28];
+    xe_status st;
+    snprintf(cc_version, sizeof cc_version, "%s (version unknown)", cc_probed);
+    if (private_folder(cc_probe_tmp, dir, sizeof dir, &st) != XE_OK)
+        return;
+    snprintf(logp, sizeof logp, "%s/version.txt", dir);
     int n = cc_words(cc_probed, words, sizeof words, argv, 24);
     argv[n++] = "--version";
     argv[n] = NULL;
     void *text = NULL;
     size_t len;
-    xe_status st;
-    snprintf(cc_version, sizeof cc_version, "%s (version unknown)", cc_probed);
-    if (run_tool(argv, logp, 30, why, sizeof why) == 0 && xg_read_file(logp, &text, &len, &st) == XE_OK)
+    if (run_tool(argv, logp, cc_probe_timeout_s, why, sizeof why) == 0 &&
+        xg_read_file(logp, &text, &len, &st) == XE_OK)
         xg_first_line(text, cc_version, sizeof cc_version);
     free(text);
     unlink(logp);
+    private_folder_done(dir);
 }
 
-const char *xg_cc_version(const char *cc, const char *tmp_dir)
+const char *xg_cc_version(const char *cc, const char *tmp_dir, int timeout_s)
 {
     cc_probed = cc;
     cc_probe_tmp = tmp_dir;
+    cc_probe_timeout_s = timeout_s;
     pthread_once(&cc_once, probe_cc);
     return cc_version;
 }

@@ -9,6 +9,8 @@
 #ifndef XLAC_IO_H
 #define XLAC_IO_H
 
+#include <stdio.h>
+
 #include "xlac/graph.h"
 #include "xlac/status.h"
 #include "xlac/tensor.h"
@@ -31,5 +33,33 @@ xe_code xe_npy_write(const char *path, const xe_tensor *t, xe_status *st);
 /* mkdir -p: path and its missing parents (mode for the ones it creates); an existing
    folder is fine, a file in the way is an error naming it. */
 xe_code xe_mkdirs(const char *path, unsigned mode, xe_status *st);
+
+/*
+ * Opens path for reading only if it is a regular file: never waits on a
+ * FIFO (opened O_NONBLOCK, checked with fstat, then made blocking again).
+ * Returns the descriptor (O_CLOEXEC), or -1 with *st naming the path and
+ * why (XE_ERR_IO).
+ */
+int xe_open_regular(const char *path, xe_status *st);
+/*
+ * The same for dir/rel, where rel must resolve inside dir: "..", an
+ * absolute rel or a symbolic link that leads out is refused (XE_ERR_GRAPH,
+ * naming the path), as onnxruntime refuses it.
+ */
+int xe_open_beneath(const char *dir, const char *rel, xe_status *st);
+
+/*
+ * Writes a report file (a trace, a summary) whole or not at all: write()
+ * fills a temp file beside path (mkstemp), which is flushed, synced and
+ * renamed into place, so a full disk or a failed write leaves the previous
+ * file as it was and returns XE_ERR_IO naming path. family_start (seconds
+ * since the epoch; 0: none) is when the run began that this process is a
+ * part of (inherited by the processes it starts): a file at path written
+ * since then is another process's of the same run, and this one goes to
+ * path with ".PID" before the extension instead of replacing it. *used
+ * gets the path written.
+ */
+xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_status *st), void *user,
+                   double family_start, char *used, size_t used_len, xe_status *st);
 
 #endif
