@@ -257,6 +257,15 @@ static int devices_of(const xe_graph *g)
     return bits;
 }
 
+int xe_capi_end_profiling(xe_capi_session *h, char *err, size_t err_len)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    if (h && xe_session_end_profiling(h->s, &st) != XE_OK)
+        return fail_out(&st, err, err_len);
+    return XE_OK;
+}
+
 int xe_capi_devices(const xe_capi_session *h)
 {
     return h ? devices_of(xe_session_graph(h->s)) : 0;

@@ -135,16 +135,22 @@ fail:
     return NULL;
 }
 
+xe_code xe_session_end_profiling(xe_session *s, xe_status *st)
+{
+    if (!s->tracing)
+        return XE_OK;
+    s->tracing = false;
+    return xe_trace_stop(st);
+}
+
 void xe_session_destroy(xe_session *s)
 {
     if (!s)
         return;
-    if (s->tracing) {
-        xe_status st;
-        xe_status_clear(&st);
-        if (xe_trace_stop(&st) != XE_OK)
-            fprintf(stderr, "xlac: warning: %s\n", st.msg);
-    }
+    xe_status st;
+    xe_status_clear(&st);
+    if (xe_session_end_profiling(s, &st) != XE_OK)
+        fprintf(stderr, "xlac: warning: %s\n", st.msg);
     struct xe_node_state *e, *tmp;
     HASH_ITER(hh, s->states, e, tmp) {
         HASH_DEL(s->states, e);

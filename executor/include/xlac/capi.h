@@ -35,6 +35,8 @@ int xe_capi_open_with(const char *path, const char *device, const char *plugin_c
                       int flags, xe_capi_session **out, char *err, size_t err_len);
 /* Writes the session's graph as it runs (after the passes: clustered) as .xg text to path. */
 int xe_capi_write_graph(const xe_capi_session *s, const char *path, char *err, size_t err_len);
+/* Stops the session's trace recording (profile_path); the file is written once no recorder is left. */
+int xe_capi_end_profiling(xe_capi_session *s, char *err, size_t err_len);
 /* The devices the session's ops are placed on: bit 1 << 0 CPU, 1 << 1 GPU. */
 int xe_capi_devices(const xe_capi_session *s);
 

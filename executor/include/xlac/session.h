@@ -41,6 +41,12 @@ int xe_graph_pass_count(void);
 /* Takes ownership of g (also on failure). Infers, places, runs passes. */
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st);
 void xe_session_destroy(xe_session *s);
+/*
+ * Stops the session's recording of the trace (opt.profile_path) now, as
+ * its destruction would: the file is written when no other recorder is
+ * left. No-op when the session records nothing or stopped already.
+ */
+xe_code xe_session_end_profiling(xe_session *s, xe_status *st);
 /* The graph as it will run (after passes). */
 const xe_graph *xe_session_graph(const xe_session *s);
 
