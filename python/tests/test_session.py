@@ -166,10 +166,10 @@ def test_sessions_with_different_configs_coexist_and_agree_with_the_cli(graph, t
         for name in names:
             for o in ("s", "t1"):
                 got, want = np.load(tmp_path / ("%s_%s.npy" % (name, o))), np.load(out / (o + ".npy"))
-                if level == "0":
-                    assert np.array_equal(got, want), (name, o)
-                else:
-                    np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
+                # the CLI may be another build (RelWithDebInfo beside a Release wheel): close,
+                # not bit for bit (tests/test_session_config.c checks bits in one build)
+                tol = 1e-6 if level == "0" else 1e-5
+                np.testing.assert_allclose(got, want, rtol=tol, atol=tol)
 
 
 def test_preloaded_plugin_is_used_and_sessions_keep_their_own_level(graph):
