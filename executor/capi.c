@@ -60,7 +60,9 @@ static xe_code copy_side(xe_capi_session *h, const xe_graph *g, int io, xe_statu
     for (int i = 0; i < n; i++) {
         const xe_node *node = g->nodes[idx[i]];
         h->types[io][i] = node->type;
-        if (!(h->names[io][i] = strdup(node->name)))
+        /* an output goes by the model's name for it (an ONNX output passing an input through: x, not x_1) */
+        const char *name = io ? xe_node_attr_string(node, "@output", node->name) : node->name;
+        if (!(h->names[io][i] = strdup(name)))
             return xe_fail(st, XE_ERR_NOMEM, "out of memory opening %s", g->file);
     }
     return XE_OK;

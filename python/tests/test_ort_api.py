@@ -244,3 +244,18 @@ def _save(onnx, m, tmp_path):
     p = str(tmp_path / "m.onnx")
     onnx.save(m, p)
     return p
+
+
+def test_an_output_passing_an_input_through_is_named_as_the_model_names_it():
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = xlac.InferenceSession(m, auto_jit=0)
+    assert [o.name for o in sess.get_outputs()] == ["x", "y"]  # not x_1
+    x = np.array([-1, 2], np.float32)
+    (same,) = sess.run(["x"], {"x": x})
+    np.testing.assert_array_equal(same, x)
