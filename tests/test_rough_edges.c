@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "support/tmpdir.h"
 #include "xlac/io.h"
@@ -171,4 +172,33 @@ Test(rough, an_output_passing_an_input_through_keeps_its_name)
     free(o);
     cr_assert(exists("o/x.npy") && exists("o/y.npy"), "x.npy and y.npy expected");
     cr_assert(!exists("o/x_1.npy"), "the node's name is not the output's");
+}
+
+Test(rough, a_seeded_cache_on_a_read_only_folder_is_used_for_loading)
+{
+    if (geteuid() != 0 || system("command -v setpriv >/dev/null") != 0)
+        cr_skip_test("needs root and setpriv to run as another user");
+    write_weighted_graph();
+    char *o = NULL;
+    /* seeded by root, then made read-only: the deployment docs/aot.md describes */
+    cr_assert_eq(xt_sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=seed --stats'",
+                       XLAC_RUN " w.xg --seed 1", &o),
+                 0, "%s", o);
+    cr_assert(strstr(o, "compiles=1"), "%s", o);
+    free(o);
+    cr_assert_eq(xt_sh("", "chmod 0755 . && chmod -R a-w,a+rX seed", &o), 0, "%s", o);
+    free(o);
+    /* another user, who cannot write the folder and does not own it (regression: it was ignored) */
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "
+             "LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=%s/seed --stats' " XLAC_RUN
+             " %s/w.xg --seed 1",
+             xt_tmp, xt_tmp);
+    cr_assert_eq(xt_sh("", cmd, &o), 0, "%s", o);
+    cr_assert(strstr(o, "compiles=0") && strstr(o, "disk_hits=1"), "the seeded module was not loaded: %s", o);
+    cr_assert(!strstr(o, "warning"), "a read-only seeded cache is no warning: %s", o);
+    free(o);
+    cr_assert_eq(xt_sh("", "chmod -R u+w seed", &o), 0, "%s", o); /* so that the folder can be removed */
+    free(o);
 }
