@@ -98,6 +98,11 @@ def test_config_entries_are_xlac_flags(graph, tmp_path):
     so.add_session_config_entry("xlac.no_such_flag", "1")
     with pytest.raises(xlac.XlacUsageError, match="no_such_flag"):
         xlac.InferenceSession(graph(GRAPH), so)
+    so = xlac.SessionOptions()  # op by op, flags all the same checked, never dropped
+    so.graph_optimization_level = xlac.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.add_session_config_entry("xlac.no_such_flag", "1")
+    with pytest.raises(xlac.XlacUsageError, match="no_such_flag"):
+        xlac.InferenceSession(graph(GRAPH), so)
 
 
 def test_run_options_logid_prefixes_errors(graph):

@@ -150,7 +150,8 @@ def session_config(auto_jit, flags):
 
 def ensure_plugin(auto_jit):
     """
-    Loads libxlac.so once, when a session first asks for auto_jit > 0 (or finds it preloaded);
+    Loads libxlac.so once, when a session first asks for auto_jit > 0 or gives flags (or finds it
+    preloaded);
     returns whether it is loaded. Each session then hands it its own configuration.
     """
     global _plugin

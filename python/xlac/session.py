@@ -162,10 +162,9 @@ class InferenceSession:
 
     def _open(self, flags, device):
         so = self._options
-        plugin = _lib.ensure_plugin(self._auto_jit)
+        # flags load the plugin even op by op: they are checked, and never silently dropped
+        plugin = _lib.ensure_plugin(self._auto_jit or (1 if flags else 0))
         config = _lib.session_config(self._auto_jit, flags) if plugin else None
-        if not plugin and flags:
-            raise errors.XlacUsageError("flags %r need the plugin: ask for auto_jit 1 or 2" % flags)
         self._profile = None
         if so.enable_profiling:
             self._profile = os.path.abspath("%s_%s.json" % (
