@@ -46,6 +46,9 @@ typedef struct xlac_launch_info {
  * it as the user data of their registrations and read no global.
  */
 typedef struct xlac_replay xlac_replay; /* replay.c: one cluster dumped with --dump_inputs */
+typedef struct xlac_config xlac_config; /* config.c: one session's configuration */
+
+#define XLAC_MAX_CONFIGS 64 /* distinct session configurations in one process */
 
 typedef struct xlac_state {
     xlac_flags flags;             /* the configuration, once installed */
@@ -70,6 +73,9 @@ typedef struct xlac_state {
     int n_graphs;
     xlac_cluster_report *reports; /* --summary: per cluster */
     int n_reports;
+    pthread_mutex_t config_lock;  /* guards n_configs and the writing of configs */
+    _Atomic(xlac_config *) configs[XLAC_MAX_CONFIGS]; /* configuration k+1 (config.c); 0 is flags */
+    int n_configs;
 } xlac_state;
 
 /* An empty state: not installed, nothing registered. */
@@ -91,6 +97,16 @@ bool xlac_supports(const xe_graph *g, const xe_node *n, xe_device dev, bool must
                    void *user, const char **reason);
 /* Clustering options from flags (the predicate above included). */
 void xlac_cluster_options(const xlac_flags *f, xc_options *o);
+
+/*
+ * The number of the session configuration text names (config.c): 0 for
+ * NULL or blank text (the process's flags), else the process's flags with
+ * text's words applied, made on first use. A bad text is XE_ERR_USAGE.
+ */
+xe_code xlac_config_for(xlac_state *s, const char *text, int *id, xe_status *st);
+/* The flags of configuration id (a launch node's @config); the process's for 0 or an unknown id. */
+const xlac_flags *xlac_config_flags(xlac_state *s, int64_t id);
+void xlac_config_free(xlac_state *s);
 
 /* The graph pass (user: the xlac_state). */
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st);

@@ -326,6 +326,9 @@ Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
     cr_assert(strstr(err, "xlac-run: ") && strstr(err, xe_gpu_unavailable_reason()), "%s", err);
     cr_assert_eq(run("g.xg --log-device-placement"), 0, "%s", err);
     cr_assert(strstr(err, "placement: a exp CPU:0"), "%s", err);
+    /* regression: every CPU run on a machine without a GPU said so; now only with --verbose */
+    cr_assert(!strstr(err, "no CUDA device"), "nobody asked for a GPU: %s", err);
+    cr_assert_eq(run("g.xg --verbose"), 0, "%s", err);
 #ifdef XG_HAVE_CUDA
     cr_assert_eq(xt_occurrences(err, "no CUDA device ("), 1, "one line in a CUDA build: %s", err);
     cr_assert(strstr(err, "xlac-run: no CUDA device (") && strstr(err, "): running on CPU\n"), "%s",

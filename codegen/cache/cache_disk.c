@@ -13,7 +13,9 @@
  * (once per run), recompiled and replaced. Files are written to a temp file (0600) in the same folder
  * and renamed into place, so readers never see half a file. They are not fsync'ed: that made every
  * cold compile wait for the disk (25 ms under load here), and a file that a crash leaves short or
- * empty fails the checks above and is rebuilt.
+ * empty fails the checks above and is rebuilt. A folder the process cannot
+ * write (a seeded cache deployed read-only) is used for loading only:
+ * nothing is stored, locked or evicted there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,8 +53,11 @@ void xg_disk_open(xg_disk *d, const char *dir)
                         "(%s); running without the disk cache\n", path, unsafe);
         return;
     }
-    if (access(path, W_OK | X_OK) != 0) {
-        fprintf(stderr, "xlac: warning: cache folder %s is not writable; running without the disk cache\n", path);
+    /* a seeded cache on a read-only folder (a deployment, docs/aot.md): used for loading, quietly */
+    d->readonly = access(path, W_OK | X_OK) != 0;
+    if (d->readonly && access(path, R_OK | X_OK) != 0) {
+        fprintf(stderr, "xlac: warning: cache folder %s is neither writable nor readable; running without "
+                        "the disk cache\n", path);
         return;
     }
     d->dir = strdup(path);
@@ -169,7 +174,7 @@ static void store_failed(xg_disk *d, const char *path, int err)
 
 void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a)
 {
-    if (!d->dir)
+    if (!d->dir || d->readonly)
         return;
     char name[64], path[4200], tmp[4300];
     xg_disk_name(key, name, sizeof name);

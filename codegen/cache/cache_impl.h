@@ -41,6 +41,7 @@ void xg_hash_hex(const void *data, size_t len, char out[33]);
 
 typedef struct xg_disk {
     char *dir;                    /* NULL: the disk cache is off */
+    bool readonly;                /* a seeded folder we cannot write: modules are loaded, never stored */
     unsigned long long max_bytes; /* --cache_max_mb in bytes; 0: no limit */
     atomic_ullong rejects;        /* files refused (unsafe, truncated, corrupt, foreign, stale) */
     atomic_bool warned;           /* the one warning per run about a refused file is out */

@@ -85,6 +85,8 @@ xg_claim xg_disk_claim(xg_disk *d, const char *key, xg_target target, xg_artifac
 {
     if (!d->dir)
         return XG_CLAIM_NONE;
+    if (d->readonly) /* no lock files in a read-only seeded cache: load, else build here */
+        return xg_disk_load(d, key, target, out) ? XG_CLAIM_LOADED : XG_CLAIM_NONE;
     char path[4200];
     lock_path(d, key, path, sizeof path);
     double deadline = now_s() + XG_LOCK_WAIT_S;
@@ -114,7 +116,7 @@ xg_claim xg_disk_claim(xg_disk *d, const char *key, xg_target target, xg_artifac
 void xg_disk_release(xg_disk *d, const char *key)
 {
     char path[4200];
-    if (!d->dir)
+    if (!d->dir || d->readonly)
         return;
     lock_path(d, key, path, sizeof path);
     unlink(path);

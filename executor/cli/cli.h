@@ -35,6 +35,7 @@ typedef struct cli_options {
     int n_feeds;
     const char *save_dir; /* --save-outputs DIR; NULL: none */
     bool print_outputs;   /* --print-outputs */
+    bool verbose;         /* --verbose: notes a run does not need (no GPU found for --device auto) */
     int iterations;       /* --iterations N; 0: one untimed run, no time line */
     int warmup;           /* --warmup N */
     uint64_t seed;        /* --seed N */

@@ -33,6 +33,8 @@ static const char usage[] =
     "                          time median_ms=.. min_ms=.. iterations=N\n"
     "  --warmup N              untimed runs before the timed ones (default 0)\n"
     "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one)\n"
+    "  --verbose               notes a run does not need: with --device auto in a CUDA\n"
+    "                          build, one line when no GPU is found\n"
     "  --compare               run op by op and clustered (needs LD_PRELOAD=libxlac.so\n"
     "                          XLAC_AUTO_JIT=2) on the same inputs; print max_abs/max_rel per\n"
     "                          output; exit 3 beyond tolerance (f32: |d| <= 1e-5 + 1e-4*|ref|)\n"
@@ -201,6 +203,8 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
     const char *a = argv[*i];
     if (!strcmp(a, "--print-outputs"))
         o->print_outputs = true;
+    else if (!strcmp(a, "--verbose"))
+        o->verbose = true;
     else if (!strcmp(a, "--log-device-placement") || !strcmp(a, "--log-device-placement=once"))
         o->log_placement = true;
     else if (!strcmp(a, "--feed-shard"))

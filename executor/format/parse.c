@@ -14,7 +14,7 @@
  *   output    = "output" NAME
  *   jit       = "jit" "{"
  *   node      = NAME "=" OP "(" [ args ] ")" [ "{" ]      "{": a body up to "}"
- *             | NAME "=" "const" "(" type "," literal { "," KEY "=" value } ")"
+ *             | NAME "=" "const" "(" type "," ( literal | "file" "=" STRING ) { "," KEY "=" value } ")"
  *   args      = arg { "," arg }
  *   arg       = NAME | KEY "=" value                      KEY "@...": an annotation
  *   type      = DTYPE "[" [ dim { "," dim } ] "]"      dim = INT | "?"

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "parse_impl.h"
+#include "xlac/io.h"
 #include "xlac/op.h"
 
 #define MAX_LIST_DEPTH 32
@@ -358,13 +359,74 @@ static xe_code fill_const(parser *p, const literal *l, xe_tensor *v)
     return XE_OK;
 }
 
-/* const(TYPE, LITERAL): fills n->value */
+/* A const's file name: a plain name in the graph file's own folder ([A-Za-z0-9_.-], no leading '.'). */
+static bool plain_file_name(const char *s)
+{
+    if (!*s || *s == '.')
+        return false;
+    for (; *s; s++)
+        if (!(('a' <= *s && *s <= 'z') || ('A' <= *s && *s <= 'Z') || ('0' <= *s && *s <= '9') ||
+              *s == '_' || *s == '.' || *s == '-'))
+            return false;
+    return true;
+}
+
+/* FILE's folder + "/" + name into buf (name alone when FILE has no folder). */
+static void beside_graph(const parser *p, const char *name, char *buf, size_t len)
+{
+    const char *slash = strrchr(p->file, '/');
+    if (slash)
+        snprintf(buf, len, "%.*s/%s", (int)(slash - p->file), p->file, name);
+    else
+        snprintf(buf, len, "%s", name);
+}
+
+/* file="NAME.npy" of const(TYPE, file="NAME.npy"): the value from that .npy, which must be of TYPE. */
+static xe_code parse_const_file(parser *p, xe_node *n, const xe_type *t)
+{
+    xe_parse_advance(p);
+    if (xe_parse_expect_punct(p, '=') != XE_OK)
+        return p->st->code;
+    xe_tok tok = p->tok;
+    char *name = NULL, path[4096], want[128], got[128];
+    if (tok.kind != XE_TOK_STRING)
+        return xe_parse_expected(p, "a file name in quotes (file=\"w.npy\")");
+    if (decode_string(p, &tok, &name) != XE_OK)
+        return p->st->code;
+    if (!plain_file_name(name)) {
+        xe_code c = xe_parse_fail(p, tok.col, "file=\"%s\": a constant's file is a plain name in the graph's "
+                                              "own folder (letters, digits, _ . -)", name);
+        free(name);
+        return c;
+    }
+    beside_graph(p, name, path, sizeof path);
+    free(name);
+    xe_status rs;
+    xe_status_clear(&rs);
+    xe_tensor *v = xe_npy_read(path, &rs);
+    if (!v)
+        return xe_parse_fail(p, tok.col, "%s", rs.msg);
+    if (v->dtype != t->dtype || !xe_shape_equal(&v->shape, &t->shape)) {
+        xe_type_str(t, want, sizeof want);
+        xe_type_str(&(xe_type){v->dtype, v->shape}, got, sizeof got);
+        xe_tensor_release(v);
+        return xe_parse_fail(p, tok.col, "%s holds %s, the constant is declared %s", path, got, want);
+    }
+    n->value = v;
+    n->type = *t;
+    xe_parse_advance(p);
+    return XE_OK;
+}
+
+/* const(TYPE, LITERAL) or const(TYPE, file="NAME.npy"): fills n->value */
 xe_code xe_parse_const(parser *p, xe_node *n)
 {
     xe_type t = {0};
     int tcol = p->tok.col;
     if (xe_parse_type(p, &t, false) != XE_OK || xe_parse_expect_punct(p, ',') != XE_OK)
         return p->st->code;
+    if (xe_tok_is(&p->tok, "file"))
+        return parse_const_file(p, n, &t);
     int64_t numel = xe_shape_numel(&t.shape);
     if (numel > MAX_CONST_ELEMS)
         return xe_parse_fail(p, tcol,

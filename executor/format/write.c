@@ -2,7 +2,9 @@
  * The .xg writer: xe_graph → text that parses back to the same graph.
  * Floats are printed with enough digits to round-trip (%.17g for f64 and
  * attributes, %.9g for f32 values), jit blocks are re-opened around runs
- * of nodes of the same block, and composite bodies are indented.
+ * of nodes of the same block, and composite bodies are indented. With
+ * xe_write_file_consts, big constants go to binary .npy files beside the
+ * text (const(TYPE, file="NAME.npy")) instead of decimal literals.
  */
 #include <math.h>
 #include <stdio.h>
@@ -122,10 +124,40 @@ static void emit_const_value(xe_text *o, const xe_tensor *v)
         xe_text_printf(o, "]");
 }
 
-static void emit_graph(xe_text *o, const xe_graph *g, int indent);
+/*
+ * Where constants go: with dir set, one of at least min_elems elements is
+ * written as DIR/PREFIXNAME.npy and printed as file="PREFIXNAME.npy"
+ * (prefix: the composite nodes around it, "f." for the body of f, so that
+ * names stay unique in the folder); the first failure stays in st.
+ */
+typedef struct const_files {
+    const char *dir;   /* NULL: every constant as a literal */
+    int64_t min_elems;
+    char prefix[512];
+    xe_status *st;
+    xe_code code;
+} const_files;
+
+/* The constant's file (written now) into o as file="NAME.npy"; false to print it as a literal. */
+static bool emit_const_file(xe_text *o, const xe_node *n, const_files *cf)
+{
+    if (!cf || !cf->dir || cf->code != XE_OK || xe_tensor_numel(n->value) < cf->min_elems ||
+        n->value->device != XE_DEV_CPU)
+        return false;
+    char name[1024], path[4096];
+    snprintf(name, sizeof name, "%s%s.npy", cf->prefix, n->name);
+    snprintf(path, sizeof path, "%s/%s", cf->dir, name);
+    if ((cf->code = xe_npy_write(path, n->value, cf->st)) != XE_OK)
+        return false;
+    xe_text_printf(o, "file=");
+    emit_string(o, name);
+    return true;
+}
+
+static void emit_graph(xe_text *o, const xe_graph *g, int indent, const_files *cf);
 
 /* Attributes in order; `@op` of calls is printed as the op name instead. */
-static void emit_node(xe_text *o, const xe_graph *g, const xe_node *n, int indent)
+static void emit_node(xe_text *o, const xe_graph *g, const xe_node *n, int indent, const_files *cf)
 {
     const char *opname = xe_op_name(n->op);
     if (n->op == XE_OP_CALL && xe_node_attr_string(n, "@op", NULL))
@@ -134,7 +166,8 @@ static void emit_node(xe_text *o, const xe_graph *g, const xe_node *n, int inden
     if (n->op == XE_OP_CONST && n->value) {
         emit_type(o, &(xe_type){n->value->dtype, n->value->shape});
         xe_text_printf(o, ", ");
-        emit_const_value(o, n->value);
+        if (!emit_const_file(o, n, cf))
+            emit_const_value(o, n->value);
     }
     bool first = n->op != XE_OP_CONST;
     for (int k = 0; k < n->n_inputs; k++, first = false)
@@ -149,7 +182,12 @@ static void emit_node(xe_text *o, const xe_graph *g, const xe_node *n, int inden
     xe_text_printf(o, ")");
     if (n->body) {
         xe_text_printf(o, " {\n");
-        emit_graph(o, n->body, indent + 2);
+        size_t len = cf ? strlen(cf->prefix) : 0;
+        if (cf)
+            snprintf(cf->prefix + len, sizeof cf->prefix - len, "%s.", n->name);
+        emit_graph(o, n->body, indent + 2, cf);
+        if (cf)
+            cf->prefix[len] = '\0';
         xe_text_printf(o, "%*s}", indent, "");
     }
     xe_text_printf(o, "\n");
@@ -168,7 +206,7 @@ static void emit_input(xe_text *o, const xe_node *n, int indent)
 
 /* Nodes, jit blocks re-opened around runs of one index (top level only: bodies have none), outputs.
  */
-static void emit_graph(xe_text *o, const xe_graph *g, int indent)
+static void emit_graph(xe_text *o, const xe_graph *g, int indent, const_files *cf)
 {
     int open_jit = -1;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -185,7 +223,7 @@ static void emit_graph(xe_text *o, const xe_graph *g, int indent)
         if (n->op == XE_OP_INPUT)
             emit_input(o, n, in);
         else
-            emit_node(o, g, n, in);
+            emit_node(o, g, n, in, cf);
     }
     if (open_jit >= 0)
         xe_text_printf(o, "%*s}\n", indent, "");
@@ -193,20 +231,38 @@ static void emit_graph(xe_text *o, const xe_graph *g, int indent)
         xe_text_printf(o, "%*soutput %s\n", indent, "", g->nodes[g->outputs[i]]->name);
 }
 
-char *xe_write_string(const xe_graph *g, xe_status *st)
+static char *write_string(const xe_graph *g, const_files *cf, xe_status *st)
 {
     xe_text o = {0};
     xe_text_printf(&o, "xlac.graph v1\n");
-    emit_graph(&o, g, 0);
+    emit_graph(&o, g, 0, cf);
     char *text = xe_text_take(&o);
+    if (cf && cf->code != XE_OK) {
+        free(text);
+        return NULL;
+    }
     if (!text)
         xe_fail(st, XE_ERR_NOMEM, "out of memory writing a graph");
     return text;
 }
 
+char *xe_write_string(const xe_graph *g, xe_status *st)
+{
+    return write_string(g, NULL, st);
+}
+
 xe_code xe_write_file(const xe_graph *g, const char *path, xe_status *st)
 {
-    char *text = xe_write_string(g, st);
+    return xe_write_file_consts(g, path, 0, st);
+}
+
+xe_code xe_write_file_consts(const xe_graph *g, const char *path, int64_t min_elems, xe_status *st)
+{
+    char dir[4096];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
+    const_files cf = {.dir = min_elems > 0 ? dir : NULL, .min_elems = min_elems, .st = st, .code = XE_OK};
+    char *text = write_string(g, &cf, st);
     if (!text)
         return st->code;
     FILE *f = fopen(path, "w");

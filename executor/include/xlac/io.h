@@ -9,6 +9,7 @@
 #ifndef XLAC_IO_H
 #define XLAC_IO_H
 
+#include <stdint.h>
 #include <stdio.h>
 
 #include "xlac/graph.h"
@@ -24,6 +25,13 @@ xe_graph *xe_parse_string(const char *text, const char *file, xe_status *st);
 /* Returns malloc'd text; NULL with *st set on failure. */
 char *xe_write_string(const xe_graph *g, xe_status *st);
 xe_code xe_write_file(const xe_graph *g, const char *path, xe_status *st);
+/*
+ * The same, with every constant of at least min_elems elements (0: none)
+ * written as NAME.npy beside path (binary, exact) and referenced from the
+ * text as const(TYPE, file="NAME.npy"), which the parser reads from the
+ * graph file's own folder.
+ */
+xe_code xe_write_file_consts(const xe_graph *g, const char *path, int64_t min_elems, xe_status *st);
 
 /* .npy v1/v2/v3, little-endian, C order. Errors name the path. */
 xe_tensor *xe_npy_read(const char *path, xe_status *st);
