@@ -46,9 +46,10 @@ void xc_options_default(xc_options *o)
     *o = (xc_options){
         .auto_cluster = true,
         .min_cluster_size = 2,
-        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true, [XE_DEV_EXTRA] = true},
         .fuel = -1,
     };
+    for (int d = 0; d < XE_DEV_COUNT; d++)
+        o->devices[d] = true;
 }
 
 void xc_clustering_destroy(xc_clustering *c)

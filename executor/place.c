@@ -46,6 +46,15 @@ static void place_graph(xe_graph *g, xe_device acc)
     }
 }
 
+xe_code xe_graph_place_on(xe_graph *g, xe_device dev, xe_status *st)
+{
+    if (!xe_device_available(dev))
+        return xe_fail(st, XE_ERR_DEVICE, "no %s device (%s)", xe_device_label(dev),
+                       xe_device_unavailable_reason(dev));
+    place_graph(g, dev);
+    return XE_OK;
+}
+
 xe_code xe_graph_place(xe_graph *g, xe_place_mode mode, xe_status *st)
 {
     xe_device acc = accelerator();

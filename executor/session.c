@@ -106,6 +106,14 @@ static bool has_stateful(const xe_graph *g)
     return false;
 }
 
+/* On the device the options name, else by the place mode. */
+static xe_code place_session(xe_session *s, xe_status *st)
+{
+    if (s->opt.device != XE_DEV_CPU)
+        return xe_graph_place_on(s->graph, s->opt.device, st);
+    return xe_graph_place(s->graph, s->opt.place, st);
+}
+
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st)
 {
     xe_session *s = calloc(1, sizeof *s);
@@ -124,8 +132,7 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
             goto fail;
         s->tracing = true;
     }
-    if (xe_graph_infer(s->graph, st) != XE_OK || xe_graph_place(s->graph, s->opt.place, st) != XE_OK ||
-        run_passes(s, st) != XE_OK)
+    if (xe_graph_infer(s->graph, st) != XE_OK || place_session(s, st) != XE_OK || run_passes(s, st) != XE_OK)
         goto fail;
     note_unregistered(s->graph);
     s->stateful = has_stateful(s->graph);

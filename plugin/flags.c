@@ -95,10 +95,11 @@ void xlac_flags_default(xlac_flags *f)
 {
     *f = (xlac_flags){
         .min_cluster_size = 2,
-        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true, [XE_DEV_EXTRA] = true},
         .clustering_fuel = -1,
         .codegen = true,
     };
+    for (int d = 0; d < XE_DEV_COUNT; d++) /* every device's ops may be clustered */
+        f->devices[d] = true;
     xg_options_default(&f->xg);
 }
 

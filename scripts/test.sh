@@ -94,7 +94,7 @@ run_python() {
     fi
 }
 
-run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo
+run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXLAC_DEVICE_CPU_DEBUG=ON  # + the test device (test_device_debug)
 run_python
 # ONNX's own node tests, op by op and clustered, through a CPU-only Release build of xlac-run and
 # the plugin (a CUDA build loads cudart and cuBLAS in each of the ~3800 processes: about 1 s each

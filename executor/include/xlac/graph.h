@@ -128,8 +128,9 @@ xe_code xe_type_check_size(const xe_type *t, xe_status *st);
 xe_code xe_node_infer(xe_graph *g, xe_node *n, xe_status *st);
 
 /*
- * Placement: GPU when available and wanted and the op has a GPU kernel,
- * else CPU. want: XE_PLACE_AUTO, XE_PLACE_CPU, XE_PLACE_GPU.
+ * Placement: the first available accelerator where the op has a kernel
+ * there and the user wants it, else CPU. want: XE_PLACE_AUTO, XE_PLACE_CPU,
+ * XE_PLACE_GPU.
  */
 typedef enum xe_place_mode {
     XE_PLACE_AUTO, /* GPU where possible */
@@ -137,6 +138,8 @@ typedef enum xe_place_mode {
     XE_PLACE_GPU,  /* like AUTO, but an error when there is no GPU */
 } xe_place_mode;
 xe_code xe_graph_place(xe_graph *g, xe_place_mode mode, xe_status *st);
+/* Every op that has a kernel on dev goes there, the rest to the CPU (an error when dev is not available). */
+xe_code xe_graph_place_on(xe_graph *g, xe_device dev, xe_status *st);
 
 /* "FILE:LINE:COL" for messages about a node ("FILE" if it has no line). */
 const char *xe_node_where(const xe_graph *g, const xe_node *n, char *buf, size_t len);

@@ -19,6 +19,8 @@
 
 typedef struct xe_session_options {
     xe_place_mode place;     /* --device */
+    xe_device device;        /* not XE_DEV_CPU: every op with a kernel on this device goes there
+                                (xe_graph_place_on), and `place` is not used */
     bool log_placement;      /* one "placement: NODE OP DEVICE [CLUSTER]" line per executed node,
                                 on the session's first run (every run with log_every) */
     FILE *log;               /* where placement lines go; NULL: stderr */

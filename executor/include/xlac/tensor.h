@@ -14,7 +14,7 @@ typedef struct xe_tensor {
     xe_dtype dtype;
     xe_shape shape;     /* always fully known */
     xe_device device;   /* where data lives */
-    void *data;         /* host pointer, or device pointer for XE_DEV_GPU */
+    void *data;         /* host pointer, or the device's pointer on a device without host memory */
     size_t nbytes;      /* numel * dtype size */
     int refcount;       /* freed when it drops to zero; changed atomically (retain, release) */
     bool borrowed;      /* data is not ours to free */
