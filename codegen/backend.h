@@ -56,6 +56,8 @@ typedef struct xg_backend {
     /* Why this target cannot compile node n that the planner otherwise could (a short phrase); NULL
        slot or result: it can. */
     const char *(*unsupported)(const xe_node *n);
+    /* How a step is covered by blocks of threads (a GPU's launch geometry); NULL: host threads. */
+    const xg_geometry *geometry;
 
     /* -- plan text -- */
     void (*plan_header)(const xg_plan *p, char *buf, size_t len); /* lines after "plan:"; NULL: none */

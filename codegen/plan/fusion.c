@@ -513,7 +513,7 @@ static int64_t reduced_count(const xe_shape *x, const xe_shape *out)
 }
 
 /* Work items of step i at types: elements (loop), outputs (reduce), rows (softmax, row kernels). */
-int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block_per_item)
+int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, bool *block_per_item)
 {
     const xg_step *s = &p->steps[i];
     const xe_node *n = p->body->nodes[s->outs[0]];
@@ -539,10 +539,10 @@ int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block
             int64_t k = xe_shape_numel(&types[n->inputs[0]].shape);
             return k > 1 ? k : 1;
         }
-        *block_per_item = n->op != XE_OP_ARGMAX ||
-                          reduced_count(&types[n->inputs[0]].shape, os) >= XG_ARGMAX_BLOCK_K;
-        if (s->column) /* a block per tile of outputs */
-            return (xe_shape_numel(os) + XG_COL_TILE - 1) / XG_COL_TILE;
+        *block_per_item = g && (n->op != XE_OP_ARGMAX ||
+                                reduced_count(&types[n->inputs[0]].shape, os) >= g->argmax_block_k);
+        if (s->column && g) /* a block per tile of outputs */
+            return (xe_shape_numel(os) + g->col_tile - 1) / g->col_tile;
         return xe_shape_numel(os);
     default: return xe_shape_numel(os);
     }
@@ -561,7 +561,7 @@ static int64_t chunks_for(int64_t items, int64_t each, int64_t min, int64_t max_
     return chunks > 1 ? chunks : 1;
 }
 
-int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks)
+int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks)
 {
     const xg_step *s = &p->steps[i];
     const xe_node *n = p->body->nodes[s->outs[0]];
@@ -570,9 +570,9 @@ int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, int64_t ma
     const xe_shape *os = &types[s->outs[0]].shape;
     int64_t outputs = xe_shape_numel(os), each = reduced_count(&types[n->inputs[0]].shape, os);
     if (s->column)
-        return chunks_for((outputs + XG_COL_TILE - 1) / XG_COL_TILE, each, XG_COL_MIN_ROWS, max_blocks,
-                          XG_COL_SPLIT_MAX);
-    return chunks_for(outputs, each, XG_ROW_MIN_CHUNK, max_blocks, XG_COL_SPLIT_MAX);
+        return chunks_for((outputs + g->col_tile - 1) / g->col_tile, each, g->col_min_rows, max_blocks,
+                          g->col_split_max);
+    return chunks_for(outputs, each, g->row_min_chunk, max_blocks, g->col_split_max);
 }
 
 static void assign_sizes(xg_plan *p)

@@ -17,39 +17,21 @@
 #define XG_MAX_OUTS 16
 #define XG_MAX_INLINE 32 /* ops in an inline chain before a value gets a buffer (bounds recursion) */
 
-/* Threads in a block of every generated CUDA kernel. */
-#define XG_THREADS 256
-
 /*
- * GPU reductions to one value are split over up to XG_SPLIT_BLOCKS blocks:
- * each writes a partial to the program's workspace (8 bytes each), the last
- * block to finish (it counts itself in) combines them.
- *
- * GPU column reductions work in tiles of XG_COL_TILE outputs (a warp
- * wide, so reads stay coalesced), the block's warps splitting the reduced
- * rows. When there are too few tiles to fill the device, the rows are also
- * split into chunks, a block per (tile, chunk), at most XG_COL_SPLIT_MAX
- * blocks: each writes its tile's partials to the workspace and the last
- * chunk of a tile to finish combines them, in chunk order. Row-order
- * reductions to a few outputs split each output's range the same way
- * (a block per output and chunk, a counter per output).
- *
- * Workspace: partials from byte 0, then unsigned counters from
- * XG_WS_COUNTERS (one per column tile, then the one-value split's). Every
- * counter is reset by the block that read it last, for the next launch.
+ * How a GPU target covers a step with blocks of threads: a data slot of its
+ * backend (xg_backend.geometry; codegen/targets/cuda/geometry.h holds the
+ * CUDA target's numbers and what they mean). NULL for a target that runs
+ * steps on host threads.
  */
-#define XG_SPLIT_BLOCKS 1024
-#define XG_COL_TILE 32
-#define XG_COL_SPLIT_MAX 2048
-#define XG_COL_MIN_ROWS 64 /* rows of a chunk, at least */
-#define XG_ROW_MIN_CHUNK 2048 /* row order: elements of a chunk, at least */
-#define XG_WS_COUNTERS (XG_COL_SPLIT_MAX * XG_COL_TILE * 8)
-#define XG_WS_SPLIT_COUNTER XG_COL_SPLIT_MAX /* index of the one-value split's counter */
-#define XG_WORKSPACE_BYTES (XG_WS_COUNTERS + (XG_COL_SPLIT_MAX + 1) * 4)
-
-/* GPU argmax: a block per output over rows of at least this many elements, else a thread per output. */
-#define XG_ARGMAX_BLOCK_K 128
-
+typedef struct xg_geometry {
+    int threads;        /* threads in a block */
+    int split_blocks;   /* a reduction to one value is split over at most this many blocks */
+    int col_tile;       /* a column reduction's outputs per tile (a block each) */
+    int col_split_max;  /* blocks of a reduction whose rows are split into chunks, at most */
+    int col_min_rows;   /* rows of a column chunk, at least */
+    int row_min_chunk;  /* elements of a row-order chunk, at least */
+    int argmax_block_k; /* argmax: a block per output over rows of at least this many elements */
+} xg_geometry;
 
 typedef enum xg_step_kind {
     XG_STEP_LOOP,    /* elementwise and shape ops fused into one loop; several outputs of one shape */
@@ -150,24 +132,25 @@ void xg_reduce_mask(const xe_node *n, int rank, bool *mask);
 /* Whether step i is a reduction to one value, split over blocks on the GPU (at the given types). */
 bool xg_step_is_split(const xg_plan *p, int i, const xe_type *types);
 /*
- * How the GPU covers step i at the plan's types: items of work (elements,
- * outputs, rows, or column tiles) and whether each item gets a block
- * (cooperative reductions) rather than a thread.
+ * How a target covers step i at the plan's types: items of work (elements,
+ * outputs, rows, or, with a GPU geometry g, column tiles) and whether each
+ * item gets a block (cooperative reductions) rather than a thread. g NULL:
+ * host threads (no tiles, no blocks).
  */
-int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, bool *block_per_item);
+int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, bool *block_per_item);
 /*
  * GPU, a reduction (step i) to fewer block items (column tiles, or
  * outputs in row order) than max_blocks blocks fill: the chunks each
  * item's reduced range is split into (1: not split). The kernel reads it
  * back from the grid: chunks = gridDim.x / items.
  */
-int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks);
+int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks);
 /*
- * GPU: the blocks (of XG_THREADS threads) step i is launched with at the
+ * GPU: the blocks (of g->threads threads) step i is launched with at the
  * given types, on a device that holds max_blocks of them at once; 0:
  * nothing to launch.
  */
-int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks);
+int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks);
 /*
  * GPU: the bytes of a kernel's argument block (struct xg_args: the buffer
  * pointers, the sizes, the workspace), written to args (cap bytes); 0 when

@@ -63,16 +63,16 @@ static char *plan_type_str(const xg_plan *p, int node, char *buf, size_t len)
     return buf;
 }
 
-int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, int64_t max_blocks)
+int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks)
 {
     bool per_block;
-    int64_t items = xg_step_items(p, i, types, &per_block);
+    int64_t items = xg_step_items(p, i, types, g, &per_block);
     if (items <= 0)
         return 0;
-    int64_t want = per_block ? items : (items + XG_THREADS - 1) / XG_THREADS;
-    want *= xg_step_chunks(p, i, types, max_blocks); /* then want <= max_blocks */
-    if (xg_step_is_split(p, i, types) && max_blocks > XG_SPLIT_BLOCKS)
-        max_blocks = XG_SPLIT_BLOCKS;
+    int64_t want = per_block ? items : (items + g->threads - 1) / g->threads;
+    want *= xg_step_chunks(p, i, types, g, max_blocks); /* then want <= max_blocks */
+    if (xg_step_is_split(p, i, types) && max_blocks > g->split_blocks)
+        max_blocks = g->split_blocks;
     return want < max_blocks ? want : max_blocks;
 }
 

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "geometry.h"
 #include "plan.h"
 #include "share.h"
 #include "xlac/op.h"
@@ -194,7 +195,7 @@ static xe_code run_steps(cuda_emu *e, const xe_type *types, xe_tensor **bufs, vo
     }
     xe_code c = XE_OK;
     for (int i = 0; c == XE_OK && i < e->plan->n_steps; i++) {
-        int64_t blocks = xg_launch_blocks(e->plan, i, types, max_blocks);
+        int64_t blocks = xg_launch_blocks(e->plan, i, types, &xg_cuda_geometry, max_blocks);
         const xg_share *h = xg_shares_find(&e->shares, i);
         if (h) /* as program.c launches a shared step */
             xg_share_pointers(h, ptrs, mine, n);

@@ -216,7 +216,7 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     const xg_step *s = &p->steps[i];
     const xe_shape *os = &p->types[s->outs[0]].shape;
     bool per_block;
-    int64_t items = xg_step_items(p, i, p->types, &per_block);
+    int64_t items = xg_step_items(p, i, p->types, NULL, &per_block);
     char n[64];
     if (s->panel) {
         snprintf(buf, len, "per row panel of the matmul before it, on the panel's thread, simd along each row");

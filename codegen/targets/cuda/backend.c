@@ -14,6 +14,7 @@
 
 #include "compile.h"
 #include "emit_impl.h"
+#include "geometry.h"
 #include "program_impl.h"
 #include "xlac/device.h"
 
@@ -265,7 +266,7 @@ static void launch_text_cuda(const xg_plan *p, int i, char *buf, size_t len)
 {
     const xg_step *s = &p->steps[i];
     bool per_block;
-    int64_t items = xg_step_items(p, i, p->types, &per_block);
+    int64_t items = xg_step_items(p, i, p->types, &xg_cuda_geometry, &per_block);
     const char *unit = s->kind == XG_STEP_LOOP                           ? "elements"
                        : s->kind == XG_STEP_ROW || s->kind == XG_STEP_SOFTMAX ? "rows"
                        : s->column                                       ? "tiles of 32 outputs"
@@ -357,6 +358,16 @@ static char *assembly_cuda(const xg_artifact *a, const xg_options *o)
     return a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
 }
 
+const xg_geometry xg_cuda_geometry = {
+    .threads = XG_THREADS,
+    .split_blocks = XG_SPLIT_BLOCKS,
+    .col_tile = XG_COL_TILE,
+    .col_split_max = XG_COL_SPLIT_MAX,
+    .col_min_rows = XG_COL_MIN_ROWS,
+    .row_min_chunk = XG_ROW_MIN_CHUNK,
+    .argmax_block_k = XG_ARGMAX_BLOCK_K,
+};
+
 /* cuBLAS runs the products: f32 and f64 only. */
 static const char *cuda_unsupported(const xe_node *n)
 {
@@ -370,6 +381,7 @@ const xg_backend xg_backend_cuda = {
     .info = {.name = "cuda", .device = XE_DEV_GPU, .uses_arch = true, .missing = MISSING},
     .source_ext = "cu",
     .unsupported = cuda_unsupported,
+    .geometry = &xg_cuda_geometry,
     .restrict_kw = "__restrict__",
     .flat_loop = "    for (xg_idx i = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; i < n;\n"
                  "         i += (xg_idx)gridDim.x * blockDim.x) {\n",

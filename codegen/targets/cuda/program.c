@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "compile.h"
+#include "geometry.h"
 #include "program_impl.h"
 
 #ifdef XG_HAVE_CUDA
@@ -158,7 +159,7 @@ xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *cons
                        xe_status *st)
 {
     cuda_state *cs = p->priv;
-    int64_t blocks = xg_launch_blocks(p->plan, step, types, cs->max_blocks[step]);
+    int64_t blocks = xg_launch_blocks(p->plan, step, types, &xg_cuda_geometry, cs->max_blocks[step]);
     if (blocks <= 0)
         return XE_OK;
     size_t need = xg_pack_args(p->plan, NULL, NULL, NULL, NULL, 0);
