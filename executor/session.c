@@ -214,6 +214,7 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
     for (int i = 0; i < g->n_inputs; i++)
         if (check_feed(g->nodes[g->inputs[i]], inputs[i], st) != XE_OK)
             return st->code;
+    xe_set_threads(s->opt.threads); /* this thread's team: kernels, generated loops, oneDNN */
     bool log = s->opt.log_placement && (s->opt.log_every || !atomic_exchange(&s->placement_logged, true));
     xe_exec ex = {.session = s, .log = log ? (s->opt.log ? s->opt.log : stderr) : NULL};
     for (int i = 0; i < g->n_outputs; i++)

@@ -355,3 +355,28 @@ Test(engine, matmul_of_two_inputs)
         xe_tensor_release(b);
     }
 }
+
+/* ---- threads ------------------------------------------------------------------------------- */
+
+/* A session's thread count is the calling thread's team for its runs (kernels, loops, oneDNN). */
+Test(engine, session_threads_set_the_one_count)
+{
+    for (int n = 1; n <= 3; n++) {
+        xe_graph *g = xe_graph_new("engine.xg");
+        xe_type xt = {XE_F32, ref_shape(2, (int64_t[]){8, 8})};
+        int in[2] = {xe_graph_add_input(g, "x", &xt, &st), 0};
+        in[1] = in[0];
+        int m = xe_graph_add_node(g, "mm", XE_OP_MATMUL, in, 2, &st);
+        cr_assert_eq(xe_graph_add_output(g, m, &st), XE_OK, "%s", st.msg);
+        cr_assert_eq(xe_graph_infer(g, &st), XE_OK, "%s", st.msg);
+        xe_session_options opt = {.no_passes = true, .threads = n};
+        xe_session *s = xe_session_new(g, &opt, &st);
+        cr_assert_not_null(s, "%s", st.msg);
+        xe_tensor *x = ref_random_tensor(XE_F32, &xt.shape, -1, 1), *y = run1(s, x);
+        cr_assert_eq(xe_threads(), n, "threads %d after a run with threads=%d", xe_threads(), n);
+        check_matmul(y, x, x, false, false, "threads");
+        xe_tensor_release(x);
+        xe_tensor_release(y);
+        xe_session_destroy(s);
+    }
+}
