@@ -167,6 +167,15 @@ xe_code ox_status(ox_b *b);
 /* Normalises an axis into [0, rank); false (and b failed) when out of range. */
 bool ox_axis(ox_b *b, int64_t axis, int rank, int *out);
 
+/* rewrite.c: load-time rewrites; -1 (b not failed) where the rewrite does not apply */
+/* Conv builder: when the one reader of its output is a BatchNormalization with constant
+   parameters, *wt and *bias become the folded constants (true); the caller marks the conv2d. */
+bool ox_conv_fold_batch_norm(ox_b *b, int *wt, int *bias);
+/* BatchNormalization builder: whether its input x is a conv2d it was folded into. */
+bool ox_batch_norm_folded(ox_b *b, int x);
+/* pow(x, y) as products when y is a constant 1, 2, 3 or 4: the result, or -1. */
+int ox_pow_small(ox_b *b, int x, int y);
+
 /* build.c: attributes of the ONNX node */
 const Onnx__AttributeProto *ox_attr(ox_b *b, const char *name);
 int64_t ox_int(ox_b *b, const char *name, int64_t dflt);

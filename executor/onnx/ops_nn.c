@@ -190,6 +190,8 @@ xe_code ox_b_batch_norm(ox_b *b)
     if (ox_int(b, "training_mode", 0) != 0 || (ox_n_out(b) > 1 && b->np->output[1][0]))
         return ox_unsupported(b, "training mode (running statistics outputs) is not supported");
     double eps = ox_float(b, "epsilon", 1e-5);
+    if (ox_batch_norm_folded(b, x)) /* into the conv before it (rewrite.c) */
+        return done(b, x);
     int inv = ox_un(b, XE_OP_RSQRT, ox_bin(b, XE_OP_ADD, ox_in(b, 4), like(b, ox_in(b, 4), eps)));
     int scale = ox_bin(b, XE_OP_MUL, ox_in(b, 1), inv);
     int shift = ox_bin(b, XE_OP_SUB, ox_in(b, 2), ox_bin(b, XE_OP_MUL, ox_in(b, 3), scale));
