@@ -265,7 +265,7 @@ static int count_op(const xe_graph *g, int op)
 }
 
 /* Load-time rewrites (executor/onnx/rewrite.c); every_mapped_op_matches_numpy checks their values. */
-Test(onnx, batch_norm_folds_into_the_conv_and_small_powers_are_products)
+Test(onnx, load_time_rewrites_batch_norm_pow_transpose)
 {
     xe_graph *g = xe_onnx_load(DATA "/ConvBatchNorm.onnx", NULL, &st);
     cr_assert_not_null(g, "%s", st.msg);
@@ -281,6 +281,13 @@ Test(onnx, batch_norm_folds_into_the_conv_and_small_powers_are_products)
     g = xe_onnx_load(DATA "/Conv3D.onnx", NULL, &st);
     cr_assert_not_null(g, "%s", st.msg);
     cr_expect_eq(count_op(g, XE_OP_CONV2D), 3, "a 3-D conv is one conv2d per depth tap");
+    xe_graph_destroy(g);
+    g = xe_onnx_load(DATA "/MatMulTransposed.onnx", NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_expect_eq(count_op(g, XE_OP_TRANSPOSE), 0, "the transpose before the MatMul is left a node");
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->op == XE_OP_MATMUL)
+            cr_expect(xe_node_attr_bool(g->nodes[i], "transpose_b", false), "no transpose_b flag");
     xe_graph_destroy(g);
 }
 

@@ -33,7 +33,11 @@ static int tail_axes(int from, int rank, int64_t *a)
 
 xe_code ox_b_matmul(ox_b *b)
 {
-    return done(b, ox_bin(b, XE_OP_MATMUL, ox_in(b, 0), ox_in(b, 1)));
+    int in[2] = {ox_in(b, 0), ox_in(b, 1)};
+    ox_at at[2] = {OX_BOOL("transpose_a", ox_value_swapped(b->c, b->np->input[0])),
+                   OX_BOOL("transpose_b", ox_value_swapped(b->c, b->np->input[1]))};
+    int n_at = at[0].i || at[1].i ? 2 : 0; /* transposes left to it (rewrite.c) */
+    return done(b, ox_op(b, XE_OP_MATMUL, in, 2, at, n_at));
 }
 
 xe_code ox_b_gemm(ox_b *b)

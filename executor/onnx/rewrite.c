@@ -10,7 +10,11 @@
  *    does it, looking ahead to its one reader (the folded constants must
  *    come before the conv node: nodes run in index order), and marks the
  *    conv2d @bn_folded; the BatchNorm's builder then passes the conv on.
- * 2. Pow with a constant integer exponent of 1 to 4 (GELU's x^3): products,
+ * 2. A Transpose that swaps the last two dims and whose one reader is a
+ *    MatMul (attention's K^T): no node; the MatMul reads the untransposed
+ *    value with transpose_a/_b set, so no copy is made and the product
+ *    reads the operand in place (the engine takes it as strides).
+ * 3. Pow with a constant integer exponent of 1 to 4 (GELU's x^3): products,
  *    x*x, (x*x)*x, (x*x)*(x*x). powf is a library call per element that no
  *    compiler vectorises, and was 18 % of GPT-2's op-by-op time. The result
  *    differs from powf by the products' roundings (at most 2 ulp for x^3);
@@ -156,4 +160,20 @@ int ox_pow_small(ox_b *b, int x, int y)
         return -1;
     int sq = ox_bin(b, XE_OP_MUL, x, x);
     return p == 2 ? sq : ox_bin(b, XE_OP_MUL, sq, p == 3 ? x : sq);
+}
+
+bool ox_transpose_to_matmul(ox_b *b, int x, const int *perm, int r)
+{
+    if (x < 0 || b->failed || r < 2 || b->np->n_output != 1)
+        return false;
+    for (int d = 0; d < r - 2; d++)
+        if (perm[d] != d)
+            return false;
+    const Onnx__NodeProto *rd = only_reader(b->c, b->np->output[0]);
+    if (perm[r - 2] != r - 1 || perm[r - 1] != r - 2 || !rd || strcmp(rd->op_type, "MatMul") ||
+        (rd->domain && rd->domain[0] && strcmp(rd->domain, "ai.onnx")) || ox_value_swapped(b->c, b->np->input[0]))
+        return false;
+    if (ox_value_set_swapped(b->c, b->np->output[0], x, &b->st) != XE_OK)
+        b->failed = true;
+    return true;
 }

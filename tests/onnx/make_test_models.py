@@ -241,6 +241,9 @@ def engine_ops():
     pw = [helper.make_node("Pow", ["a", "three"], ["y0"], name="cube"),
           helper.make_node("Pow", ["a", "two"], ["y1"], name="square")]
     a_pw = x(3, 5)
+    tr = [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 2, 1]),
+          helper.make_node("MatMul", ["q", "kt"], ["y0"], name="qk")]
+    q, k = x(2, 5, 8), x(2, 7, 8)
     rows = [op("Conv1D", "Conv", [("a", x(2, 4, 11))], {"group": 2, "pads": [1, 2], "strides": [2]},
                inits=[("w", x(6, 2, 3)), ("b", x(6))]),
             op("Conv1DDilated", "Conv", [("a", x(1, 8, 20))], {"pads": [2, 2], "dilations": [2]},
@@ -255,7 +258,9 @@ def engine_ops():
             ("PowSmall", save("PowSmall", model(pw, [("a", a_pw)], ["y0", "y1"], 17,
                                                 [("three", np.array(3.0, np.float32)),
                                                  ("two", np.array([2.0], np.float32))]),
-                              [("a", a_pw)]))]
+                              [("a", a_pw)])),
+            ("MatMulTransposed", save("MatMulTransposed", model(tr, [("q", q), ("k", k)], ["y0"]),
+                                      [("q", q), ("k", k)]))]
     rng = saved
     return rows
 
