@@ -52,7 +52,7 @@ static bool panel_matmul(const xg_plan *p, int m)
 {
     const xe_node *n = p->body->nodes[m];
     xe_dtype dt = p->types[m].dtype;
-    if ((dt != XE_F32 && dt != XE_F64) || p->types[m].shape.rank < 2)
+    if (n->op != XE_OP_MATMUL || (dt != XE_F32 && dt != XE_F64) || p->types[m].shape.rank < 2)
         return false;
     for (int k = 0; k < n->n_inputs; k++)
         if (p->types[n->inputs[k]].shape.rank < 2)

@@ -6,7 +6,8 @@
  * after the last that reads it (lifetime.c): generated kernels (launched by the program's
  * backend: backend.h) and library calls (matmul through the executor's
  * BLAS-backed kernel of that device; on a backend with run_rows, by row
- * panels with the epilogue steps after it run on each panel: epilogue.c).
+ * panels with the epilogue steps after it run on each panel: epilogue.c;
+ * conv2d through the device's kernel with a per-program cache: run_conv).
  * Loading, launching and unloading the compiled code are the backend's;
  * the materialized constants are copied to the program's device here,
  * once, at load.
@@ -61,6 +62,11 @@ void xg_program_destroy(xg_program *p)
     for (int i = 0; p->consts && i < p->body->n_nodes; i++)
         xe_tensor_release(p->consts[i]);
     free(p->consts);
+    for (int i = 0; p->kcache && i < p->body->n_nodes; i++)
+        if (p->kcache[i].free)
+            p->kcache[i].free(p->kcache[i].data);
+    free(p->kcache);
+    pthread_mutex_destroy(&p->kcache_lock);
     xg_plan_destroy(p->plan);
     xg_shares_free(&p->shares);
     free(p->born);
@@ -77,6 +83,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     xg_program *p = calloc(1, sizeof *p);
     if (!p)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    pthread_mutex_init(&p->kcache_lock, NULL);
     p->backend = xg_backend_for(a->target);
     p->device = p->backend->info.device;
     p->in_types = malloc(sizeof(xe_type) * (size_t)(body->n_inputs + 1));
@@ -92,6 +99,8 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (c == XE_OK)
         c = xg_lifetimes_build(p, st);
     if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK && !(p->kcache = calloc((size_t)p->body->n_nodes + 1, sizeof *p->kcache)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
         c = p->backend->load(p, a, o, st);
@@ -293,6 +302,29 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
 }
 
 /*
+ * A conv2d LIBRARY step: the device's per-op kernel (on the CPU the engine's
+ * conv primitive, cpu/dnnl_conv.c) with the node's slot of the program's
+ * kernel cache, so the primitive is made and the constant weights packed
+ * once per program, as op by op they are once per session.
+ */
+static xe_code run_conv(xg_program *p, int node, xe_tensor **bufs, xe_status *st)
+{
+    const xe_node *n = p->body->nodes[node];
+    const xe_op_def *d = xe_op_get(n->op);
+    xe_tensor *in[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n->n_inputs && k < 3; k++)
+        in[k] = bufs[n->inputs[k]];
+    xe_kernel_args a = {.graph = p->body, .node = n, .n_in = n->n_inputs, .in = in, .out = bufs[node],
+                        .cache = &p->kcache[node]};
+    if (!d->kernel[p->device])
+        return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
+    pthread_mutex_lock(&p->kcache_lock);
+    xe_code c = d->kernel[p->device](&a, st);
+    pthread_mutex_unlock(&p->kcache_lock);
+    return c;
+}
+
+/*
  * Step i, or (a matmul with its epilogue: xg_group_last gave last) the
  * steps that run with it; *next: the step after those that ran.
  */
@@ -309,6 +341,8 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
         *next = i + 2;
         return XE_OK;
     }
+    if (s->kind == XG_STEP_LIBRARY && p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D)
+        return run_conv(p, s->outs[0], bufs, st);
     if (s->kind == XG_STEP_LIBRARY)
         return xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
     return p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);

@@ -19,6 +19,7 @@ void xg_options_default(xg_options *o)
         .compile_timeout_s = 120,
         .cc = "cc",
         .tmp_dir = "/tmp",
+        .library_conv = true,
     };
 }
 
@@ -31,6 +32,21 @@ static bool emits_text(const xe_graph *g, const xe_node *n, const xe_op_def *d)
     if (!g || n->n_inputs < 1)
         return true; /* no operands to look at: the emitter decides */
     return xg_op_text(n, g->nodes[n->inputs[0]]->type.dtype, NULL, NULL, NULL, 0);
+}
+
+/*
+ * conv2d joins a cluster on the CPU at level 2 as a library step: the same
+ * cached oneDNN primitive the per-op kernel runs (program.c), so a cluster
+ * that holds it is never slower than op by op there, and the elementwise
+ * ops around it (bias, activation, residual add) fuse into loops instead
+ * of each being an op; residual adds between conv blocks join the same
+ * cluster (with the convs outside, a cluster holding both ends of a block
+ * is a real cycle through the convs).
+ */
+static bool conv_step(const xe_node *n, xe_device dev, const xg_options *o)
+{
+    return dev == XE_DEV_CPU && o && o->level2 && o->library_conv &&
+           (n->type.dtype == XE_F32 || n->type.dtype == XE_F64);
 }
 
 const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device dev, const xg_options *o)
@@ -46,7 +62,9 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
         return "stateful";
     if (n->body || n->op == XE_OP_INPUT || n->op == XE_OP_GET || n->op >= XE_OP_COUNT)
         return "no code generator";
-    if (d->cls == XE_CLASS_NN) /* gather tile pad conv2d pools: per-op kernels only */
+    if (n->op == XE_OP_CONV2D && conv_step(n, dev, o))
+        return NULL; /* a library step: the engine's conv primitive (program.c) */
+    if (d->cls == XE_CLASS_NN) /* gather tile pad pools, GPU conv2d: per-op kernels only */
         return "no code generator";
     if (d->cls == XE_CLASS_MATMUL && !(o && o->level2))
         return "matmul needs XLAC_AUTO_JIT=2";

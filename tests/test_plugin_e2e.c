@@ -644,3 +644,67 @@ Test(e2e, empty_max_under_the_plugin_is_the_op_by_op_error)
     xt_result_free(&r);
     xt_tmp_remove();
 }
+
+/* ---- convolutions in clusters ----------------------------------------------------------- */
+
+/* Appends `name = const(DT[dims], [...])` with values in [-0.5, 0.5) from an LCG (deterministic). */
+static void const_line(xe_text *t, const char *name, const char *dt, const char *dims, int count,
+                       uint32_t *seed)
+{
+    xe_text_printf(t, "%s = const(%s[%s], [", name, dt, dims);
+    for (int i = 0; i < count; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        xe_text_printf(t, "%s%.6f", i ? "," : "", (double)(*seed >> 8) / 16777216.0 - 0.5);
+    }
+    xe_text_printf(t, "])\n");
+}
+
+/*
+ * Two residual conv blocks (a 3x3 conv, bias, ReLU, a 3x3 conv, the block's
+ * input added, ReLU), then a depthwise strided conv with SiLU and a
+ * grouped 1x1 conv: the convs and everything between them are one
+ * cluster, and its outputs match op by op (xlac-run --compare).
+ */
+static void conv_blocks(const char *dt)
+{
+    xe_text t = {0};
+    uint32_t seed = 26;
+    xe_text_printf(&t, "xlac.graph v1\ninput x: %s[2,8,9,9]\n", dt);
+    const_line(&t, "b", dt, "8", 8, &seed);
+    for (int k = 0; k < 2; k++) {
+        char w1[8], w2[8];
+        snprintf(w1, sizeof w1, "w%da", k);
+        snprintf(w2, sizeof w2, "w%db", k);
+        const_line(&t, w1, dt, "8,8,3,3", 576, &seed);
+        const_line(&t, w2, dt, "8,8,3,3", 576, &seed);
+        xe_text_printf(&t,
+                       "c%da = conv2d(%s, %s, b, pads=[1,1,1,1])\nr%da = relu(c%da)\n"
+                       "c%db = conv2d(r%da, %s, pads=[1,1,1,1])\ns%d = add(c%db, %s)\nr%d = relu(s%d)\n",
+                       k, k ? "r0" : "x", w1, k, k, k, k, w2, k, k, k ? "r0" : "x", k, k);
+    }
+    const_line(&t, "wd", dt, "8,1,3,3", 72, &seed);
+    const_line(&t, "wg", dt, "12,4,1,1", 48, &seed);
+    xe_text_printf(&t, "d = conv2d(r1, wd, groups=8, strides=[2,2], pads=[0,1,1,0])\n"
+                       "sg = sigmoid(d)\nsw = mul(d, sg)\ng = conv2d(sw, wg, groups=2)\noutput g\n");
+    char *text = xe_text_take(&t);
+    xt_write_file(xt_path("conv.xg"), text);
+    free(text);
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
+    xt_result r = xlac_run(true, env, xt_path("conv.xg"), "--compare", NULL);
+    cr_assert_eq(r.rc, 0, "%s: %s%s", dt, r.out, r.err);
+    cr_assert(has(&r, "op by op against 1 cluster(s)"), "%s: %s%s", dt, r.out, r.err);
+    cr_assert(has(&r, "compare g: ") && has(&r, " ok"), "%s: %s%s", dt, r.out, r.err);
+    const char *in_cluster[] = {"c0a conv2d XLA_CPU:0 cluster_0", "s0 add XLA_CPU:0 cluster_0",
+                                "s1 add XLA_CPU:0 cluster_0", "d conv2d XLA_CPU:0 cluster_0",
+                                "g conv2d XLA_CPU:0 cluster_0"};
+    for (size_t k = 0; k < sizeof in_cluster / sizeof *in_cluster; k++)
+        cr_assert(has(&r, in_cluster[k]), "%s: no '%s' in %s%s", dt, in_cluster[k], r.out, r.err);
+    xt_result_free(&r);
+}
+
+Test(e2e, conv_blocks_with_residual_adds_are_one_cluster)
+{
+    conv_blocks("f32");
+    conv_blocks("f64");
+    xt_tmp_remove();
+}
