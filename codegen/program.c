@@ -66,7 +66,6 @@ void xg_program_destroy(xg_program *p)
         if (p->kcache[i].free)
             p->kcache[i].free(p->kcache[i].data);
     free(p->kcache);
-    pthread_mutex_destroy(&p->kcache_lock);
     xg_plan_destroy(p->plan);
     xg_shares_free(&p->shares);
     free(p->born);
@@ -83,7 +82,6 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     xg_program *p = calloc(1, sizeof *p);
     if (!p)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    pthread_mutex_init(&p->kcache_lock, NULL);
     p->backend = xg_backend_for(a->target);
     p->device = p->backend->info.device;
     p->in_types = malloc(sizeof(xe_type) * (size_t)(body->n_inputs + 1));
@@ -136,9 +134,12 @@ static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node
     return copy;
 }
 
-/* The matmul node's kernel (fn NULL: dev's) or its row panels with epilogue fn (CPU), transposes as flags. */
+/*
+ * The matmul node's kernel (fn NULL: dev's, with kernel cache slot cache, which may be NULL) or its
+ * row panels with epilogue fn (CPU), transposes as flags.
+ */
 static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_panel_fn fn,
-                          void *ctx, xe_status *st)
+                          void *ctx, xe_kernel_cache *cache, xe_status *st)
 {
     const xe_node *n = plan->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
@@ -151,7 +152,7 @@ static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tenso
     if (!attrs)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
-                        .out = bufs[node]};
+                        .out = bufs[node], .cache = cache};
     xe_code c = fn ? xe_cpu_matmul_panels(&a, 0, fn, ctx, st)
                 : d->kernel[dev] ? d->kernel[dev](&a, st)
                 : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
@@ -161,7 +162,7 @@ static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tenso
 
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st)
 {
-    return run_matmul(plan, dev, node, bufs, NULL, NULL, st);
+    return run_matmul(plan, dev, node, bufs, NULL, NULL, NULL, st);
 }
 
 /*
@@ -212,7 +213,7 @@ static xe_code run_panels(xg_program *p, int i, int last, xe_tensor **bufs, void
                           const int64_t *S, xe_status *st)
 {
     panel_ctx c = {.p = p, .first = i + 1, .last = last, .ptrs = ptrs, .shared = shared, .S = S};
-    return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, st);
+    return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, NULL, st);
 }
 
 /* Whether step i and the next ran as one library call with an epilogue (cuBLASLt); else nothing ran. */
@@ -318,10 +319,7 @@ static xe_code run_conv(xg_program *p, int node, xe_tensor **bufs, xe_status *st
                         .cache = &p->kcache[node]};
     if (!d->kernel[p->device])
         return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
-    pthread_mutex_lock(&p->kcache_lock);
-    xe_code c = d->kernel[p->device](&a, st);
-    pthread_mutex_unlock(&p->kcache_lock);
-    return c;
+    return d->kernel[p->device](&a, st); /* the slot's entries are made once, under the engine's lock */
 }
 
 /*
@@ -343,6 +341,8 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
     }
     if (s->kind == XG_STEP_LIBRARY && p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D)
         return run_conv(p, s->outs[0], bufs, st);
+    if (s->kind == XG_STEP_LIBRARY && p->device == XE_DEV_CPU) /* the engine's primitive, kept */
+        return run_matmul(p->plan, p->device, s->outs[0], bufs, NULL, NULL, &p->kcache[s->outs[0]], st);
     if (s->kind == XG_STEP_LIBRARY)
         return xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
     return p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);

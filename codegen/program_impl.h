@@ -6,8 +6,6 @@
 #ifndef XG_PROGRAM_IMPL_H
 #define XG_PROGRAM_IMPL_H
 
-#include <pthread.h>
-
 #include "backend.h"
 #include "plan.h"
 #include "share.h"
@@ -26,9 +24,8 @@ struct xg_program {
                            INT_MAX for inputs, constants and outputs, which live the whole run) */
     xe_tensor **consts; /* per node: a materialized constant on the program's device, made at load */
     void *priv;         /* the backend's own state (C: the dlopen handle; CUDA: program_cuda.c's) */
-    xe_kernel_cache *kcache; /* per node: a conv library step's kernel cache (its oneDNN primitive and
+    xe_kernel_cache *kcache; /* per node: a library step's kernel cache (its oneDNN primitive and
                                 packed weights), made on its first run, freed with the program */
-    pthread_mutex_t kcache_lock; /* held while a conv step uses its slot (runs may share a program) */
 };
 
 /* The step whose kernel step i runs: i itself, or the one it shares (the backends' loads). */

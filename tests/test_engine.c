@@ -13,6 +13,7 @@
  */
 #include <criterion/criterion.h>
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -379,4 +380,87 @@ Test(engine, session_threads_set_the_one_count)
         xe_tensor_release(y);
         xe_session_destroy(s);
     }
+}
+
+/* ---- one kernel cache slot shared by threads (a compiled program shared by sessions) ------- */
+
+typedef struct shared_slot_job {
+    xe_graph *g;            /* x -> conv2d(x, const w, const b) */
+    xe_kernel_cache *slot;  /* the one slot every thread uses */
+    int64_t batch;          /* this thread's batch: a shape of its own on the shelf */
+    bool ok;
+    char why[XE_STATUS_MSG_MAX + 64];
+} shared_slot_job;
+
+static void *shared_slot_worker(void *arg)
+{
+    shared_slot_job *j = arg;
+    const xe_node *n = NULL;
+    for (int i = 0; i < j->g->n_nodes; i++)
+        if (j->g->nodes[i]->op == XE_OP_CONV2D)
+            n = j->g->nodes[i];
+    xe_tensor *w = j->g->nodes[n->inputs[1]]->value, *b = j->g->nodes[n->inputs[2]]->value;
+    xe_shape xs = ref_shape(4, (int64_t[]){j->batch, 16, 7, 7}), ys = ref_shape(4, (int64_t[]){j->batch, 16, 7, 7});
+    xe_status ts;
+    xe_status_clear(&ts);
+    xe_tensor *x = xe_tensor_new(XE_F32, &xs, XE_DEV_CPU, &ts), *y = xe_tensor_new(XE_F32, &ys, XE_DEV_CPU, &ts);
+    for (int64_t i = 0; i < xe_tensor_numel(x); i++)
+        ((float *)x->data)[i] = (float)((i * 7 + j->batch) % 5 - 2) * 0.25f;
+    xe_tensor *in[3] = {x, w, b};
+    xe_kernel_args a = {.graph = j->g, .node = n, .n_in = 3, .in = in, .out = y, .cache = j->slot};
+    j->ok = true;
+    for (int it = 0; it < 20 && j->ok; it++) {
+        memset(y->data, 0, y->nbytes);
+        if (xe_op_get(XE_OP_CONV2D)->kernel[XE_DEV_CPU](&a, &ts) != XE_OK) {
+            snprintf(j->why, sizeof j->why, "%s", ts.msg);
+            j->ok = false;
+        }
+        for (int64_t i = 0; j->ok && i < xe_tensor_numel(y); i += 97) { /* a sample, against doubles */
+            int64_t ow = i % 7, oh = i / 7 % 7, m = i / 49 % 16, nb = i / (49 * 16);
+            double acc = ((float *)b->data)[m];
+            for (int64_t c = 0; c < 16; c++)
+                for (int64_t ki = 0; ki < 3; ki++)
+                    for (int64_t kj = 0; kj < 3; kj++) {
+                        int64_t ih = oh - 1 + ki, iw = ow - 1 + kj;
+                        if (ih >= 0 && ih < 7 && iw >= 0 && iw < 7)
+                            acc += (double)((float *)x->data)[((nb * 16 + c) * 7 + ih) * 7 + iw] *
+                                   ((float *)w->data)[((m * 16 + c) * 3 + ki) * 3 + kj];
+                    }
+            if (fabs(((float *)y->data)[i] - acc) > 1e-4 * (1 + fabs(acc))) {
+                snprintf(j->why, sizeof j->why, "batch %lld, element %lld: %g, want %g", (long long)j->batch,
+                         (long long)i, ((float *)y->data)[i], acc);
+                j->ok = false;
+            }
+        }
+    }
+    xe_tensor_release(x);
+    xe_tensor_release(y);
+    return NULL;
+}
+
+/* Threads that share one slot, each at its own shape, all get right results (entries are never replaced). */
+Test(engine, threads_share_one_kernel_cache_slot)
+{
+    ref_seed(5);
+    conv_geo g = {.cg = 16, .mg = 16, .groups = 1, .k = {3, 3}, .s = {1, 1}, .d = {1, 1}, .pads = {1, 1, 1, 1}};
+    xe_shape ws = ref_shape(4, (int64_t[]){16, 16, 3, 3}), bs = ref_shape(1, (int64_t[]){16});
+    xe_tensor *w = ref_random_tensor(XE_F32, &ws, -1, 1), *b = ref_random_tensor(XE_F32, &bs, -1, 1);
+    xe_session *s = conv_session(&g, w, b, 7);
+    xe_kernel_cache slot = {0};
+    enum { N = 12 }; /* more shapes than a shelf holds: the last ones run on primitives of their own */
+    shared_slot_job jobs[N];
+    pthread_t th[N];
+    for (int k = 0; k < N; k++) {
+        jobs[k] = (shared_slot_job){.g = (xe_graph *)xe_session_graph(s), .slot = &slot, .batch = 1 + k};
+        cr_assert_eq(pthread_create(&th[k], NULL, shared_slot_worker, &jobs[k]), 0);
+    }
+    for (int k = 0; k < N; k++)
+        pthread_join(th[k], NULL);
+    for (int k = 0; k < N; k++)
+        cr_expect(jobs[k].ok, "thread %d: %s", k, jobs[k].why);
+    if (slot.free)
+        slot.free(slot.data);
+    xe_session_destroy(s);
+    xe_tensor_release(w);
+    xe_tensor_release(b);
 }

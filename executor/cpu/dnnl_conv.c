@@ -1,7 +1,8 @@
 /*
  * conv2d (f32) on the CPU engine: one oneDNN convolution primitive per node
- * and shape, made on the node's first run and kept in its kernel cache
- * (xe_kernel_args.cache), with the reorders around it.
+ * and shape, made on the node's first run at that shape and kept on the
+ * shelf of its kernel cache (xe_kernel_args.cache, dnnl_engine.h), with the
+ * reorders around it.
  *
  * The primitive picks its own layouts (format `any`): on this machine's
  * AVX-512 that is the blocked nChw16c for activations and OIhw16i16o-like
@@ -118,15 +119,12 @@ static xe_code pack_weights(conv_prim *c, const void *w, const xe_node *n, xe_st
     return xe_dnnl_reorder_run(c->w_in, &c->w_plain, w, &c->w_md, c->w_packed, n, st);
 }
 
-/* The node's primitive for this geometry: the cached one, or a new one (cached when a slot is given). */
-static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, xe_status *st)
+/* A new primitive for geometry p (and packed constant weights w_const, when not NULL). */
+static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bool bias,
+                                 const void *w_const, xe_status *st)
 {
-    bool bias = a->n_in > 2;
-    const void *w_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
-    conv_prim *c = a->cache ? a->cache->data : NULL;
-    if (c && conv_prim_fits(c, p, bias, w_const))
-        return c;
-    if (!(c = calloc(1, sizeof *c))) {
+    conv_prim *c = calloc(1, sizeof *c);
+    if (!c) {
         xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", a->node->name);
         return NULL;
     }
@@ -138,12 +136,35 @@ static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, xe_
         conv_prim_free(c);
         return NULL;
     }
-    if (a->cache) {
-        if (a->cache->free)
-            a->cache->free(a->cache->data);
-        a->cache->data = c;
-        a->cache->free = conv_prim_free;
+    return c;
+}
+
+/*
+ * The node's primitive for this geometry: one kept on its shelf, or a new
+ * one, kept when the shelf has room (*owned: false) or the caller's to free.
+ */
+static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, bool *owned,
+                                xe_status *st)
+{
+    bool bias = a->n_in > 2;
+    const void *w_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
+    *owned = true;
+    if (!a->cache)
+        return conv_prim_make(a, p, bias, NULL, st);
+    xe_dnnl_shelf *s = xe_dnnl_shelf_lock(a->cache, conv_prim_free);
+    if (!s) {
+        xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", a->node->name);
+        return NULL;
     }
+    conv_prim *c = NULL;
+    for (int i = 0; i < s->n && !c; i++)
+        if (conv_prim_fits(s->entry[i], p, bias, w_const))
+            c = s->entry[i];
+    if (c)
+        *owned = false;
+    else if ((c = conv_prim_make(a, p, bias, w_const, st)))
+        *owned = !xe_dnnl_shelf_add(s, c);
+    xe_dnnl_shelf_unlock();
     return c;
 }
 
@@ -203,11 +224,12 @@ xe_code xe_dnnl_conv2d(const xe_kernel_args *a, xe_status *st)
     if (a->out->dtype != XE_F32 || xe_tensor_numel(a->out) == 0 || p.c == 0)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): not for the engine",
                        a->node->name);
-    conv_prim *c = conv_prim_get(a, &p, st);
+    bool owned;
+    conv_prim *c = conv_prim_get(a, &p, &owned, st);
     if (!c)
         return st->code;
     xe_code r = conv_run(c, a, st);
-    if (!a->cache)
+    if (owned)
         conv_prim_free(c);
     return r;
 }

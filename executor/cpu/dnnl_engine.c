@@ -170,6 +170,45 @@ xe_code xe_dnnl_reorder_run(dnnl_primitive_t r, const dnnl_memory_desc_t *from, 
     return xe_dnnl_execute(r, args, 2, n, st);
 }
 
+static pthread_mutex_t shelf_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void shelf_free(void *data)
+{
+    xe_dnnl_shelf *s = data;
+    for (int i = 0; s && i < s->n; i++)
+        s->free_entry(s->entry[i]);
+    free(s);
+}
+
+xe_dnnl_shelf *xe_dnnl_shelf_lock(xe_kernel_cache *slot, void (*free_entry)(void *entry))
+{
+    pthread_mutex_lock(&shelf_lock);
+    if (!slot->data) {
+        xe_dnnl_shelf *s = calloc(1, sizeof *s);
+        if (!s) {
+            pthread_mutex_unlock(&shelf_lock);
+            return NULL;
+        }
+        s->free_entry = free_entry;
+        slot->data = s;
+        slot->free = shelf_free;
+    }
+    return slot->data;
+}
+
+void xe_dnnl_shelf_unlock(void)
+{
+    pthread_mutex_unlock(&shelf_lock);
+}
+
+bool xe_dnnl_shelf_add(xe_dnnl_shelf *s, void *entry)
+{
+    if (s->n == XE_DNNL_SHELF)
+        return false;
+    s->entry[s->n++] = entry;
+    return true;
+}
+
 bool xe_dnnl_input_is_const(const xe_kernel_args *a, int k)
 {
     if (!a->graph || k >= a->node->n_inputs)

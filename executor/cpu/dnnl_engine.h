@@ -57,6 +57,25 @@ xe_code xe_dnnl_primitive(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t
                           dnnl_primitive_t *prim, dnnl_primitive_desc_t *pd, const xe_node *n,
                           xe_status *st);
 
+/*
+ * A node's kept primitives: its kernel cache slot holds a shelf of up to
+ * XE_DNNL_SHELF entries, one per shape it ran at, each made once and never
+ * changed or freed until the slot is (so several threads may execute an
+ * entry at once: programs are shared between sessions). Finding or adding
+ * an entry holds one process-wide lock; executing does not.
+ */
+#define XE_DNNL_SHELF 8
+typedef struct xe_dnnl_shelf {
+    void *entry[XE_DNNL_SHELF];
+    int n;
+    void (*free_entry)(void *entry);
+} xe_dnnl_shelf;
+/* Takes the lock and returns slot's shelf (made on first use); NULL (lock released) on OOM. */
+xe_dnnl_shelf *xe_dnnl_shelf_lock(xe_kernel_cache *slot, void (*free_entry)(void *entry));
+void xe_dnnl_shelf_unlock(void);
+/* Adds entry to a locked shelf; false when it is full (the caller frees entry after its run). */
+bool xe_dnnl_shelf_add(xe_dnnl_shelf *s, void *entry);
+
 /* Whether input k of the kernel's node is a constant of its graph (model weights: never change). */
 bool xe_dnnl_input_is_const(const xe_kernel_args *a, int k);
 

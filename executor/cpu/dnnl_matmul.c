@@ -1,7 +1,7 @@
 /*
  * matmul (f32) on the CPU engine: one oneDNN matmul primitive per node and
- * operand shapes, made on the node's first run and kept in its kernel
- * cache, for every form cpu_matmul.c accepts: 1-D operands promoted, batch
+ * operand shapes, made on the node's first run at those shapes and kept on
+ * the shelf of its kernel cache (dnnl_engine.h), for every form cpu_matmul.c accepts: 1-D operands promoted, batch
  * dims broadcast (oneDNN broadcasts a batch dim of 1), transpose_a/_b as
  * the operand's strides (no copy).
  *
@@ -145,13 +145,11 @@ static xe_code pack_b(mm_prim *m, const void *b, const xe_node *n, xe_status *st
     return xe_dnnl_reorder_run(m->b_in, &m->b_plain, b, &m->b_md, m->b_packed, n, st);
 }
 
-/* The node's primitive for these operands: the cached one, or a new one (cached when a slot is given). */
-static mm_prim *mm_prim_get(const xe_kernel_args *a, const mm_key *k, xe_status *st)
+/* A new primitive for key k (its constant right operand packed, when it has one). */
+static mm_prim *mm_prim_make(const xe_kernel_args *a, const mm_key *k, xe_status *st)
 {
-    mm_prim *m = a->cache ? a->cache->data : NULL;
-    if (m && key_eq(&m->key, k))
-        return m;
-    if (!(m = calloc(1, sizeof *m))) {
+    mm_prim *m = calloc(1, sizeof *m);
+    if (!m) {
         xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory", a->node->name);
         return NULL;
     }
@@ -161,12 +159,32 @@ static mm_prim *mm_prim_get(const xe_kernel_args *a, const mm_key *k, xe_status 
         mm_prim_free(m);
         return NULL;
     }
-    if (a->cache) {
-        if (a->cache->free)
-            a->cache->free(a->cache->data);
-        a->cache->data = m;
-        a->cache->free = mm_prim_free;
+    return m;
+}
+
+/*
+ * The node's primitive for these operands: one kept on its shelf, or a new
+ * one, kept when the shelf has room (*owned: false) or the caller's to free.
+ */
+static mm_prim *mm_prim_get(const xe_kernel_args *a, const mm_key *k, bool *owned, xe_status *st)
+{
+    *owned = true;
+    if (!a->cache)
+        return mm_prim_make(a, k, st);
+    xe_dnnl_shelf *s = xe_dnnl_shelf_lock(a->cache, mm_prim_free);
+    if (!s) {
+        xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory", a->node->name);
+        return NULL;
     }
+    mm_prim *m = NULL;
+    for (int i = 0; i < s->n && !m; i++)
+        if (key_eq(&((mm_prim *)s->entry[i])->key, k))
+            m = s->entry[i];
+    if (m)
+        *owned = false;
+    else if ((m = mm_prim_make(a, k, st)))
+        *owned = !xe_dnnl_shelf_add(s, m);
+    xe_dnnl_shelf_unlock();
     return m;
 }
 
@@ -180,14 +198,15 @@ xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (matmul): not for the engine",
                        a->node->name);
     k.b_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
-    mm_prim *m = mm_prim_get(a, &k, st);
+    bool owned;
+    mm_prim *m = mm_prim_get(a, &k, &owned, st);
     if (!m)
         return st->code;
     xe_dnnl_arg args[3] = {{DNNL_ARG_SRC, &m->a_md, a->in[0]->data},
                            {DNNL_ARG_WEIGHTS, &m->b_md, m->b_packed ? m->b_packed : a->in[1]->data},
                            {DNNL_ARG_DST, &m->c_md, a->out->data}};
     xe_code r = xe_dnnl_execute(m->mm, args, 3, a->node, st);
-    if (!a->cache)
+    if (owned)
         mm_prim_free(m);
     return r;
 }
