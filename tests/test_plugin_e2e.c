@@ -708,3 +708,21 @@ Test(e2e, conv_blocks_with_residual_adds_are_one_cluster)
     conv_blocks("f64");
     xt_tmp_remove();
 }
+
+/*
+ * A network in small from ONNX (tests/data/onnx/TinyCNN.onnx: Conv+BatchNorm+Relu, depthwise
+ * Conv+BatchNorm+Clip, 1x1 Conv+BatchNorm, residual Add, SiLU, GlobalAveragePool, Gemm): the
+ * BatchNorms fold into the convs, and the whole network is one cluster matching op by op.
+ */
+Test(e2e, tiny_cnn_from_onnx_is_one_cluster)
+{
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
+    xt_result r = xlac_run(true, env, XLAC_SOURCE_DIR "/tests/data/onnx/TinyCNN.onnx", "--compare", NULL);
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(has(&r, "op by op against 1 cluster(s)"), "%s%s", r.out, r.err);
+    cr_assert(has(&r, "c2 conv2d XLA_CPU:0 cluster_0") && has(&r, "s add XLA_CPU:0 cluster_0"), "%s%s", r.out,
+              r.err);
+    cr_assert(!has(&r, "batch_norm") && !has(&r, "rsqrt"), "a BatchNorm was not folded: %s%s", r.out, r.err);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}

@@ -114,6 +114,7 @@ bool ox_conv_fold_batch_norm(ox_b *b, int *wt, int *bias)
 {
     const Onnx__NodeProto *bn = b->np->n_output ? only_reader(b->c, b->np->output[0]) : NULL;
     if (b->failed || *wt < 0 || !bn || strcmp(bn->op_type, "BatchNormalization") ||
+        bn->n_input < 1 || strcmp(bn->input[0], b->np->output[0]) ||
         (bn->domain && bn->domain[0] && strcmp(bn->domain, "ai.onnx")) ||
         (bn->n_output > 1 && bn->output[1][0]))
         return false;

@@ -228,6 +228,39 @@ def conv_pool_ops():
             dynamic("TileDynamic", "Tile", x(2, 3), {}, [("r", np.array([2, 3], np.int64))])]
 
 
+def tiny_cnn():
+    """Conv+BatchNorm+Relu, depthwise Conv+BatchNorm+Clip(0,6), 1x1 Conv+BatchNorm, residual Add,
+    SiLU, GlobalAveragePool, Gemm: a network in small, one cluster at XLAC_AUTO_JIT=2."""
+    inits, nodes = [], []
+
+    def init(n, a):
+        inits.append((n, a))
+        return n
+
+    def conv_bn(x, ci, co, k, name, group=1, stride=1):
+        w = init(name + "w", x_(co, ci // group, k, k))
+        nodes.append(helper.make_node("Conv", [x, w], [name], name=name, pads=[k // 2] * 4, group=group,
+                                      strides=[stride] * 2))
+        ps = [init(name + s, a) for s, a in (("g", x_(co, lo=0.5, hi=1.5)), ("b", x_(co)), ("m", x_(co)),
+                                            ("v", x_(co, lo=0.5, hi=1.5)))]
+        nodes.append(helper.make_node("BatchNormalization", [name] + ps, [name + "bn"], name=name + "bn"))
+        return name + "bn"
+
+    x_ = lambda *s, lo=-0.5, hi=0.5: x(*s, lo=lo, hi=hi)
+    nodes.append(helper.make_node("Relu", [conv_bn("a", 3, 16, 3, "c1", stride=2)], ["r1"], name="r1"))
+    lo, hi = init("lo", np.array(0, np.float32)), init("hi", np.array(6, np.float32))
+    nodes.append(helper.make_node("Clip", [conv_bn("r1", 16, 16, 3, "c2", group=16), lo, hi], ["r2"], name="r2"))
+    nodes += [helper.make_node("Add", [conv_bn("r2", 16, 16, 1, "c3"), "r1"], ["s"], name="s"),
+              helper.make_node("Sigmoid", ["s"], ["sg"], name="sg"),
+              helper.make_node("Mul", ["s", "sg"], ["sw"], name="sw"),
+              helper.make_node("GlobalAveragePool", ["sw"], ["gp"], name="gp"),
+              helper.make_node("Flatten", ["gp"], ["fl"], name="fl"),
+              helper.make_node("Gemm", ["fl", init("fw", x_(10, 16)), init("fb", x_(10))], ["y0"], name="fc",
+                               transB=1)]
+    a = x(2, 3, 16, 16, lo=-1.0, hi=1.0)
+    return "TinyCNN", save("TinyCNN", model(nodes, [("a", a)], ["y0"], 17, inits), [("a", a)])
+
+
 def engine_ops():
     """1-D and 3-D Conv, BatchNormalization folded into a Conv, Pow by a small integer (its own
     random stream, so that these models do not change the ones above)."""
@@ -260,7 +293,8 @@ def engine_ops():
                                                  ("two", np.array([2.0], np.float32))]),
                               [("a", a_pw)])),
             ("MatMulTransposed", save("MatMulTransposed", model(tr, [("q", q), ("k", k)], ["y0"]),
-                                      [("q", q), ("k", k)]))]
+                                      [("q", q), ("k", k)])),
+            tiny_cnn()]
     rng = saved
     return rows
 
