@@ -661,9 +661,10 @@ static void const_line(xe_text *t, const char *name, const char *dt, const char 
 
 /*
  * Two residual conv blocks (a 3x3 conv, bias, ReLU, a 3x3 conv, the block's
- * input added, ReLU), then a depthwise strided conv with SiLU and a
- * grouped 1x1 conv: the convs and everything between them are one
- * cluster, and its outputs match op by op (xlac-run --compare).
+ * input added, ReLU), then a depthwise strided conv with SiLU, a grouped
+ * 1x1 conv with HardSwish, a 1x1 conv with ReLU6 and GELU: the convs and
+ * everything between them are one cluster, and its outputs match op by op
+ * (xlac-run --compare).
  */
 static void conv_blocks(const char *dt)
 {
@@ -684,8 +685,12 @@ static void conv_blocks(const char *dt)
     }
     const_line(&t, "wd", dt, "8,1,3,3", 72, &seed);
     const_line(&t, "wg", dt, "12,4,1,1", 48, &seed);
+    const_line(&t, "we", dt, "12,12,1,1", 144, &seed);
     xe_text_printf(&t, "d = conv2d(r1, wd, groups=8, strides=[2,2], pads=[0,1,1,0])\n"
-                       "sg = sigmoid(d)\nsw = mul(d, sg)\ng = conv2d(sw, wg, groups=2)\noutput g\n");
+                       "sg = sigmoid(d)\nsw = mul(d, sg)\ng = conv2d(sw, wg, groups=2)\n"
+                       "hs = hard_sigmoid(g)\nhw = mul(g, hs)\ne = conv2d(hw, we)\n"
+                       "zero = const(%s[], 0)\nsix = const(%s[], 6)\n"
+                       "mx = maximum(e, zero)\nr6 = minimum(mx, six)\nge = gelu(r6)\noutput ge\n", dt, dt);
     char *text = xe_text_take(&t);
     xt_write_file(xt_path("conv.xg"), text);
     free(text);
@@ -693,10 +698,11 @@ static void conv_blocks(const char *dt)
     xt_result r = xlac_run(true, env, xt_path("conv.xg"), "--compare", NULL);
     cr_assert_eq(r.rc, 0, "%s: %s%s", dt, r.out, r.err);
     cr_assert(has(&r, "op by op against 1 cluster(s)"), "%s: %s%s", dt, r.out, r.err);
-    cr_assert(has(&r, "compare g: ") && has(&r, " ok"), "%s: %s%s", dt, r.out, r.err);
+    cr_assert(has(&r, "compare ge: ") && has(&r, " ok"), "%s: %s%s", dt, r.out, r.err);
     const char *in_cluster[] = {"c0a conv2d XLA_CPU:0 cluster_0", "s0 add XLA_CPU:0 cluster_0",
                                 "s1 add XLA_CPU:0 cluster_0", "d conv2d XLA_CPU:0 cluster_0",
-                                "g conv2d XLA_CPU:0 cluster_0"};
+                                "g conv2d XLA_CPU:0 cluster_0", "e conv2d XLA_CPU:0 cluster_0",
+                                "ge gelu XLA_CPU:0 cluster_0"};
     for (size_t k = 0; k < sizeof in_cluster / sizeof *in_cluster; k++)
         cr_assert(has(&r, in_cluster[k]), "%s: no '%s' in %s%s", dt, in_cluster[k], r.out, r.err);
     xt_result_free(&r);
