@@ -204,3 +204,50 @@ bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e)
     }
     return x != m && (x == o || inline_op(p, x) >= 0) && (e->bias = bias_of(p, x, m)) >= 0;
 }
+
+/* ---- the CPU's conv epilogues (oneDNN post-ops) -------------------------------------- */
+
+/* Whether node v is a graph output of the body. */
+static bool is_output(const xg_plan *p, int v)
+{
+    for (int k = 0; k < p->body->n_outputs; k++)
+        if (p->body->outputs[k] == v)
+            return true;
+    return false;
+}
+
+/* x = add(m, r) or add(r, m), r a buffer of m's type: r, else -1. */
+static int residual_of(const xg_plan *p, int x, int m)
+{
+    const xe_node *n = p->body->nodes[x];
+    if (n->op != XE_OP_ADD)
+        return -1;
+    int r = n->inputs[0] == m ? n->inputs[1] : n->inputs[1] == m ? n->inputs[0] : -1;
+    if (r < 0 || r == m || !p->mat[r] || p->types[r].dtype != p->types[m].dtype ||
+        !xe_shape_equal(&p->types[r].shape, &p->types[m].shape))
+        return -1;
+    return r;
+}
+
+bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
+{
+    if (i + 1 >= p->n_steps || p->steps[i].kind != XG_STEP_LIBRARY || p->steps[i + 1].panel ||
+        p->steps[i + 1].kind != XG_STEP_LOOP || p->steps[i + 1].n_outs != 1)
+        return false;
+    int m = p->steps[i].outs[0], o = p->steps[i + 1].outs[0];
+    if (p->body->nodes[m]->op != XE_OP_CONV2D || p->types[m].dtype != XE_F32 || p->uses[m] != 1 ||
+        is_output(p, m) || !xe_shape_equal(&p->types[o].shape, &p->types[m].shape))
+        return false;
+    *e = (xg_conv_epi){.conv = m, .out = o, .residual = -1};
+    const xe_node *n = p->body->nodes[o];
+    int x = o;
+    if (n->op == XE_OP_RELU) {
+        e->relu = true;
+        x = n->inputs[0];
+        if (x == m)
+            return true;
+        if (inline_op(p, x) < 0)
+            return false;
+    }
+    return (e->residual = residual_of(p, x, m)) >= 0;
+}

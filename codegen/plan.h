@@ -133,6 +133,16 @@ typedef struct xg_blas_epi {
 /* Whether LIBRARY step i and the panel step after it are one f32 2-D matmul with a BLAS epilogue. */
 bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e);
 
+/* A conv whose next step is relu(conv), conv + residual or relu(conv + residual) only. */
+typedef struct xg_conv_epi {
+    int conv, out; /* the conv (read by nothing else) and the step's one output, of its shape */
+    int residual;  /* a buffer of the conv's shape and dtype summed in, or -1 */
+    bool relu;
+} xg_conv_epi;
+
+/* Whether LIBRARY step i is an f32 conv2d whose next step the library can apply as post-ops. */
+bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e);
+
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);
 

@@ -330,7 +330,18 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
                         void **shared, const int64_t *S, int *next, xe_status *st)
 {
     const xg_step *s = &p->plan->steps[i];
+    xg_conv_epi ce;
     *next = i + 1;
+    if (p->backend->conv_epilogue && xg_conv_epilogue(p->plan, i, &ce)) {
+        if (p->backend->conv_epilogue(p, &ce, bufs, st) == XE_OK) {
+            *next = i + 2;
+            return XE_OK;
+        }
+        if (st->code != XE_ERR_UNSUPPORTED)
+            return st->code;
+        xe_status_clear(st); /* refused (a shape it cannot take): the conv, then the kernel */
+        return run_conv(p, s->outs[0], bufs, st);
+    }
     if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && last > i) {
         *next = last + 1;
         return run_panels(p, i, last, bufs, ptrs, shared, S, st);

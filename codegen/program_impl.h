@@ -41,6 +41,9 @@ xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last
 /* Releases the made buffers that no step after step done reads. */
 void xg_buffers_release(const xg_program *p, int done, xe_tensor **bufs, void **ptrs);
 
+/* The C target's conv with its epilogue as oneDNN post-ops (targets/c/dnnl_step.c). */
+xe_code xg_c_conv_epilogue(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs, xe_status *st);
+
 /* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);
 void xg_cuda_unload(xg_program *p);

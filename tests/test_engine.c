@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/dnnl_engine.h"
 #include "support/ref.h"
 #include "xlac/xlac.h"
 
@@ -463,4 +464,61 @@ Test(engine, threads_share_one_kernel_cache_slot)
     xe_session_destroy(s);
     xe_tensor_release(w);
     xe_tensor_release(b);
+}
+
+/* ---- post-ops: a conv with its residual sum and ReLU in one call (compiled clusters) ------- */
+
+/* One geometry, each post-op combination, with and without a cache slot, against doubles. */
+static void post_case(const conv_geo *g, int64_t h, int64_t wd)
+{
+    int64_t M = g->mg * g->groups, C = g->cg * g->groups;
+    xe_shape ws = ref_shape(4, (int64_t[]){M, g->cg, g->k[0], g->k[1]}), bs = ref_shape(1, &M);
+    xe_tensor *w = ref_random_tensor(XE_F32, &ws, -1, 1), *b = ref_random_tensor(XE_F32, &bs, -1, 1);
+    xe_session *s = conv_session(g, w, b, wd);
+    xe_shape xs = ref_shape(4, (int64_t[]){2, C, h, wd});
+    xe_tensor *x = ref_random_tensor(XE_F32, &xs, -1, 1), *plain = run1(s, x); /* conv + bias */
+    const xe_graph *gr = xe_session_graph(s);
+    const xe_node *n = NULL;
+    for (int i = 0; i < gr->n_nodes; i++)
+        if (gr->nodes[i]->op == XE_OP_CONV2D)
+            n = gr->nodes[i];
+    xe_tensor *res = ref_random_tensor(XE_F32, &plain->shape, -2, 2);
+    xe_kernel_cache slot = {0};
+    for (unsigned post = 1; post < 4; post++)
+        for (int cached = 0; cached < 2; cached++) {
+            xe_tensor *out = ref_zeros(XE_F32, &plain->shape), *in[3] = {x, w, b};
+            xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out,
+                                .cache = cached ? &slot : NULL};
+            bool sum = post & XE_DNNL_POST_SUM, relu = post & XE_DNNL_POST_RELU;
+            cr_assert_eq(xe_dnnl_conv2d_post(&a, sum ? res : NULL, post, &st), XE_OK, "%s", st.msg);
+            for (int64_t i = 0; i < xe_tensor_numel(out); i++) {
+                double want = at(plain, i) + (sum ? at(res, i) : 0);
+                want = relu && want < 0 ? 0 : want;
+                cr_assert(fabs(at(out, i) - want) <= 1e-4 * (1 + fabs(want)),
+                          "post %u cached %d groups %lld element %lld: %g, want %g", post, cached,
+                          (long long)g->groups, (long long)i, at(out, i), want);
+            }
+            xe_tensor_release(out);
+        }
+    if (slot.free)
+        slot.free(slot.data);
+    xe_tensor_release(res);
+    xe_tensor_release(plain);
+    xe_tensor_release(x);
+    xe_session_destroy(s);
+    xe_tensor_release(w);
+    xe_tensor_release(b);
+}
+
+Test(engine, conv_post_ops_sum_and_relu)
+{
+    ref_seed(9);
+    static const conv_geo geos[] = {
+        {.cg = 16, .mg = 32, .groups = 1, .k = {3, 3}, .s = {1, 1}, .d = {1, 1}, .pads = {1, 1, 1, 1}},
+        {.cg = 1, .mg = 1, .groups = 24, .k = {3, 3}, .s = {2, 2}, .d = {1, 1}, .pads = {1, 1, 1, 1}},
+        {.cg = 4, .mg = 6, .groups = 3, .k = {1, 1}, .s = {1, 1}, .d = {1, 1}},
+        {.cg = 3, .mg = 5, .groups = 1, .k = {3, 2}, .s = {1, 2}, .d = {2, 1}, .pads = {0, 1, 2, 0}},
+    };
+    for (size_t i = 0; i < sizeof geos / sizeof *geos; i++)
+        post_case(&geos[i], 9, 10);
 }

@@ -691,12 +691,20 @@ static void conv_blocks(const char *dt)
                        "hs = hard_sigmoid(g)\nhw = mul(g, hs)\ne = conv2d(hw, we)\n"
                        "zero = const(%s[], 0)\nsix = const(%s[], 6)\n"
                        "mx = maximum(e, zero)\nr6 = minimum(mx, six)\nge = gelu(r6)\noutput ge\n", dt, dt);
-    char *text = xe_text_take(&t);
-    xt_write_file(xt_path("conv.xg"), text);
-    free(text);
-    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
+    char *src = xe_text_take(&t);
+    xt_write_file(xt_path("conv.xg"), src);
+    free(src);
+    char dump[512], plan[600];
+    snprintf(dump, sizeof dump, "XLAC_DUMP_TO=%s/dump_%s", xt_tmp, dt);
+    snprintf(plan, sizeof plan, "%s/dump_%s/module_0000.cluster_0.plan.txt", xt_tmp, dt);
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", dump, NULL};
     xt_result r = xlac_run(true, env, xt_path("conv.xg"), "--compare", NULL);
     cr_assert_eq(r.rc, 0, "%s: %s%s", dt, r.out, r.err);
+    /* f32: each block's two convs take their ReLU, and residual add + ReLU, as oneDNN post-ops */
+    char *text = xt_read_file(plan, NULL);
+    cr_assert_not_null(text, "%s", plan);
+    cr_assert_eq(xt_occurrences(text, "runs inside it as post-ops"), strcmp(dt, "f32") ? 0 : 4, "%s: %s", dt, text);
+    free(text);
     cr_assert(has(&r, "op by op against 1 cluster(s)"), "%s: %s%s", dt, r.out, r.err);
     cr_assert(has(&r, "compare ge: ") && has(&r, " ok"), "%s: %s%s", dt, r.out, r.err);
     const char *in_cluster[] = {"c0a conv2d XLA_CPU:0 cluster_0", "s0 add XLA_CPU:0 cluster_0",

@@ -29,9 +29,11 @@
 typedef struct conv_prim {
     xe_window p;                     /* the geometry it was made for */
     bool bias;                       /* made with a bias input */
+    unsigned post;                   /* XE_DNNL_POST_* applied to the output */
     const void *w_const;             /* constant weights packed into w_packed; NULL: per run */
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t conv, src_in, w_in, dst_out; /* reorders NULL where layouts agree */
+    dnnl_primitive_t dst_in;         /* XE_DNNL_POST_SUM: the residual into dst's layout (NULL: same) */
     dnnl_memory_desc_t src_plain, src_md, w_plain, w_md, b_md, dst_plain, dst_md;
     void *w_packed;                  /* constant weights in w_md */
 } conv_prim;
@@ -41,8 +43,8 @@ static void conv_prim_free(void *data)
     conv_prim *c = data;
     if (!c)
         return;
-    dnnl_primitive_t prims[4] = {c->conv, c->src_in, c->w_in, c->dst_out};
-    for (int i = 0; i < 4; i++)
+    dnnl_primitive_t prims[5] = {c->conv, c->src_in, c->w_in, c->dst_out, c->dst_in};
+    for (int i = 0; i < 5; i++)
         if (prims[i])
             dnnl_primitive_destroy(prims[i]);
     if (c->pd)
@@ -52,11 +54,35 @@ static void conv_prim_free(void *data)
 }
 
 /* Whether c was made for geometry p, bias and constant weights w_const. */
-static bool conv_prim_fits(const conv_prim *c, const xe_window *p, bool bias, const void *w_const)
+static bool conv_prim_fits(const conv_prim *c, const xe_window *p, bool bias, const void *w_const,
+                           unsigned post)
 {
     /* the int64 fields, n through groups, have no padding between them */
     return memcmp(&c->p, p, offsetof(xe_window, ceil_mode)) == 0 && c->bias == bias &&
-           c->w_const == w_const;
+           c->w_const == w_const && c->post == post;
+}
+
+/* The post-ops of c->post: the residual summed into the output first, then ReLU. */
+static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n, xe_status *st)
+{
+    *attr = NULL;
+    if (!c->post)
+        return XE_OK;
+    dnnl_post_ops_t ops;
+    if (xe_dnnl_check(dnnl_post_ops_create(&ops), n, "post-ops", st) != XE_OK)
+        return st->code;
+    dnnl_status_t s = dnnl_success;
+    if (c->post & XE_DNNL_POST_SUM)
+        s = dnnl_post_ops_append_sum(ops, 1.0f);
+    if (s == dnnl_success && (c->post & XE_DNNL_POST_RELU))
+        s = dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    if (s == dnnl_success && (s = dnnl_primitive_attr_create(attr)) == dnnl_success &&
+        (s = dnnl_primitive_attr_set_post_ops(*attr, ops)) != dnnl_success) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+    }
+    dnnl_post_ops_destroy(ops);
+    return xe_dnnl_check(s, n, "post-ops", st);
 }
 
 /* The plain (NCHW, OIHW or GOIHW, x) layouts of the four operands. */
@@ -91,18 +117,26 @@ static xe_code make_conv(conv_prim *c, const xe_node *n, xe_status *st)
     dnnl_dims_t strides = {p->sh, p->sw}, dil = {p->dh - 1, p->dw - 1};
     dnnl_dims_t pad_l = {p->pt, p->pl}, pad_r = {p->pb, p->pr};
     dnnl_convolution_desc_t d;
+    dnnl_primitive_attr_t attr;
     if (xe_dnnl_check(dnnl_dilated_convolution_forward_desc_init(
                           &d, dnnl_forward_inference, dnnl_convolution_direct, &src, &w,
                           c->bias ? &c->b_md : NULL, &dst, strides, dil, pad_l, pad_r),
                       n, "convolution descriptor", st) != XE_OK ||
-        xe_dnnl_primitive(&d, NULL, &c->conv, &c->pd, n, st) != XE_OK)
+        post_attr(c, &attr, n, st) != XE_OK)
+        return st->code;
+    xe_code made = xe_dnnl_primitive(&d, attr, &c->conv, &c->pd, n, st);
+    if (attr)
+        dnnl_primitive_attr_destroy(attr);
+    if (made != XE_OK)
         return st->code;
     c->src_md = *dnnl_primitive_desc_query_md(c->pd, dnnl_query_src_md, 0);
     c->w_md = *dnnl_primitive_desc_query_md(c->pd, dnnl_query_weights_md, 0);
     c->dst_md = *dnnl_primitive_desc_query_md(c->pd, dnnl_query_dst_md, 0);
     if (xe_dnnl_reorder_make(&c->src_plain, &c->src_md, &c->src_in, n, st) != XE_OK ||
         xe_dnnl_reorder_make(&c->w_plain, &c->w_md, &c->w_in, n, st) != XE_OK ||
-        xe_dnnl_reorder_make(&c->dst_md, &c->dst_plain, &c->dst_out, n, st) != XE_OK)
+        xe_dnnl_reorder_make(&c->dst_md, &c->dst_plain, &c->dst_out, n, st) != XE_OK ||
+        ((c->post & XE_DNNL_POST_SUM) &&
+         xe_dnnl_reorder_make(&c->dst_plain, &c->dst_md, &c->dst_in, n, st) != XE_OK))
         return st->code;
     return XE_OK;
 }
@@ -121,7 +155,7 @@ static xe_code pack_weights(conv_prim *c, const void *w, const xe_node *n, xe_st
 
 /* A new primitive for geometry p (and packed constant weights w_const, when not NULL). */
 static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bool bias,
-                                 const void *w_const, xe_status *st)
+                                 const void *w_const, unsigned post, xe_status *st)
 {
     conv_prim *c = calloc(1, sizeof *c);
     if (!c) {
@@ -131,6 +165,7 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
     c->p = *p;
     c->bias = bias;
     c->w_const = w_const;
+    c->post = post;
     if (make_conv(c, a->node, st) != XE_OK ||
         (w_const && pack_weights(c, w_const, a->node, st) != XE_OK)) {
         conv_prim_free(c);
@@ -143,14 +178,14 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
  * The node's primitive for this geometry: one kept on its shelf, or a new
  * one, kept when the shelf has room (*owned: false) or the caller's to free.
  */
-static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, bool *owned,
-                                xe_status *st)
+static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, unsigned post,
+                                bool *owned, xe_status *st)
 {
     bool bias = a->n_in > 2;
     const void *w_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
     *owned = true;
     if (!a->cache)
-        return conv_prim_make(a, p, bias, NULL, st);
+        return conv_prim_make(a, p, bias, NULL, post, st);
     xe_dnnl_shelf *s = xe_dnnl_shelf_lock(a->cache, conv_prim_free);
     if (!s) {
         xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", a->node->name);
@@ -158,11 +193,11 @@ static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, boo
     }
     conv_prim *c = NULL;
     for (int i = 0; i < s->n && !c; i++)
-        if (conv_prim_fits(s->entry[i], p, bias, w_const))
+        if (conv_prim_fits(s->entry[i], p, bias, w_const, post))
             c = s->entry[i];
     if (c)
         *owned = false;
-    else if ((c = conv_prim_make(a, p, bias, w_const, st)))
+    else if ((c = conv_prim_make(a, p, bias, w_const, post, st)))
         *owned = !xe_dnnl_shelf_add(s, c);
     xe_dnnl_shelf_unlock();
     return c;
@@ -185,8 +220,27 @@ static const void *weights_for_run(const conv_prim *c, const void *w, const xe_n
                                                                                        : NULL;
 }
 
-/* One run of primitive c: input in, convolution, output out. */
-static xe_code conv_run(const conv_prim *c, const xe_kernel_args *a, xe_status *st)
+/* The output buffer in dst's layout, holding the residual when the primitive sums it in: *dst. */
+static xe_code dst_for_run(const conv_prim *c, const xe_kernel_args *a, const xe_tensor *residual,
+                           void **dst, xe_status *st)
+{
+    const xe_node *n = a->node;
+    *dst = a->out->data;
+    if (c->dst_out &&
+        !(*dst = xe_dnnl_scratch(XE_DNNL_SCRATCH_DST, dnnl_memory_desc_get_size(&c->dst_md))))
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", n->name);
+    if (!(c->post & XE_DNNL_POST_SUM))
+        return XE_OK;
+    if (c->dst_in)
+        return xe_dnnl_reorder_run(c->dst_in, &c->dst_plain, residual->data, &c->dst_md, *dst, n, st);
+    if (*dst != residual->data)
+        memcpy(*dst, residual->data, residual->nbytes);
+    return XE_OK;
+}
+
+/* One run of primitive c: input in, convolution (residual summed in, ReLU), output out. */
+static xe_code conv_run(const conv_prim *c, const xe_kernel_args *a, const xe_tensor *residual,
+                        xe_status *st)
 {
     const xe_node *n = a->node;
     const void *src = a->in[0]->data, *w = weights_for_run(c, a->in[1]->data, n, st);
@@ -201,9 +255,8 @@ static xe_code conv_run(const conv_prim *c, const xe_kernel_args *a, xe_status *
             return st->code;
         src = buf;
     }
-    if (c->dst_out &&
-        !(dst = xe_dnnl_scratch(XE_DNNL_SCRATCH_DST, dnnl_memory_desc_get_size(&c->dst_md))))
-        return xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", n->name);
+    if (dst_for_run(c, a, residual, &dst, st) != XE_OK)
+        return st->code;
     xe_dnnl_arg args[4] = {{DNNL_ARG_SRC, &c->src_md, src},
                            {DNNL_ARG_WEIGHTS, &c->w_md, w},
                            {DNNL_ARG_DST, &c->dst_md, dst},
@@ -218,17 +271,26 @@ static xe_code conv_run(const conv_prim *c, const xe_kernel_args *a, xe_status *
 
 xe_code xe_dnnl_conv2d(const xe_kernel_args *a, xe_status *st)
 {
+    return xe_dnnl_conv2d_post(a, NULL, 0, st);
+}
+
+xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
+                            xe_status *st)
+{
     xe_window p;
+    if (((post & XE_DNNL_POST_SUM) != 0) != (residual != NULL) ||
+        (residual && (residual->dtype != XE_F32 || residual->nbytes != a->out->nbytes)))
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): bad residual", a->node->name);
     if (xe_window_read(a->node, &a->in[0]->shape, &a->in[1]->shape, &p, st) != XE_OK)
         return xe_status_prefix(st, "node %s (conv2d): ", a->node->name);
     if (a->out->dtype != XE_F32 || xe_tensor_numel(a->out) == 0 || p.c == 0)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): not for the engine",
                        a->node->name);
     bool owned;
-    conv_prim *c = conv_prim_get(a, &p, &owned, st);
+    conv_prim *c = conv_prim_get(a, &p, post, &owned, st);
     if (!c)
         return st->code;
-    xe_code r = conv_run(c, a, st);
+    xe_code r = conv_run(c, a, residual, st);
     if (owned)
         conv_prim_free(c);
     return r;
