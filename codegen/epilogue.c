@@ -229,25 +229,45 @@ static int residual_of(const xg_plan *p, int x, int m)
     return r;
 }
 
+/* Node o as act(x): the activation and *x, else XG_CONV_NONE (*x = o). SiLU is mul(v, sigmoid(v)). */
+static xg_conv_act activation(const xg_plan *p, int o, int *x)
+{
+    const xe_node *n = p->body->nodes[o];
+    *x = n->n_inputs ? n->inputs[0] : o;
+    switch (n->op) {
+    case XE_OP_RELU: return XG_CONV_RELU;
+    case XE_OP_SIGMOID: return XG_CONV_SIGMOID;
+    case XE_OP_GELU: return xe_node_attr_bool(n, "approximate", false) ? XG_CONV_GELU_TANH : XG_CONV_GELU;
+    case XE_OP_MUL:
+        for (int k = 0; k < 2; k++) {
+            int s = n->inputs[k], v = n->inputs[1 - k];
+            if (p->body->nodes[s]->op == XE_OP_SIGMOID && p->body->nodes[s]->inputs[0] == v &&
+                inline_op(p, s) >= 0) {
+                *x = v;
+                return XG_CONV_SILU;
+            }
+        }
+        break;
+    default: break;
+    }
+    *x = o;
+    return XG_CONV_NONE;
+}
+
 bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
 {
     if (i + 1 >= p->n_steps || p->steps[i].kind != XG_STEP_LIBRARY || p->steps[i + 1].panel ||
         p->steps[i + 1].kind != XG_STEP_LOOP || p->steps[i + 1].n_outs != 1)
         return false;
-    int m = p->steps[i].outs[0], o = p->steps[i + 1].outs[0];
-    if (p->body->nodes[m]->op != XE_OP_CONV2D || p->types[m].dtype != XE_F32 || p->uses[m] != 1 ||
-        is_output(p, m) || !xe_shape_equal(&p->types[o].shape, &p->types[m].shape))
+    int m = p->steps[i].outs[0], o = p->steps[i + 1].outs[0], x;
+    if (p->body->nodes[m]->op != XE_OP_CONV2D || p->types[m].dtype != XE_F32 || is_output(p, m) ||
+        !xe_shape_equal(&p->types[o].shape, &p->types[m].shape))
         return false;
-    *e = (xg_conv_epi){.conv = m, .out = o, .residual = -1};
-    const xe_node *n = p->body->nodes[o];
-    int x = o;
-    if (n->op == XE_OP_RELU) {
-        e->relu = true;
-        x = n->inputs[0];
-        if (x == m)
-            return true;
-        if (inline_op(p, x) < 0)
-            return false;
-    }
+    *e = (xg_conv_epi){.conv = m, .out = o, .residual = -1, .act = activation(p, o, &x)};
+    int uses = e->act == XG_CONV_SILU ? 2 : 1; /* SiLU reads its operand twice */
+    if (e->act != XG_CONV_NONE && x == m)
+        return p->uses[m] == uses;
+    if (p->uses[m] != 1 || (x != o && (p->mat[x] || p->uses[x] != uses)))
+        return false;
     return (e->residual = residual_of(p, x, m)) >= 0;
 }

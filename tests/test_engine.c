@@ -468,6 +468,22 @@ Test(engine, threads_share_one_kernel_cache_slot)
 
 /* ---- post-ops: a conv with its residual sum and ReLU in one call (compiled clusters) ------- */
 
+/* The activation of post bits applied to v, in double. */
+static double post_ref(unsigned post, double v)
+{
+    if (post & XE_DNNL_POST_RELU)
+        return v < 0 ? 0 : v;
+    if (post & XE_DNNL_POST_GELU)
+        return 0.5 * v * (1 + erf(v / sqrt(2.0)));
+    if (post & XE_DNNL_POST_GELU_TANH)
+        return 0.5 * v * (1 + tanh(sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
+    if (post & XE_DNNL_POST_SIGMOID)
+        return 1 / (1 + exp(-v));
+    if (post & XE_DNNL_POST_SILU)
+        return v / (1 + exp(-v));
+    return v;
+}
+
 /* One geometry, each post-op combination, with and without a cache slot, against doubles. */
 static void post_case(const conv_geo *g, int64_t h, int64_t wd)
 {
@@ -484,16 +500,19 @@ static void post_case(const conv_geo *g, int64_t h, int64_t wd)
             n = gr->nodes[i];
     xe_tensor *res = ref_random_tensor(XE_F32, &plain->shape, -2, 2);
     xe_kernel_cache slot = {0};
-    for (unsigned post = 1; post < 4; post++)
+    static const unsigned posts[] = {XE_DNNL_POST_SUM, XE_DNNL_POST_RELU, XE_DNNL_POST_SUM | XE_DNNL_POST_RELU,
+                                     XE_DNNL_POST_GELU, XE_DNNL_POST_SUM | XE_DNNL_POST_GELU_TANH,
+                                     XE_DNNL_POST_SIGMOID, XE_DNNL_POST_SILU, XE_DNNL_POST_SUM | XE_DNNL_POST_SILU};
+    for (size_t pi = 0; pi < sizeof posts / sizeof *posts; pi++)
         for (int cached = 0; cached < 2; cached++) {
+            unsigned post = posts[pi];
             xe_tensor *out = ref_zeros(XE_F32, &plain->shape), *in[3] = {x, w, b};
             xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out,
                                 .cache = cached ? &slot : NULL};
-            bool sum = post & XE_DNNL_POST_SUM, relu = post & XE_DNNL_POST_RELU;
+            bool sum = post & XE_DNNL_POST_SUM;
             cr_assert_eq(xe_dnnl_conv2d_post(&a, sum ? res : NULL, post, &st), XE_OK, "%s", st.msg);
             for (int64_t i = 0; i < xe_tensor_numel(out); i++) {
-                double want = at(plain, i) + (sum ? at(res, i) : 0);
-                want = relu && want < 0 ? 0 : want;
+                double want = post_ref(post, at(plain, i) + (sum ? at(res, i) : 0));
                 cr_assert(fabs(at(out, i) - want) <= 1e-4 * (1 + fabs(want)),
                           "post %u cached %d groups %lld element %lld: %g, want %g", post, cached,
                           (long long)g->groups, (long long)i, at(out, i), want);

@@ -62,7 +62,28 @@ static bool conv_prim_fits(const conv_prim *c, const xe_window *p, bool bias, co
            c->w_const == w_const && c->post == post;
 }
 
-/* The post-ops of c->post: the residual summed into the output first, then ReLU. */
+/* The oneDNN activation of post bits, and its alpha; false when there is none. */
+static bool post_act(unsigned post, dnnl_alg_kind_t *alg, float *alpha)
+{
+    static const struct {
+        unsigned bit;
+        dnnl_alg_kind_t alg;
+        float alpha;
+    } acts[] = {{XE_DNNL_POST_RELU, dnnl_eltwise_relu, 0.0f},
+                {XE_DNNL_POST_GELU, dnnl_eltwise_gelu_erf, 0.0f},
+                {XE_DNNL_POST_GELU_TANH, dnnl_eltwise_gelu_tanh, 0.0f},
+                {XE_DNNL_POST_SIGMOID, dnnl_eltwise_logistic, 0.0f},
+                {XE_DNNL_POST_SILU, dnnl_eltwise_swish, 1.0f}};
+    for (size_t i = 0; i < sizeof acts / sizeof *acts; i++)
+        if (post & acts[i].bit) {
+            *alg = acts[i].alg;
+            *alpha = acts[i].alpha;
+            return true;
+        }
+    return false;
+}
+
+/* The post-ops of c->post: the residual summed into the output first, then the activation. */
 static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n, xe_status *st)
 {
     *attr = NULL;
@@ -74,8 +95,10 @@ static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const 
     dnnl_status_t s = dnnl_success;
     if (c->post & XE_DNNL_POST_SUM)
         s = dnnl_post_ops_append_sum(ops, 1.0f);
-    if (s == dnnl_success && (c->post & XE_DNNL_POST_RELU))
-        s = dnnl_post_ops_append_eltwise(ops, 1.0f, dnnl_eltwise_relu, 0.0f, 0.0f);
+    dnnl_alg_kind_t alg;
+    float alpha;
+    if (s == dnnl_success && post_act(c->post, &alg, &alpha))
+        s = dnnl_post_ops_append_eltwise(ops, 1.0f, alg, alpha, 0.0f);
     if (s == dnnl_success && (s = dnnl_primitive_attr_create(attr)) == dnnl_success &&
         (s = dnnl_primitive_attr_set_post_ops(*attr, ops)) != dnnl_success) {
         dnnl_primitive_attr_destroy(*attr);

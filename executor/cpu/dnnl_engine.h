@@ -81,10 +81,15 @@ bool xe_dnnl_input_is_const(const xe_kernel_args *a, int k);
 
 /* Per-op kernels on the engine (f32). dnnl_conv.c, dnnl_matmul.c. */
 xe_code xe_dnnl_conv2d(const xe_kernel_args *a, xe_status *st);
-/* What a conv can do to its output in the same primitive call (oneDNN post-ops), in this order. */
+/* What a conv can do to its output in the same primitive call (oneDNN post-ops): the sum
+   first, then at most one activation. */
 enum {
-    XE_DNNL_POST_SUM = 1 << 0,  /* out = conv + residual (a tensor of the output's shape) */
-    XE_DNNL_POST_RELU = 1 << 1, /* out = max(out, 0) */
+    XE_DNNL_POST_SUM = 1 << 0,       /* out = conv + residual (a tensor of the output's shape) */
+    XE_DNNL_POST_RELU = 1 << 1,      /* out = max(out, 0) */
+    XE_DNNL_POST_GELU = 1 << 2,      /* out = gelu(out), the erf form */
+    XE_DNNL_POST_GELU_TANH = 1 << 3, /* out = gelu(out), the tanh form */
+    XE_DNNL_POST_SIGMOID = 1 << 4,   /* out = sigmoid(out) */
+    XE_DNNL_POST_SILU = 1 << 5,      /* out = out * sigmoid(out) (swish, beta 1) */
 };
 /* conv2d (f32) with post-ops post (residual: the tensor summed in, NULL without SUM) into a->out;
    XE_ERR_UNSUPPORTED for what the engine cannot run (the caller runs the steps separately). */

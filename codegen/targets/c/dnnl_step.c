@@ -1,8 +1,9 @@
 /*
  * The C target's library step for a convolution with its epilogue: the
- * step after a conv2d that is relu(conv), conv + residual or
- * relu(conv + residual) (xg_conv_epilogue) runs inside the conv's oneDNN
- * call as post-ops (sum, then eltwise ReLU), so the conv's output is
+ * step after a conv2d that is act(conv), conv + residual or
+ * act(conv + residual), act one of ReLU, GELU, sigmoid, SiLU
+ * (xg_conv_epilogue), runs inside the conv's oneDNN call as post-ops (sum,
+ * then one eltwise), so the conv's output is
  * written once, already finished, instead of written, read back and
  * written again by a generated loop. The primitive lives in the conv
  * node's slot of the program's kernel cache, as plain conv steps' do.
@@ -21,7 +22,11 @@ xe_code xg_c_conv_epilogue(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs
         in[k] = bufs[n->inputs[k]];
     xe_kernel_args a = {.graph = p->body, .node = n, .n_in = n->n_inputs, .in = in,
                         .out = bufs[e->out], .cache = &p->kcache[e->conv]};
-    unsigned post = (e->residual >= 0 ? XE_DNNL_POST_SUM : 0) | (e->relu ? XE_DNNL_POST_RELU : 0);
+    static const unsigned acts[] = {
+        [XG_CONV_NONE] = 0, [XG_CONV_RELU] = XE_DNNL_POST_RELU, [XG_CONV_GELU] = XE_DNNL_POST_GELU,
+        [XG_CONV_GELU_TANH] = XE_DNNL_POST_GELU_TANH, [XG_CONV_SIGMOID] = XE_DNNL_POST_SIGMOID,
+        [XG_CONV_SILU] = XE_DNNL_POST_SILU};
+    unsigned post = (e->residual >= 0 ? XE_DNNL_POST_SUM : 0) | acts[e->act];
     if (a.out->dtype != XE_F32 || (e->residual >= 0 && !bufs[e->residual]))
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s: no conv epilogue here", n->name);
     return xe_dnnl_conv2d_post(&a, e->residual >= 0 ? bufs[e->residual] : NULL, post, st);
