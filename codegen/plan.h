@@ -141,6 +141,8 @@ typedef enum xg_conv_act {
     XG_CONV_GELU_TANH, /* gelu(approximate=true) */
     XG_CONV_SIGMOID,   /* sigmoid */
     XG_CONV_SILU,      /* mul(v, sigmoid(v)) */
+    XG_CONV_CLIP,      /* minimum(maximum(v, lo), hi) with scalar constant bounds (ReLU6), or one of them */
+    XG_CONV_HARDSWISH, /* mul(v, hard_sigmoid(v, alpha=1/6, beta=1/2)) */
 } xg_conv_act;
 
 /* A conv whose next step is act(conv), conv + residual or act(conv + residual) only. */
@@ -148,6 +150,7 @@ typedef struct xg_conv_epi {
     int conv, out; /* the conv (read by nothing else) and the step's one output, of its shape */
     int residual;  /* a buffer of the conv's shape and dtype summed in, or -1 */
     xg_conv_act act;
+    double lo, hi; /* XG_CONV_CLIP's bounds (-inf, +inf where there is none) */
 } xg_conv_epi;
 
 /* Whether LIBRARY step i is an f32 conv2d whose next step the library can apply as post-ops. */

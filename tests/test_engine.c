@@ -481,6 +481,10 @@ static double post_ref(unsigned post, double v)
         return 1 / (1 + exp(-v));
     if (post & XE_DNNL_POST_SILU)
         return v / (1 + exp(-v));
+    if (post & XE_DNNL_POST_CLIP)
+        return v < 0 ? 0 : v > 6 ? 6 : v; /* the cases' bounds: ReLU6 */
+    if (post & XE_DNNL_POST_HARDSWISH)
+        return v * (v < -3 ? 0 : v > 3 ? 1 : v / 6 + 0.5);
     return v;
 }
 
@@ -502,7 +506,8 @@ static void post_case(const conv_geo *g, int64_t h, int64_t wd)
     xe_kernel_cache slot = {0};
     static const unsigned posts[] = {XE_DNNL_POST_SUM, XE_DNNL_POST_RELU, XE_DNNL_POST_SUM | XE_DNNL_POST_RELU,
                                      XE_DNNL_POST_GELU, XE_DNNL_POST_SUM | XE_DNNL_POST_GELU_TANH,
-                                     XE_DNNL_POST_SIGMOID, XE_DNNL_POST_SILU, XE_DNNL_POST_SUM | XE_DNNL_POST_SILU};
+                                     XE_DNNL_POST_SIGMOID, XE_DNNL_POST_SILU, XE_DNNL_POST_SUM | XE_DNNL_POST_SILU,
+                                     XE_DNNL_POST_CLIP, XE_DNNL_POST_SUM | XE_DNNL_POST_HARDSWISH};
     for (size_t pi = 0; pi < sizeof posts / sizeof *posts; pi++)
         for (int cached = 0; cached < 2; cached++) {
             unsigned post = posts[pi];
@@ -510,7 +515,8 @@ static void post_case(const conv_geo *g, int64_t h, int64_t wd)
             xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out,
                                 .cache = cached ? &slot : NULL};
             bool sum = post & XE_DNNL_POST_SUM;
-            cr_assert_eq(xe_dnnl_conv2d_post(&a, sum ? res : NULL, post, &st), XE_OK, "%s", st.msg);
+            xe_dnnl_post pp = {.ops = post, .lo = 0, .hi = 6};
+            cr_assert_eq(xe_dnnl_conv2d_post(&a, sum ? res : NULL, &pp, &st), XE_OK, "%s", st.msg);
             for (int64_t i = 0; i < xe_tensor_numel(out); i++) {
                 double want = post_ref(post, at(plain, i) + (sum ? at(res, i) : 0));
                 cr_assert(fabs(at(out, i) - want) <= 1e-4 * (1 + fabs(want)),

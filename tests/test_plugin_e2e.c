@@ -686,11 +686,13 @@ static void conv_blocks(const char *dt)
     const_line(&t, "wd", dt, "8,1,3,3", 72, &seed);
     const_line(&t, "wg", dt, "12,4,1,1", 48, &seed);
     const_line(&t, "we", dt, "12,12,1,1", 144, &seed);
+    const_line(&t, "wf", dt, "12,12,3,3", 1296, &seed);
     xe_text_printf(&t, "d = conv2d(r1, wd, groups=8, strides=[2,2], pads=[0,1,1,0])\n"
                        "sg = sigmoid(d)\nsw = mul(d, sg)\ng = conv2d(sw, wg, groups=2)\n"
-                       "hs = hard_sigmoid(g)\nhw = mul(g, hs)\ne = conv2d(hw, we)\n"
+                       "hs = hard_sigmoid(g, alpha=0.16666666666666666)\nhw = mul(g, hs)\ne = conv2d(hw, we)\n"
                        "zero = const(%s[], 0)\nsix = const(%s[], 6)\n"
-                       "mx = maximum(e, zero)\nr6 = minimum(mx, six)\nge = gelu(r6)\noutput ge\n", dt, dt);
+                       "mx = maximum(e, zero)\nr6 = minimum(mx, six)\nf = conv2d(r6, wf, pads=[1,1,1,1])\n"
+                       "ge = gelu(f)\noutput ge\n", dt, dt);
     char *src = xe_text_take(&t);
     xt_write_file(xt_path("conv.xg"), src);
     free(src);
@@ -700,18 +702,18 @@ static void conv_blocks(const char *dt)
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", dump, NULL};
     xt_result r = xlac_run(true, env, xt_path("conv.xg"), "--compare", NULL);
     cr_assert_eq(r.rc, 0, "%s: %s%s", dt, r.out, r.err);
-    /* f32: each block's two convs take their ReLU, and residual add + ReLU, and the depthwise
-       conv its SiLU, as oneDNN post-ops */
+    /* f32: each block's two convs take their ReLU, and residual add + ReLU, the depthwise conv
+       its SiLU, then HardSwish, ReLU6 and GELU, as oneDNN post-ops */
     char *text = xt_read_file(plan, NULL);
     cr_assert_not_null(text, "%s", plan);
-    cr_assert_eq(xt_occurrences(text, "runs inside it as post-ops"), strcmp(dt, "f32") ? 0 : 5, "%s: %s", dt, text);
+    cr_assert_eq(xt_occurrences(text, "runs inside it as post-ops"), strcmp(dt, "f32") ? 0 : 8, "%s: %s", dt, text);
     free(text);
     cr_assert(has(&r, "op by op against 1 cluster(s)"), "%s: %s%s", dt, r.out, r.err);
     cr_assert(has(&r, "compare ge: ") && has(&r, " ok"), "%s: %s%s", dt, r.out, r.err);
     const char *in_cluster[] = {"c0a conv2d XLA_CPU:0 cluster_0", "s0 add XLA_CPU:0 cluster_0",
                                 "s1 add XLA_CPU:0 cluster_0", "d conv2d XLA_CPU:0 cluster_0",
                                 "g conv2d XLA_CPU:0 cluster_0", "e conv2d XLA_CPU:0 cluster_0",
-                                "ge gelu XLA_CPU:0 cluster_0"};
+                                "f conv2d XLA_CPU:0 cluster_0", "ge gelu XLA_CPU:0 cluster_0"};
     for (size_t k = 0; k < sizeof in_cluster / sizeof *in_cluster; k++)
         cr_assert(has(&r, in_cluster[k]), "%s: no '%s' in %s%s", dt, in_cluster[k], r.out, r.err);
     xt_result_free(&r);
