@@ -29,7 +29,7 @@
 typedef struct conv_prim {
     xe_window p;                     /* the geometry it was made for */
     bool bias;                       /* made with a bias input */
-    xe_dnnl_post post;               /* applied to the output (post.ops 0: none) */
+    unsigned post;                   /* XE_DNNL_POST_* applied to the output */
     const void *w_const;             /* constant weights packed into w_packed; NULL: per run */
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t conv, src_in, w_in, dst_out; /* reorders NULL where layouts agree */
@@ -55,34 +55,29 @@ static void conv_prim_free(void *data)
 
 /* Whether c was made for geometry p, bias and constant weights w_const. */
 static bool conv_prim_fits(const conv_prim *c, const xe_window *p, bool bias, const void *w_const,
-                           const xe_dnnl_post *post)
+                           unsigned post)
 {
     /* the int64 fields, n through groups, have no padding between them */
     return memcmp(&c->p, p, offsetof(xe_window, ceil_mode)) == 0 && c->bias == bias &&
-           c->w_const == w_const && c->post.ops == post->ops && c->post.lo == post->lo &&
-           c->post.hi == post->hi;
+           c->w_const == w_const && c->post == post;
 }
 
-/* The oneDNN activation of post, and its alpha and beta; false when there is none. */
-static bool post_act(const xe_dnnl_post *post, dnnl_alg_kind_t *alg, float *alpha, float *beta)
+/* The oneDNN activation of post bits, and its alpha; false when there is none. */
+static bool post_act(unsigned post, dnnl_alg_kind_t *alg, float *alpha)
 {
     static const struct {
         unsigned bit;
         dnnl_alg_kind_t alg;
         float alpha;
-    } acts[] = {{XE_DNNL_POST_RELU, dnnl_eltwise_relu, 0.0f},
-                {XE_DNNL_POST_GELU, dnnl_eltwise_gelu_erf, 0.0f},
+    } acts[] = {{XE_DNNL_POST_GELU, dnnl_eltwise_gelu_erf, 0.0f},
                 {XE_DNNL_POST_GELU_TANH, dnnl_eltwise_gelu_tanh, 0.0f},
                 {XE_DNNL_POST_SIGMOID, dnnl_eltwise_logistic, 0.0f},
                 {XE_DNNL_POST_SILU, dnnl_eltwise_swish, 1.0f},
-                {XE_DNNL_POST_CLIP, dnnl_eltwise_clip, 0.0f},
                 {XE_DNNL_POST_HARDSWISH, dnnl_eltwise_hardswish, 0.0f}};
     for (size_t i = 0; i < sizeof acts / sizeof *acts; i++)
-        if (post->ops & acts[i].bit) {
-            bool clip = acts[i].bit == XE_DNNL_POST_CLIP;
+        if (post & acts[i].bit) {
             *alg = acts[i].alg;
-            *alpha = clip ? post->lo : acts[i].alpha;
-            *beta = clip ? post->hi : 0.0f;
+            *alpha = acts[i].alpha;
             return true;
         }
     return false;
@@ -92,18 +87,18 @@ static bool post_act(const xe_dnnl_post *post, dnnl_alg_kind_t *alg, float *alph
 static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n, xe_status *st)
 {
     *attr = NULL;
-    if (!c->post.ops)
+    if (!c->post)
         return XE_OK;
     dnnl_post_ops_t ops;
     if (xe_dnnl_check(dnnl_post_ops_create(&ops), n, "post-ops", st) != XE_OK)
         return st->code;
     dnnl_status_t s = dnnl_success;
-    if (c->post.ops & XE_DNNL_POST_SUM)
+    if (c->post & XE_DNNL_POST_SUM)
         s = dnnl_post_ops_append_sum(ops, 1.0f);
     dnnl_alg_kind_t alg;
-    float alpha, beta;
-    if (s == dnnl_success && post_act(&c->post, &alg, &alpha, &beta))
-        s = dnnl_post_ops_append_eltwise(ops, 1.0f, alg, alpha, beta);
+    float alpha;
+    if (s == dnnl_success && post_act(c->post, &alg, &alpha))
+        s = dnnl_post_ops_append_eltwise(ops, 1.0f, alg, alpha, 0.0f);
     if (s == dnnl_success && (s = dnnl_primitive_attr_create(attr)) == dnnl_success &&
         (s = dnnl_primitive_attr_set_post_ops(*attr, ops)) != dnnl_success) {
         dnnl_primitive_attr_destroy(*attr);
@@ -163,7 +158,7 @@ static xe_code make_conv(conv_prim *c, const xe_node *n, xe_status *st)
     if (xe_dnnl_reorder_make(&c->src_plain, &c->src_md, &c->src_in, n, st) != XE_OK ||
         xe_dnnl_reorder_make(&c->w_plain, &c->w_md, &c->w_in, n, st) != XE_OK ||
         xe_dnnl_reorder_make(&c->dst_md, &c->dst_plain, &c->dst_out, n, st) != XE_OK ||
-        ((c->post.ops & XE_DNNL_POST_SUM) &&
+        ((c->post & XE_DNNL_POST_SUM) &&
          xe_dnnl_reorder_make(&c->dst_plain, &c->dst_md, &c->dst_in, n, st) != XE_OK))
         return st->code;
     return XE_OK;
@@ -183,7 +178,7 @@ static xe_code pack_weights(conv_prim *c, const void *w, const xe_node *n, xe_st
 
 /* A new primitive for geometry p (and packed constant weights w_const, when not NULL). */
 static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bool bias,
-                                 const void *w_const, const xe_dnnl_post *post, xe_status *st)
+                                 const void *w_const, unsigned post, xe_status *st)
 {
     conv_prim *c = calloc(1, sizeof *c);
     if (!c) {
@@ -193,7 +188,7 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
     c->p = *p;
     c->bias = bias;
     c->w_const = w_const;
-    c->post = *post;
+    c->post = post;
     if (make_conv(c, a->node, st) != XE_OK ||
         (w_const && pack_weights(c, w_const, a->node, st) != XE_OK)) {
         conv_prim_free(c);
@@ -206,8 +201,8 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
  * The node's primitive for this geometry: one kept on its shelf, or a new
  * one, kept when the shelf has room (*owned: false) or the caller's to free.
  */
-static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p,
-                                const xe_dnnl_post *post, bool *owned, xe_status *st)
+static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, unsigned post,
+                                bool *owned, xe_status *st)
 {
     bool bias = a->n_in > 2;
     const void *w_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
@@ -257,7 +252,7 @@ static xe_code dst_for_run(const conv_prim *c, const xe_kernel_args *a, const xe
     if (c->dst_out &&
         !(*dst = xe_dnnl_scratch(XE_DNNL_SCRATCH_DST, dnnl_memory_desc_get_size(&c->dst_md))))
         return xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", n->name);
-    if (!(c->post.ops & XE_DNNL_POST_SUM))
+    if (!(c->post & XE_DNNL_POST_SUM))
         return XE_OK;
     if (c->dst_in)
         return xe_dnnl_reorder_run(c->dst_in, &c->dst_plain, residual->data, &c->dst_md, *dst, n, st);
@@ -299,15 +294,14 @@ static xe_code conv_run(const conv_prim *c, const xe_kernel_args *a, const xe_te
 
 xe_code xe_dnnl_conv2d(const xe_kernel_args *a, xe_status *st)
 {
-    static const xe_dnnl_post none = {0};
-    return xe_dnnl_conv2d_post(a, NULL, &none, st);
+    return xe_dnnl_conv2d_post(a, NULL, 0, st);
 }
 
-xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual,
-                            const xe_dnnl_post *post, xe_status *st)
+xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
+                            xe_status *st)
 {
     xe_window p;
-    if (((post->ops & XE_DNNL_POST_SUM) != 0) != (residual != NULL) ||
+    if (((post & XE_DNNL_POST_SUM) != 0) != (residual != NULL) ||
         (residual && (residual->dtype != XE_F32 || residual->nbytes != a->out->nbytes)))
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): bad residual", a->node->name);
     if (xe_window_read(a->node, &a->in[0]->shape, &a->in[1]->shape, &p, st) != XE_OK)

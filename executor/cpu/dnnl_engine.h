@@ -81,27 +81,24 @@ bool xe_dnnl_input_is_const(const xe_kernel_args *a, int k);
 
 /* Per-op kernels on the engine (f32). dnnl_conv.c, dnnl_matmul.c. */
 xe_code xe_dnnl_conv2d(const xe_kernel_args *a, xe_status *st);
-/* What a conv can do to its output in the same primitive call (oneDNN post-ops): the sum
-   first, then at most one activation. */
+/*
+ * What a conv can do to its output in the same primitive call (oneDNN
+ * post-ops): the sum first, then at most one activation. Each keeps NaN as
+ * the executor's ops do; oneDNN 2.6's relu and clip do not (a vector max
+ * turns NaN into 0), so they are not offered.
+ */
 enum {
     XE_DNNL_POST_SUM = 1 << 0,       /* out = conv + residual (a tensor of the output's shape) */
-    XE_DNNL_POST_RELU = 1 << 1,      /* out = max(out, 0) */
-    XE_DNNL_POST_GELU = 1 << 2,      /* out = gelu(out), the erf form */
-    XE_DNNL_POST_GELU_TANH = 1 << 3, /* out = gelu(out), the tanh form */
-    XE_DNNL_POST_SIGMOID = 1 << 4,   /* out = sigmoid(out) */
-    XE_DNNL_POST_SILU = 1 << 5,      /* out = out * sigmoid(out) (swish, beta 1) */
-    XE_DNNL_POST_CLIP = 1 << 6,      /* out = min(max(out, lo), hi) (ReLU6: 0, 6) */
-    XE_DNNL_POST_HARDSWISH = 1 << 7, /* out = out * min(max(out / 6 + 1/2, 0), 1) */
+    XE_DNNL_POST_GELU = 1 << 1,      /* out = gelu(out), the erf form */
+    XE_DNNL_POST_GELU_TANH = 1 << 2, /* out = gelu(out), the tanh form */
+    XE_DNNL_POST_SIGMOID = 1 << 3,   /* out = sigmoid(out) */
+    XE_DNNL_POST_SILU = 1 << 4,      /* out = out * sigmoid(out) (swish, beta 1) */
+    XE_DNNL_POST_HARDSWISH = 1 << 5, /* out = out * min(max(out / 6 + 1/2, 0), 1) */
 };
-/* The post-ops of one conv call: XE_DNNL_POST_* bits and the clip's bounds. */
-typedef struct xe_dnnl_post {
-    unsigned ops;
-    float lo, hi;
-} xe_dnnl_post;
 /* conv2d (f32) with post-ops post (residual: the tensor summed in, NULL without SUM) into a->out;
    XE_ERR_UNSUPPORTED for what the engine cannot run (the caller runs the steps separately). */
-xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual,
-                            const xe_dnnl_post *post, xe_status *st);
+xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
+                            xe_status *st);
 xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st);
 
 #endif
