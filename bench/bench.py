@@ -115,6 +115,8 @@ class Xlac:
             cmd += ["--iterations", str(iterations), "--warmup", str(warmup)]
         for f in feeds:
             cmd += ["--feed", f]
+        if not feeds:  # random inputs only when asked for (xlac-run refuses an unfed input)
+            cmd += ["--seed", "0"]
         t0 = time.perf_counter()
         p = subprocess.run(cmd, env=self.env(clustered, extra_flags), capture_output=True,
                            text=True, timeout=1800)

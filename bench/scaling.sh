@@ -37,7 +37,7 @@ one() {
     [ "$mode" = xlac ] && plugin=(-x "LD_PRELOAD=$PWD/$build/lib/libxlac.so" -x XLAC_AUTO_JIT=2
                                   -x "XLAC_FLAGS=--cache_dir=$cache")
     mpirun --oversubscribe -n "$n" -x OMP_NUM_THREADS=1 -x OPENBLAS_NUM_THREADS=1 "${plugin[@]}" \
-        "$build/bin/xlac-run" "$graph" --warmup 3 --iterations "$iterations" 2>/dev/null |
+        "$build/bin/xlac-run" "$graph" --seed 0 --warmup 3 --iterations "$iterations" 2>/dev/null |
         awk '/^time collectives_ms=/ { split($2, c, "="); split($3, s, "=") }
              /^time median_ms=/ { split($2, m, "=") }
              END { print m[2], c[2], s[2] }'

@@ -39,7 +39,7 @@ typedef struct encap {
 
 const char *xc_xla_device_name(xe_device dev)
 {
-    return dev == XE_DEV_GPU ? "XLA_GPU:0" : "XLA_CPU:0";
+    return xe_device_xla_name(dev);
 }
 
 static int unit_of(const encap *e, int i)

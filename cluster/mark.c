@@ -46,7 +46,7 @@ void xc_options_default(xc_options *o)
     *o = (xc_options){
         .auto_cluster = true,
         .min_cluster_size = 2,
-        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true},
+        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true, [XE_DEV_EXTRA] = true},
         .fuel = -1,
     };
 }

@@ -52,6 +52,11 @@ typedef struct xg_backend {
     /* Combines acc over the row's threads through shared array sh; NULL when a row is one thread. */
     void (*block_reduce)(struct em *e, const struct red_ops *ro, const char *acc, const char *sh);
 
+    /* -- what it compiles -- */
+    /* Why this target cannot compile node n that the planner otherwise could (a short phrase); NULL
+       slot or result: it can. */
+    const char *(*unsupported)(const xe_node *n);
+
     /* -- plan text -- */
     void (*plan_header)(const xg_plan *p, char *buf, size_t len); /* lines after "plan:"; NULL: none */
     void (*launch_text)(const xg_plan *p, int i, char *buf, size_t len); /* how step i runs */

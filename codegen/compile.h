@@ -7,6 +7,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "xlac/status.h"
 
@@ -26,7 +27,7 @@ char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math);
 /* PTX text of source for compute_<arch> (for dumps). */
 char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math);
 /* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. The first cc asked about is the one probed. */
-const char *xg_cc_version(const char *cc, const char *tmp_dir);
+const char *xg_cc_version(const char *cc, const char *tmp_dir, int timeout_s);
 const char *xg_nvrtc_version(void);
 /* As xg_nvrtc_compile for a cubin, the kernels split into at most `parts` programs compiled on as many threads
    (1: one program); more than one part gives a pack of cubins (below). */
@@ -43,7 +44,24 @@ const void *xg_cubins_get(const void *code, int i, size_t *len);
 
 xe_code xg_read_file(const char *path, void **data, size_t *len, xe_status *st);
 xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st);
+/* data into a file made by mkstemp (fd, closed here; errors name path). */
+xe_code xg_write_fd(int fd, const char *path, const void *data, size_t len, xe_status *st);
 void xg_first_line(const char *log, char *buf, size_t len);
+
+/*
+ * What an interrupted process must undo (cleanup.c): running compilers,
+ * private temp folders, the disk cache's lock files this process holds.
+ * xg_live_child is false once xg_cleanup_interrupted ran (the caller kills
+ * the child it just started). xg_cleanup_interrupted kills and reaps every
+ * compiler, removes every folder and lock; returns how many it undid.
+ */
+bool xg_live_child(pid_t child);
+void xg_live_child_done(pid_t child);
+void xg_live_folder(const char *path);
+void xg_live_folder_done(const char *path);
+void xg_live_lock(const char *path);
+void xg_live_lock_done(const char *path);
+int xg_cleanup_interrupted(void);
 /* The first line of a compiler's log that says "error", else its first line. */
 void xg_error_line(const char *log, char *buf, size_t len);
 

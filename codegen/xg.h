@@ -27,6 +27,8 @@ typedef struct xg_target_info {
     const char *name;    /* "c", "cuda": --target, cache keys, dump file names */
     xe_device device;    /* where its kernels run */
     bool uses_arch;      /* compiled for a device architecture (--arch) */
+    bool system_cc;      /* compiled by the system C compiler (--cc / $CC names it) */
+    bool host_program;   /* its programs are host code that an ahead-of-time entry point calls */
     const char *missing; /* why this build cannot compile for it; NULL: it can */
 } xg_target_info;
 
@@ -35,6 +37,8 @@ const xg_target_info *xg_target_get(xg_target t);
 bool xg_target_by_name(const char *name, xg_target *t);
 /* The target whose kernels run on dev. */
 xg_target xg_target_for_device(xe_device dev);
+/* The target whose programs are host code (xg_target_info.host_program): the AOT entry point's. */
+xg_target xg_host_target(void);
 /* The compile step in words, for messages: "cc", "NVRTC to cubin", "NVRTC to PTX". */
 const char *xg_compiler_words(xg_target t, bool is_ptx);
 

@@ -60,7 +60,9 @@ static xe_code copy_side(xe_capi_session *h, const xe_graph *g, int io, xe_statu
     for (int i = 0; i < n; i++) {
         const xe_node *node = g->nodes[idx[i]];
         h->types[io][i] = node->type;
-        if (!(h->names[io][i] = strdup(node->name)))
+        /* an output goes by the model's name for it (an ONNX output passing an input through: x, not x_1) */
+        const char *name = io ? xe_node_attr_string(node, "@output", node->name) : node->name;
+        if (!(h->names[io][i] = strdup(name)))
             return xe_fail(st, XE_ERR_NOMEM, "out of memory opening %s", g->file);
     }
     return XE_OK;
@@ -69,10 +71,18 @@ static xe_code copy_side(xe_capi_session *h, const xe_graph *g, int io, xe_statu
 int xe_capi_open(const char *path, const char *device, xe_capi_session **out, char *err,
                  size_t err_len)
 {
+    return xe_capi_open_with(path, device, NULL, NULL, 0, out, err, err_len);
+}
+
+int xe_capi_open_with(const char *path, const char *device, const char *plugin_config, const char *profile_path,
+                      int flags, xe_capi_session **out, char *err, size_t err_len)
+{
     xe_status st;
     xe_status_clear(&st);
     *out = NULL;
-    xe_session_options opt = {0};
+    xe_session_options opt = {.plugin_config = plugin_config,
+                              .profile_path = profile_path && *profile_path ? profile_path : NULL,
+                              .log_placement = (flags & XE_CAPI_LOG_PLACEMENT) != 0};
     if (parse_device(device, &opt.place, &st) != XE_OK)
         return fail_out(&st, err, err_len);
     xe_capi_session *h = calloc(1, sizeof *h);
@@ -170,21 +180,97 @@ static xe_code wrap_inputs(const xe_capi_session *h, void *const *data, const in
 int xe_capi_run(xe_capi_session *h, void *const *data, const int *dtypes, const int *ranks,
                 const int64_t *dims, char *err, size_t err_len)
 {
+    if (!h)
+        return fail_out(&(xe_status){XE_ERR_USAGE, "xe_capi_run: no session"}, err, err_len);
+    xe_capi_clear(h);
+    return xe_capi_run_into(h, data, dtypes, ranks, dims, (void **)h->outs, err, err_len);
+}
+
+int xe_capi_run_into(xe_capi_session *h, void *const *data, const int *dtypes, const int *ranks,
+                     const int64_t *dims, void **outs, char *err, size_t err_len)
+{
     xe_status st;
     xe_status_clear(&st);
     if (!h)
         return fail_out(&(xe_status){XE_ERR_USAGE, "xe_capi_run: no session"}, err, err_len);
-    xe_capi_clear(h);
     xe_tensor **ins = calloc((size_t)h->n[0] + 1, sizeof *ins);
     if (!ins)
         return fail_out(&(xe_status){XE_ERR_NOMEM, "out of memory"}, err, err_len);
     if (wrap_inputs(h, data, dtypes, ranks, dims, ins, &st) == XE_OK) {
-        xe_session_run(h->s, ins, h->outs, &st);
+        xe_session_run(h->s, ins, (xe_tensor **)outs, &st);
         for (int k = 0; k < h->n[0]; k++)
             xe_tensor_release(ins[k]);
     }
     free(ins);
     return st.code == XE_OK ? XE_OK : fail_out(&st, err, err_len);
+}
+
+int xe_capi_tensor_dtype(const void *t)
+{
+    return t ? (int)((const xe_tensor *)t)->dtype : -1;
+}
+
+int xe_capi_tensor_rank(const void *t)
+{
+    return t ? ((const xe_tensor *)t)->shape.rank : -1;
+}
+
+int64_t xe_capi_tensor_dim(const void *t, int d)
+{
+    const xe_tensor *x = t;
+    return x && d >= 0 && d < x->shape.rank ? x->shape.dims[d] : -1;
+}
+
+const void *xe_capi_tensor_data(const void *t)
+{
+    return t ? ((const xe_tensor *)t)->data : NULL;
+}
+
+size_t xe_capi_tensor_nbytes(const void *t)
+{
+    return t ? ((const xe_tensor *)t)->nbytes : 0;
+}
+
+int xe_capi_tensor_exclusive(const void *t)
+{
+    const xe_tensor *x = t;
+    return x && !x->borrowed && x->device == XE_DEV_CPU && __atomic_load_n(&x->refcount, __ATOMIC_ACQUIRE) == 1;
+}
+
+int xe_capi_write_graph(const xe_capi_session *h, const char *path, char *err, size_t err_len)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    if (!h || xe_write_file(xe_session_graph(h->s), path, &st) != XE_OK)
+        return fail_out(h ? &st : &(xe_status){XE_ERR_USAGE, "xe_capi_write_graph: no session"}, err, err_len);
+    return XE_OK;
+}
+
+/* The devices that g's nodes (bodies included) are placed on, as bits 1 << xe_device. */
+static int devices_of(const xe_graph *g)
+{
+    int bits = 0;
+    for (int i = 0; i < g->n_nodes; i++) {
+        if (g->nodes[i]->op != XE_OP_INPUT && g->nodes[i]->op != XE_OP_CONST)
+            bits |= 1 << g->nodes[i]->device;
+        if (g->nodes[i]->body)
+            bits |= devices_of(g->nodes[i]->body);
+    }
+    return bits;
+}
+
+int xe_capi_end_profiling(xe_capi_session *h, char *err, size_t err_len)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    if (h && xe_session_end_profiling(h->s, &st) != XE_OK)
+        return fail_out(&st, err, err_len);
+    return XE_OK;
+}
+
+int xe_capi_devices(const xe_capi_session *h)
+{
+    return h ? devices_of(xe_session_graph(h->s)) : 0;
 }
 
 static const xe_tensor *result(const xe_capi_session *h, int i)

@@ -1,229 +1,247 @@
 /*
- * Devices: CPU:0 always, GPU:0 when the CUDA runtime finds a device.
- * Detection happens once, on first use; any CUDA error there (no driver:
- * error 35, no device: 100, ...) means "no CUDA device" and is kept as a
- * one-line reason. Without the toolkit (no XE_HAVE_CUDA) the GPU functions
- * all report that the build has no CUDA.
+ * Devices through the registry: each public device function finds the
+ * table of the device's slot (device_impl.h) and calls it, filling in what
+ * an optional slot leaves out (a host-memory device copies with memcpy, a
+ * device without a stream has nothing to wait for). A slot that this build
+ * has no device for is answered by a table that is never available.
  */
-#include <pthread.h>
 #include <stdio.h>
+#include <string.h>
 
-#include "xlac/device.h"
+#include "device_impl.h"
 
-#ifdef XE_HAVE_CUDA
-#include <cublas_v2.h>
-#include <cuda_runtime_api.h>
-#endif
+static const char *absent_reason(void)
+{
+    return "xlac was built without this device";
+}
+
+static bool never(void)
+{
+    return false;
+}
+
+static const xe_device_ops absent[XE_DEV_COUNT] = {
+    [XE_DEV_CPU] = {.slot = XE_DEV_CPU, .name = "CPU:0", .xla_name = "XLA_CPU:0", .word = "cpu", .label = "CPU",
+                    .available = never, .unavailable_reason = absent_reason},
+    [XE_DEV_GPU] = {.slot = XE_DEV_GPU, .name = "GPU:0", .xla_name = "XLA_GPU:0", .word = "gpu", .label = "CUDA",
+                    .available = never, .unavailable_reason = absent_reason},
+    [XE_DEV_EXTRA] = {.slot = XE_DEV_EXTRA, .name = "EXTRA:0", .xla_name = "XLA_EXTRA:0", .word = "extra", .label = "extra",
+                      .available = never, .unavailable_reason = absent_reason},
+};
+
+const xe_device_ops *xe_device_ops_of(xe_device dev)
+{
+    for (int i = 0; xe_device_registry[i]; i++)
+        if (xe_device_registry[i]->slot == dev)
+            return xe_device_registry[i];
+    return &absent[dev < XE_DEV_COUNT ? dev : XE_DEV_EXTRA];
+}
 
 const char *xe_device_name(xe_device dev)
 {
-    return dev == XE_DEV_GPU ? "GPU:0" : "CPU:0";
+    return xe_device_ops_of(dev)->name;
 }
 
-static struct {
-    pthread_once_t once;
-    bool available;
-    int arch, sm_count;
-    char reason[256];
-#ifdef XE_HAVE_CUDA
-    cudaStream_t stream;
-    cublasHandle_t blas;
-    pthread_mutex_t blas_lock;
-#endif
-} gpu = {.once = PTHREAD_ONCE_INIT
-#ifdef XE_HAVE_CUDA
-         , .blas_lock = PTHREAD_MUTEX_INITIALIZER
-#endif
-};
-
-#ifdef XE_HAVE_CUDA
-static void detect(void)
+const char *xe_device_xla_name(xe_device dev)
 {
-    int count = 0;
-    cudaError_t e = cudaGetDeviceCount(&count);
-    if (e != cudaSuccess) {
-        snprintf(gpu.reason, sizeof gpu.reason, "cudaGetDeviceCount: error %d (%s)", (int)e,
-                 cudaGetErrorString(e));
-        cudaGetLastError();
-        return;
-    }
-    if (count == 0) {
-        snprintf(gpu.reason, sizeof gpu.reason, "the CUDA runtime found no device");
-        return;
-    }
-    struct cudaDeviceProp p;
-    if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&gpu.stream, cudaStreamNonBlocking)) != cudaSuccess) {
-        snprintf(gpu.reason, sizeof gpu.reason, "CUDA device 0 unusable: %s", cudaGetErrorString(e));
-        return;
-    }
-    cudaMemPool_t pool;
-    uint64_t keep = UINT64_MAX; /* keep freed blocks across synchronizations */
-    if (cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess)
-        cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
-    cudaGetLastError();
-    gpu.arch = p.major * 10 + p.minor;
-    gpu.sm_count = p.multiProcessorCount;
-    gpu.available = true;
-}
-#else
-static void detect(void)
-{
-    snprintf(gpu.reason, sizeof gpu.reason, "xlac was built without CUDA");
-}
-#endif
-
-bool xe_gpu_available(void)
-{
-    pthread_once(&gpu.once, detect);
-    return gpu.available;
+    return xe_device_ops_of(dev)->xla_name;
 }
 
-const char *xe_gpu_unavailable_reason(void)
+const char *xe_device_label(xe_device dev)
 {
-    pthread_once(&gpu.once, detect);
-    return gpu.available ? "" : gpu.reason;
+    return xe_device_ops_of(dev)->label;
 }
 
-int xe_gpu_arch(void)
+const char *xe_device_word(xe_device dev)
 {
-    return xe_gpu_available() ? gpu.arch : 0;
+    return xe_device_ops_of(dev)->word;
 }
 
-int xe_gpu_sm_count(void)
+bool xe_device_by_word(const char *word, size_t len, xe_device *dev)
 {
-    return xe_gpu_available() ? gpu.sm_count : 0;
-}
-
-#ifdef XE_HAVE_CUDA
-static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
-{
-    if (e == cudaSuccess)
-        return XE_OK;
-    cudaGetLastError(); /* a failed call is also the thread's last error: clear it */
-    return xe_fail(st, XE_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
-}
-
-void *xe_gpu_alloc(size_t nbytes, xe_status *st)
-{
-    void *p = NULL;
-    if (!xe_gpu_available()) {
-        xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", gpu.reason);
-        return NULL;
-    }
-    if (cuda_check(cudaMallocAsync(&p, nbytes, gpu.stream), "cudaMallocAsync", st) != XE_OK)
-        return NULL;
-    return p;
-}
-
-void xe_gpu_free(void *p)
-{
-    if (p)
-        cudaFreeAsync(p, gpu.stream);
-}
-
-xe_code xe_gpu_copy_to_device(void *dst, const void *src, size_t n, xe_status *st)
-{
-    return cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, gpu.stream),
-                      "copy to device", st);
-}
-
-xe_code xe_gpu_copy_to_host(void *dst, const void *src, size_t n, xe_status *st)
-{
-    xe_code c = cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, gpu.stream),
-                           "copy to host", st);
-    return c != XE_OK ? c : xe_gpu_synchronize(st);
-}
-
-xe_code xe_gpu_copy_device(void *dst, const void *src, size_t n, xe_status *st)
-{
-    return cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, gpu.stream),
-                      "device copy", st);
-}
-
-xe_code xe_gpu_synchronize(xe_status *st)
-{
-    if (!xe_gpu_available())
-        return XE_OK;
-    return cuda_check(cudaStreamSynchronize(gpu.stream), "cudaStreamSynchronize", st);
-}
-
-void *xe_gpu_stream(void)
-{
-    return xe_gpu_available() ? (void *)gpu.stream : NULL;
-}
-
-void *xe_gpu_blas(xe_status *st)
-{
-    if (!xe_gpu_available()) {
-        xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", gpu.reason);
-        return NULL;
-    }
-    pthread_mutex_lock(&gpu.blas_lock);
-    if (!gpu.blas) {
-        cublasStatus_t s = cublasCreate(&gpu.blas);
-        if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasSetStream(gpu.blas, gpu.stream);
-        if (s != CUBLAS_STATUS_SUCCESS) {
-            gpu.blas = NULL;
-            xe_fail(st, XE_ERR_DEVICE, "cuBLAS initialisation failed (status %d)", (int)s);
+    for (int d = 0; d < XE_DEV_COUNT; d++) {
+        const char *w = xe_device_word((xe_device)d);
+        if (strlen(w) == len && memcmp(w, word, len) == 0) {
+            *dev = (xe_device)d;
+            return true;
         }
     }
-    pthread_mutex_unlock(&gpu.blas_lock);
-    return gpu.blas;
-}
-#else
-static xe_code no_cuda(xe_status *st)
-{
-    return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", gpu.reason);
+    return false;
 }
 
-void *xe_gpu_alloc(size_t nbytes, xe_status *st)
+bool xe_device_host_memory(xe_device dev)
 {
-    (void)nbytes;
-    xe_gpu_available();
-    no_cuda(st);
-    return NULL;
+    return xe_device_ops_of(dev)->host_memory;
 }
 
-void xe_gpu_free(void *p)
+bool xe_device_auto_place(xe_device dev)
 {
-    (void)p;
+    return xe_device_ops_of(dev)->auto_place;
 }
+
+bool xe_device_built(xe_device dev)
+{
+    return xe_device_ops_of(dev) != &absent[dev < XE_DEV_COUNT ? dev : XE_DEV_EXTRA];
+}
+
+bool xe_device_available(xe_device dev)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    return !o->available || o->available();
+}
+
+const char *xe_device_unavailable_reason(xe_device dev)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    return xe_device_available(dev) || !o->unavailable_reason ? "" : o->unavailable_reason();
+}
+
+int xe_device_arch(xe_device dev)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    return o->arch && xe_device_available(dev) ? o->arch() : 0;
+}
+
+int xe_device_units(xe_device dev)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    return o->units && xe_device_available(dev) ? o->units() : 0;
+}
+
+void *xe_device_alloc(xe_device dev, size_t nbytes, xe_status *st)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    if (!xe_device_available(dev) || !o->alloc) {
+        xe_fail(st, XE_ERR_DEVICE, "no %s device: %s", o->label, xe_device_unavailable_reason(dev));
+        return NULL;
+    }
+    return o->alloc(nbytes, st);
+}
+
+void xe_device_free(xe_device dev, void *p, size_t nbytes)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    if (p && o->free)
+        o->free(p, nbytes);
+}
+
+/* From host memory (src) to dev's memory (dst). */
+static xe_code copy_in(const xe_device_ops *o, void *dst, const void *src, size_t n, xe_status *st)
+{
+    if (o->host_memory || !o->copy_from_host) {
+        memcpy(dst, src, n);
+        return XE_OK;
+    }
+    return o->copy_from_host(dst, src, n, st);
+}
+
+/* From dev's memory (src) to host memory (dst). */
+static xe_code copy_out(const xe_device_ops *o, void *dst, const void *src, size_t n, xe_status *st)
+{
+    if (o->host_memory || !o->copy_to_host) {
+        memcpy(dst, src, n);
+        return XE_OK;
+    }
+    return o->copy_to_host(dst, src, n, st);
+}
+
+xe_code xe_device_copy(xe_device to, void *dst, xe_device from, const void *src, size_t n, xe_status *st)
+{
+    const xe_device_ops *t = xe_device_ops_of(to), *f = xe_device_ops_of(from);
+    if (!xe_device_available(to) || !xe_device_available(from)) {
+        xe_device bad = xe_device_available(to) ? from : to;
+        return xe_fail(st, XE_ERR_DEVICE, "no %s device: %s", xe_device_label(bad), xe_device_unavailable_reason(bad));
+    }
+    if (f->host_memory)
+        return copy_in(t, dst, src, n, st);
+    if (t->host_memory)
+        return copy_out(f, dst, src, n, st);
+    if (to == from && t->copy_within)
+        return t->copy_within(dst, src, n, st);
+    void *stage = xe_device_alloc(XE_DEV_CPU, n ? n : 1, st); /* two devices: through the host */
+    if (!stage)
+        return st->code;
+    xe_code c = copy_out(f, stage, src, n, st);
+    if (c == XE_OK)
+        c = copy_in(t, dst, stage, n, st);
+    xe_device_free(XE_DEV_CPU, stage, n ? n : 1);
+    return c;
+}
+
+xe_code xe_device_synchronize(xe_device dev, xe_status *st)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    return o->synchronize && xe_device_available(dev) ? o->synchronize(st) : XE_OK;
+}
+
+void *xe_device_stream(xe_device dev)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    return o->stream && xe_device_available(dev) ? o->stream() : NULL;
+}
+
+void *xe_device_blas(xe_device dev, xe_status *st)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    if (!o->blas || !xe_device_available(dev)) {
+        xe_fail(st, XE_ERR_DEVICE, "no BLAS on %s: %s", o->name,
+                xe_device_available(dev) ? "the device has none" : xe_device_unavailable_reason(dev));
+        return NULL;
+    }
+    return o->blas(st);
+}
+
+/* A timer remembers the table that made it: the first member of every device's timer struct. */
+struct xe_device_timer {
+    const xe_device_ops *ops;
+};
+
+xe_device_timer *xe_device_timer_begin(xe_device dev)
+{
+    const xe_device_ops *o = xe_device_ops_of(dev);
+    return o->timer_begin && xe_device_available(dev) ? o->timer_begin() : NULL;
+}
+
+void xe_device_timer_end(xe_device_timer *t)
+{
+    if (t)
+        t->ops->timer_end(t);
+}
+
+bool xe_device_timer_read(xe_device_timer *t, double *start_us, double *dur_us)
+{
+    return t && t->ops->timer_read(t, start_us, dur_us);
+}
+
+void xe_device_timer_free(xe_device_timer *t)
+{
+    if (t)
+        t->ops->timer_free(t);
+}
+
+/* ---- the GPU slot under its old names ---------------------------------------- */
+
+bool xe_gpu_available(void) { return xe_device_available(XE_DEV_GPU); }
+const char *xe_gpu_unavailable_reason(void) { return xe_device_unavailable_reason(XE_DEV_GPU); }
+int xe_gpu_arch(void) { return xe_device_arch(XE_DEV_GPU); }
+int xe_gpu_sm_count(void) { return xe_device_units(XE_DEV_GPU); }
+void *xe_gpu_alloc(size_t nbytes, xe_status *st) { return xe_device_alloc(XE_DEV_GPU, nbytes, st); }
+void xe_gpu_free(void *p) { xe_device_free(XE_DEV_GPU, p, 0); }
+xe_code xe_gpu_synchronize(xe_status *st) { return xe_device_synchronize(XE_DEV_GPU, st); }
+void *xe_gpu_stream(void) { return xe_device_stream(XE_DEV_GPU); }
+void *xe_gpu_blas(xe_status *st) { return xe_device_blas(XE_DEV_GPU, st); }
 
 xe_code xe_gpu_copy_to_device(void *dst, const void *src, size_t n, xe_status *st)
 {
-    (void)dst, (void)src, (void)n;
-    return no_cuda(st);
+    return xe_device_copy(XE_DEV_GPU, dst, XE_DEV_CPU, src, n, st);
 }
 
 xe_code xe_gpu_copy_to_host(void *dst, const void *src, size_t n, xe_status *st)
 {
-    (void)dst, (void)src, (void)n;
-    return no_cuda(st);
+    return xe_device_copy(XE_DEV_CPU, dst, XE_DEV_GPU, src, n, st);
 }
 
 xe_code xe_gpu_copy_device(void *dst, const void *src, size_t n, xe_status *st)
 {
-    (void)dst, (void)src, (void)n;
-    return no_cuda(st);
+    return xe_device_copy(XE_DEV_GPU, dst, XE_DEV_GPU, src, n, st);
 }
-
-xe_code xe_gpu_synchronize(xe_status *st)
-{
-    (void)st;
-    return XE_OK;
-}
-
-void *xe_gpu_stream(void)
-{
-    return NULL;
-}
-
-void *xe_gpu_blas(xe_status *st)
-{
-    xe_gpu_available();
-    no_cuda(st);
-    return NULL;
-}
-#endif

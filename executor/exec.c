@@ -56,7 +56,7 @@ void xe_exec_trace(xe_exec *ex, const char *name, const char *cat, double start_
  * The trace's slice of an op run per op: its op, device, output type and,
  * inside a cluster that fell back, the cluster. Only called while tracing.
  */
-static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, double t0, xe_gpu_timer *gt)
+static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, double t0, xe_device_timer *gt)
 {
     double t1 = xe_now_us();
     char type[128] = "", label[256] = "", args[600];
@@ -68,7 +68,7 @@ static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, doubl
              label, r->label ? "\"" : "");
     xe_trace_slice(n->name, xe_op_name(n->op), t0, t1 - t0, args);
     double gs, gd;
-    if (gt && xe_gpu_timer_read(gt, &gs, &gd)) /* the kernel's own time, on the stream's track */
+    if (gt && xe_device_timer_read(gt, &gs, &gd)) /* the kernel's own time, on the stream's track */
         xe_trace_slice_gpu(0, n->name, xe_op_name(n->op), gs, gd, args);
 }
 
@@ -263,18 +263,18 @@ static xe_code run_node(run *r, int i, xe_tensor *const *inputs, xe_status *st)
     } else {
         xe_tensor *out = NULL;
         c = gather_inputs(r, n, n->device, in, st);
-        xe_gpu_timer *gt = c == XE_OK && tracing && n->device == XE_DEV_GPU ? xe_gpu_timer_begin() : NULL;
+        xe_device_timer *gt = c == XE_OK && tracing ? xe_device_timer_begin(n->device) : NULL;
         if (c == XE_OK && (c = run_kernel(r, n, d, in, &out, st)) == XE_OK)
             v->on[n->device] = out;
-        xe_gpu_timer_end(gt);
-        if (c == XE_OK && tracing && n->device == XE_DEV_GPU)
-            c = xe_gpu_synchronize(st);
+        xe_device_timer_end(gt);
+        if (c == XE_OK && tracing)
+            c = xe_device_synchronize(n->device, st);
         if (c == XE_OK) {
             xe_exec_log_placement(r->ex, n, r->prefix, r->label);
             if (tracing)
                 trace_op(r, n, out, t0, gt);
         }
-        xe_gpu_timer_free(gt);
+        xe_device_timer_free(gt);
     }
     free(in);
     return c;

@@ -5,6 +5,7 @@
 #ifndef XE_EXEC_IMPL_H
 #define XE_EXEC_IMPL_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 
@@ -22,6 +23,8 @@ struct xe_session {
     atomic_bool placement_logged; /* a run logged placement lines (once per session, unless log_every) */
     atomic_int runs;          /* runs so far (the trace's "run K") */
     xe_node_state *states;    /* per-node state of stateful ops */
+    bool stateful;            /* the graph holds a stateful op (random): its runs take run_lock */
+    pthread_mutex_t run_lock; /* serialises the runs of a stateful graph (each draws the next numbers) */
 };
 
 struct xe_exec {

@@ -1,15 +1,15 @@
 /*
  * Private: the shape functions and per-op kernels that ops.c puts into the
- * op table. Shape functions live in infer_*.c, CPU kernels in cpu_*.c,
- * GPU kernels in the .cu files of cuda/ (compiled only when the CUDA toolkit is found,
- * XE_HAVE_CUDA defined).
+ * op table. Shape functions live in infer/, CPU kernels in cpu/, GPU
+ * kernels in the .cu files of cuda/ (built only when the CUDA toolkit is
+ * found). Each device's table lists its kernels by xe_kernel_id.
  */
 #ifndef XE_KERNELS_H
 #define XE_KERNELS_H
 
 #include "xlac/op.h"
 
-/* Shape functions (infer_*.c). */
+/* Shape functions (infer/). */
 xe_code xe_infer_source(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_iota(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_binary(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
@@ -29,7 +29,7 @@ xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *
 xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
-/* neural-network ops (infer_nn.c) */
+/* neural-network ops (infer/nn.c) */
 xe_code xe_infer_gather(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_tile(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_pad(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
@@ -80,5 +80,15 @@ XE_KERNEL_LIST(XE_DECLARE_GPU)
 #undef XE_DECLARE_CPU
 #undef XE_DECLARE_GPU
 xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
+
+/* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
+typedef enum xe_kernel_id {
+#define XE_KERNEL_ID(k) XE_KERNEL_##k,
+    XE_KERNEL_LIST(XE_KERNEL_ID)
+#undef XE_KERNEL_ID
+    XE_KERNEL_unique, /* CPU only by design */
+    XE_KERNEL_COUNT,
+    XE_KERNEL_NONE = -1 /* the op has no per-op kernel */
+} xe_kernel_id;
 
 #endif

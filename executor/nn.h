@@ -1,7 +1,7 @@
 /*
  * Private: the attributes of the neural-network ops (gather, tile, pad,
  * conv2d, max_pool2d, avg_pool2d) read and validated once, in
- * infer_nn.c, for the shape functions and for the CPU and CUDA kernels
+ * infer/nn.c, for the shape functions and for the CPU and CUDA kernels
  * alike, so that a kernel never reads an attribute the shape function did
  * not check. Messages name the attribute and the bad value; the caller
  * adds the node.

@@ -6,66 +6,81 @@
  */
 #include <string.h>
 
+#include "device_impl.h"
 #include "kernels.h"
 #include "xlac/op.h"
 #include "xlac/plugin.h"
 
 #define XE_MAX_OPS 128
 
-#ifdef XE_HAVE_CUDA
-#define GPU(k) xe_gpu_##k
-#else
-#define GPU(k) NULL
-#endif
+/* A built-in op's shape function and the kernel (by xe_kernel_id) that every device runs it with. */
+typedef struct builtin_impl {
+    xe_infer_fn infer;
+    xe_kernel_id kernel;
+} builtin_impl;
 
-#define KERNELS(k) .kernel = {[XE_DEV_CPU] = xe_cpu_##k, [XE_DEV_GPU] = GPU(k)}
+#define IMPL(infer_name, kernel_name) ((builtin_impl){xe_infer_##infer_name, XE_KERNEL_##kernel_name})
 
-/* Shape function and kernels of built-in op `op` of class cls. */
-static void fill_builtin(xe_op_def *d, int op)
+/* Built-in op `op` by its name (shape and data-movement ops, nn ops, collectives). */
+static builtin_impl impl_by_op(int op)
 {
     switch (op) {
-    case XE_OP_INPUT: *d = (xe_op_def){.infer = xe_infer_source}; return;
-    case XE_OP_CONST: *d = (xe_op_def){.infer = xe_infer_source, KERNELS(const)}; return;
-    case XE_OP_IOTA: *d = (xe_op_def){.infer = xe_infer_iota, KERNELS(iota)}; return;
-    case XE_OP_GET: *d = (xe_op_def){0}; return; /* the executor resolves get itself */
-    case XE_OP_RESHAPE: *d = (xe_op_def){.infer = xe_infer_reshape, KERNELS(reshape)}; return;
-    case XE_OP_TRANSPOSE: *d = (xe_op_def){.infer = xe_infer_transpose, KERNELS(transpose)}; return;
-    case XE_OP_BROADCAST_TO:
-        *d = (xe_op_def){.infer = xe_infer_broadcast_to, KERNELS(broadcast_to)};
-        return;
-    case XE_OP_CONCAT: *d = (xe_op_def){.infer = xe_infer_concat, KERNELS(concat)}; return;
-    case XE_OP_SLICE: *d = (xe_op_def){.infer = xe_infer_slice, KERNELS(slice)}; return;
+    case XE_OP_INPUT: return (builtin_impl){xe_infer_source, XE_KERNEL_NONE};
+    case XE_OP_CONST: return IMPL(source, const);
+    case XE_OP_IOTA: return IMPL(iota, iota);
+    case XE_OP_GET: return (builtin_impl){NULL, XE_KERNEL_NONE}; /* the executor resolves get itself */
+    case XE_OP_RESHAPE: return IMPL(reshape, reshape);
+    case XE_OP_TRANSPOSE: return IMPL(transpose, transpose);
+    case XE_OP_BROADCAST_TO: return IMPL(broadcast_to, broadcast_to);
+    case XE_OP_CONCAT: return IMPL(concat, concat);
+    case XE_OP_SLICE: return IMPL(slice, slice);
     /* neural-network ops */
-    case XE_OP_GATHER: *d = (xe_op_def){.infer = xe_infer_gather, KERNELS(gather)}; return;
-    case XE_OP_TILE: *d = (xe_op_def){.infer = xe_infer_tile, KERNELS(tile)}; return;
-    case XE_OP_PAD: *d = (xe_op_def){.infer = xe_infer_pad, KERNELS(pad)}; return;
-    case XE_OP_CONV2D: *d = (xe_op_def){.infer = xe_infer_conv2d, KERNELS(conv2d)}; return;
-    case XE_OP_MAX_POOL2D: *d = (xe_op_def){.infer = xe_infer_pool2d, KERNELS(max_pool2d)}; return;
-    case XE_OP_AVG_POOL2D: *d = (xe_op_def){.infer = xe_infer_pool2d, KERNELS(avg_pool2d)}; return;
-    case XE_OP_ALL_REDUCE: *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(all_reduce)}; return;
-    case XE_OP_ALL_GATHER: *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(all_gather)}; return;
-    case XE_OP_REDUCE_SCATTER:
-        *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(reduce_scatter)};
-        return;
-    case XE_OP_BROADCAST: *d = (xe_op_def){.infer = xe_infer_collective, KERNELS(broadcast)}; return;
-    case XE_OP_UNIQUE:
-        *d = (xe_op_def){.infer = xe_infer_unique, .kernel = {[XE_DEV_CPU] = xe_cpu_unique}};
-        return;
-    default: break;
+    case XE_OP_GATHER: return IMPL(gather, gather);
+    case XE_OP_TILE: return IMPL(tile, tile);
+    case XE_OP_PAD: return IMPL(pad, pad);
+    case XE_OP_CONV2D: return IMPL(conv2d, conv2d);
+    case XE_OP_MAX_POOL2D: return IMPL(pool2d, max_pool2d);
+    case XE_OP_AVG_POOL2D: return IMPL(pool2d, avg_pool2d);
+    case XE_OP_ALL_REDUCE: return IMPL(collective, all_reduce);
+    case XE_OP_ALL_GATHER: return IMPL(collective, all_gather);
+    case XE_OP_REDUCE_SCATTER: return IMPL(collective, reduce_scatter);
+    case XE_OP_BROADCAST: return IMPL(collective, broadcast);
+    case XE_OP_UNIQUE: return IMPL(unique, unique);
+    default: return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
     }
-    switch (d->cls) {
-    case XE_CLASS_BINARY: *d = (xe_op_def){.infer = xe_infer_binary, KERNELS(binary)}; break;
-    case XE_CLASS_COMPARE: *d = (xe_op_def){.infer = xe_infer_compare, KERNELS(compare)}; break;
-    case XE_CLASS_LOGICAL: *d = (xe_op_def){.infer = xe_infer_logical, KERNELS(logical)}; break;
-    case XE_CLASS_UNARY: *d = (xe_op_def){.infer = xe_infer_unary, KERNELS(unary)}; break;
-    case XE_CLASS_SELECT: *d = (xe_op_def){.infer = xe_infer_select, KERNELS(select)}; break;
-    case XE_CLASS_CAST: *d = (xe_op_def){.infer = xe_infer_cast, KERNELS(cast)}; break;
-    case XE_CLASS_REDUCE: *d = (xe_op_def){.infer = xe_infer_reduce, KERNELS(reduce)}; break;
-    case XE_CLASS_ARGMAX: *d = (xe_op_def){.infer = xe_infer_argmax, KERNELS(argmax)}; break;
-    case XE_CLASS_MATMUL: *d = (xe_op_def){.infer = xe_infer_matmul, KERNELS(matmul)}; break;
-    case XE_CLASS_SOFTMAX: *d = (xe_op_def){.infer = xe_infer_softmax, KERNELS(softmax)}; break;
-    case XE_CLASS_RANDOM: *d = (xe_op_def){.infer = xe_infer_random, KERNELS(random)}; break;
-    default: *d = (xe_op_def){0}; break;
+}
+
+/* Built-in op of class cls that impl_by_op does not name. */
+static builtin_impl impl_by_class(xe_op_class cls)
+{
+    switch (cls) {
+    case XE_CLASS_BINARY: return IMPL(binary, binary);
+    case XE_CLASS_COMPARE: return IMPL(compare, compare);
+    case XE_CLASS_LOGICAL: return IMPL(logical, logical);
+    case XE_CLASS_UNARY: return IMPL(unary, unary);
+    case XE_CLASS_SELECT: return IMPL(select, select);
+    case XE_CLASS_CAST: return IMPL(cast, cast);
+    case XE_CLASS_REDUCE: return IMPL(reduce, reduce);
+    case XE_CLASS_ARGMAX: return IMPL(argmax, argmax);
+    case XE_CLASS_MATMUL: return IMPL(matmul, matmul);
+    case XE_CLASS_SOFTMAX: return IMPL(softmax, softmax);
+    case XE_CLASS_RANDOM: return IMPL(random, random);
+    default: return (builtin_impl){NULL, XE_KERNEL_NONE};
+    }
+}
+
+/* Shape function and kernels of built-in op `op` of class cls: each device's entry for its kernel. */
+static void fill_builtin(xe_op_def *d, int op)
+{
+    builtin_impl impl = impl_by_op(op);
+    if (impl.kernel == XE_KERNEL_COUNT)
+        impl = impl_by_class(d->cls);
+    *d = (xe_op_def){.infer = impl.infer};
+    if (impl.kernel == XE_KERNEL_NONE)
+        return;
+    for (int dev = 0; dev < XE_DEV_COUNT; dev++) {
+        const xe_device_ops *o = xe_device_ops_of((xe_device)dev);
+        d->kernel[dev] = o->kernels ? o->kernels[impl.kernel] : NULL;
     }
 }
 
@@ -99,8 +114,8 @@ static void ensure_builtins(void)
         d->max_inputs = r->max_in;
         d->cls = r->cls;
         d->flags = r->flags;
-        if (d->flags & XE_OPF_CPU_ONLY)
-            d->kernel[XE_DEV_GPU] = NULL;
+        for (int dev = XE_DEV_CPU + 1; dev < XE_DEV_COUNT && (d->flags & XE_OPF_CPU_ONLY); dev++)
+            d->kernel[dev] = NULL;
     }
     n_ops = XE_OP_COUNT;
 }

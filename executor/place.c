@@ -1,12 +1,24 @@
 /*
- * Device placement: each op goes to the GPU when one is available, the
- * user did not ask for the CPU, and the op has a GPU kernel; otherwise to
- * the CPU (unique, for one, is CPU-only by design). Graph inputs live on
- * the host; the executor copies values between devices as consumers need.
+ * Device placement: each op goes to the first accelerator (a device that
+ * placement may choose by itself, in registry order) that is available
+ * and has a kernel for it, unless the user asked for the CPU; otherwise to
+ * the CPU (unique, for one, is CPU-only by design). A composite node goes
+ * where its body's ops went. Graph inputs live on the host; the executor
+ * copies values between devices as consumers need.
  */
+#include "xlac/device.h"
 #include "xlac/op.h"
 
-static xe_device place_node(const xe_graph *g, const xe_node *n, bool gpu)
+/* The first available accelerator, XE_DEV_CPU when there is none. */
+static xe_device accelerator(void)
+{
+    for (int d = XE_DEV_CPU + 1; d < XE_DEV_COUNT; d++)
+        if (xe_device_auto_place((xe_device)d) && xe_device_available((xe_device)d))
+            return (xe_device)d;
+    return XE_DEV_CPU;
+}
+
+static xe_device place_node(const xe_graph *g, const xe_node *n, xe_device acc)
 {
     const xe_op_def *d = xe_op_get(n->op);
     if (n->op == XE_OP_INPUT)
@@ -16,29 +28,30 @@ static xe_device place_node(const xe_graph *g, const xe_node *n, bool gpu)
     if (n->body) {
         for (int i = 0; i < n->body->n_nodes; i++) {
             const xe_node *b = n->body->nodes[i];
-            if (b->op != XE_OP_INPUT && b->device == XE_DEV_GPU)
-                return XE_DEV_GPU;
+            if (b->op != XE_OP_INPUT && b->device != XE_DEV_CPU)
+                return b->device;
         }
         return XE_DEV_CPU;
     }
-    return gpu && d && d->kernel[XE_DEV_GPU] ? XE_DEV_GPU : XE_DEV_CPU;
+    return d && d->kernel[acc] ? acc : XE_DEV_CPU;
 }
 
-static void place_graph(xe_graph *g, bool gpu)
+static void place_graph(xe_graph *g, xe_device acc)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         xe_node *n = g->nodes[i];
         if (n->body)
-            place_graph(n->body, gpu);
-        n->device = place_node(g, n, gpu);
+            place_graph(n->body, acc);
+        n->device = place_node(g, n, acc);
     }
 }
 
 xe_code xe_graph_place(xe_graph *g, xe_place_mode mode, xe_status *st)
 {
-    if (mode == XE_PLACE_GPU && !xe_gpu_available())
-        return xe_fail(st, XE_ERR_DEVICE, "--device gpu: no CUDA device (%s)",
-                       xe_gpu_unavailable_reason());
-    place_graph(g, mode != XE_PLACE_CPU && xe_gpu_available());
+    xe_device acc = accelerator();
+    if (mode == XE_PLACE_GPU && acc == XE_DEV_CPU)
+        return xe_fail(st, XE_ERR_DEVICE, "--device gpu: no %s device (%s)", xe_device_label(XE_DEV_GPU),
+                       xe_device_unavailable_reason(XE_DEV_GPU));
+    place_graph(g, mode == XE_PLACE_CPU ? XE_DEV_CPU : acc);
     return XE_OK;
 }

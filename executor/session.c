@@ -100,13 +100,24 @@ int xe_graph_pass_count(void)
 
 static xe_code run_passes(xe_session *s, xe_status *st)
 {
-    xe_pass_ctx ctx = {.session_id = s->id, .place_mode = s->opt.place};
+    xe_pass_ctx ctx = {.session_id = s->id, .place_mode = s->opt.place, .plugin_config = s->opt.plugin_config};
     for (int i = 0; i < n_passes && !s->opt.no_passes; i++) {
         /* an error in the user's graph names its line already; others name the pass */
         if (passes[i].fn(&s->graph, &ctx, passes[i].user, st) != XE_OK)
             return st->code == XE_ERR_GRAPH ? st->code : xe_status_prefix(st, "graph pass %s: ", passes[i].name);
     }
     return XE_OK;
+}
+
+/* Whether g (or a body in it) holds a stateful op. */
+static bool has_stateful(const xe_graph *g)
+{
+    for (int i = 0; i < g->n_nodes; i++) {
+        const xe_op_def *d = xe_op_get(g->nodes[i]->op);
+        if ((d && (d->flags & XE_OPF_STATEFUL)) || (g->nodes[i]->body && has_stateful(g->nodes[i]->body)))
+            return true;
+    }
+    return false;
 }
 
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st)
@@ -121,6 +132,7 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
     if (opt)
         s->opt = *opt;
     s->id = atomic_fetch_add(&next_session_id, 1);
+    pthread_mutex_init(&s->run_lock, NULL);
     if (s->opt.profile_path) {
         if (xe_trace_start(s->opt.profile_path, st) != XE_OK)
             goto fail;
@@ -130,22 +142,29 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
         run_passes(s, st) != XE_OK)
         goto fail;
     note_unregistered(s->graph);
+    s->stateful = has_stateful(s->graph);
     return s;
 fail:
     xe_session_destroy(s);
     return NULL;
 }
 
+xe_code xe_session_end_profiling(xe_session *s, xe_status *st)
+{
+    if (!s->tracing)
+        return XE_OK;
+    s->tracing = false;
+    return xe_trace_stop(st);
+}
+
 void xe_session_destroy(xe_session *s)
 {
     if (!s)
         return;
-    if (s->tracing) {
-        xe_status st;
-        xe_status_clear(&st);
-        if (xe_trace_stop(&st) != XE_OK)
-            fprintf(stderr, "xlac: warning: %s\n", st.msg);
-    }
+    xe_status st;
+    xe_status_clear(&st);
+    if (xe_session_end_profiling(s, &st) != XE_OK)
+        fprintf(stderr, "xlac: warning: %s\n", st.msg);
     struct xe_node_state *e, *tmp;
     HASH_ITER(hh, s->states, e, tmp) {
         HASH_DEL(s->states, e);
@@ -154,6 +173,7 @@ void xe_session_destroy(xe_session *s)
         free(e);
     }
     xe_graph_destroy(s->graph);
+    pthread_mutex_destroy(&s->run_lock);
     free(s);
 }
 
@@ -221,7 +241,11 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
         outputs[i] = NULL;
     int mode = atomic_load_explicit(&xe_trace_mode, memory_order_relaxed);
     double t0 = mode ? xe_now_us() : 0;
+    if (s->stateful)
+        pthread_mutex_lock(&s->run_lock);
     xe_code c = xe_exec_graph(&ex, g, inputs, outputs, NULL, "", st);
+    if (s->stateful)
+        pthread_mutex_unlock(&s->run_lock);
     if (mode)
         trace_run(s, mode, t0);
     if (c == XE_OK)

@@ -11,7 +11,11 @@
  * from 1); device streams use ids from GPU_TID. Timestamps are written
  * relative to the earliest event, so a trace begins at 0. Recording is
  * best effort (an event that cannot be stored is dropped); writing checks
- * every write.
+ * every write, and the file is written whole or not at all (xe_publish: a
+ * temp file beside it, renamed into place), so a full disk leaves the
+ * previous trace as it was and the failure is kept for the caller's exit
+ * status (xe_trace_failed). An interrupted process writes what it has,
+ * marked "interrupted" (xe_trace_interrupted).
  */
 #include <errno.h>
 #include <math.h>
@@ -20,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "xlac/io.h"
+#include "xlac/session.h"
 #include "xlac/trace.h"
 
 #define GPU_TID 1000 /* the track of GPU:N's stream is GPU_TID + N */
@@ -47,6 +53,10 @@ static struct {
     int n_names;
     double run_us; /* XE_TRACE_TOTALS */
     unsigned long long runs;
+    double family_start; /* xe_publish's rule; 0: this process's file replaces the previous one */
+    int interrupted;     /* the signal that interrupted the run, 0: none */
+    bool failed;         /* a write failed: why */
+    char why[sizeof(((xe_status *)0)->msg)];
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_int next_tid = 1;
@@ -224,8 +234,9 @@ static double earliest(void)
     return t;
 }
 
-static void write_events(FILE *f)
+static xe_code write_events(FILE *f, void *user, xe_status *st)
 {
+    (void)user, (void)st;
     double origin = earliest();
     fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
           "\"args\":{\"name\":\"xlac\"}}",
@@ -250,23 +261,30 @@ static void write_events(FILE *f)
         else
             fputc('}', f);
     }
-    fputs("\n],\"displayTimeUnit\":\"ms\"}\n", f);
+    if (T.interrupted) /* the run was cut short: what came before the signal */
+        fprintf(f, ",\n{\"name\":\"interrupted\",\"ph\":\"i\",\"s\":\"g\",\"ts\":%.3f,\"pid\":1,\"tid\":0,"
+                   "\"args\":{\"signal\":%d}}",
+                xe_now_us() - origin, T.interrupted);
+    fprintf(f, "\n],\"displayTimeUnit\":\"ms\"%s}\n", T.interrupted ? ",\"interrupted\":true" : "");
+    return XE_OK;
 }
 
 static xe_code write_file(const char *path, xe_status *st)
 {
-    FILE *f = fopen(path, "w");
-    if (!f)
-        return xe_fail(st, XE_ERR_IO, "%s: cannot write the trace: %s", path, strerror(errno));
-    write_events(f);
-    int bad = ferror(f);
-    int err = errno;
-    if (fclose(f) != 0 && !bad) {
-        bad = 1;
-        err = errno;
+    static char last[4200]; /* this process's last trace (under the lock): a later one replaces it */
+    char used[4200];
+    double family = strcmp(last, path) ? T.family_start : 0;
+    xe_code c = xe_publish(path, write_events, NULL, family, used, sizeof used, st);
+    if (c == XE_OK)
+        snprintf(last, sizeof last, "%s", used);
+    if (c != XE_OK) {
+        T.failed = true;
+        snprintf(T.why, sizeof T.why, "%s", st->msg);
+    } else if (strcmp(used, path) != 0) {
+        fprintf(stderr, "xlac: note: trace %s was written by another process of this run; this one's is %s\n",
+                path, used);
     }
-    return bad ? xe_fail(st, XE_ERR_IO, "%s: writing the trace failed: %s", path, strerror(err))
-               : XE_OK;
+    return c;
 }
 
 /* Under the lock: drops every event and name. */
@@ -287,6 +305,55 @@ static void clear(void)
     T.path = NULL;
     T.n = T.cap = 0;
     T.n_names = 0;
+}
+
+void xe_trace_set_family(double start)
+{
+    pthread_mutex_lock(&T.lock);
+    T.family_start = start;
+    pthread_mutex_unlock(&T.lock);
+}
+
+bool xe_trace_failed(xe_status *st)
+{
+    pthread_mutex_lock(&T.lock);
+    bool failed = T.failed;
+    if (failed)
+        xe_fail(st, XE_ERR_IO, "%s", T.why);
+    pthread_mutex_unlock(&T.lock);
+    return failed;
+}
+
+void xe_trace_discard(void)
+{
+    pthread_mutex_lock(&T.lock);
+    if (T.users > 0 && --T.users == 0) {
+        atomic_fetch_and(&xe_trace_mode, ~XE_TRACE_EVENTS);
+        clear();
+    }
+    pthread_mutex_unlock(&T.lock);
+}
+
+void xe_trace_mark_interrupted(int signo)
+{
+    pthread_mutex_lock(&T.lock);
+    T.interrupted = signo;
+    pthread_mutex_unlock(&T.lock);
+}
+
+xe_code xe_trace_interrupted(int signo, xe_status *st)
+{
+    pthread_mutex_lock(&T.lock);
+    xe_code c = XE_OK;
+    if (T.users > 0 && T.path) {
+        atomic_fetch_and(&xe_trace_mode, ~XE_TRACE_EVENTS);
+        T.interrupted = signo;
+        c = write_file(T.path, st);
+        T.users = 0;
+        clear();
+    }
+    pthread_mutex_unlock(&T.lock);
+    return c;
 }
 
 xe_code xe_trace_stop(xe_status *st)

@@ -10,9 +10,13 @@
  * malformed value or a bad XLAC_AUTO_JIT is an error that names it.
  */
 #include <errno.h>
+#include <pwd.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "flags.h"
 #include "xlac/op.h"
@@ -34,53 +38,56 @@ typedef struct flag_row {
     long long min;    /* FLAG_INT, FLAG_LLONG: smallest accepted value */
     const char *dflt; /* default, as --help shows it */
     const char *help;
+    bool session;     /* a session may set it (xlac_flags_apply); else it is the process's, shared */
 } flag_row;
 
 #define AT(member) offsetof(xlac_flags, member)
 
 static const flag_row rows[] = {
+    {"auto_jit", FLAG_INT, AT(auto_jit), 0, "0",
+     "as XLAC_AUTO_JIT (0 off, 1 fusible ops, 2 every compilable op); a session's own level", true},
     {"min_cluster_size", FLAG_INT, AT(min_cluster_size), 1, "2",
-     "clusters with fewer ops are dissolved (reason: cluster too small)"},
+     "clusters with fewer ops are dissolved (reason: cluster too small)", true},
     {"max_cluster_size", FLAG_INT, AT(max_cluster_size), 0, "0",
-     "no cluster grows beyond N ops; 0: no limit"},
-    {"devices", FLAG_DEVICES, AT(devices), 0, "cpu,gpu", "devices whose ops may be clustered"},
+     "no cluster grows beyond N ops; 0: no limit", true},
+    {"devices", FLAG_DEVICES, AT(devices), 0, "cpu,gpu", "devices whose ops may be clustered", true},
     {"ops_to_exclude", FLAG_OPS, AT(ops_to_exclude), 0, "(none)",
-     "comma-separated op names that are never clustered"},
+     "comma-separated op names that are never clustered", true},
     {"clustering_fuel", FLAG_LLONG, AT(clustering_fuel), 0, "unlimited",
-     "cluster at most the first N candidate ops (in graph order): bisects a miscompile"},
+     "cluster at most the first N candidate ops (in graph order): bisects a miscompile", true},
     {"clustering_debug", FLAG_BOOL, AT(clustering_debug), 0, "false",
-     "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there"},
+     "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there", true},
     {"stats", FLAG_BOOL, AT(stats), 0, "false",
      "at exit print two lines: 'xlac: stats' (clusters, launches, compiles, cache and disk hits, "
-     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)"},
+     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)", false},
     {"codegen", FLAG_BOOL, AT(codegen), 0, "true",
-     "false: clusters always run with the executor's per-op kernels"},
+     "false: clusters always run with the executor's per-op kernels", true},
     {"fast_math", FLAG_BOOL, AT(xg.fast_math), 0, "false",
-     "generated code may reassociate floating-point math"},
+     "generated code may reassociate floating-point math", false},
     {"compile_threshold", FLAG_INT, AT(xg.compile_threshold), 1, "1",
-     "runs of one signature before it is compiled (earlier runs go per op)"},
+     "runs of one signature before it is compiled (earlier runs go per op)", false},
     {"dynamic_after", FLAG_INT, AT(xg.dynamic_after), 0, "2",
-     "distinct shapes of a cluster before one shape-generic program is compiled"},
+     "distinct shapes of a cluster before one shape-generic program is compiled", false},
     {"max_compiles_per_cluster", FLAG_INT, AT(xg.max_compiles_per_cluster), 1, "16",
-     "programs compiled per cluster; beyond, it runs per op"},
+     "programs compiled per cluster; beyond, it runs per op", false},
     {"async_compilation", FLAG_BOOL, AT(xg.async_compilation), 0, "false",
-     "compile in a background thread, running per op until the program is ready"},
-    {"disk_cache", FLAG_BOOL, AT(xg.disk_cache), 0, "true", "keep compiled programs on disk"},
+     "compile in a background thread, running per op until the program is ready", false},
+    {"disk_cache", FLAG_BOOL, AT(xg.disk_cache), 0, "true", "keep compiled programs on disk", false},
     {"cache_dir", FLAG_STRING, AT(cache_dir), 0, "$XDG_CACHE_HOME/xlac or ~/.cache/xlac",
-     "folder of the disk cache"},
+     "folder of the disk cache", false},
     {"cache_max_mb", FLAG_INT, AT(xg.cache_max_mb), 0, "1024",
-     "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit"},
+     "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit", false},
     {"compile_timeout_s", FLAG_INT, AT(xg.compile_timeout_s), 0, "120",
-     "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit"},
+     "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit", false},
     {"dump_inputs", FLAG_BOOL, AT(dump_inputs), 0, "false",
      "with XLAC_DUMP_TO=DIR: each launched cluster as DIR/replay_NNNN.CLUSTER/cluster.xg plus the .npy "
-     "inputs of its first launch (inputs/), replayable with xlac-run --compare"},
+     "inputs of its first launch (inputs/), replayable with xlac-run --compare", false},
     {"trace", FLAG_STRING, AT(trace_path), 0, "(none)",
-     "write a timeline of the process to FILE.json at exit (Chrome trace-event JSON: ui.perfetto.dev)"},
+     "write a timeline of the process to FILE.json at exit (Chrome trace-event JSON: ui.perfetto.dev)", false},
     {"summary", FLAG_STRING, AT(summary_path), 0, "(none)",
      "write FILE.json at exit: nodes left out by reason, per cluster launches, hits, compile and launch "
-     "times, and the run's share of time in clusters, per-op kernels and compiling"},
-    {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit"},
+     "times, and the run's share of time in clusters, per-op kernels and compiling", false},
+    {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit", false},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
 
@@ -88,7 +95,7 @@ void xlac_flags_default(xlac_flags *f)
 {
     *f = (xlac_flags){
         .min_cluster_size = 2,
-        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true},
+        .devices = {[XE_DEV_CPU] = true, [XE_DEV_GPU] = true, [XE_DEV_EXTRA] = true},
         .clustering_fuel = -1,
         .codegen = true,
     };
@@ -161,13 +168,13 @@ static xe_code parse_devices(const flag_row *r, const char *v, bool *devs, xe_st
 {
     if (!v || !*v)
         return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --%s needs a value such as cpu,gpu", r->name);
-    devs[XE_DEV_CPU] = devs[XE_DEV_GPU] = false;
+    for (int d = 0; d < XE_DEV_COUNT; d++)
+        devs[d] = false;
     for (const char *p = v; *p;) {
         size_t len = strcspn(p, ",");
-        if (len == 3 && strncmp(p, "cpu", 3) == 0)
-            devs[XE_DEV_CPU] = true;
-        else if (len == 3 && strncmp(p, "gpu", 3) == 0)
-            devs[XE_DEV_GPU] = true;
+        xe_device dev;
+        if (xe_device_by_word(p, len, &dev))
+            devs[dev] = true;
         else
             return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --%s=%s: '%.*s' is not cpu or gpu",
                            r->name, v, (int)len, p);
@@ -290,21 +297,61 @@ void xlac_env_read(xlac_env *e)
         .tmpdir = getenv("TMPDIR"),
         .xdg_cache_home = getenv("XDG_CACHE_HOME"),
         .home = getenv("HOME"),
+        .run_start = getenv("XLAC_RUN_START"),
+        .cache_noted = getenv("XLAC_CACHE_NOTED") != NULL,
     };
+    struct passwd *pw = getpwuid(getuid()); /* when HOME is unset or relative */
+    e->passwd_home = pw ? pw->pw_dir : NULL;
 }
 
-/* Without --cache_dir: $XDG_CACHE_HOME/xlac, else ~/.cache/xlac, else no disk cache. */
+static bool absolute(const char *p)
+{
+    return p && p[0] == '/';
+}
+
+/*
+ * One stderr line a run about where its disk cache went, when the
+ * environment was odd: once a process, and not again in the processes it
+ * starts or the image it execs (xlac-run execs itself once), which inherit
+ * XLAC_CACHE_NOTED.
+ */
+static void say_once(const xlac_env *env, const char *what, const char *value, const char *where)
+{
+    static atomic_bool said;
+    if (env->cache_noted || atomic_exchange(&said, true))
+        return;
+    setenv("XLAC_CACHE_NOTED", "1", 1);
+    fprintf(stderr, "xlac: note: %s%s%s%s; the disk cache is %s\n", what, value ? "=" : "", value ? value : "",
+                value ? " is a relative path, ignored (the XDG base directory rule)" : " is unset", where);
+}
+
+/*
+ * Without --cache_dir: $XDG_CACHE_HOME/xlac, else $HOME/.cache/xlac, else
+ * the password database's home; a relative XDG_CACHE_HOME or HOME is
+ * ignored (the XDG rule: it would put the cache in whatever folder the
+ * process happens to run in), said once. No home at all: no disk cache.
+ */
 static xe_code default_cache_dir(xlac_flags *f, const xlac_env *env, xe_status *st)
 {
     xe_text t = {0};
-    if (env->xdg_cache_home && *env->xdg_cache_home)
-        xe_text_printf(&t, "%s/xlac", env->xdg_cache_home);
-    else if (env->home && *env->home)
-        xe_text_printf(&t, "%s/.cache/xlac", env->home);
-    else
+    const char *xdg = env->xdg_cache_home && *env->xdg_cache_home ? env->xdg_cache_home : NULL;
+    const char *home = env->home && *env->home ? env->home : NULL;
+    if (absolute(xdg))
+        xe_text_printf(&t, "%s/xlac", xdg);
+    else if (absolute(home))
+        xe_text_printf(&t, "%s/.cache/xlac", home);
+    else if (absolute(env->passwd_home))
+        xe_text_printf(&t, "%s/.cache/xlac", env->passwd_home);
+    if (!t.buf && !t.oom) {
+        say_once(env, xdg ? "XDG_CACHE_HOME" : "HOME", xdg ? xdg : home, "off (no absolute home folder)");
         return XE_OK;
+    }
     if (!(f->cache_dir = xe_text_take(&t)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (xdg && !absolute(xdg))
+        say_once(env, "XDG_CACHE_HOME", xdg, f->cache_dir);
+    else if (!absolute(xdg) && !absolute(home))
+        say_once(env, "HOME", home, f->cache_dir);
     return XE_OK;
 }
 
@@ -329,21 +376,40 @@ static xe_code resolve_env(xlac_flags *f, const xlac_env *env, xe_status *st)
     return c;
 }
 
-xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st)
+/* The checks across flags, after the words: the level's range, the cluster sizes. */
+static xe_code check_values(const xlac_flags *f, xe_status *st)
 {
-    xlac_flags_default(f);
-    xe_code c = parse_auto_jit(env->auto_jit, &f->auto_jit, st);
-    for (const char *p = env->flags ? env->flags : ""; c == XE_OK && *p;) {
+    if (f->auto_jit > 2)
+        return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --auto_jit=%d: expected 0 (off), 1 or 2", f->auto_jit);
+    if (f->max_cluster_size > 0 && f->max_cluster_size < f->min_cluster_size)
+        return xe_fail(st, XE_ERR_USAGE,
+                       "XLAC_FLAGS: --max_cluster_size=%d is smaller than --min_cluster_size=%d",
+                       f->max_cluster_size, f->min_cluster_size);
+    return XE_OK;
+}
+
+/* The words of text ("--name=value ..."), each applied to f in turn. */
+static xe_code parse_words(const char *text, xlac_flags *f, xe_status *st)
+{
+    xe_code c = XE_OK;
+    for (const char *p = text ? text : ""; c == XE_OK && *p;) {
         p += strspn(p, " \t\n");
         size_t len = strcspn(p, " \t\n");
         if (len)
             c = parse_word(p, len, f, st);
         p += len;
     }
-    if (c == XE_OK && f->max_cluster_size > 0 && f->max_cluster_size < f->min_cluster_size)
-        c = xe_fail(st, XE_ERR_USAGE,
-                    "XLAC_FLAGS: --max_cluster_size=%d is smaller than --min_cluster_size=%d",
-                    f->max_cluster_size, f->min_cluster_size);
+    return c;
+}
+
+xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st)
+{
+    xlac_flags_default(f);
+    xe_code c = parse_auto_jit(env->auto_jit, &f->auto_jit, st);
+    if (c == XE_OK)
+        c = parse_words(env->flags, f, st);
+    if (c == XE_OK)
+        c = check_values(f, st);
     if (c == XE_OK)
         c = resolve_env(f, env, st);
     if (c == XE_OK && f->dump_inputs && !f->dump_to)
@@ -352,5 +418,98 @@ xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st)
     f->xg.level2 = f->auto_jit == 2;
     if (c != XE_OK)
         xlac_flags_free(f);
+    return c;
+}
+
+/* ---- a session's configuration -------------------------------------------------- */
+
+/* *dst = a copy of src (NULL stays NULL). */
+static xe_code dup_string(char **dst, const char *src, xe_status *st)
+{
+    *dst = NULL;
+    if (src && !(*dst = strdup(src)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    return XE_OK;
+}
+
+/* f's xg pointers that pointed at from's owned strings point at f's copies. */
+static void repoint_xg(xlac_flags *f, const xlac_flags *from)
+{
+    if (from->cache_dir && f->xg.cache_dir == from->cache_dir)
+        f->xg.cache_dir = f->cache_dir;
+    if (from->dump_to && f->xg.dump_dir == from->dump_to)
+        f->xg.dump_dir = f->dump_to;
+    if (from->cc && f->xg.cc == from->cc)
+        f->xg.cc = f->cc;
+    if (from->tmp_dir && f->xg.tmp_dir == from->tmp_dir)
+        f->xg.tmp_dir = f->tmp_dir;
+}
+
+xe_code xlac_flags_copy(xlac_flags *f, const xlac_flags *from, xe_status *st)
+{
+    *f = *from;
+    f->ops_to_exclude = NULL;
+    f->n_ops_to_exclude = 0;
+    f->dump_graph_prefix = f->trace_path = f->summary_path = NULL;
+    f->cache_dir = f->dump_to = f->cc = f->tmp_dir = NULL;
+    xe_code c = XE_OK;
+    if (from->n_ops_to_exclude && !(f->ops_to_exclude = calloc((size_t)from->n_ops_to_exclude, sizeof(char *))))
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int i = 0; c == XE_OK && i < from->n_ops_to_exclude; i++, f->n_ops_to_exclude++)
+        c = dup_string(&f->ops_to_exclude[i], from->ops_to_exclude[i], st);
+    char **mine[] = {&f->dump_graph_prefix, &f->trace_path, &f->summary_path, &f->cache_dir, &f->dump_to,
+                     &f->cc, &f->tmp_dir};
+    const char *theirs[] = {from->dump_graph_prefix, from->trace_path, from->summary_path, from->cache_dir,
+                            from->dump_to, from->cc, from->tmp_dir};
+    for (size_t i = 0; c == XE_OK && i < sizeof mine / sizeof mine[0]; i++)
+        c = dup_string(mine[i], theirs[i], st);
+    repoint_xg(f, from);
+    if (c != XE_OK)
+        xlac_flags_free(f);
+    return c;
+}
+
+/* Whether row r holds the same value in a and b. */
+static bool same_value(const flag_row *r, const xlac_flags *a, const xlac_flags *b)
+{
+    const void *x = field(r, (xlac_flags *)a), *y = field(r, (xlac_flags *)b);
+    switch (r->kind) {
+    case FLAG_BOOL:
+        return *(const bool *)x == *(const bool *)y;
+    case FLAG_INT:
+        return *(const int *)x == *(const int *)y;
+    case FLAG_LLONG:
+        return *(const long long *)x == *(const long long *)y;
+    case FLAG_STRING: {
+        const char *s = *(char *const *)x, *t = *(char *const *)y;
+        return s == t || (s && t && strcmp(s, t) == 0);
+    }
+    case FLAG_DEVICES:
+    case FLAG_OPS:
+        return true; /* session rows */
+    }
+    return true;
+}
+
+xe_code xlac_flags_apply(xlac_flags *f, const xlac_flags *process, const char *text, xe_status *st)
+{
+    if (xlac_flags_copy(f, process, st) != XE_OK)
+        return st->code;
+    xe_code c = parse_words(text, f, st);
+    if (c == XE_OK && f->help)
+        c = xe_fail(st, XE_ERR_USAGE, "--help is not a session option (XLAC_FLAGS=--help lists the flags)");
+    for (int i = 0; c == XE_OK && i < N_ROWS; i++)
+        if (!rows[i].session && !same_value(&rows[i], f, process))
+            c = xe_fail(st, XE_ERR_USAGE,
+                        "--%s is the process's, shared by every session (its compilation cache, trace or "
+                        "report): set it in XLAC_FLAGS before the first session, not per session",
+                        rows[i].name);
+    if (c == XE_OK)
+        c = check_values(f, st);
+    f->xg.level2 = f->auto_jit == 2;
+    if (c != XE_OK) {
+        xe_status_prefix(st, "session options '%s': ", text);
+        xlac_flags_free(f);
+    }
     return c;
 }

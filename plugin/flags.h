@@ -48,6 +48,9 @@ typedef struct xlac_env {
     const char *tmpdir;            /* TMPDIR: temp files (default /tmp) */
     const char *xdg_cache_home;    /* XDG_CACHE_HOME: the disk cache is in its xlac folder */
     const char *home;              /* HOME: else the disk cache is ~/.cache/xlac */
+    const char *run_start;         /* XLAC_RUN_START: when the run this process is a part of began */
+    bool cache_noted;              /* XLAC_CACHE_NOTED: the note on HOME was given in this run already */
+    const char *passwd_home;       /* the user's home in the password database (HOME unset or relative) */
 } xlac_env;
 
 /* Reads the variables above from the process's environment. */
@@ -64,6 +67,17 @@ void xlac_flags_default(xlac_flags *f);
  */
 xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st);
 void xlac_flags_free(xlac_flags *f);
+/* *f = a deep copy of *from (its strings copied; xg's pointers at them follow). */
+xe_code xlac_flags_copy(xlac_flags *f, const xlac_flags *from, xe_status *st);
+/*
+ * A session's configuration: *f = the process's flags with the words of
+ * text ("--auto_jit=2 --min_cluster_size=3", XLAC_FLAGS syntax) applied
+ * over them. Only the rows a session may set (the level and the
+ * clustering's options, --codegen) may differ from the process's; another
+ * row set to another value, --help or a bad value is XE_ERR_USAGE naming it
+ * (*f is then freed).
+ */
+xe_code xlac_flags_apply(xlac_flags *f, const xlac_flags *process, const char *text, xe_status *st);
 
 /* Every flag with its default and meaning. */
 void xlac_flags_help(FILE *out);

@@ -1,6 +1,7 @@
 /*
  * The xlac_launch op: runs one cluster. Its state (flags, cache, counters)
- * is the plugin's xlac_state, handed over as the op's user data. With the
+ * is the plugin's xlac_state, handed over as the op's user data; the
+ * flags it heeds are those of the session that made the node (@config). With the
  * code generator on, the compilation cache (created on first use from the flags)
  * looks the cluster up by its signature and runs compiled code; when it
  * answers XG_FALLBACK, or the code generator is off (--codegen=0), the
@@ -17,10 +18,10 @@
 #include "xlac/trace.h"
 #include "xlac_plugin.h"
 
-/* The state's cache, NULL when codegen is off or unavailable. */
-static xg_cache *get_cache(xlac_state *s)
+/* The state's cache, NULL when codegen is off (for this launch's configuration f) or unavailable. */
+static xg_cache *get_cache(xlac_state *s, const xlac_flags *f)
 {
-    if (!s->installed || !s->flags.codegen)
+    if (!s->installed || !f->codegen)
         return NULL;
     pthread_mutex_lock(&s->cache_lock);
     if (!s->cache && !s->cache_failed) {
@@ -46,7 +47,7 @@ static void log_compiled(const xe_kernel_args *a, const char *name)
 }
 
 /* Every field but the signature's text (a zeroed struct would clear 200 bytes per launch). */
-static void launch_info_init(xlac_launch_info *li, const xlac_state *s, bool timed)
+static void launch_info_init(xlac_launch_info *li, const xlac_flags *f, bool timed)
 {
     li->info.want_signature = timed;
     li->info.hit = li->info.compiled = false;
@@ -54,7 +55,7 @@ static void launch_info_init(xlac_launch_info *li, const xlac_state *s, bool tim
     li->info.reason = NULL;
     li->info.signature[0] = '\0';
     li->ran = false;
-    li->why = s->flags.codegen ? "no compilation cache" : "--codegen=0";
+    li->why = f->codegen ? "no compilation cache" : "--codegen=0";
     li->t0 = timed ? xe_now_us() : 0;
     li->t_fallback = 0;
     li->gpu = NULL;
@@ -74,16 +75,18 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     atomic_fetch_add(&s->n_launches, 1);
     xlac_replay_dump(s, n, name, a->in);
     bool timed = xlac_report_timed(s); /* off: this branch is all a launch pays for reports */
+    /* the configuration of the session that made this node (config.c) */
+    const xlac_flags *f = xlac_config_flags(s, xe_node_attr_int(n, "@config", 0));
     xlac_launch_info li;
-    launch_info_init(&li, s, timed);
-    xg_cache *c = get_cache(s);
+    launch_info_init(&li, f, timed);
+    xg_cache *c = get_cache(s, f);
     if (c) {
         xg_outcome outcome = XG_FALLBACK;
-        li.gpu = timed && n->device == XE_DEV_GPU && xe_trace_on() ? xe_gpu_timer_begin() : NULL;
+        li.gpu = timed && xe_trace_on() ? xe_device_timer_begin(n->device) : NULL;
         xe_code code = xg_run_cluster_info(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name,
                                            n->device, a->in, outs, must, &outcome, &li.info, st);
         if (li.gpu)
-            xe_gpu_timer_end(li.gpu);
+            xe_device_timer_end(li.gpu);
         li.ran = code == XE_OK && outcome == XG_RAN;
         if (li.ran) {
             log_compiled(a, name);
@@ -91,7 +94,7 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
                 xlac_report_launch(s, n, name, &li);
         }
         if (li.gpu)
-            xe_gpu_timer_free(li.gpu);
+            xe_device_timer_free(li.gpu);
         li.gpu = NULL;
         if (code != XE_OK || li.ran)
             return code;

@@ -164,13 +164,13 @@ static xe_code prefix_clusters(xc_clustering *c, const char *owner, xe_status *s
  * Steps 2-4 on g; *out receives the encapsulated graph (NULL: unchanged).
  * owner: the composite node whose body g is (no dumps then), NULL for the session's graph.
  */
-static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, const char *owner, xe_graph **out,
-                             xe_status *st)
+static xe_code cluster_graph(xlac_state *s, const xlac_flags *f, const xe_graph *g, int id, const char *owner,
+                             xe_graph **out, xe_status *st)
 {
     const char *dir = s->flags.dump_graph_prefix;
-    bool dumps = s->flags.clustering_debug && dir && !owner;
+    bool dumps = f->clustering_debug && dir && !owner;
     xc_options o;
-    xlac_cluster_options(&s->flags, &o); /* 1. */
+    xlac_cluster_options(f, &o); /* 1. */
     if (dumps && xe_mkdirs(dir, 0777, st) != XE_OK) {
         dump_failed(st);
         dumps = false;
@@ -187,7 +187,7 @@ static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, const cha
         dump_failed(st);
     if (code == XE_OK && dumps && dump_stage(dir, "after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK)
         dump_failed(st);
-    if (code == XE_OK && s->flags.clustering_debug && dump_summary(s, g, c, id, owner, dumps, st) != XE_OK)
+    if (code == XE_OK && f->clustering_debug && dump_summary(s, g, c, id, owner, dumps, st) != XE_OK)
         dump_failed(st);
     if (code == XE_OK)
         xlac_report_graph(s, g, c, id, owner);
@@ -200,15 +200,15 @@ static xe_code cluster_graph(xlac_state *s, const xe_graph *g, int id, const cha
  * run by the executor op by op) are clustered on their own, innermost
  * first; their clusters are named after the node ("f.cluster_0").
  */
-static xe_code cluster_bodies(xlac_state *s, xe_graph *g, int id, xe_status *st)
+static xe_code cluster_bodies(xlac_state *s, const xlac_flags *f, xe_graph *g, int id, xe_status *st)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         xe_node *n = g->nodes[i];
         if (n->op != XE_OP_CALL || !n->body)
             continue;
         xe_graph *nb = NULL;
-        if (cluster_bodies(s, n->body, id, st) != XE_OK ||
-            cluster_graph(s, n->body, id, n->name, &nb, st) != XE_OK) {
+        if (cluster_bodies(s, f, n->body, id, st) != XE_OK ||
+            cluster_graph(s, f, n->body, id, n->name, &nb, st) != XE_OK) {
             xe_graph_destroy(nb);
             return st->code;
         }
@@ -222,21 +222,25 @@ static xe_code cluster_bodies(xlac_state *s, xe_graph *g, int id, xe_status *st)
 
 /*
  * Each launch node carries its body's fingerprint, so a launch does not
- * hash the body again; every launch node counts as a cluster in --stats
- * (those of a re-run dump too, and those inside composite bodies).
+ * hash the body again, and the number of the session configuration it was
+ * made with (@config, absent for the process's: config.c); every launch
+ * node counts as a cluster in --stats (those of a re-run dump too, and
+ * those inside composite bodies).
  */
-static xe_code stamp_launch_nodes(xlac_state *s, xe_graph *g, xe_status *st)
+static xe_code stamp_launch_nodes(xlac_state *s, xe_graph *g, int config, xe_status *st)
 {
     unsigned long long clusters = 0;
     for (int i = 0; i < g->n_nodes; i++) {
         xe_node *n = g->nodes[i];
-        if (n->op == XE_OP_CALL && n->body && stamp_launch_nodes(s, n->body, st) != XE_OK)
+        if (n->op == XE_OP_CALL && n->body && stamp_launch_nodes(s, n->body, config, st) != XE_OK)
             return st->code;
         if (n->op != s->launch_op || !n->body)
             continue;
         char fp[40];
         xg_fingerprint(n->body, fp);
         if (xe_node_set_string(n, "@fingerprint", fp, st) != XE_OK)
+            return st->code;
+        if ((config || xe_node_attr_int(n, "@config", 0)) && xe_node_set_int(n, "@config", config, st) != XE_OK)
             return st->code;
         clusters++;
     }
@@ -249,14 +253,18 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
     xlac_state *s = user;
     if (!s->installed)
         return XE_OK;
+    atomic_fetch_add(&s->n_sessions, 1);
     xe_graph *ng = NULL;
-    int id = ctx ? ctx->session_id : 0;
+    int id = ctx ? ctx->session_id : 0, config = 0;
+    if (xlac_config_for(s, ctx ? ctx->plugin_config : NULL, &config, st) != XE_OK)
+        return st->code;
+    const xlac_flags *f = xlac_config_flags(s, config);
     /* the opposite of dump_summary's note (so the same once-flag) */
-    if (s->flags.dump_graph_prefix && !s->flags.clustering_debug && s->flags.auto_jit != 0 &&
+    if (s->flags.dump_graph_prefix && !f->clustering_debug && f->auto_jit != 0 &&
         !atomic_exchange(&s->warned_no_prefix, true))
         fprintf(stderr, "xlac: warning: XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
                         "no graph dumps are written (XLAC_FLAGS=--clustering_debug writes them)\n");
-    if ((s->flags.auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(s, *g, id, NULL, &ng, st) != XE_OK) {
+    if ((f->auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(s, f, *g, id, NULL, &ng, st) != XE_OK) {
         xe_graph_destroy(ng);
         return st->code;
     }
@@ -264,9 +272,9 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
         xe_graph_destroy(*g);
         *g = ng;
     }
-    if (s->flags.auto_jit != 0 && cluster_bodies(s, *g, id, st) != XE_OK)
+    if (f->auto_jit != 0 && cluster_bodies(s, f, *g, id, st) != XE_OK)
         return st->code;
-    if (stamp_launch_nodes(s, *g, st) != XE_OK)
+    if (stamp_launch_nodes(s, *g, config, st) != XE_OK)
         return st->code;
     return xlac_check_ranks(*g, s->launch_op, st);
 }
@@ -304,6 +312,7 @@ void xlac_state_init(xlac_state *s)
     pthread_mutex_init(&s->cache_lock, NULL);
     pthread_mutex_init(&s->replay_lock, NULL);
     pthread_mutex_init(&s->report_lock, NULL);
+    pthread_mutex_init(&s->config_lock, NULL);
 }
 
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
@@ -322,14 +331,18 @@ void xlac_plugin_shutdown(xlac_state *s)
 {
     xlac_launch_shutdown(s);
     xlac_replay_free(s);
-    if (s->tracing) { /* after the cache: background compiles are in it */
+    if (s->tracing && !atomic_load(&s->n_sessions)) { /* a wrapper (timeout, bash -c) that ran nothing */
+        xe_trace_discard();
+        s->tracing = false;
+    } else if (s->tracing) { /* after the cache: background compiles are in it */
         xe_status st;
         xe_status_clear(&st);
         if (xe_trace_stop(&st) != XE_OK)
-            fprintf(stderr, "xlac: warning: %s\n", st.msg);
+            fprintf(stderr, "xlac: error: %s\n", st.msg);
         s->tracing = false;
     }
     xlac_report_free(s);
+    xlac_config_free(s);
     if (s->installed)
         xlac_flags_free(&s->flags);
     s->installed = false;

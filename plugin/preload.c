@@ -6,17 +6,68 @@
  * place the plugin may end its host, because a misconfigured run must
  * stop before it starts rather than silently run without the JIT.
  * `XLAC_FLAGS=--help` prints the flags and exits 0. A destructor waits for
- * background compiles, prints the --stats lines and frees the plugin's state, of which this file holds
+ * background compiles, prints the --stats lines (only where a session ran) and frees the plugin's state, of which this file holds
  * the one instance; xlac_stats_text gives hosts that load libxlac.so
  * themselves (the Python package's xlac.stats()) the same counters.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "compile.h"
+#include "xlac/interrupt.h"
 #include "xlac_plugin.h"
 
 static xlac_state state;
+
+/*
+ * When the run began that this process is a part of: $XLAC_RUN_START,
+ * set by the first process of the run that loads the plugin and inherited
+ * by every process it starts (timeout, bash -c, the xlac-run under them).
+ * Reports written since then by another of them are not replaced
+ * (xe_publish's ".PID" rule).
+ */
+static double run_start(const xlac_env *env)
+{
+    char *end = NULL;
+    double t = env->run_start ? strtod(env->run_start, &end) : 0;
+    if (t > 0 && end && !*end)
+        return t;
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    t = (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+    char text[64];
+    snprintf(text, sizeof text, "%.6f", t);
+    setenv("XLAC_RUN_START", text, 1);
+    return t;
+}
+
+/*
+ * On SIGINT/TERM/HUP in a host that installed xlac/interrupt.h (xlac-run):
+ * compilers killed and reaped, temp folders and our cache locks removed,
+ * the summary so far written, marked interrupted. The executor then writes
+ * the trace and ends the process.
+ */
+static pthread_mutex_t reports_lock = PTHREAD_MUTEX_INITIALIZER; /* the reports, by the destructor or here */
+static bool reports_done;
+
+static void interrupted(int signo, void *user)
+{
+    xlac_state *s = user;
+    xg_cleanup_interrupted(); /* first: the destructor may be waiting for a compile */
+    pthread_mutex_lock(&reports_lock); /* held until the process ends: the destructor frees nothing now */
+    if (reports_done)
+        return;
+    reports_done = true;
+    xe_status st;
+    xe_status_clear(&st);
+    if (xlac_report_write(s, signo, &st) != XE_OK)
+        fprintf(stderr, "xlac: error: %s\n", st.msg);
+    if (s->tracing && !atomic_load(&s->n_sessions))
+        xe_trace_discard();
+}
 
 __attribute__((constructor)) static void xlac_preload_init(void)
 {
@@ -37,25 +88,53 @@ __attribute__((constructor)) static void xlac_preload_init(void)
         _exit(0);
     }
     xlac_state_init(&state);
+    state.family_start = run_start(&env);
     if (xlac_plugin_install(&state, &f, &st) != XE_OK) {
         xlac_flags_free(&f);
         fprintf(stderr, "xlac: error: %s\n", st.msg);
         fflush(stderr);
         _exit(2);
     }
+    xe_on_interrupt(interrupted, &state);
 }
 
+/*
+ * At exit: background compiles finish, then the stats line, the summary
+ * and the trace, only in a process that ran a session (a wrapper such as
+ * timeout or bash -c inherits LD_PRELOAD and XLAC_FLAGS, and must neither
+ * print stats nor replace the files of the process it ran). A summary or
+ * trace that could not be written is an error, and the exit status says
+ * so (1, where the host would have exited 0 with the file missing).
+ */
 __attribute__((destructor)) static void xlac_preload_fini(void)
 {
     if (!state.installed)
         return;
     /* the stats count the background compiles too: they finish first */
     xlac_launch_drain(&state);
+    xe_interrupt_hold(); /* a signal is being handled: its watcher writes the reports and ends the process */
+    pthread_mutex_lock(&reports_lock);
+    if (reports_done) { /* the watcher has them */
+        pthread_mutex_unlock(&reports_lock);
+        return;
+    }
+    reports_done = true;
+    bool ran = atomic_load(&state.n_sessions) > 0;
     /* off, and no jit block: nothing observable, not even the stats line */
-    if (state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state)))
+    if (ran && state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state)))
         xlac_print_stats(&state, stderr);
-    xlac_report_write(&state);
+    xe_status st;
+    xe_status_clear(&st);
+    bool failed = xlac_report_write(&state, 0, &st) != XE_OK;
+    if (failed)
+        fprintf(stderr, "xlac: error: %s\n", st.msg);
     xlac_plugin_shutdown(&state);
+    pthread_mutex_unlock(&reports_lock);
+    xe_status_clear(&st);
+    if (failed || xe_trace_failed(&st)) {
+        fflush(NULL);
+        _exit(1);
+    }
 }
 
 /*

@@ -5,9 +5,12 @@
  *
  *   cluster.xg    the cluster's body as a graph of its own: the values
  *                 entering the cluster are its inputs, those leaving it
- *                 its outputs (the executor's .xg writer)
+ *                 its outputs (the executor's .xg writer); constants of
+ *                 16 elements or more (weights) as NAME.npy beside it,
+ *                 binary, not decimal text
  *   inputs/       NAME.npy per input, the values of that first launch
- *   command.txt   the command that replays it
+ *   command.txt   the command that replays it, with the absolute path of
+ *                 the xlac-run that made the dump (runner_path)
  *
  * so that one folder reproduces a miscompile: `xlac-run cluster.xg --feed
  * inputs` runs it op by op, the same with the plugin preloaded runs it
@@ -21,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "xlac/io.h"
 #include "xlac_plugin.h"
@@ -82,14 +86,43 @@ static xe_code write_inputs(const xe_graph *body, xe_tensor *const *in, const ch
     return XE_OK;
 }
 
+/*
+ * The absolute path of the xlac-run that replays (buf[len]): the binary
+ * that made the dump when it is xlac-run, else the one beside this
+ * library (LIB/../bin/xlac-run, the build tree's layout) when it exists,
+ * else the bare name (found on PATH).
+ */
+static void runner_path(const char *lib, char *buf, size_t len)
+{
+    char self[4096], beside[4200];
+    ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (n > 0) {
+        self[n] = '\0';
+        const char *base = strrchr(self, '/');
+        if (base && !strcmp(base + 1, "xlac-run")) {
+            snprintf(buf, len, "%s", self);
+            return;
+        }
+    }
+    const char *slash = strrchr(lib, '/');
+    if (slash && snprintf(beside, sizeof beside, "%.*s/../bin/xlac-run", (int)(slash - lib), lib) <
+                     (int)sizeof beside &&
+        realpath(beside, self)) {
+        snprintf(buf, len, "%s", self);
+        return;
+    }
+    snprintf(buf, len, "xlac-run");
+}
+
 /* The command line that replays folder dir; malloc'd. */
 static char *replay_command(const xlac_flags *f, const char *dir)
 {
-    char lib[2048], *cmd = NULL;
+    char lib[2048], run[4096], *cmd = NULL;
     plugin_path(lib, sizeof lib);
+    runner_path(lib, run, sizeof run);
     const char *fast = f->xg.fast_math ? " XLAC_FLAGS=--fast_math" : "";
-    if (asprintf(&cmd, "LD_PRELOAD=%s XLAC_AUTO_JIT=2%s xlac-run %s/cluster.xg --feed %s/inputs --compare",
-                 *lib ? lib : "libxlac.so", fast, dir, dir) < 0)
+    if (asprintf(&cmd, "LD_PRELOAD=%s XLAC_AUTO_JIT=2%s %s %s/cluster.xg --feed %s/inputs --compare",
+                 *lib ? lib : "libxlac.so", fast, run, dir, dir) < 0)
         return NULL;
     return cmd;
 }
@@ -102,7 +135,8 @@ static xe_code write_folder(const xlac_flags *f, const xe_graph *body, const cha
     if (claim_dir(f->dump_to, name, dir, sizeof dir, st) != XE_OK)
         return st->code;
     snprintf(path, sizeof path, "%s/cluster.xg", dir);
-    if (xe_write_file(body, path, st) != XE_OK || write_inputs(body, in, dir, st) != XE_OK)
+    /* constants of 16 elements and more (weights) as binary .npy beside it, exact and compact */
+    if (xe_write_file_consts(body, path, 16, st) != XE_OK || write_inputs(body, in, dir, st) != XE_OK)
         return st->code;
     if (!(*command = replay_command(f, dir)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");

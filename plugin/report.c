@@ -50,6 +50,7 @@ xe_code xlac_report_setup(xlac_state *s, xe_status *st)
     if (xe_trace_start(s->flags.trace_path, st) != XE_OK)
         return xe_status_prefix(st, "XLAC_FLAGS: --trace: ");
     s->tracing = true;
+    xe_trace_set_family(s->family_start);
     return XE_OK;
 }
 
@@ -163,7 +164,7 @@ static void trace_launch(const xe_node *n, const char *name, const xlac_launch_i
     xe_trace_slice(name, "cluster launch", li->t0, t1 - li->t0, args);
     double gs, gd;
     if (li->gpu &&
-        xe_gpu_timer_read(li->gpu, &gs, &gd)) /* the compiled kernels, on the stream's track */
+        xe_device_timer_read(li->gpu, &gs, &gd)) /* the compiled kernels, on the stream's track */
         xe_trace_slice_gpu(0, name, "cluster kernels", gs, gd, args);
     if (!li->ran) {
         snprintf(args, sizeof args, "\"cluster\":\"%s\",\"reason\":\"%s\"", ename, why);

@@ -15,11 +15,15 @@
  * split the runs' wall time: compiled clusters, compiles inside launches,
  * and the rest (per-op kernels, fallbacks included, and the executor).
  * Compiles on a background thread are not part of any run: stats.compile_ms has them.
+ * A run stopped by a signal adds "interrupted":true,"signal":N. Only a
+ * process that ran a session writes the file, whole (xe_publish: temp file
+ * and rename, the ".PID" rule for several processes of one run).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "xlac/io.h"
 #include "xlac/trace.h"
 #include "xlac_plugin.h"
 
@@ -80,16 +84,16 @@ static void write_stats(FILE *f, xlac_state *s)
     free(text);
 }
 
-void xlac_report_write(xlac_state *s)
+typedef struct summary_job {
+    xlac_state *s;
+    int interrupted; /* the signal that cut the run short, 0: none */
+} summary_job;
+
+static xe_code write_summary(FILE *f, void *user, xe_status *st)
 {
-    if (!s->flags.summary_path)
-        return;
-    FILE *f = fopen(s->flags.summary_path, "w");
-    if (!f) {
-        fprintf(stderr, "xlac: warning: --summary %s: cannot write: %s\n", s->flags.summary_path,
-                strerror(errno));
-        return;
-    }
+    summary_job *j = user;
+    xlac_state *s = j->s;
+    (void)st;
     pthread_mutex_lock(&s->report_lock);
     fputs("{\"graphs\":[", f);
     for (int i = 0; i < s->n_graphs; i++)
@@ -99,9 +103,25 @@ void xlac_report_write(xlac_state *s)
         write_cluster(f, &s->reports[i], i == 0);
     write_share(f, s);
     pthread_mutex_unlock(&s->report_lock);
+    if (j->interrupted)
+        fprintf(f, " \"interrupted\":true,\"signal\":%d,\n", j->interrupted);
     write_stats(f, s);
-    if (ferror(f) | (fclose(f) != 0))
-        fprintf(stderr, "xlac: warning: --summary %s: writing failed\n", s->flags.summary_path);
+    return XE_OK;
+}
+
+xe_code xlac_report_write(xlac_state *s, int interrupted, xe_status *st)
+{
+    if (!s->flags.summary_path || !atomic_load(&s->n_sessions)) /* a wrapper that ran nothing writes nothing */
+        return XE_OK;
+    char used[4200];
+    summary_job j = {s, interrupted};
+    xe_code c = xe_publish(s->flags.summary_path, write_summary, &j, s->family_start, used, sizeof used, st);
+    if (c != XE_OK)
+        return xe_status_prefix(st, "--summary: ");
+    if (strcmp(used, s->flags.summary_path) != 0)
+        fprintf(stderr, "xlac: note: --summary %s was written by another process of this run; this one's is %s\n",
+                s->flags.summary_path, used);
+    return XE_OK;
 }
 
 void xlac_report_free(xlac_state *s)

@@ -307,7 +307,7 @@ static int compile_graph(const char *path, const char *out, const args *a, xlac_
             status = compile_all(ng, a, out, f);
         else if (st.code == XE_OK)
             status = 0; /* nothing to compile */
-        if (status == 0 && a->target == XG_TARGET_C)
+        if (status == 0 && xg_target_get(a->target)->host_program)
             entry_point(ng ? ng : g, path, out, f);
     }
     if (status == 2 && st.code != XE_OK)

@@ -36,7 +36,7 @@ typedef struct xlac_launch_info {
     const char *why;   /* !ran: the reason */
     double t0;         /* the launch began (xe_now_us) */
     double t_fallback; /* !ran: the per-op run began */
-    xe_gpu_timer *gpu; /* the compiled kernels' GPU time (tracing, on a GPU), or NULL */
+    xe_device_timer *gpu; /* the compiled kernels' device time (tracing, on a device that keeps one), or NULL */
 } xlac_launch_info;
 
 /*
@@ -46,6 +46,9 @@ typedef struct xlac_launch_info {
  * it as the user data of their registrations and read no global.
  */
 typedef struct xlac_replay xlac_replay; /* replay.c: one cluster dumped with --dump_inputs */
+typedef struct xlac_config xlac_config; /* config.c: one session's configuration */
+
+#define XLAC_MAX_CONFIGS 64 /* distinct session configurations in one process */
 
 typedef struct xlac_state {
     xlac_flags flags;             /* the configuration, once installed */
@@ -55,6 +58,8 @@ typedef struct xlac_state {
     pthread_mutex_t cache_lock;   /* guards cache and cache_failed */
     xg_cache *cache;              /* created by the first launch from flags.xg */
     bool cache_failed;            /* creation failed once: clusters stay per op */
+    atomic_ullong n_sessions;     /* sessions the pass saw: none, and the process writes no report */
+    double family_start;          /* when the run began ($XLAC_RUN_START): xe_publish's rule for reports */
     atomic_ullong n_clusters;     /* clusters built by the pass */
     atomic_ullong n_launches;     /* launch op executions */
     atomic_ullong n_fallbacks;    /* of which ran per op */
@@ -68,6 +73,9 @@ typedef struct xlac_state {
     int n_graphs;
     xlac_cluster_report *reports; /* --summary: per cluster */
     int n_reports;
+    pthread_mutex_t config_lock;  /* guards n_configs and the writing of configs */
+    _Atomic(xlac_config *) configs[XLAC_MAX_CONFIGS]; /* configuration k+1 (config.c); 0 is flags */
+    int n_configs;
 } xlac_state;
 
 /* An empty state: not installed, nothing registered. */
@@ -89,6 +97,16 @@ bool xlac_supports(const xe_graph *g, const xe_node *n, xe_device dev, bool must
                    void *user, const char **reason);
 /* Clustering options from flags (the predicate above included). */
 void xlac_cluster_options(const xlac_flags *f, xc_options *o);
+
+/*
+ * The number of the session configuration text names (config.c): 0 for
+ * NULL or blank text (the process's flags), else the process's flags with
+ * text's words applied, made on first use. A bad text is XE_ERR_USAGE.
+ */
+xe_code xlac_config_for(xlac_state *s, const char *text, int *id, xe_status *st);
+/* The flags of configuration id (a launch node's @config); the process's for 0 or an unknown id. */
+const xlac_flags *xlac_config_flags(xlac_state *s, int64_t id);
+void xlac_config_free(xlac_state *s);
 
 /* The graph pass (user: the xlac_state). */
 xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st);
@@ -116,7 +134,7 @@ static inline bool xlac_report_timed(const xlac_state *s)
     return xe_trace_on() || s->flags.summary_path;
 }
 /* Writes --summary's file (at exit, after background compiles). */
-void xlac_report_write(xlac_state *s);
+xe_code xlac_report_write(xlac_state *s, int interrupted, xe_status *st);
 void xlac_report_free(xlac_state *s);
 
 /* Whether any cluster was formed (a jit block counts) or launched in this process. */

@@ -8,6 +8,9 @@
 # Targets: xg (.xg parser + shape inference + writer round trip), npy,
 # flags (XLAC_AUTO_JIT / XLAC_FLAGS), disk (the disk-cache file parser),
 # onnx (the ONNX importer on a model, and the same bytes as a TensorProto),
+# onnx_ext (a model and its external data file written into a private
+# folder, beside a symbolic link out of it and a FIFO, loaded by path;
+# seeds: small real exports, tests/fuzz/make_ext_seeds.py),
 # graph (the structure-aware graph fuzzer xlac-graphfuzz: random graphs and
 # mutations of them, each run by xlac-run op by op and clustered, outputs
 # compared; not libFuzzer, the same ASan+UBSan build; a failing graph is
@@ -27,11 +30,11 @@ while [ $# -gt 0 ]; do
     case "$1" in
         --seconds) seconds=$2; shift 2 ;;
         --minutes) seconds=$(($2 * 60)); shift 2 ;;
-        -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+        -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
         *) targets+=("$1"); shift ;;
     esac
 done
-[ ${#targets[@]} -eq 0 ] && targets=(xg npy flags disk onnx graph)
+[ ${#targets[@]} -eq 0 ] && targets=(xg npy flags disk onnx onnx_ext graph)
 dir=build-fuzz
 if ! CC=clang cmake -S . -B "$dir" -DXLAC_FUZZ=ON -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo \
         >"$dir.configure.log" 2>&1; then
@@ -53,6 +56,7 @@ seeds() {
         flags) echo tests/fuzz/seeds/flags tests/data/fuzz/flags ;;
         disk) echo tests/fuzz/seeds/disk tests/data/fuzz/disk ;;
         onnx) echo tests/data/onnx tests/data/fuzz/onnx ;;
+        onnx_ext) echo tests/fuzz/seeds/onnx_ext tests/data/fuzz/onnx_ext ;;
     esac
 }
 

@@ -6,9 +6,9 @@ cd "$(dirname "$0")/.."
 scripts/deps.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build -j"$(nproc)" >/dev/null
-echo "== op by op: build/bin/xlac-run examples/fused_sum.xg"
-build/bin/xlac-run examples/fused_sum.xg --print-outputs --iterations 5 --warmup 1
+echo "== op by op: build/bin/xlac-run examples/fused_sum.xg --seed 0"
+build/bin/xlac-run examples/fused_sum.xg --seed 0 --print-outputs --iterations 5 --warmup 1
 echo "== clustered: LD_PRELOAD=build/lib/libxlac.so XLAC_AUTO_JIT=2"
 LD_PRELOAD=build/lib/libxlac.so XLAC_AUTO_JIT=2 XLAC_FLAGS=--stats \
-    build/bin/xlac-run examples/fused_sum.xg --print-outputs --iterations 5 --warmup 1 \
+    build/bin/xlac-run examples/fused_sum.xg --seed 0 --print-outputs --iterations 5 --warmup 1 \
     --log-device-placement

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds and runs every test: a plain build (with CUDA when the toolkit is
-# there), the Python package's pytest suite against it (scripts/test_python.sh),
+# there), the Python package's pytest suite against its installed wheel (scripts/test_python.sh),
 # ONNX's node tests and light models (tests/onnx/run_node_tests.sh, through a
 # CPU-only Release build in build-onnx) and, unless --quick, CPU-only AddressSanitizer+UBSan
 # builds with gcc (build-asan) and with clang (build-asan-clang: adds
@@ -71,7 +71,7 @@ run_suite() {
     echo "== $label: $((SECONDS - start_suite)) s"
 }
 
-# The Python package (scripts/test_python.sh) against the plain build's libraries;
+# The Python package (scripts/test_python.sh): its wheel built and installed in a fresh venv;
 # pytest's last line ("20 passed, 1 failed, 2 skipped in 3.1s") counts into the totals.
 run_python() {
     local log=build/test-logs/python.log start=$SECONDS

@@ -1,31 +1,32 @@
 #!/usr/bin/env bash
-# Tests the Python package (python/): makes a git-ignored venv (python/.venv),
-# installs numpy, pytest (onnx and onnxruntime when it can) and the package
-# into it, runs pytest on python/tests
-# and ends with pytest's summary line ("N passed in S s").
-# The C libraries come from $XLAC_LIB_DIR, else build/lib, which is built here
-# (targets xlac_executor and xlac) when it lacks them.
+# Tests the Python package as a user gets it: builds the wheel (python -m build, which runs
+# CMake on this repository through scikit-build-core and puts libxlac_executor.so and
+# libxlac.so inside the package), installs it into a fresh venv (python/.venv-test, made
+# anew each time) with numpy, pytest, onnx and onnxruntime, and runs python/tests against
+# the installed package (XLAC_TEST_INSTALLED=1: a test checks that `import xlac` is the
+# installed one and finds its libraries with no environment variable). Ends with pytest's
+# summary line ("N passed in S s").
+# The builder venv (python/.venv-build: build, scikit-build-core) and CMake's build folder
+# (python/build/) are kept between runs, so a second run rebuilds only what changed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 py=${PYTHON:-python3}
-venv=python/.venv
-lib=${XLAC_LIB_DIR:-$PWD/build/lib}
-if [ ! -e "$lib/libxlac_executor.so" ] || [ ! -e "$lib/libxlac.so" ]; then
-    [ -z "${XLAC_LIB_DIR:-}" ] || { echo "test_python: no libraries in XLAC_LIB_DIR=$lib" >&2; exit 1; }
-    echo "== python: building the C libraries into build/" >&2
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >build.configure.log 2>&1
-    cmake --build build -j"$(nproc)" --target xlac_executor xlac >build.python.log 2>&1
+pip_q=(-m pip install -q --disable-pip-version-check)
+if [ ! -x python/.venv-build/bin/python ]; then
+    "$py" -m venv python/.venv-build
+    python/.venv-build/bin/python "${pip_q[@]}" build scikit-build-core
 fi
-if [ ! -x "$venv/bin/python" ]; then
-    "$py" -m venv "$venv"
-fi
-"$venv/bin/python" -m pip install -q --disable-pip-version-check numpy pytest setuptools wheel
-# for the differential test against onnxruntime (python/tests/test_onnx.py); it skips without them
-"$venv/bin/python" -m pip install -q --disable-pip-version-check onnx onnxruntime ||
-    echo "test_python: onnx/onnxruntime not installed: the ONNX differential test is skipped" >&2
-# --no-build-isolation: use the venv's setuptools (no download at build time)
-"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-build-isolation \
-    --force-reinstall --no-deps ./python
-export XLAC_LIB_DIR=$lib
-# from the repo root, so that `import xlac` finds the installed package, not python/xlac
-"$venv/bin/python" -m pytest -q -p no:cacheprovider python/tests "$@"
+rm -rf python/dist
+echo "== python: building the wheel (CMake, see python/build.log)" >&2
+python/.venv-build/bin/python -m build --wheel --no-isolation -o python/dist python >python/build.log 2>&1 ||
+    { tail -30 python/build.log >&2; exit 1; }
+rm -rf python/.venv-test
+"$py" -m venv python/.venv-test
+python/.venv-test/bin/python "${pip_q[@]}" pytest python/dist/xlac-*.whl
+# for the differential tests against onnxruntime and the ModelProto tests; they skip without them
+python/.venv-test/bin/python "${pip_q[@]}" onnx onnxruntime ||
+    echo "test_python: onnx/onnxruntime not installed: the ONNX tests are skipped" >&2
+# from a folder outside the source tree, so that `import xlac` can only be the installed package
+cd python/tests
+env -u XLAC_LIB_DIR -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS XLAC_TEST_INSTALLED=1 \
+    ../.venv-test/bin/python -m pytest -q -p no:cacheprovider . "$@"

@@ -74,7 +74,7 @@ static char *slurp(const char *name)
  * Runs xlac-run ARGS in the test folder with the plugin kept out; stdout and stderr
  * land in out and err. Returns the exit status, or -SIGNAL if it was killed.
  */
-static int run(const char *args)
+static int run_raw(const char *args)
 {
     free(out);
     free(err);
@@ -88,6 +88,15 @@ static int run(const char *args)
     err = slurp("stderr.txt");
     cr_assert(WIFEXITED(status), "xlac-run %s: killed by a signal", args);
     return WEXITSTATUS(status);
+}
+
+/* run_raw with random inputs (--seed 0) where the arguments neither seed nor feed (nor name no graph). */
+static int run(const char *args)
+{
+    char with[4096];
+    bool own = !*args || strstr(args, "--seed") || strstr(args, "--feed") || strstr(args, "--input");
+    snprintf(with, sizeof with, "%s%s", args, own ? "" : " --seed 0");
+    return run_raw(with);
 }
 
 static void save(const char *name, xe_dtype dt, int rank, const int64_t *dims, const double *vals)
@@ -183,7 +192,12 @@ Test(cli, random_inputs_follow_the_seed_and_ranges, .init = setup, .fini = teard
 {
     WRITE("r.xg", "xlac.graph v1\ninput x: f32[2000]\ninput i: i64[500]\ninput b: bool[200]\n"
                   "output x\noutput i\noutput b\n");
-    cr_assert_eq(run("r.xg --save-outputs a"), 0, "%s", err);
+    /* random values only when asked for: without --seed, an unfed input is an error naming it */
+    cr_assert_eq(run_raw("r.xg --save-outputs none"), 2, "%s", err);
+    cr_assert(strstr(err, "input x is not fed") && strstr(err, "--seed N"), "%s", err);
+    struct stat sb;
+    cr_assert_neq(stat(xt_path("none"), &sb), 0, "nothing ran, nothing was saved");
+    cr_assert_eq(run("r.xg --seed 0 --save-outputs a"), 0, "%s", err);
     cr_assert_eq(run("r.xg --seed 0 --save-outputs b"), 0, "%s", err);
     cr_assert_eq(run("r.xg --seed 7 --save-outputs c"), 0, "%s", err);
     xe_tensor *x = load("a/x.npy"), *x0 = load("b/x.npy"), *x7 = load("c/x.npy");
@@ -329,6 +343,9 @@ Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
     cr_assert(strstr(err, "xlac-run: ") && strstr(err, xe_gpu_unavailable_reason()), "%s", err);
     cr_assert_eq(run("g.xg --log-device-placement"), 0, "%s", err);
     cr_assert(strstr(err, "placement: a exp CPU:0"), "%s", err);
+    /* regression: every CPU run on a machine without a GPU said so; now only with --verbose */
+    cr_assert(!strstr(err, "no CUDA device"), "nobody asked for a GPU: %s", err);
+    cr_assert_eq(run("g.xg --verbose"), 0, "%s", err);
 #ifdef XG_HAVE_CUDA
     cr_assert_eq(xt_occurrences(err, "no CUDA device ("), 1, "one line in a CUDA build: %s", err);
     cr_assert(strstr(err, "xlac-run: no CUDA device (") && strstr(err, "): running on CPU\n"), "%s",
@@ -418,7 +435,7 @@ Test(cli, unfed_input_is_reported_before_any_input_is_made, .init = setup, .fini
     free(err);
     char cmd[512];
     snprintf(cmd, sizeof cmd, "cd %s && %s && env -u LD_PRELOAD -u XLAC_AUTO_JIT "
-             "%s/bin/xlac-run big.xg >stdout.txt 2>stderr.txt", xt_tmp, limit, XLAC_BINARY_DIR);
+             "%s/bin/xlac-run big.xg --seed 0 >stdout.txt 2>stderr.txt", xt_tmp, limit, XLAC_BINARY_DIR);
     int status = system(cmd);
     out = slurp("stdout.txt");
     err = slurp("stderr.txt");
@@ -464,11 +481,11 @@ Test(cli, help_and_version_exit_0, .init = setup, .fini = teardown)
     cr_assert(!strncmp(out, usage, strlen(usage)));
     cr_assert_eq(run("g.xg --bogus --help"), 0, "--help wins");
     cr_assert_eq(run("--version"), 0);
-    cr_assert(!strncmp(out, "xlac-run 0.1.0 (built with", 26), "%s", out);
+    cr_assert(!strncmp(out, "xlac-run 0.1.0 (devices: CPU", 28), "%s", out);
 #ifdef XG_HAVE_CUDA
-    cr_assert(strstr(out, "with CUDA"), "%s", out);
+    cr_assert(strstr(out, " CUDA"), "%s", out);
 #else
-    cr_assert(strstr(out, "without CUDA"), "%s", out);
+    cr_assert(!strstr(out, "CUDA"), "%s", out);
 #endif
 }
 
@@ -512,7 +529,7 @@ Test(cli, closed_stdout_is_an_error_not_a_signal, .init = setup, .fini = teardow
         dup2(fds[1], 1);
         dup2(e, 2);
         signal(SIGPIPE, SIG_DFL);
-        execl(XLAC_BINARY_DIR "/bin/xlac-run", "xlac-run", graph, "--print-outputs", (char *)NULL);
+        execl(XLAC_BINARY_DIR "/bin/xlac-run", "xlac-run", graph, "--seed", "0", "--print-outputs", (char *)NULL);
         _exit(127);
     }
     close(fds[1]);
@@ -523,4 +540,32 @@ Test(cli, closed_stdout_is_an_error_not_a_signal, .init = setup, .fini = teardow
     char *e = slurp("stderr.txt");
     cr_assert(strstr(e, "xlac-run: writing to stdout failed"), "%s", e);
     free(e);
+}
+
+/*
+ * A feed folder that lacks an input, or holds a file that matches no input
+ * (X.npy beside input x), is an error naming the folder and both names; it
+ * ran on random values with exit 0. An output's expected value beside the
+ * inputs (y.npy, ONNX's output_0.pb) is not a mistake.
+ */
+Test(cli, feed_folder_must_match_the_inputs, .init = setup, .fini = teardown)
+{
+    WRITE("two.xg", "xlac.graph v1\ninput x: f32[3]\ninput w: f32[3]\ny = mul(x, w)\noutput y\n");
+    char p[256];
+    in_dir(p, sizeof p, "f");
+    mkdir(p, 0755);
+    save("f/x.npy", XE_F32, 1, (int64_t[]){3}, NULL);
+    cr_assert_eq(run("two.xg --feed f --save-outputs o"), 2, "w is not in f: %s", err);
+    cr_assert(strstr(err, "--feed f") && strstr(err, "input w"), "%s", err);
+    save("f/W.npy", XE_F32, 1, (int64_t[]){3}, NULL); /* the wrong case: matches nothing */
+    cr_assert_eq(run("two.xg --feed f --save-outputs o"), 2, "%s", err);
+    cr_assert(strstr(err, "--feed f") && strstr(err, "W.npy matches no input") && strstr(err, "x, w"), "%s", err);
+    cr_assert_eq(run("two.xg --feed f --seed 1 --save-outputs o"), 2, "a stray file is an error even with --seed");
+    in_dir(p, sizeof p, "f/W.npy");
+    unlink(p);
+    cr_assert_eq(run("two.xg --feed f --seed 1 --save-outputs o"), 0, "with --seed, w is random: %s", err);
+    save("f/w.npy", XE_F32, 1, (int64_t[]){3}, NULL);
+    save("f/y.npy", XE_F32, 1, (int64_t[]){3}, NULL);
+    WRITE("f/output_0.pb", "");
+    cr_assert_eq(run("two.xg --feed f --save-outputs o"), 0, "outputs' files are fine: %s", err);
 }

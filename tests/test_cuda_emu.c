@@ -9,7 +9,7 @@
  * set would break the second run) and argmax's tie and NaN order; the
  * scalar math is the host's, and blocks run one after another. On a
  * machine with a GPU, test_nvrtc runs the same programs for real. Shared
- * kernels (codegen/share.h) launch the kept kernel with the step's own
+ * kernels (codegen/plan/share.h) launch the kept kernel with the step's own
  * buffers packed into its arguments, as the GPU launcher does.
  */
 #include <criterion/criterion.h>
@@ -77,7 +77,7 @@ static void check_seeds(uint64_t from, uint64_t to, bool generic, bool more)
     }
 }
 
-/* Repeated layers: later steps launch the first layer's kernels on their own buffers (codegen/share.h). */
+/* Repeated layers: later steps launch the first layer's kernels on their own buffers (codegen/plan/share.h). */
 Test(cuda_emu, shared_kernels_run_on_their_own_buffers, .timeout = 300)
 {
     static const char text[] =

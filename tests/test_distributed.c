@@ -321,12 +321,12 @@ Test(dist, differing_clusters_fail_on_every_rank)
 #ifdef XLAC_SANITIZE
                           "-x", "ASAN_OPTIONS=verify_asan_link_order=0",
 #endif
-                          "-n", "2", XLAC_RUN, EXAMPLES "/train_step.xg", "--feed", EXAMPLES "/feeds/train_batch", ":",
+                          "-n", "2", XLAC_RUN, EXAMPLES "/train_step.xg", "--seed", "0", "--feed", EXAMPLES "/feeds/train_batch", ":",
                           "-x", "LD_PRELOAD=" LIBXLAC, "-x", "XLAC_AUTO_JIT=2", "-x", odd,
 #ifdef XLAC_SANITIZE
                           "-x", "ASAN_OPTIONS=verify_asan_link_order=0",
 #endif
-                          "-n", "1", XLAC_RUN, EXAMPLES "/train_step.xg", "--feed", EXAMPLES "/feeds/train_batch", NULL};
+                          "-n", "1", XLAC_RUN, EXAMPLES "/train_step.xg", "--seed", "0", "--feed", EXAMPLES "/feeds/train_batch", NULL};
     result r = run(argv);
     cr_assert_eq(r.rc, 1, "rc %d\n%s", r.rc, r.out);
     for (int k = 0; k < 3; k++) {
@@ -426,7 +426,7 @@ static void write_graph(const char *root)
 Test(dist, world_of_one_without_mpirun)
 {
     write_graph("1");
-    const char *argv[] = {XLAC_RUN, xt_path("c.xg"), "--save-outputs", xt_path("out"), NULL};
+    const char *argv[] = {XLAC_RUN, xt_path("c.xg"), "--seed", "0", "--save-outputs", xt_path("out"), NULL};
     result r = run(argv);
     cr_assert_eq(r.rc, 2, "%s", r.out);
     cr_assert(strstr(r.out, "node b (broadcast): broadcast: root=1 is not a rank of a world of 1"), "%s", r.out);

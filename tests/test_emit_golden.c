@@ -1,6 +1,11 @@
 /*
  * Golden emitter output: the C and CUDA text generated for every bench
- * graph, every example that plans, and a fixed set of random graphs
+ * graph, every example that plans, the real-model bench's ONNX models
+ * (tests/data/golden/models: bench/models/make_models.py's mlp, encoder and
+ * resnet through `xlac-run --to-xg`, each weight of more than 16 values
+ * replaced by its first value, so the graph and its shapes stay and the
+ * files stay small; each cluster that XLAC_AUTO_JIT=2 forms is planned on
+ * its own), and a fixed set of random graphs
  * (fixed-shape and shape-generic), hashed and compared with the set
  * stored in tests/data/golden/emit.txt. The set was made before the op
  * table and backend refactoring, so a refactoring that claims to leave the
@@ -16,10 +21,14 @@
 #include <string.h>
 
 #include "cache_impl.h"
+#include "flags.h"
 #include "plan.h"
 #include "support/randgraph.h"
+#include "xc.h"
 #include "xlac/graph.h"
 #include "xlac/io.h"
+#include "xlac/op.h"
+#include "xlac_plugin.h"
 
 #define GOLDEN XLAC_SOURCE_DIR "/tests/data/golden/emit.txt"
 #define N_RANDOM 120
@@ -91,6 +100,54 @@ static bool add_graph(golden *out, const char *name, const char *text, bool gene
     return true;
 }
 
+/* The op the golden test's clusters are encapsulated into (never run). */
+static int golden_launch_op(void)
+{
+    xe_op_def d = {.name = "golden_launch", .min_inputs = 0, .max_inputs = -1, .cls = XE_CLASS_COMPOSITE,
+                   .device_prefix = "XLA_"};
+    int op = xe_op_find(d.name, strlen(d.name));
+    if (op < 0)
+        op = xe_register_op(&d, &st);
+    cr_assert_geq(op, 0, "%s", st.msg);
+    return op;
+}
+
+/*
+ * A model is planned as the plugin plans it at XLAC_AUTO_JIT=2: clustered
+ * with the plugin's predicate, and each cluster's body planned on its own
+ * (a whole model holds ops, such as a convolution, that no fused loop runs).
+ */
+static void add_clusters(golden *out, const char *name, const char *text)
+{
+    xe_graph *g = xe_parse_string(text, name, &st);
+    cr_assert_not_null(g, "%s: %s", name, st.msg);
+    xlac_flags f;
+    xlac_flags_default(&f);
+    f.auto_jit = 2;
+    xc_options o;
+    xlac_cluster_options(&f, &o);
+    xc_clustering *c = xc_mark_for_compilation(g, &o, &st);
+    cr_assert_not_null(c, "%s: %s", name, st.msg);
+    xe_graph *e = xc_encapsulate(g, c, golden_launch_op(), &st);
+    cr_assert_not_null(e, "%s: %s", name, st.msg);
+    for (int i = 0; i < e->n_nodes; i++) {
+        const xe_node *n = e->nodes[i];
+        if (!n->body)
+            continue;
+        char *body = xe_write_string(n->body, &st);
+        cr_assert_not_null(body, "%s: %s", name, st.msg);
+        char part[512];
+        snprintf(part, sizeof part, "%s/%s", name, n->name);
+        cr_assert(add_graph(out, part, body, false), "%s does not plan: %s", part, st.msg);
+        add_graph(out, part, body, true);
+        free(body);
+    }
+    xe_graph_destroy(e);
+    xc_clustering_destroy(c);
+    xlac_flags_free(&f);
+    xe_graph_destroy(g);
+}
+
 static char *read_file(const char *path)
 {
     FILE *f = fopen(path, "rb");
@@ -105,7 +162,7 @@ static char *read_file(const char *path)
     return buf;
 }
 
-static void add_files(golden *out, const char *dir, const char *const *names, size_t n)
+static void add_files(golden *out, const char *dir, const char *const *names, size_t n, bool clustered)
 {
     for (size_t i = 0; i < n; i++) {
         char path[1024];
@@ -113,8 +170,12 @@ static void add_files(golden *out, const char *dir, const char *const *names, si
         char *text = read_file(path);
         char name[256];
         snprintf(name, sizeof name, "%s/%s", dir, names[i]);
-        add_graph(out, name, text, false);
-        add_graph(out, name, text, true);
+        if (clustered) {
+            add_clusters(out, name, text);
+        } else {
+            add_graph(out, name, text, false);
+            add_graph(out, name, text, true);
+        }
         free(text);
     }
 }
@@ -140,8 +201,10 @@ static void collect(golden *out)
     static const char *const bench[] = {"adam_step", "column_sum", "dynamic_batch", "fused_sum", "gelu",
                                         "layernorm_rows", "mlp_block", "softmax_rows", "transformer_block"};
     static const char *const examples[] = {"dynamic", "fused_sum", "mlp", "softmax"};
-    add_files(out, "bench/graphs", bench, sizeof bench / sizeof bench[0]);
-    add_files(out, "examples", examples, sizeof examples / sizeof examples[0]);
+    static const char *const models[] = {"mlp", "encoder", "resnet"};
+    add_files(out, "bench/graphs", bench, sizeof bench / sizeof bench[0], false);
+    add_files(out, "examples", examples, sizeof examples / sizeof examples[0], false);
+    add_files(out, "tests/data/golden/models", models, sizeof models / sizeof models[0], true);
     add_random(out);
 }
 

@@ -1,5 +1,5 @@
 /*
- * Matmul epilogues by row panels (codegen/epilogue.c, the executor's
+ * Matmul epilogues by row panels (codegen/plan/epilogue.c, the executor's
  * xe_cpu_matmul_panels): the product written a panel of rows at a time,
  * the elementwise work after it (bias, activation, residual, scale, cast)
  * and the softmax of attention scores run on each panel right after.

@@ -61,3 +61,9 @@ Test(fuzz_replay, onnx)
 {
     cr_assert_geq(replay("onnx", xf_onnx), 1);
 }
+
+/* The models with external data, hostile ones among them (a link out, "..", a FIFO, " 12"); each bounded. */
+Test(fuzz_replay, onnx_ext, .timeout = 60)
+{
+    cr_assert_geq(replay("onnx_ext", xf_onnx_ext), 6);
+}

@@ -99,13 +99,13 @@ static int run(const char *args, bool plugin)
     snprintf(
         cmd, sizeof cmd,
         "cd %s && %s timeout -s KILL 120 env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS %s "
-        "%s/bin/xlac-run %s >/dev/null 2>stderr.txt",
+        "%s/bin/xlac-run %s%s >/dev/null 2>stderr.txt",
         xt_tmp, limit,
         plugin
             ? "CC=/bin/false XLAC_AUTO_JIT=2 XLAC_FLAGS=--disk_cache=0 LD_PRELOAD=" XLAC_BINARY_DIR
               "/lib/libxlac.so"
             : "",
-        XLAC_BINARY_DIR, args);
+        XLAC_BINARY_DIR, args, strstr(args, "--seed") ? "" : " --seed 0"); /* random values for what is not fed */
     int status = system(cmd);
     xt_read_head(xt_path("stderr.txt"), err, sizeof err);
     cr_assert(WIFEXITED(status), "xlac-run %s: killed by a signal", args);
@@ -328,4 +328,51 @@ Test(hostile, device_out_of_memory_names_the_tensor, .init = setup, .fini = tear
         cr_skip_test("skipped: no CUDA device");
     cr_expect_eq(rc, 1, "%s", err);
     cr_expect(strstr(err, "f32[4000000000]") && strstr(err, "16000000000 bytes"), "%s", err);
+}
+
+/*
+ * A local user plants symbolic links at the temp names xlac would use: the
+ * compiler's version probe (it was $TMPDIR/xlac-ccver-PID.txt, opened
+ * O_CREAT|O_TRUNC, so the link's target was overwritten with the probe's
+ * output) and guessable names beside it. The child knows its PID before it
+ * execs xlac-run, so the link is at exactly the name the old probe used.
+ * Every temp file is now in a mkdtemp folder or made O_EXCL: the victim
+ * keeps its text and no link is followed.
+ */
+Test(hostile, planted_symlinks_at_temp_names_are_never_followed, .init = setup, .fini = teardown,
+     .timeout = 120)
+{
+    write_text("g.xg", H "input x: f32[4]\nt = add(x, x)\nu = neg(t)\ny = mul(u, x)\noutput y\n");
+    write_text("victim.txt", "precious\n");
+    char tmp[300], victim[300];
+    snprintf(tmp, sizeof tmp, "%s/tmp", xt_tmp);
+    snprintf(victim, sizeof victim, "%s/victim.txt", xt_tmp);
+    cr_assert_eq(mkdir(tmp, 0777), 0);
+    pid_t pid = fork();
+    cr_assert_geq(pid, 0);
+    if (pid == 0) {
+        char name[400], env_tmp[320];
+        static const char *const names[] = {"xlac-ccver-%d.txt", "xlac-cc-%d", "xlac-so-%d", "xlac-%d.lock"};
+        for (size_t i = 0; i < sizeof names / sizeof *names; i++) {
+            char base[64];
+            snprintf(base, sizeof base, names[i], (int)getpid());
+            snprintf(name, sizeof name, "%s/%s", tmp, base);
+            if (symlink(victim, name) != 0)
+                _exit(120);
+        }
+        snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", tmp);
+        char *envp[] = {env_tmp, "XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0 --min_cluster_size=2",
+                        "LD_PRELOAD=" XLAC_BINARY_DIR "/lib/libxlac.so", "PATH=/usr/bin:/bin", NULL};
+        char *argv[] = {XLAC_BINARY_DIR "/bin/xlac-run", "g.xg", "--seed", "0", NULL};
+        if (chdir(xt_tmp) != 0 || !freopen("/dev/null", "w", stdout))
+            _exit(121);
+        execve(argv[0], argv, envp);
+        _exit(122);
+    }
+    int status = 0;
+    cr_assert_eq(waitpid(pid, &status, 0), pid);
+    cr_expect(WIFEXITED(status) && WEXITSTATUS(status) == 0, "xlac-run: status %d", status);
+    char text[64];
+    xt_read_head(victim, text, sizeof text);
+    cr_expect_str_eq(text, "precious\n", "the file a planted link named was overwritten");
 }

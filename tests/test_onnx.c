@@ -367,3 +367,17 @@ Test(onnx, pb_feeds_and_to_xg)
     }
     free(outs);
 }
+
+/* Range with delta 0 and a Pad that removes more than its dim: errors naming the node, as in onnxruntime
+   (both gave an empty result with exit 0). */
+Test(onnx, invalid_range_and_pad_name_the_node)
+{
+    cr_assert_null(xe_onnx_load(DATA "/invalid_range.onnx", NULL, &st));
+    cr_expect(strstr(st.msg, "range_zero_delta") && strstr(st.msg, "delta"), "%s", st.msg);
+    xe_status_clear(&st);
+    cr_assert_null(xe_onnx_load(DATA "/invalid_pad.onnx", NULL, &st));
+    cr_expect(strstr(st.msg, "pad_too_much") && strstr(st.msg, "remove more than"), "%s", st.msg);
+    char args[512];
+    snprintf(args, sizeof args, "%s/invalid_range.onnx --seed 0", DATA);
+    cr_expect_eq(run_cli(args), 2);
+}

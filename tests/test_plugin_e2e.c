@@ -633,7 +633,7 @@ Test(e2e, empty_max_under_the_plugin_is_the_op_by_op_error)
     xt_write_file(xt_path("z.xg"), "xlac.graph v1\ninput x: f32[0,3]\na = neg(x)\nm = reduce_max(a, axes=[0])\n"
                              "output m\n");
     const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
-    const char *argv[] = {XLAC_RUN, xt_path("z.xg"), NULL};
+    const char *argv[] = {XLAC_RUN, xt_path("z.xg"), "--seed", "0", NULL};
     xt_result r = xt_run_in(xt_tmp, true, env, argv);
     cr_assert_eq(r.rc, 1, "%s", r.err);
     char want[700];
@@ -643,6 +643,46 @@ Test(e2e, empty_max_under_the_plugin_is_the_op_by_op_error)
     cr_assert_null(strstr(r.err, "warning"), "%s", r.err);
     xt_result_free(&r);
     xt_tmp_remove();
+}
+
+/*
+ * A relative XDG_CACHE_HOME or HOME is ignored (the XDG rule), an unset
+ * HOME falls back to the password database's home: the cache never lands
+ * in the working folder (it went to ./relhome/.cache/xlac) and is never
+ * silently off while the user has a home.
+ */
+Test(flags, relative_or_missing_home_never_puts_the_cache_in_the_working_folder)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xlac_flags f;
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.xdg_cache_home = "relxdg", .home = "/h"}, &st), XE_OK);
+    cr_expect_str_eq(f.xg.cache_dir, "/h/.cache/xlac");
+    xlac_flags_free(&f);
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.home = "relhome", .passwd_home = "/pw"}, &st), XE_OK);
+    cr_expect_str_eq(f.xg.cache_dir, "/pw/.cache/xlac");
+    xlac_flags_free(&f);
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.passwd_home = "/pw"}, &st), XE_OK);
+    cr_expect_str_eq(f.xg.cache_dir, "/pw/.cache/xlac", "HOME unset: the password database's home");
+    xlac_flags_free(&f);
+    cr_assert_eq(xlac_flags_parse(&f, &(xlac_env){.xdg_cache_home = "relxdg", .home = "relhome"}, &st), XE_OK);
+    cr_expect_null(f.xg.cache_dir);
+    xlac_flags_free(&f);
+}
+
+/* The same through a real process: nothing is created in the working folder, and it is said once. */
+Test(flags, relative_home_creates_nothing_in_the_working_folder, .init = make_tmp, .fini = xt_tmp_fini)
+{
+    xt_write_file(xt_path("g.xg"), "xlac.graph v1\ninput x: f32[4]\nt = add(x, x)\nu = neg(t)\noutput u\n");
+    const char *env[] = {"XLAC_AUTO_JIT=2", "HOME=relhome", "XDG_CACHE_HOME=relxdg", "CC=/bin/false", NULL};
+    const char *argv[] = {XLAC_BINARY_DIR "/bin/xlac-run", "g.xg", "--seed", "0", NULL};
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    cr_expect_eq(r.rc, 0, "%s", r.err);
+    struct stat sb;
+    cr_expect_neq(stat(xt_path("relhome"), &sb), 0, "relhome/ was created in the working folder");
+    cr_expect_neq(stat(xt_path("relxdg"), &sb), 0, "relxdg/ was created in the working folder");
+    cr_expect_eq(xt_occurrences(r.err, "is a relative path, ignored"), 1, "%s", r.err);
+    xt_result_free(&r);
 }
 
 /* ---- convolutions in clusters ----------------------------------------------------------- */

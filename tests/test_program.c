@@ -1,6 +1,6 @@
 /*
- * How a compiled program runs its steps: shared kernels (codegen/share.h)
- * and buffer lifetimes (codegen/lifetime.c).
+ * How a compiled program runs its steps: shared kernels (codegen/plan/share.h)
+ * and buffer lifetimes (codegen/plan/lifetime.c).
  *
  * Shared kernels: a model's repeated layers compile each distinct kernel
  * body once; a later step whose kernel is the same up to its buffers runs

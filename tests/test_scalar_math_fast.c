@@ -1,7 +1,7 @@
 /*
  * tests/test_scalar_math.c again, compiled with the flags --fast_math adds
  * to generated C (-fassociative-math -fno-signed-zeros -fno-trapping-math,
- * see codegen/cc.c; CMakeLists.txt sets them for this file): the same
+ * see codegen/targets/c/cc.c; CMakeLists.txt sets them for this file): the same
  * sweeps held to 3.5 ulp (SLEEF's bound for its fast functions), NaN still
  * only from NaN. The exact signs of zeros are not checked (-fno-signed-zeros).
  */

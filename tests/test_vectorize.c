@@ -4,7 +4,7 @@
  * The test plans and emits C for a chain of every unary op (and pow), for
  * the row kernels (softmax written out at long and short rows, the softmax
  * op, log-softmax, layer norm) and for a mix of binary and select ops,
- * compiles each with the JIT's flags (codegen/cc.c) plus gcc's
+ * compiles each with the JIT's flags (codegen/targets/c/cc.c) plus gcc's
  * vectorization report (-fopt-info-vec-optimized), and checks that the
  * loop after each `#pragma omp simd` is reported vectorized. The one
  * exception is a loop that holds an op whose f32 arithmetic is a libm call
@@ -23,7 +23,7 @@
 #include "xlac/graph.h"
 #include "xlac/io.h"
 
-/* The JIT's flags (codegen/cc.c, without --fast_math), the report, no link. */
+/* The JIT's flags (codegen/targets/c/cc.c, without --fast_math), the report, no link. */
 #define CC_FLAGS                                                                                   \
     "-fno-fast-math -std=c11 -O3 -march=native -fPIC -fopenmp -w -fno-math-errno "                 \
     "-ffp-contract=fast "                                                                          \

@@ -35,9 +35,11 @@ typedef struct cli_options {
     int n_feeds;
     const char *save_dir; /* --save-outputs DIR; NULL: none */
     bool print_outputs;   /* --print-outputs */
+    bool verbose;         /* --verbose: notes a run does not need (no GPU found for --device auto) */
     int iterations;       /* --iterations N; 0: one untimed run, no time line */
     int warmup;           /* --warmup N */
     uint64_t seed;        /* --seed N */
+    bool seed_given;      /* --seed was given: inputs fed by nothing get random values */
     xe_place_mode place;  /* --device */
     int threads;          /* --threads N; 0: not given (main.c picks the default) */
     bool log_placement;   /* --log-device-placement */

@@ -1,8 +1,12 @@
 /*
  * Inputs for one run of xlac-run, looked up in this order: an --input
  * file, then the feed folder's NAME.npy, NAME.pb or input_K.pb (ONNX
- * TensorProto files; K: the input's position), then random values from --seed
- * (floats uniform in [-1, 1), ints in [-10, 10], bools 0/1). A fed file
+ * TensorProto files; K: the input's position), then random values, only
+ * when --seed was given (floats uniform in [-1, 1), ints in [-10, 10],
+ * bools 0/1). Nothing is made up silently: an input that nothing feeds
+ * without --seed, a feed folder that lacks an input, or one that holds a
+ * .npy or .pb file that matches no input (X.npy for x) is an error naming
+ * the folder and both names. A fed file
  * must match the declared dtype and every known dim; the session checks
  * that too, but here the message can name the file and both types. An
  * input with `?` dims has no shape to draw random values for, so it must
@@ -10,6 +14,7 @@
  * (an unfed input is reported before gigabytes of random data are made).
  * Mistakes in what the user fed are usage errors (exit 2).
  */
+#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <stdio.h>
@@ -171,6 +176,12 @@ static xe_code input_source(const cli_options *o, const xe_node *in, int k, cons
     if (feed && feed_file(feed, in->name, orig, k, path))
         return XE_OK;
     path[0] = '\0';
+    if (feed && !o->seed_given)
+        return xe_fail(st, XE_ERR_USAGE, "--feed %s: no file for input %s (%s.npy, %s.pb or input_%d.pb); "
+                       "give --seed N to run it on random values", feed, in->name, in->name, in->name, k);
+    if (!o->seed_given)
+        return xe_fail(st, XE_ERR_USAGE, "input %s is not fed: give --input %s=FILE.npy, --feed DIR, or --seed N "
+                       "for random values", in->name, in->name);
     if (!xe_shape_is_known(&in->type.shape)) {
         char t[160];
         return xe_fail(st, XE_ERR_USAGE,
@@ -178,6 +189,70 @@ static xe_code input_source(const cli_options *o, const xe_node *in, int k, cons
                        xe_type_str(&in->type, t, sizeof t), in->name);
     }
     return XE_OK;
+}
+
+/* Whether file name `f` (NAME.npy, NAME.pb or input_K.pb) is one that input k of g would be read from. */
+static bool feeds_input(const xe_graph *g, int k, const char *f)
+{
+    const xe_node *in = g->nodes[g->inputs[k]];
+    const char *names[2] = {in->name, xe_node_attr_string(in, "@onnx", NULL)};
+    char want[PATH_MAX];
+    for (int i = 0; i < 2; i++)
+        for (int e = 0; names[i] && e < 2; e++)
+            if (snprintf(want, sizeof want, "%s%s", names[i], e ? ".pb" : ".npy") < (int)sizeof want &&
+                !strcmp(want, f))
+                return true;
+    snprintf(want, sizeof want, "input_%d.pb", k);
+    return !strcmp(want, f);
+}
+
+/*
+ * Whether f is named by position in ONNX's test_data_set layout (input_K.pb: an ONNX model may list
+ * more inputs than the graph keeps, its initializers among them; output_K.pb) or is where an output's
+ * expected value would be (NAME.npy or NAME.pb of an output).
+ */
+static bool names_output(const xe_graph *g, const char *f)
+{
+    char want[PATH_MAX];
+    int k;
+    char tail;
+    if ((sscanf(f, "output_%d.p%c", &k, &tail) == 2 || sscanf(f, "input_%d.p%c", &k, &tail) == 2) && tail == 'b')
+        return true;
+    for (int i = 0; i < g->n_outputs; i++)
+        for (int e = 0; e < 2; e++)
+            if (snprintf(want, sizeof want, "%s%s", g->nodes[g->outputs[i]]->name, e ? ".pb" : ".npy") <
+                    (int)sizeof want && !strcmp(want, f))
+                return true;
+    return false;
+}
+
+/*
+ * Every .npy and .pb file in feed folder dir feeds some input of g (or is an output's expected value,
+ * which a feed folder may keep beside the inputs): X.npy beside input x is a mistake, said.
+ */
+static xe_code check_feed_files(const xe_graph *g, const char *dir, xe_status *st)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return xe_fail(st, XE_ERR_USAGE, "--feed %s: %s", dir, strerror(errno));
+    xe_code c = XE_OK;
+    for (struct dirent *e; c == XE_OK && (e = readdir(d));) {
+        size_t n = strlen(e->d_name);
+        bool tensor = (n > 4 && !strcmp(e->d_name + n - 4, ".npy")) || (n > 3 && !strcmp(e->d_name + n - 3, ".pb"));
+        bool used = tensor && names_output(g, e->d_name);
+        for (int k = 0; tensor && k < g->n_inputs && !used; k++)
+            used = feeds_input(g, k, e->d_name);
+        if (tensor && !used) {
+            xe_text names = {0};
+            for (int k = 0; k < g->n_inputs; k++)
+                xe_text_printf(&names, "%s%s", k ? ", " : "", g->nodes[g->inputs[k]]->name);
+            c = xe_fail(st, XE_ERR_USAGE, "--feed %s: %s matches no input of the graph (its inputs: %s)", dir,
+                        e->d_name, names.buf ? names.buf : "none");
+            free(names.buf);
+        }
+    }
+    closedir(d);
+    return c;
 }
 
 xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st)
@@ -199,7 +274,11 @@ xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st)
         if (rc != 0 || !S_ISDIR(sb.st_mode))
             return xe_fail(st, XE_ERR_USAGE, "--feed %s: %s", o->feeds[i],
                            rc != 0 ? strerror(errno) : "not a folder");
+        if (check_feed_files(g, o->feeds[i], st) != XE_OK)
+            return st->code;
     }
+    if (o->to_xg && !o->n_feeds && !o->save_dir && !o->print_outputs && !o->iterations)
+        return XE_OK; /* --to-xg alone: nothing runs, no input is needed */
     char path[PATH_MAX]; /* every run's inputs have a source, before the first run makes any */
     for (int i = 0; i < (o->n_feeds ? o->n_feeds : 1); i++)
         for (int k = 0; k < g->n_inputs; k++)

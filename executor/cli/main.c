@@ -1,15 +1,19 @@
 /*
  * xlac-run: parse a graph, make one session, run it once per --feed folder
  * (or once), then print, save and time the outputs. Exit codes: 0 ok,
- * 1 runtime error, 2 usage or graph error (xe_code_exit_status). Never
- * ends by a signal: SIGPIPE is ignored, every write is checked and every
- * error is one "xlac-run: MESSAGE" line on stderr.
+ * 1 runtime error (a trace that could not be written included), 2 usage
+ * or graph error (xe_code_exit_status), 128 + N when signal N (INT, TERM,
+ * HUP) stopped it cleanly (xlac/interrupt.h). Never ends by a signal:
+ * SIGPIPE is ignored, every write is checked and every error is one
+ * "xlac-run: MESSAGE" line on stderr.
  */
 #include <errno.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli.h"
@@ -46,32 +50,34 @@ static void release_all(xe_tensor **ts, int n)
     }
 }
 
-#ifdef XE_HAVE_CUDA
-/* Would any op of g (bodies included) have run on a GPU if there were one? */
-static bool wants_gpu(const xe_graph *g)
+/* Would any op of g (bodies included) have run on dev if it were available? */
+static bool wants_device(const xe_graph *g, xe_device dev)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
-        if (n->body ? wants_gpu(n->body)
-                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[XE_DEV_GPU])
+        if (n->body ? wants_device(n->body, dev)
+                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[dev])
             return true;
     }
     return false;
 }
-#endif
 
-/* One stderr line when --device auto finds no GPU for ops that wanted one. */
+/*
+ * With --verbose, one stderr line when --device auto finds no accelerator
+ * for ops that wanted one (never in a CPU-only build). Without it, a CPU
+ * run on a machine with no GPU says nothing: nobody asked for one
+ * (--device gpu with none is an error).
+ */
 static void note_no_gpu(const cli_options *o, const xe_graph *g)
 {
-#ifdef XE_HAVE_CUDA
-    if (o->place == XE_PLACE_AUTO && !xe_gpu_available() && wants_gpu(g))
-        fprintf(stderr, "xlac-run: no CUDA device (%s): running on CPU\n",
-                xe_gpu_unavailable_reason());
-#else
-    (void)o;
-    (void)g;
-#endif
+    if (!o->verbose || o->place != XE_PLACE_AUTO)
+        return;
+    for (int d = XE_DEV_CPU + 1; d < XE_DEV_COUNT; d++)
+        if (xe_device_auto_place((xe_device)d) && !xe_device_available((xe_device)d) &&
+            wants_device(g, (xe_device)d))
+            fprintf(stderr, "xlac-run: no %s device (%s): running on CPU\n", xe_device_label((xe_device)d),
+                    xe_device_unavailable_reason((xe_device)d));
 }
 
 /*
@@ -91,12 +97,23 @@ static void note_no_plugin(void)
             flags && *flags ? "XLAC_FLAGS" : "");
 }
 
-/* The session writes the profile at the end: find out now if it cannot. */
+/*
+ * The session writes the trace at the end (a temp file beside it, renamed
+ * into place): find out now if it cannot, without touching a previous
+ * trace at that name (truncating it here lost it when the run failed).
+ */
 static xe_code check_profile_path(const char *path, xe_status *st)
 {
-    FILE *f = path ? fopen(path, "w") : NULL;
-    if (path && (!f || fclose(f) != 0))
-        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: %s", path, strerror(errno));
+    if (!path)
+        return XE_OK;
+    char dir[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: a folder of that name exists", path);
+    if (access(dir, W_OK | X_OK) != 0)
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write in %s: %s", path, dir, strerror(errno));
     return XE_OK;
 }
 
@@ -222,6 +239,12 @@ static void print_report(char *report, const xe_status *st)
     free(report);
 }
 
+/* --to-xg and nothing that runs: the graph is written as it is, `?` dims and all, with no feeds. */
+static bool only_writes_xg(const cli_options *o)
+{
+    return o->to_xg && !o->n_feeds && !o->save_dir && !o->print_outputs && !o->iterations;
+}
+
 static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *st)
 {
     char *report = NULL;
@@ -237,7 +260,7 @@ static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *s
         return NULL;
     }
     free(report);
-    if (cli_check_inputs(o, g, st) != XE_OK || check_profile_path(o->profile, st) != XE_OK) {
+    if ((!only_writes_xg(o) && cli_check_inputs(o, g, st) != XE_OK) || check_profile_path(o->profile, st) != XE_OK) {
         fail(st);
         xe_graph_destroy(g);
         return NULL;
@@ -280,7 +303,7 @@ static bool write_xg(const cli_options *o, const xe_graph *g, int *rc)
         return true;
     }
     *rc = 0;
-    return !o->n_feeds && !o->save_dir && !o->print_outputs && !o->iterations;
+    return only_writes_xg(o);
 }
 
 /* Everything after the command line and MPI: load, run, report. */
@@ -319,8 +342,10 @@ static int run_main(const cli_options *o)
     }
     r.g = xe_session_graph(r.s);
     xe_code c = run_all(&r, &st);
-    xe_session_destroy(r.s);
+    xe_session_destroy(r.s); /* writes the trace, unless the plugin records it too (then at its exit) */
     free_bound(&bound);
+    if (c == XE_OK && xe_trace_failed(&st)) /* the run went well, its trace is lost: say so in the status */
+        c = XE_ERR_IO;
     return c == XE_OK ? 0 : fail(&st);
 }
 
@@ -336,10 +361,14 @@ int main(int argc, char **argv)
         return cli_check_stdout(&st) == XE_OK ? 0 : fail(&st);
     if (pr == CLI_USAGE)
         return 2;
+    if (xe_interrupt_install(&st) != XE_OK) /* Ctrl-C: children reaped, temp files gone, trace kept */
+        return fail(&st);
     if (!o.threads && !getenv("OMP_NUM_THREADS"))
         o.threads = xe_physical_cores(); /* one pool: kernels, generated loops, oneDNN */
     xe_set_threads(o.threads);
     if (cli_ranks_start(&o, &st) != XE_OK)
         return fail(&st);
-    return cli_ranks_finish(run_main(&o));
+    int rc = run_main(&o);
+    xe_interrupt_hold(); /* a signal being handled: its watcher ends the process, with 128 + N */
+    return cli_ranks_finish(rc);
 }

@@ -23,8 +23,9 @@ static const char usage[] =
     "  --feed DIR              run once with DIR/NAME.npy (or NAME.pb, or input_K.pb for the\n"
     "                          K-th input: ONNX TensorProto files) for each input (repeatable:\n"
     "                          one session, one run per folder, e.g. several shapes of `?` dims)\n"
-    "  --seed N                seed of the random values of inputs not fed (default 0):\n"
-    "                          floats uniform in [-1,1), ints in [-10,10], bools 0/1\n"
+    "  --seed N                random values, from seed N, for the inputs nothing feeds:\n"
+    "                          floats uniform in [-1,1), ints in [-10,10], bools 0/1;\n"
+    "                          without --seed, an input that nothing feeds is an error\n"
     "  --save-outputs DIR      write DIR/NAME.npy per output (DIR/K/NAME.npy, K = 0,1,..,\n"
     "                          with several --feed)\n"
     "  --print-outputs         print every output as NAME: TYPE and its values\n"
@@ -35,6 +36,8 @@ static const char usage[] =
     "  --threads N             CPU threads of the per-op kernels, the compiled clusters'\n"
     "                          loops and oneDNN, one pool (default: the physical cores, or\n"
     "                          OMP_NUM_THREADS when it is set)\n"
+    "  --verbose               notes a run does not need: with --device auto in a CUDA\n"
+    "                          build, one line when no GPU is found\n"
     "  --compare               run op by op and clustered (needs LD_PRELOAD=libxlac.so\n"
     "                          XLAC_AUTO_JIT=2) on the same inputs; print max_abs/max_rel per\n"
     "                          output; exit 3 beyond tolerance (f32: |d| <= 1e-5 + 1e-4*|ref|)\n"
@@ -121,6 +124,7 @@ static cli_parse_result set_seed(const char *v, cli_options *o)
     o->seed = strtoull(v, &end, 10);
     if (errno || *end || end == v || v[0] == '-')
         return bad("bad seed '%s' (want a non-negative integer)", v);
+    o->seed_given = true;
     return CLI_RUN;
 }
 
@@ -205,6 +209,8 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
     const char *a = argv[*i];
     if (!strcmp(a, "--print-outputs"))
         o->print_outputs = true;
+    else if (!strcmp(a, "--verbose"))
+        o->verbose = true;
     else if (!strcmp(a, "--log-device-placement") || !strcmp(a, "--log-device-placement=once"))
         o->log_placement = true;
     else if (!strcmp(a, "--feed-shard"))
@@ -237,11 +243,11 @@ static bool info_option(int argc, char **argv)
             return true;
         }
         if (!strcmp(argv[i], "--version")) {
-#ifdef XE_HAVE_CUDA
-            printf("xlac-run %s (built with CUDA)\n", XLAC_VERSION);
-#else
-            printf("xlac-run %s (built without CUDA: CPU only)\n", XLAC_VERSION);
-#endif
+            printf("xlac-run %s (devices:", XLAC_VERSION);
+            for (int d = 0; d < XE_DEV_COUNT; d++)
+                if (xe_device_built((xe_device)d))
+                    printf(" %s", xe_device_label((xe_device)d));
+            printf(")\n");
             return true;
         }
     }

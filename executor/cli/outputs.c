@@ -4,7 +4,8 @@
  * out (nested brackets, one row a line, blank lines between blocks of rank
  * 3 and up, and beyond 1000 elements only 3 items at each edge with "..."
  * between). Floats print in the shortest form that reads back to the same
- * value. --save-outputs writes one .npy per output.
+ * value. --save-outputs writes one .npy per output, named as the model names
+ * the output (output_file_name).
  */
 #include <errno.h>
 #include <limits.h>
@@ -142,6 +143,19 @@ xe_code cli_check_stdout(xe_status *st)
 
 /* ---- saving ---------------------------------------------------------------- */
 
+/*
+ * The file name of graph output n: the model's own name for it (an ONNX
+ * output's value name, kept as @output where the importer had to rename the
+ * node: `x` for an input passed through as an output, whose node is x_1),
+ * else the node's name; a name that is not a plain file name (a '/', a
+ * leading '.') is never used as one.
+ */
+static const char *output_file_name(const xe_node *n)
+{
+    const char *v = xe_node_attr_string(n, "@output", NULL);
+    return v && *v && !strchr(v, '/') && v[0] != '.' ? v : n->name;
+}
+
 xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *const *outs,
                          int feed_k, xe_status *st)
 {
@@ -153,7 +167,7 @@ xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *con
     if (xe_mkdirs(dir, 0777, st) != XE_OK)
         return st->code;
     for (int i = 0; i < g->n_outputs; i++) {
-        const char *name = g->nodes[g->outputs[i]]->name;
+        const char *name = output_file_name(g->nodes[g->outputs[i]]);
         int n = o->save_all_ranks ? snprintf(path, sizeof path, "%s/%s.rank%d.npy", dir, name, cli_rank())
                                   : snprintf(path, sizeof path, "%s/%s.npy", dir, name);
         if (n >= (int)sizeof path)

@@ -9,7 +9,7 @@
  * in 32-bit arithmetic when the output is small enough. The arithmetic is
  * the CPU kernels' text: one functor per op expanded from the ops.def
  * expressions (C operators plus the functions of scalar.h), f16 computed
- * in float and rounded once (cpu_elementwise.c does the same).
+ * in float and rounded once (cpu/elementwise.c does the same).
  */
 #include "common.cuh"
 
@@ -302,7 +302,7 @@ template <> __device__ __forceinline__ double to_f64<uint8_t>(uint8_t v)
     return v != 0 ? 1.0 : 0.0;
 }
 
-/* Double to storage, as cpu_elementwise.c's cast_row writes it. */
+/* Double to storage, as cpu/elementwise.c's cast_row writes it. */
 template <typename S> __device__ __forceinline__ S from_f64(double v);
 template <> __device__ __forceinline__ float from_f64<float>(double v) { return (float)v; }
 template <> __device__ __forceinline__ double from_f64<double>(double v) { return v; }
@@ -325,7 +325,7 @@ template <typename TI, typename TO> struct CastOp {
         else if constexpr (std::is_same<TI, int32_t>::value && std::is_same<TO, int64_t>::value)
             return (int64_t)v;
         else if constexpr (std::is_same<TI, int64_t>::value && std::is_same<TO, float>::value)
-            return (float)v; /* one rounding, as cpu_elementwise.c's cast_row */
+            return (float)v; /* one rounding, as cpu/elementwise.c's cast_row */
         else if constexpr (std::is_same<TI, int64_t>::value && std::is_same<TO, xe_f16>::value)
             return __half_as_ushort(__float2half_rn((float)v));
         else

@@ -1,7 +1,7 @@
 /*
  * GPU max_pool2d and avg_pool2d (ONNX MaxPool and AveragePool over NCHW,
  * f32 and f64): one thread per output element in a grid-stride loop, the
- * same rules as cpu_pool.c. max propagates NaN and gives -inf for a
+ * same rules as cpu/pool.c. max propagates NaN and gives -inf for a
  * window with no tap inside the input; the average divides by the taps
  * inside the input, or with count_include_pad by the taps inside the
  * padded input (not the positions ceil_mode adds past the end padding).

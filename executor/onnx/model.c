@@ -19,18 +19,37 @@
 #include <unistd.h>
 
 #include "onnx_impl.h"
+#include "xlac/io.h"
 
 xe_graph *ox_finish(ox_ctx *c, xe_status *st); /* names.c */
 
-/* "node 'NAME' (OpType, domain D, opset N)" into buf. */
+/* The model's opset_import version of domain dom ("" and "ai.onnx" alike), as written; -1 when none. */
+static long long domain_opset(const ox_ctx *c, const char *dom)
+{
+    bool onnx = !dom[0] || !strcmp(dom, "ai.onnx");
+    for (size_t k = 0; k < c->model->n_opset_import; k++) {
+        const char *d = c->model->opset_import[k]->domain ? c->model->opset_import[k]->domain : "";
+        if (onnx ? !d[0] || !strcmp(d, "ai.onnx") : !strcmp(d, dom))
+            return (long long)c->model->opset_import[k]->version;
+    }
+    return onnx && !c->model->n_opset_import ? 1 : -1;
+}
+
+/* "node 'NAME' (OpType, domain D, opset N)" into buf: N is the opset the model imports for D. */
 static const char *node_label(const ox_ctx *c, const Onnx__NodeProto *np, char *buf, size_t cap)
 {
     const char *dom = np->domain && np->domain[0] ? np->domain : "ai.onnx";
-    if (np->name && np->name[0])
-        snprintf(buf, cap, "node '%s' (%s, domain %s, opset %d)", np->name, np->op_type, dom, c->opset);
+    long long v = domain_opset(c, dom);
+    char opset[48];
+    if (v < 0)
+        snprintf(opset, sizeof opset, "no opset imported");
     else
-        snprintf(buf, cap, "node with output '%s' (%s, domain %s, opset %d)",
-                 np->n_output ? np->output[0] : "", np->op_type, dom, c->opset);
+        snprintf(opset, sizeof opset, "opset %lld", v);
+    if (np->name && np->name[0])
+        snprintf(buf, cap, "node '%s' (%s, domain %s, %s)", np->name, np->op_type, dom, opset);
+    else
+        snprintf(buf, cap, "node with output '%s' (%s, domain %s, %s)",
+                 np->n_output ? np->output[0] : "", np->op_type, dom, opset);
     return buf;
 }
 
@@ -88,13 +107,20 @@ static const ox_entry *entry_for(ox_ctx *c, const Onnx__NodeProto *np)
     return e && check_attrs(c, np, e) ? e : NULL;
 }
 
-/* The inputs' nodes into b; false when one is missing or unimportable. */
-static bool gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
+typedef enum gathered {
+    GATHERED,   /* every input has its node */
+    UNIMPORTED, /* some input comes from a node that could not be imported (listed already) */
+    UNDEFINED,  /* an input is not defined (listed here) */
+} gathered;
+
+/* The inputs' nodes into b (-1 where a producer could not be imported). */
+static gathered gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
 {
     if (np->n_input > OX_MAX_IO || np->n_output > OX_MAX_IO) {
         node_error(c, np, true, "more than 64 inputs or outputs are not supported");
-        return false;
+        return UNDEFINED;
     }
+    gathered r = GATHERED;
     b->n_in = (int)np->n_input;
     for (size_t k = 0; k < np->n_input; k++) {
         bool found = true;
@@ -103,12 +129,61 @@ static bool gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
             char msg[600];
             snprintf(msg, sizeof msg, "input '%.500s' is not defined before it is used", np->input[k]);
             node_error(c, np, false, msg);
-            return false;
+            return UNDEFINED;
         }
         if (np->input[k][0] && b->in[k] < 0)
-            return false; /* its producer is listed already */
+            r = UNIMPORTED;
     }
-    return true;
+    return r;
+}
+
+/* The type the model declares for value name (its value_info or a graph output); false when none fits. */
+static bool declared_type(const ox_ctx *c, const char *name, xe_type *t)
+{
+    const Onnx__GraphProto *g = c->model->graph;
+    for (size_t k = 0; k < g->n_value_info + g->n_output; k++) {
+        const Onnx__ValueInfoProto *v = k < g->n_value_info ? g->value_info[k] : g->output[k - g->n_value_info];
+        const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
+        if (!v->name || strcmp(v->name, name) || !tt || !tt->shape || tt->shape->n_dim > XE_MAX_RANK ||
+            !ox_dtype(tt->elem_type, &t->dtype))
+            continue;
+        t->shape.rank = (int)tt->shape->n_dim;
+        for (size_t d = 0; d < tt->shape->n_dim; d++) {
+            const Onnx__TensorShapeProto__Dimension *dim = tt->shape->dim[d];
+            bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
+                         dim->dim_value >= 0 && dim->dim_value < (1LL << 40);
+            t->shape.dims[d] = known ? dim->dim_value : XE_DIM_UNKNOWN;
+        }
+        return true;
+    }
+    return false;
+}
+
+/*
+ * A node whose inputs come from a node that could not be imported is still
+ * checked as far as its own builder goes (an attribute or dtype it does not
+ * support), so that every unsupported node is listed at once: each missing
+ * input becomes a placeholder of the type the model declares for it
+ * (value_info, as exported or shape-inferred models carry), and only an
+ * "unsupported" answer is listed. Without a declared type, the node's op,
+ * domain and attribute names were checked already (entry_for) and nothing
+ * more can be. The import fails anyway: the placeholders never run.
+ */
+static void check_behind_unimported(ox_ctx *c, const Onnx__NodeProto *np, const ox_entry *e, ox_b *b,
+                                    xe_status *st)
+{
+    for (int k = 0; k < b->n_in; k++) {
+        xe_type t;
+        char name[32];
+        if (!np->input[k][0] || b->in[k] >= 0)
+            continue;
+        snprintf(name, sizeof name, "_unimported%d", c->g->n_nodes);
+        if (!declared_type(c, np->input[k], &t) || (b->in[k] = xe_graph_add_input(c->g, name, &t, st)) < 0)
+            return;
+    }
+    b->first = c->g->n_nodes;
+    if ((e->build(b) != XE_OK || b->failed) && b->st.code == XE_ERR_UNSUPPORTED)
+        node_error(c, np, true, b->st.msg);
 }
 
 static void build_node(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
@@ -116,7 +191,10 @@ static void build_node(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
     const ox_entry *e = entry_for(c, np);
     ox_b b = {.c = c, .np = np, .opset = c->opset, .first = c->g->n_nodes};
     xe_status_clear(&b.st);
-    if (!e || !gather(c, np, &b)) {
+    gathered got = e ? gather(c, np, &b) : UNDEFINED;
+    if (got != GATHERED) {
+        if (got == UNIMPORTED)
+            check_behind_unimported(c, np, e, &b, st);
         poison_outputs(c, np, st);
         return;
     }
@@ -224,18 +302,16 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
 /* The ai.onnx opset; an error listed when it is outside what we import. */
 static void read_opset(ox_ctx *c)
 {
-    const Onnx__ModelProto *m = c->model;
-    c->opset = 0;
-    for (size_t k = 0; k < m->n_opset_import; k++) {
-        const char *d = m->opset_import[k]->domain ? m->opset_import[k]->domain : "";
-        if (!d[0] || !strcmp(d, "ai.onnx"))
-            c->opset = (int)m->opset_import[k]->version;
-    }
-    if (!m->n_opset_import)
-        c->opset = 1; /* IR version 2 and older name no opset: the first */
-    if (c->opset < OX_MIN_OPSET || c->opset > OX_MAX_OPSET)
-        ox_error_add(&c->errs, true, "%s: ai.onnx opset %d is not supported (opsets %d to %d are)",
-                     c->path, c->opset, OX_MIN_OPSET, OX_MAX_OPSET);
+    /* IR version 2 and older name no opset: the first (domain_opset's 1) */
+    long long v = domain_opset(c, "");
+    /* a version beyond int is kept beyond the table (never truncated to a small one) */
+    c->opset = v > OX_MAX_OPSET ? OX_MAX_OPSET + 1 : (int)v;
+    if (v < 0)
+        ox_error_add(&c->errs, false, "%s: the model imports no ai.onnx opset (opset_import names none)",
+                     c->path);
+    else if (v < OX_MIN_OPSET || v > OX_MAX_OPSET)
+        ox_error_add(&c->errs, true, "%s: ai.onnx opset %lld is not supported (opsets %d to %d are)",
+                     c->path, v, OX_MIN_OPSET, OX_MAX_OPSET);
 }
 
 /* Builds the whole graph into c->g; errors go to c->errs. */
@@ -266,12 +342,13 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
 /* Maps the file and unpacks it; NULL with *st naming the offset and field on failure. */
 static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
 {
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    int fd = xe_open_regular(path, st); /* a FIFO is refused, not waited on */
     struct stat sb;
-    if (fd < 0 || fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        xe_fail(st, XE_ERR_IO, "%s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
-        if (fd >= 0)
-            close(fd);
+    if (fd < 0)
+        return NULL;
+    if (fstat(fd, &sb) != 0) {
+        xe_fail(st, XE_ERR_IO, "%s: %s", path, strerror(errno));
+        close(fd);
         return NULL;
     }
     size_t len = (size_t)sb.st_size;

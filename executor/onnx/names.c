@@ -9,7 +9,10 @@
  * '_') and unique; where that changed an ONNX name, the node carries the
  * original as the annotation @onnx="...", so dumps show it. A graph output
  * whose value is not a node of its own (an input, or an alias) gets a
- * `cast` to its own dtype (a copy) named after it.
+ * `cast` to its own dtype (a copy) named after it. A graph output whose
+ * node could not take the output's name (x_1 beside input x) carries that
+ * name as @output="x": the CLI saves it as x.npy, the Python package calls
+ * the output x.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -77,6 +80,9 @@ static xe_code add_output(xe_graph *ng, const char *value, int x, bool *used, xe
         free(name);
     }
     free(want);
+    /* the model's own name of the output, where the node could not take it (x_1 beside input x, y_0 for y:0) */
+    if (code == XE_OK && x >= 0 && strcmp(ng->nodes[x]->name, value))
+        code = xe_node_set_string(ng->nodes[x], "@output", value, st);
     if (code == XE_OK && x >= 0) {
         used[x] = true;
         code = xe_graph_add_output(ng, x, st);

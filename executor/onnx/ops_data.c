@@ -86,7 +86,9 @@ xe_code ox_b_range(ox_b *b)
         return ox_status(b);
     double start = xe_load_f64(t0->data, t0->dtype, 0), limit = xe_load_f64(t1->data, t1->dtype, 0),
            delta = xe_load_f64(t2->data, t2->dtype, 0);
-    double count = delta != 0 ? ceil((limit - start) / delta) : 0;
+    if (delta == 0 || isnan(delta)) /* onnxruntime refuses it too: an empty result would hide the mistake */
+        return ox_invalid(b, "delta is %g: a Range's delta must not be 0", delta);
+    double count = ceil((limit - start) / delta);
     if (count > OX_FOLD_MAX) /* checked in double: a count beyond int64 must not be converted */
         return ox_unsupported(b, "a Range of more than %d elements is not supported", OX_FOLD_MAX);
     int64_t n = count > 0 ? (int64_t)count : 0;
@@ -263,7 +265,18 @@ xe_code ox_b_pad(ox_b *b)
     xe_dtype dt = ox_type(b, x)->dtype;
     int value = b->opset < 11 ? ox_scalar(b, dt, ox_float(b, "value", 0.0))
                 : ox_in(b, 2) >= 0 ? ox_reshape(b, ox_in(b, 2), NULL, 0) : ox_scalar(b, dt, 0);
-    for (int k = 0; k < count && !b->failed; k++) {
+    for (int k = 0; k < count && !b->failed; k++) { /* 1. no pad removes more than its dim holds */
+        int a;
+        int64_t lo = pads[k], hi = pads[k + count], dim, n;
+        if (!ox_axis(b, na >= 0 ? axes[k] : k, r, &a))
+            return ox_status(b);
+        dim = ox_type(b, x)->shape.dims[a];
+        bool over = __builtin_add_overflow(dim, lo, &n) || __builtin_add_overflow(n, hi, &n);
+        if (!over && (lo < -dim || hi < -dim || n < 0))
+            return ox_invalid(b, "pads %lld and %lld remove more than dim %d holds (%lld)", (long long)lo,
+                              (long long)hi, a, (long long)dim);
+    }
+    for (int k = 0; k < count && !b->failed; k++) { /* 2. pad */
         int a;
         if (ox_axis(b, na >= 0 ? axes[k] : k, r, &a) && (pads[k] || pads[k + count]))
             x = m == 'c' ? pad_axis(b, x, a, pads[k], pads[k + count], value)

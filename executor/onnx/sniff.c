@@ -7,6 +7,7 @@
  */
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "xlac/io.h"
 #include "xlac/onnx.h"
@@ -20,12 +21,14 @@ static bool model_tag(unsigned char c)
 
 xe_file_kind xe_sniff_file(const char *path)
 {
-    FILE *f = fopen(path, "rb");
-    if (!f)
+    xe_status st;
+    int fd = xe_open_regular(path, &st); /* a FIFO or a folder: unknown, the loader then says why */
+    if (fd < 0)
         return XE_FILE_UNKNOWN;
     char buf[4096];
-    size_t n = fread(buf, 1, sizeof buf - 1, f);
-    fclose(f);
+    ssize_t got = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    size_t n = got > 0 ? (size_t)got : 0;
     buf[n] = '\0';
     size_t i = 0;
     while (i < n) { /* skip blank and comment lines */

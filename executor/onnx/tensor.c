@@ -89,13 +89,17 @@ static bool safe_location(const char *loc)
     return true;
 }
 
+/* A byte count: decimal digits only, as onnxruntime reads it (" 12", "+12", "12 " are refused). */
 static xe_code ext_number(const char *v, const char *key, const char *what, int64_t *out,
                           xe_status *st)
 {
-    char *end;
-    errno = 0;
-    long long x = strtoll(v, &end, 10);
-    if (errno || end == v || *end || x < 0)
+    int64_t x = 0;
+    bool ok = *v != '\0';
+    for (const char *p = v; ok && *p; p++) {
+        ok = *p >= '0' && *p <= '9' && x <= (INT64_MAX - (*p - '0')) / 10;
+        x = ok ? x * 10 + (*p - '0') : x;
+    }
+    if (!ok)
         return xe_fail(st, XE_ERR_GRAPH, "%s: external data %s '%s' is not a byte count", what, key, v);
     *out = x;
     return XE_OK;
@@ -156,11 +160,12 @@ static xe_code ext_open(const Onnx__TensorProto *t, const char *dir, const char 
     if (snprintf(path, PATH_MAX, "%s/%s", dir, loc) >= PATH_MAX)
         return xe_fail(st, XE_ERR_GRAPH, "%s: external data path too long", what);
     struct stat sb;
-    *fd = open(path, O_RDONLY | O_CLOEXEC);
+    *fd = xe_open_beneath(dir, loc, st);
     xe_code c = XE_OK;
-    if (*fd < 0 || fstat(*fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-        c = xe_fail(st, XE_ERR_IO, "%s: external data %s: %s", what, path,
-                    *fd < 0 ? strerror(errno) : "not a regular file");
+    if (*fd < 0)
+        c = xe_status_prefix(st, "%s: external data: ", what);
+    else if (fstat(*fd, &sb) != 0)
+        c = xe_fail(st, XE_ERR_IO, "%s: external data %s: %s", what, path, strerror(errno));
     else if ((uint64_t)*off > (uint64_t)sb.st_size || nbytes > (uint64_t)sb.st_size - (uint64_t)*off)
         c = xe_fail(st, XE_ERR_GRAPH, "%s: external data %s holds %lld bytes, the tensor needs %zu "
                     "at offset %lld", what, path, (long long)sb.st_size, nbytes, (long long)*off);

@@ -1,6 +1,6 @@
-"""The timeline and the summary from a Python session: flags="--trace=FILE
---summary=FILE" write Chrome trace-event JSON and the summary when the
-process exits (a subprocess: the plugin is configured once per process).
+"""The timeline and the summary from a Python session: XLAC_FLAGS="--trace=FILE
+--summary=FILE" (the process's flags, not a session's) write Chrome
+trace-event JSON and the summary when the process exits (a subprocess).
 The trace is checked by scripts/trace_check.py, as the C tests do."""
 import json
 import os
@@ -34,7 +34,8 @@ def test_trace_and_summary_from_python(graph, tmp_path):
     flags = "--disk_cache=0 --trace=%s --summary=%s" % (trace, summary)
     env = {k: v for k, v in os.environ.items()
            if k not in ("LD_PRELOAD", "XLAC_AUTO_JIT", "XLAC_FLAGS", "XLAC_DUMP_GRAPH_PREFIX")}
-    r = subprocess.run([sys.executable, "-c", SESSION, graph(GRAPH), flags], env=env,
+    env["XLAC_FLAGS"] = flags  # the trace, the summary and the cache are the process's
+    r = subprocess.run([sys.executable, "-c", SESSION, graph(GRAPH), ""], env=env,
                        capture_output=True, text=True, timeout=300, check=False)
     assert r.returncode == 0, r.stderr
     check = subprocess.run([sys.executable, os.path.join(ROOT, "scripts", "trace_check.py"), trace],

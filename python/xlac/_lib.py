@@ -1,9 +1,15 @@
 """Finds and loads the C libraries, declares the C API's signatures, and
-loads the plugin (libxlac.so) into this process when a session asks for
-clustering.
+loads the plugin (libxlac.so) into this process when a session first asks
+for clustering.
 
-Libraries: $XLAC_LIB_DIR, else build/lib of the repository the package was
-installed from. They are built with cmake, never by this package.
+Libraries: $XLAC_LIB_DIR when set (a build to test), else the package's own
+lib/ folder (pip installs them there, built by CMake through
+scikit-build-core), else build/lib of the source tree this file is in.
+
+The plugin is loaded once and configured per session: the process's
+configuration is XLAC_AUTO_JIT and XLAC_FLAGS as the environment has them
+(normally unset: op by op), and each session hands the plugin its own
+(`--auto_jit=N` and its flags), see session.py.
 """
 import ctypes
 import os
@@ -43,6 +49,18 @@ _SIGNATURES = {
     "xe_capi_dtype_count": (_I, []),
     "xe_capi_dtype_name": (_S, [_I]),
     "xe_capi_code_name": (_S, [_I]),
+    "xe_capi_open_with": (_I, [_S, _S, _S, _S, _I, ctypes.POINTER(_P), _S, _SZ]),
+    "xe_capi_run_into": (_I, [_P, ctypes.POINTER(_P), ctypes.POINTER(_I), ctypes.POINTER(_I),
+                              ctypes.POINTER(_I64), ctypes.POINTER(_P), _S, _SZ]),
+    "xe_capi_tensor_dtype": (_I, [_P]),
+    "xe_capi_tensor_rank": (_I, [_P]),
+    "xe_capi_tensor_dim": (_I64, [_P, _I]),
+    "xe_capi_tensor_data": (_P, [_P]),
+    "xe_capi_tensor_nbytes": (_SZ, [_P]),
+    "xe_capi_tensor_exclusive": (_I, [_P]),
+    "xe_capi_write_graph": (_I, [_P, _S, _S, _SZ]),
+    "xe_capi_end_profiling": (_I, [_P, _S, _SZ]),
+    "xe_capi_devices": (_I, [_P]),
 }
 
 # numpy dtype of each xlac dtype name
@@ -52,27 +70,26 @@ _NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int
 _lock = threading.Lock()
 _exe = None     # the loaded libxlac_executor.so
 _plugin = None  # the loaded libxlac.so
-_plugin_config = None  # (auto_jit, flags) it was loaded with
 
 
 def lib_dir():
-    """Where the C libraries are: $XLAC_LIB_DIR, else the repository's build/lib."""
+    """Where the C libraries are: $XLAC_LIB_DIR, else the package's lib/, else the source tree's build/lib."""
     env = os.environ.get("XLAC_LIB_DIR")
     if env:
         return env
-    try:
-        from ._repo import REPO_ROOT
-    except ImportError:  # running from the source tree, not installed
-        REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    return os.path.join(REPO_ROOT, "build", "lib")
+    here = os.path.dirname(os.path.abspath(__file__))
+    inside = os.path.join(here, "lib")
+    if os.path.exists(os.path.join(inside, "libxlac_executor.so")):
+        return inside
+    return os.path.join(os.path.dirname(os.path.dirname(here)), "build", "lib")
 
 
 def _path(name):
     p = os.path.join(lib_dir(), name)
     if not os.path.exists(p):
         raise errors.XlacIOError(
-            "%s not found in %s: build the C libraries (cmake -B build && cmake --build build) "
-            "or set XLAC_LIB_DIR to the folder that holds them" % (name, lib_dir()))
+            "%s not found in %s: install the package with pip (pip install ./python builds them), "
+            "or build them (cmake -B build && cmake --build build), or set XLAC_LIB_DIR to their folder" % (name, lib_dir()))
     return p
 
 
@@ -108,13 +125,13 @@ def raise_for(code, message):
     raise errors.BY_NAME.get(name, errors.XlacError)(message, code)
 
 
-def _check_flags(plugin, auto_jit, flags):
+def _check_env(plugin):
     """
-    The plugin's constructor ends the process on a bad flag (exit 2) or on --help
-    (exit 0): try it in a child first, so that here it is an exception.
+    The plugin's constructor ends the process on a bad XLAC_AUTO_JIT or XLAC_FLAGS in the
+    environment (exit 2) or on --help (exit 0): try it in a child first, so that here it
+    is an exception.
     """
-    env = dict(os.environ, XLAC_AUTO_JIT=str(auto_jit), XLAC_FLAGS=flags,
-               LD_LIBRARY_PATH=lib_dir() + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
+    env = dict(os.environ, LD_LIBRARY_PATH=lib_dir() + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
     code = "import ctypes, sys; ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)"
     r = subprocess.run([sys.executable, "-c", code, plugin], env=env, capture_output=True,
                        text=True, check=False)
@@ -122,62 +139,40 @@ def _check_flags(plugin, auto_jit, flags):
         text = (r.stderr.strip() or r.stdout.strip() or "exit status %d" % r.returncode)
         if text.startswith("xlac: error: "):
             text = text[len("xlac: error: "):]
-        raise errors.XlacUsageError("XLAC_AUTO_JIT=%s XLAC_FLAGS=%r: %s" % (auto_jit, flags, text))
+        raise errors.XlacUsageError("the environment's XLAC_AUTO_JIT=%r XLAC_FLAGS=%r: %s" % (
+            os.environ.get("XLAC_AUTO_JIT", ""), os.environ.get("XLAC_FLAGS", ""), text))
 
 
-def _normalize(auto_jit, flags):
-    return int(auto_jit), " ".join((flags or "").split())
+def session_config(auto_jit, flags):
+    """The text a session hands the plugin: XLAC_FLAGS words over the process's configuration."""
+    return " ".join(["--auto_jit=%d" % int(auto_jit)] + (flags or "").split())
 
 
-def ensure_plugin(auto_jit, flags):
+def ensure_plugin(auto_jit):
     """
-    Loads libxlac.so with XLAC_AUTO_JIT=auto_jit and XLAC_FLAGS=flags (once per process:
-    its constructor reads them at load); a later session must ask for the same.
-    auto_jit=0 without the plugin loaded does nothing.
+    Loads libxlac.so once, when a session first asks for auto_jit > 0 or gives flags (or finds it
+    preloaded);
+    returns whether it is loaded. Each session then hands it its own configuration.
     """
-    global _plugin, _plugin_config
-    want = _normalize(auto_jit, flags)
+    global _plugin
     executor()
     with _lock:
         if _plugin is None:
-            _plugin, _plugin_config = _preloaded()
-        if _plugin is None and want[0] == 0:
-            return
-        if _plugin is not None:
-            if want != _plugin_config:
-                raise errors.XlacUsageError(
-                    "libxlac.so is already loaded in this process with auto_jit=%d flags=%r; "
-                    "a session cannot ask for auto_jit=%d flags=%r (the plugin is configured "
-                    "once per process: use a subprocess)" % (*_plugin_config, *want))
-            return
-        _plugin, _plugin_config = _load_plugin(_path("libxlac.so"), want)
+            _plugin = _preloaded()
+        if _plugin is None and auto_jit > 0:
+            path = _path("libxlac.so")
+            _check_env(path)
+            _plugin = _declare_plugin(ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))
+        return _plugin is not None
 
 
 def _preloaded():
-    """The plugin and its configuration when the process already has it (LD_PRELOAD)."""
-    path = os.path.join(lib_dir(), "libxlac.so")
+    """The plugin when the process already has it (LD_PRELOAD, or loaded by another copy)."""
     try:
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL | os.RTLD_NOLOAD)
+        lib = ctypes.CDLL("libxlac.so", mode=ctypes.RTLD_GLOBAL | os.RTLD_NOLOAD)
     except OSError:
-        return None, None
-    # it read the environment when the process started
-    return _declare_plugin(lib), _normalize(os.environ.get("XLAC_AUTO_JIT") or 0,
-                                            os.environ.get("XLAC_FLAGS", ""))
-
-
-def _load_plugin(path, want):
-    _check_flags(path, *want)
-    saved = {k: os.environ.get(k) for k in ("XLAC_AUTO_JIT", "XLAC_FLAGS")}
-    os.environ["XLAC_AUTO_JIT"], os.environ["XLAC_FLAGS"] = str(want[0]), want[1]
-    try:
-        lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
-    finally:  # read at load; do not leak into child processes
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
-    return _declare_plugin(lib), want
+        return None
+    return _declare_plugin(lib)
 
 
 def _declare_plugin(lib):
@@ -186,9 +181,23 @@ def _declare_plugin(lib):
     return lib
 
 
-def plugin_config():
-    """(auto_jit, flags) the plugin was loaded with, or None."""
-    return _plugin_config
+def has_gpu():
+    """Whether the executor finds a CUDA device (False in a build without CUDA)."""
+    fn = executor().xe_gpu_available
+    fn.restype, fn.argtypes = ctypes.c_bool, []
+    return bool(fn())
+
+
+def set_threads(n):
+    """The calling thread's OpenMP team size for what it runs (0: leave as it is)."""
+    if n <= 0:
+        return
+    lib = executor()
+    for name in ("omp_set_num_threads", "openblas_set_num_threads"):
+        fn = getattr(lib, name, None)
+        if fn is not None:
+            fn.restype, fn.argtypes = None, [_I]
+            fn(int(n))
 
 
 def stats_text():

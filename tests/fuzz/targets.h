@@ -21,5 +21,11 @@ int xf_flags(const uint8_t *data, size_t size);
 int xf_disk(const uint8_t *data, size_t size);
 /* An ONNX model (imported, inferred, written as .xg) and the same bytes as a TensorProto .pb file. */
 int xf_onnx(const uint8_t *data, size_t size);
+/*
+ * An ONNX model and its external data file, written into a private folder
+ * (which also holds a symbolic link out of it and a FIFO) and loaded by
+ * path: the 4-byte little-endian model length, the model, then the data.
+ */
+int xf_onnx_ext(const uint8_t *data, size_t size);
 
 #endif

@@ -348,12 +348,56 @@ def special_models():
     onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
 
 
+def invalid_models():
+    """Ops whose attributes make no sense: each must be an error naming its node, not an empty result."""
+    ints = lambda n, v: (n, np.array(v, np.int64))
+    onnx.save(model([helper.make_node("Range", ["s", "l", "d"], ["y"], name="range_zero_delta")], [], ["y"], 17,
+                    [ints("s", 0), ints("l", 10), ints("d", 0)]), os.path.join(OUT, "invalid_range.onnx"))
+    onnx.save(model([helper.make_node("Pad", ["x", "p"], ["y"], name="pad_too_much")], [("x", x(2, 3))], ["y"], 17,
+                    [ints("p", [0, -2, 0, -2])]), os.path.join(OUT, "invalid_pad.onnx"))
+
+
+def rough_edge_models():
+    """The error messages' regression models (tests/test_rough_edges.c); no random data."""
+    # an unsupported dtype behind an unsupported op: both listed (value_info types 'v')
+    nodes = [helper.make_node("DFT", ["x"], ["v"], name="dft"),
+             helper.make_node("Cast", ["v"], ["c"], name="cast_behind", to=TensorProto.STRING),
+             helper.make_node("Relu", ["v"], ["r"], name="relu_behind")]
+    g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [4, 8, 2])],
+                          [helper.make_tensor_value_info(o, F, None) for o in ("c", "r")],
+                          value_info=[helper.make_tensor_value_info("v", F, [4, 8, 2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, "unsupported_behind.onnx"))
+    # a node in a foreign domain, imported at opset 3 of that domain
+    g = helper.make_graph([helper.make_node("Foo", ["x"], ["y"], name="foo", domain="com.example")], "g",
+                          [helper.make_tensor_value_info("x", F, [2])], [helper.make_tensor_value_info("y", F, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17), helper.make_opsetid("com.example", 3)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, "foreign_opset.onnx"))
+    # an opset beyond 32 bits
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", F, [2])], [helper.make_tensor_value_info("y", F, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 1099511627776)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, "huge_opset.onnx"))
+    # an output that is an input passed through (named x, as the input), and another
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", F, [2, 3])],
+                          [helper.make_tensor_value_info("x", F, [2, 3]), helper.make_tensor_value_info("y", F, [2, 3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    onnx.save(m, os.path.join(OUT, "output_is_input.onnx"))
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rows = unary_ops() + binary_ops() + shape_ops() + reduce_ops() + nn_ops()
     special_models()
     rows += conv_pool_ops()  # last: the random data of the models above stays as it was
     rows += engine_ops()
+    invalid_models()  # after those, for the same reason
+    rough_edge_models()
     with open(os.path.join(OUT, "ops.txt"), "w") as f:
         f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, NAME.outK.npy (make_test_models.py)\n")
         for name, (n_in, n_out) in rows:

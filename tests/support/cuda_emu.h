@@ -37,7 +37,7 @@ cuda_emu *cuda_emu_build(const xe_graph *body, const xe_type *in_types, bool gen
 xe_code cuda_emu_run(cuda_emu *e, xe_tensor *const *inputs, xe_tensor **outputs, int64_t max_blocks,
                      xe_status *st);
 
-/* How many steps launch an earlier step's kernel on their own buffers (codegen/share.h). */
+/* How many steps launch an earlier step's kernel on their own buffers (codegen/plan/share.h). */
 int cuda_emu_shares(const cuda_emu *e);
 void cuda_emu_destroy(cuda_emu *e);
 

@@ -23,6 +23,23 @@ int xe_capi_open(const char *path, const char *device, xe_capi_session **out, ch
                  size_t err_len);
 void xe_capi_close(xe_capi_session *s);
 
+#define XE_CAPI_LOG_PLACEMENT 1 /* flags: placement lines on the session's first run (stderr) */
+/*
+ * The same with the session's own configuration: plugin_config is handed
+ * to the registered passes (libxlac.so: XLAC_FLAGS words such as
+ * "--auto_jit=2", over the process's; NULL: the process's); profile_path,
+ * when not NULL or empty, records the trace while the session lives (see
+ * xe_session_options); flags: XE_CAPI_* bits.
+ */
+int xe_capi_open_with(const char *path, const char *device, const char *plugin_config, const char *profile_path,
+                      int flags, xe_capi_session **out, char *err, size_t err_len);
+/* Writes the session's graph as it runs (after the passes: clustered) as .xg text to path. */
+int xe_capi_write_graph(const xe_capi_session *s, const char *path, char *err, size_t err_len);
+/* Stops the session's trace recording (profile_path); the file is written once no recorder is left. */
+int xe_capi_end_profiling(xe_capi_session *s, char *err, size_t err_len);
+/* The devices the session's ops are placed on: bit 1 << 0 CPU, 1 << 1 GPU. */
+int xe_capi_devices(const xe_capi_session *s);
+
 int xe_capi_count(const xe_capi_session *s, int io);
 const char *xe_capi_name(const xe_capi_session *s, int io, int i);
 int xe_capi_dtype(const xe_capi_session *s, int io, int i);
@@ -36,6 +53,23 @@ int64_t xe_capi_dim(const xe_capi_session *s, int io, int i, int d);
  */
 int xe_capi_run(xe_capi_session *s, void *const *data, const int *dtypes, const int *ranks,
                 const int64_t *dims, char *err, size_t err_len);
+
+/*
+ * Runs once like xe_capi_run, but hands the outputs to the caller: outs[i]
+ * receives output i as a tensor handle to free with xe_capi_tensor_free.
+ * Nothing is kept in the session, so several threads may run one session
+ * at once; xe_capi_close must wait for them (the caller's lock).
+ */
+int xe_capi_run_into(xe_capi_session *s, void *const *data, const int *dtypes, const int *ranks,
+                     const int64_t *dims, void **outs, char *err, size_t err_len);
+/* A tensor handle's dtype, rank, dims, host data and size. */
+int xe_capi_tensor_dtype(const void *t);
+int xe_capi_tensor_rank(const void *t);
+int64_t xe_capi_tensor_dim(const void *t, int d);
+const void *xe_capi_tensor_data(const void *t);
+size_t xe_capi_tensor_nbytes(const void *t);
+/* 1 when nothing else holds the handle's host buffer (not an input, a constant or another output). */
+int xe_capi_tensor_exclusive(const void *t);
 
 /* Output i of the last run: dtype, rank, dims, host data and its size. */
 int xe_capi_result_dtype(const xe_capi_session *s, int i);

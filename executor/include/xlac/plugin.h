@@ -9,6 +9,12 @@
  * Passes run on every session's graph after shape inference and device
  * placement, before execution, in registration order. A pass may rewrite
  * the graph in place (keeping it topologically ordered and inferred).
+ *
+ * Configuration is per session: the pass receives the session's
+ * plugin_config text (xe_pass_ctx), and what it builds (a launch node)
+ * records the configuration it was made with, so that sessions with
+ * different settings share one process, one thread pool and the plugin's
+ * process-wide caches.
  */
 #ifndef XLAC_PLUGIN_H
 #define XLAC_PLUGIN_H
@@ -17,11 +23,13 @@
 #include "xlac/op.h"
 #include "xlac/status.h"
 
-#define XE_PLUGIN_ABI_VERSION 2 /* 2: xe_op_def.user, xe_kernel_args.op_user */
+#define XE_PLUGIN_ABI_VERSION 3 /* 2: xe_op_def.user, xe_kernel_args.op_user; 3: xe_pass_ctx.plugin_config */
 
 typedef struct xe_pass_ctx {
     int session_id;           /* 0, 1, 2, ... per process; names dump files */
     xe_place_mode place_mode; /* what the user asked for with --device */
+    const char *plugin_config; /* the session's xe_session_options.plugin_config: opaque to the
+                                  executor, the plugins' own text; NULL: the process's configuration */
 } xe_pass_ctx;
 
 /* Rewrites *g (may replace it with a new graph and destroy the old one). */

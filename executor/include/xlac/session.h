@@ -28,6 +28,10 @@ typedef struct xe_session_options {
     bool log_every;          /* placement lines on every run (default: the first run only) */
     int threads;             /* CPU threads of each run (--threads): the per-op kernels, generated
                                 loops and oneDNN share them; 0: the calling thread's current count */
+    const char *plugin_config; /* handed to the registered passes (xe_pass_ctx.plugin_config) as it is;
+                                  for libxlac.so, XLAC_FLAGS words (--auto_jit=N among them) applied
+                                  over the process's configuration; NULL: the process's. Must live
+                                  while the session is being made */
 } xe_session_options;
 
 /*
@@ -49,11 +53,21 @@ int xe_graph_pass_count(void);
 /* Takes ownership of g (also on failure). Infers, places, runs passes. */
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st);
 void xe_session_destroy(xe_session *s);
+/*
+ * Stops the session's recording of the trace (opt.profile_path) now, as
+ * its destruction would: the file is written when no other recorder is
+ * left. No-op when the session records nothing or stopped already.
+ */
+xe_code xe_session_end_profiling(xe_session *s, xe_status *st);
 /* The graph as it will run (after passes). */
 const xe_graph *xe_session_graph(const xe_session *s);
 
 /*
- * Runs once. inputs: one host or device tensor per graph input, in order,
+ * Runs once; several threads may run one session at once (the graph is
+ * only read; the runs of a graph that holds a stateful op, random, are
+ * serialised so that each draws the next numbers). Destroying the session
+ * while a run is in progress is the caller's error.
+ * inputs: one host or device tensor per graph input, in order,
  * whose dtype matches and whose shape matches the declared one where it is
  * known. outputs: filled with one new reference per graph output, on the
  * host; the caller releases them.

@@ -38,8 +38,25 @@ static inline bool xe_trace_on(void)
  * (XE_ERR_USAGE, naming both). The calling thread's track is "main".
  */
 xe_code xe_trace_start(const char *path, xe_status *st);
-/* Leaves the recording; the last to leave writes the file (errors name it) and frees the events. */
+/*
+ * Leaves the recording; the last to leave writes the file (errors name it) and frees the events.
+ * The file is written whole or not at all (xe_publish): on failure the previous file stays.
+ */
 xe_code xe_trace_stop(xe_status *st);
+/* Leaves the recording without writing anything (a process that ran no session). */
+void xe_trace_discard(void);
+/* A write of the trace failed in this process: true, and *st says which file and why. */
+bool xe_trace_failed(xe_status *st);
+/* xe_publish's family_start for the file (a plugin inherited by the processes of one run). */
+void xe_trace_set_family(double start);
+/*
+ * The run is being interrupted by signal signo: writes the events so far
+ * (with an "interrupted" instant event and "interrupted":true at the top)
+ * and ends the recording. On an ordinary thread, never in a signal handler.
+ */
+xe_code xe_trace_interrupted(int signo, xe_status *st);
+/* From now on a written trace is marked interrupted by signo. */
+void xe_trace_mark_interrupted(int signo);
 
 /*
  * One complete slice on the calling thread's track: [start_us, start_us + dur_us)

@@ -6,6 +6,7 @@
 #include "xlac/device.h"
 #include "xlac/dtype.h"
 #include "xlac/graph.h"
+#include "xlac/interrupt.h"
 #include "xlac/io.h"
 #include "xlac/onnx.h"
 #include "xlac/op.h"

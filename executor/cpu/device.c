@@ -1,0 +1,108 @@
+/*
+ * The CPU device: host memory and the CPU kernels (this folder's other
+ * files). Host buffers are 64-byte aligned so kernels can use wide loads.
+ *
+ * Large host buffers are recycled: an op-by-op run allocates and frees the
+ * same sizes every iteration, and handing fresh pages to each op would
+ * cost a page fault per 4 KiB (the memory system's time, not the op's).
+ * Freed buffers of 64 KiB or more wait in a small cache keyed by size.
+ */
+#include <pthread.h>
+#include <stdlib.h>
+
+#include "device_impl.h"
+
+#define CACHE_SLOTS 64
+#define CACHE_MIN_BYTES ((size_t)64 << 10)
+#define CACHE_MAX_BYTES ((size_t)4 << 30)
+
+static struct {
+    pthread_mutex_t lock;
+    int n;
+    size_t bytes;
+    struct {
+        void *p;
+        size_t size;
+    } slot[CACHE_SLOTS];
+} cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void *host_alloc_bytes(size_t bytes)
+{
+    size_t size = (bytes + 63) / 64 * 64;
+#ifndef XLAC_SANITIZE
+    if (size >= CACHE_MIN_BYTES) {
+        pthread_mutex_lock(&cache.lock);
+        for (int i = cache.n - 1; i >= 0; i--) {
+            if (cache.slot[i].size == size) {
+                void *p = cache.slot[i].p;
+                cache.slot[i] = cache.slot[--cache.n];
+                cache.bytes -= size;
+                pthread_mutex_unlock(&cache.lock);
+                return p;
+            }
+        }
+        pthread_mutex_unlock(&cache.lock);
+    }
+#endif
+    return aligned_alloc(64, size);
+}
+
+static void host_free(void *p, size_t bytes)
+{
+    size_t size = (bytes + 63) / 64 * 64;
+    (void)size; /* unused when the sanitizers want every buffer freed at once */
+#ifndef XLAC_SANITIZE
+    if (p && size >= CACHE_MIN_BYTES) {
+        pthread_mutex_lock(&cache.lock);
+        if (cache.n == CACHE_SLOTS || cache.bytes + size > CACHE_MAX_BYTES) { /* evict the oldest */
+            free(cache.slot[0].p);
+            cache.bytes -= cache.slot[0].size;
+            cache.slot[0] = cache.slot[--cache.n];
+        }
+        if (cache.bytes + size <= CACHE_MAX_BYTES) {
+            cache.slot[cache.n].p = p;
+            cache.slot[cache.n++].size = size;
+            cache.bytes += size;
+            p = NULL;
+        }
+        pthread_mutex_unlock(&cache.lock);
+    }
+#endif
+    free(p);
+}
+
+__attribute__((destructor)) static void cache_drain(void)
+{
+    for (int i = 0; i < cache.n; i++)
+        free(cache.slot[i].p);
+    cache.n = 0;
+    cache.bytes = 0;
+}
+
+
+static void *host_alloc(size_t bytes, xe_status *st)
+{
+    void *p = host_alloc_bytes(bytes);
+    if (!p)
+        xe_fail(st, XE_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
+    return p;
+}
+
+static const xe_kernel_fn cpu_kernels[XE_KERNEL_COUNT] = {
+#define CPU_KERNEL(k) [XE_KERNEL_##k] = xe_cpu_##k,
+    XE_KERNEL_LIST(CPU_KERNEL)
+#undef CPU_KERNEL
+    [XE_KERNEL_unique] = xe_cpu_unique,
+};
+
+const xe_device_ops xe_device_cpu = {
+    .slot = XE_DEV_CPU,
+    .name = "CPU:0",
+    .xla_name = "XLA_CPU:0",
+    .word = "cpu",
+    .label = "CPU",
+    .host_memory = true,
+    .alloc = host_alloc,
+    .free = host_free,
+    .kernels = cpu_kernels,
+};

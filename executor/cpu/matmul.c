@@ -1,0 +1,306 @@
+/*
+ * CPU matmul with numpy's rules: 1-D operands are promoted (and the added
+ * dim dropped from the result), batch dims broadcast, transpose_a/_b swap
+ * an operand's last two dims. f32 goes to the CPU engine (cpu/dnnl_matmul.c,
+ * oneDNN, constant weights packed once); f64 goes to CBLAS (OpenBLAS),
+ * because oneDNN has no f64 product, and so does f32 where the engine
+ * refuses a form; f16 and ints use a blocked loop (f16 in float, ints in
+ * int64 with wrap-around).
+ *
+ * BLAS runs inside the executor's OpenMP team, not in its own threads:
+ * OpenBLAS is set to one thread once, and the batch elements and row (or
+ * column) blocks of a large matmul are an OpenMP loop of single-threaded
+ * gemms. Two thread pools on the same cores take turns spinning; one pool
+ * does not (transformer_block's elementwise ops after a matmul were up to
+ * 7x slower behind OpenBLAS's spinning workers).
+ *
+ * xe_cpu_matmul_panels is the same product by row panels with a callback
+ * per panel, for compiled clusters that apply a matmul's epilogue to each
+ * panel while it is in cache (codegen/plan/epilogue.c).
+ */
+#include <cblas.h>
+#include <omp.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "broadcast.h"
+#include "cpu/dnnl_engine.h"
+#include "kernels.h"
+
+/* One operand as matmul sees it: batch shape, rows, cols, transposed or not. */
+typedef struct mm_operand {
+    xe_shape batch;
+    int64_t rows, cols; /* of the stored matrix */
+    bool trans;
+} mm_operand;
+
+static mm_operand mm_view(const xe_shape *s, bool trans, bool is_a)
+{
+    mm_operand m = {.trans = trans};
+    if (s->rank == 1) {
+        m.rows = is_a ? 1 : s->dims[0];
+        m.cols = is_a ? s->dims[0] : 1;
+        m.trans = false;
+        return m;
+    }
+    m.batch.rank = s->rank - 2;
+    memcpy(m.batch.dims, s->dims, sizeof(int64_t) * (size_t)m.batch.rank);
+    m.rows = s->dims[s->rank - 2];
+    m.cols = s->dims[s->rank - 1];
+    return m;
+}
+
+typedef struct mm_job {
+    const xe_tensor *a, *b;
+    xe_tensor *c;
+    mm_operand va, vb;
+    int64_t M, N, K;
+} mm_job;
+
+#define NB 256 /* output columns per block of accumulators */
+
+/*
+ * C[M,N] = op(A) op(B) with a blocked loop: for each row of C, a block of
+ * NB accumulators is updated a row of op(B) at a time (contiguous reads
+ * of B when it is not transposed). ACC is float for f16 and uint64_t for
+ * ints (wrap-around instead of signed overflow).
+ */
+#define GEMM_LOOP(T, ACC, LOAD, STORE)                                                             \
+    do {                                                                                           \
+        const T *A = (const T *)j->a->data + abase, *B = (const T *)j->b->data + bbase;            \
+        T *Cm = (T *)j->c->data + cbase;                                                           \
+        _Pragma("omp parallel for if (M * N * K >= 65536 && M > 1)") for (int64_t m = 0; m < M; m++) { \
+            ACC acc[NB];                                                                           \
+            for (int64_t n0 = 0; n0 < N; n0 += NB) {                                               \
+                int64_t w = N - n0 < NB ? N - n0 : NB;                                             \
+                for (int64_t n = 0; n < w; n++)                                                    \
+                    acc[n] = 0;                                                                    \
+                for (int64_t k = 0; k < K; k++) {                                                  \
+                    ACC av = LOAD(A[ta ? k * lda + m : m * lda + k]);                              \
+                    for (int64_t n = 0; n < w; n++)                                                \
+                        acc[n] += av * LOAD(B[tb ? (n0 + n) * ldb + k : k * ldb + n0 + n]);        \
+                }                                                                                  \
+                for (int64_t n = 0; n < w; n++)                                                    \
+                    Cm[m * N + n0 + n] = STORE(acc[n]);                                            \
+            }                                                                                      \
+        }                                                                                          \
+    } while (0)
+
+#define H2F(v) xe_f16_to_f32(v)
+#define F2H(v) xe_f32_to_f16(v)
+#define I2U(v) ((uint64_t)(int64_t)(v))
+#define U2I32(v) ((int32_t)(uint32_t)(v))
+#define U2I64(v) ((int64_t)(v))
+
+static void gemm_generic(const mm_job *j, int64_t abase, int64_t bbase, int64_t cbase)
+{
+    int64_t M = j->M, N = j->N, K = j->K, lda = j->va.cols, ldb = j->vb.cols;
+    bool ta = j->va.trans, tb = j->vb.trans;
+    switch (j->c->dtype) {
+    case XE_F16: GEMM_LOOP(xe_f16, float, H2F, F2H); break;
+    case XE_I32: GEMM_LOOP(int32_t, uint64_t, I2U, U2I32); break;
+    default: GEMM_LOOP(int64_t, uint64_t, I2U, U2I64); break;
+    }
+}
+
+/*
+ * Rows [m0, m1) and columns [n0, n1) of C = op(A)[M,K] op(B)[K,N] for one
+ * batch element (flat indices ia, ib, ic), by BLAS (f32, f64).
+ */
+static void gemm_blas_block(const mm_job *j, int64_t ia, int64_t ib, int64_t ic, int64_t m0,
+                            int64_t m1, int64_t n0, int64_t n1)
+{
+    int64_t M = j->M, N = j->N, K = j->K;
+    int64_t lda = j->va.cols ? j->va.cols : 1, ldb = j->vb.cols ? j->vb.cols : 1;
+    bool ta = j->va.trans, tb = j->vb.trans;
+    /* op(A)'s row m starts at A + m*lda, or at column m of the stored A^T. */
+    int64_t aoff = ia * j->va.rows * j->va.cols + (ta ? m0 : m0 * lda);
+    int64_t boff = ib * j->vb.rows * j->vb.cols + (tb ? n0 * ldb : n0);
+    int64_t coff = ic * M * N + m0 * N + n0;
+    CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
+    int bm = (int)(m1 - m0), bn = (int)(n1 - n0), ldc = (int)(N ? N : 1);
+    if (j->c->dtype == XE_F32)
+        cblas_sgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0f,
+                    (const float *)j->a->data + aoff, (int)lda,
+                    (const float *)j->b->data + boff, (int)ldb, 0.0f,
+                    (float *)j->c->data + coff, ldc);
+    else
+        cblas_dgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0,
+                    (const double *)j->a->data + aoff, (int)lda,
+                    (const double *)j->b->data + boff, (int)ldb, 0.0,
+                    (double *)j->c->data + coff, ldc);
+}
+
+/* Flat index of a batch element of an operand broadcast against the output batch. */
+static int64_t batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat)
+{
+    int64_t idx = 0, mul = 1;
+    for (int d = outb->rank - 1; d >= 0; d--) {
+        int64_t i = flat % outb->dims[d];
+        flat /= outb->dims[d];
+        int od = d - (outb->rank - opb->rank);
+        if (od >= 0) {
+            if (opb->dims[od] != 1)
+                idx += i * mul;
+            mul *= opb->dims[od];
+        }
+    }
+    return idx;
+}
+
+static void blas_single_threaded(void)
+{
+    openblas_set_num_threads(1);
+}
+
+/* Below this many multiply-adds a matmul is one gemm on the calling thread. */
+#define MM_PARALLEL_MIN_MACS (1 << 21)
+/* A block is at least this many rows (or columns) of C. */
+#define MM_MIN_BLOCK 32
+
+/*
+ * Every batch element, cut into `parts` blocks of rows (or of columns when
+ * C is too short to cut by rows), one single-threaded gemm per block, the
+ * blocks an OpenMP loop.
+ */
+static void gemm_blas_parallel(const mm_job *j, const xe_shape *batch, int64_t nb)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_single_threaded);
+    int threads = omp_get_max_threads();
+    int64_t parts = 1;
+    bool by_rows = j->M >= j->N || j->M >= MM_MIN_BLOCK * threads;
+    int64_t extent = by_rows ? j->M : j->N;
+    double macs = (double)nb * (double)j->M * (double)j->N * (double)j->K; /* no int64 overflow */
+    if (macs >= MM_PARALLEL_MIN_MACS && nb < threads) {
+        parts = (threads + nb - 1) / nb;
+        int64_t most = (extent + MM_MIN_BLOCK - 1) / MM_MIN_BLOCK;
+        parts = parts < most ? parts : most;
+    }
+    int64_t tasks = nb * parts;
+    bool parallel = tasks > 1 && macs >= MM_PARALLEL_MIN_MACS;
+#pragma omp parallel for schedule(static) if (parallel)
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t i = t / parts, p = t % parts;
+        int64_t lo = extent * p / parts, hi = extent * (p + 1) / parts;
+        int64_t ia = batch_index(&j->va.batch, batch, i), ib = batch_index(&j->vb.batch, batch, i);
+        if (by_rows)
+            gemm_blas_block(j, ia, ib, i, lo, hi, 0, j->N);
+        else
+            gemm_blas_block(j, ia, ib, i, 0, j->M, lo, hi);
+    }
+}
+
+xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
+{
+    mm_job j = {.a = a->in[0], .b = a->in[1], .c = a->out};
+    j.va = mm_view(&j.a->shape, xe_node_attr_bool(a->node, "transpose_a", false), true);
+    j.vb = mm_view(&j.b->shape, xe_node_attr_bool(a->node, "transpose_b", false), false);
+    j.M = j.va.trans ? j.va.cols : j.va.rows;
+    j.K = j.va.trans ? j.va.rows : j.va.cols;
+    j.N = j.vb.trans ? j.vb.rows : j.vb.cols;
+    xe_shape batch;
+    if (!xe_shape_broadcast(&j.va.batch, &j.vb.batch, &batch))
+        return xe_fail(st, XE_ERR_RUNTIME, "batch dims do not broadcast");
+    int64_t nb = xe_shape_numel(&batch);
+    if (j.c->dtype == XE_BOOL)
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "matmul is not defined on bool");
+    if (j.M > INT32_MAX || j.N > INT32_MAX || j.K > INT32_MAX)
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "matmul dims above 2^31 are not supported");
+    if (nb * j.M * j.N == 0)
+        return XE_OK;
+    if (j.K == 0) {
+        memset(a->out->data, 0, a->out->nbytes);
+        return XE_OK;
+    }
+    if (j.c->dtype == XE_F32) { /* the engine (cpu/dnnl_matmul.c); what it refuses runs on BLAS */
+        xe_code c = xe_dnnl_matmul(a, st);
+        if (c != XE_ERR_UNSUPPORTED)
+            return c;
+        xe_status_clear(st);
+    }
+    if (j.c->dtype != XE_F32 && j.c->dtype != XE_F64) {
+        for (int64_t i = 0; i < nb; i++)
+            gemm_generic(&j, batch_index(&j.va.batch, &batch, i) * j.va.rows * j.va.cols,
+                         batch_index(&j.vb.batch, &batch, i) * j.vb.rows * j.vb.cols,
+                         i * j.M * j.N);
+        return XE_OK;
+    }
+    gemm_blas_parallel(&j, &batch, nb);
+    return XE_OK;
+}
+
+/* ---- row panels with an epilogue (xe_cpu_matmul_panels, for fused clusters) ---------- */
+
+/*
+ * A panel of C is at most MM_PANEL_BYTES (a core's share of the L3 here)
+ * and at least MM_PANEL_MIN_ROWS rows. Smaller, L2-sized panels lost on
+ * this machine: OpenBLAS packs all of op(B) for every call, so mlp_block
+ * on one core (CPU time per run) took 15.8 / 13.7 / 12.3 / 11.8 ms with
+ * panels of 64 / 128 / 256 / 512 rows, against 12.6 ms op by op, and the
+ * epilogue reads its panel from L3 (32 MiB) either way.
+ */
+#define MM_PANEL_BYTES (4 * 1024 * 1024)
+#define MM_PANEL_MIN_ROWS 256
+
+int64_t xe_matmul_panel_rows(int64_t nb, int64_t M, int64_t N, int64_t K, size_t elem)
+{
+    (void)K;
+    int64_t threads = omp_get_max_threads();
+    int64_t rows = MM_PANEL_BYTES / ((N > 0 ? N : 1) * (int64_t)elem);
+    rows = rows < MM_PANEL_MIN_ROWS ? MM_PANEL_MIN_ROWS : rows;
+    rows = rows > M ? M : rows;
+    rows = rows < 1 ? 1 : rows;
+    int64_t per = (M + rows - 1) / rows;
+    if (nb * per < threads && M > 1) { /* too few panels to share: cut each batch element evenly */
+        int64_t want = (threads + nb - 1) / nb;
+        rows = (M + want - 1) / want;
+    }
+    return rows;
+}
+
+/* The job of a matmul kernel's arguments; false when panels do not apply (dtype, rank, batch). */
+static bool mm_job_panels(const xe_kernel_args *a, mm_job *j, xe_shape *batch)
+{
+    *j = (mm_job){.a = a->in[0], .b = a->in[1], .c = a->out};
+    if ((j->c->dtype != XE_F32 && j->c->dtype != XE_F64) || j->a->shape.rank < 2 || j->b->shape.rank < 2)
+        return false;
+    j->va = mm_view(&j->a->shape, xe_node_attr_bool(a->node, "transpose_a", false), true);
+    j->vb = mm_view(&j->b->shape, xe_node_attr_bool(a->node, "transpose_b", false), false);
+    j->M = j->va.trans ? j->va.cols : j->va.rows;
+    j->K = j->va.trans ? j->va.rows : j->va.cols;
+    j->N = j->vb.trans ? j->vb.rows : j->vb.cols;
+    return xe_shape_broadcast(&j->va.batch, &j->vb.batch, batch) && j->M <= INT32_MAX && j->N <= INT32_MAX &&
+           j->K <= INT32_MAX;
+}
+
+xe_code xe_cpu_matmul_panels(const xe_kernel_args *a, int64_t panel_rows, xe_panel_fn fn, void *ctx,
+                             xe_status *st)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    mm_job j;
+    xe_shape batch;
+    if (!mm_job_panels(a, &j, &batch))
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "matmul panels need f32 or f64 operands of rank >= 2");
+    pthread_once(&once, blas_single_threaded);
+    int64_t nb = xe_shape_numel(&batch), M = j.M;
+    size_t elem = j.c->dtype == XE_F32 ? 4 : 8;
+    int64_t rows = panel_rows > 0 ? panel_rows : xe_matmul_panel_rows(nb, M, j.N, j.K, elem);
+    int64_t per = M > 0 ? (M + rows - 1) / rows : 0, tasks = nb * per;
+    double macs = (double)nb * (double)M * (double)j.N * (double)j.K;
+#pragma omp parallel for schedule(static) if (tasks > 1 && macs >= MM_PARALLEL_MIN_MACS)
+    for (int64_t t = 0; t < tasks; t++) {
+        int64_t i = t / per, lo = t % per * rows, hi = lo + rows < M ? lo + rows : M;
+        if (j.N == 0)
+            continue;
+        if (j.K == 0)
+            memset((char *)j.c->data + (size_t)((i * M + lo) * j.N) * elem, 0, (size_t)((hi - lo) * j.N) * elem);
+        else
+            gemm_blas_block(&j, batch_index(&j.va.batch, &batch, i), batch_index(&j.vb.batch, &batch, i), i, lo,
+                            hi, 0, j.N);
+        fn(ctx, i * M + lo, i * M + hi);
+    }
+    return XE_OK;
+}

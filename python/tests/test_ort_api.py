@@ -1,0 +1,266 @@
+"""onnxruntime's API on xlac: SessionOptions and RunOptions (honoured, mapped or refused, never
+ignored), model sources (path, bytes, ModelProto), providers, metadata, profiling, the
+clustered graph written out, io_binding, and run() from several threads with close()."""
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import xlac
+
+GRAPH = """
+input x: f32[?,32]
+input y: f32[?,32]
+t = mul(x, y)
+u = add(t, x)
+s = reduce_sum(u, axes=[1], keepdims=false)
+output s
+output u
+"""
+
+
+def ref(x, y):
+    u = x * y + x
+    return u.sum(axis=1), u
+
+
+def feeds(rows=4, seed=0):
+    rng = np.random.default_rng(seed)
+    return {k: rng.standard_normal((rows, 32)).astype(np.float32) for k in "xy"}
+
+
+def test_levels_map_to_auto_jit():
+    L = xlac.GraphOptimizationLevel
+    assert xlac.SessionOptions().graph_optimization_level == L.ORT_ENABLE_ALL
+    assert [xlac.options.auto_jit_of(x) for x in (L.ORT_DISABLE_ALL, L.ORT_ENABLE_BASIC,
+                                                  L.ORT_ENABLE_EXTENDED, L.ORT_ENABLE_ALL)] == [0, 1, 2, 2]
+
+
+def test_disable_all_runs_op_by_op_and_all_clusters(graph, tmp_path):
+    path = graph(GRAPH)
+    so = xlac.SessionOptions()
+    so.graph_optimization_level = xlac.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.optimized_model_filepath = str(tmp_path / "plain.xg")
+    xlac.InferenceSession(path, so)
+    assert "xlac_launch" not in (tmp_path / "plain.xg").read_text()
+    so = xlac.SessionOptions()
+    so.optimized_model_filepath = str(tmp_path / "clustered.xg")
+    sess = xlac.InferenceSession(path, so)
+    text = (tmp_path / "clustered.xg").read_text()
+    assert "xlac_launch" in text, text
+    f = feeds()
+    s, u = sess.run(None, f)
+    np.testing.assert_allclose(s, ref(**f)[0], rtol=1e-5)
+    # the written graph runs again
+    s2, _ = xlac.InferenceSession(str(tmp_path / "clustered.xg")).run(None, f)
+    np.testing.assert_allclose(s2, s, rtol=1e-6)
+
+
+def test_unknown_and_unsupported_options_are_refused():
+    so = xlac.SessionOptions()
+    with pytest.raises(AttributeError, match="intra_op_num_thread"):
+        so.intra_op_num_thread = 2  # a typo is not a new attribute
+    with pytest.raises(xlac.XlacUsageError, match="execution_mode"):
+        so.execution_mode = xlac.ExecutionMode.ORT_PARALLEL
+    with pytest.raises(xlac.XlacUsageError, match="enable_mem_pattern"):
+        so.enable_mem_pattern = True
+    with pytest.raises(xlac.XlacUsageError, match="log_severity_level"):
+        so.log_severity_level = 3
+    with pytest.raises(xlac.XlacUsageError, match="inter_op_num_threads"):
+        so.inter_op_num_threads = 4
+    with pytest.raises(xlac.XlacUnsupportedError, match="add_initializer"):
+        so.add_initializer("w", np.zeros(2))
+    with pytest.raises(xlac.XlacUsageError, match="session.intra_op.allow_spinning"):
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    with pytest.raises(xlac.XlacUsageError, match="optimized_model_filepath"):
+        so.optimized_model_filepath = "model.opt.onnx"
+    ro = xlac.RunOptions()
+    with pytest.raises(xlac.XlacUsageError, match="terminate"):
+        ro.terminate = True
+    with pytest.raises(xlac.XlacUsageError, match="only_execute_path_to_fetches"):
+        ro.only_execute_path_to_fetches = True
+    with pytest.raises(xlac.XlacUnsupportedError, match="add_run_config_entry"):
+        ro.add_run_config_entry("a", "b")
+    with pytest.raises(AttributeError):
+        ro.no_such = 1
+
+
+def test_config_entries_are_xlac_flags(graph, tmp_path):
+    so = xlac.SessionOptions()
+    so.add_session_config_entry("xlac.min_cluster_size", "9")
+    so.optimized_model_filepath = str(tmp_path / "g.xg")
+    xlac.InferenceSession(graph(GRAPH), so)
+    assert so.get_session_config_entry("xlac.min_cluster_size") == "9"
+    assert "xlac_launch" not in (tmp_path / "g.xg").read_text()  # 3 ops < 9: nothing clustered
+    so.add_session_config_entry("xlac.no_such_flag", "1")
+    with pytest.raises(xlac.XlacUsageError, match="no_such_flag"):
+        xlac.InferenceSession(graph(GRAPH), so)
+    so = xlac.SessionOptions()  # op by op, flags all the same checked, never dropped
+    so.graph_optimization_level = xlac.GraphOptimizationLevel.ORT_DISABLE_ALL
+    so.add_session_config_entry("xlac.no_such_flag", "1")
+    with pytest.raises(xlac.XlacUsageError, match="no_such_flag"):
+        xlac.InferenceSession(graph(GRAPH), so)
+
+
+def test_run_options_logid_prefixes_errors(graph):
+    sess = xlac.InferenceSession(graph(GRAPH), auto_jit=0)
+    ro = xlac.RunOptions()
+    ro.logid = "req-7"
+    ro.log_severity_level = 2
+    bad = {"x": np.zeros((2, 32), np.float32), "y": np.zeros((3, 32), np.float32)}
+    with pytest.raises(xlac.XlacError, match=r"^\[req-7\]"):
+        sess.run(None, bad, ro)
+
+
+def test_providers_and_get_providers(graph):
+    path = graph(GRAPH)
+    sess = xlac.InferenceSession(path, providers=["CPUExecutionProvider"])
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    both = xlac.InferenceSession(path, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
+    want = ["CUDAExecutionProvider", "CPUExecutionProvider"] if xlac._lib.has_gpu() else ["CPUExecutionProvider"]
+    assert both.get_providers() == want  # the truth: CPU only without a GPU
+    with pytest.raises(xlac.XlacUsageError, match="TensorrtExecutionProvider"):
+        xlac.InferenceSession(path, providers=["TensorrtExecutionProvider"])
+    if not xlac._lib.has_gpu():
+        with pytest.raises(xlac.XlacError):
+            xlac.InferenceSession(path, providers=["CUDAExecutionProvider"])
+
+
+def test_profiling_writes_a_chrome_trace(graph, tmp_path):
+    so = xlac.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "prof")
+    sess = xlac.InferenceSession(graph(GRAPH), so, auto_jit=0)
+    sess.run(None, feeds())
+    path = sess.end_profiling()
+    assert path.startswith(str(tmp_path / "prof_")) and path.endswith(".json")
+    events = json.load(open(path))
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert any(e.get("name") == "run 0" for e in events), events[:5]
+
+
+def test_metadata_inputs_outputs(graph):
+    sess = xlac.InferenceSession(graph(GRAPH), auto_jit=0)
+    assert [(a.name, a.type, a.shape) for a in sess.get_inputs()] == [
+        ("x", "tensor(float)", [None, 32]), ("y", "tensor(float)", [None, 32])]
+    assert [a.name for a in sess.get_outputs()] == ["s", "u"]
+    assert sess.get_modelmeta().graph_name == "g" and sess.get_modelmeta().producer_name == "xlac"
+
+
+def test_io_binding_writes_into_preallocated_arrays(graph):
+    sess = xlac.InferenceSession(graph(GRAPH), auto_jit=0)
+    f = feeds()
+    b = sess.io_binding()
+    b.bind_cpu_input("x", f["x"])
+    b.bind_cpu_input("y", f["y"])
+    out = np.zeros(4, np.float32)
+    b.bind_output("s", "cpu", 0, np.float32, out.shape, out.ctypes.data)
+    b.bind_output("u")
+    sess.run_with_iobinding(b)
+    np.testing.assert_allclose(out, ref(**f)[0], rtol=1e-5)  # written in place
+    s, u = b.copy_outputs_to_cpu()
+    assert np.shares_memory(s, out)
+    np.testing.assert_allclose(u, ref(**f)[1], rtol=1e-6)
+    wrong = np.zeros(5, np.float32)
+    b.bind_output("s", "cpu", 0, np.float32, wrong.shape, wrong.ctypes.data)
+    with pytest.raises(xlac.XlacUsageError, match="bound buffer"):
+        sess.run_with_iobinding(b)
+
+
+@pytest.mark.parametrize("auto_jit", [0, 2])
+def test_four_threads_fifty_calls_match_single_threaded(graph, auto_jit):
+    sess = xlac.InferenceSession(graph(GRAPH), auto_jit=auto_jit)
+    inputs = [feeds(rows=1 + k % 7, seed=k) for k in range(200)]
+    want = [sess.run(None, f) for f in inputs]
+    got = [None] * 200
+    errors_seen = []
+
+    def work(t):
+        try:
+            for k in range(t, 200, 4):
+                got[k] = sess.run(None, inputs[k])
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors_seen.append(e)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors_seen, errors_seen
+    for k in range(200):
+        for a, b in zip(got[k], want[k]):
+            assert np.array_equal(a, b), k
+
+
+def test_close_from_another_thread_waits_for_running_calls(graph):
+    """Regression: close() did not take run()'s lock and freed the session under it (segfault)."""
+    sess = xlac.InferenceSession(graph(GRAPH), auto_jit=0)
+    f = feeds(rows=2000)
+    stop, results, errs = threading.Event(), [], []
+
+    def work():
+        while not stop.is_set():
+            try:
+                results.append(sess.run(None, f)[0].shape)
+            except xlac.XlacUsageError as e:
+                errs.append(str(e))
+                return
+
+    threads = [threading.Thread(target=work) for _ in range(4)]
+    for t in threads:
+        t.start()
+    time.sleep(0.2)
+    sess.close()
+    stop.set()
+    for t in threads:
+        t.join()
+    assert results and all(r == (2000,) for r in results)
+    assert all("closed" in e for e in errs), errs
+    with pytest.raises(xlac.XlacUsageError, match="closed"):
+        sess.run(None, f)
+
+
+def test_model_from_bytes_and_modelproto(tmp_path):
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "tiny",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])])
+    m = helper.make_model(g, producer_name="unit", opset_imports=[helper.make_opsetid("", 13)])
+    m.metadata_props.add(key="k", value="v")
+    x = np.array([[-1, 2, -3]], np.float32)
+    for source in (m, m.SerializeToString(), _save(onnx, m, tmp_path)):
+        sess = xlac.InferenceSession(source, auto_jit=0)
+        np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.maximum(x, 0))
+        meta = sess.get_modelmeta()
+        assert (meta.producer_name, meta.graph_name, meta.custom_metadata_map) == ("unit", "tiny", {"k": "v"})
+    garbage = b"\x08\x07\x12\xff\xff\xff" + bytes(range(256)) * 4
+    with pytest.raises(xlac.XlacError) as e:
+        xlac.InferenceSession(garbage)
+    text = str(e.value)
+    assert "<model bytes>" in text and "\\x" not in text and "/tmp" not in text and len(text) < 2000, text
+
+
+def _save(onnx, m, tmp_path):
+    p = str(tmp_path / "m.onnx")
+    onnx.save(m, p)
+    return p
+
+
+def test_an_output_passing_an_input_through_is_named_as_the_model_names_it():
+    pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+    g = helper.make_graph([helper.make_node("Relu", ["x"], ["y"], name="relu")], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2])],
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2]),
+                           helper.make_tensor_value_info("y", TensorProto.FLOAT, [2])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    sess = xlac.InferenceSession(m, auto_jit=0)
+    assert [o.name for o in sess.get_outputs()] == ["x", "y"]  # not x_1
+    x = np.array([-1, 2], np.float32)
+    (same,) = sess.run(["x"], {"x": x})
+    np.testing.assert_array_equal(same, x)
