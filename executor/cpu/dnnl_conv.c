@@ -16,7 +16,7 @@
  * rounds differently and is not what the reference computes.
  *
  * What oneDNN refuses (status unimplemented) comes back as
- * XE_ERR_UNSUPPORTED, and cpu_conv.c runs its im2col path instead.
+ * XE_ERR_UNSUPPORTED, and conv.c runs its im2col path instead.
  */
 #include <stddef.h>
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * matmul (f32) on the CPU engine: one oneDNN matmul primitive per node and
  * operand shapes, made on the node's first run at those shapes and kept on
- * the shelf of its kernel cache (dnnl_engine.h), for every form cpu_matmul.c accepts: 1-D operands promoted, batch
+ * the shelf of its kernel cache (dnnl_engine.h), for every form matmul.c accepts: 1-D operands promoted, batch
  * dims broadcast (oneDNN broadcasts a batch dim of 1), transpose_a/_b as
  * the operand's strides (no copy).
  *
@@ -12,7 +12,7 @@
  * plain strided layout is used. A non-constant right operand is read in
  * place.
  *
- * f64 (and the integer and f16 loops) stay in cpu_matmul.c: oneDNN has no
+ * f64 (and the integer and f16 loops) stay in matmul.c: oneDNN has no
  * f64 matmul. XE_ERR_UNSUPPORTED means "run the BLAS path".
  */
 #include <stdlib.h>

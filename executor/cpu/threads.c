@@ -5,7 +5,7 @@
  * run on the calling thread's OpenMP team, so one count, set on the thread
  * that runs a session (omp_set_num_threads), applies to all three.
  * OpenBLAS, which keeps its own pool, is held to one thread where it is
- * called (cpu_conv.c, cpu_matmul.c) and runs inside that team.
+ * called (conv.c, matmul.c) and runs inside that team.
  *
  * The default of xlac-run is the machine's physical cores: two hardware
  * threads of one core share its FMA units, and a product or convolution
