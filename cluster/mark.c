@@ -302,22 +302,23 @@ static bool *outside_uses(mark *m)
     return outside;
 }
 
-/* The cluster rooted at r holds a matmul and, besides matmuls, only layout ops
- * (transpose, reshape): it would run the same BLAS call as per op, plus a launch. */
-static bool only_matmul(mark *m, int r)
+/* The cluster rooted at r holds library ops (matmul, conv2d) and, besides those, only layout
+ * ops (transpose, reshape): it would run the same library calls as per op, plus a launch. The
+ * last such op, or -1 when the cluster holds anything else. */
+static int only_library(mark *m, int r)
 {
-    bool any = false;
+    int lib = -1;
     for (int i = 0; i < m->g->n_nodes; i++) {
         if (!m->cand[i] || find(m, i) != r)
             continue;
         const xe_node *n = m->g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
-        if (d && d->cls == XE_CLASS_MATMUL)
-            any = true;
+        if (d && (d->cls == XE_CLASS_MATMUL || n->op == XE_OP_CONV2D))
+            lib = n->op;
         else if (n->op != XE_OP_TRANSPOSE && n->op != XE_OP_RESHAPE)
-            return false;
+            return -1;
     }
-    return any;
+    return lib;
 }
 
 /* Why the cluster rooted at r is dissolved, NULL when it is kept. */
@@ -329,8 +330,9 @@ static const char *dissolve_reason(mark *m, int r, const int *uses, const bool *
         return XC_REASON_TOO_SMALL;
     if (m->o->need_intermediate && !removes_intermediate(m, r, uses, outside))
         return XC_REASON_NO_INTERMEDIATE;
-    if (only_matmul(m, r))
-        return XC_REASON_MATMUL_ALONE;
+    int lib = only_library(m, r);
+    if (lib >= 0)
+        return lib == XE_OP_CONV2D ? XC_REASON_CONV_ALONE : XC_REASON_MATMUL_ALONE;
     return NULL;
 }
 

@@ -82,6 +82,9 @@ typedef struct xg_backend {
     /* A matmul and its epilogue step as one library call (xg_blas_epilogue: the GPU's cuBLASLt);
        XE_ERR_UNSUPPORTED: run them as two steps. NULL: none. */
     xe_code (*matmul_epilogue)(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st);
+    /* A conv and its epilogue step as one library call with post-ops (xg_conv_epilogue: the CPU's
+       oneDNN, targets/c/dnnl_step.c); XE_ERR_UNSUPPORTED: run them as two steps. NULL: none. */
+    xe_code (*conv_epilogue)(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs, xe_status *st);
     void (*unload)(xg_program *p); /* frees what load took (also after a load that failed half way) */
 } xg_backend;
 

@@ -52,7 +52,9 @@ typedef struct xg_options {
     const char *cache_dir;        /* the disk cache's folder; NULL: none (the plugin resolves --cache_dir,
                                      $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
     const char *dump_dir;         /* XLAC_DUMP_TO, NULL: no dumps */
-    bool level2;                  /* XLAC_AUTO_JIT=2: matmul is compilable */
+    bool level2;                  /* XLAC_AUTO_JIT=2: matmul (and on the CPU conv2d) is compilable */
+    bool library_conv;            /* conv2d may join CPU clusters as a library step (default true;
+                                     xlac-compile's programs have no conv step yet: false) */
     const char *cc;               /* C compiler command (default "cc"; the plugin puts $CC here) */
     const char *tmp_dir;          /* folder for compiler and loader temp files (default "/tmp"; the plugin
                                      puts $TMPDIR here) */

@@ -177,6 +177,11 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
         xe_tensor_release(out);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
+    if ((d->flags & XE_OPF_KERNEL_CACHE) && dev == XE_DEV_CPU &&
+        !(a.cache = xe_session_node_cache(r->ex->session, n))) {
+        xe_tensor_release(out);
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    }
     if (d->kernel[dev](&a, st) != XE_OK) {
         xe_tensor_release(out);
         xe_tensor_release(ret);

@@ -9,10 +9,11 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include "xlac/op.h"
 #include "xlac/trace.h"
 #include "xlac/session.h"
 
-typedef struct xe_node_state xe_node_state; /* uthash: node pointer -> run counter */
+typedef struct xe_node_state xe_node_state; /* uthash: node pointer -> run counter, kernel cache */
 
 struct xe_session {
     xe_graph *graph;          /* as it runs, after passes */
@@ -33,5 +34,7 @@ struct xe_exec {
 
 /* The counter of stateful node n (created at 0 on first use); NULL on OOM. */
 uint64_t *xe_session_node_state(xe_session *s, const xe_node *n);
+/* The kernel cache slot of node n (created empty on first use, freed with the session); NULL on OOM. */
+xe_kernel_cache *xe_session_node_cache(xe_session *s, const xe_node *n);
 
 #endif

@@ -30,6 +30,7 @@ static atomic_int next_session_id;
 struct xe_node_state {
     const xe_node *node; /* key */
     uint64_t counter;
+    xe_kernel_cache cache;
     UT_hash_handle hh;
 };
 
@@ -45,7 +46,8 @@ xe_code xe_register_graph_pass(const char *name, xe_graph_pass_fn fn, void *user
     return XE_OK;
 }
 
-uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
+/* Node n's entry, created on first use; NULL on OOM. */
+static struct xe_node_state *node_entry(xe_session *s, const xe_node *n)
 {
     struct xe_node_state *e = NULL;
     HASH_FIND_PTR(s->states, &n, e);
@@ -59,7 +61,19 @@ uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
             return NULL;
         }
     }
-    return &e->counter;
+    return e;
+}
+
+uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
+{
+    struct xe_node_state *e = node_entry(s, n);
+    return e ? &e->counter : NULL;
+}
+
+xe_kernel_cache *xe_session_node_cache(xe_session *s, const xe_node *n)
+{
+    struct xe_node_state *e = node_entry(s, n);
+    return e ? &e->cache : NULL;
 }
 
 /*
@@ -161,6 +175,8 @@ void xe_session_destroy(xe_session *s)
     struct xe_node_state *e, *tmp;
     HASH_ITER(hh, s->states, e, tmp) {
         HASH_DEL(s->states, e);
+        if (e->cache.free)
+            e->cache.free(e->cache.data);
         free(e);
     }
     xe_graph_destroy(s->graph);
@@ -225,6 +241,7 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
     for (int i = 0; i < g->n_inputs; i++)
         if (check_feed(g->nodes[g->inputs[i]], inputs[i], st) != XE_OK)
             return st->code;
+    xe_set_threads(s->opt.threads); /* this thread's team: kernels, generated loops, oneDNN */
     bool log = s->opt.log_placement && (s->opt.log_every || !atomic_exchange(&s->placement_logged, true));
     xe_exec ex = {.session = s, .log = log ? (s->opt.log ? s->opt.log : stderr) : NULL};
     for (int i = 0; i < g->n_outputs; i++)

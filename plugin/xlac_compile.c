@@ -357,6 +357,7 @@ int main(int argc, char **argv)
     }
     f.auto_jit = a.level;
     f.xg.level2 = a.level == 2;
+    f.xg.library_conv = false; /* the AOT program has no conv step (aot_cluster.c) */
     int status = 0;
     for (int i = 0; i < a.n_graphs; i++) {
         char out[4096];

@@ -269,7 +269,7 @@ Test(cli, iterations_time_line_format, .init = setup, .fini = teardown)
     regex_t re;
     cr_assert_eq(regcomp(&re,
                          "^time median_ms=([0-9]+\\.[0-9]{3}) min_ms=([0-9]+\\.[0-9]{3}) "
-                         "iterations=5\n$",
+                         "iterations=5 threads=[0-9]+\n$",
                          REG_EXTENDED),
                  0);
     regmatch_t m[3];
@@ -280,6 +280,23 @@ Test(cli, iterations_time_line_format, .init = setup, .fini = teardown)
     cr_assert(min <= median, "min %g > median %g", min, median);
     cr_assert_eq(run("g.xg"), 0);
     cr_assert(!strstr(out, "time "), "no time line without --iterations: %s", out);
+}
+
+/* --threads sets the one count (time line's threads=); the default is the physical cores. */
+Test(cli, threads_flag_and_default, .init = setup, .fini = teardown)
+{
+    WRITE("g.xg", "xlac.graph v1\ninput x: f32[64,64]\ny = matmul(x, x)\noutput y\n");
+    cr_assert_eq(run("g.xg --iterations 1 --threads 1"), 0, "%s", err);
+    cr_assert(strstr(xt_last_line(out), " threads=1\n"), "%s", out);
+    cr_assert_eq(run("g.xg --iterations 1 --threads 3"), 0, "%s", err);
+    cr_assert(strstr(xt_last_line(out), " threads=3\n"), "%s", out);
+    char want[64];
+    const char *env = getenv("OMP_NUM_THREADS"); /* the user's count wins over the default */
+    snprintf(want, sizeof want, " threads=%d\n", env ? atoi(env) : xe_physical_cores());
+    cr_assert_eq(run("g.xg --iterations 1"), 0, "%s", err);
+    cr_assert(strstr(xt_last_line(out), want), "default %s: %s", want, out);
+    cr_assert_eq(run("g.xg --threads 0"), 2);
+    cr_assert(strstr(err, "--threads wants a count of at least 1"), "%s", err);
 }
 
 /* ---- placement and profile ------------------------------------------------------ */

@@ -123,8 +123,8 @@ static void run_case(void *dl, const char *text, int64_t dim)
         out[k] = xe_tensor_new(n->type.dtype, &n->type.shape, XE_DEV_CPU, &st);
         memset(out[k]->data, 0x5a, out[k]->nbytes);
     }
-    xe_kernel_args a = {g, n, n->n_inputs, in, out[0], NULL, NULL, NULL, NULL};
-    xe_kernel_args b = {g, n, n->n_inputs, in, out[1], NULL, NULL, NULL, NULL};
+    xe_kernel_args a = {g, n, n->n_inputs, in, out[0], NULL, NULL, NULL, NULL, NULL};
+    xe_kernel_args b = {g, n, n->n_inputs, in, out[1], NULL, NULL, NULL, NULL, NULL};
     xe_status_clear(&s1);
     xe_status_clear(&s2);
     xe_code c1 = xe_op_get(n->op)->kernel[XE_DEV_CPU](&a, &s1), c2 = gpu(&b, &s2);

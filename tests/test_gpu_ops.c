@@ -269,8 +269,8 @@ static run_result run_case_n(const char *text, const char *name, fill_mode mode,
         xe_tensor *cout = xe_tensor_new(n->type.dtype, &n->type.shape, XE_DEV_CPU, &st);
         cr_assert_not_null(cout, "%s", st.msg);
         guarded gout = guarded_new(&n->type);
-        xe_kernel_args ca = {g, n, n->n_inputs, cin, cout, NULL, &cstate, NULL, NULL};
-        xe_kernel_args ga = {g, n, n->n_inputs, gin, gout.t, NULL, &gstate, NULL, NULL};
+        xe_kernel_args ca = {g, n, n->n_inputs, cin, cout, NULL, &cstate, NULL, NULL, NULL};
+        xe_kernel_args ga = {g, n, n->n_inputs, gin, gout.t, NULL, &gstate, NULL, NULL, NULL};
         xe_status cst, gst;
         xe_status_clear(&cst);
         xe_status_clear(&gst);
@@ -789,7 +789,7 @@ Test(gpu_ops, random_runs_differ)
     for (int r = 0; r < 2; r++) {
         xe_tensor *out = xe_tensor_new(XE_F32, &n->type.shape, TEST_DEV, &st);
         cr_assert_not_null(out, "%s", st.msg);
-        xe_kernel_args a = {g, n, 0, NULL, out, NULL, &state, NULL, NULL};
+        xe_kernel_args a = {g, n, 0, NULL, out, NULL, &state, NULL, NULL, NULL};
         cr_assert_eq(xe_op_get(n->op)->kernel[TEST_DEV](&a, &st), XE_OK, "%s", st.msg);
         xe_tensor *host = xe_tensor_to_device(out, XE_DEV_CPU, &st);
         cr_assert_not_null(host, "%s", st.msg);

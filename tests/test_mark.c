@@ -384,6 +384,18 @@ Test(mark, summary_and_annotations)
     xe_graph_destroy(g);
 }
 
+Test(mark, a_conv_with_nothing_to_fuse_is_not_clustered)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[1,2,5,5]\ninput w: f32[3,2,3,3]\n"
+                        "y = conv2d(x, w)\nr = reshape(y, shape=[27])\noutput r\n");
+    xc_clustering *c = mark(g, NULL); /* the default predicate compiles every op */
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 0, "a conv with a reshape is no reason to launch a cluster");
+    ASSERT_REASON(g, c, "y", XC_REASON_CONV_ALONE);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
 Test(mark, a_matmul_with_nothing_to_fuse_is_not_clustered)
 {
     xe_graph *g = graph("xlac.graph v1\ninput x: f32[8,4]\ninput w: f32[8,4]\n"

@@ -245,7 +245,7 @@ Test(onnx, every_unsupported_node_is_listed)
     cr_assert_null(g);
     cr_expect_eq(st.code, XE_ERR_GRAPH);
     const char *want[] = {"3 unsupported, 0 invalid", "node 'conv_1' (Conv, domain ai.onnx, opset 17)",
-                          "only 2-D Conv is supported (input rank 3)",
+                          "only 1-D to 3-D Conv is supported (input rank 6)",
                           "node 'cast_u8' (Cast", "cast to UINT8 is not supported",
                           "node 'custom_op' (Custom, domain com.example"};
     for (size_t k = 0; k < sizeof want / sizeof *want; k++)
@@ -253,6 +253,42 @@ Test(onnx, every_unsupported_node_is_listed)
     cr_expect_null(strstr(st.msg, "'fine'"));
     cr_expect_null(strstr(st.msg, "'after'"));
     cr_expect_eq(run_cli(DATA "/unsupported.onnx"), 2);
+}
+
+/* How many nodes of g run op. */
+static int count_op(const xe_graph *g, int op)
+{
+    int n = 0;
+    for (int i = 0; i < g->n_nodes; i++)
+        n += g->nodes[i]->op == op;
+    return n;
+}
+
+/* Load-time rewrites (executor/onnx/rewrite.c); every_mapped_op_matches_numpy checks their values. */
+Test(onnx, load_time_rewrites_batch_norm_pow_transpose)
+{
+    xe_graph *g = xe_onnx_load(DATA "/ConvBatchNorm.onnx", NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_expect_eq(count_op(g, XE_OP_CONV2D), 1);
+    cr_expect_eq(count_op(g, XE_OP_MUL) + count_op(g, XE_OP_ADD) + count_op(g, XE_OP_RSQRT), 0,
+                 "the BatchNorm's per-channel scale and shift are left in the graph");
+    xe_graph_destroy(g);
+    g = xe_onnx_load(DATA "/PowSmall.onnx", NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_expect_eq(count_op(g, XE_OP_POW), 0, "pow by 2 or 3 is left a pow");
+    cr_expect_eq(count_op(g, XE_OP_MUL), 3, "x*x, (x*x)*x and x*x");
+    xe_graph_destroy(g);
+    g = xe_onnx_load(DATA "/Conv3D.onnx", NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_expect_eq(count_op(g, XE_OP_CONV2D), 3, "a 3-D conv is one conv2d per depth tap");
+    xe_graph_destroy(g);
+    g = xe_onnx_load(DATA "/MatMulTransposed.onnx", NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_expect_eq(count_op(g, XE_OP_TRANSPOSE), 0, "the transpose before the MatMul is left a node");
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->op == XE_OP_MATMUL)
+            cr_expect(xe_node_attr_bool(g->nodes[i], "transpose_b", false), "no transpose_b flag");
+    xe_graph_destroy(g);
 }
 
 Test(onnx, dim_param_takes_sizes_from_feeds)

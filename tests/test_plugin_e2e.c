@@ -684,3 +684,138 @@ Test(flags, relative_home_creates_nothing_in_the_working_folder, .init = make_tm
     cr_expect_eq(xt_occurrences(r.err, "is a relative path, ignored"), 1, "%s", r.err);
     xt_result_free(&r);
 }
+
+/* ---- convolutions in clusters ----------------------------------------------------------- */
+
+/* Appends `name = const(DT[dims], [...])` with values in [-0.5, 0.5) from an LCG (deterministic). */
+static void const_line(xe_text *t, const char *name, const char *dt, const char *dims, int count,
+                       uint32_t *seed)
+{
+    xe_text_printf(t, "%s = const(%s[%s], [", name, dt, dims);
+    for (int i = 0; i < count; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        xe_text_printf(t, "%s%.6f", i ? "," : "", (double)(*seed >> 8) / 16777216.0 - 0.5);
+    }
+    xe_text_printf(t, "])\n");
+}
+
+/*
+ * Two residual conv blocks (a 3x3 conv, bias, ReLU, a 3x3 conv, the block's
+ * input added, ReLU), then a depthwise strided conv with SiLU, a grouped
+ * 1x1 conv with HardSwish, a 1x1 conv with ReLU6 and GELU: the convs and
+ * everything between them are one cluster, and its outputs match op by op
+ * (xlac-run --compare).
+ */
+static void conv_blocks(const char *dt)
+{
+    xe_text t = {0};
+    uint32_t seed = 26;
+    xe_text_printf(&t, "xlac.graph v1\ninput x: %s[2,8,9,9]\n", dt);
+    const_line(&t, "b", dt, "8", 8, &seed);
+    for (int k = 0; k < 2; k++) {
+        char w1[8], w2[8];
+        snprintf(w1, sizeof w1, "w%da", k);
+        snprintf(w2, sizeof w2, "w%db", k);
+        const_line(&t, w1, dt, "8,8,3,3", 576, &seed);
+        const_line(&t, w2, dt, "8,8,3,3", 576, &seed);
+        xe_text_printf(&t,
+                       "c%da = conv2d(%s, %s, b, pads=[1,1,1,1])\nr%da = relu(c%da)\n"
+                       "c%db = conv2d(r%da, %s, pads=[1,1,1,1])\ns%d = add(c%db, %s)\nr%d = relu(s%d)\n",
+                       k, k ? "r0" : "x", w1, k, k, k, k, w2, k, k, k ? "r0" : "x", k, k);
+    }
+    const_line(&t, "wd", dt, "8,1,3,3", 72, &seed);
+    const_line(&t, "wg", dt, "12,4,1,1", 48, &seed);
+    const_line(&t, "we", dt, "12,12,1,1", 144, &seed);
+    const_line(&t, "wf", dt, "12,12,3,3", 1296, &seed);
+    xe_text_printf(&t, "d = conv2d(r1, wd, groups=8, strides=[2,2], pads=[0,1,1,0])\n"
+                       "sg = sigmoid(d)\nsw = mul(d, sg)\ng = conv2d(sw, wg, groups=2)\n"
+                       "hs = hard_sigmoid(g, alpha=0.16666666666666666)\nhw = mul(g, hs)\ne = conv2d(hw, we)\n"
+                       "zero = const(%s[], 0)\nsix = const(%s[], 6)\n"
+                       "mx = maximum(e, zero)\nr6 = minimum(mx, six)\nf = conv2d(r6, wf, pads=[1,1,1,1])\n"
+                       "ge = gelu(f)\noutput ge\n", dt, dt);
+    char *src = xe_text_take(&t);
+    xt_write_file(xt_path("conv.xg"), src);
+    free(src);
+    char dump[512], plan[600];
+    snprintf(dump, sizeof dump, "XLAC_DUMP_TO=%s/dump_%s", xt_tmp, dt);
+    snprintf(plan, sizeof plan, "%s/dump_%s/module_0000.cluster_0.plan.txt", xt_tmp, dt);
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", dump, NULL};
+    xt_result r = xlac_run(true, env, xt_path("conv.xg"), "--compare", NULL);
+    cr_assert_eq(r.rc, 0, "%s: %s%s", dt, r.out, r.err);
+    /* f32: the depthwise conv takes its SiLU, the grouped 1x1 its HardSwish and the last conv
+       its GELU as oneDNN post-ops; ReLU and ReLU6 stay loops (oneDNN's lose NaN) */
+    char *text = xt_read_file(plan, NULL);
+    cr_assert_not_null(text, "%s", plan);
+    cr_assert_eq(xt_occurrences(text, "runs inside it as post-ops"), strcmp(dt, "f32") ? 0 : 3, "%s: %s", dt, text);
+    free(text);
+    cr_assert(has(&r, "op by op against 1 cluster(s)"), "%s: %s%s", dt, r.out, r.err);
+    cr_assert(has(&r, "compare ge: ") && has(&r, " ok"), "%s: %s%s", dt, r.out, r.err);
+    const char *in_cluster[] = {"c0a conv2d XLA_CPU:0 cluster_0", "s0 add XLA_CPU:0 cluster_0",
+                                "s1 add XLA_CPU:0 cluster_0", "d conv2d XLA_CPU:0 cluster_0",
+                                "g conv2d XLA_CPU:0 cluster_0", "e conv2d XLA_CPU:0 cluster_0",
+                                "f conv2d XLA_CPU:0 cluster_0", "ge gelu XLA_CPU:0 cluster_0"};
+    for (size_t k = 0; k < sizeof in_cluster / sizeof *in_cluster; k++)
+        cr_assert(has(&r, in_cluster[k]), "%s: no '%s' in %s%s", dt, in_cluster[k], r.out, r.err);
+    xt_result_free(&r);
+}
+
+Test(e2e, conv_blocks_with_residual_adds_are_one_cluster)
+{
+    conv_blocks("f32");
+    conv_blocks("f64");
+    xt_tmp_remove();
+}
+
+/*
+ * A network in small from ONNX (tests/data/onnx/TinyCNN.onnx: Conv+BatchNorm+Relu, depthwise
+ * Conv+BatchNorm+Clip, 1x1 Conv+BatchNorm, residual Add, SiLU, GlobalAveragePool, Gemm): the
+ * BatchNorms fold into the convs, and the whole network is one cluster matching op by op.
+ */
+Test(e2e, tiny_cnn_from_onnx_is_one_cluster)
+{
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
+    xt_result r = xlac_run(true, env, XLAC_SOURCE_DIR "/tests/data/onnx/TinyCNN.onnx", "--compare", NULL);
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(has(&r, "op by op against 1 cluster(s)"), "%s%s", r.out, r.err);
+    cr_assert(has(&r, "c2 conv2d XLA_CPU:0 cluster_0") && has(&r, "s add XLA_CPU:0 cluster_0"), "%s%s", r.out,
+              r.err);
+    cr_assert(!has(&r, "batch_norm") && !has(&r, "rsqrt"), "a BatchNorm was not folded: %s%s", r.out, r.err);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}
+
+/*
+ * NaN through a conv cluster: every activation after a conv (ReLU, ReLU6, SiLU, a residual add
+ * and GELU, fused or not) keeps the NaN where op by op keeps it. oneDNN's relu post-op would
+ * turn it into 0.
+ */
+Test(e2e, nan_survives_a_conv_cluster)
+{
+    const char *text = "xlac.graph v1\ninput x: f32[1,4,5,5]\n"
+                       "w = const(f32[4,4,1,1], [1,0.5,0,0, 0,1,0,0, 0,0,1,0, 0,0,0,1])\n"
+                       "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\nzero = const(f32[], 0)\n"
+                       "six = const(f32[], 6)\nmx = maximum(c2, zero)\nr6 = minimum(mx, six)\n"
+                       "c3 = conv2d(r6, w)\ns3 = add(c3, x)\nsg = sigmoid(s3)\nsw = mul(s3, sg)\n"
+                       "c4 = conv2d(sw, w)\ny = gelu(c4)\noutput y\n";
+    xt_write_file(xt_path("nan.xg"), text);
+    xe_shape s = {.rank = 4, .dims = {1, 4, 5, 5}};
+    xe_status st;
+    xe_status_clear(&st);
+    xe_tensor *x = xe_tensor_new(XE_F32, &s, XE_DEV_CPU, &st);
+    cr_assert_not_null(x);
+    for (int i = 0; i < 100; i++)
+        ((float *)x->data)[i] = (float)(i % 7) * 0.25f - 0.75f;
+    ((float *)x->data)[5 * 5 + 2 * 5 + 2] = NAN; /* channel 1: reaches channels 0 and 1 */
+    cr_assert_eq(xe_npy_write(xt_path("x.npy"), x, &st), XE_OK, "%s", st.msg);
+    xe_tensor_release(x);
+    char in[600];
+    snprintf(in, sizeof in, "x=%s", xt_path("x.npy"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", NULL};
+    const char *argv[] = {XLAC_RUN, xt_path("nan.xg"), "--input", in, "--compare", NULL};
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(has(&r, "op by op against 1 cluster(s)") && has(&r, "compare y: ") && has(&r, " ok"), "%s%s",
+              r.out, r.err);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}

@@ -17,6 +17,7 @@
  * run_rows) runs them per panel, the others ignore the mark.
  */
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "plan.h"
@@ -52,7 +53,7 @@ static bool panel_matmul(const xg_plan *p, int m)
 {
     const xe_node *n = p->body->nodes[m];
     xe_dtype dt = p->types[m].dtype;
-    if ((dt != XE_F32 && dt != XE_F64) || p->types[m].shape.rank < 2)
+    if (n->op != XE_OP_MATMUL || (dt != XE_F32 && dt != XE_F64) || p->types[m].shape.rank < 2)
         return false;
     for (int k = 0; k < n->n_inputs; k++)
         if (p->types[n->inputs[k]].shape.rank < 2)
@@ -203,4 +204,92 @@ bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e)
             return true;
     }
     return x != m && (x == o || inline_op(p, x) >= 0) && (e->bias = bias_of(p, x, m)) >= 0;
+}
+
+/* ---- the CPU's conv epilogues (oneDNN post-ops) -------------------------------------- */
+
+/* Whether node v is a graph output of the body. */
+static bool is_output(const xg_plan *p, int v)
+{
+    for (int k = 0; k < p->body->n_outputs; k++)
+        if (p->body->outputs[k] == v)
+            return true;
+    return false;
+}
+
+/* x = add(m, r) or add(r, m), r a buffer of m's type: r, else -1. */
+static int residual_of(const xg_plan *p, int x, int m)
+{
+    const xe_node *n = p->body->nodes[x];
+    if (n->op != XE_OP_ADD)
+        return -1;
+    int r = n->inputs[0] == m ? n->inputs[1] : n->inputs[1] == m ? n->inputs[0] : -1;
+    if (r < 0 || r == m || !p->mat[r] || p->types[r].dtype != p->types[m].dtype ||
+        !xe_shape_equal(&p->types[r].shape, &p->types[m].shape))
+        return -1;
+    return r;
+}
+
+/* Whether node s is hard_sigmoid(v) with HardSwish's alpha 1/6 and beta 1/2, inline. */
+static bool hard_swish_gate(const xg_plan *p, int s, int v)
+{
+    const xe_node *n = p->body->nodes[s];
+    return n->op == XE_OP_HARD_SIGMOID && n->inputs[0] == v && inline_op(p, s) >= 0 &&
+           fabs(xe_node_attr_float(n, "alpha", 0.2) - 1.0 / 6.0) < 1e-7 &&
+           xe_node_attr_float(n, "beta", 0.5) == 0.5;
+}
+
+/* o = mul(v, gate(v)), SiLU's or HardSwish's gate: the activation and *x = v. */
+static xg_conv_act gated(const xg_plan *p, const xe_node *n, int *x)
+{
+    for (int k = 0; k < 2; k++) {
+        int s = n->inputs[k], v = n->inputs[1 - k];
+        const xe_node *g = p->body->nodes[s];
+        *x = v;
+        if (g->op == XE_OP_SIGMOID && g->inputs[0] == v && inline_op(p, s) >= 0)
+            return XG_CONV_SILU;
+        if (hard_swish_gate(p, s, v))
+            return XG_CONV_HARDSWISH;
+    }
+    return XG_CONV_NONE;
+}
+
+/*
+ * Node o as act(x): the activation and *x, else XG_CONV_NONE (*x = o).
+ * ReLU and Clip are not asked for: oneDNN 2.6's relu and clip turn NaN
+ * into 0 (a vector max), where the executor's relu, maximum and minimum
+ * keep it (test_plugin_e2e: nan_survives_a_conv_cluster).
+ */
+static xg_conv_act activation(const xg_plan *p, int o, int *x)
+{
+    const xe_node *n = p->body->nodes[o];
+    xg_conv_act a = XG_CONV_NONE;
+    *x = n->n_inputs ? n->inputs[0] : o;
+    switch (n->op) {
+    case XE_OP_SIGMOID: return XG_CONV_SIGMOID;
+    case XE_OP_GELU: return xe_node_attr_bool(n, "approximate", false) ? XG_CONV_GELU_TANH : XG_CONV_GELU;
+    case XE_OP_MUL: a = gated(p, n, x); break;
+    default: break;
+    }
+    if (a == XG_CONV_NONE)
+        *x = o;
+    return a;
+}
+
+bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
+{
+    if (i + 1 >= p->n_steps || p->steps[i].kind != XG_STEP_LIBRARY || p->steps[i + 1].panel ||
+        p->steps[i + 1].kind != XG_STEP_LOOP || p->steps[i + 1].n_outs != 1)
+        return false;
+    int m = p->steps[i].outs[0], o = p->steps[i + 1].outs[0], x;
+    if (p->body->nodes[m]->op != XE_OP_CONV2D || p->types[m].dtype != XE_F32 || is_output(p, m) ||
+        !xe_shape_equal(&p->types[o].shape, &p->types[m].shape))
+        return false;
+    *e = (xg_conv_epi){.conv = m, .out = o, .residual = -1, .act = activation(p, o, &x)};
+    int uses = e->act == XG_CONV_SILU || e->act == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
+    if (e->act != XG_CONV_NONE && x == m)
+        return p->uses[m] == uses;
+    if (p->uses[m] != 1 || (x != o && (p->mat[x] || p->uses[x] != uses)))
+        return false;
+    return (e->residual = residual_of(p, x, m)) >= 0;
 }

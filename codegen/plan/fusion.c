@@ -74,7 +74,7 @@ static xg_step_kind step_kind(const xe_node *n)
         return XG_STEP_REDUCE;
     if (d->cls == XE_CLASS_SOFTMAX)
         return XG_STEP_SOFTMAX;
-    if (d->cls == XE_CLASS_MATMUL)
+    if (d->cls == XE_CLASS_MATMUL || n->op == XE_OP_CONV2D)
         return XG_STEP_LIBRARY;
     return XG_STEP_LOOP;
 }
@@ -89,6 +89,8 @@ int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, 
     int in = b->nodes[node]->inputs[k];
     const xe_node *t = b->nodes[in];
     *flip = false;
+    if (b->nodes[node]->op != XE_OP_MATMUL) /* a conv reads its operands as they are */
+        return in;
     if (t->op != XE_OP_TRANSPOSE || types[t->inputs[0]].shape.rank < 2)
         return in;
     int r = types[t->inputs[0]].shape.rank, perm[XE_MAX_RANK];

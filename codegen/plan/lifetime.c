@@ -59,8 +59,11 @@ int xg_group_last(const xg_program *p, int i)
 {
     const xg_plan *plan = p->plan;
     xg_blas_epi e;
+    xg_conv_epi ce;
     if (plan->steps[i].kind != XG_STEP_LIBRARY)
         return i;
+    if (p->backend->conv_epilogue && xg_conv_epilogue(plan, i, &ce))
+        return i + 1; /* the epilogue step's output is written by the conv's call */
     if (p->backend->run_rows) {
         int last = i;
         while (last + 1 < plan->n_steps && plan->steps[last + 1].panel)

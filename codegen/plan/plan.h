@@ -115,6 +115,27 @@ typedef struct xg_blas_epi {
 /* Whether LIBRARY step i and the panel step after it are one f32 2-D matmul with a BLAS epilogue. */
 bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e);
 
+/* The activation of a conv epilogue (oneDNN's eltwise post-op). */
+typedef enum xg_conv_act {
+    XG_CONV_NONE,      /* the residual alone */
+    XG_CONV_GELU,      /* gelu, the erf form */
+    XG_CONV_GELU_TANH, /* gelu(approximate=true) */
+    XG_CONV_SIGMOID,   /* sigmoid */
+    XG_CONV_SILU,      /* mul(v, sigmoid(v)) */
+    XG_CONV_HARDSWISH, /* mul(v, hard_sigmoid(v, alpha=1/6, beta=1/2)) */
+} xg_conv_act;
+
+/* A conv whose next step is act(conv), conv + residual or act(conv + residual) only (act: GELU,
+   sigmoid, SiLU, HardSwish; never ReLU or Clip, whose oneDNN forms lose NaN). */
+typedef struct xg_conv_epi {
+    int conv, out; /* the conv (read by nothing else) and the step's one output, of its shape */
+    int residual;  /* a buffer of the conv's shape and dtype summed in, or -1 */
+    xg_conv_act act;
+} xg_conv_epi;
+
+/* Whether LIBRARY step i is an f32 conv2d whose next step the library can apply as post-ops. */
+bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e);
+
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);
 

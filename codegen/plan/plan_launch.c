@@ -24,7 +24,7 @@ static const char *kind_name(const xg_step *s)
     case XG_STEP_LOOP: return s->n_outs > 1 ? "loop (multi-output)" : "loop";
     case XG_STEP_REDUCE: return s->column ? "reduce (column order)" : "reduce (row order)";
     case XG_STEP_SOFTMAX: return "softmax rows";
-    case XG_STEP_LIBRARY: return "library call (BLAS)";
+    case XG_STEP_LIBRARY: return "library call (BLAS, oneDNN)";
     case XG_STEP_ROW: return "row kernel";
     }
     return "?";

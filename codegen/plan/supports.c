@@ -20,6 +20,7 @@ void xg_options_default(xg_options *o)
         .compile_timeout_s = 120,
         .cc = "cc",
         .tmp_dir = "/tmp",
+        .library_conv = true,
     };
 }
 
@@ -32,6 +33,22 @@ static bool emits_text(const xe_graph *g, const xe_node *n, const xe_op_def *d)
     if (!g || n->n_inputs < 1)
         return true; /* no operands to look at: the emitter decides */
     return xg_op_text(n, g->nodes[n->inputs[0]]->type.dtype, NULL, NULL, NULL, 0);
+}
+
+/*
+ * conv2d joins a cluster at level 2 as a library step where the target runs
+ * conv steps (its backend's conv_epilogue slot: the C target's oneDNN): the same
+ * cached oneDNN primitive the per-op kernel runs (program.c), so a cluster
+ * that holds it is never slower than op by op there, and the elementwise
+ * ops around it (bias, activation, residual add) fuse into loops instead
+ * of each being an op; residual adds between conv blocks join the same
+ * cluster (with the convs outside, a cluster holding both ends of a block
+ * is a real cycle through the convs).
+ */
+static bool conv_step(const xe_node *n, const xg_backend *b, const xg_options *o)
+{
+    return b->conv_epilogue && o && o->level2 && o->library_conv && /* the target runs conv steps */
+           (n->type.dtype == XE_F32 || n->type.dtype == XE_F64);
 }
 
 const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device dev, const xg_options *o)
@@ -47,11 +64,13 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
         return "stateful";
     if (n->body || n->op == XE_OP_INPUT || n->op == XE_OP_GET || n->op >= XE_OP_COUNT)
         return "no code generator";
-    if (d->cls == XE_CLASS_NN) /* gather tile pad conv2d pools: per-op kernels only */
+    const xg_backend *b = xg_backend_for(xg_target_for_device(dev));
+    if (n->op == XE_OP_CONV2D && conv_step(n, b, o))
+        return NULL; /* a library step: the engine's conv primitive (run/program.c) */
+    if (d->cls == XE_CLASS_NN) /* gather tile pad pools, conv2d where the target has no conv step */
         return "no code generator";
     if (d->cls == XE_CLASS_MATMUL && !(o && o->level2))
         return "matmul needs XLAC_AUTO_JIT=2";
-    const xg_backend *b = xg_backend_for(xg_target_for_device(dev));
     const char *why = b->unsupported ? b->unsupported(n) : NULL;
     if (why)
         return why;

@@ -6,7 +6,8 @@
  * after the last that reads it (lifetime.c): generated kernels (launched by the program's
  * backend: backend.h) and library calls (matmul through the executor's
  * BLAS-backed kernel of that device; on a backend with run_rows, by row
- * panels with the epilogue steps after it run on each panel: epilogue.c).
+ * panels with the epilogue steps after it run on each panel: epilogue.c;
+ * conv2d through the device's kernel with a per-program cache: run_conv).
  * Loading, launching and unloading the compiled code are the backend's;
  * the materialized constants are copied to the program's device here,
  * once, at load.
@@ -61,6 +62,10 @@ void xg_program_destroy(xg_program *p)
     for (int i = 0; p->consts && i < p->body->n_nodes; i++)
         xe_tensor_release(p->consts[i]);
     free(p->consts);
+    for (int i = 0; p->kcache && i < p->body->n_nodes; i++)
+        if (p->kcache[i].free)
+            p->kcache[i].free(p->kcache[i].data);
+    free(p->kcache);
     xg_plan_destroy(p->plan);
     xg_shares_free(&p->shares);
     free(p->born);
@@ -92,6 +97,8 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (c == XE_OK)
         c = xg_lifetimes_build(p, st);
     if (c == XE_OK && !(p->fn = calloc((size_t)p->plan->n_steps + 1, sizeof *p->fn)))
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK && !(p->kcache = calloc((size_t)p->body->n_nodes + 1, sizeof *p->kcache)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
         c = p->backend->load(p, a, o, st);
@@ -127,9 +134,12 @@ static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node
     return copy;
 }
 
-/* The matmul node's kernel (fn NULL: dev's) or its row panels with epilogue fn (CPU), transposes as flags. */
+/*
+ * The matmul node's kernel (fn NULL: dev's, with kernel cache slot cache, which may be NULL) or its
+ * row panels with epilogue fn (CPU), transposes as flags.
+ */
 static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_panel_fn fn,
-                          void *ctx, xe_status *st)
+                          void *ctx, xe_kernel_cache *cache, xe_status *st)
 {
     const xe_node *n = plan->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
@@ -142,7 +152,7 @@ static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tenso
     if (!attrs)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
-                        .out = bufs[node]};
+                        .out = bufs[node], .cache = cache};
     xe_code c = fn ? xe_cpu_matmul_panels(&a, 0, fn, ctx, st)
                 : d->kernel[dev] ? d->kernel[dev](&a, st)
                 : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
@@ -152,7 +162,7 @@ static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tenso
 
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st)
 {
-    return run_matmul(plan, dev, node, bufs, NULL, NULL, st);
+    return run_matmul(plan, dev, node, bufs, NULL, NULL, NULL, st);
 }
 
 /*
@@ -203,7 +213,7 @@ static xe_code run_panels(xg_program *p, int i, int last, xe_tensor **bufs, void
                           const int64_t *S, xe_status *st)
 {
     panel_ctx c = {.p = p, .first = i + 1, .last = last, .ptrs = ptrs, .shared = shared, .S = S};
-    return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, st);
+    return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, NULL, st);
 }
 
 /* Whether step i and the next ran as one library call with an epilogue (cuBLASLt); else nothing ran. */
@@ -293,6 +303,26 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
 }
 
 /*
+ * A conv2d LIBRARY step: the device's per-op kernel (on the CPU the engine's
+ * conv primitive, cpu/dnnl_conv.c) with the node's slot of the program's
+ * kernel cache, so the primitive is made and the constant weights packed
+ * once per program, as op by op they are once per session.
+ */
+static xe_code run_conv(xg_program *p, int node, xe_tensor **bufs, xe_status *st)
+{
+    const xe_node *n = p->body->nodes[node];
+    const xe_op_def *d = xe_op_get(n->op);
+    xe_tensor *in[3] = {NULL, NULL, NULL};
+    for (int k = 0; k < n->n_inputs && k < 3; k++)
+        in[k] = bufs[n->inputs[k]];
+    xe_kernel_args a = {.graph = p->body, .node = n, .n_in = n->n_inputs, .in = in, .out = bufs[node],
+                        .cache = &p->kcache[node]};
+    if (!d->kernel[p->device])
+        return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
+    return d->kernel[p->device](&a, st); /* the slot's entries are made once, under the engine's lock */
+}
+
+/*
  * Step i, or (a matmul with its epilogue: xg_group_last gave last) the
  * steps that run with it; *next: the step after those that ran.
  */
@@ -300,7 +330,18 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
                         void **shared, const int64_t *S, int *next, xe_status *st)
 {
     const xg_step *s = &p->plan->steps[i];
+    xg_conv_epi ce;
     *next = i + 1;
+    if (p->backend->conv_epilogue && xg_conv_epilogue(p->plan, i, &ce)) {
+        if (p->backend->conv_epilogue(p, &ce, bufs, st) == XE_OK) {
+            *next = i + 2;
+            return XE_OK;
+        }
+        if (st->code != XE_ERR_UNSUPPORTED)
+            return st->code;
+        xe_status_clear(st); /* refused (a shape it cannot take): the conv, then the kernel */
+        return run_conv(p, s->outs[0], bufs, st);
+    }
     if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && last > i) {
         *next = last + 1;
         return run_panels(p, i, last, bufs, ptrs, shared, S, st);
@@ -309,6 +350,10 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
         *next = i + 2;
         return XE_OK;
     }
+    if (s->kind == XG_STEP_LIBRARY && p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D)
+        return run_conv(p, s->outs[0], bufs, st);
+    if (s->kind == XG_STEP_LIBRARY && p->device == XE_DEV_CPU) /* the engine's primitive, kept */
+        return run_matmul(p->plan, p->device, s->outs[0], bufs, NULL, NULL, &p->kcache[s->outs[0]], st);
     if (s->kind == XG_STEP_LIBRARY)
         return xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
     return p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);

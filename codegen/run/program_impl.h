@@ -24,6 +24,8 @@ struct xg_program {
                            INT_MAX for inputs, constants and outputs, which live the whole run) */
     xe_tensor **consts; /* per node: a materialized constant on the program's device, made at load */
     void *priv;         /* the backend's own state (C: the dlopen handle; CUDA: program_cuda.c's) */
+    xe_kernel_cache *kcache; /* per node: a library step's kernel cache (its oneDNN primitive and
+                                packed weights), made on its first run, freed with the program */
 };
 
 /* The step whose kernel step i runs: i itself, or the one it shares (the backends' loads). */
@@ -38,6 +40,9 @@ xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last
                         xe_status *st);
 /* Releases the made buffers that no step after step done reads. */
 void xg_buffers_release(const xg_program *p, int done, xe_tensor **bufs, void **ptrs);
+
+/* The C target's conv with its epilogue as oneDNN post-ops (targets/c/dnnl_step.c). */
+xe_code xg_c_conv_epilogue(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs, xe_status *st);
 
 /* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);

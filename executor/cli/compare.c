@@ -140,7 +140,8 @@ static xe_code make_sessions(const cli_options *o, xe_graph *g, xe_session *s[2]
         xe_graph_destroy(g);
         return st->code;
     }
-    xe_session_options so = {.place = o->place, .log_placement = o->log_placement, .no_passes = true};
+    xe_session_options so = {.place = o->place, .log_placement = o->log_placement, .no_passes = true,
+                             .threads = o->threads};
     s[0] = xe_session_new(g, &so, st);
     so.no_passes = false;
     s[1] = s[0] ? xe_session_new(copy, &so, st) : (xe_graph_destroy(copy), NULL);

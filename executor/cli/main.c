@@ -334,7 +334,7 @@ static int run_main(const cli_options *o)
     }
     xe_session_options so = {
         .place = o->place, .log_placement = o->log_placement, .log_every = o->log_every,
-        .profile_path = o->profile};
+        .profile_path = o->profile, .threads = o->threads};
     run_state r = {.o = o, .s = xe_session_new(g, &so, &st), .bound = &bound};
     if (!r.s) {
         free_bound(&bound);
@@ -363,6 +363,9 @@ int main(int argc, char **argv)
         return 2;
     if (xe_interrupt_install(&st) != XE_OK) /* Ctrl-C: children reaped, temp files gone, trace kept */
         return fail(&st);
+    if (!o.threads && !getenv("OMP_NUM_THREADS"))
+        o.threads = xe_physical_cores(); /* one pool: kernels, generated loops, oneDNN */
+    xe_set_threads(o.threads);
     if (cli_ranks_start(&o, &st) != XE_OK)
         return fail(&st);
     int rc = run_main(&o);

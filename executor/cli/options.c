@@ -30,9 +30,12 @@ static const char usage[] =
     "                          with several --feed)\n"
     "  --print-outputs         print every output as NAME: TYPE and its values\n"
     "  --iterations N          run N timed times; the last line is\n"
-    "                          time median_ms=.. min_ms=.. iterations=N\n"
+    "                          time median_ms=.. min_ms=.. iterations=N threads=T\n"
     "  --warmup N              untimed runs before the timed ones (default 0)\n"
     "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one)\n"
+    "  --threads N             CPU threads of the per-op kernels, the compiled clusters'\n"
+    "                          loops and oneDNN, one pool (default: the physical cores, or\n"
+    "                          OMP_NUM_THREADS when it is set)\n"
     "  --verbose               notes a run does not need: with --device auto in a CUDA\n"
     "                          build, one line when no GPU is found\n"
     "  --compare               run op by op and clustered (needs LD_PRELOAD=libxlac.so\n"
@@ -171,6 +174,9 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
             return bad("--warmup wants a count, got '%s'", v);
     } else if (!strcmp(a, "--seed")) {
         return set_seed(v, o);
+    } else if (!strcmp(a, "--threads")) {
+        if (!parse_count(v, &o->threads) || o->threads == 0)
+            return bad("--threads wants a count of at least 1, got '%s'", v);
     } else if (!strcmp(a, "--carry")) {
         return add_carry(v, o);
     } else if (!strcmp(a, "--collective-timeout")) {
@@ -191,7 +197,7 @@ static bool takes_value(const char *a)
     static const char *const valued[] = {"--input",  "--feed",       "--save-outputs", "--profile",
                                          "--warmup", "--iterations", "--seed",         "--device",
                                          "--to-xg",  "--carry",      "--collective-timeout",
-                                         "--tolerance", "--trace"};
+                                         "--tolerance", "--trace", "--threads"};
     for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
         if (!strcmp(a, valued[i]))
             return true;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "xlac/session.h"
 
 xe_code cli_timing_init(cli_timing *t, int cap, xe_status *st)
 {
@@ -45,7 +46,8 @@ void cli_timing_report(cli_timing *t, const char *feed)
     fputs("time ", stdout);
     if (feed)
         printf("feed=%s ", feed);
-    printf("median_ms=%.3f min_ms=%.3f iterations=%d\n", median, t->ms[0], t->n);
+    printf("median_ms=%.3f min_ms=%.3f iterations=%d threads=%d\n", median, t->ms[0], t->n,
+           xe_threads());
 }
 
 void cli_timing_free(cli_timing *t)

@@ -1,5 +1,9 @@
 /*
- * CPU conv2d (ONNX Conv over NCHW, f32 and f64): im2col + BLAS gemm.
+ * CPU conv2d (ONNX Conv over NCHW): f32 on the CPU engine (cpu/dnnl_conv.c,
+ * oneDNN); f64, and what the engine refuses, by im2col + BLAS gemm here.
+ * f64 stays on OpenBLAS because oneDNN has no f64 convolution or product;
+ * the f64 path is also the double-precision reference the tests hold the
+ * engine to.
  *
  * For image n and group g, the output block Y[M/g, OH*OW] is
  * W_g[M/g, K] x col[K, OH*OW] with K = C/g * kh * kw, where row
@@ -24,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cpu/dnnl_engine.h"
 #include "kernels.h"
 #include "nn.h"
 
@@ -232,6 +237,12 @@ static void conv_depthwise(const conv_job *jb)
 
 xe_code xe_cpu_conv2d(const xe_kernel_args *a, xe_status *st)
 {
+    if (a->out->dtype == XE_F32) { /* the engine (cpu/dnnl_conv.c); what it refuses runs here */
+        xe_code c = xe_dnnl_conv2d(a, st);
+        if (c != XE_ERR_UNSUPPORTED)
+            return c;
+        xe_status_clear(st);
+    }
     conv_job jb = {.x = a->in[0]->data, .w = a->in[1]->data, .y = a->out->data};
     if (xe_window_read(a->node, &a->in[0]->shape, &a->in[1]->shape, &jb.p, st) != XE_OK)
         return xe_status_prefix(st, "node %s (conv2d): ", a->node->name);

@@ -1,8 +1,11 @@
 /*
  * CPU matmul with numpy's rules: 1-D operands are promoted (and the added
  * dim dropped from the result), batch dims broadcast, transpose_a/_b swap
- * an operand's last two dims. f32 and f64 go to CBLAS (OpenBLAS); f16 and
- * ints use a blocked loop (f16 in float, ints in int64 with wrap-around).
+ * an operand's last two dims. f32 goes to the CPU engine (cpu/dnnl_matmul.c,
+ * oneDNN, constant weights packed once); f64 goes to CBLAS (OpenBLAS),
+ * because oneDNN has no f64 product, and so does f32 where the engine
+ * refuses a form; f16 and ints use a blocked loop (f16 in float, ints in
+ * int64 with wrap-around).
  *
  * BLAS runs inside the executor's OpenMP team, not in its own threads:
  * OpenBLAS is set to one thread once, and the batch elements and row (or
@@ -23,6 +26,7 @@
 #include <string.h>
 
 #include "broadcast.h"
+#include "cpu/dnnl_engine.h"
 #include "kernels.h"
 
 /* One operand as matmul sees it: batch shape, rows, cols, transposed or not. */
@@ -210,6 +214,12 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
     if (j.K == 0) {
         memset(a->out->data, 0, a->out->nbytes);
         return XE_OK;
+    }
+    if (j.c->dtype == XE_F32) { /* the engine (cpu/dnnl_matmul.c); what it refuses runs on BLAS */
+        xe_code c = xe_dnnl_matmul(a, st);
+        if (c != XE_ERR_UNSUPPORTED)
+            return c;
+        xe_status_clear(st);
     }
     if (j.c->dtype != XE_F32 && j.c->dtype != XE_F64) {
         for (int64_t i = 0; i < nb; i++)

@@ -35,6 +35,7 @@ xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st)
     HASH_FIND_STR(c->values, name, v);
     if (v) {
         v->node = node;
+        v->swapped = false;
         return XE_OK;
     }
     if (!(v = calloc(1, sizeof *v)) || !(v->name = strdup(name))) {
@@ -49,6 +50,23 @@ xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
     return XE_OK;
+}
+
+xe_code ox_value_set_swapped(ox_ctx *c, const char *name, int node, xe_status *st)
+{
+    if (ox_value_set(c, name, node, st) != XE_OK)
+        return st->code;
+    ox_value *v = NULL;
+    HASH_FIND_STR(c->values, name, v);
+    v->swapped = true;
+    return XE_OK;
+}
+
+bool ox_value_swapped(ox_ctx *c, const char *name)
+{
+    ox_value *v = NULL;
+    HASH_FIND_STR(c->values, name, v);
+    return v && v->swapped;
 }
 
 char *ox_sanitize(const char *name)

@@ -34,6 +34,8 @@
 typedef struct ox_value {
     char *name;
     int node; /* -1: produced by a node that could not be imported */
+    bool swapped; /* the value is node's last two dims swapped: a Transpose left to its one
+                     reader, a MatMul, as a transpose flag (rewrite.c) */
     UT_hash_handle hh;
 } ox_value;
 
@@ -130,6 +132,10 @@ xe_tensor *ox_tensor(const Onnx__TensorProto *t, const char *dir, const char *wh
 /* build.c: values and nodes */
 int ox_value_get(ox_ctx *c, const char *name, bool *found);
 xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st);
+/* ox_value_set of a value that is node with its last two dims swapped (ox_value.swapped). */
+xe_code ox_value_set_swapped(ox_ctx *c, const char *name, int node, xe_status *st);
+/* Whether value `name` is a swapped one. */
+bool ox_value_swapped(ox_ctx *c, const char *name);
 /* Makes want/orig/final hold index node. */
 xe_code ox_names_reserve(ox_ctx *c, int node, xe_status *st);
 xe_code ox_want_name(ox_ctx *c, int node, const char *name, const char *orig, xe_status *st);
@@ -166,6 +172,18 @@ xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 
 xe_code ox_status(ox_b *b);
 /* Normalises an axis into [0, rank); false (and b failed) when out of range. */
 bool ox_axis(ox_b *b, int64_t axis, int rank, int *out);
+
+/* rewrite.c: load-time rewrites; -1 (b not failed) where the rewrite does not apply */
+/* Conv builder: when the one reader of its output is a BatchNormalization with constant
+   parameters, *wt and *bias become the folded constants (true); the caller marks the conv2d. */
+bool ox_conv_fold_batch_norm(ox_b *b, int *wt, int *bias);
+/* BatchNormalization builder: whether its input x is a conv2d it was folded into. */
+bool ox_batch_norm_folded(ox_b *b, int x);
+/* Transpose builder: when perm swaps x's last two dims and its one reader is a MatMul, the
+   output is x marked swapped (no node; true). */
+bool ox_transpose_to_matmul(ox_b *b, int x, const int *perm, int r);
+/* pow(x, y) as products when y is a constant 1, 2, 3 or 4: the result, or -1. */
+int ox_pow_small(ox_b *b, int x, int y);
 
 /* build.c: attributes of the ONNX node */
 const Onnx__AttributeProto *ox_attr(ox_b *b, const char *name);

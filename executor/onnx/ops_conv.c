@@ -1,21 +1,31 @@
 /*
- * Builders of ONNX's 2-D convolution and pooling: Conv onto conv2d,
+ * Builders of ONNX's convolution and 2-D pooling: Conv onto conv2d,
  * MaxPool onto max_pool2d, AveragePool onto avg_pool2d. auto_pad
  * (NOTSET, VALID, SAME_UPPER, SAME_LOWER) becomes explicit pads; ONNX's
- * pads order [top, left, bottom, right] is the executor's. 1-D and 3-D
- * forms, non-float dtypes, MaxPool's Indices output and storage_order 1
- * are refused as unsupported.
+ * pads order [top, left, bottom, right] is the executor's.
+ *
+ * A 1-D Conv (Whisper's encoder) is a 2-D one of height 1: reshapes
+ * around one conv2d. A 3-D Conv is a sum over the kernel's depth taps of
+ * 2-D convs, the output depths folded into the batch: for tap i, the input
+ * planes at depth od*sd - pad + i*dd (every od at once: a slice of the
+ * depth-padded input, one plane in sd kept) convolved with weight plane i.
+ * That is the same arithmetic as a direct 3-D convolution, each part on
+ * the engine's conv primitive, and it runs wherever conv2d runs.
+ *
+ * 1-D and 3-D pools, non-float dtypes, MaxPool's Indices output and
+ * storage_order 1 are refused as unsupported.
  */
 #include <string.h>
 
 #include "onnx_impl.h"
 
-/* The window of one conv or pool node, in the executor's attribute order. */
+/* The window of one conv or pool node over sp spatial dims (pads: sp begins, then sp ends). */
 typedef struct win {
-    int64_t k[2], strides[2], dil[2], pads[4];
+    int sp;
+    int64_t k[3], strides[3], dil[3], pads[6];
 } win;
 
-/* An ints attribute of exactly 2 (or 4 for pads) entries, or the default. */
+/* An ints attribute of exactly n entries, or the default. */
 static bool pair(ox_b *b, const char *name, int64_t *v, int n, int64_t dflt)
 {
     int got = ox_ints(b, name, v, n);
@@ -25,22 +35,22 @@ static bool pair(ox_b *b, const char *name, int64_t *v, int n, int64_t dflt)
         return true;
     }
     if (got != n) {
-        ox_unsupported(b, "attribute %s has %d entries, %d expected for a 2-D %s", name, got, n,
+        ox_unsupported(b, "attribute %s has %d entries, %d expected for this %s", name, got, n,
                        b->np->op_type);
         return false;
     }
     return true;
 }
 
-/* x must be [N,C,H,W] f32 or f64. */
-static bool is_2d(ox_b *b, int x)
+/* x must be [N,C,H,W] (a Conv: [N,C,L] to [N,C,D,H,W]) f32 or f64. */
+static bool is_2d(ox_b *b, int x, bool conv)
 {
     if (x < 0)
         return false;
     const xe_type *t = ox_type(b, x);
-    if (t->shape.rank != 4) {
-        ox_unsupported(b, "only 2-D %s is supported (input rank %d)", b->np->op_type,
-                       t->shape.rank);
+    if (t->shape.rank != 4 && !(conv && (t->shape.rank == 3 || t->shape.rank == 5))) {
+        ox_unsupported(b, "only %s %s is supported (input rank %d)", conv ? "1-D to 3-D" : "2-D",
+                       b->np->op_type, t->shape.rank);
         return false;
     }
     if (t->dtype != XE_F32 && t->dtype != XE_F64) {
@@ -55,7 +65,7 @@ static bool is_2d(ox_b *b, int x)
 static bool same_pads(ox_b *b, int x, win *w, bool upper)
 {
     const xe_shape *s = &ox_type(b, x)->shape;
-    for (int d = 0; d < 2; d++) {
+    for (int d = 0; d < w->sp; d++) {
         int64_t in = s->dims[2 + d];
         if (in < 0) {
             ox_unsupported(b, "auto_pad SAME needs known spatial dims");
@@ -65,7 +75,7 @@ static bool same_pads(ox_b *b, int x, win *w, bool upper)
         int64_t tot = (out - 1) * w->strides[d] + (w->k[d] - 1) * w->dil[d] + 1 - in;
         tot = tot < 0 ? 0 : tot;
         w->pads[d] = upper ? tot / 2 : tot - tot / 2;
-        w->pads[d + 2] = tot - w->pads[d];
+        w->pads[d + w->sp] = tot - w->pads[d];
     }
     return true;
 }
@@ -73,10 +83,10 @@ static bool same_pads(ox_b *b, int x, win *w, bool upper)
 /* strides, dilations and pads (auto_pad resolved); the kernel already in w->k. */
 static bool window(ox_b *b, int x, win *w)
 {
-    if (!pair(b, "strides", w->strides, 2, 1) || !pair(b, "dilations", w->dil, 2, 1) ||
-        !pair(b, "pads", w->pads, 4, 0))
+    if (!pair(b, "strides", w->strides, w->sp, 1) || !pair(b, "dilations", w->dil, w->sp, 1) ||
+        !pair(b, "pads", w->pads, 2 * w->sp, 0))
         return false;
-    for (int d = 0; d < 2; d++)
+    for (int d = 0; d < w->sp; d++)
         if (w->strides[d] < 1 || w->dil[d] < 1 || w->k[d] < 1) {
             ox_invalid(b, "kernel, strides and dilations must be positive");
             return false;
@@ -93,28 +103,134 @@ static bool window(ox_b *b, int x, win *w)
     return true;
 }
 
+/* conv2d(x, wt[, bias]) with w's dims 0 and 1 (the last two of a wider window). */
+static int conv2d(ox_b *b, int x, int wt, int bias, const win *w, int at)
+{
+    int64_t s[2] = {w->strides[at], w->strides[at + 1]}, d[2] = {w->dil[at], w->dil[at + 1]};
+    int64_t p[4] = {w->pads[at], w->pads[at + 1], w->pads[w->sp + at], w->pads[w->sp + at + 1]};
+    int in[3] = {x, wt, bias};
+    ox_at a[4] = {OX_INTS("strides", s, 2), OX_INTS("pads", p, 4), OX_INTS("dilations", d, 2),
+                  OX_I("groups", ox_int(b, "group", 1))};
+    return ox_op(b, XE_OP_CONV2D, in, bias >= 0 ? 3 : 2, a, 4);
+}
+
+/* dims of x with one entry replaced (XE_DIM_UNKNOWN stays: reshape makes it -1). */
+static int reshaped(ox_b *b, int x, const int64_t *dims, int rank)
+{
+    int64_t d[XE_MAX_RANK];
+    int wild = 0;
+    for (int k = 0; k < rank; k++) {
+        d[k] = dims[k] < 0 ? -1 : dims[k];
+        wild += dims[k] < 0;
+    }
+    if (wild > 1) {
+        ox_unsupported(b, "a %d-D Conv needs every dim but one known", rank - 2);
+        return -1;
+    }
+    return ox_reshape(b, x, d, rank);
+}
+
+/* 1-D: [N,C,L] as [N,C,1,L], one conv2d, back to [N,M,OL]. */
+static int conv1d(ox_b *b, int x, int wt, int bias, win *w)
+{
+    const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
+    win w2 = {.sp = 2, .k = {1, w->k[0]}, .strides = {1, w->strides[0]}, .dil = {1, w->dil[0]},
+              .pads = {0, w->pads[0], 0, w->pads[1]}};
+    int64_t x4[4] = {xs->dims[0], xs->dims[1], 1, xs->dims[2]};
+    int64_t w4[4] = {ws->dims[0], ws->dims[1], 1, ws->dims[2]};
+    int y = conv2d(b, reshaped(b, x, x4, 4), ox_reshape(b, wt, w4, 4), bias, &w2, 0);
+    if (y < 0)
+        return -1;
+    const xe_shape *ys = &ox_type(b, y)->shape;
+    int64_t y3[3] = {ys->dims[0], ys->dims[1], ys->dims[3]};
+    return reshaped(b, y, y3, 3);
+}
+
+/* 3-D tap i: the input planes it reads for every output depth, as [N*OD, C, H, W]. */
+static int depth_tap(ox_b *b, int xt, const win *w, int64_t i, int64_t od, const int64_t *dims)
+{
+    int64_t sd = w->strides[0], n = dims[0], c = dims[2], h = dims[3], wd = dims[4];
+    int64_t begin[5] = {0, i * w->dil[0], 0, 0, 0}, end[5] = {n, i * w->dil[0] + od * sd, c, h, wd};
+    for (int k = 0; k < 5; k++)
+        end[k] = k == 1 ? end[k] : (int64_t)1 << 62; /* past the end: to the end */
+    int v = ox_slice(b, xt, begin, end); /* [N, OD*sd, C, H, W] */
+    if (sd > 1) {
+        int64_t r[4] = {n, od, sd, c * h * wd}, b0[4] = {0, 0, 0, 0};
+        int64_t e0[4] = {(int64_t)1 << 62, (int64_t)1 << 62, 1, (int64_t)1 << 62};
+        v = ox_slice(b, reshaped(b, v, r, 4), b0, e0); /* one plane in sd */
+    }
+    int64_t r4[4] = {n < 0 ? -1 : n * od, c, h, wd};
+    return reshaped(b, v, r4, 4);
+}
+
+/* 3-D: a conv2d per depth tap over [N*OD, C, H, W], summed, back to [N,M,OD,OH,OW]. */
+static int conv3d(ox_b *b, int x, int wt, int bias, win *w)
+{
+    const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
+    int64_t d = xs->dims[2], kd = w->k[0], span = (kd - 1) * w->dil[0] + 1;
+    int64_t od = d < 0 ? -1 : (d + w->pads[0] + w->pads[3] - span) / w->strides[0] + 1;
+    if (od < 1 || xs->dims[1] < 0 || xs->dims[3] < 0 || xs->dims[4] < 0) {
+        ox_unsupported(b, "a 3-D Conv needs known channels and spatial dims");
+        return -1;
+    }
+    /* depth padded so that every tap's slice of OD*sd planes fits */
+    int64_t tail = (kd - 1) * w->dil[0] + od * w->strides[0] - (d + w->pads[0]);
+    int64_t pads[10] = {0, 0, w->pads[0], 0, 0, 0, 0, tail > 0 ? tail : 0, 0, 0};
+    ox_at pa = OX_INTS("pads", pads, 10);
+    int xp = ox_op(b, XE_OP_PAD, &x, 1, &pa, 1), perm[5] = {0, 2, 1, 3, 4};
+    int xt = ox_transpose(b, xp, perm, 5); /* [N, Dp, C, H, W] */
+    int64_t dims[5] = {xs->dims[0], -1, xs->dims[1], xs->dims[3], xs->dims[4]};
+    int y = -1;
+    for (int64_t i = 0; i < kd && !b->failed; i++) {
+        int64_t wb[5] = {0, 0, i, 0, 0}, we[5] = {ws->dims[0], ws->dims[1], i + 1, ws->dims[3], ws->dims[4]};
+        int64_t w4[4] = {ws->dims[0], ws->dims[1], ws->dims[3], ws->dims[4]};
+        int wi = ox_reshape(b, ox_slice(b, wt, wb, we), w4, 4);
+        int yi = conv2d(b, depth_tap(b, xt, w, i, od, dims), wi, i == 0 ? bias : -1, w, 1);
+        y = i == 0 ? yi : ox_bin(b, XE_OP_ADD, y, yi);
+    }
+    if (y < 0)
+        return -1;
+    const xe_shape *ys = &ox_type(b, y)->shape;
+    int64_t y5[5] = {xs->dims[0], od, ys->dims[1], ys->dims[2], ys->dims[3]};
+    int back[5] = {0, 2, 1, 3, 4};
+    return ox_transpose(b, reshaped(b, y, y5, 5), back, 5);
+}
+
 xe_code ox_b_conv(ox_b *b)
 {
     int x = ox_in(b, 0), wt = ox_in(b, 1), bias = ox_in(b, 2);
-    win w;
-    if (!is_2d(b, x) || wt < 0)
+    win w = {0};
+    if (!is_2d(b, x, true) || wt < 0)
         return ox_status(b);
+    w.sp = ox_rank(b, x) - 2;
     const xe_shape *ws = &ox_type(b, wt)->shape;
-    if (ws->rank != 4 || ws->dims[2] < 0 || ws->dims[3] < 0)
-        return ox_unsupported(b, "Conv needs a 4-D weight with known kernel dims");
-    w.k[0] = ws->dims[2];
-    w.k[1] = ws->dims[3];
-    int64_t ks[2];
-    int nk = ox_ints(b, "kernel_shape", ks, 2);
-    if (nk >= 0 && (nk != 2 || ks[0] != w.k[0] || ks[1] != w.k[1]))
-        return ox_invalid(b, "kernel_shape does not match the weight's dims [%lld, %lld]",
-                          (long long)w.k[0], (long long)w.k[1]);
+    if (ws->rank != w.sp + 2)
+        return ox_unsupported(b, "Conv needs a %d-D weight for a %d-D input", w.sp + 2, w.sp + 2);
+    for (int d = 0; d < w.sp; d++) {
+        if (ws->dims[2 + d] < 0 || ws->dims[0] < 0 || ws->dims[1] < 0)
+            return ox_unsupported(b, "Conv needs a weight with known dims");
+        w.k[d] = ws->dims[2 + d];
+    }
+    int64_t ks[3];
+    int nk = ox_ints(b, "kernel_shape", ks, 3);
+    bool same = nk == w.sp;
+    for (int d = 0; same && d < w.sp; d++)
+        same = ks[d] == w.k[d];
+    if (nk >= 0 && !same)
+        return ox_invalid(b, "kernel_shape does not match the weight's kernel dims");
     if (!window(b, x, &w))
         return ox_status(b);
-    int in[3] = {x, wt, bias};
-    ox_at at[4] = {OX_INTS("strides", w.strides, 2), OX_INTS("pads", w.pads, 4),
-                   OX_INTS("dilations", w.dil, 2), OX_I("groups", ox_int(b, "group", 1))};
-    ox_out(b, 0, ox_op(b, XE_OP_CONV2D, in, bias >= 0 ? 3 : 2, at, 4));
+    if (w.sp == 2 && ox_conv_fold_batch_norm(b, &wt, &bias)) { /* rewrite.c */
+        int y = conv2d(b, x, wt, bias, &w, 0);
+        if (y >= 0 && xe_node_set_bool(b->c->g->nodes[y], "@bn_folded", true, &b->st) != XE_OK)
+            b->failed = true;
+        return ox_out(b, 0, y), ox_status(b);
+    }
+    int y = w.sp == 2 ? conv2d(b, x, wt, bias, &w, 0)
+          : w.sp == 1 ? conv1d(b, x, wt, bias, &w)
+                      : conv3d(b, x, wt, bias, &w);
+    if (y >= 0)
+        ox_out(b, 0, y);
     return ox_status(b);
 }
 
@@ -123,12 +239,12 @@ xe_code ox_b_pool(ox_b *b)
 {
     int x = ox_in(b, 0);
     bool max = ox_current->op == XE_OP_MAX_POOL2D;
-    win w;
+    win w = {.sp = 2};
     if (max && ox_n_out(b) > 1 && b->np->output[1][0])
         return ox_unsupported(b, "MaxPool's Indices output is not supported");
     if (max && ox_int(b, "storage_order", 0) != 0)
         return ox_unsupported(b, "attribute storage_order=1 is not supported");
-    if (!is_2d(b, x))
+    if (!is_2d(b, x, false))
         return ox_status(b);
     int nk = ox_ints(b, "kernel_shape", w.k, 2);
     if (nk != 2)

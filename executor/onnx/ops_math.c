@@ -107,7 +107,9 @@ xe_code ox_b_mod(ox_b *b)
 
 xe_code ox_b_pow(ox_b *b)
 {
-    int x = ox_in(b, 0);
+    int x = ox_in(b, 0), small = ox_pow_small(b, x, ox_in(b, 1)); /* x^3 as products (rewrite.c) */
+    if (small >= 0 || b->failed)
+        return done(b, small);
     return done(b, ox_bin(b, XE_OP_POW, x, ox_cast(b, ox_in(b, 1), dt_of(b, x))));
 }
 

@@ -33,7 +33,11 @@ static int tail_axes(int from, int rank, int64_t *a)
 
 xe_code ox_b_matmul(ox_b *b)
 {
-    return done(b, ox_bin(b, XE_OP_MATMUL, ox_in(b, 0), ox_in(b, 1)));
+    int in[2] = {ox_in(b, 0), ox_in(b, 1)};
+    ox_at at[2] = {OX_BOOL("transpose_a", ox_value_swapped(b->c, b->np->input[0])),
+                   OX_BOOL("transpose_b", ox_value_swapped(b->c, b->np->input[1]))};
+    int n_at = at[0].i || at[1].i ? 2 : 0; /* transposes left to it (rewrite.c) */
+    return done(b, ox_op(b, XE_OP_MATMUL, in, 2, at, n_at));
 }
 
 xe_code ox_b_gemm(ox_b *b)
@@ -190,6 +194,8 @@ xe_code ox_b_batch_norm(ox_b *b)
     if (ox_int(b, "training_mode", 0) != 0 || (ox_n_out(b) > 1 && b->np->output[1][0]))
         return ox_unsupported(b, "training mode (running statistics outputs) is not supported");
     double eps = ox_float(b, "epsilon", 1e-5);
+    if (ox_batch_norm_folded(b, x)) /* into the conv before it (rewrite.c) */
+        return done(b, x);
     int inv = ox_un(b, XE_OP_RSQRT, ox_bin(b, XE_OP_ADD, ox_in(b, 4), like(b, ox_in(b, 4), eps)));
     int scale = ox_bin(b, XE_OP_MUL, ox_in(b, 1), inv);
     int shift = ox_bin(b, XE_OP_SUB, ox_in(b, 2), ox_bin(b, XE_OP_MUL, ox_in(b, 3), scale));

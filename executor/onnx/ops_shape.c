@@ -138,6 +138,8 @@ xe_code ox_b_transpose(ox_b *b)
         perm[d] = n < 0 ? r - 1 - d : (int)p[d];
     if (n >= 0 && n != r)
         return ox_invalid(b, "perm has %d entries for rank %d", n, r);
+    if (ox_transpose_to_matmul(b, x, perm, r)) /* a flag of its MatMul (rewrite.c) */
+        return ox_status(b);
     return done(b, ox_transpose(b, x, perm, r));
 }
 

@@ -228,6 +228,77 @@ def conv_pool_ops():
             dynamic("TileDynamic", "Tile", x(2, 3), {}, [("r", np.array([2, 3], np.int64))])]
 
 
+def tiny_cnn():
+    """Conv+BatchNorm+Relu, depthwise Conv+BatchNorm+Clip(0,6), 1x1 Conv+BatchNorm, residual Add,
+    SiLU, GlobalAveragePool, Gemm: a network in small, one cluster at XLAC_AUTO_JIT=2."""
+    inits, nodes = [], []
+
+    def init(n, a):
+        inits.append((n, a))
+        return n
+
+    def conv_bn(x, ci, co, k, name, group=1, stride=1):
+        w = init(name + "w", x_(co, ci // group, k, k))
+        nodes.append(helper.make_node("Conv", [x, w], [name], name=name, pads=[k // 2] * 4, group=group,
+                                      strides=[stride] * 2))
+        ps = [init(name + s, a) for s, a in (("g", x_(co, lo=0.5, hi=1.5)), ("b", x_(co)), ("m", x_(co)),
+                                            ("v", x_(co, lo=0.5, hi=1.5)))]
+        nodes.append(helper.make_node("BatchNormalization", [name] + ps, [name + "bn"], name=name + "bn"))
+        return name + "bn"
+
+    x_ = lambda *s, lo=-0.5, hi=0.5: x(*s, lo=lo, hi=hi)
+    nodes.append(helper.make_node("Relu", [conv_bn("a", 3, 16, 3, "c1", stride=2)], ["r1"], name="r1"))
+    lo, hi = init("lo", np.array(0, np.float32)), init("hi", np.array(6, np.float32))
+    nodes.append(helper.make_node("Clip", [conv_bn("r1", 16, 16, 3, "c2", group=16), lo, hi], ["r2"], name="r2"))
+    nodes += [helper.make_node("Add", [conv_bn("r2", 16, 16, 1, "c3"), "r1"], ["s"], name="s"),
+              helper.make_node("Sigmoid", ["s"], ["sg"], name="sg"),
+              helper.make_node("Mul", ["s", "sg"], ["sw"], name="sw"),
+              helper.make_node("GlobalAveragePool", ["sw"], ["gp"], name="gp"),
+              helper.make_node("Flatten", ["gp"], ["fl"], name="fl"),
+              helper.make_node("Gemm", ["fl", init("fw", x_(10, 16)), init("fb", x_(10))], ["y0"], name="fc",
+                               transB=1)]
+    a = x(2, 3, 16, 16, lo=-1.0, hi=1.0)
+    return "TinyCNN", save("TinyCNN", model(nodes, [("a", a)], ["y0"], 17, inits), [("a", a)])
+
+
+def engine_ops():
+    """1-D and 3-D Conv, BatchNormalization folded into a Conv, Pow by a small integer (its own
+    random stream, so that these models do not change the ones above)."""
+    global rng
+    saved, rng = rng, np.random.default_rng(26)
+    bn = [("w", x(6, 4, 3, 3)), ("cb", x(6)), ("g", x(6)), ("be", x(6)), ("m", x(6)),
+          ("v", x(6, lo=0.5, hi=2.0))]
+    bn_nodes = [helper.make_node("Conv", ["a", "w", "cb"], ["c"], name="conv", pads=[1, 1, 1, 1]),
+                helper.make_node("BatchNormalization", ["c", "g", "be", "m", "v"], ["y0"], name="bn",
+                                 epsilon=1e-3)]
+    pw = [helper.make_node("Pow", ["a", "three"], ["y0"], name="cube"),
+          helper.make_node("Pow", ["a", "two"], ["y1"], name="square")]
+    a_pw = x(3, 5)
+    tr = [helper.make_node("Transpose", ["k"], ["kt"], name="kt", perm=[0, 2, 1]),
+          helper.make_node("MatMul", ["q", "kt"], ["y0"], name="qk")]
+    q, k = x(2, 5, 8), x(2, 7, 8)
+    rows = [op("Conv1D", "Conv", [("a", x(2, 4, 11))], {"group": 2, "pads": [1, 2], "strides": [2]},
+               inits=[("w", x(6, 2, 3)), ("b", x(6))]),
+            op("Conv1DDilated", "Conv", [("a", x(1, 8, 20))], {"pads": [2, 2], "dilations": [2]},
+               inits=[("w", x(16, 8, 3))]),
+            op("Conv3D", "Conv", [("a", x(2, 4, 5, 6, 7))],
+               {"group": 2, "pads": [1, 0, 1, 0, 2, 1], "strides": [2, 1, 2], "dilations": [1, 2, 1]},
+               inits=[("w", x(6, 2, 3, 2, 3)), ("b", x(6))]),
+            op("Conv3DSame", "Conv", [("a", x(1, 3, 4, 5, 5))], {"auto_pad": "SAME_UPPER"},
+               inits=[("w", x(4, 3, 2, 3, 3))]),
+            ("ConvBatchNorm", save("ConvBatchNorm", model(bn_nodes, [("a", x(2, 4, 6, 5))], ["y0"], 17, bn),
+                                   [("a", x(2, 4, 6, 5))])),
+            ("PowSmall", save("PowSmall", model(pw, [("a", a_pw)], ["y0", "y1"], 17,
+                                                [("three", np.array(3.0, np.float32)),
+                                                 ("two", np.array([2.0], np.float32))]),
+                              [("a", a_pw)])),
+            ("MatMulTransposed", save("MatMulTransposed", model(tr, [("q", q), ("k", k)], ["y0"]),
+                                      [("q", q), ("k", k)])),
+            tiny_cnn()]
+    rng = saved
+    return rows
+
+
 def dynamic(name, op_type, a, attrs, inits):
     """A one-node model whose input a has a dim_param first dim (its size from the feed)."""
     node = helper.make_node(op_type, ["a"] + [n for n, _ in inits], ["y0"], name="n_" + name, **attrs)
@@ -266,12 +337,13 @@ def special_models():
               os.path.join(OUT, "pbfeed.onnx"))
     # three unsupported nodes, each for another reason, and a supported one
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="fine"),
-             helper.make_node("Conv", ["v", "w"], ["c"], name="conv_1"),  # 1-D
+             helper.make_node("Conv", ["v", "w"], ["c"], name="conv_1"),  # 4-D: beyond 3-D
              helper.make_node("Cast", ["x"], ["am"], name="cast_u8", to=TensorProto.UINT8),
              helper.make_node("Custom", ["x"], ["z"], name="custom_op", domain="com.example"),
              helper.make_node("Add", ["c", "z"], ["y"], name="after")]
-    m = model(nodes, [("x", x(1, 1, 4, 4)), ("v", x(1, 1, 4))], ["y", "am"], 17,
-              [("w", x(1, 1, 3))])
+    v = np.resize(x(1, 1, 4), (1, 1, 4, 4, 4, 4))  # as many draws as before: later data stays
+    m = model(nodes, [("x", x(1, 1, 4, 4)), ("v", v)], ["y", "am"], 17,
+              [("w", np.resize(x(1, 1, 3), (1, 1, 3, 3, 3, 3)))])
     m.opset_import.append(helper.make_opsetid("com.example", 1))
     onnx.save(m, os.path.join(OUT, "unsupported.onnx"))
 
@@ -323,6 +395,7 @@ def main():
     rows = unary_ops() + binary_ops() + shape_ops() + reduce_ops() + nn_ops()
     special_models()
     rows += conv_pool_ops()  # last: the random data of the models above stays as it was
+    rows += engine_ops()
     invalid_models()  # after those, for the same reason
     rough_edge_models()
     with open(os.path.join(OUT, "ops.txt"), "w") as f:

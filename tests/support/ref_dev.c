@@ -18,7 +18,7 @@ static xe_tensor *run_gpu(ref_op *o, xe_tensor *const *in, int n_in, xe_status *
         cr_assert_not_null(din[k] = xe_tensor_to_device(in[k], XE_DEV_GPU, st), "%s", st->msg);
     dout = xe_tensor_new(o->node->type.dtype, &o->node->type.shape, XE_DEV_GPU, st);
     cr_assert_not_null(dout, "%s", st->msg);
-    xe_kernel_args a = {o->g, o->node, n_in, din, dout, NULL, NULL, NULL, NULL};
+    xe_kernel_args a = {o->g, o->node, n_in, din, dout, NULL, NULL, NULL, NULL, NULL};
     const xe_op_def *d = xe_op_get(o->node->op);
     cr_assert_not_null(d->kernel[XE_DEV_GPU], "%s has no GPU kernel", d->name);
     if (d->kernel[XE_DEV_GPU](&a, st) == XE_OK)

@@ -224,14 +224,20 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     }
     switch (s->kind) {
     case XG_STEP_LIBRARY:
-        if (i + 1 < p->n_steps && p->steps[i + 1].panel)
+        if (p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D) {
+            xg_conv_epi ce;
+            snprintf(buf, len, "oneDNN convolution primitive (f64: im2col and OpenBLAS), made once per program "
+                     "with its constant weights packed once, on the OpenMP team%s",
+                     xg_conv_epilogue(p, i, &ce) ? "; the next step runs inside it as post-ops" : "");
+        }
+        else if (i + 1 < p->n_steps && p->steps[i + 1].panel)
             snprintf(buf, len, "OpenBLAS gemm (one thread each) over row panels of each batch element (256 rows or "
                      "more, 4 MiB at most), in an OpenMP loop; each panel's epilogue (the next step%s) right after "
                      "it, in the same task",
                      i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
         else
-            snprintf(buf, len, "OpenBLAS gemm (one thread each) over batch elements and row or column blocks, "
-                     "in an OpenMP loop");
+            snprintf(buf, len, "oneDNN matmul primitive (f32), or OpenBLAS gemm (one thread each) over batch "
+                     "elements and row or column blocks in an OpenMP loop (f64)");
         return;
     case XG_STEP_LOOP:
         xg_items_text(p, items, "elements", n, sizeof n);
@@ -403,5 +409,6 @@ const xg_backend xg_backend_c = {
     .load = load_c,
     .launch = launch_c,
     .run_rows = run_rows_c,
+    .conv_epilogue = xg_c_conv_epilogue,
     .unload = unload_c,
 };

@@ -49,6 +49,7 @@ enum xe_op_flags {
     XE_OPF_COSTLY = 1 << 5,               /* worth a store and a load to compute once (fusion) */
     XE_OPF_COLLECTIVE = 1 << 6,           /* talks to the other ranks: never clustered */
     XE_OPF_SCALAR_CALL = 1 << 7,          /* f32 math is a libm call no compiler vectorizes: a loop of its own */
+    XE_OPF_KERNEL_CACHE = 1 << 8,         /* its CPU kernel keeps a per-node cache (xe_kernel_args.cache) */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */
@@ -64,6 +65,18 @@ typedef struct xe_op_attr {
     double dflt; /* numbers and bools; lists and dtypes have none */
 } xe_op_attr;
 
+/*
+ * What a kernel keeps from one run of a node to the next (a compute
+ * library's primitive, constant weights in the library's layout): data
+ * and the function that frees it, both set by the kernel. The session or
+ * compiled program that runs the node owns the slot and calls free(data)
+ * when it ends.
+ */
+typedef struct xe_kernel_cache {
+    void *data;
+    void (*free)(void *data);
+} xe_kernel_cache;
+
 /* Everything a kernel gets. */
 typedef struct xe_kernel_args {
     const xe_graph *graph;      /* the graph that holds node (for messages) */
@@ -76,6 +89,7 @@ typedef struct xe_kernel_args {
     uint64_t *state;            /* per-node state that survives runs (RNG counter) */
     struct xe_exec *exec;       /* the running session, for composite ops */
     void *op_user;              /* the op definition's user data (xe_op_def.user) */
+    xe_kernel_cache *cache;     /* XE_OPF_KERNEL_CACHE ops: the node's slot; NULL: nothing kept */
 } xe_kernel_args;
 
 typedef xe_code (*xe_kernel_fn)(const xe_kernel_args *a, xe_status *st);

@@ -28,11 +28,23 @@ typedef struct xe_session_options {
     const char *profile_path;/* the process's trace (xlac/trace.h) is recorded while the session lives
                                 and written to this file when the last recorder stops; NULL: none */
     bool log_every;          /* placement lines on every run (default: the first run only) */
+    int threads;             /* CPU threads of each run (--threads): the per-op kernels, generated
+                                loops and oneDNN share them; 0: the calling thread's current count */
     const char *plugin_config; /* handed to the registered passes (xe_pass_ctx.plugin_config) as it is;
                                   for libxlac.so, XLAC_FLAGS words (--auto_jit=N among them) applied
                                   over the process's configuration; NULL: the process's. Must live
                                   while the session is being made */
 } xe_session_options;
+
+/*
+ * The CPU's one thread count (executor/cpu/threads.c): per-op kernels,
+ * generated OpenMP loops and oneDNN all run on the calling thread's OpenMP
+ * team. xe_set_threads(n) sets it for the calling thread (n <= 0: left as
+ * is); xe_threads() reads it; xe_physical_cores() is xlac-run's default.
+ */
+void xe_set_threads(int n);
+int xe_threads(void);
+int xe_physical_cores(void);
 
 typedef struct xe_session xe_session;
 typedef struct xe_exec xe_exec;

@@ -1,0 +1,104 @@
+/*
+ * Private: the CPU compute engine, oneDNN (libdnnl, OpenMP runtime), as the
+ * per-op kernels of convolutions and f32 products use it. One engine per
+ * process, one stream per thread, a scratch buffer per thread for
+ * activations in the engine's blocked layout, and the two things every
+ * primitive needs: a reorder between two layouts and a status turned into
+ * the executor's message.
+ *
+ * oneDNN runs its loops on the calling thread's OpenMP team
+ * (omp_get_max_threads() at execution), the same team the executor's own
+ * kernels and the generated OpenMP loops use: one pool, one count.
+ */
+#ifndef XE_DNNL_ENGINE_H
+#define XE_DNNL_ENGINE_H
+
+#include <dnnl.h>
+#include <stddef.h>
+
+#include "xlac/op.h"
+
+/* The process's CPU engine (created on first use); NULL when oneDNN cannot make one. */
+dnnl_engine_t xe_dnnl_engine(void);
+/* The calling thread's stream on that engine; NULL on failure. */
+dnnl_stream_t xe_dnnl_stream(void);
+
+/* XE_OK for dnnl_success, else a failure naming node n and what was tried. */
+xe_code xe_dnnl_check(dnnl_status_t s, const xe_node *n, const char *what, xe_status *st);
+
+/* Scratch slots of a thread (one per activation an op converts at a time). */
+enum { XE_DNNL_SCRATCH_SRC, XE_DNNL_SCRATCH_DST, XE_DNNL_SCRATCH_WEIGHTS, XE_DNNL_SCRATCH_COUNT };
+/* The calling thread's scratch buffer `slot`, at least bytes long, 64-byte aligned; NULL on OOM. */
+void *xe_dnnl_scratch(int slot, size_t bytes);
+
+/*
+ * A reorder primitive from layout `from` to layout `to` (NULL when they are
+ * the same layout: nothing to convert), in *r.
+ */
+xe_code xe_dnnl_reorder_make(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to,
+                             dnnl_primitive_t *r, const xe_node *n, xe_status *st);
+/* Runs reorder r from src (layout from) into dst (layout to). */
+xe_code xe_dnnl_reorder_run(dnnl_primitive_t r, const dnnl_memory_desc_t *from, const void *src,
+                            const dnnl_memory_desc_t *to, void *dst, const xe_node *n,
+                            xe_status *st);
+
+/* One argument of a primitive: its index (DNNL_ARG_*), layout and data. */
+typedef struct xe_dnnl_arg {
+    int arg;
+    const dnnl_memory_desc_t *md;
+    const void *data;
+} xe_dnnl_arg;
+/* Executes primitive p with n_args arguments, memory objects wrapped around the callers' data. */
+xe_code xe_dnnl_execute(dnnl_primitive_t p, const xe_dnnl_arg *args, int n_args,
+                        const xe_node *n, xe_status *st);
+
+/* A primitive of descriptor desc (attr may be NULL) and its descriptor, in *prim and *pd. */
+xe_code xe_dnnl_primitive(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
+                          dnnl_primitive_t *prim, dnnl_primitive_desc_t *pd, const xe_node *n,
+                          xe_status *st);
+
+/*
+ * A node's kept primitives: its kernel cache slot holds a shelf of up to
+ * XE_DNNL_SHELF entries, one per shape it ran at, each made once and never
+ * changed or freed until the slot is (so several threads may execute an
+ * entry at once: programs are shared between sessions). Finding or adding
+ * an entry holds one process-wide lock; executing does not.
+ */
+#define XE_DNNL_SHELF 8
+typedef struct xe_dnnl_shelf {
+    void *entry[XE_DNNL_SHELF];
+    int n;
+    void (*free_entry)(void *entry);
+} xe_dnnl_shelf;
+/* Takes the lock and returns slot's shelf (made on first use); NULL (lock released) on OOM. */
+xe_dnnl_shelf *xe_dnnl_shelf_lock(xe_kernel_cache *slot, void (*free_entry)(void *entry));
+void xe_dnnl_shelf_unlock(void);
+/* Adds entry to a locked shelf; false when it is full (the caller frees entry after its run). */
+bool xe_dnnl_shelf_add(xe_dnnl_shelf *s, void *entry);
+
+/* Whether input k of the kernel's node is a constant of its graph (model weights: never change). */
+bool xe_dnnl_input_is_const(const xe_kernel_args *a, int k);
+
+/* Per-op kernels on the engine (f32). dnnl_conv.c, dnnl_matmul.c. */
+xe_code xe_dnnl_conv2d(const xe_kernel_args *a, xe_status *st);
+/*
+ * What a conv can do to its output in the same primitive call (oneDNN
+ * post-ops): the sum first, then at most one activation. Each keeps NaN as
+ * the executor's ops do; oneDNN 2.6's relu and clip do not (a vector max
+ * turns NaN into 0), so they are not offered.
+ */
+enum {
+    XE_DNNL_POST_SUM = 1 << 0,       /* out = conv + residual (a tensor of the output's shape) */
+    XE_DNNL_POST_GELU = 1 << 1,      /* out = gelu(out), the erf form */
+    XE_DNNL_POST_GELU_TANH = 1 << 2, /* out = gelu(out), the tanh form */
+    XE_DNNL_POST_SIGMOID = 1 << 3,   /* out = sigmoid(out) */
+    XE_DNNL_POST_SILU = 1 << 4,      /* out = out * sigmoid(out) (swish, beta 1) */
+    XE_DNNL_POST_HARDSWISH = 1 << 5, /* out = out * min(max(out / 6 + 1/2, 0), 1) */
+};
+/* conv2d (f32) with post-ops post (residual: the tensor summed in, NULL without SUM) into a->out;
+   XE_ERR_UNSUPPORTED for what the engine cannot run (the caller runs the steps separately). */
+xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
+                            xe_status *st);
+xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st);
+
+#endif

@@ -1,0 +1,212 @@
+/*
+ * matmul (f32) on the CPU engine: one oneDNN matmul primitive per node and
+ * operand shapes, made on the node's first run at those shapes and kept on
+ * the shelf of its kernel cache (dnnl_engine.h), for every form matmul.c accepts: 1-D operands promoted, batch
+ * dims broadcast (oneDNN broadcasts a batch dim of 1), transpose_a/_b as
+ * the operand's strides (no copy).
+ *
+ * A constant right operand (a const node: a layer's weights) is packed
+ * once, when the primitive is made, into the layout the primitive prefers
+ * (format `any`, a blocked layout on this machine), and kept; OpenBLAS
+ * packs it again on every call. If oneDNN cannot make that primitive, the
+ * plain strided layout is used. A non-constant right operand is read in
+ * place.
+ *
+ * f64 (and the integer and f16 loops) stay in matmul.c: oneDNN has no
+ * f64 matmul. XE_ERR_UNSUPPORTED means "run the BLAS path".
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "dnnl_engine.h"
+
+/* The key of a primitive: both operand shapes as stored, transposes, the packed constant. */
+typedef struct mm_key {
+    xe_shape a, b;
+    bool ta, tb;
+    const void *b_const; /* constant right operand packed into b_packed; NULL: read in place */
+} mm_key;
+
+typedef struct mm_prim {
+    mm_key key;
+    dnnl_primitive_desc_t pd;
+    dnnl_primitive_t mm, b_in;         /* b_in: plain -> packed, NULL when none is needed */
+    dnnl_memory_desc_t a_md, b_plain, b_md, c_md;
+    void *b_packed;
+} mm_prim;
+
+static void mm_prim_free(void *data)
+{
+    mm_prim *m = data;
+    if (!m)
+        return;
+    if (m->mm)
+        dnnl_primitive_destroy(m->mm);
+    if (m->b_in)
+        dnnl_primitive_destroy(m->b_in);
+    if (m->pd)
+        dnnl_primitive_desc_destroy(m->pd);
+    free(m->b_packed);
+    free(m);
+}
+
+static bool shape_eq(const xe_shape *x, const xe_shape *y)
+{
+    return x->rank == y->rank &&
+           memcmp(x->dims, y->dims, sizeof(int64_t) * (size_t)x->rank) == 0;
+}
+
+static bool key_eq(const mm_key *x, const mm_key *y)
+{
+    return shape_eq(&x->a, &y->a) && shape_eq(&x->b, &y->b) && x->ta == y->ta &&
+           x->tb == y->tb && x->b_const == y->b_const;
+}
+
+/*
+ * The memory descriptor of one operand, rank r: its batch dims right-aligned
+ * (1 where it has none), then the logical rows and cols of op(X), with
+ * strides reading the stored matrix (transposed or not) in place.
+ */
+static void operand_md(dnnl_memory_desc_t *md, const xe_shape *s, bool trans, bool is_a, int r)
+{
+    int64_t rows, cols; /* stored */
+    if (s->rank == 1) {
+        rows = is_a ? 1 : s->dims[0];
+        cols = is_a ? s->dims[0] : 1;
+        trans = false;
+    } else {
+        rows = s->dims[s->rank - 2];
+        cols = s->dims[s->rank - 1];
+    }
+    dnnl_dims_t dims, strides;
+    dims[r - 2] = trans ? cols : rows;
+    dims[r - 1] = trans ? rows : cols;
+    strides[r - 2] = trans ? 1 : cols;
+    strides[r - 1] = trans ? cols : 1;
+    int nb = s->rank > 2 ? s->rank - 2 : 0;
+    int64_t step = rows * cols;
+    for (int d = r - 3; d >= 0; d--) {
+        int sd = d - (r - 2 - nb); /* the operand's batch dim, or < 0: a leading 1 */
+        dims[d] = sd >= 0 ? s->dims[sd] : 1;
+        strides[d] = step;
+        step *= dims[d];
+    }
+    dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, strides);
+}
+
+/* The primitive of m->key, with a packed right operand when it is constant. */
+static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
+{
+    const mm_key *k = &m->key;
+    int r = k->a.rank > k->b.rank ? k->a.rank : k->b.rank;
+    r = r < 2 ? 2 : r;
+    operand_md(&m->a_md, &k->a, k->ta, true, r);
+    operand_md(&m->b_plain, &k->b, k->tb, false, r);
+    dnnl_dims_t cd;
+    for (int d = 0; d < r; d++) {
+        int64_t x = m->a_md.dims[d], y = m->b_plain.dims[d];
+        cd[d] = d == r - 2 ? x : d == r - 1 ? y : x > y ? x : y;
+    }
+    dnnl_dims_t cs; /* the output: plain row-major */
+    int64_t step = 1;
+    for (int d = r - 1; d >= 0; d--) {
+        cs[d] = step;
+        step *= cd[d];
+    }
+    dnnl_memory_desc_init_by_strides(&m->c_md, r, cd, dnnl_f32, cs);
+    dnnl_matmul_desc_t d;
+    if (k->b_const) { /* try the layout the primitive prefers */
+        dnnl_memory_desc_t any = m->b_plain;
+        dnnl_memory_desc_init_by_tag(&any, r, m->b_plain.dims, dnnl_f32, dnnl_format_tag_any);
+        xe_status ignore;
+        xe_status_clear(&ignore);
+        if (dnnl_matmul_desc_init(&d, &m->a_md, &any, NULL, &m->c_md) == dnnl_success &&
+            xe_dnnl_primitive(&d, NULL, &m->mm, &m->pd, n, &ignore) == XE_OK) {
+            m->b_md = *dnnl_primitive_desc_query_md(m->pd, dnnl_query_weights_md, 0);
+            return xe_dnnl_reorder_make(&m->b_plain, &m->b_md, &m->b_in, n, st);
+        }
+    }
+    m->b_md = m->b_plain;
+    if (xe_dnnl_check(dnnl_matmul_desc_init(&d, &m->a_md, &m->b_plain, NULL, &m->c_md), n,
+                      "matmul descriptor", st) != XE_OK)
+        return st->code;
+    return xe_dnnl_primitive(&d, NULL, &m->mm, &m->pd, n, st);
+}
+
+/* Constant right operand b into the primitive's layout, once. */
+static xe_code pack_b(mm_prim *m, const void *b, const xe_node *n, xe_status *st)
+{
+    if (!m->b_in)
+        return XE_OK;
+    size_t bytes = dnnl_memory_desc_get_size(&m->b_md);
+    if (!(m->b_packed = aligned_alloc(64, (bytes + 63) / 64 * 64)))
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory for packed weights",
+                       n->name);
+    return xe_dnnl_reorder_run(m->b_in, &m->b_plain, b, &m->b_md, m->b_packed, n, st);
+}
+
+/* A new primitive for key k (its constant right operand packed, when it has one). */
+static mm_prim *mm_prim_make(const xe_kernel_args *a, const mm_key *k, xe_status *st)
+{
+    mm_prim *m = calloc(1, sizeof *m);
+    if (!m) {
+        xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory", a->node->name);
+        return NULL;
+    }
+    m->key = *k;
+    if (make_matmul(m, a->node, st) != XE_OK ||
+        (k->b_const && pack_b(m, k->b_const, a->node, st) != XE_OK)) {
+        mm_prim_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/*
+ * The node's primitive for these operands: one kept on its shelf, or a new
+ * one, kept when the shelf has room (*owned: false) or the caller's to free.
+ */
+static mm_prim *mm_prim_get(const xe_kernel_args *a, const mm_key *k, bool *owned, xe_status *st)
+{
+    *owned = true;
+    if (!a->cache)
+        return mm_prim_make(a, k, st);
+    xe_dnnl_shelf *s = xe_dnnl_shelf_lock(a->cache, mm_prim_free);
+    if (!s) {
+        xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory", a->node->name);
+        return NULL;
+    }
+    mm_prim *m = NULL;
+    for (int i = 0; i < s->n && !m; i++)
+        if (key_eq(&((mm_prim *)s->entry[i])->key, k))
+            m = s->entry[i];
+    if (m)
+        *owned = false;
+    else if ((m = mm_prim_make(a, k, st)))
+        *owned = !xe_dnnl_shelf_add(s, m);
+    xe_dnnl_shelf_unlock();
+    return m;
+}
+
+xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
+{
+    mm_key k = {.a = a->in[0]->shape, .b = a->in[1]->shape,
+                .ta = xe_node_attr_bool(a->node, "transpose_a", false),
+                .tb = xe_node_attr_bool(a->node, "transpose_b", false)};
+    if (a->out->dtype != XE_F32 || xe_tensor_numel(a->out) == 0 || !xe_tensor_numel(a->in[0]) ||
+        !xe_tensor_numel(a->in[1]))
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (matmul): not for the engine",
+                       a->node->name);
+    k.b_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
+    bool owned;
+    mm_prim *m = mm_prim_get(a, &k, &owned, st);
+    if (!m)
+        return st->code;
+    xe_dnnl_arg args[3] = {{DNNL_ARG_SRC, &m->a_md, a->in[0]->data},
+                           {DNNL_ARG_WEIGHTS, &m->b_md, m->b_packed ? m->b_packed : a->in[1]->data},
+                           {DNNL_ARG_DST, &m->c_md, a->out->data}};
+    xe_code r = xe_dnnl_execute(m->mm, args, 3, a->node, st);
+    if (owned)
+        mm_prim_free(m);
+    return r;
+}

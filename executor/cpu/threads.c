@@ -1,0 +1,68 @@
+/*
+ * One thread count for the CPU's one pool. The per-op kernels, the
+ * generated OpenMP loops of compiled clusters and oneDNN (built with the
+ * OpenMP runtime, dnnl_config.h: DNNL_CPU_RUNTIME == DNNL_RUNTIME_OMP) all
+ * run on the calling thread's OpenMP team, so one count, set on the thread
+ * that runs a session (omp_set_num_threads), applies to all three.
+ * OpenBLAS, which keeps its own pool, is held to one thread where it is
+ * called (conv.c, matmul.c) and runs inside that team.
+ *
+ * The default of xlac-run is the machine's physical cores: two hardware
+ * threads of one core share its FMA units, and a product or convolution
+ * at the FLOP roofline gains nothing from the second.
+ */
+#include <omp.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "xlac/session.h"
+
+/* Cores seen: (package, core) pairs of the CPUs Linux lists (at most 4096 CPUs read). */
+static int count_cores(void)
+{
+    enum { MAX_CPUS = 4096 };
+    static long seen[MAX_CPUS];
+    int n = 0;
+    for (int cpu = 0; cpu < MAX_CPUS; cpu++) {
+        char path[128];
+        long pkg = 0, core = 0;
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/core_id", cpu);
+        FILE *f = fopen(path, "r");
+        if (!f)
+            break;
+        int ok = fscanf(f, "%ld", &core) == 1;
+        fclose(f);
+        snprintf(path, sizeof path, "/sys/devices/system/cpu/cpu%d/topology/physical_package_id",
+                 cpu);
+        if ((f = fopen(path, "r"))) {
+            ok = ok && fscanf(f, "%ld", &pkg) == 1;
+            fclose(f);
+        }
+        if (!ok)
+            return 0;
+        long key = pkg * 65536 + core;
+        int k = 0;
+        while (k < n && seen[k] != key)
+            k++;
+        if (k == n)
+            seen[n++] = key;
+    }
+    return n;
+}
+
+int xe_physical_cores(void)
+{
+    int n = count_cores(), procs = omp_get_num_procs();
+    return n > 0 && n <= procs ? n : procs; /* a cgroup or affinity mask may allow fewer CPUs */
+}
+
+void xe_set_threads(int n)
+{
+    if (n > 0)
+        omp_set_num_threads(n);
+}
+
+int xe_threads(void)
+{
+    return omp_get_max_threads();
+}
