@@ -135,8 +135,27 @@ def whisper_encoder(torch):
 def _vision(fn):
     def make(torch):
         import torchvision.models as tvm
-        return getattr(tvm, fn)(weights=None), "image"
+        return calibrated(torch, getattr(tvm, fn)(weights=None)), "image"
     return make
+
+
+def calibrated(torch, m):
+    """BatchNorm's running statistics set to those of random images, as training would leave
+    them: with the initial ones (mean 0, variance 1) the activations of a randomly initialised
+    net shrink layer by layer (EfficientNet's outputs were about 1e-20), which would time
+    denormal arithmetic and make the comparison meaningless."""
+    bns = [b for b in m.modules() if isinstance(b, torch.nn.modules.batchnorm._BatchNorm)]
+    if not bns:
+        return m
+    for b in bns:
+        b.reset_running_stats()
+        b.momentum = None  # a cumulative average over the calibration batches
+    g = torch.Generator().manual_seed(1)
+    m.train()
+    with torch.no_grad():
+        for _ in range(2):
+            m(torch.rand(4, 3, IMAGE, IMAGE, generator=g) * 2 - 1)
+    return m
 
 
 MODELS = {
@@ -158,7 +177,7 @@ def config_key(name):
     """A short hash of the model's code and sizes: a changed config exports again."""
     fn = MODELS[name][0]
     src = inspect.getsource(fn) + MODELS[name][1] + repr((SEQ, VOCAB, IMAGE, WHISPER_FRAMES))
-    src += "".join(inspect.getsource(f) for f in (_hidden, make_inputs))
+    src += "".join(inspect.getsource(f) for f in (_hidden, calibrated, make_inputs))
     return hashlib.sha1(src.encode()).hexdigest()[:8]
 
 
@@ -273,6 +292,14 @@ def compare(want, got, rel_tol=REL_TOL, abs_tol=ABS_TOL):
 
 # ---------------------------------------------------------------- runtimes
 
+def error_line(e):
+    """The last line of an exception, leaving out the plugin's statistics lines
+    (`xlac: stats ...`, `xlac: timing ...`) that end xlac-run's stderr."""
+    lines = [ln.strip() for ln in str(e).strip().splitlines()
+             if ln.strip() and not ln.startswith(("xlac: stats", "xlac: timing"))] or ["?"]
+    return lines[-1][:300]
+
+
 class Runtimes:
     """Every runtime of one model and batch, each as prepare / check / time."""
 
@@ -361,8 +388,7 @@ class Runtimes:
                         continue
                 rel, worst, why = compare(want, got, *((LOOSE_REL_TOL, LOOSE_ABS_TOL) if loose else ()))
             except Exception as e:  # a runtime that cannot run the model fails its cell, loudly
-                rel, worst, why = float("nan"), float("nan"), "%s: %s" % (
-                    type(e).__name__, (str(e).strip().splitlines() or [""])[-1][:300])
+                rel, worst, why = float("nan"), float("nan"), "%s: %s" % (type(e).__name__, error_line(e))
             res[key] = (rel, worst, why)
             if why:
                 log("   !!! %s DISAGREES or FAILED: %s" % (LABELS[key], why))
@@ -420,6 +446,8 @@ def bench_one(torch, name, batch, args, xlac, tmp):
     xlac.cache_dir = os.path.join(work, "cache")
     rt = Runtimes(args, xlac, torch, module, inputs, path, feed, work)
     want = rt.ort_session()()
+    row["out_max"] = float(np.max(np.abs(want)))
+    log("   onnxruntime output %s, max |y| %.3g" % (list(want.shape), row["out_max"]))
     row["check"], calls = rt.check(want)
     row["first_call_s"] = rt.first_call_s
     row["clusters"] = getattr(rt, "cl_stats", {}).get("clusters")
@@ -478,7 +506,7 @@ def table(rows, peak):
             if k not in ms or not gflop:
                 return "—"
             g = gflop / (ms[k] * 1e-3)
-            return "%.1f (%.0f%%)" % (g, 100 * g / peak) if peak else "%.1f" % g
+            return "%.1f (%.0f%%)" % (g, 100 * g / peak) if peak == peak and peak else "%.1f" % g
         ratio = lambda a, b: fmt(ms[b] / ms[a]) + "x" if a in ms and b in ms else "—"
         steady_load = ms["xlac_cl"] + r["load_ms"] if "xlac_cl" in ms and "load_ms" in r else float("nan")
         warm_ratio = r["warm_s"] * 1e3 / steady_load if "warm_s" in r else float("nan")
@@ -604,6 +632,15 @@ def svg_plot(rows, path):
 # ---------------------------------------------------------------- machine
 
 def measure_peak(args, tmp):
+    """GFLOP/s of bench/peak.c, or NaN (said loudly) when it cannot be built or run."""
+    try:
+        return run_peak(args, tmp)
+    except (OSError, subprocess.CalledProcessError, AttributeError) as e:
+        log("!!! no f32 peak (bench/peak.c needs cc and libdnnl-dev): %s" % e)
+        return float("nan")
+
+
+def run_peak(args, tmp):
     exe = os.path.join(tmp, "peak")
     subprocess.run(["cc", "-O3", "-fopenmp", os.path.join(HERE, "peak.c"), "-o", exe, "-ldnnl"], check=True)
     env = dict(os.environ, OMP_NUM_THREADS=str(args.threads))
@@ -682,8 +719,7 @@ def main():
                     rows.append(bench_one(torch, name, b, args, xlac, tmp))
                 except Exception as e:  # reported in the table, never dropped
                     log("   !!! %s batch %d failed: %s" % (name, b, e))
-                    rows.append({"name": name, "batch": b, "error": (str(e).strip().splitlines() or
-                                                                     ["?"])[-1][:200]})
+                    rows.append({"name": name, "batch": b, "error": error_line(e)[:200]})
                 log("   (%.0f s)" % (time.perf_counter() - t0))
         info["load"] = (load0, os.getloadavg()[0])
         text = markdown(rows, info, args)
