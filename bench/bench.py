@@ -357,6 +357,21 @@ def svg_plot(rows, path):
         f.write("\n".join(out) + "\n")
 
 
+REAL_MODELS_HEADING = "## Real models (torch exports)"
+
+
+def kept_section(path, heading):
+    """The section of the old results file that starts at heading, or None."""
+    old = open(path).read() if os.path.exists(path) else ""
+    start = old.find(heading)
+    if start < 0:
+        return None
+    end = old.find("\n## ", start + len(heading))
+    end2 = old.find("\nMissing peers and why:", start)
+    ends = [e for e in (end, end2) if e >= 0]
+    return old[start:min(ends)] if ends else old[start:]
+
+
 def write_results(rows, model_rows, fig, info, copy_gbs, args, path, latency_md=None):
     today = datetime.date.today().isoformat()
     md = ["# Benchmark results", "",
@@ -406,6 +421,9 @@ def write_results(rows, model_rows, fig, info, copy_gbs, args, path, latency_md=
     scaling = os.path.join(HERE, "SCALING.md")
     if os.path.exists(scaling):  # bench/scaling.sh's weak-scaling section (MPI ranks)
         md += ["", open(scaling).read().rstrip()]
+    real = kept_section(path, REAL_MODELS_HEADING)
+    if real:  # bench/real_models.py's section (bench/run.sh --real), kept until that bench runs again
+        md += ["", real.rstrip()]
     md += ["", "Missing peers and why:", ""]
     missing = ["- %s / %s: %s" % (r["name"], p, v) for r in rows
                for p, (status, v) in r["peers"].items() if status != "ok"]
