@@ -11,6 +11,7 @@
 #define XG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "xlac/graph.h"
@@ -42,31 +43,51 @@ xg_target xg_host_target(void);
 /* The compile step in words, for messages: "cc", "NVRTC to cubin", "NVRTC to PTX". */
 const char *xg_compiler_words(xg_target t, bool is_ptx);
 
+/* Defaults: plan/options.c's table (xg_options_table), the one place they are written. */
 typedef struct xg_options {
-    bool fast_math;               /* --fast_math (default false) */
-    int compile_threshold;        /* --compile_threshold (default 1) */
-    int dynamic_after;            /* --dynamic_after (default 2) */
-    int max_compiles_per_cluster; /* --max_compiles_per_cluster (default 16) */
-    bool async_compilation;       /* --async_compilation (default false) */
-    bool disk_cache;              /* --disk_cache (default true) */
+    bool fast_math;               /* --fast_math: may reassociate floating-point math (changes code) */
+    int compile_threshold;        /* --compile_threshold */
+    int dynamic_after;            /* --dynamic_after */
+    int max_compiles_per_cluster; /* --max_compiles_per_cluster */
+    bool async_compilation;       /* --async_compilation */
+    bool disk_cache;              /* --disk_cache */
     const char *cache_dir;        /* the disk cache's folder; NULL: none (the plugin resolves --cache_dir,
                                      $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
     const char *dump_dir;         /* XLAC_DUMP_TO, NULL: no dumps */
     bool level2;                  /* XLAC_AUTO_JIT=2: matmul (and on the CPU conv2d) is compilable */
-    bool library_conv;            /* conv2d may join CPU clusters as a library step (default true;
-                                     xlac-compile's programs have no conv step yet: false) */
-    const char *cc;               /* C compiler command (default "cc"; the plugin puts $CC here) */
-    const char *tmp_dir;          /* folder for compiler and loader temp files (default "/tmp"; the plugin
-                                     puts $TMPDIR here) */
-    int cache_max_mb;             /* --cache_max_mb (default 1024; 0: no limit): LRU eviction past it */
-    int compile_timeout_s;        /* --compile_timeout_s (default 120; 0: none): the compiler is killed past it */
+    bool library_conv;            /* conv2d may join CPU clusters as a library step (xlac-compile's programs
+                                     have no conv step yet: false) */
+    const char *cc;               /* C compiler command (the plugin puts $CC here) */
+    const char *tmp_dir;          /* folder for compiler and loader temp files (the plugin puts $TMPDIR here) */
+    int cache_max_mb;             /* --cache_max_mb (0: no limit): LRU eviction past it */
+    int compile_timeout_s;        /* --compile_timeout_s (0: none): the compiler is killed past it */
     /* called before (begin) and after each compile or disk load, on the thread doing it; NULL: none */
     void (*on_compile)(void *user, const char *cluster_name, bool begin);
     void *on_compile_user;
 } xg_options;
 
-/* Every option at its default; nothing is read from the environment (the caller resolves it). */
+typedef enum xg_option_kind {
+    XG_OPT_BOOL,   /* a bool field */
+    XG_OPT_INT,    /* an int field */
+    XG_OPT_STRING, /* a const char * field */
+} xg_option_kind;
+
+/* One row of the options table: an xg_options field, its default, and whether it changes generated code. */
+typedef struct xg_option {
+    const char *name;      /* as the flag is called ("fast_math"), and in signature keys */
+    xg_option_kind kind;
+    size_t field;          /* offsetof in xg_options */
+    long long dflt;        /* XG_OPT_BOOL (0 or 1), XG_OPT_INT: the default */
+    const char *dflt_text; /* XG_OPT_STRING: the default (NULL: none) */
+    bool changes_code;     /* the generated program depends on it: it is part of every signature key */
+} xg_option;
+
+/* The options table (every field but the callbacks); *n gets its length. */
+const xg_option *xg_options_table(int *n);
+/* Every option at its default (the table's); nothing is read from the environment (the caller resolves it). */
 void xg_options_default(xg_options *o);
+/* Row r's value in o as text ("0", "16", "cc"; a NULL string as ""). */
+void xg_option_value(const xg_options *o, const xg_option *r, char *buf, size_t len);
 
 /* True when the code generator can compile node n (of graph g) on device dev. */
 bool xg_supports(const xe_graph *g, const xe_node *n, xe_device dev, const xg_options *o);

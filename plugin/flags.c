@@ -5,8 +5,11 @@
  *
  * XLAC_FLAGS holds space-separated `--name=value` words (a boolean may be
  * written `--name`). Each flag is one row of a table (name, kind, the field
- * it sets, default, meaning) that drives both the parser and `--help`, so
- * the two never disagree. Nothing is silently ignored: an unknown flag, a
+ * it sets, meaning) that drives both the parser and `--help`, so the two
+ * never disagree. Defaults are values, written once: the plugin's own in
+ * xlac_flags_default, the code generator's in its options table
+ * (codegen/plan/options.c); --help prints them from a default-filled
+ * xlac_flags. Nothing is silently ignored: an unknown flag, a
  * malformed value or a bad XLAC_AUTO_JIT is an error that names it.
  */
 #include <errno.h>
@@ -36,7 +39,8 @@ typedef struct flag_row {
     flag_kind kind;
     size_t field;     /* offsetof the value in xlac_flags */
     long long min;    /* FLAG_INT, FLAG_LLONG: smallest accepted value */
-    const char *dflt; /* default, as --help shows it */
+    const char *unset; /* --help's words for a default that is no value (what a NULL string means);
+                          "": none shown; NULL: --help prints the default struct's value */
     const char *help;
     bool session;     /* a session may set it (xlac_flags_apply); else it is the process's, shared */
 } flag_row;
@@ -44,47 +48,47 @@ typedef struct flag_row {
 #define AT(member) offsetof(xlac_flags, member)
 
 static const flag_row rows[] = {
-    {"auto_jit", FLAG_INT, AT(auto_jit), 0, "0",
+    {"auto_jit", FLAG_INT, AT(auto_jit), 0, NULL,
      "as XLAC_AUTO_JIT (0 off, 1 fusible ops, 2 every compilable op); a session's own level", true},
-    {"min_cluster_size", FLAG_INT, AT(min_cluster_size), 1, "2",
+    {"min_cluster_size", FLAG_INT, AT(min_cluster_size), 1, NULL,
      "clusters with fewer ops are dissolved (reason: cluster too small)", true},
-    {"max_cluster_size", FLAG_INT, AT(max_cluster_size), 0, "0",
+    {"max_cluster_size", FLAG_INT, AT(max_cluster_size), 0, NULL,
      "no cluster grows beyond N ops; 0: no limit", true},
-    {"devices", FLAG_DEVICES, AT(devices), 0, "cpu,gpu", "devices whose ops may be clustered", true},
-    {"ops_to_exclude", FLAG_OPS, AT(ops_to_exclude), 0, "(none)",
+    {"devices", FLAG_DEVICES, AT(devices), 0, NULL, "devices whose ops may be clustered", true},
+    {"ops_to_exclude", FLAG_OPS, AT(ops_to_exclude), 0, NULL,
      "comma-separated op names that are never clustered", true},
-    {"clustering_fuel", FLAG_LLONG, AT(clustering_fuel), 0, "unlimited",
+    {"clustering_fuel", FLAG_LLONG, AT(clustering_fuel), 0, NULL,
      "cluster at most the first N candidate ops (in graph order): bisects a miscompile", true},
-    {"clustering_debug", FLAG_BOOL, AT(clustering_debug), 0, "false",
+    {"clustering_debug", FLAG_BOOL, AT(clustering_debug), 0, NULL,
      "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there", true},
-    {"stats", FLAG_BOOL, AT(stats), 0, "false",
+    {"stats", FLAG_BOOL, AT(stats), 0, NULL,
      "at exit print two lines: 'xlac: stats' (clusters, launches, compiles, cache and disk hits, "
      "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)", false},
-    {"codegen", FLAG_BOOL, AT(codegen), 0, "true",
+    {"codegen", FLAG_BOOL, AT(codegen), 0, NULL,
      "false: clusters always run with the executor's per-op kernels", true},
-    {"fast_math", FLAG_BOOL, AT(xg.fast_math), 0, "false",
+    {"fast_math", FLAG_BOOL, AT(xg.fast_math), 0, NULL,
      "generated code may reassociate floating-point math", false},
-    {"compile_threshold", FLAG_INT, AT(xg.compile_threshold), 1, "1",
+    {"compile_threshold", FLAG_INT, AT(xg.compile_threshold), 1, NULL,
      "runs of one signature before it is compiled (earlier runs go per op)", false},
-    {"dynamic_after", FLAG_INT, AT(xg.dynamic_after), 0, "2",
+    {"dynamic_after", FLAG_INT, AT(xg.dynamic_after), 0, NULL,
      "distinct shapes of a cluster before one shape-generic program is compiled", false},
-    {"max_compiles_per_cluster", FLAG_INT, AT(xg.max_compiles_per_cluster), 1, "16",
+    {"max_compiles_per_cluster", FLAG_INT, AT(xg.max_compiles_per_cluster), 1, NULL,
      "programs compiled per cluster; beyond, it runs per op", false},
-    {"async_compilation", FLAG_BOOL, AT(xg.async_compilation), 0, "false",
+    {"async_compilation", FLAG_BOOL, AT(xg.async_compilation), 0, NULL,
      "compile in a background thread, running per op until the program is ready", false},
-    {"disk_cache", FLAG_BOOL, AT(xg.disk_cache), 0, "true", "keep compiled programs on disk", false},
+    {"disk_cache", FLAG_BOOL, AT(xg.disk_cache), 0, NULL, "keep compiled programs on disk", false},
     {"cache_dir", FLAG_STRING, AT(cache_dir), 0, "$XDG_CACHE_HOME/xlac or ~/.cache/xlac",
      "folder of the disk cache", false},
-    {"cache_max_mb", FLAG_INT, AT(xg.cache_max_mb), 0, "1024",
+    {"cache_max_mb", FLAG_INT, AT(xg.cache_max_mb), 0, NULL,
      "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit", false},
-    {"compile_timeout_s", FLAG_INT, AT(xg.compile_timeout_s), 0, "120",
+    {"compile_timeout_s", FLAG_INT, AT(xg.compile_timeout_s), 0, NULL,
      "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit", false},
-    {"dump_inputs", FLAG_BOOL, AT(dump_inputs), 0, "false",
+    {"dump_inputs", FLAG_BOOL, AT(dump_inputs), 0, NULL,
      "with XLAC_DUMP_TO=DIR: each launched cluster as DIR/replay_NNNN.CLUSTER/cluster.xg plus the .npy "
      "inputs of its first launch (inputs/), replayable with xlac-run --compare", false},
-    {"trace", FLAG_STRING, AT(trace_path), 0, "(none)",
+    {"trace", FLAG_STRING, AT(trace_path), 0, NULL,
      "write a timeline of the process to FILE.json at exit (Chrome trace-event JSON: ui.perfetto.dev)", false},
-    {"summary", FLAG_STRING, AT(summary_path), 0, "(none)",
+    {"summary", FLAG_STRING, AT(summary_path), 0, NULL,
      "write FILE.json at exit: nodes left out by reason, per cluster launches, hits, compile and launch "
      "times, and the run's share of time in clusters, per-op kernels and compiling", false},
     {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit", false},
@@ -122,21 +126,63 @@ void xlac_flags_free(xlac_flags *f)
     xg_options_default(&f->xg);
 }
 
+/* Row r's value in f as --help shows a default: "false", "16", "cpu,gpu", "(none)", "unlimited". */
+static void value_words(const flag_row *r, const xlac_flags *f, char *buf, size_t len)
+{
+    const void *at = (const char *)f + r->field;
+    size_t used = 0;
+    switch (r->kind) {
+    case FLAG_BOOL:
+        snprintf(buf, len, "%s", *(const bool *)at ? "true" : "false");
+        return;
+    case FLAG_INT:
+        snprintf(buf, len, "%d", *(const int *)at);
+        return;
+    case FLAG_LLONG:
+        if (*(const long long *)at < 0)
+            snprintf(buf, len, "unlimited");
+        else
+            snprintf(buf, len, "%lld", *(const long long *)at);
+        return;
+    case FLAG_STRING:
+        snprintf(buf, len, "%s", *(char *const *)at ? *(char *const *)at : "(none)");
+        return;
+    case FLAG_DEVICES:
+        buf[0] = '\0';
+        for (int d = 0; d < XE_DEV_COUNT && used < len; d++)
+            if (((const bool *)at)[d])
+                used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", xe_device_word((xe_device)d));
+        return;
+    case FLAG_OPS:
+        snprintf(buf, len, "%s", f->n_ops_to_exclude ? "(some)" : "(none)");
+        return;
+    }
+}
+
 void xlac_flags_help(FILE *out)
 {
+    xlac_flags dflt;
+    xlac_flags_default(&dflt);
     fprintf(out, "xlac flags (XLAC_FLAGS=\"--name=value ...\"; booleans also as --name):\n");
     for (int i = 0; i < N_ROWS; i++) {
         const char *arg = rows[i].kind == FLAG_BOOL ? "[=0|1]" : "=VALUE";
+        char value[200];
+        if (rows[i].unset)
+            snprintf(value, sizeof value, "%s", rows[i].unset);
+        else
+            value_words(&rows[i], &dflt, value, sizeof value);
         fprintf(out, "  --%s%s\n      %s", rows[i].name, arg, rows[i].help);
-        if (*rows[i].dflt)
-            fprintf(out, " (default: %s)", rows[i].dflt);
+        if (*value)
+            fprintf(out, " (default: %s)", value);
         fprintf(out, "\n");
     }
     fprintf(out, "environment:\n"
                  "  XLAC_AUTO_JIT=0|1|2     0 off (jit blocks only), 1 fusible ops, 2 every "
-                 "compilable op (default 0)\n"
+                 "compilable op (default %d)\n"
                  "  XLAC_DUMP_GRAPH_PREFIX=DIR  graph dumps with --clustering_debug\n"
-                 "  XLAC_DUMP_TO=DIR        generated programs (source, PTX, plan, log)\n");
+                 "  XLAC_DUMP_TO=DIR        generated programs (source, PTX, plan, log)\n",
+            dflt.auto_jit);
+    xlac_flags_free(&dflt);
 }
 
 /* ---- values ------------------------------------------------------------------- */

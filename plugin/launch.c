@@ -109,7 +109,7 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     double t0 = xe_now_us();
     li.t_fallback = timed ? t0 : 0;
     xe_code code = xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
-    if (c && code == XE_OK) /* what compiled code must beat, or be demoted (cache.c) */
+    if (c && code == XE_OK) /* what compiled code must beat, or be demoted (codegen/cache/compile_policy.c) */
         xg_cluster_per_op_time(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), n->device, a->in,
                                xe_now_us() - t0);
     if (timed)

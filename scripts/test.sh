@@ -8,6 +8,7 @@
 # the threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
 # --asan-gcc / --asan-clang: only that sanitizer build. --no-fuzz / --no-tsan skip those parts.
+# scripts/check_sizes.sh (STYLE.md's size rules) counts as one test.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -94,6 +95,21 @@ run_python() {
     fi
 }
 
+# The size rules of STYLE.md (scripts/check_sizes.sh: files <= 800 lines, functions <= 60): one test.
+run_sizes() {
+    local log=build/test-logs/check_sizes.log
+    mkdir -p build/test-logs
+    if scripts/check_sizes.sh >"$log" 2>&1; then
+        passed=$((passed + 1))
+        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_sizes" 1 0 0
+    else
+        failed=$((failed + 1)); failed_names+=("check_sizes")
+        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_sizes" 0 1 0
+        head -n 40 "$log" | sed 's/^/    /'
+    fi
+}
+
+run_sizes
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXLAC_DEVICE_CPU_DEBUG=ON  # + the test device (test_device_debug)
 run_python
 # ONNX's own node tests, op by op and clustered, through a CPU-only Release build of xlac-run and

@@ -209,3 +209,41 @@ Test(session_config, process_wide_and_bad_options_are_refused_by_name)
     cr_assert_eq(count_launches(xe_session_graph(p)), 0);
     xe_session_destroy(p);
 }
+
+/*
+ * --help shows each code generator option's default as the value that
+ * xg_options_default (its options table) sets: the default is written once.
+ */
+Test(flags_help, code_generator_defaults_come_from_the_options_table)
+{
+    char *text = NULL;
+    size_t len = 0;
+    FILE *out = open_memstream(&text, &len);
+    cr_assert_not_null(out);
+    xlac_flags_help(out);
+    fclose(out);
+    xg_options o;
+    xg_options_default(&o);
+    int n, shown = 0;
+    const xg_option *rows = xg_options_table(&n);
+    for (int i = 0; i < n; i++) {
+        char flag[80], v[64], want[160];
+        snprintf(flag, sizeof flag, "  --%s%s\n", rows[i].name, rows[i].kind == XG_OPT_BOOL ? "[=0|1]" : "=VALUE");
+        const char *at = strstr(text, flag);
+        if (!at || rows[i].kind == XG_OPT_STRING)
+            continue; /* not a flag (level2, cc: from the environment) */
+        xg_option_value(&o, &rows[i], v, sizeof v);
+        if (rows[i].kind == XG_OPT_BOOL)
+            snprintf(v, sizeof v, "%s", strcmp(v, "0") ? "true" : "false");
+        snprintf(want, sizeof want, "(default: %s)\n", v);
+        const char *eol = strchr(at + strlen(flag), '\n');
+        cr_assert_not_null(eol);
+        cr_expect(eol - (at + strlen(flag)) >= (long)strlen(want) - 1 &&
+                      strncmp(eol + 1 - strlen(want), want, strlen(want)) == 0,
+                  "--%s: help should end with '%s': %.*s", rows[i].name, want, (int)(eol - at), at);
+        shown++;
+    }
+    cr_expect_geq(shown, 8, "the code generator's flags are in --help");
+    cr_expect(strstr(text, "--max_compiles_per_cluster=VALUE\n"), "%s", text);
+    free(text);
+}

@@ -304,3 +304,75 @@ Test(signature, shape_generic_key_covers_its_pattern_only)
     xe_graph_destroy(a);
     dir_fini(&f);
 }
+
+/* Row r's value in o changed: a bool flipped, an int plus one, a string lengthened. */
+static void change_option(xg_options *o, const xg_option *r, char *text, size_t len)
+{
+    void *at = (char *)o + r->field;
+    switch (r->kind) {
+    case XG_OPT_BOOL:
+        *(bool *)at = !*(bool *)at;
+        return;
+    case XG_OPT_INT:
+        *(int *)at += 1;
+        return;
+    case XG_OPT_STRING:
+        snprintf(text, len, "%s-other", *(const char **)at ? *(const char **)at : "");
+        *(const char **)at = text;
+        return;
+    }
+}
+
+/*
+ * Every option the table marks as changing generated code changes the
+ * signature key: the key is built from that column, so a new
+ * code-changing option cannot be forgotten there.
+ */
+Test(signature, every_code_changing_option_changes_the_key)
+{
+    xe_graph *g = parse(body_a);
+    xe_type types[2] = {{XE_F32, {.rank = 2, .dims = {3, 8}}}, {XE_F32, {.rank = 2, .dims = {3, 8}}}};
+    xg_options base;
+    xg_options_default(&base);
+    char *k0 = xg_signature_key(g, types, XG_TARGET_C, 0, &base);
+    cr_assert_not_null(k0);
+    int n, marked = 0;
+    const xg_option *rows = xg_options_table(&n);
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].changes_code)
+            continue;
+        marked++;
+        xg_options o = base;
+        char text[256];
+        change_option(&o, &rows[i], text, sizeof text);
+        char *k = xg_signature_key(g, types, XG_TARGET_C, 0, &o);
+        cr_assert_not_null(k);
+        cr_expect_str_neq(k, k0, "--%s changes generated code but not the key: %s", rows[i].name, k);
+        cr_expect(strstr(k, rows[i].name), "the key names --%s: %s", rows[i].name, k);
+        free(k);
+    }
+    cr_expect_geq(marked, 1, "fast_math at least is marked as changing code");
+    free(k0);
+    xe_graph_destroy(g);
+}
+
+/* The defaults come from the table: each row's default is what xg_options_default sets. */
+Test(signature, options_default_is_the_table)
+{
+    xg_options o;
+    xg_options_default(&o);
+    int n;
+    const xg_option *rows = xg_options_table(&n);
+    for (int i = 0; i < n; i++) {
+        char v[256], want[256];
+        xg_option_value(&o, &rows[i], v, sizeof v);
+        if (rows[i].kind == XG_OPT_STRING)
+            snprintf(want, sizeof want, "%s", rows[i].dflt_text ? rows[i].dflt_text : "");
+        else
+            snprintf(want, sizeof want, "%lld", rows[i].dflt);
+        cr_expect_str_eq(v, want, "--%s", rows[i].name);
+    }
+    cr_expect_eq(o.max_compiles_per_cluster, 16);
+    cr_expect(o.disk_cache);
+    cr_expect_str_eq(o.cc, "cc");
+}

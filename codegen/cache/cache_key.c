@@ -53,6 +53,20 @@ void xg_shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, char ou
     free(types);
 }
 
+/* "|name=value" of every option that changes generated code (the options table's column). */
+static void append_code_options(const xg_options *o, xe_text *key)
+{
+    int n;
+    const xg_option *rows = xg_options_table(&n);
+    for (int i = 0; i < n; i++) {
+        if (!rows[i].changes_code)
+            continue;
+        char v[200];
+        xg_option_value(o, &rows[i], v, sizeof v);
+        xe_text_printf(key, "|%s=%s", rows[i].name, v);
+    }
+}
+
 /*
  * The key of a signature: its input types (of the tensors in, or types
  * when in is NULL), or (pattern given) its shape-generic program's pattern.
@@ -70,7 +84,8 @@ void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n
             xe_text_printf(key, "%s%s", k ? ";" : "", xe_type_str(&t, ty, sizeof ty));
         }
     }
-    xe_text_printf(key, "|%s|arch=%d|fast_math=%d|%s", xg_target_get(target)->name, arch, o->fast_math,
-                   xg_compiler_id(target, o));
+    xe_text_printf(key, "|%s|arch=%d", xg_target_get(target)->name, arch);
+    append_code_options(o, key);
+    xe_text_printf(key, "|%s", xg_compiler_id(target, o));
 }
 

@@ -1,6 +1,6 @@
 /*
  * What the code generator compiles: the predicate the plugin hands to the
- * clustering pass, and the code generator's default options.
+ * clustering pass (the default options are plan/options.c's table).
  */
 #include <stdlib.h>
 
@@ -8,21 +8,6 @@
 #include "op_text.h"
 #include "xg.h"
 #include "xlac/op.h"
-
-void xg_options_default(xg_options *o)
-{
-    *o = (xg_options){
-        .compile_threshold = 1,
-        .dynamic_after = 2,
-        .max_compiles_per_cluster = 16,
-        .disk_cache = true,
-        .cache_max_mb = 1024,
-        .compile_timeout_s = 120,
-        .cc = "cc",
-        .tmp_dir = "/tmp",
-        .library_conv = true,
-    };
-}
 
 /* An op with an ops.def expression needs one for its operands' dtype (the emitter prints it). */
 static bool emits_text(const xe_graph *g, const xe_node *n, const xe_op_def *d)

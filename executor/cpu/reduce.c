@@ -149,66 +149,6 @@ DEF_ROW_FOLD(row_prod_i64, int64_t, uint64_t, I2U, 1, *, MUL)
 DEF_ROW_FOLD(row_max_i64, int64_t, int64_t, I2I, INT64_MIN, max, MAXI)
 DEF_ROW_FOLD(row_min_i64, int64_t, int64_t, I2I, INT64_MAX, min, MINI)
 
-/*
- * The three layouts for one dtype and op. Rows (inner == 1): ROW folds a
- * contiguous row, threads over rows, or inside each row when there are
- * few. Columns (inner > 1): tiles of adjacent outputs (whole rows when
- * they are at most XE_COL_WIDE; scalar.h has the rule, shared with
- * generated C), each accumulating the K input rows of its
- * tile (contiguous reads), threads over tiles and, when there are few,
- * over chunks of the rows whose partials are combined in chunk order.
- * ACC is the accumulator, COMBINE(acc, v) folds one value.
- */
-#define REDUCE_LOOPS(T, ACC, LOAD, STORE, INIT, COMBINE, ROW)                                      \
-    do {                                                                                           \
-        const T *restrict x = r->x;                                                                \
-        T *restrict y = r->y;                                                                      \
-        int64_t O = r->v.outer, K = r->v.k, I = r->v.inner;                                        \
-        bool big = O * K * I >= XE_PARALLEL_MIN;                                                   \
-        if (I == 1 && O < FEW_ROWS) {                                                              \
-            for (int64_t o = 0; o < O; o++)                                                        \
-                y[o] = STORE(finish(r, ROW(x + o * K, K, big)));                                   \
-        } else if (I == 1) {                                                                       \
-            _Pragma("omp parallel for if (big)") for (int64_t o = 0; o < O; o++)                   \
-                y[o] = STORE(finish(r, ROW(x + o * K, K, false)));                                 \
-        } else {                                                                                   \
-            int64_t W = I <= XE_COL_WIDE ? I + (I == 0) : XE_COL_TILE, per = (I + W - 1) / W;     \
-            int64_t tiles = O * per, C = xe_column_chunks(tiles, K);                               \
-            ACC *part = C > 1 ? malloc(sizeof(ACC) * (size_t)(C * O * I)) : NULL;                  \
-            if (!part)                                                                             \
-                C = 1;                                                                             \
-            _Pragma("omp parallel for collapse(2) if (big)") for (int64_t t = 0; t < tiles; t++)   \
-                for (int64_t c = 0; c < C; c++) {                                                  \
-                int64_t o = t / per, i0 = t % per * W;                                             \
-                int64_t w = I - i0 < W ? I - i0 : W;                                               \
-                int64_t kb = xe_chunk_begin(K, C, c), ke = xe_chunk_begin(K, C, c + 1);            \
-                ACC acc[XE_COL_WIDE];                                                              \
-                for (int64_t i = 0; i < w; i++)                                                    \
-                    acc[i] = INIT;                                                                 \
-                for (int64_t k = kb; k < ke; k++) {                                                \
-                    const T *row = x + (o * K + k) * I + i0;                                       \
-                    _Pragma("omp simd") for (int64_t i = 0; i < w; i++)                            \
-                        acc[i] = COMBINE(acc[i], LOAD(row[i]));                                    \
-                }                                                                                  \
-                if (C > 1)                                                                         \
-                    memcpy(part + (c * O + o) * I + i0, acc, sizeof(ACC) * (size_t)w);             \
-                else                                                                               \
-                    for (int64_t i = 0; i < w; i++)                                                \
-                        y[o * I + i0 + i] = STORE(finish(r, acc[i]));                              \
-            }                                                                                      \
-            if (C > 1) {                                                                           \
-                _Pragma("omp parallel for if (O * I * C >= XE_PARALLEL_MIN)")                      \
-                for (int64_t j = 0; j < O * I; j++) {                                              \
-                    ACC a = part[j];                                                               \
-                    for (int64_t c = 1; c < C; c++)                                                \
-                        a = COMBINE(a, part[c * O * I + j]);                                       \
-                    y[j] = STORE(finish(r, a));                                                    \
-                }                                                                                  \
-                free(part);                                                                        \
-            }                                                                                      \
-        }                                                                                          \
-    } while (0)
-
 /* The mean divides on the last pass. */
 static inline float finish_f(const red *r, float acc)
 {
@@ -225,68 +165,163 @@ static inline int64_t finish_i(const red *r, int64_t acc)
         return r->count ? acc / r->count : 0;
     return acc;
 }
+#define FINISH_I(r, acc) finish_i((r), (int64_t)(acc))
 
 #define TO_I32(v) ((int32_t)(uint32_t)(uint64_t)(v))
 #define TO_I64(v) ((int64_t)(v))
 
 /*
- * The four reductions of one dtype T (results stored through STORE): sum
- * and product accumulate in SACC (read through SLOAD), max and min compare
- * in CACC (through CLOAD) from LOWEST / HIGHEST. Floats do all four in one
- * type, with NaN-propagating max/min; ints sum and multiply in uint64_t
- * (wrapping) and compare in int64_t. The mean is the sum, finished:
- * `finish` is the caller's, for its accumulator.
+ * The column layout's tiles: W adjacent outputs a tile (whole rows when
+ * they are at most XE_COL_WIDE; scalar.h has the rule, shared with
+ * generated C), per tiles a row of I outputs, and the K input rows in C
+ * chunks (xe_column_chunks: more than one when there are few tiles).
  */
-#define REDUCE_OPS(T, STORE, SACC, SLOAD, CACC, CLOAD, LOWEST, HIGHEST, MAX, MIN, sfx)             \
-    switch (r->op) {                                                                               \
-    case XE_OP_REDUCE_SUM:                                                                         \
-    case XE_OP_REDUCE_MEAN:                                                                        \
-        REDUCE_LOOPS(T, SACC, SLOAD, STORE, (SACC)0, ADD, row_sum_##sfx);                          \
-        break;                                                                                     \
-    case XE_OP_REDUCE_PROD:                                                                        \
-        REDUCE_LOOPS(T, SACC, SLOAD, STORE, (SACC)1, MUL, row_prod_##sfx);                         \
-        break;                                                                                     \
-    case XE_OP_REDUCE_MAX:                                                                         \
-        REDUCE_LOOPS(T, CACC, CLOAD, STORE, LOWEST, MAX, row_max_##sfx);                           \
-        break;                                                                                     \
-    case XE_OP_REDUCE_MIN:                                                                         \
-        REDUCE_LOOPS(T, CACC, CLOAD, STORE, HIGHEST, MIN, row_min_##sfx);                          \
-        break;                                                                                     \
-    default:                                                                                       \
-        break;                                                                                     \
+typedef struct col_grid {
+    int64_t O, K, I; /* the [outer, K, inner] view */
+    int64_t W, per, tiles, C;
+} col_grid;
+
+static col_grid col_grid_of(const okI *v)
+{
+    col_grid g = {.O = v->outer, .K = v->k, .I = v->inner};
+    g.W = g.I <= XE_COL_WIDE ? g.I + (g.I == 0) : XE_COL_TILE;
+    g.per = (g.I + g.W - 1) / g.W;
+    g.tiles = g.O * g.per;
+    g.C = xe_column_chunks(g.tiles, g.K);
+    return g;
+}
+
+/*
+ * The layouts of one dtype and op, as functions of their operands: T is
+ * the element type, ACC the accumulator (read through LOAD, stored
+ * through STORE after FINISH(r, acc), the mean's division), INIT the
+ * fold's start and COMBINE(acc, v) folds one value; ROW folds one
+ * contiguous row (DEF_ROW_FOLD, DEF_ROW_NANFOLD).
+ *
+ * Rows (inner == 1): threads over rows, or inside each row when there
+ * are few.
+ */
+#define DEF_REDUCE_ROWS(NAME, T, STORE, FINISH, ROW)                                               \
+    static void NAME(const red *r, const T *restrict x, T *restrict y, bool big)                  \
+    {                                                                                              \
+        int64_t O = r->v.outer, K = r->v.k;                                                        \
+        if (O < FEW_ROWS) {                                                                        \
+            for (int64_t o = 0; o < O; o++)                                                        \
+                y[o] = STORE(FINISH(r, ROW(x + o * K, K, big)));                                   \
+        } else {                                                                                   \
+            _Pragma("omp parallel for if (big)") for (int64_t o = 0; o < O; o++)                   \
+                y[o] = STORE(FINISH(r, ROW(x + o * K, K, false)));                                 \
+        }                                                                                          \
     }
 
-#define finish finish_f
-static void reduce_f32(const red *r)
-{
-    REDUCE_OPS(float, KEEP, float, KEEP, float, KEEP, -INFINITY, INFINITY, MAXF, MINF, f32)
-}
+/*
+ * Columns (inner > 1): each tile of adjacent outputs accumulates the K
+ * input rows of its tile (contiguous reads); threads over tiles and, when
+ * there are few, over chunks of the rows, whose partials (part: C x O x I)
+ * are combined in chunk order. NAME_tile is tile t over chunk c.
+ */
+#define DEF_REDUCE_COLS(NAME, T, ACC, LOAD, STORE, FINISH, INIT, COMBINE)                          \
+    static inline void NAME##_tile(const red *r, const col_grid *g, const T *restrict x,          \
+                                   T *restrict y, ACC *part, int64_t t, int64_t c)                 \
+    {                                                                                              \
+        int64_t O = g->O, K = g->K, I = g->I, W = g->W;                                            \
+        int64_t o = t / g->per, i0 = t % g->per * W;                                               \
+        int64_t w = I - i0 < W ? I - i0 : W;                                                       \
+        int64_t kb = xe_chunk_begin(K, g->C, c), ke = xe_chunk_begin(K, g->C, c + 1);              \
+        ACC acc[XE_COL_WIDE];                                                                      \
+        for (int64_t i = 0; i < w; i++)                                                            \
+            acc[i] = INIT;                                                                         \
+        for (int64_t k = kb; k < ke; k++) {                                                        \
+            const T *row = x + (o * K + k) * I + i0;                                               \
+            _Pragma("omp simd") for (int64_t i = 0; i < w; i++)                                    \
+                acc[i] = COMBINE(acc[i], LOAD(row[i]));                                            \
+        }                                                                                          \
+        if (g->C > 1)                                                                              \
+            memcpy(part + (c * O + o) * I + i0, acc, sizeof(ACC) * (size_t)w);                     \
+        else                                                                                       \
+            for (int64_t i = 0; i < w; i++)                                                        \
+                y[o * I + i0 + i] = STORE(FINISH(r, acc[i]));                                      \
+    }                                                                                              \
+    static void NAME##_combine(const red *r, const col_grid *g, const ACC *part, T *restrict y)    \
+    {                                                                                              \
+        int64_t n = g->O * g->I, C = g->C;                                                         \
+        _Pragma("omp parallel for if (n * C >= XE_PARALLEL_MIN)") for (int64_t j = 0; j < n; j++) \
+        {                                                                                          \
+            ACC a = part[j];                                                                       \
+            for (int64_t c = 1; c < C; c++)                                                        \
+                a = COMBINE(a, part[c * n + j]);                                                   \
+            y[j] = STORE(FINISH(r, a));                                                            \
+        }                                                                                          \
+    }                                                                                              \
+    static void NAME(const red *r, const T *restrict x, T *restrict y, bool big)                  \
+    {                                                                                              \
+        col_grid g = col_grid_of(&r->v);                                                           \
+        ACC *part = g.C > 1 ? malloc(sizeof(ACC) * (size_t)(g.C * g.O * g.I)) : NULL;              \
+        if (!part)                                                                                 \
+            g.C = 1;                                                                               \
+        int64_t tiles = g.tiles, C = g.C;                                                          \
+        _Pragma("omp parallel for collapse(2) if (big)") for (int64_t t = 0; t < tiles; t++)       \
+            for (int64_t c = 0; c < C; c++)                                                        \
+                NAME##_tile(r, &g, x, y, part, t, c);                                              \
+        if (C > 1) {                                                                               \
+            NAME##_combine(r, &g, part, y);                                                        \
+            free(part);                                                                            \
+        }                                                                                          \
+    }
 
+/* One op of one dtype: its row and column layouts and the choice between them. */
+#define DEF_REDUCE(NAME, T, ACC, LOAD, STORE, FINISH, INIT, COMBINE, ROW)                          \
+    DEF_REDUCE_ROWS(NAME##_rows, T, STORE, FINISH, ROW)                                            \
+    DEF_REDUCE_COLS(NAME##_cols, T, ACC, LOAD, STORE, FINISH, INIT, COMBINE)                       \
+    static void NAME(const red *r)                                                                 \
+    {                                                                                              \
+        bool big = r->v.outer * r->v.k * r->v.inner >= XE_PARALLEL_MIN;                            \
+        if (r->v.inner == 1)                                                                       \
+            NAME##_rows(r, r->x, r->y, big);                                                       \
+        else                                                                                       \
+            NAME##_cols(r, r->x, r->y, big);                                                       \
+    }
+
+/*
+ * The four reductions of one dtype T (results stored through STORE after
+ * FINISH): sum and product accumulate in SACC (read through SLOAD), max
+ * and min compare in CACC (through CLOAD) from LOWEST / HIGHEST. Floats do
+ * all four in one type, with NaN-propagating max/min; ints sum and
+ * multiply in uint64_t (wrapping) and compare in int64_t. The mean is the
+ * sum, finished. Defines reduce_SFX(r), which picks r->op's.
+ */
+#define DEF_REDUCE_OPS(SFX, T, STORE, FINISH, SACC, SLOAD, CACC, CLOAD, LOWEST, HIGHEST, MAX, MIN)  \
+    DEF_REDUCE(sum_##SFX, T, SACC, SLOAD, STORE, FINISH, (SACC)0, ADD, row_sum_##SFX)              \
+    DEF_REDUCE(prod_##SFX, T, SACC, SLOAD, STORE, FINISH, (SACC)1, MUL, row_prod_##SFX)            \
+    DEF_REDUCE(max_##SFX, T, CACC, CLOAD, STORE, FINISH, LOWEST, MAX, row_max_##SFX)               \
+    DEF_REDUCE(min_##SFX, T, CACC, CLOAD, STORE, FINISH, HIGHEST, MIN, row_min_##SFX)              \
+    static void reduce_##SFX(const red *r)                                                         \
+    {                                                                                              \
+        switch (r->op) {                                                                           \
+        case XE_OP_REDUCE_SUM:                                                                     \
+        case XE_OP_REDUCE_MEAN:                                                                    \
+            sum_##SFX(r);                                                                          \
+            break;                                                                                 \
+        case XE_OP_REDUCE_PROD:                                                                    \
+            prod_##SFX(r);                                                                         \
+            break;                                                                                 \
+        case XE_OP_REDUCE_MAX:                                                                     \
+            max_##SFX(r);                                                                          \
+            break;                                                                                 \
+        case XE_OP_REDUCE_MIN:                                                                     \
+            min_##SFX(r);                                                                          \
+            break;                                                                                 \
+        default:                                                                                   \
+            break;                                                                                 \
+        }                                                                                          \
+    }
+
+DEF_REDUCE_OPS(f32, float, KEEP, finish_f, float, KEEP, float, KEEP, -INFINITY, INFINITY, MAXF, MINF)
 /* f16 accumulates in float and rounds once at the end. */
-static void reduce_f16(const red *r)
-{
-    REDUCE_OPS(xe_f16, F2H, float, H2F, float, H2F, -INFINITY, INFINITY, MAXF, MINF, f16)
-}
-#undef finish
-
-#define finish finish_d
-static void reduce_f64(const red *r)
-{
-    REDUCE_OPS(double, KEEP, double, KEEP, double, KEEP, -INFINITY, INFINITY, MAXF, MINF, f64)
-}
-#undef finish
-
-#define finish(r, acc) finish_i((r), (int64_t)(acc))
-static void reduce_i32(const red *r)
-{
-    REDUCE_OPS(int32_t, TO_I32, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI, i32)
-}
-
-static void reduce_i64(const red *r)
-{
-    REDUCE_OPS(int64_t, TO_I64, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI, i64)
-}
-#undef finish
+DEF_REDUCE_OPS(f16, xe_f16, F2H, finish_f, float, H2F, float, H2F, -INFINITY, INFINITY, MAXF, MINF)
+DEF_REDUCE_OPS(f64, double, KEEP, finish_d, double, KEEP, double, KEEP, -INFINITY, INFINITY, MAXF, MINF)
+DEF_REDUCE_OPS(i32, int32_t, TO_I32, FINISH_I, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI)
+DEF_REDUCE_OPS(i64, int64_t, TO_I64, FINISH_I, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI)
 
 static void reduce_pass(const red *r)
 {
