@@ -12,6 +12,7 @@
 #include "xlac/session.h"
 
 typedef struct xe_node_state xe_node_state; /* uthash: node pointer -> run counter */
+typedef struct xe_specs xe_specs;           /* specialise.c: graphs per input-shape signature */
 
 struct xe_session {
     xe_graph *graph;          /* as it runs, after passes */
@@ -21,6 +22,7 @@ struct xe_session {
     atomic_bool placement_logged; /* a run logged placement lines (once per session, unless log_every) */
     atomic_int runs;          /* runs so far (the trace's "run K") */
     xe_node_state *states;    /* per-node state of stateful ops */
+    xe_specs *specs;          /* graph->maker: the prepared graph of each signature fed */
 };
 
 struct xe_exec {
@@ -30,5 +32,15 @@ struct xe_exec {
 
 /* The counter of stateful node n (created at 0 on first use); NULL on OOM. */
 uint64_t *xe_session_node_state(xe_session *s, const xe_node *n);
+
+/* Infers, places and runs the registered passes on *g (which a pass may replace). */
+xe_code xe_session_prepare(xe_session *s, xe_graph **g, xe_status *st);
+
+/* specialise.c */
+xe_specs *xe_specs_new(void);
+void xe_specs_destroy(xe_specs *c);
+/* The prepared graph for the shapes of in (built on a miss); give it back with xe_specs_put. */
+xe_graph *xe_specs_get(xe_session *s, xe_tensor *const *in, int *slot, xe_status *st);
+void xe_specs_put(xe_session *s, xe_graph *g, int slot);
 
 #endif

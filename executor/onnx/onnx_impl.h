@@ -58,6 +58,9 @@ typedef struct ox_ctx {
     unsigned char *final;         /* per node: 1 once it is an ONNX node's output */
     int cap_names;
     ox_errors errs;
+    const xe_shape *pin;          /* not NULL: per graph input, the shape its unknown dims take */
+    xe_tensor **inits;            /* not NULL: initializer k's tensor, loaded once and kept here
+                                     for every specialisation of the model (retained) */
 } ox_ctx;
 
 /* One ONNX node being built. */
