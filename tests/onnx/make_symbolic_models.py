@@ -14,6 +14,7 @@ from onnx import TensorProto, helper, numpy_helper
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "onnx")
 SIZES = [(1, 3), (2, 5), (3, 8)]
 N = helper.make_node
+F = TensorProto.FLOAT
 
 
 def c(name, a):
@@ -92,5 +93,40 @@ def main():
         np.save(os.path.join(OUT, "symbolic_attention.s%d.out0.npy" % k), y)
 
 
+
+
+def index_ops():
+    """GatherND (constant and fed indices, negative ones) and CumSum (each attribute), with
+    onnxruntime's outputs: index_ops.inJ.npy / index_ops.outJ.npy."""
+    nodes = [N("GatherND", ["x", "ci"], ["g0"], name="gnd_const"),
+             N("GatherND", ["x", "fi"], ["g1"], name="gnd_fed"),
+             N("CumSum", ["x", "ax1"], ["c0"], name="cumsum"),
+             N("CumSum", ["x", "ax0"], ["c1"], name="cumsum_rev_excl", exclusive=1, reverse=1),
+             N("CumSum", ["m", "axm"], ["c2"], name="cumsum_int")]
+    inits = [c("ci", np.array([[0, 1], [-1, 2]], np.int64)), c("ax1", np.int64(1)),
+             c("ax0", np.int32(0)), c("axm", np.int64(-1))]
+    g = helper.make_graph(
+        nodes, "index_ops",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, 4, 2]),
+         helper.make_tensor_value_info("fi", TensorProto.INT64, [2, 1, 3]),
+         helper.make_tensor_value_info("m", TensorProto.INT64, [2, 6])],
+        [helper.make_tensor_value_info(n, t, None) for n, t in
+         [("g0", F), ("g1", F), ("c0", F), ("c1", F), ("c2", TensorProto.INT64)]],
+        inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    path = os.path.join(OUT, "index_ops.onnx")
+    onnx.save(m, path)
+    rng = np.random.default_rng(5)
+    ins = [rng.uniform(-1, 1, (3, 4, 2)).astype(np.float32),
+           np.array([[[2, -1, 1]], [[0, 3, 0]]], np.int64), rng.integers(0, 2, (2, 6)).astype(np.int64)]
+    outs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+        None, {"x": ins[0], "fi": ins[1], "m": ins[2]})
+    for j, a in enumerate(ins):
+        np.save(os.path.join(OUT, "index_ops.in%d.npy" % j), a)
+    for j, a in enumerate(outs):
+        np.save(os.path.join(OUT, "index_ops.out%d.npy" % j), a)
+
+
 if __name__ == "__main__":
     main()
+    index_ops()
