@@ -39,8 +39,21 @@ xe_code xe_session_prepare(xe_session *s, xe_graph **g, xe_status *st);
 /* specialise.c */
 xe_specs *xe_specs_new(void);
 void xe_specs_destroy(xe_specs *c);
+/* A run's loan of a prepared graph: the graph, the values of its extra inputs. */
+typedef struct xe_spec_use {
+    xe_graph *graph;
+    xe_tensor **extras;
+    int n_extras;
+    int slot;           /* -1: not cached (own holds it) */
+    struct spec *own;
+} xe_spec_use;
 /* The prepared graph for the shapes of in (built on a miss); give it back with xe_specs_put. */
-xe_graph *xe_specs_get(xe_session *s, xe_tensor *const *in, int *slot, xe_status *st);
-void xe_specs_put(xe_session *s, xe_graph *g, int slot);
+xe_code xe_specs_get(xe_session *s, xe_tensor *const *in, xe_spec_use *u, xe_status *st);
+void xe_specs_put(xe_session *s, xe_spec_use *u);
+/* generalise.c: a (built at the fed shapes) rewritten to serve every size, b the same model
+   built with each symbolic dim of tmpl one larger; NULL when what differs cannot be rewritten.
+   *extras: the values of the inputs it adds after tmpl's. */
+xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl, xe_tensor ***extras,
+                        int *n_extras);
 
 #endif

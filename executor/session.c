@@ -218,12 +218,17 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
             return st->code;
     if (!s->specs)
         return run_graph(s, g, inputs, outputs, st);
-    int slot;
-    xe_graph *sg = xe_specs_get(s, inputs, &slot, st);
-    if (!sg)
+    xe_spec_use u;
+    if (xe_specs_get(s, inputs, &u, st) != XE_OK)
         return st->code;
-    xe_code c = run_graph(s, sg, inputs, outputs, st);
-    xe_specs_put(s, sg, slot);
+    xe_tensor **all = malloc((size_t)(g->n_inputs + u.n_extras + 1) * sizeof *all);
+    xe_code c = all ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int k = 0; all && k < g->n_inputs + u.n_extras; k++)
+        all[k] = k < g->n_inputs ? inputs[k] : u.extras[k - g->n_inputs];
+    if (c == XE_OK)
+        c = run_graph(s, u.graph, all, outputs, st);
+    free(all);
+    xe_specs_put(s, &u);
     return c;
 }
 

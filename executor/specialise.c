@@ -21,6 +21,8 @@
 typedef struct spec {
     xe_shape *shapes;   /* one per graph input */
     xe_graph *graph;    /* prepared */
+    xe_tensor **extras; /* values of its inputs after the model's (generalise.c) */
+    int n_extras;
     int busy;           /* runs holding it */
     uint64_t used;      /* tick of its last use */
 } spec;
@@ -42,6 +44,9 @@ xe_specs *xe_specs_new(void)
 
 static void spec_clear(spec *e)
 {
+    for (int k = 0; k < e->n_extras; k++)
+        xe_tensor_release(e->extras[k]);
+    free(e->extras);
     xe_graph_destroy(e->graph);
     free(e->shapes);
     memset(e, 0, sizeof *e);
@@ -90,73 +95,102 @@ static int victim(xe_specs *c)
     return best;
 }
 
-/* Builds and prepares the graph for the fed shapes. */
-static xe_graph *build(xe_session *s, xe_tensor *const *in, int n, xe_shape **shapes, xe_status *st)
+/*
+ * The graph built at shapes, rewritten to serve every size when the same
+ * model built with each symbolic dim one larger tells what depends on the
+ * sizes (generalise.c); as built otherwise.
+ */
+static xe_graph *specialise(xe_session *s, const xe_shape *shapes, spec *e, xe_status *st)
 {
-    *shapes = calloc((size_t)n + 1, sizeof **shapes);
-    if (!*shapes) {
-        xe_fail(st, XE_ERR_NOMEM, "out of memory");
-        return NULL;
+    const xe_graph *t = s->graph;
+    xe_graph *g = xe_graph_specialise(t, shapes, st);
+    xe_shape *larger = g ? calloc((size_t)t->n_inputs + 1, sizeof *larger) : NULL;
+    for (int k = 0; larger && k < t->n_inputs; k++) {
+        larger[k] = shapes[k];
+        for (int d = 0; d < larger[k].rank; d++)
+            larger[k].dims[d] += t->nodes[t->inputs[k]]->type.shape.dims[d] < 0;
     }
-    for (int k = 0; k < n; k++)
-        (*shapes)[k] = in[k]->shape;
-    xe_graph *g = xe_graph_specialise(s->graph, *shapes, st);
-    if (g && xe_session_prepare(s, &g, st) != XE_OK) {
+    xe_status ignored;
+    xe_status_clear(&ignored);
+    xe_graph *h = larger ? xe_graph_specialise(t, larger, &ignored) : NULL;
+    xe_graph *general = h ? xe_generalise(g, h, t, &e->extras, &e->n_extras) : NULL;
+    free(larger);
+    xe_graph_destroy(h);
+    if (general) {
         xe_graph_destroy(g);
-        g = NULL;
-    }
-    if (!g) {
-        free(*shapes);
-        *shapes = NULL;
+        g = general;
     }
     return g;
 }
 
-xe_graph *xe_specs_get(xe_session *s, xe_tensor *const *in, int *slot, xe_status *st)
+/* Builds and prepares the graph for the fed shapes into e. */
+static xe_code build(xe_session *s, xe_tensor *const *in, int n, spec *e, xe_status *st)
+{
+    if (!(e->shapes = calloc((size_t)n + 1, sizeof *e->shapes)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int k = 0; k < n; k++)
+        e->shapes[k] = in[k]->shape;
+    e->graph = specialise(s, e->shapes, e, st);
+    if (!e->graph || xe_session_prepare(s, &e->graph, st) != XE_OK) {
+        spec_clear(e);
+        return st->code;
+    }
+    return XE_OK;
+}
+
+/* Hands slot k (locked) to a run. */
+static void lend(xe_specs *c, int k, xe_spec_use *u)
+{
+    c->slot[k].busy++;
+    c->slot[k].used = ++c->tick;
+    *u = (xe_spec_use){.graph = c->slot[k].graph, .extras = c->slot[k].extras,
+                       .n_extras = c->slot[k].n_extras, .slot = k};
+}
+
+xe_code xe_specs_get(xe_session *s, xe_tensor *const *in, xe_spec_use *u, xe_status *st)
 {
     xe_specs *c = s->specs;
     int n = s->graph->n_inputs;
     pthread_mutex_lock(&c->lock);
     int k = find(c, in, n);
     if (k >= 0) {
-        c->slot[k].busy++;
-        c->slot[k].used = ++c->tick;
-        *slot = k;
+        lend(c, k, u);
         pthread_mutex_unlock(&c->lock);
-        return c->slot[k].graph;
+        return XE_OK;
     }
     pthread_mutex_unlock(&c->lock);
-    xe_shape *shapes;
-    xe_graph *g = build(s, in, n, &shapes, st); /* unlocked: it may compile */
-    if (!g)
-        return NULL;
+    spec e = {0};
+    if (build(s, in, n, &e, st) != XE_OK) /* unlocked: clustering may compile */
+        return st->code;
     pthread_mutex_lock(&c->lock);
     c->n_made++;
-    if ((k = find(c, in, n)) < 0 && (k = victim(c)) >= 0)
-        c->slot[k] = (spec){.shapes = shapes, .graph = g};
-    else
-        k = -1; /* another run built it first, or every slot is busy: this run's own graph */
-    if (k >= 0 && c->slot[k].graph == g) {
-        c->slot[k].busy++;
-        c->slot[k].used = ++c->tick;
-        *slot = k;
+    if ((k = find(c, in, n)) < 0 && (k = victim(c)) >= 0) {
+        c->slot[k] = e;
+        lend(c, k, u);
         pthread_mutex_unlock(&c->lock);
-        return g;
+        return XE_OK;
     }
     pthread_mutex_unlock(&c->lock);
-    free(shapes);
-    *slot = -1;
-    return g;
+    /* another run built it first, or every slot is busy: this run's own, freed after it */
+    spec *own = malloc(sizeof *own);
+    if (!own) {
+        spec_clear(&e);
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    }
+    *own = e;
+    *u = (xe_spec_use){.graph = e.graph, .extras = e.extras, .n_extras = e.n_extras, .slot = -1, .own = own};
+    return XE_OK;
 }
 
-void xe_specs_put(xe_session *s, xe_graph *g, int slot)
+void xe_specs_put(xe_session *s, xe_spec_use *u)
 {
-    if (slot < 0) {
-        xe_graph_destroy(g);
+    if (u->slot < 0) {
+        spec_clear(u->own);
+        free(u->own);
         return;
     }
     pthread_mutex_lock(&s->specs->lock);
-    s->specs->slot[slot].busy--;
+    s->specs->slot[u->slot].busy--;
     pthread_mutex_unlock(&s->specs->lock);
 }
 

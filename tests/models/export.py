@@ -33,15 +33,21 @@ def sanitize(name):
 
 
 class Hidden(torch.nn.Module):
-    """A transformers model's last_hidden_state (or logits) as a plain tensor output."""
+    """A transformers text model's last_hidden_state as a plain tensor output."""
 
     def __init__(self, m):
         super().__init__()
         self.m = m
 
-    def forward(self, *args):
-        o = self.m(*args)
-        return o.last_hidden_state if hasattr(o, "last_hidden_state") else o.logits
+    def forward(self, input_ids, attention_mask):
+        return self.m(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+
+
+class ImageHidden(Hidden):
+    """A transformers vision model's last_hidden_state."""
+
+    def forward(self, pixel_values):
+        return self.m(pixel_values=pixel_values).last_hidden_state
 
 
 def text_inputs(b, s, vocab, seed):
@@ -102,7 +108,7 @@ def vit():
     from transformers import ViTConfig, ViTModel
     c = ViTConfig(image_size=32, patch_size=8, hidden_size=32, num_hidden_layers=2,
                   num_attention_heads=2, intermediate_size=64)
-    return Hidden(ViTModel(c, add_pooling_layer=False)), "image", 32
+    return ImageHidden(ViTModel(c, add_pooling_layer=False)), "image", 32
 
 
 def resnet():
