@@ -644,3 +644,63 @@ Test(e2e, empty_max_under_the_plugin_is_the_op_by_op_error)
     xt_result_free(&r);
     xt_tmp_remove();
 }
+
+/* One feed folder per size (batch, seq) of tests/data/onnx/symbolic_attention.onnx. */
+static void attention_feed(const char *name, int64_t b, int64_t s)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    cr_assert_eq(mkdir(xt_path(name), 0700), 0);
+    xe_shape xs = {.rank = 3, .dims = {b, s, 8}}, ms = {.rank = 2, .dims = {b, s}};
+    xe_tensor *x = xe_tensor_new(XE_F32, &xs, XE_DEV_CPU, &st), *m = xe_tensor_new(XE_I64, &ms, XE_DEV_CPU, &st);
+    for (int64_t i = 0; i < b * s * 8; i++)
+        ((float *)x->data)[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (int64_t i = 0; i < b * s; i++)
+        ((int64_t *)m->data)[i] = i % 5 != 4;
+    char p[64];
+    snprintf(p, sizeof p, "%s/x.npy", name);
+    cr_assert_eq(xe_npy_write(xt_path(p), x, &st), XE_OK, "%s", st.msg);
+    snprintf(p, sizeof p, "%s/mask.npy", name);
+    cr_assert_eq(xe_npy_write(xt_path(p), m, &st), XE_OK, "%s", st.msg);
+    xe_tensor_release(x);
+    xe_tensor_release(m);
+}
+
+/*
+ * A model whose shapes are computed from symbolic dims, fed 8 sizes in one
+ * process: every size runs, and the cluster compiles 3 times (two sizes,
+ * then one shape-generic program), within the bound of 4 a cluster has
+ * with `?` dims. Before the graphs built per size were generalised, each
+ * size compiled its own program (8).
+ */
+Test(e2e, symbolic_dims_at_eight_sizes_compile_at_most_four_times)
+{
+    static const int64_t size[8][2] = {{2, 3}, {2, 5}, {3, 8}, {2, 4}, {2, 7}, {4, 6}, {2, 9}, {3, 11}};
+    const char *argv[2 + 2 * 8 + 1] = {XLAC_RUN, XLAC_SOURCE_DIR "/tests/data/onnx/symbolic_attention.onnx"};
+    char dirs[8][600];
+    for (int k = 0; k < 8; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "f%d", k);
+        attention_feed(name, size[k][0], size[k][1]);
+        snprintf(dirs[k], sizeof dirs[k], "%s", xt_path(name));
+        argv[2 + 2 * k] = "--feed";
+        argv[3 + 2 * k] = dirs[k];
+    }
+    char flags[700];
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --disk_cache=0 --summary=%s", xt_path("summary.json"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "clusters=8 launches=8 "), "one cluster per size: %s", r.err);
+    const char *c = strstr(r.err, "compiles=");
+    cr_assert_not_null(c, "%s", r.err);
+    int compiles = atoi(c + strlen("compiles="));
+    cr_expect(compiles >= 1 && compiles <= 4, "compiles=%d over 8 sizes: %s", compiles, r.err);
+    char *summary = xt_read_file(xt_path("summary.json"), NULL);
+    cr_assert_not_null(summary);
+    cr_expect(strstr(summary, "\"name\":\"cluster_0\"") && !strstr(summary, "\"name\":\"cluster_1\""),
+              "one distinct cluster: %s", summary);
+    free(summary);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}

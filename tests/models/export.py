@@ -130,9 +130,115 @@ def mobilenet_v2():
     return mv2(width_mult=0.25, num_classes=10), "image", 32
 
 
+def bart():
+    from transformers import BartConfig, BartModel
+    c = BartConfig(vocab_size=100, d_model=32, encoder_layers=2, decoder_layers=2, encoder_attention_heads=2,
+                   decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64, max_position_embeddings=64)
+    return Hidden(BartModel(c)), "text", 100
+
+
+def clip_text():
+    from transformers import CLIPTextConfig, CLIPTextModel
+    c = CLIPTextConfig(vocab_size=100, hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                       num_attention_heads=2, max_position_embeddings=64)
+    return Hidden(CLIPTextModel(c)), "text", 100
+
+
+def clip_vision():
+    from transformers import CLIPVisionConfig, CLIPVisionModel
+    c = CLIPVisionConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                         image_size=32, patch_size=8)
+    return ImageHidden(CLIPVisionModel(c)), "image", 32
+
+
+def mobilenet_v3():
+    from torchvision.models import mobilenet_v3_small
+    return mobilenet_v3_small(width_mult=0.25, num_classes=10), "image", 32
+
+
+def efficientnet():
+    from torchvision.models.efficientnet import EfficientNet, _efficientnet_conf
+    setting, last = _efficientnet_conf("efficientnet_b0", width_mult=0.25, depth_mult=0.3)
+    return EfficientNet(setting, 0.2, num_classes=10, last_channel=last), "image", 32
+
+
+def convnext():
+    from torchvision.models.convnext import CNBlockConfig, ConvNeXt
+    return ConvNeXt([CNBlockConfig(16, 32, 1), CNBlockConfig(32, None, 1)], num_classes=10), "image", 32
+
+
+def regnet():
+    from torchvision.models.regnet import BlockParams, RegNet
+    p = BlockParams.from_init_params(depth=2, w_0=8, w_a=8.0, w_m=2.0, group_width=8)
+    return RegNet(p, num_classes=10, stem_width=8), "image", 32
+
+
+def densenet():
+    from torchvision.models.densenet import DenseNet
+    return DenseNet(growth_rate=8, block_config=(2, 2), num_init_features=16, bn_size=2, num_classes=10), "image", 32
+
+
+def vgg():
+    """VGG's feature layers (torchvision's make_layers) with a small head (VGG's own weighs 400 MB)."""
+    from torchvision.models.vgg import make_layers
+    nn = torch.nn
+    return nn.Sequential(make_layers([8, "M", 16, "M", 32, 32, "M"], batch_norm=True), nn.AdaptiveAvgPool2d(1),
+                         nn.Flatten(), nn.Linear(32, 10)), "image", 32
+
+
+def squeezenet():
+    from torchvision.models import squeezenet1_1
+    return squeezenet1_1(num_classes=10), "image", 32
+
+
+def shufflenet():
+    from torchvision.models.shufflenetv2 import ShuffleNetV2
+    return ShuffleNetV2([2, 2, 2], [8, 16, 32, 64, 128], num_classes=10), "image", 32
+
+
+def swin():
+    from torchvision.models.swin_transformer import SwinTransformer
+    return SwinTransformer(patch_size=[4, 4], embed_dim=16, depths=[1, 1], num_heads=[1, 2], window_size=[4, 4],
+                           num_classes=10), "image", 32
+
+
+def tv_vit():
+    from torchvision.models.vision_transformer import VisionTransformer
+    return VisionTransformer(image_size=32, patch_size=8, num_layers=2, num_heads=2, hidden_dim=32, mlp_dim=64,
+                             num_classes=10), "image", 32
+
+
+def timm_vit():
+    import timm
+    return timm.create_model("vit_tiny_patch16_224", pretrained=False, img_size=32, patch_size=8, embed_dim=32,
+                             depth=2, num_heads=2, num_classes=10), "image", 32
+
+
+def timm_convnext():
+    import timm
+    return timm.create_model("convnext_atto", pretrained=False, dims=(8, 16, 32, 64), depths=(1, 1, 1, 1),
+                             num_classes=10), "image", 32
+
+
+def timm_resnet():
+    import timm
+    from timm.models.resnet import BasicBlock, ResNet
+    return ResNet(BasicBlock, [1, 1, 1, 1], channels=(8, 16, 32, 64), num_classes=10), "image", 32
+
+
+def timm_efficientnet():
+    import timm
+    return timm.create_model("efficientnet_b0", pretrained=False, channel_multiplier=0.25, depth_multiplier=0.3,
+                             num_classes=10), "image", 32
+
+
 ARCHS = {"bert": bert, "gpt2": gpt2, "t5_encoder": t5_encoder, "llama": llama,
          "distilbert": distilbert, "roberta": roberta, "vit": vit, "resnet": resnet,
-         "mobilenet_v2": mobilenet_v2}
+         "mobilenet_v2": mobilenet_v2, "bart": bart, "clip_text": clip_text, "clip_vision": clip_vision,
+         "mobilenet_v3": mobilenet_v3, "efficientnet": efficientnet, "convnext": convnext, "regnet": regnet,
+         "densenet": densenet, "vgg": vgg, "squeezenet": squeezenet, "shufflenet": shufflenet, "swin": swin,
+         "tv_vit": tv_vit, "timm_vit": timm_vit, "timm_convnext": timm_convnext, "timm_resnet": timm_resnet,
+         "timm_efficientnet": timm_efficientnet}
 
 
 def feeds(kind, arg, dynamic):
@@ -188,21 +294,23 @@ def one(arch, dynamic, exporter):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
-    ap.add_argument("--exporter", default="dynamo", choices=["dynamo", "script"])
+    ap.add_argument("--exporter", default="dynamo", choices=["dynamo", "script", "both"])
     a = ap.parse_args()
     ok, bad = [], []
+    exporters = ["dynamo", "script"] if a.exporter == "both" else [a.exporter]
     for arch in ARCHS:
         for dynamic in (False, True):
-            tag = "%s %s" % (arch, "dynamic" if dynamic else "fixed")
-            if a.only and not re.search(a.only, tag):
-                continue
-            try:
-                ok.append(one(arch, dynamic, a.exporter))
-                print("exported", ok[-1], flush=True)
-            except Exception:
-                traceback.print_exc()
-                bad.append(tag)
-                print("FAILED export", tag, flush=True)
+            for exporter in exporters:
+                tag = "%s %s %s" % (arch, "dynamic" if dynamic else "fixed", exporter)
+                if a.only and not re.search(a.only, tag):
+                    continue
+                try:
+                    ok.append(one(arch, dynamic, exporter))
+                    print("exported", ok[-1], flush=True)
+                except Exception:
+                    traceback.print_exc()
+                    bad.append(tag)
+                    print("FAILED export", tag, flush=True)
     print("exports: %d written, %d failed %s" % (len(ok), len(bad), bad))
     return 0 if not bad else 1
 
