@@ -100,9 +100,8 @@ static int victim(xe_specs *c)
  * model built with each symbolic dim one larger tells what depends on the
  * sizes (generalise.c); as built otherwise.
  */
-static xe_graph *specialise(xe_session *s, const xe_shape *shapes, spec *e, xe_status *st)
+static xe_graph *specialise(const xe_graph *t, const xe_shape *shapes, spec *e, xe_status *st)
 {
-    const xe_graph *t = s->graph;
     xe_graph *g = xe_graph_specialise(t, shapes, st);
     xe_shape *larger = g ? calloc((size_t)t->n_inputs + 1, sizeof *larger) : NULL;
     for (int k = 0; larger && k < t->n_inputs; k++) {
@@ -130,7 +129,7 @@ static xe_code build(xe_session *s, xe_tensor *const *in, int n, spec *e, xe_sta
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     for (int k = 0; k < n; k++)
         e->shapes[k] = in[k]->shape;
-    e->graph = specialise(s, e->shapes, e, st);
+    e->graph = specialise(s->graph, e->shapes, e, st);
     if (!e->graph || xe_session_prepare(s, &e->graph, st) != XE_OK) {
         spec_clear(e);
         return st->code;
@@ -197,4 +196,20 @@ void xe_specs_put(xe_session *s, xe_spec_use *u)
 int xe_specs_made(const xe_session *s)
 {
     return s->specs ? s->specs->n_made : 0;
+}
+
+xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *shapes, int *n_extras, xe_status *st)
+{
+    spec e = {0};
+    xe_graph *out = specialise(g, shapes, &e, st);
+    *n_extras = out && out->n_inputs == g->n_inputs + e.n_extras && !out->maker ? e.n_extras : -1;
+    if (out && !e.n_extras && out->n_inputs == g->n_inputs) {
+        bool general = true; /* a generalised graph has g's symbolic input types */
+        for (int k = 0; k < g->n_inputs; k++)
+            general &= xe_shape_equal(&out->nodes[out->inputs[k]]->type.shape, &g->nodes[g->inputs[k]]->type.shape);
+        *n_extras = general ? 0 : -1;
+    }
+    e.graph = NULL;
+    spec_clear(&e);
+    return out;
 }
