@@ -127,6 +127,39 @@ def index_ops():
         np.save(os.path.join(OUT, "index_ops.out%d.npy" % j), a)
 
 
+
+
+def scatter_ops():
+    """ScatterND (rows, elements, add, negative indices) and ScatterElements (each axis, add) with
+    onnxruntime's outputs: scatter_ops.inJ.npy / scatter_ops.outJ.npy."""
+    nodes = [N("ScatterND", ["x", "ri", "ru"], ["s0"], name="snd_rows"),
+             N("ScatterND", ["x", "ei", "eu"], ["s1"], name="snd_elems", reduction="add"),
+             N("ScatterElements", ["x", "ai", "au"], ["s2"], name="se_axis1", axis=1),
+             N("ScatterElements", ["m", "mi", "mu"], ["s3"], name="se_int_axis0", axis=0, reduction="add")]
+    inits = [c("ri", np.array([[2], [-3]], np.int64)), c("ei", np.array([[0, 1, 1], [3, 2, 0]], np.int64)),
+             c("eu", np.array([5.0, -7.0], np.float32)), c("ai", np.array([[[1, 0]], [[2, 2]], [[0, 3]], [[3, 1]]], np.int64)),
+             c("mi", np.array([[1, 0, 2]], np.int64)), c("mu", np.array([[10, 20, 30]], np.int64))]
+    g = helper.make_graph(
+        nodes, "scatter_ops",
+        [helper.make_tensor_value_info("x", F, [4, 4, 2]), helper.make_tensor_value_info("ru", F, [2, 4, 2]),
+         helper.make_tensor_value_info("au", F, [4, 1, 2]), helper.make_tensor_value_info("m", TensorProto.INT64, [3, 3])],
+        [helper.make_tensor_value_info(n, t, None) for n, t in
+         [("s0", F), ("s1", F), ("s2", F), ("s3", TensorProto.INT64)]], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    path = os.path.join(OUT, "scatter_ops.onnx")
+    onnx.save(m, path)
+    rng = np.random.default_rng(6)
+    ins = [rng.uniform(-1, 1, (4, 4, 2)).astype(np.float32), rng.uniform(-1, 1, (2, 4, 2)).astype(np.float32),
+           rng.uniform(-1, 1, (4, 1, 2)).astype(np.float32), rng.integers(0, 9, (3, 3)).astype(np.int64)]
+    outs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(
+        None, {"x": ins[0], "ru": ins[1], "au": ins[2], "m": ins[3]})
+    for j, a in enumerate(ins):
+        np.save(os.path.join(OUT, "scatter_ops.in%d.npy" % j), a)
+    for j, a in enumerate(outs):
+        np.save(os.path.join(OUT, "scatter_ops.out%d.npy" % j), a)
+
+
 if __name__ == "__main__":
     main()
     index_ops()
+    scatter_ops()
