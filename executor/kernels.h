@@ -28,6 +28,7 @@ xe_code xe_infer_slice(const xe_node *n, const xe_type *in, int n_in, xe_type *o
 xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_nonzero(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 /* neural-network ops (infer_nn.c) */
 xe_code xe_infer_gather(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
@@ -80,5 +81,6 @@ XE_KERNEL_LIST(XE_DECLARE_GPU)
 #undef XE_DECLARE_CPU
 #undef XE_DECLARE_GPU
 xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
+xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
 
 #endif

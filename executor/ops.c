@@ -51,6 +51,9 @@ static void fill_builtin(xe_op_def *d, int op)
     case XE_OP_UNIQUE:
         *d = (xe_op_def){.infer = xe_infer_unique, .kernel = {[XE_DEV_CPU] = xe_cpu_unique}};
         return;
+    case XE_OP_NONZERO:
+        *d = (xe_op_def){.infer = xe_infer_nonzero, .kernel = {[XE_DEV_CPU] = xe_cpu_nonzero}};
+        return;
     default: break;
     }
     switch (d->cls) {

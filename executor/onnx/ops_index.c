@@ -9,11 +9,15 @@
  *     positions compared with every position (a one-hot mask), the
  *     updates summed through it, selected over the data where a row was hit
  *     (ONNX requires the positions to be unique, so the sum is the update).
+ *   NonZero: the executor's nonzero (its count depends on the data: it
+ *     runs per op, at a cluster border).
+ *   TopK (constant k): k rounds of argmax and max along the axis.
  *   CumSum: out[j] = sum over i of x[i] * T[j, i], T a constant 0/1 matrix
  *     (lower or upper triangle, the diagonal kept unless exclusive), as a
  *     multiply and a sum over the last axis (the axis moved there and back).
  *     Sums of n <= OX_CUMSUM_MAX: the n x n product stays small.
  */
+#include <math.h>
 #include <string.h>
 
 #include "onnx_impl.h"
@@ -253,4 +257,66 @@ xe_code ox_b_scatter_elements(ox_b *b)
         inv[perm[d]] = d;
     }
     return done(b, ox_transpose(b, ox_reshape(b, out, tshape, r), inv, r));
+}
+
+/* NonZero: the executor's nonzero, which runs per op (its count depends on the data). */
+xe_code ox_b_nonzero(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    if (x < 0)
+        return ox_status(b);
+    return done(b, ox_un(b, XE_OP_NONZERO, x));
+}
+
+/* The lowest value of dt, or -inf: what a picked element becomes. */
+static double lowest(xe_dtype dt)
+{
+    switch (dt) {
+    case XE_I32: return -2147483648.0;
+    case XE_I64: return -9223372036854775808.0;
+    default: return -INFINITY;
+    }
+}
+
+/*
+ * TopK with a constant k of at most OX_TOPK_MAX: k rounds of argmax (the
+ * first index wins ties, as ONNX asks) and the maximum, each picked
+ * position then lowered out of the way; smallest ones through the
+ * negation. Values and indices come out sorted.
+ */
+#define OX_TOPK_MAX 64
+
+xe_code ox_b_topk(ox_b *b)
+{
+    int x = ox_in(b, 0), r = ox_rank(b, x), axis;
+    int64_t k;
+    if (x < 0 || ox_const_ints(b, 1, "k", &k, 1) != 1 || !ox_axis(b, ox_int(b, "axis", -1), r, &axis))
+        return ox_status(b);
+    const xe_type *t = ox_type(b, x);
+    int64_t n = t->shape.dims[axis];
+    if (n < 0 || k < 0 || k > n || k > OX_TOPK_MAX || t->dtype == XE_BOOL || t->dtype == XE_F16)
+        return ox_unsupported(b, "TopK needs a known axis, k from 0 to %d and an f32, f64, i32 or i64 input",
+                              OX_TOPK_MAX);
+    bool largest = ox_int(b, "largest", 1) != 0;
+    int v = largest ? x : ox_un(b, XE_OP_NEG, x), low = ox_scalar(b, t->dtype, lowest(t->dtype));
+    int vals[OX_TOPK_MAX], idxs[OX_TOPK_MAX], pos = positions(b, n);
+    int64_t shape[XE_MAX_RANK] = {0}, ax = axis;
+    for (int d = 0; d < r; d++)
+        shape[d] = d == axis ? n : 1;
+    pos = ox_reshape(b, pos, shape, r);
+    for (int64_t j = 0; j < k; j++) {
+        ox_at at[2] = {OX_I("axis", axis), OX_BOOL("keepdims", true)};
+        idxs[j] = ox_op(b, XE_OP_ARGMAX, &v, 1, at, 2);
+        vals[j] = ox_reduce(b, XE_OP_REDUCE_MAX, v, &ax, 1, true);
+        if (j + 1 < k)
+            v = ox_select(b, ox_bin(b, XE_OP_EQUAL, pos, idxs[j]), low, v);
+    }
+    ox_at cat = OX_I("axis", axis);
+    int val = k == 1 ? vals[0] : ox_op(b, XE_OP_CONCAT, vals, (int)k, &cat, 1);
+    int idx = k == 1 ? idxs[0] : ox_op(b, XE_OP_CONCAT, idxs, (int)k, &cat, 1);
+    if (!largest)
+        val = ox_un(b, XE_OP_NEG, val);
+    ox_out(b, 0, val);
+    ox_out(b, 1, idx);
+    return ox_status(b);
 }

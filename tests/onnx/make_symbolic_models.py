@@ -159,7 +159,36 @@ def scatter_ops():
         np.save(os.path.join(OUT, "scatter_ops.out%d.npy" % j), a)
 
 
+
+
+def select_ops():
+    """NonZero (its count depends on the data) feeding a Gather, and TopK (largest, smallest, each
+    axis) with onnxruntime's outputs: select_ops.inJ.npy / select_ops.outJ.npy."""
+    nodes = [N("Greater", ["x", "zero"], ["pos"], name="positive"),
+             N("NonZero", ["pos"], ["nz"], name="nonzero"),
+             N("Transpose", ["nz"], ["nzt"], name="nz_t", perm=[1, 0]),
+             N("GatherND", ["x", "nzt"], ["picked"], name="picked"),
+             N("ReduceSum", ["picked"], ["total"], name="total", keepdims=0),
+             N("TopK", ["x", "k3"], ["v0", "i0"], name="top3"),
+             N("TopK", ["x", "k2"], ["v1", "i1"], name="bottom2_axis0", axis=0, largest=0)]
+    inits = [c("zero", np.float32(0)), c("k3", np.array([3], np.int64)), c("k2", np.array([2], np.int64))]
+    g = helper.make_graph(
+        nodes, "select_ops", [helper.make_tensor_value_info("x", F, [4, 5])],
+        [helper.make_tensor_value_info(n, t, None) for n, t in
+         [("nz", TensorProto.INT64), ("total", F), ("v0", F), ("i0", TensorProto.INT64), ("v1", F),
+          ("i1", TensorProto.INT64)]], inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 18)], ir_version=8)
+    path = os.path.join(OUT, "select_ops.onnx")
+    onnx.save(m, path)
+    x = np.random.default_rng(8).uniform(-1, 1, (4, 5)).astype(np.float32)
+    outs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})
+    np.save(os.path.join(OUT, "select_ops.in0.npy"), x)
+    for j, a in enumerate(outs):
+        np.save(os.path.join(OUT, "select_ops.out%d.npy" % j), a)
+
+
 if __name__ == "__main__":
     main()
     index_ops()
     scatter_ops()
+    select_ops()
