@@ -237,13 +237,37 @@ def timm_efficientnet():
                              num_classes=10), "image", 32
 
 
+class Upsampler(torch.nn.Module):
+    """A decoder's upsampling as segmentation and detection heads write it: nearest, bilinear and
+    bicubic interpolation (ONNX Resize) between convolutions, and a skip connection."""
+
+    def __init__(self):
+        super().__init__()
+        nn = torch.nn
+        self.down = nn.Conv2d(3, 8, 3, 2, 1)
+        self.mid = nn.Conv2d(8, 8, 3, 1, 1)
+        self.out = nn.Conv2d(8, 4, 1)
+
+    def forward(self, pixel_values):
+        f = torch.nn.functional
+        x = torch.relu(self.down(pixel_values))  # 16x16
+        y = f.interpolate(x, scale_factor=2, mode="nearest")  # 32x32
+        y = torch.relu(self.mid(y)) + f.interpolate(x, size=(32, 32), mode="bilinear", align_corners=False)
+        y = f.interpolate(self.out(y), scale_factor=0.5, mode="bicubic", align_corners=True)
+        return f.interpolate(y, scale_factor=1.5, mode="bilinear", align_corners=True)
+
+
+def upsample():
+    return Upsampler(), "image", 32
+
+
 ARCHS = {"bert": bert, "gpt2": gpt2, "t5_encoder": t5_encoder, "llama": llama,
          "distilbert": distilbert, "roberta": roberta, "vit": vit, "resnet": resnet,
          "mobilenet_v2": mobilenet_v2, "bart": bart, "clip_text": clip_text, "clip_vision": clip_vision,
          "mobilenet_v3": mobilenet_v3, "efficientnet": efficientnet, "convnext": convnext, "regnet": regnet,
          "densenet": densenet, "vgg": vgg, "squeezenet": squeezenet, "shufflenet": shufflenet, "swin": swin,
          "tv_vit": tv_vit, "timm_vit": timm_vit, "timm_convnext": timm_convnext, "timm_resnet": timm_resnet,
-         "timm_efficientnet": timm_efficientnet}
+         "timm_efficientnet": timm_efficientnet, "upsample": upsample}
 
 
 def feeds(kind, arg, dynamic):
