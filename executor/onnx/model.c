@@ -242,6 +242,12 @@ static void read_opset(ox_ctx *c)
                      c->path, c->opset, OX_MIN_OPSET, OX_MAX_OPSET);
 }
 
+void ox_build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st)
+{
+    for (size_t k = 0; k < g->n_node; k++)
+        build_node(c, g->node[k], st);
+}
+
 /* Builds the whole graph into c->g; errors go to c->errs. */
 static xe_code build_graph(ox_ctx *c, xe_status *st)
 {
@@ -253,8 +259,7 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
     read_opset(c);
     if (add_sources(c, st) != XE_OK)
         return st->code;
-    for (size_t k = 0; k < g->n_node; k++)
-        build_node(c, g->node[k], st);
+    ox_build_nodes(c, g, st);
     for (size_t k = 0; k < g->n_output; k++) {
         bool found;
         const char *name = g->output[k]->name ? g->output[k]->name : "";

@@ -178,6 +178,9 @@ const char *ox_str(ox_b *b, const char *name, const char *dflt);
 /* The ints attribute `name` into v (up to cap): the count, -1 when absent. */
 int ox_ints(ox_b *b, const char *name, int64_t *v, int cap);
 
+/* model.c: builds every node of g (a graph or a subgraph) in c; errors go to c->errs. */
+void ox_build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
+
 /* fold.c */
 xe_code ox_fold(ox_ctx *c, int node, xe_status *st);
 
