@@ -44,8 +44,10 @@ xe_code ox_b_if(ox_b *b)
     for (size_t k = 0; k < g->n_output && !b->failed; k++) {
         bool found;
         int x = ox_value_get(c, g->output[k]->name ? g->output[k]->name : "", &found);
-        if (!found || x < 0)
+        if (!found)
             return ox_invalid(b, "branch output '%s' is produced by no node", g->output[k]->name);
+        if (x < 0) /* its producer did not import, and is listed */
+            return ox_unsupported(b, "branch output '%s' depends on nodes that do not import", g->output[k]->name);
         ox_out(b, (int)k, x);
     }
     return ox_status(b);
