@@ -3,8 +3,10 @@
  * xlac/graph.h). A session whose graph has a maker keeps up to
  * XE_MAX_SPECIALISED prepared graphs, one per signature (the fed shapes of
  * every input): on a new signature the maker builds the graph at those
- * shapes, with every shape computation folded to constants, and the
- * session prepares it like any other graph (inference, placement, the
+ * shapes, with every shape computation folded to constants, and again with
+ * each symbolic dim one larger, so that what depends on the sizes can be
+ * rewritten out of it (generalise.c; its extra inputs' values are kept
+ * here and fed on each run); the session prepares it like any other graph (inference, placement, the
  * registered passes: clustering). A run borrows its signature's graph and
  * gives it back; the least recently used one that no run holds makes room
  * for a new one. Compiled programs live in the plugin's process-wide cache,
@@ -31,7 +33,6 @@ struct xe_specs {
     pthread_mutex_t lock;
     spec slot[XE_MAX_SPECIALISED];
     uint64_t tick;
-    int n_made;         /* specialisations built so far (for tests and --stats) */
 };
 
 xe_specs *xe_specs_new(void)
@@ -162,7 +163,6 @@ xe_code xe_specs_get(xe_session *s, xe_tensor *const *in, xe_spec_use *u, xe_sta
     if (build(s, in, n, &e, st) != XE_OK) /* unlocked: clustering may compile */
         return st->code;
     pthread_mutex_lock(&c->lock);
-    c->n_made++;
     if ((k = find(c, in, n)) < 0 && (k = victim(c)) >= 0) {
         c->slot[k] = e;
         lend(c, k, u);
@@ -193,10 +193,6 @@ void xe_specs_put(xe_session *s, xe_spec_use *u)
     pthread_mutex_unlock(&s->specs->lock);
 }
 
-int xe_specs_made(const xe_session *s)
-{
-    return s->specs ? s->specs->n_made : 0;
-}
 
 xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *shapes, int *n_extras, xe_status *st)
 {
