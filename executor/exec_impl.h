@@ -14,6 +14,7 @@
 #include "xlac/session.h"
 
 typedef struct xe_node_state xe_node_state; /* uthash: node pointer -> run counter, kernel cache */
+typedef struct xe_specs xe_specs;           /* specialise.c: graphs per input-shape signature */
 
 struct xe_session {
     xe_graph *graph;          /* as it runs, after passes */
@@ -25,6 +26,7 @@ struct xe_session {
     xe_node_state *states;    /* per-node state of stateful ops */
     bool stateful;            /* the graph holds a stateful op (random): its runs take run_lock */
     pthread_mutex_t run_lock; /* serialises the runs of a stateful graph (each draws the next numbers) */
+    xe_specs *specs;          /* graph->maker: the prepared graph of each signature fed */
 };
 
 struct xe_exec {
@@ -36,5 +38,28 @@ struct xe_exec {
 uint64_t *xe_session_node_state(xe_session *s, const xe_node *n);
 /* The kernel cache slot of node n (created empty on first use, freed with the session); NULL on OOM. */
 xe_kernel_cache *xe_session_node_cache(xe_session *s, const xe_node *n);
+
+/* Infers, places and runs the registered passes on *g (which a pass may replace). */
+xe_code xe_session_prepare(xe_session *s, xe_graph **g, xe_status *st);
+
+/* specialise.c */
+xe_specs *xe_specs_new(void);
+void xe_specs_destroy(xe_specs *c);
+/* A run's loan of a prepared graph: the graph, the values of its extra inputs. */
+typedef struct xe_spec_use {
+    xe_graph *graph;
+    xe_tensor **extras;
+    int n_extras;
+    int slot;           /* -1: not cached (own holds it) */
+    struct spec *own;
+} xe_spec_use;
+/* The prepared graph for the shapes of in (built on a miss); give it back with xe_specs_put. */
+xe_code xe_specs_get(xe_session *s, xe_tensor *const *in, xe_spec_use *u, xe_status *st);
+void xe_specs_put(xe_session *s, xe_spec_use *u);
+/* generalise.c: a (built at the fed shapes) rewritten to serve every size, b the same model
+   built with each symbolic dim of tmpl one larger; NULL when what differs cannot be rewritten.
+   *extras: the values of the inputs it adds after tmpl's. */
+xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl, xe_tensor ***extras,
+                        int *n_extras);
 
 #endif

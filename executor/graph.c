@@ -54,10 +54,36 @@ static void node_free(xe_node *n)
     free(n);
 }
 
+static void maker_release(xe_graph_maker *m)
+{
+    if (m && __atomic_sub_fetch(&m->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+        if (m->release)
+            m->release(m->user);
+        free(m);
+    }
+}
+
+void xe_graph_set_maker(xe_graph *g, xe_graph_maker *maker)
+{
+    maker_release(g->maker);
+    maker->refs = 1;
+    g->maker = maker;
+}
+
+xe_graph *xe_graph_specialise(const xe_graph *g, const xe_shape *input_shapes, xe_status *st)
+{
+    if (!g->maker) {
+        xe_fail(st, XE_ERR_USAGE, "%s: the graph is not built per input shape", g->file);
+        return NULL;
+    }
+    return g->maker->make(g->maker->user, input_shapes, g->n_inputs, st);
+}
+
 void xe_graph_destroy(xe_graph *g)
 {
     if (!g)
         return;
+    maker_release(g->maker);
     xe_name_entry *e, *tmp;
     HASH_ITER(hh, g->names, e, tmp) {
         HASH_DEL(g->names, e);
@@ -385,6 +411,8 @@ xe_graph *xe_graph_clone(const xe_graph *g, xe_status *st)
         return NULL;
     }
     c->n_jit = g->n_jit;
+    if ((c->maker = g->maker))
+        __atomic_add_fetch(&c->maker->refs, 1, __ATOMIC_ACQ_REL);
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *s = g->nodes[i];
         int idx = xe_graph_add_node(c, s->name, s->op, s->inputs, s->n_inputs, st);

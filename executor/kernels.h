@@ -28,6 +28,7 @@ xe_code xe_infer_slice(const xe_node *n, const xe_type *in, int n_in, xe_type *o
 xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_nonzero(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 /* neural-network ops (infer/nn.c) */
 xe_code xe_infer_gather(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
@@ -80,13 +81,15 @@ XE_KERNEL_LIST(XE_DECLARE_GPU)
 #undef XE_DECLARE_CPU
 #undef XE_DECLARE_GPU
 xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
+xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
 
 /* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
 typedef enum xe_kernel_id {
 #define XE_KERNEL_ID(k) XE_KERNEL_##k,
     XE_KERNEL_LIST(XE_KERNEL_ID)
 #undef XE_KERNEL_ID
-    XE_KERNEL_unique, /* CPU only by design */
+    XE_KERNEL_unique,  /* CPU only by design */
+    XE_KERNEL_nonzero, /* CPU only by design */
     XE_KERNEL_COUNT,
     XE_KERNEL_NONE = -1 /* the op has no per-op kernel */
 } xe_kernel_id;

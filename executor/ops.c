@@ -46,6 +46,7 @@ static builtin_impl impl_by_op(int op)
     case XE_OP_REDUCE_SCATTER: return IMPL(collective, reduce_scatter);
     case XE_OP_BROADCAST: return IMPL(collective, broadcast);
     case XE_OP_UNIQUE: return IMPL(unique, unique);
+    case XE_OP_NONZERO: return IMPL(nonzero, nonzero);
     default: return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
     }
 }

@@ -98,12 +98,12 @@ int xe_graph_pass_count(void)
     return n_passes;
 }
 
-static xe_code run_passes(xe_session *s, xe_status *st)
+static xe_code run_passes(xe_session *s, xe_graph **g, xe_status *st)
 {
     xe_pass_ctx ctx = {.session_id = s->id, .place_mode = s->opt.place, .plugin_config = s->opt.plugin_config};
     for (int i = 0; i < n_passes && !s->opt.no_passes; i++) {
         /* an error in the user's graph names its line already; others name the pass */
-        if (passes[i].fn(&s->graph, &ctx, passes[i].user, st) != XE_OK)
+        if (passes[i].fn(g, &ctx, passes[i].user, st) != XE_OK)
             return st->code == XE_ERR_GRAPH ? st->code : xe_status_prefix(st, "graph pass %s: ", passes[i].name);
     }
     return XE_OK;
@@ -120,12 +120,12 @@ static bool has_stateful(const xe_graph *g)
     return false;
 }
 
-/* On the device the options name, else by the place mode. */
-static xe_code place_session(xe_session *s, xe_status *st)
+/* g on the device the options name, else by the place mode. */
+static xe_code place_session(const xe_session *s, xe_graph *g, xe_status *st)
 {
     if (s->opt.device != XE_DEV_CPU)
-        return xe_graph_place_on(s->graph, s->opt.device, st);
-    return xe_graph_place(s->graph, s->opt.place, st);
+        return xe_graph_place_on(g, s->opt.device, st);
+    return xe_graph_place(g, s->opt.place, st);
 }
 
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st)
@@ -146,9 +146,16 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
             goto fail;
         s->tracing = true;
     }
-    if (xe_graph_infer(s->graph, st) != XE_OK || place_session(s, st) != XE_OK || run_passes(s, st) != XE_OK)
+    if (g->maker) { /* prepared per input-shape signature, on the runs (specialise.c) */
+        s->stateful = has_stateful(g);
+        if (!(s->specs = xe_specs_new())) {
+            xe_fail(st, XE_ERR_NOMEM, "out of memory creating a session");
+            goto fail;
+        }
+        return s;
+    }
+    if (xe_session_prepare(s, &s->graph, st) != XE_OK)
         goto fail;
-    note_unregistered(s->graph);
     s->stateful = has_stateful(s->graph);
     return s;
 fail:
@@ -162,6 +169,14 @@ xe_code xe_session_end_profiling(xe_session *s, xe_status *st)
         return XE_OK;
     s->tracing = false;
     return xe_trace_stop(st);
+}
+
+xe_code xe_session_prepare(xe_session *s, xe_graph **g, xe_status *st)
+{
+    if (xe_graph_infer(*g, st) != XE_OK || place_session(s, *g, st) != XE_OK || run_passes(s, g, st) != XE_OK)
+        return st->code;
+    note_unregistered(*g);
+    return XE_OK;
 }
 
 void xe_session_destroy(xe_session *s)
@@ -179,6 +194,7 @@ void xe_session_destroy(xe_session *s)
             e->cache.free(e->cache.data);
         free(e);
     }
+    xe_specs_destroy(s->specs);
     xe_graph_destroy(s->graph);
     pthread_mutex_destroy(&s->run_lock);
     free(s);
@@ -203,6 +219,9 @@ static xe_code check_feed(const xe_node *in, const xe_tensor *t, xe_status *st)
     return xe_fail(st, XE_ERR_USAGE, "input %s: expected %s, got %s", in->name,
                    xe_type_str(&in->type, want, sizeof want), got);
 }
+
+static xe_code run_graph(xe_session *s, const xe_graph *g, xe_tensor *const *inputs,
+                         xe_tensor **outputs, xe_status *st);
 
 /* The trace's "run K" slice (every launch and op of the run lies inside it) and the run totals. */
 static void trace_run(xe_session *s, int mode, double t0)
@@ -242,6 +261,26 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
         if (check_feed(g->nodes[g->inputs[i]], inputs[i], st) != XE_OK)
             return st->code;
     xe_set_threads(s->opt.threads); /* this thread's team: kernels, generated loops, oneDNN */
+    if (!s->specs)
+        return run_graph(s, g, inputs, outputs, st);
+    xe_spec_use u;
+    if (xe_specs_get(s, inputs, &u, st) != XE_OK)
+        return st->code;
+    xe_tensor **all = malloc((size_t)(g->n_inputs + u.n_extras + 1) * sizeof *all);
+    xe_code c = all ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    for (int k = 0; all && k < g->n_inputs + u.n_extras; k++)
+        all[k] = k < g->n_inputs ? inputs[k] : u.extras[k - g->n_inputs];
+    if (c == XE_OK)
+        c = run_graph(s, u.graph, all, outputs, st);
+    free(all);
+    xe_specs_put(s, &u);
+    return c;
+}
+
+/* Runs prepared graph g once (xe_session_run's contract). */
+static xe_code run_graph(xe_session *s, const xe_graph *g, xe_tensor *const *inputs,
+                         xe_tensor **outputs, xe_status *st)
+{
     bool log = s->opt.log_placement && (s->opt.log_every || !atomic_exchange(&s->placement_logged, true));
     xe_exec ex = {.session = s, .log = log ? (s->opt.log ? s->opt.log : stderr) : NULL};
     for (int i = 0; i < g->n_outputs; i++)

@@ -4,7 +4,13 @@
  * anything (so it works without a GPU):
  *
  *   xlac-compile GRAPH.xg|MODEL.onnx... --target cuda|c [--arch sm_90] --out DIR [--level 1|2]
- *                [--seed-cache DIR]
+ *                [--seed-cache DIR] [--shape NAME=d0,d1,...]...
+ *
+ * --shape pins the dims of input NAME (its `?` ones, and the symbolic dims
+ * of an ONNX model). A model that computes shapes from its symbolic dims
+ * (docs/onnx.md, "Shapes computed at run time") needs every such input
+ * pinned; it is then built at those sizes, as a session builds it per fed
+ * size.
  *
  * With --target c each graph also gets one entry point for the whole graph
  * (NAME.so and NAME.h: xg_aot_graph), or one warning naming what keeps it
@@ -42,6 +48,8 @@ typedef struct args {
     const char *out; /* --out DIR */
     int level;       /* --level 1|2 (default 2) */
     const char *seed_cache; /* --seed-cache DIR; NULL: none */
+    const char **shapes;    /* --shape NAME=d0,d1,... (repeatable) */
+    int n_shapes;
 } args;
 
 static void usage(FILE *f)
@@ -50,7 +58,9 @@ static void usage(FILE *f)
                "[--level 1|2] [--seed-cache DIR]\n"
                "  --target c: also NAME.so + NAME.h, one entry point int NAME_run(inputs..., outputs...)\n"
                "  --seed-cache DIR: also store the programs in the plugin's disk cache at DIR\n"
-               "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n");
+               "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n"
+               "  --shape NAME=d0,d1,...: pin input NAME's dims (repeatable; needed for a model that\n"
+               "    computes shapes from symbolic dims)\n");
 }
 
 /* sm_XY, compute_XY (taken as sm_XY) or XY. */
@@ -71,7 +81,7 @@ static bool parse_arch(const char *v, int *arch)
 /* One option with its value; returns false on a usage error (message printed). */
 static bool parse_option(args *a, const char *opt, const char *v)
 {
-    static const char *const known[] = {"--target", "--arch", "--out", "--level", "--seed-cache"};
+    static const char *const known[] = {"--target", "--arch", "--out", "--level", "--seed-cache", "--shape"};
     bool is_known = false;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
         is_known |= strcmp(opt, known[k]) == 0;
@@ -91,6 +101,8 @@ static bool parse_option(args *a, const char *opt, const char *v)
         a->out = v;
     } else if (strcmp(opt, "--seed-cache") == 0) {
         a->seed_cache = v;
+    } else if (strcmp(opt, "--shape") == 0 && strchr(v, '=') && strchr(v, '=') != v) {
+        a->shapes[a->n_shapes++] = v;
     } else if (strcmp(opt, "--level") == 0 && (strcmp(v, "1") == 0 || strcmp(v, "2") == 0)) {
         a->level = v[0] - '0';
     } else {
@@ -104,7 +116,8 @@ static bool parse_args(int argc, char **argv, args *a)
 {
     *a = (args){.level = 2, .arch = xe_gpu_available() ? xe_gpu_arch() : 90};
     a->graphs = calloc((size_t)argc, sizeof *a->graphs);
-    if (!a->graphs)
+    a->shapes = calloc((size_t)argc, sizeof *a->shapes);
+    if (!a->graphs || !a->shapes)
         return false;
     for (int i = 1; i < argc; i++) {
         if (strncmp(argv[i], "--", 2) != 0) {
@@ -290,6 +303,71 @@ static bool distinct_out_dirs(const args *a)
     return true;
 }
 
+/* "d0,d1,..." into s; false when it is not a list of sizes. */
+static bool parse_dims(const char *v, xe_shape *s)
+{
+    s->rank = 0;
+    while (*v && s->rank < XE_MAX_RANK) {
+        char *end;
+        long long d = strtoll(v, &end, 10);
+        if (end == v || d < 0 || (*end && *end != ','))
+            return false;
+        s->dims[s->rank++] = d;
+        v = *end ? end + 1 : end;
+    }
+    return !*v;
+}
+
+/* Input k's pinned shape: its --shape, else its declared one; false (message in st) if neither serves. */
+static bool pinned(const xe_graph *g, int k, const args *a, xe_shape *out, xe_status *st)
+{
+    const xe_node *in = g->nodes[g->inputs[k]];
+    *out = in->type.shape;
+    for (int j = 0; j < a->n_shapes; j++) {
+        size_t n = (size_t)(strchr(a->shapes[j], '=') - a->shapes[j]);
+        if (strlen(in->name) != n || strncmp(a->shapes[j], in->name, n))
+            continue;
+        bool ok = parse_dims(a->shapes[j] + n + 1, out) && out->rank == in->type.shape.rank;
+        for (int d = 0; ok && d < out->rank; d++)
+            ok = in->type.shape.dims[d] < 0 || in->type.shape.dims[d] == out->dims[d];
+        if (!ok) {
+            char t[128];
+            xe_fail(st, XE_ERR_USAGE, "--shape %s: input %s is %s", a->shapes[j], in->name,
+                    xe_type_str(&in->type, t, sizeof t));
+        }
+        return ok;
+    }
+    if (!g->maker)
+        return true;
+    for (int d = 0; d < out->rank; d++)
+        if (out->dims[d] < 0) {
+            xe_fail(st, XE_ERR_USAGE, "%s: the model computes shapes from input %s's symbolic dims: pin "
+                    "them with --shape %s=d0,d1,...", g->file, in->name, in->name);
+            return false;
+        }
+    return true;
+}
+
+/*
+ * g with its inputs pinned (--shape): a graph built per size is built at
+ * them; another graph's `?` dims take them. g itself, a new graph (g
+ * destroyed), or NULL (g destroyed, message in st).
+ */
+static xe_graph *pin_shapes(xe_graph *g, const args *a, xe_status *st)
+{
+    xe_shape *s = calloc((size_t)g->n_inputs + 1, sizeof *s);
+    bool ok = s != NULL;
+    for (int k = 0; ok && k < g->n_inputs; k++)
+        ok = pinned(g, k, a, &s[k], st);
+    xe_graph *out = ok && g->maker ? xe_graph_specialise(g, s, st) : ok ? g : NULL;
+    for (int k = 0; out == g && k < g->n_inputs; k++)
+        g->nodes[g->inputs[k]]->type.shape = s[k];
+    free(s);
+    if (out != g)
+        xe_graph_destroy(g);
+    return out;
+}
+
 /* Clusters and compiles one graph into out; returns its exit status. */
 static int compile_graph(const char *path, const char *out, const args *a, xlac_flags *f)
 {
@@ -297,6 +375,8 @@ static int compile_graph(const char *path, const char *out, const args *a, xlac_
     xe_status_clear(&st);
     int status = 2;
     xe_graph *g = xe_load_graph(path, NULL, &st), *ng = NULL; /* .xg or ONNX, by content */
+    if (g)
+        g = pin_shapes(g, a, &st);
     if (g && xe_graph_infer(g, &st) == XE_OK) {
         place_for_target(g, a->target);
         ng = cluster(g, a, f, &st);
@@ -327,21 +407,25 @@ int main(int argc, char **argv)
     if (!parse_args(argc, argv, &a)) {
         usage(stderr);
         free(a.graphs);
+        free(a.shapes);
         return 2;
     }
     const xg_target_info *ti = xg_target_get(a.target);
     if (ti->missing) {
         fprintf(stderr, "xlac-compile: --target %s: %s\n", ti->name, ti->missing);
         free(a.graphs);
+        free(a.shapes);
         return 2;
     }
     if (ti->uses_arch && !xg_nvrtc_arch_for(a.arch)) {
         fprintf(stderr, "xlac-compile: --arch %d: NVRTC knows no architecture that old\n", a.arch);
         free(a.graphs);
+        free(a.shapes);
         return 2;
     }
     if (!distinct_out_dirs(&a) || !seed_dir_usable(a.seed_cache)) {
         free(a.graphs);
+        free(a.shapes);
         return 2;
     }
     /* settings come from the arguments; of the environment only CC and TMPDIR apply */
@@ -353,6 +437,7 @@ int main(int argc, char **argv)
     if (xlac_flags_parse(&f, &env, &st) != XE_OK) {
         fprintf(stderr, "xlac-compile: %s\n", st.msg);
         free(a.graphs);
+        free(a.shapes);
         return 2;
     }
     f.auto_jit = a.level;
@@ -370,5 +455,6 @@ int main(int argc, char **argv)
     }
     xlac_flags_free(&f);
     free(a.graphs);
+    free(a.shapes);
     return status;
 }

@@ -2,7 +2,8 @@
 # Builds and runs every test: a plain build (with CUDA when the toolkit is
 # there), the Python package's pytest suite against its installed wheel (scripts/test_python.sh),
 # ONNX's node tests and light models (tests/onnx/run_node_tests.sh, through a
-# CPU-only Release build in build-onnx) and, unless --quick, CPU-only AddressSanitizer+UBSan
+# CPU-only Release build in build-onnx), the real exports (tests/models/run_exports.sh,
+# same build) and, unless --quick, CPU-only AddressSanitizer+UBSan
 # builds with gcc (build-asan) and with clang (build-asan-clang: adds
 # -fsanitize=pointer-overflow, which GCC's UBSan misses, and clang's own OpenMP),
 # the threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
@@ -140,6 +141,26 @@ run_onnx() {
     fi
 }
 run_onnx
+# Real exports (tests/models/exports: transformers, torchvision and timm architectures from both of
+# torch's exporters, fixed and symbolic dims), op by op and clustered at three shapes each, through
+# the same CPU-only build; its closing line "real exports: N passed, N failed" counts into the totals.
+run_exports() {
+    local start=$SECONDS log=build/test-logs/real_exports.log line p_ f_
+    echo "== real exports (tests/models/run_exports.sh, build-onnx: CPU only)"
+    [ -x build-onnx/bin/xlac-run ] || { echo "real exports: no build-onnx"; failed=$((failed + 1)); failed_names+=("real-exports"); return; }
+    tests/models/run_exports.sh --build build-onnx >"$log" 2>&1
+    line=$(grep -a "^real exports:" "$log" | tail -n 1)
+    echo "${line:-real exports: did not finish}  ($((SECONDS - start))s)"
+    p_=$(sed -n 's/^real exports: \([0-9]*\) passed.*/\1/p' <<<"$line")
+    f_=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
+    [ -z "$line" ] && f_=1
+    passed=$((passed + ${p_:-0})); failed=$((failed + ${f_:-0}))
+    if [ "${f_:-0}" -ne 0 ]; then
+        failed_names+=("real-exports")
+        grep -a "^FAILED" "$log" | head -n 40 | sed 's/^/    /'
+    fi
+}
+run_exports
 if [ "$quick" -eq 0 ]; then
     for asan_cc in $asan_ccs; do
         asan_dir=build-asan

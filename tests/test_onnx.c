@@ -381,3 +381,76 @@ Test(onnx, invalid_range_and_pad_name_the_node)
     snprintf(args, sizeof args, "%s/invalid_range.onnx --seed 0", DATA);
     cr_expect_eq(run_cli(args), 2);
 }
+
+/* symbolic_attention.sK.inJ.npy (make_symbolic_models.py) */
+static xe_tensor *sym_npy(int k, const char *what, int j)
+{
+    char p[512];
+    snprintf(p, sizeof p, "%s/symbolic_attention.s%d.%s%d.npy", DATA, k, what, j);
+    xe_tensor *t = xe_npy_read(p, &st);
+    cr_assert_not_null(t, "%s: %s", p, st.msg);
+    return t;
+}
+
+/*
+ * Shapes computed from symbolic dims (Shape, Gather/Concat/Unsqueeze over
+ * shapes, Reshape to them, Range, ConstantOfShape, Trilu, Equal/Where,
+ * Expand, Size): one import and one session run the model at every fed
+ * size, and agree with onnxruntime at the three committed ones; the other
+ * sizes give outputs of the fed size.
+ */
+Test(onnx, symbolic_dims_run_at_every_size_in_one_session)
+{
+    xe_graph *g = xe_onnx_load(DATA "/symbolic_attention.onnx", NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_assert_eq(g->nodes[g->inputs[0]]->type.shape.dims[1], XE_DIM_UNKNOWN);
+    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
+    cr_assert_not_null(s, "%s", st.msg);
+    for (int round = 0; round < 2; round++) /* the second round reuses the specialised graphs */
+        for (int k = 0; k < 3; k++) {
+            xe_tensor *in[2] = {sym_npy(k, "in", 0), sym_npy(k, "in", 1)}, *y = NULL, *want = sym_npy(k, "out", 0);
+            cr_assert_eq(xe_session_run(s, in, &y, &st), XE_OK, "size %d: %s", k, st.msg);
+            char why[256];
+            cr_expect(same(y, want, why, sizeof why), "size %d: %s", k, why);
+            for (int j = 0; j < 2; j++)
+                xe_tensor_release(in[j]);
+            xe_tensor_release(y);
+            xe_tensor_release(want);
+        }
+    for (int64_t b = 1; b <= 4; b++) /* eight more sizes: past the cache's bound of 8 graphs */
+        for (int64_t n = 2; n <= 3; n++) {
+            int64_t len = 3 * b + n;
+            xe_shape xs = {.rank = 3, .dims = {b, len, 8}}, ms = {.rank = 2, .dims = {b, len}};
+            xe_tensor *in[2] = {xe_tensor_new(XE_F32, &xs, XE_DEV_CPU, &st),
+                                xe_tensor_new(XE_I64, &ms, XE_DEV_CPU, &st)}, *y = NULL;
+            memset(in[0]->data, 0, in[0]->nbytes);
+            for (int64_t i = 0; i < b * len; i++)
+                ((int64_t *)in[1]->data)[i] = 1;
+            cr_assert_eq(xe_session_run(s, in, &y, &st), XE_OK, "%lldx%lld: %s", (long long)b, (long long)len, st.msg);
+            cr_expect(y->shape.rank == 3 && y->shape.dims[0] == b && y->shape.dims[1] == len && y->shape.dims[2] == 8);
+            /* x = 0: the output is the position term, 0.1 * position / (b * len * 8) */
+            float want = 0.1f * (float)(len - 1) / (float)(b * len * 8);
+            cr_expect_float_eq(((float *)y->data)[(len - 1) * 8], want, 1e-6);
+            xe_tensor_release(in[0]);
+            xe_tensor_release(in[1]);
+            xe_tensor_release(y);
+        }
+    xe_session_destroy(s);
+}
+
+/* xe_graph_specialise builds a graph at pinned input shapes; a graph without a maker refuses. */
+Test(onnx, symbolic_dims_specialise_at_pinned_shapes)
+{
+    xe_graph *g = xe_onnx_load(DATA "/symbolic_attention.onnx", NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_shape bad[2] = {{.rank = 3, .dims = {2, 5, 8}}, {.rank = 2, .dims = {2, 5}}};
+    xe_graph *ok = xe_graph_specialise(g, bad, &st);
+    cr_assert_not_null(ok, "%s", st.msg);
+    cr_expect_eq(ok->nodes[ok->inputs[0]]->type.shape.dims[1], 5);
+    xe_graph_destroy(ok);
+    xe_graph *plain = xe_graph_new("x");
+    cr_expect_null(xe_graph_specialise(plain, bad, &st));
+    cr_expect(strstr(st.msg, "not built per input shape"), "%s", st.msg);
+    xe_graph_destroy(plain);
+    xe_graph_destroy(g);
+}

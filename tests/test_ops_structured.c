@@ -1101,3 +1101,46 @@ Test(structured, softmax_shape_functions)
     xe_type sc = {XE_F32, {0}};
     infer_fails(make_node("softmax", &sc, 1), "rank >= 1");
 }
+
+/*
+ * copy=[...] (graphs built per size, executor/generalise.c): a result dim
+ * takes an operand dim, known or not; the rest come from shape, with at
+ * most one -1 for reshape.
+ */
+Test(structured, reshape_and_broadcast_to_copy_operand_dims)
+{
+    xe_type u = {XE_F32, {.rank = 3, .dims = {XE_DIM_UNKNOWN, XE_DIM_UNKNOWN, 8}}};
+    one_node o = make_node("reshape", &u, 1);
+    set_ints(o, "shape", (int64_t[]){0, 0, 2, 4}, 4);
+    set_ints(o, "copy", (int64_t[]){0, 1, -1, -1}, 4);
+    infer_ok(o);
+    cr_assert_eq(o.n->type.shape.dims[0], XE_DIM_UNKNOWN);
+    cr_assert_eq(o.n->type.shape.dims[2], 2);
+    xe_graph_destroy(o.g);
+    xe_type k = {XE_F32, {.rank = 3, .dims = {2, 5, 8}}};
+    o = make_node("reshape", &k, 1);
+    set_ints(o, "shape", (int64_t[]){0, 0, -1}, 3);
+    set_ints(o, "copy", (int64_t[]){1, 0, -1}, 3);
+    infer_ok(o);
+    cr_assert(o.n->type.shape.dims[0] == 5 && o.n->type.shape.dims[1] == 2 && o.n->type.shape.dims[2] == 8);
+    xe_graph_destroy(o.g);
+    o = make_node("reshape", &k, 1);
+    set_ints(o, "shape", (int64_t[]){0, 3}, 2);
+    set_ints(o, "copy", (int64_t[]){0, -1}, 2);
+    infer_fails(o, "cannot reshape");
+    o = make_node("reshape", &k, 1);
+    set_ints(o, "shape", (int64_t[]){0, 0}, 2);
+    set_ints(o, "copy", (int64_t[]){3, -1}, 2);
+    infer_fails(o, "copy[0]=3 is not an operand dim");
+    o = make_node("reshape", &k, 1);
+    set_ints(o, "shape", (int64_t[]){0, 0}, 2);
+    set_ints(o, "copy", (int64_t[]){0}, 2 - 1);
+    infer_fails(o, "copy needs 2 entries");
+    xe_type b = {XE_F32, {.rank = 3, .dims = {1, XE_DIM_UNKNOWN, 1}}};
+    o = make_node("broadcast_to", &b, 1);
+    set_ints(o, "shape", (int64_t[]){3, 0, 4}, 3);
+    set_ints(o, "copy", (int64_t[]){-1, 1, -1}, 3);
+    infer_ok(o);
+    cr_assert(o.n->type.shape.dims[0] == 3 && o.n->type.shape.dims[1] == XE_DIM_UNKNOWN && o.n->type.shape.dims[2] == 4);
+    xe_graph_destroy(o.g);
+}

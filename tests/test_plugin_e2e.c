@@ -819,3 +819,123 @@ Test(e2e, nan_survives_a_conv_cluster)
     xt_result_free(&r);
     xt_tmp_remove();
 }
+
+/* One feed folder per size (batch, seq) of tests/data/onnx/symbolic_attention.onnx. */
+static void attention_feed(const char *name, int64_t b, int64_t s)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    cr_assert_eq(mkdir(xt_path(name), 0700), 0);
+    xe_shape xs = {.rank = 3, .dims = {b, s, 8}}, ms = {.rank = 2, .dims = {b, s}};
+    xe_tensor *x = xe_tensor_new(XE_F32, &xs, XE_DEV_CPU, &st), *m = xe_tensor_new(XE_I64, &ms, XE_DEV_CPU, &st);
+    for (int64_t i = 0; i < b * s * 8; i++)
+        ((float *)x->data)[i] = (float)(i % 7) * 0.25f - 0.5f;
+    for (int64_t i = 0; i < b * s; i++)
+        ((int64_t *)m->data)[i] = i % 5 != 4;
+    char p[64];
+    snprintf(p, sizeof p, "%s/x.npy", name);
+    cr_assert_eq(xe_npy_write(xt_path(p), x, &st), XE_OK, "%s", st.msg);
+    snprintf(p, sizeof p, "%s/mask.npy", name);
+    cr_assert_eq(xe_npy_write(xt_path(p), m, &st), XE_OK, "%s", st.msg);
+    xe_tensor_release(x);
+    xe_tensor_release(m);
+}
+
+/*
+ * A model whose shapes are computed from symbolic dims, fed 8 sizes in one
+ * process: every size runs, and the cluster compiles 3 times (two sizes,
+ * then one shape-generic program), within the bound of 4 a cluster has
+ * with `?` dims. Before the graphs built per size were generalised, each
+ * size compiled its own program (8).
+ */
+Test(e2e, symbolic_dims_at_eight_sizes_compile_at_most_four_times)
+{
+    static const int64_t size[8][2] = {{2, 3}, {2, 5}, {3, 8}, {2, 4}, {2, 7}, {4, 6}, {2, 9}, {3, 11}};
+    const char *argv[2 + 2 * 8 + 1] = {XLAC_RUN, XLAC_SOURCE_DIR "/tests/data/onnx/symbolic_attention.onnx"};
+    char dirs[8][600];
+    for (int k = 0; k < 8; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "f%d", k);
+        attention_feed(name, size[k][0], size[k][1]);
+        snprintf(dirs[k], sizeof dirs[k], "%s", xt_path(name));
+        argv[2 + 2 * k] = "--feed";
+        argv[3 + 2 * k] = dirs[k];
+    }
+    char flags[700];
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --disk_cache=0 --summary=%s", xt_path("summary.json"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "clusters=8 launches=8 "), "one cluster per size: %s", r.err);
+    const char *c = strstr(r.err, "compiles=");
+    cr_assert_not_null(c, "%s", r.err);
+    int compiles = atoi(c + strlen("compiles="));
+    cr_expect(compiles >= 1 && compiles <= 4, "compiles=%d over 8 sizes: %s", compiles, r.err);
+    char *summary = xt_read_file(xt_path("summary.json"), NULL);
+    cr_assert_not_null(summary);
+    cr_expect(strstr(summary, "\"name\":\"cluster_0\"") && !strstr(summary, "\"name\":\"cluster_1\""),
+              "one distinct cluster: %s", summary);
+    free(summary);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}
+
+/* One feed folder of token ids and a padding mask (the last two positions of the last row). */
+static void text_feed(const char *name, int64_t b, int64_t s)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    cr_assert_eq(mkdir(xt_path(name), 0700), 0);
+    xe_shape sh = {.rank = 2, .dims = {b, s}};
+    xe_tensor *ids = xe_tensor_new(XE_I64, &sh, XE_DEV_CPU, &st), *mask = xe_tensor_new(XE_I64, &sh, XE_DEV_CPU, &st);
+    for (int64_t i = 0; i < b * s; i++) {
+        ((int64_t *)ids->data)[i] = 1 + (i * 37) % 97;
+        ((int64_t *)mask->data)[i] = !(i >= (b - 1) * s + s - 2);
+    }
+    char p[64];
+    snprintf(p, sizeof p, "%s/input_ids.npy", name);
+    cr_assert_eq(xe_npy_write(xt_path(p), ids, &st), XE_OK, "%s", st.msg);
+    snprintf(p, sizeof p, "%s/attention_mask.npy", name);
+    cr_assert_eq(xe_npy_write(xt_path(p), mask, &st), XE_OK, "%s", st.msg);
+    xe_tensor_release(ids);
+    xe_tensor_release(mask);
+}
+
+/*
+ * T5's encoder as torch exports it with symbolic batch and sequence
+ * (tests/models/exports): its relative position buckets are an index table
+ * whose runs change with the length; imported as slices, they changed the
+ * graph's structure at some lengths, and each cluster compiled 5 times over
+ * these 8 sizes. Every cluster now compiles at most 4 times (--summary).
+ */
+Test(e2e, t5_export_at_eight_sizes_compiles_each_cluster_at_most_four_times, .timeout = 300)
+{
+    static const int64_t size[8][2] = {{2, 3}, {2, 5}, {3, 8}, {2, 4}, {2, 7}, {4, 6}, {2, 9}, {3, 11}};
+    const char *argv[2 + 2 * 8 + 1] = {XLAC_RUN, XLAC_SOURCE_DIR "/tests/models/exports/t5_encoder.dynamic/model.onnx"};
+    char dirs[8][600];
+    for (int k = 0; k < 8; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "t%d", k);
+        text_feed(name, size[k][0], size[k][1]);
+        snprintf(dirs[k], sizeof dirs[k], "%s", xt_path(name));
+        argv[2 + 2 * k] = "--feed";
+        argv[3 + 2 * k] = dirs[k];
+    }
+    char flags[700];
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--disk_cache=0 --summary=%s", xt_path("summary.json"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    char *summary = xt_read_file(xt_path("summary.json"), NULL);
+    cr_assert_not_null(summary);
+    int clusters = 0;
+    for (const char *p = strstr(summary, "\"compiled\":"); p; p = strstr(p + 1, "\"compiled\":")) {
+        int n = atoi(p + strlen("\"compiled\":"));
+        cr_expect(n >= 1 && n <= 4, "a cluster compiled %d times over 8 sizes: %s", n, summary);
+        clusters++;
+    }
+    cr_expect_geq(clusters, 1, "%s", summary);
+    free(summary);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}

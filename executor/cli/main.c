@@ -291,6 +291,39 @@ static void free_bound(cli_bound *b)
         xe_tensor_release(b->value[i]);
 }
 
+#define CLI_BUILD_DIM 4 /* the size a symbolic dim takes to build a graph that serves every size */
+
+/*
+ * The graph --to-xg writes for a model built per input size: built once
+ * and rewritten to serve every size (its dims stay symbolic); NULL with
+ * *st saying why when its sizes cannot leave the graph.
+ */
+static xe_graph *general_graph(const xe_graph *g, xe_status *st)
+{
+    xe_shape *s = calloc((size_t)g->n_inputs + 1, sizeof *s);
+    if (!s) {
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    for (int k = 0; k < g->n_inputs; k++) {
+        s[k] = g->nodes[g->inputs[k]]->type.shape;
+        for (int d = 0; d < s[k].rank; d++)
+            s[k].dims[d] = s[k].dims[d] < 0 ? CLI_BUILD_DIM : s[k].dims[d];
+    }
+    int extras;
+    xe_graph *out = xe_graph_general(g, s, &extras, st);
+    free(s);
+    if (out && extras != 0) {
+        xe_graph_destroy(out);
+        xe_fail(st, XE_ERR_UNSUPPORTED,
+                "--to-xg: %s computes %s from its symbolic input dims, which a .xg graph cannot "
+                "hold; the model runs as it is (xlac-run MODEL --feed ...), and xlac-compile --shape "
+                "pins its sizes", g->file, extras > 0 ? "constants (masks, positions)" : "shapes");
+        return NULL;
+    }
+    return out;
+}
+
 /* --to-xg: writes the graph; true when nothing else was asked for (nothing runs). */
 static bool write_xg(const cli_options *o, const xe_graph *g, int *rc)
 {
@@ -298,10 +331,13 @@ static bool write_xg(const cli_options *o, const xe_graph *g, int *rc)
     xe_status_clear(&st);
     if (!o->to_xg)
         return false;
-    if (xe_write_file(g, o->to_xg, &st) != XE_OK) {
+    xe_graph *general = g->maker ? general_graph(g, &st) : NULL;
+    if ((g->maker && !general) || xe_write_file(general ? general : g, o->to_xg, &st) != XE_OK) {
+        xe_graph_destroy(general);
         *rc = fail(&st);
         return true;
     }
+    xe_graph_destroy(general);
     *rc = 0;
     return only_writes_xg(o);
 }

@@ -93,6 +93,7 @@ static const xe_kernel_fn cpu_kernels[XE_KERNEL_COUNT] = {
     XE_KERNEL_LIST(CPU_KERNEL)
 #undef CPU_KERNEL
     [XE_KERNEL_unique] = xe_cpu_unique,
+    [XE_KERNEL_nonzero] = xe_cpu_nonzero,
 };
 
 const xe_device_ops xe_device_cpu = {

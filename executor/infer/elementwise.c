@@ -1,6 +1,6 @@
 /*
  * Shape functions of the elementwise ops and the source ops (inputs,
- * constants, iota, random), plus unique. Binary ops need operands of one
+ * constants, iota, random), plus unique and nonzero. Binary ops need operands of one
  * dtype and broadcast by numpy's rules; unknown dims propagate.
  */
 #include <string.h>
@@ -173,6 +173,16 @@ xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *
     const xe_attr *seed = xe_node_attr(n, "seed");
     if (seed && seed->kind != XE_ATTR_INT)
         return xe_fail(st, XE_ERR_GRAPH, "seed must be an integer");
+    return XE_OK;
+}
+
+xe_code xe_infer_nonzero(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
+{
+    (void)n, (void)n_in, (void)st;
+    out->dtype = XE_I64; /* [rank, count]: the positions of the nonzero elements (ONNX NonZero) */
+    out->shape.rank = 2;
+    out->shape.dims[0] = in[0].shape.rank;
+    out->shape.dims[1] = XE_DIM_UNKNOWN;
     return XE_OK;
 }
 

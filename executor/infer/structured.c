@@ -118,6 +118,34 @@ static xe_code reshape_mismatch(const xe_type *in, const xe_attr *a, xe_status *
                    ints_str(a, s, sizeof s));
 }
 
+/*
+ * The optional copy=[...] of reshape and broadcast_to: per result dim, -1
+ * (the shape attribute's value) or the operand dim it takes, known or not.
+ * Graphs built per input size (specialise.c) write their size-dependent
+ * dims this way, so that one graph serves every size. given[k] says
+ * whether the shape attribute gives result dim k.
+ */
+static xe_code copied_dims(const xe_node *n, const xe_shape *in, int rank, xe_shape *s, bool *given,
+                           xe_status *st)
+{
+    const xe_attr *c = ints_attr(n, "copy", false, st);
+    for (int k = 0; k < rank; k++)
+        given[k] = true;
+    if (!c)
+        return st->code;
+    if (c->n != rank)
+        return xe_fail(st, XE_ERR_GRAPH, "copy needs %d entries (one per result dim), got %d", rank, c->n);
+    for (int k = 0; k < rank; k++) {
+        if (c->ints[k] == -1)
+            continue;
+        if (c->ints[k] < 0 || c->ints[k] >= in->rank)
+            return xe_fail(st, XE_ERR_GRAPH, "copy[%d]=%lld is not an operand dim", k, (long long)c->ints[k]);
+        s->dims[k] = in->dims[c->ints[k]];
+        given[k] = false;
+    }
+    return XE_OK;
+}
+
 xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
 {
     (void)n_in;
@@ -130,7 +158,20 @@ xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type 
     int wild = -1;
     int64_t known = 1;
     xe_shape s = {.rank = a->n};
+    bool given[XE_MAX_RANK];
+    if (copied_dims(n, &in[0].shape, a->n, &s, given, st) != XE_OK)
+        return st->code;
+    bool unknown = false; /* a copied dim is unknown: so is the element count */
     for (int k = 0; k < a->n; k++) {
+        if (!given[k] && s.dims[k] < 0) {
+            unknown = true;
+            continue;
+        }
+        if (!given[k]) {
+            if (__builtin_mul_overflow(known, s.dims[k], &known))
+                return xe_fail(st, XE_ERR_GRAPH, "shape has more than 2^63 elements");
+            continue;
+        }
         s.dims[k] = a->ints[k];
         if (a->ints[k] == -1) {
             if (wild >= 0)
@@ -142,7 +183,7 @@ xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type 
             return xe_fail(st, XE_ERR_GRAPH, "shape has more than 2^63 elements");
         }
     }
-    int64_t total = xe_shape_numel(&in[0].shape);
+    int64_t total = unknown ? -1 : xe_shape_numel(&in[0].shape);
     if (total < 0) { /* unknown input dims: only the -1 stays unknown */
         if (wild >= 0)
             s.dims[wild] = XE_DIM_UNKNOWN;
@@ -207,10 +248,14 @@ xe_code xe_infer_broadcast_to(const xe_node *n, const xe_type *in, int n_in, xe_
     if (a->n > XE_MAX_RANK || a->n < in[0].shape.rank)
         return xe_fail(st, XE_ERR_GRAPH, "cannot broadcast rank %d to rank %d", in[0].shape.rank, a->n);
     xe_shape s = {.rank = a->n};
+    bool given[XE_MAX_RANK];
+    if (copied_dims(n, &in[0].shape, a->n, &s, given, st) != XE_OK)
+        return st->code;
     for (int k = 0; k < a->n; k++) {
-        if (a->ints[k] < 0)
+        if (given[k] && a->ints[k] < 0)
             return xe_fail(st, XE_ERR_GRAPH, "shape[%d]=%lld is negative", k, (long long)a->ints[k]);
-        s.dims[k] = a->ints[k];
+        if (given[k])
+            s.dims[k] = a->ints[k];
     }
     for (int d = 0; d < in[0].shape.rank; d++) {
         int64_t from = in[0].shape.dims[d], to = s.dims[d + a->n - in[0].shape.rank];

@@ -152,6 +152,9 @@ int ox_ints_const(ox_b *b, const int64_t *v, int n)
 
 int ox_reshape(ox_b *b, int x, const int64_t *dims, int rank)
 {
+    if (x >= 0 && x < b->c->g->n_nodes && b->c->g->nodes[x]->op == XE_OP_RESHAPE &&
+        !xe_node_attr(b->c->g->nodes[x], "copy"))
+        x = b->c->g->nodes[x]->inputs[0]; /* a reshape of a reshape is one reshape */
     ox_at a = OX_INTS("shape", dims, rank);
     return ox_op(b, XE_OP_RESHAPE, &x, 1, &a, 1);
 }

@@ -211,7 +211,7 @@ static void build_node(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
 }
 
 /* A graph input's declared type; false (error listed) for non-tensors and odd dtypes. */
-static bool input_type(ox_ctx *c, const Onnx__ValueInfoProto *v, xe_type *t)
+static bool input_type(ox_ctx *c, const Onnx__ValueInfoProto *v, int position, xe_type *t)
 {
     const char *name = v->name ? v->name : "";
     const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
@@ -237,6 +237,8 @@ static bool input_type(ox_ctx *c, const Onnx__ValueInfoProto *v, xe_type *t)
         bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
                      dim->dim_value >= 0;
         t->shape.dims[d] = known ? dim->dim_value : XE_DIM_UNKNOWN;
+        if (!known && c->pin && c->pin[position].rank == t->shape.rank)
+            t->shape.dims[d] = c->pin[position].dims[d];
         if (known && dim->dim_value && numel > (INT64_MAX / 16) / dim->dim_value) {
             ox_error_add(&c->errs, false, "%s: graph input '%s': its dims overflow a 64-bit size",
                          c->path, name);
@@ -265,7 +267,9 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
         snprintf(what, sizeof what, "initializer '%.500s'", t->name ? t->name : "");
         xe_status ts;
         xe_status_clear(&ts);
-        xe_tensor *v = ox_tensor(t, c->dir, what, &ts);
+        xe_tensor *v = c->inits && c->inits[k] ? xe_tensor_retain(c->inits[k]) : ox_tensor(t, c->dir, what, &ts);
+        if (v && c->inits && !c->inits[k])
+            c->inits[k] = xe_tensor_retain(v);
         int x = v ? xe_graph_add_node(c->g, NULL, XE_OP_CONST, NULL, 0, st) : -1;
         if (!v)
             ox_error_add(&c->errs, ts.code == XE_ERR_UNSUPPORTED, "%s: %s", c->path, ts.msg);
@@ -282,7 +286,7 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
         if (ox_value_set(c, t->name ? t->name : "", x, st) != XE_OK)
             return st->code;
     }
-    for (size_t k = 0; k < g->n_input; k++) {
+    for (size_t k = 0, pos = 0; k < g->n_input; k++) {
         const char *name = g->input[k]->name ? g->input[k]->name : "";
         xe_type t;
         if (is_initializer(g, name))
@@ -290,7 +294,7 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
         int x = -1;
         char tmp[32];
         snprintf(tmp, sizeof tmp, "_in%zu", k);
-        if (input_type(c, g->input[k], &t) && (x = xe_graph_add_input(c->g, tmp, &t, st)) < 0)
+        if (input_type(c, g->input[k], (int)pos++, &t) && (x = xe_graph_add_input(c->g, tmp, &t, st)) < 0)
             return st->code;
         if ((x >= 0 && ox_want_name(c, x, name, name, st) != XE_OK) ||
             ox_value_set(c, name, x, st) != XE_OK)
@@ -314,6 +318,12 @@ static void read_opset(ox_ctx *c)
                      c->path, v, OX_MIN_OPSET, OX_MAX_OPSET);
 }
 
+void ox_build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st)
+{
+    for (size_t k = 0; k < g->n_node; k++)
+        build_node(c, g->node[k], st);
+}
+
 /* Builds the whole graph into c->g; errors go to c->errs. */
 static xe_code build_graph(ox_ctx *c, xe_status *st)
 {
@@ -325,8 +335,7 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
     read_opset(c);
     if (add_sources(c, st) != XE_OK)
         return st->code;
-    for (size_t k = 0; k < g->n_node; k++)
-        build_node(c, g->node[k], st);
+    ox_build_nodes(c, g, st);
     for (size_t k = 0; k < g->n_output; k++) {
         bool found;
         const char *name = g->output[k]->name ? g->output[k]->name : "";
@@ -371,6 +380,16 @@ static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
     return m;
 }
 
+#define OX_PROBE_DIM 3 /* an unknown dim's size in the probe import: not 1, which broadcasts */
+
+/* What a model built per input-shape signature keeps (the maker's user data). */
+typedef struct ox_model {
+    Onnx__ModelProto *model;
+    char *path, *dir;
+    xe_tensor **inits; /* per initializer, loaded on first use */
+    size_t n_inits;
+} ox_model;
+
 static void ctx_free(ox_ctx *c)
 {
     ox_value *v, *tmp;
@@ -388,9 +407,6 @@ static void ctx_free(ox_ctx *c)
     free(c->final);
     ox_errors_free(&c->errs);
     xe_graph_destroy(c->g);
-    free(c->dir);
-    if (c->model)
-        onnx__model_proto__free_unpacked(c->model, NULL);
 }
 
 /* The error list as *st: a count line, then as many lines as fit. */
@@ -403,21 +419,19 @@ static xe_code report(ox_ctx *c, xe_status *st)
     return st->code;
 }
 
-xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *st)
+/* One import of m; pin (may be NULL) gives the unknown input dims values. */
+static xe_graph *import(ox_model *m, const xe_onnx_options *opt, const xe_shape *pin, xe_status *st)
 {
-    ox_ctx c = {.path = path, .opt = opt};
-    const char *slash = strrchr(path, '/');
-    c.dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-    c.g = xe_graph_new(path);
-    if (!c.dir || !c.g) {
-        ctx_free(&c);
+    ox_ctx c = {.path = m->path, .dir = m->dir, .opt = opt, .model = m->model, .pin = pin,
+                .inits = m->inits};
+    if (!(c.g = xe_graph_new(m->path))) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
     }
     if (opt && opt->report)
         *opt->report = NULL;
     xe_graph *out = NULL;
-    if ((c.model = unpack_file(path, st)) && build_graph(&c, st) == XE_OK) {
+    if (build_graph(&c, st) == XE_OK) {
         if (c.errs.n_unsupported + c.errs.n_other)
             report(&c, st);
         else
@@ -425,4 +439,148 @@ xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *
     }
     ctx_free(&c);
     return out;
+}
+
+static void model_free(void *user)
+{
+    ox_model *m = user;
+    if (!m)
+        return;
+    for (size_t k = 0; m->inits && k < m->n_inits; k++)
+        xe_tensor_release(m->inits[k]);
+    free(m->inits);
+    if (m->model)
+        onnx__model_proto__free_unpacked(m->model, NULL);
+    free(m->path);
+    free(m->dir);
+    free(m);
+}
+
+/* The maker: the model imported at these input shapes. */
+static xe_graph *make(void *user, const xe_shape *shapes, int n, xe_status *st)
+{
+    (void)n;
+    return import(user, NULL, shapes, st);
+}
+
+/* Whether a graph input has a dim that is not a known value. */
+static bool has_symbolic_dims(const xe_graph *g)
+{
+    for (int k = 0; k < g->n_inputs; k++) {
+        const xe_shape *s = &g->nodes[g->inputs[k]]->type.shape;
+        for (int d = 0; d < s->rank; d++)
+            if (s->dims[d] < 0)
+                return true;
+    }
+    return false;
+}
+
+/* Per graph input (initializers left out), the shape its unknown dims take in the probe import. */
+static xe_shape *probe_shapes(const Onnx__GraphProto *og, int *n)
+{
+    xe_shape *p = calloc(og->n_input + 1, sizeof *p);
+    *n = 0;
+    for (size_t k = 0; p && k < og->n_input; k++) {
+        const Onnx__ValueInfoProto *v = og->input[k];
+        const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
+        bool init = false;
+        for (size_t j = 0; j < og->n_initializer && !init; j++)
+            init = og->initializer[j]->name && v->name && !strcmp(og->initializer[j]->name, v->name);
+        if (init)
+            continue;
+        xe_shape *s = &p[(*n)++];
+        s->rank = tt && tt->shape && tt->shape->n_dim <= XE_MAX_RANK ? (int)tt->shape->n_dim : 0;
+        for (int d = 0; d < s->rank; d++)
+            s->dims[d] = OX_PROBE_DIM;
+    }
+    return p;
+}
+
+/*
+ * A model whose import needs its symbolic dims (shape computations over
+ * them): imported once at probe sizes (every unknown dim OX_PROBE_DIM) for
+ * its names and output types, and given a maker that imports
+ * it again per input-shape signature. NULL (probe's errors in *st) when
+ * the probe import fails too.
+ */
+static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_onnx_options *opt, xe_status *st)
+{
+    int n;
+    xe_shape *probe = probe_shapes(m->model->graph, &n);
+    m->n_inits = m->model->graph->n_initializer;
+    m->inits = calloc(m->n_inits + 1, sizeof *m->inits);
+    xe_graph_maker *mk = calloc(1, sizeof *mk);
+    xe_graph *g = probe && m->inits && mk ? import(m, opt, probe, st) : NULL;
+    free(probe);
+    if (!probe || !m->inits || !mk)
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (!g || n != g->n_inputs || n != declared->n_inputs) {
+        free(mk);
+        xe_graph_destroy(g);
+        return NULL;
+    }
+    for (int k = 0; k < n; k++)
+        g->nodes[g->inputs[k]]->type = declared->nodes[declared->inputs[k]]->type;
+    *mk = (xe_graph_maker){.make = make, .release = model_free, .user = m};
+    xe_graph_set_maker(g, mk);
+    return g;
+}
+
+/* The declared inputs alone (their types with symbolic dims), or NULL. */
+static xe_graph *declared_inputs(ox_model *m)
+{
+    ox_ctx c = {.path = m->path, .dir = m->dir, .model = m->model};
+    xe_status st;
+    xe_status_clear(&st);
+    if (!(c.g = xe_graph_new(m->path)))
+        return NULL;
+    const Onnx__GraphProto *g = m->model->graph;
+    for (size_t k = 0, pos = 0; k < g->n_input; k++) {
+        xe_type t;
+        char tmp[32];
+        snprintf(tmp, sizeof tmp, "_in%zu", k);
+        if (!is_initializer(g, g->input[k]->name ? g->input[k]->name : "") &&
+            (!input_type(&c, g->input[k], (int)pos++, &t) || xe_graph_add_input(c.g, tmp, &t, &st) < 0))
+            break;
+    }
+    xe_graph *out = c.g;
+    c.g = NULL;
+    ctx_free(&c);
+    return out;
+}
+
+xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *st)
+{
+    const char *slash = strrchr(path, '/');
+    ox_model *m = calloc(1, sizeof *m);
+    if (m && !(m->path = strdup(path)))
+        m->path = NULL;
+    if (m)
+        m->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    if (!m || !m->path || !m->dir) {
+        model_free(m);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    if (!(m->model = unpack_file(path, st))) {
+        model_free(m);
+        return NULL;
+    }
+    xe_graph *g = import(m, opt, NULL, st);
+    if (!g && m->model->graph) {
+        xe_graph *declared = declared_inputs(m);
+        if (declared && has_symbolic_dims(declared)) {
+            xe_status_clear(st);
+            if (opt && opt->report) {
+                free(*opt->report);
+                *opt->report = NULL;
+            }
+            g = per_signature(m, declared, opt, st);
+            if (g)
+                m = NULL; /* the maker owns it */
+        }
+        xe_graph_destroy(declared);
+    }
+    model_free(m);
+    return g;
 }

@@ -127,6 +127,28 @@ static const xe_tensor *known_value(ox_b *b, int k)
 
 /* Gather: known indices (1 to 256) as one slice per index, concatenated and
  * reshaped; any other indices as the gather op. */
+/*
+ * Known indices become slices (ox_take) when they form at most OX_TAKE_RUNS
+ * runs of consecutive positions: a shape element, a window. Past that (an
+ * index table, such as T5's relative position buckets, whose runs change
+ * with the sequence length) one gather, so that the graph's structure does
+ * not depend on the values (a graph built per input size is then one text
+ * at every size, executor/generalise.c).
+ */
+#define OX_TAKE_RUNS 8
+
+static int64_t runs(const xe_tensor *idx, int64_t dim)
+{
+    int64_t n = xe_tensor_numel(idx), r = 0, prev = 0;
+    for (int64_t i = 0; i < n; i++) {
+        int64_t v = (int64_t)xe_load_f64(idx->data, idx->dtype, i);
+        v = v < 0 ? v + dim : v;
+        r += i == 0 || v != prev + 1;
+        prev = v;
+    }
+    return r;
+}
+
 xe_code ox_b_gather(ox_b *b)
 {
     int x = ox_in(b, 0), axis;
@@ -135,7 +157,7 @@ xe_code ox_b_gather(ox_b *b)
     const xe_tensor *idx = known_value(b, 1);
     const xe_shape *s = &ox_type(b, x)->shape;
     int64_t n = idx ? xe_tensor_numel(idx) : 0, dim = s->dims[axis];
-    if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK) {
+    if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK || runs(idx, dim) > OX_TAKE_RUNS) {
         int in[2] = {x, ox_in(b, 1)};
         ox_at at = OX_I("axis", axis);
         return done(b, ox_op(b, XE_OP_GATHER, in, 2, &at, 1));

@@ -40,9 +40,45 @@ xe_code ox_b_matmul(ox_b *b)
     return done(b, ox_op(b, XE_OP_MATMUL, in, 2, at, n_at));
 }
 
+/*
+ * When a Gemm's A is X reshaped to [M, k] where X's leading dims make M and
+ * its trailing ones k (as exporters flatten a Linear's input), and C
+ * broadcasts along the rows: X as [leading..., k]; else -1. The product is
+ * then taken with the rows kept apart and merged after, and the reshape
+ * that exporters put back after the Gemm folds into that one (ox_reshape),
+ * so no reshape has to name two leading dims at once (a graph built per
+ * size can then serve every size, executor/generalise.c).
+ */
+static int merged_rows(ox_b *b, int a, int c)
+{
+    const xe_graph *g = b->c->g;
+    if (a < 0 || b->failed || ox_int(b, "transA", 0) || g->nodes[a]->op != XE_OP_RESHAPE ||
+        xe_node_attr(g->nodes[a], "copy") ||
+        (c >= 0 && (ox_rank(b, c) > 2 || (ox_rank(b, c) == 2 && ox_type(b, c)->shape.dims[0] != 1))))
+        return -1;
+    int x = g->nodes[a]->inputs[0];
+    const xe_shape *xs = &ox_type(b, x)->shape, *as = &ox_type(b, a)->shape;
+    if (as->rank != 2 || as->dims[1] < 1 || xs->rank < 2 || xs->dims[0] < 0)
+        return -1;
+    int64_t k = 1, lead[XE_MAX_RANK];
+    int p = xs->rank;
+    while (p > 1 && k < as->dims[1] && xs->dims[p - 1] > 0)
+        k *= xs->dims[--p];
+    if (k != as->dims[1] || p < 2)
+        return -1;
+    for (int d = 0; d < p; d++)
+        lead[d] = xs->dims[d] < 0 ? -1 : xs->dims[d];
+    lead[p] = k;
+    for (int d = 0, unknown = 0; d < p; d++)
+        if (lead[d] < 0 && ++unknown > 1)
+            return -1;
+    return p + 1 == xs->rank ? x : ox_reshape(b, x, lead, p + 1);
+}
+
 xe_code ox_b_gemm(ox_b *b)
 {
-    int a = ox_in(b, 0), w = ox_in(b, 1), c = ox_in(b, 2), in[2] = {a, w};
+    int a = ox_in(b, 0), w = ox_in(b, 1), c = ox_in(b, 2);
+    int rows = merged_rows(b, a, c), in[2] = {rows >= 0 ? rows : a, w};
     double alpha = ox_float(b, "alpha", 1.0), beta = ox_float(b, "beta", 1.0);
     ox_at at[2] = {OX_BOOL("transpose_a", ox_int(b, "transA", 0) != 0),
                    OX_BOOL("transpose_b", ox_int(b, "transB", 0) != 0)};
@@ -51,6 +87,10 @@ xe_code ox_b_gemm(ox_b *b)
         y = ox_bin(b, XE_OP_MUL, y, like(b, y, alpha));
     if (c >= 0 && beta != 0.0)
         y = ox_bin(b, XE_OP_ADD, y, beta == 1.0 ? c : ox_bin(b, XE_OP_MUL, c, like(b, c, beta)));
+    if (rows >= 0 && y >= 0) {
+        int64_t merged[2] = {-1, ox_type(b, y)->shape.dims[ox_rank(b, y) - 1]};
+        y = ox_reshape(b, y, merged, 2);
+    }
     return done(b, y);
 }
 

@@ -19,7 +19,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(pool) B(collective)
+B(conv) B(pool) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
 #undef B
 
 #define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
@@ -88,6 +88,13 @@ static const ox_entry table[] = {
      XE_OP_AVG_POOL2D, 0},
     F("LpNormalization", lp_norm, "axis p"), F("MeanVarianceNormalization", mvn, "axes"),
     F("LRN", lrn, "alpha beta bias size"),
+    F("GatherND", gather_nd, "batch_dims"), F("CumSum", cumsum, "exclusive reverse"),
+    F("ScatterND", scatter_nd, "reduction"), F("ScatterElements", scatter_elements, "axis reduction"),
+    F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
+    {"Resize", 10, 0, ox_b_resize, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
+                                   "extrapolation_value antialias axes keep_aspect_ratio_policy", -1, 0},
+    {"Upsample", 7, 9, ox_b_resize, "mode scales", -1, 0}, F("Einsum", einsum, "equation"),
+    F("If", if, "then_branch else_branch"),
 };
 
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type)

@@ -43,6 +43,21 @@ typedef struct xe_attr {
 
 typedef struct xe_graph xe_graph;
 
+/*
+ * A graph whose nodes depend on its input shapes: an imported model that
+ * computes shapes from symbolic input dims (ONNX Shape, Gather on shapes,
+ * Reshape to a computed shape, ...). make() builds the graph for concrete
+ * input shapes (one per graph input, in order) with every shape computation
+ * folded; a session calls it once per input-shape signature (session.c).
+ * Shared by clones (refs); release() frees user when the last one goes.
+ */
+typedef struct xe_graph_maker {
+    xe_graph *(*make)(void *user, const xe_shape *input_shapes, int n, xe_status *st);
+    void (*release)(void *user);
+    void *user;
+    int refs;           /* atomic: graphs holding it */
+} xe_graph_maker;
+
 typedef struct xe_node {
     char *name;         /* unique within its graph */
     int op;             /* xe_op, or an id returned by xe_register_op */
@@ -70,12 +85,26 @@ struct xe_graph {
     int *outputs;       /* node indices named by `output` lines, in order */
     int n_jit;          /* number of jit blocks */
     struct xe_name_entry *names; /* uthash: name -> node index */
+    xe_graph_maker *maker;       /* not NULL: the nodes are one specialisation (at placeholder
+                                    sizes) of a graph rebuilt per input-shape signature */
 };
 
 xe_graph *xe_graph_new(const char *file);
 void xe_graph_destroy(xe_graph *g);
 /* Deep copy (bodies, constants and attributes included). */
 xe_graph *xe_graph_clone(const xe_graph *g, xe_status *st);
+/* Attaches maker (taken; refs set to 1) to g; g's input types keep their symbolic dims. */
+void xe_graph_set_maker(xe_graph *g, xe_graph_maker *maker);
+/* g's maker's graph for these input shapes (one per input), or NULL with *st set. */
+xe_graph *xe_graph_specialise(const xe_graph *g, const xe_shape *input_shapes, xe_status *st);
+/*
+ * g's maker's graph built at input_shapes and rewritten, where it can be,
+ * to serve every size (executor/generalise.c). *n_extras: 0 when it serves
+ * every size with g's inputs alone; N > 0 when it needs N more inputs (values
+ * computed from the sizes, which only a session feeds); -1 when the sizes
+ * stay baked in. NULL with *st set when the build fails.
+ */
+xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *input_shapes, int *n_extras, xe_status *st);
 
 /*
  * Appends a node; name is copied (NULL: a fresh name "_N" is made),

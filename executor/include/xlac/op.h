@@ -33,7 +33,7 @@ typedef enum xe_op_class {
     XE_CLASS_SHAPE,     /* reshape transpose broadcast_to concat slice */
     XE_CLASS_MATMUL,    /* batched matmul */
     XE_CLASS_SOFTMAX,   /* softmax(axis=-1) */
-    XE_CLASS_UNIQUE,    /* sorted distinct values, data-dependent length */
+    XE_CLASS_UNIQUE,    /* data-dependent length: unique's sorted distinct values, nonzero's positions */
     XE_CLASS_RANDOM,    /* random_normal / random_uniform */
     XE_CLASS_COMPOSITE, /* a node with a body graph (registered ops only) */
     XE_CLASS_NN,        /* gather tile pad conv2d max_pool2d avg_pool2d: no code generator */

@@ -1,0 +1,322 @@
+/*
+ * Builders of index arithmetic ops exporters write, as decompositions into
+ * executor ops:
+ *   GatherND: the index tuples become flat positions (index times stride,
+ *     summed over the tuple, negative ones wrapped) into the data reshaped
+ *     to [positions, rest...], read with one gather. Constant indices (the
+ *     padding masks of BERT and T5) fold to constant positions at load time.
+ *   ScatterND, ScatterElements (reduction none or add): the written rows'
+ *     positions compared with every position (a one-hot mask), the
+ *     updates summed through it, selected over the data where a row was hit
+ *     (ONNX requires the positions to be unique, so the sum is the update).
+ *   NonZero: the executor's nonzero (its count depends on the data: it
+ *     runs per op, at a cluster border).
+ *   TopK (constant k): k rounds of argmax and max along the axis.
+ *   CumSum: out[j] = sum over i of x[i] * T[j, i], T a constant 0/1 matrix
+ *     (lower or upper triangle, the diagonal kept unless exclusive), as a
+ *     multiply and a sum over the last axis (the axis moved there and back).
+ *     Sums of n <= OX_CUMSUM_MAX: the n x n product stays small.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "onnx_impl.h"
+
+#define OX_CUMSUM_MAX 4096 /* the longest cumulative axis */
+
+static xe_code done(ox_b *b, int y)
+{
+    ox_out(b, 0, y);
+    return ox_status(b);
+}
+
+/* Whether every dim of s in [lo, hi) is known. */
+static bool known_dims(const xe_shape *s, int lo, int hi)
+{
+    for (int d = lo; d < hi; d++)
+        if (s->dims[d] < 0)
+            return false;
+    return true;
+}
+
+xe_code ox_b_gather_nd(ox_b *b)
+{
+    int x = ox_in(b, 0), idx = ox_in(b, 1);
+    if (x < 0 || idx < 0)
+        return ox_status(b);
+    if (ox_int(b, "batch_dims", 0) != 0)
+        return ox_unsupported(b, "GatherND with batch_dims %lld is not supported (0 is)",
+                              (long long)ox_int(b, "batch_dims", 0));
+    const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
+    if (is->rank < 1 || is->dims[is->rank - 1] < 1 || is->dims[is->rank - 1] > s->rank)
+        return ox_invalid(b, "indices of shape rank %d do not index data of rank %d", is->rank, s->rank);
+    int k = (int)is->dims[is->rank - 1];
+    if (!known_dims(s, 0, s->rank) || !xe_dtype_is_int(ox_type(b, idx)->dtype))
+        return ox_unsupported(b, "GatherND needs data of known dims and integer indices");
+    int64_t flat[XE_MAX_RANK], stride[XE_MAX_RANK], dims[XE_MAX_RANK], p = 1;
+    for (int d = k - 1; d >= 0; d--) {
+        stride[d] = p;
+        dims[d] = s->dims[d];
+        p *= s->dims[d];
+    }
+    flat[0] = p;
+    for (int d = k; d < s->rank; d++)
+        flat[1 + d - k] = s->dims[d];
+    int data = ox_reshape(b, x, flat, 1 + s->rank - k);
+    int ix = ox_cast(b, idx, XE_I64);
+    int dim = ox_ints_const(b, dims, k), zero = ox_scalar(b, XE_I64, 0);
+    ix = ox_select(b, ox_bin(b, XE_OP_LESS, ix, zero), ox_bin(b, XE_OP_ADD, ix, dim), ix);
+    int64_t last = is->rank - 1;
+    int pos = ox_reduce(b, XE_OP_REDUCE_SUM, ox_bin(b, XE_OP_MUL, ix, ox_ints_const(b, stride, k)), &last, 1, false);
+    int in[2] = {data, pos};
+    ox_at at = OX_I("axis", 0);
+    return done(b, ox_op(b, XE_OP_GATHER, in, 2, &at, 1));
+}
+
+/* The constant n x n 0/1 matrix T[j, i] of a cumulative sum, in dtype dt. */
+static int cumsum_matrix(ox_b *b, xe_dtype dt, int64_t n, bool exclusive, bool reverse)
+{
+    xe_shape sh = {.rank = 2, .dims = {n, n}};
+    xe_tensor *t = b->failed ? NULL : xe_tensor_new(dt, &sh, XE_DEV_CPU, &b->st);
+    for (int64_t j = 0; t && j < n; j++)
+        for (int64_t i = 0; i < n; i++) {
+            bool in = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
+            xe_store_f64(t->data, dt, j * n + i, in ? 1.0 : 0.0);
+        }
+    return ox_const(b, t);
+}
+
+xe_code ox_b_cumsum(ox_b *b)
+{
+    int x = ox_in(b, 0), r = ox_rank(b, x), axis;
+    int64_t a;
+    if (x < 0 || ox_const_ints(b, 1, "axis", &a, 1) != 1 || !ox_axis(b, a, r, &axis))
+        return ox_status(b);
+    const xe_type *t = ox_type(b, x);
+    int64_t n = t->shape.dims[axis];
+    if (n < 0 || n > OX_CUMSUM_MAX || !known_dims(&t->shape, 0, r))
+        return ox_unsupported(b, "CumSum needs known dims and an axis of at most %d", OX_CUMSUM_MAX);
+    if (t->dtype == XE_BOOL)
+        return ox_invalid(b, "CumSum of bool is not defined");
+    int perm[XE_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        perm[d] = d == axis ? r - 1 : d == r - 1 ? axis : d;
+    int y = axis == r - 1 ? x : ox_transpose(b, x, perm, r);
+    int64_t wide[XE_MAX_RANK + 1];
+    for (int d = 0; d < r; d++)
+        wide[d] = t->shape.dims[perm[d]];
+    wide[r] = n;
+    wide[r - 1] = 1;
+    y = ox_reshape(b, y, wide, r + 1);
+    y = ox_bin(b, XE_OP_MUL, y, cumsum_matrix(b, t->dtype, n, ox_int(b, "exclusive", 0), ox_int(b, "reverse", 0)));
+    int64_t last = r;
+    y = ox_reduce(b, XE_OP_REDUCE_SUM, y, &last, 1, false);
+    return done(b, axis == r - 1 ? y : ox_transpose(b, y, perm, r));
+}
+
+/* 0, 1, ..., n-1 as an i64 constant of shape [n]. */
+static int positions(ox_b *b, int64_t n)
+{
+    xe_shape sh = {.rank = 1, .dims = {n}};
+    xe_tensor *t = b->failed ? NULL : xe_tensor_new(XE_I64, &sh, XE_DEV_CPU, &b->st);
+    for (int64_t i = 0; t && i < n; i++)
+        ((int64_t *)t->data)[i] = i;
+    return ox_const(b, t);
+}
+
+/* x with a dim of 1 appended (rank r + 1) or inserted at position at. */
+static int with_unit_dim(ox_b *b, int x, int at)
+{
+    const xe_shape *s = &ox_type(b, x)->shape;
+    int64_t d[XE_MAX_RANK];
+    if (s->rank >= XE_MAX_RANK) {
+        ox_unsupported(b, "rank %d leaves no room for a scatter's extra dim", s->rank);
+        return -1;
+    }
+    for (int k = 0, j = 0; k <= s->rank; k++)
+        d[k] = k == at ? 1 : s->dims[j++];
+    return ox_reshape(b, x, d, s->rank + 1);
+}
+
+/* Integer indices with negative ones wrapped by dim (an i64 node), as i64. */
+static int wrapped(ox_b *b, int idx, int dim)
+{
+    idx = ox_cast(b, idx, XE_I64);
+    int zero = ox_scalar(b, XE_I64, 0);
+    return ox_select(b, ox_bin(b, XE_OP_LESS, idx, zero), ox_bin(b, XE_OP_ADD, idx, dim), idx);
+}
+
+/*
+ * The scatter both ScatterND and ScatterElements reduce to: rows of data
+ * [P, rest...] written by rows of upd [Q, rest...] at positions pos [Q]:
+ * hit[q, p] = (pos[q] == p); the written value of row p is the sum over q
+ * of the hits' updates (the last write wins in ONNX only for unique
+ * positions, which is what it requires); add sums onto data.
+ */
+static int scatter_rows(ox_b *b, int data, int pos, int upd, bool add)
+{
+    const xe_shape *ds = &ox_type(b, data)->shape;
+    int r = ds->rank;
+    int64_t q0 = 0;
+    int hit = ox_bin(b, XE_OP_EQUAL, with_unit_dim(b, pos, 1), positions(b, ds->dims[0])); /* [Q, P] */
+    int h = hit; /* [Q, P, 1...] against upd [Q, 1, rest...] */
+    for (int k = 1; k < r; k++)
+        h = with_unit_dim(b, h, ox_rank(b, h));
+    int zero = ox_scalar(b, ox_type(b, data)->dtype, 0);
+    int sum = ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, h, with_unit_dim(b, upd, 1), zero), &q0, 1, false);
+    if (add)
+        return ox_bin(b, XE_OP_ADD, data, sum);
+    int any = ox_reduce(b, XE_OP_REDUCE_SUM, ox_cast(b, h, XE_I32), &q0, 1, false);
+    return ox_select(b, ox_bin(b, XE_OP_GREATER, any, ox_scalar(b, XE_I32, 0)), sum, data);
+}
+
+/* The reduction attribute: none or add; true for add, false (b failed) for others. */
+static bool scatter_add(ox_b *b)
+{
+    const char *red = ox_str(b, "reduction", "none");
+    if (strcmp(red, "none") && strcmp(red, "add"))
+        ox_unsupported(b, "reduction '%s' is not supported (none and add are)", red);
+    return !strcmp(red, "add");
+}
+
+xe_code ox_b_scatter_nd(ox_b *b)
+{
+    int x = ox_in(b, 0), idx = ox_in(b, 1), upd = ox_in(b, 2);
+    bool add = scatter_add(b);
+    if (x < 0 || idx < 0 || upd < 0 || b->failed)
+        return ox_status(b);
+    const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
+    if (is->rank < 1 || is->dims[is->rank - 1] < 1 || is->dims[is->rank - 1] > s->rank)
+        return ox_invalid(b, "indices of shape rank %d do not index data of rank %d", is->rank, s->rank);
+    if (!known_dims(s, 0, s->rank) || !known_dims(is, 0, is->rank))
+        return ox_unsupported(b, "ScatterND needs known dims");
+    int k = (int)is->dims[is->rank - 1];
+    int64_t flat[XE_MAX_RANK], stride[XE_MAX_RANK], dims[XE_MAX_RANK], p = 1, q = 1, last = is->rank - 1;
+    for (int d = k - 1; d >= 0; d--) {
+        stride[d] = p;
+        dims[d] = s->dims[d];
+        p *= s->dims[d];
+    }
+    for (int d = 0; d < is->rank - 1; d++)
+        q *= is->dims[d];
+    flat[0] = p;
+    for (int d = k; d < s->rank; d++)
+        flat[1 + d - k] = s->dims[d];
+    int data = ox_reshape(b, x, flat, 1 + s->rank - k);
+    int ix = wrapped(b, idx, ox_ints_const(b, dims, k));
+    int pos = ox_reduce(b, XE_OP_REDUCE_SUM, ox_bin(b, XE_OP_MUL, ix, ox_ints_const(b, stride, k)), &last, 1, false);
+    pos = ox_reshape(b, pos, &q, 1);
+    flat[0] = q;
+    int rows = ox_reshape(b, ox_cast(b, upd, ox_type(b, x)->dtype), flat, 1 + s->rank - k);
+    int64_t shape[XE_MAX_RANK];
+    memcpy(shape, s->dims, sizeof shape);
+    return done(b, ox_reshape(b, scatter_rows(b, data, pos, rows, add), shape, s->rank));
+}
+
+xe_code ox_b_scatter_elements(ox_b *b)
+{
+    int x = ox_in(b, 0), idx = ox_in(b, 1), upd = ox_in(b, 2), r = ox_rank(b, x), axis;
+    bool add = scatter_add(b);
+    if (x < 0 || idx < 0 || upd < 0 || b->failed || !ox_axis(b, ox_int(b, "axis", 0), r, &axis))
+        return ox_status(b);
+    const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
+    bool ok = is->rank == r && known_dims(s, 0, r) && known_dims(is, 0, r);
+    for (int d = 0; ok && d < r; d++)
+        ok = d == axis || is->dims[d] == s->dims[d];
+    if (!ok)
+        return ox_unsupported(b, "ScatterElements needs known dims, and indices as large as the data "
+                                 "along every axis but the scattered one");
+    /* the axis first, the others flattened after it: rows [n] of data, [m] of indices */
+    int perm[XE_MAX_RANK];
+    for (int d = 0, j = 1; d < r; d++)
+        perm[d == axis ? 0 : j++] = d;
+    int64_t rest = 1;
+    for (int d = 0; d < r; d++)
+        rest *= d == axis ? 1 : s->dims[d];
+    int64_t n = s->dims[axis], m = is->dims[axis], nr[2] = {n, rest}, mr[2] = {m, rest};
+    int data = ox_reshape(b, ox_transpose(b, x, perm, r), nr, 2);
+    int ix = ox_reshape(b, ox_transpose(b, wrapped(b, idx, ox_ints_const(b, &n, 1)), perm, r), mr, 2);
+    int up = ox_reshape(b, ox_transpose(b, ox_cast(b, upd, ox_type(b, x)->dtype), perm, r), mr, 2);
+    /* per column c: hit[i, c, p] = (ix[i, c] == p); out[p, c] = sum over i */
+    int hit = ox_bin(b, XE_OP_EQUAL, with_unit_dim(b, ix, 2), positions(b, n)); /* [m, rest, n] */
+    int zero = ox_scalar(b, ox_type(b, x)->dtype, 0);
+    int64_t i0 = 0;
+    int sum = ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, hit, with_unit_dim(b, up, 2), zero), &i0, 1, false);
+    int out;
+    if (add) {
+        out = ox_bin(b, XE_OP_ADD, data, ox_transpose(b, sum, (int[]){1, 0}, 2));
+    } else {
+        int any = ox_reduce(b, XE_OP_REDUCE_SUM, ox_cast(b, hit, XE_I32), &i0, 1, false);
+        int set = ox_bin(b, XE_OP_GREATER, ox_transpose(b, any, (int[]){1, 0}, 2), ox_scalar(b, XE_I32, 0));
+        out = ox_select(b, set, ox_transpose(b, sum, (int[]){1, 0}, 2), data);
+    }
+    int64_t tshape[XE_MAX_RANK];
+    int inv[XE_MAX_RANK];
+    for (int d = 0; d < r; d++) {
+        tshape[d] = s->dims[perm[d]];
+        inv[perm[d]] = d;
+    }
+    return done(b, ox_transpose(b, ox_reshape(b, out, tshape, r), inv, r));
+}
+
+/* NonZero: the executor's nonzero, which runs per op (its count depends on the data). */
+xe_code ox_b_nonzero(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    if (x < 0)
+        return ox_status(b);
+    return done(b, ox_un(b, XE_OP_NONZERO, x));
+}
+
+/* The lowest value of dt, or -inf: what a picked element becomes. */
+static double lowest(xe_dtype dt)
+{
+    switch (dt) {
+    case XE_I32: return -2147483648.0;
+    case XE_I64: return -9223372036854775808.0;
+    default: return -INFINITY;
+    }
+}
+
+/*
+ * TopK with a constant k of at most OX_TOPK_MAX: k rounds of argmax (the
+ * first index wins ties, as ONNX asks) and the maximum, each picked
+ * position then lowered out of the way; smallest ones through the
+ * negation. Values and indices come out sorted.
+ */
+#define OX_TOPK_MAX 64
+
+xe_code ox_b_topk(ox_b *b)
+{
+    int x = ox_in(b, 0), r = ox_rank(b, x), axis;
+    int64_t k;
+    if (x < 0 || ox_const_ints(b, 1, "k", &k, 1) != 1 || !ox_axis(b, ox_int(b, "axis", -1), r, &axis))
+        return ox_status(b);
+    const xe_type *t = ox_type(b, x);
+    int64_t n = t->shape.dims[axis];
+    if (n < 0 || k < 0 || k > n || k > OX_TOPK_MAX || t->dtype == XE_BOOL || t->dtype == XE_F16)
+        return ox_unsupported(b, "TopK needs a known axis, k from 0 to %d and an f32, f64, i32 or i64 input",
+                              OX_TOPK_MAX);
+    bool largest = ox_int(b, "largest", 1) != 0;
+    int v = largest ? x : ox_un(b, XE_OP_NEG, x), low = ox_scalar(b, t->dtype, lowest(t->dtype));
+    int vals[OX_TOPK_MAX], idxs[OX_TOPK_MAX], pos = positions(b, n);
+    int64_t shape[XE_MAX_RANK] = {0}, ax = axis;
+    for (int d = 0; d < r; d++)
+        shape[d] = d == axis ? n : 1;
+    pos = ox_reshape(b, pos, shape, r);
+    for (int64_t j = 0; j < k; j++) {
+        ox_at at[2] = {OX_I("axis", axis), OX_BOOL("keepdims", true)};
+        idxs[j] = ox_op(b, XE_OP_ARGMAX, &v, 1, at, 2);
+        vals[j] = ox_reduce(b, XE_OP_REDUCE_MAX, v, &ax, 1, true);
+        if (j + 1 < k)
+            v = ox_select(b, ox_bin(b, XE_OP_EQUAL, pos, idxs[j]), low, v);
+    }
+    ox_at cat = OX_I("axis", axis);
+    int val = k == 1 ? vals[0] : ox_op(b, XE_OP_CONCAT, vals, (int)k, &cat, 1);
+    int idx = k == 1 ? idxs[0] : ox_op(b, XE_OP_CONCAT, idxs, (int)k, &cat, 1);
+    if (!largest)
+        val = ox_un(b, XE_OP_NEG, val);
+    ox_out(b, 0, val);
+    ox_out(b, 1, idx);
+    return ox_status(b);
+}

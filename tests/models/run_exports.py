@@ -1,0 +1,113 @@
+"""Runs the committed real exports (tests/models/exports/NAME, written by
+export.py) through xlac-run, op by op and clustered (LD_PRELOAD=libxlac.so
+XLAC_AUTO_JIT=2), each at its three input shapes in one process (--feed
+sK, three times), and compares every output with onnxruntime's committed
+one: |xlac - ort| <= ATOL + RTOL * |ort|, no NaN. One case per model, mode
+and shape; the closing line is
+
+    real exports: N passed, N failed
+
+Needs only numpy (tests/onnx/.venv). Usage:
+    python tests/models/run_exports.py --build DIR [--filter REGEX] [--keep]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+RTOL, ATOL = 1e-3, 1e-4
+
+
+def compare(want_dir, got_dir):
+    """None when every output agrees, else why not; and the worst relative difference."""
+    worst = 0.0
+    for f in sorted(os.listdir(want_dir)):
+        want = np.load(os.path.join(want_dir, f))
+        p = os.path.join(got_dir, f)
+        if not os.path.exists(p):
+            return "output %s was not written" % f[:-4], worst
+        got = np.load(p)
+        if got.shape != want.shape or got.dtype != want.dtype:
+            return "%s: got %s %s, want %s %s" % (f[:-4], got.dtype, got.shape, want.dtype, want.shape), worst
+        if want.dtype.kind in "fc":
+            g, w = got.astype(np.float64), want.astype(np.float64)
+            if np.isnan(g).any() != np.isnan(w).any():
+                return "%s: NaN where onnxruntime has none" % f[:-4], worst
+            d = np.abs(g - w)
+            if (d > ATOL + RTOL * np.abs(w)).any():
+                i = np.unravel_index(np.argmax(d - RTOL * np.abs(w)), d.shape)
+                return "%s: at %s got %.7g, want %.7g" % (f[:-4], i, g[i], w[i]), worst
+            worst = max(worst, float(d.max() / max(np.abs(w).max(), 1e-30)))
+        elif not np.array_equal(got, want):
+            return "%s: values differ" % f[:-4], worst
+    return None, worst
+
+
+def run_model(args, name, tmp):
+    """[(case, ok, detail)] for one export: per mode, per shape."""
+    d = os.path.join(args.exports, name)
+    shapes = sorted(s for s in os.listdir(d) if re.fullmatch(r"s\d+", s))
+    cases = []
+    for clustered in (False, True):
+        mode = "clustered" if clustered else "op_by_op"
+        out = os.path.join(tmp, name, mode)
+        feeds = []
+        for s in shapes:
+            feed = os.path.join(tmp, name, "feed_" + s)
+            os.makedirs(feed, exist_ok=True)
+            for f in os.listdir(os.path.join(d, s)):
+                if f.endswith(".npy"):
+                    shutil.copy(os.path.join(d, s, f), feed)
+            feeds += ["--feed", feed]
+        cmd = [args.xlac_run, os.path.join(d, "model.onnx"), "--device", "cpu", "--save-outputs", out] + feeds
+        env = dict(os.environ, OMP_NUM_THREADS="1")
+        if clustered:
+            env.update(LD_PRELOAD=args.libxlac, XLAC_AUTO_JIT="2")
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
+        for k, s in enumerate(shapes):
+            case = "%s/%s/%s" % (name, mode, s)
+            if p.returncode != 0:
+                cases.append((case, False, "exit %d: %s" % (p.returncode, p.stderr.strip()[-800:])))
+                continue
+            got = os.path.join(out, str(k)) if len(shapes) > 1 else out
+            why, worst = compare(os.path.join(d, s, "out"), got)
+            cases.append((case, why is None, why or "max |xlac - ort| / max |ort| = %.2g" % worst))
+    return cases
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
+    ap.add_argument("--exports", default=os.path.join(HERE, "exports"))
+    ap.add_argument("--filter", default="")
+    ap.add_argument("--keep", action="store_true", help="keep the outputs folder")
+    args = ap.parse_args()
+    args.xlac_run = os.path.abspath(os.path.join(args.build, "bin", "xlac-run"))
+    args.libxlac = os.path.abspath(os.path.join(args.build, "lib", "libxlac.so"))
+    names = sorted(n for n in os.listdir(args.exports) if re.search(args.filter, n)
+                   and os.path.exists(os.path.join(args.exports, n, "model.onnx")))
+    tmp = tempfile.mkdtemp(prefix="xlac-exports-")
+    passed = failed = 0
+    try:
+        for name in names:
+            for case, ok, detail in run_model(args, name, tmp):
+                print("%s %s: %s" % ("ok    " if ok else "FAILED", case, detail), flush=True)
+                passed += ok
+                failed += not ok
+    finally:
+        if args.keep:
+            print("outputs kept in", tmp)
+        else:
+            shutil.rmtree(tmp, ignore_errors=True)
+    print("real exports: %d passed, %d failed" % (passed, failed))
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
