@@ -397,6 +397,21 @@ static int compile_graph(const char *path, const char *out, const args *a, xlac_
     return status;
 }
 
+/* The target this build can compile for, at an architecture NVRTC knows; false (said on stderr) if not. */
+static bool target_usable(const args *a)
+{
+    const xg_target_info *ti = xg_target_get(a->target);
+    if (ti->missing) {
+        fprintf(stderr, "xlac-compile: --target %s: %s\n", ti->name, ti->missing);
+        return false;
+    }
+    if (ti->uses_arch && !xg_nvrtc_arch_for(a->arch)) {
+        fprintf(stderr, "xlac-compile: --arch %d: NVRTC knows no architecture that old\n", a->arch);
+        return false;
+    }
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     args a;
@@ -410,20 +425,7 @@ int main(int argc, char **argv)
         free(a.shapes);
         return 2;
     }
-    const xg_target_info *ti = xg_target_get(a.target);
-    if (ti->missing) {
-        fprintf(stderr, "xlac-compile: --target %s: %s\n", ti->name, ti->missing);
-        free(a.graphs);
-        free(a.shapes);
-        return 2;
-    }
-    if (ti->uses_arch && !xg_nvrtc_arch_for(a.arch)) {
-        fprintf(stderr, "xlac-compile: --arch %d: NVRTC knows no architecture that old\n", a.arch);
-        free(a.graphs);
-        free(a.shapes);
-        return 2;
-    }
-    if (!distinct_out_dirs(&a) || !seed_dir_usable(a.seed_cache)) {
+    if (!target_usable(&a) || !distinct_out_dirs(&a) || !seed_dir_usable(a.seed_cache)) {
         free(a.graphs);
         free(a.shapes);
         return 2;

@@ -189,7 +189,7 @@ static void check_behind_unimported(ox_ctx *c, const Onnx__NodeProto *np, const 
 static void build_node(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
 {
     const ox_entry *e = entry_for(c, np);
-    ox_b b = {.c = c, .np = np, .opset = c->opset, .first = c->g->n_nodes};
+    ox_b b = {.c = c, .np = np, .entry = e, .opset = c->opset, .first = c->g->n_nodes};
     xe_status_clear(&b.st);
     gathered got = e ? gather(c, np, &b) : UNDEFINED;
     if (got != GATHERED) {

@@ -69,6 +69,7 @@ typedef struct ox_ctx {
 typedef struct ox_b {
     ox_ctx *c;
     const Onnx__NodeProto *np;
+    const struct ox_entry *entry; /* the table row being built: table-driven builders read its op and p */
     int opset;
     int n_in;
     int in[OX_MAX_IO]; /* node index per ONNX input, -1 where the input is absent ("") */
@@ -109,8 +110,7 @@ typedef struct ox_entry {
     double p;          /* a parameter for table-driven builders */
 } ox_entry;
 
-/* table.c; ox_current: the entry being built (table-driven builders read op and p) */
-extern const ox_entry *ox_current;
+/* table.c */
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
 /* The domain of xlac's own ops (the collectives), and their lookup. */
 #define OX_XLAC_DOMAIN "com.xlac"

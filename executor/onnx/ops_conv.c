@@ -238,7 +238,7 @@ xe_code ox_b_conv(ox_b *b)
 xe_code ox_b_pool(ox_b *b)
 {
     int x = ox_in(b, 0);
-    bool max = ox_current->op == XE_OP_MAX_POOL2D;
+    bool max = b->entry->op == XE_OP_MAX_POOL2D;
     win w = {.sp = 2};
     if (max && ox_n_out(b) > 1 && b->np->output[1][0])
         return ox_unsupported(b, "MaxPool's Indices output is not supported");
@@ -258,6 +258,6 @@ xe_code ox_b_pool(ox_b *b)
                    OX_INTS("dilations", w.dil, 2),
                    OX_I("ceil_mode", ox_int(b, "ceil_mode", 0)),
                    OX_I("count_include_pad", ox_int(b, "count_include_pad", 0))};
-    ox_out(b, 0, ox_op(b, ox_current->op, &x, 1, at, max ? 5 : 6));
+    ox_out(b, 0, ox_op(b, b->entry->op, &x, 1, at, max ? 5 : 6));
     return ox_status(b);
 }

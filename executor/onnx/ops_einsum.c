@@ -165,6 +165,36 @@ static bool letters(ox_b *b, const char *s, size_t len, int rank, int ell_rank, 
     return true;
 }
 
+/* The widest ellipsis of the n operand terms of eqs (arrow: its "->", or NULL). */
+static int ellipsis_width(ox_b *b, const char *eqs, const char *arrow, int n)
+{
+    int ell = 0;
+    const char *p = eqs;
+    for (int k = 0; k < n; k++) {
+        const char *end = strchr(p, k + 1 < n ? ',' : (arrow ? '-' : '\0'));
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        int r = ox_rank(b, ox_in(b, k));
+        if (has_ellipsis(p, len) && r - ((int)len - 3) > ell)
+            ell = r - ((int)len - 3);
+        p = end ? end + 1 : p + len;
+    }
+    return ell;
+}
+
+/* An implicit output (no "->"): the ellipsis, then the letters used once, sorted. */
+static void implicit_output(const term *t, int n, int ell, char *out)
+{
+    for (int e = 0; e < ell; e++)
+        out[strlen(out)] = (char)('A' + e);
+    for (char c = 'a'; c <= 'z'; c++) {
+        int uses = 0;
+        for (int k = 0; k < n; k++)
+            uses += dim_of(&t[k], c) >= 0;
+        if (uses == 1)
+            strncat(out, &c, 1);
+    }
+}
+
 xe_code ox_b_einsum(ox_b *b)
 {
     const char *eq = ox_str(b, "equation", "");
@@ -175,23 +205,15 @@ xe_code ox_b_einsum(ox_b *b)
             eqs[m++] = *eq;
     eqs[m] = '\0';
     char *arrow = strstr(eqs, "->");
-    int n = b->n_in, ell = 0;
+    int n = b->n_in;
     term t[OX_EINSUM_MAX];
     if (n < 1 || n > OX_EINSUM_MAX)
         return ox_unsupported(b, "Einsum of %d operands is not supported (1 to %d are)", n, OX_EINSUM_MAX);
     for (int k = 0; k < n; k++)
         if (ox_in(b, k) < 0 || !xe_dtype_is_float(ox_type(b, ox_in(b, k))->dtype))
             return ox_in(b, k) < 0 ? ox_status(b) : ox_unsupported(b, "Einsum of integers is not supported");
+    int ell = ellipsis_width(b, eqs, arrow, n);
     const char *p = eqs;
-    for (int k = 0; k < n; k++) { /* the widest ellipsis */
-        const char *end = strchr(p, k + 1 < n ? ',' : (arrow ? '-' : '\0'));
-        size_t len = end ? (size_t)(end - p) : strlen(p);
-        int r = ox_rank(b, ox_in(b, k));
-        if (has_ellipsis(p, len) && r - ((int)len - 3) > ell)
-            ell = r - ((int)len - 3);
-        p = end ? end + 1 : p + len;
-    }
-    p = eqs;
     for (int k = 0; k < n; k++) {
         const char *end = k + 1 < n ? strchr(p, ',') : arrow ? arrow : p + strlen(p);
         if (!end)
@@ -204,16 +226,8 @@ xe_code ox_b_einsum(ox_b *b)
     if (arrow) {
         if (!letters(b, arrow + 2, strlen(arrow + 2), ell + (int)strlen(arrow + 2) - (strstr(arrow, "...") ? 3 : 0), ell, out))
             return ox_status(b);
-    } else { /* implicit: the ellipsis, then the letters used once, sorted */
-        for (int e = 0; e < ell; e++)
-            out[strlen(out)] = (char)('A' + e);
-        for (char c = 'a'; c <= 'z'; c++) {
-            int uses = 0;
-            for (int k = 0; k < n; k++)
-                uses += dim_of(&t[k], c) >= 0;
-            if (uses == 1)
-                strncat(out, &c, 1);
-        }
+    } else {
+        implicit_output(t, n, ell, out);
     }
     term acc = t[0];
     for (int k = 1; k < n && !b->failed; k++) {

@@ -31,12 +31,12 @@ static xe_code done(ox_b *b, int y)
 
 xe_code ox_b_unary(ox_b *b)
 {
-    return done(b, ox_un(b, ox_current->op, ox_in(b, 0)));
+    return done(b, ox_un(b, b->entry->op, ox_in(b, 0)));
 }
 
 xe_code ox_b_binary(ox_b *b)
 {
-    return done(b, ox_bin(b, ox_current->op, ox_in(b, 0), ox_in(b, 1)));
+    return done(b, ox_bin(b, b->entry->op, ox_in(b, 0), ox_in(b, 1)));
 }
 
 /* Xor: not_equal on bools. */
@@ -50,10 +50,10 @@ xe_code ox_b_variadic(ox_b *b)
 {
     if (b->n_in < 1)
         return ox_invalid(b, "needs at least one input");
-    int op = ox_current->op == XE_OP_DIV ? XE_OP_ADD : ox_current->op, y = ox_in(b, 0);
+    int op = b->entry->op == XE_OP_DIV ? XE_OP_ADD : b->entry->op, y = ox_in(b, 0);
     for (int k = 1; k < b->n_in; k++)
         y = ox_bin(b, op, y, ox_in(b, k));
-    if (ox_current->op == XE_OP_DIV) /* Mean */
+    if (b->entry->op == XE_OP_DIV) /* Mean */
         y = ox_bin(b, XE_OP_DIV, y, like(b, y, b->n_in));
     return done(b, y);
 }

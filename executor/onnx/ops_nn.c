@@ -256,7 +256,7 @@ xe_code ox_b_global_pool(ox_b *b)
 {
     int x = ox_in(b, 0);
     int64_t axes[XE_MAX_RANK];
-    return done(b, ox_reduce(b, ox_current->op, x, axes, tail_axes(2, ox_rank(b, x), axes), true));
+    return done(b, ox_reduce(b, b->entry->op, x, axes, tail_axes(2, ox_rank(b, x), axes), true));
 }
 
 xe_code ox_b_lp_norm(ox_b *b)

@@ -27,7 +27,7 @@ typedef enum reduce_kind {
 
 static int reduce_axes(ox_b *b, int x, int64_t *axes, bool *noop)
 {
-    int since = ox_current->op == XE_OP_REDUCE_SUM && ox_current->p == RK_PLAIN ? 13 : 18;
+    int since = b->entry->op == XE_OP_REDUCE_SUM && b->entry->p == RK_PLAIN ? 13 : 18;
     int n = -1, r = ox_rank(b, x);
     if (b->opset < since)
         n = ox_ints(b, "axes", axes, XE_MAX_RANK);
@@ -92,8 +92,8 @@ xe_code ox_b_reduce(ox_b *b)
         ox_out(b, 0, x);
         return ox_status(b);
     }
-    reduce_kind kind = (reduce_kind)ox_current->p;
-    int op = ox_current->op, y = x;
+    reduce_kind kind = (reduce_kind)b->entry->p;
+    int op = b->entry->op, y = x;
     xe_dtype dt = ox_type(b, x)->dtype;
     bool is_bool = dt == XE_BOOL && (op == XE_OP_REDUCE_MAX || op == XE_OP_REDUCE_MIN) &&
                    !has_empty_axis(b, x, axes, n);

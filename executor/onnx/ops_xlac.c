@@ -10,7 +10,7 @@
 
 xe_code ox_b_collective(ox_b *b)
 {
-    int x = ox_in(b, 0), op = ox_current->op;
+    int x = ox_in(b, 0), op = b->entry->op;
     if (b->n_in != 1)
         return ox_invalid(b, "takes one input, got %d", b->n_in);
     ox_at at = {0};

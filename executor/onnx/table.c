@@ -8,7 +8,6 @@
 
 #include "onnx_impl.h"
 
-const ox_entry *ox_current; /* the entry being built: table-driven builders read op and p */
 
 #define B(name) xe_code ox_b_##name(ox_b *b);
 B(unary) B(binary) B(xor) B(variadic) B(div) B(mod) B(pow) B(reciprocal) B(leaky_relu) B(prelu)
@@ -105,10 +104,8 @@ const ox_entry *ox_find_op(const char *type, int opset, bool *known_type)
         if (strcmp(e->type, type))
             continue;
         *known_type = true;
-        if (opset >= e->since && (!e->until || opset <= e->until)) {
-            ox_current = e;
+        if (opset >= e->since && (!e->until || opset <= e->until))
             return e;
-        }
     }
     return NULL;
 }
@@ -124,9 +121,7 @@ static const ox_entry xlac_table[] = {
 const ox_entry *ox_find_xlac_op(const char *type)
 {
     for (size_t i = 0; i < sizeof xlac_table / sizeof *xlac_table; i++)
-        if (!strcmp(xlac_table[i].type, type)) {
-            ox_current = &xlac_table[i];
-            return ox_current;
-        }
+        if (!strcmp(xlac_table[i].type, type))
+            return &xlac_table[i];
     return NULL;
 }
