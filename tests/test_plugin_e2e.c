@@ -842,6 +842,29 @@ static void attention_feed(const char *name, int64_t b, int64_t s)
 }
 
 /*
+ * One clustered xlac-run of model over 8 (batch, length) sizes, one feed
+ * folder each made by feed, with --stats and a --summary in the test's folder.
+ */
+static xt_result run_eight_sizes(const char *model, void (*feed)(const char *name, int64_t b, int64_t s))
+{
+    static const int64_t size[8][2] = {{2, 3}, {2, 5}, {3, 8}, {2, 4}, {2, 7}, {4, 6}, {2, 9}, {3, 11}};
+    const char *argv[2 + 2 * 8 + 1] = {XLAC_RUN, model};
+    char dirs[8][600];
+    for (int k = 0; k < 8; k++) {
+        char name[8];
+        snprintf(name, sizeof name, "f%d", k);
+        feed(name, size[k][0], size[k][1]);
+        snprintf(dirs[k], sizeof dirs[k], "%s", xt_path(name));
+        argv[2 + 2 * k] = "--feed";
+        argv[3 + 2 * k] = dirs[k];
+    }
+    char flags[700];
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --disk_cache=0 --summary=%s", xt_path("summary.json"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
+    return xt_run_in(xt_tmp, true, env, argv);
+}
+
+/*
  * A model whose shapes are computed from symbolic dims, fed 8 sizes in one
  * process: every size runs, and the cluster compiles 3 times (two sizes,
  * then one shape-generic program), within the bound of 4 a cluster has
@@ -850,21 +873,7 @@ static void attention_feed(const char *name, int64_t b, int64_t s)
  */
 Test(e2e, symbolic_dims_at_eight_sizes_compile_at_most_four_times)
 {
-    static const int64_t size[8][2] = {{2, 3}, {2, 5}, {3, 8}, {2, 4}, {2, 7}, {4, 6}, {2, 9}, {3, 11}};
-    const char *argv[2 + 2 * 8 + 1] = {XLAC_RUN, XLAC_SOURCE_DIR "/tests/data/onnx/symbolic_attention.onnx"};
-    char dirs[8][600];
-    for (int k = 0; k < 8; k++) {
-        char name[8];
-        snprintf(name, sizeof name, "f%d", k);
-        attention_feed(name, size[k][0], size[k][1]);
-        snprintf(dirs[k], sizeof dirs[k], "%s", xt_path(name));
-        argv[2 + 2 * k] = "--feed";
-        argv[3 + 2 * k] = dirs[k];
-    }
-    char flags[700];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --disk_cache=0 --summary=%s", xt_path("summary.json"));
-    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
-    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    xt_result r = run_eight_sizes(XLAC_SOURCE_DIR "/tests/data/onnx/symbolic_attention.onnx", attention_feed);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     cr_assert(strstr(r.err, "clusters=8 launches=8 "), "one cluster per size: %s", r.err);
     const char *c = strstr(r.err, "compiles=");
@@ -910,21 +919,7 @@ static void text_feed(const char *name, int64_t b, int64_t s)
  */
 Test(e2e, t5_export_at_eight_sizes_compiles_each_cluster_at_most_four_times, .timeout = 300)
 {
-    static const int64_t size[8][2] = {{2, 3}, {2, 5}, {3, 8}, {2, 4}, {2, 7}, {4, 6}, {2, 9}, {3, 11}};
-    const char *argv[2 + 2 * 8 + 1] = {XLAC_RUN, XLAC_SOURCE_DIR "/tests/models/exports/t5_encoder.dynamic/model.onnx"};
-    char dirs[8][600];
-    for (int k = 0; k < 8; k++) {
-        char name[8];
-        snprintf(name, sizeof name, "t%d", k);
-        text_feed(name, size[k][0], size[k][1]);
-        snprintf(dirs[k], sizeof dirs[k], "%s", xt_path(name));
-        argv[2 + 2 * k] = "--feed";
-        argv[3 + 2 * k] = dirs[k];
-    }
-    char flags[700];
-    snprintf(flags, sizeof flags, "XLAC_FLAGS=--disk_cache=0 --summary=%s", xt_path("summary.json"));
-    const char *env[] = {"XLAC_AUTO_JIT=2", flags, NULL};
-    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    xt_result r = run_eight_sizes(XLAC_SOURCE_DIR "/tests/models/exports/t5_encoder.dynamic/model.onnx", text_feed);
     cr_assert_eq(r.rc, 0, "%s", r.err);
     char *summary = xt_read_file(xt_path("summary.json"), NULL);
     cr_assert_not_null(summary);

@@ -110,6 +110,10 @@ typedef struct ox_entry {
     double p;          /* a parameter for table-driven builders */
 } ox_entry;
 
+/* ops_shape.c: a reshape to dims where unknown (negative) entries become -1; more than one unknown
+   is refused as unsupported with the message too_many. */
+int ox_reshape_dims(ox_b *b, int x, const int64_t *dims, int rank, const char *too_many);
+
 /* table.c */
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
 /* The domain of xlac's own ops (the collectives), and their lookup. */

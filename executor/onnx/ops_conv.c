@@ -15,6 +15,7 @@
  * 1-D and 3-D pools, non-float dtypes, MaxPool's Indices output and
  * storage_order 1 are refused as unsupported.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "onnx_impl.h"
@@ -115,19 +116,12 @@ static int conv2d(ox_b *b, int x, int wt, int bias, const win *w, int at)
 }
 
 /* dims of x with one entry replaced (XE_DIM_UNKNOWN stays: reshape makes it -1). */
+/* A reshape inside an N-D conv's rewrite (at most one dim unknown). */
 static int reshaped(ox_b *b, int x, const int64_t *dims, int rank)
 {
-    int64_t d[XE_MAX_RANK];
-    int wild = 0;
-    for (int k = 0; k < rank; k++) {
-        d[k] = dims[k] < 0 ? -1 : dims[k];
-        wild += dims[k] < 0;
-    }
-    if (wild > 1) {
-        ox_unsupported(b, "a %d-D Conv needs every dim but one known", rank - 2);
-        return -1;
-    }
-    return ox_reshape(b, x, d, rank);
+    char why[80];
+    snprintf(why, sizeof why, "a %d-D Conv needs every dim but one known", rank - 2);
+    return ox_reshape_dims(b, x, dims, rank, why);
 }
 
 /* 1-D: [N,C,L] as [N,C,1,L], one conv2d, back to [N,M,OL]. */

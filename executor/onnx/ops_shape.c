@@ -18,8 +18,9 @@ static xe_code done(ox_b *b, int y)
     return ox_status(b);
 }
 
-/* Reshape to dims where XE_DIM_UNKNOWN entries become -1 (at most one can). */
-static int reshape_dims(ox_b *b, int x, const int64_t *dims, int rank)
+#define ONE_UNKNOWN "a reshape of a value with more than one unknown dim is not supported"
+
+int ox_reshape_dims(ox_b *b, int x, const int64_t *dims, int rank, const char *too_many)
 {
     int64_t d[XE_MAX_RANK];
     int wild = 0;
@@ -28,7 +29,7 @@ static int reshape_dims(ox_b *b, int x, const int64_t *dims, int rank)
         wild += dims[k] < 0;
     }
     if (wild > 1) {
-        ox_unsupported(b, "a reshape of a value with more than one unknown dim is not supported");
+        ox_unsupported(b, "%s", too_many);
         return -1;
     }
     return ox_reshape(b, x, d, rank);
@@ -62,7 +63,7 @@ xe_code ox_b_reshape(ox_b *b)
             shape[k] = XE_DIM_UNKNOWN;
         }
     }
-    return done(b, reshape_dims(b, x, shape, n));
+    return done(b, ox_reshape_dims(b, x, shape, n, ONE_UNKNOWN));
 }
 
 xe_code ox_b_flatten(ox_b *b)
@@ -78,7 +79,7 @@ xe_code ox_b_flatten(ox_b *b)
         int64_t *p = &d[k >= axis];
         *p = (*p < 0 || s->dims[k] < 0) ? XE_DIM_UNKNOWN : *p * s->dims[k];
     }
-    return done(b, reshape_dims(b, x, d, 2));
+    return done(b, ox_reshape_dims(b, x, d, 2, ONE_UNKNOWN));
 }
 
 xe_code ox_b_squeeze(ox_b *b)
@@ -104,7 +105,7 @@ xe_code ox_b_squeeze(ox_b *b)
         if (!drop[d])
             out[m++] = s->dims[d];
     }
-    return done(b, reshape_dims(b, x, out, m));
+    return done(b, ox_reshape_dims(b, x, out, m, ONE_UNKNOWN));
 }
 
 xe_code ox_b_unsqueeze(ox_b *b)
@@ -126,7 +127,7 @@ xe_code ox_b_unsqueeze(ox_b *b)
     const xe_shape *s = &ox_type(b, x)->shape;
     for (int d = 0, j = 0; d < r + n; d++)
         out[d] = ins[d] ? 1 : s->dims[j++];
-    return done(b, reshape_dims(b, x, out, r + n));
+    return done(b, ox_reshape_dims(b, x, out, r + n, ONE_UNKNOWN));
 }
 
 xe_code ox_b_transpose(ox_b *b)
