@@ -310,8 +310,8 @@ static void read_opset(ox_ctx *c)
     long long v = domain_opset(c, "");
     /* a version beyond int is kept beyond the table (never truncated to a small one) */
     c->opset = v > OX_MAX_OPSET ? OX_MAX_OPSET + 1 : (int)v;
-    if (v < 0)
-        ox_error_add(&c->errs, false, "%s: the model imports no ai.onnx opset (opset_import names none)",
+    if (v < 0) /* valid ONNX (a model of other domains only), but none that xlac imports */
+        ox_error_add(&c->errs, true, "%s: the model imports no ai.onnx opset (opset_import names none)",
                      c->path);
     else if (v < OX_MIN_OPSET || v > OX_MAX_OPSET)
         ox_error_add(&c->errs, true, "%s: ai.onnx opset %lld is not supported (opsets %d to %d are)",
