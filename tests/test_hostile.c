@@ -362,7 +362,7 @@ Test(hostile, planted_symlinks_at_temp_names_are_never_followed, .init = setup, 
         }
         snprintf(env_tmp, sizeof env_tmp, "TMPDIR=%s", tmp);
         char *envp[] = {env_tmp, "XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0 --min_cluster_size=2",
-                        "LD_PRELOAD=" XLAC_BINARY_DIR "/lib/libxlac.so", "PATH=/usr/bin:/bin", NULL};
+                        "LD_PRELOAD=" XLAC_BINARY_DIR "/lib/libxlac.so", "PATH=/usr/bin:/bin", XT_ASAN_OPTIONS, NULL};
         char *argv[] = {XLAC_BINARY_DIR "/bin/xlac-run", "g.xg", "--seed", "0", NULL};
         if (chdir(xt_tmp) != 0 || !freopen("/dev/null", "w", stdout))
             _exit(121);

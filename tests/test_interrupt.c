@@ -67,7 +67,7 @@ static pid_t start(const char *flags)
     snprintf(env_cc, sizeof env_cc, "CC=%s", xt_path("fakecc"));
     snprintf(env_flags, sizeof env_flags, "XLAC_FLAGS=--cache_dir=%s %s", xt_path("cache"), flags);
     char *envp[] = {env_tmp, env_cc, env_flags, "XLAC_AUTO_JIT=2", "OMP_WAIT_POLICY=passive",
-                    "LD_PRELOAD=" LIBXLAC, "PATH=/usr/bin:/bin", NULL};
+                    "LD_PRELOAD=" LIBXLAC, "PATH=/usr/bin:/bin", XT_ASAN_NO_LEAKS, NULL};
     char *argv[] = {XLAC_RUN, "g.xg", "--seed", "0", "--trace", "trace.json", NULL};
     pid_t pid = fork();
     cr_assert_geq(pid, 0);

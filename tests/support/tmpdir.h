@@ -58,4 +58,19 @@ void xt_result_free(xt_result *r);
  */
 xt_result xt_run_in(const char *cwd, bool preload, const char *const *env, const char *const *argv);
 
+/*
+ * An environment entry for a child that a test starts with execve and the
+ * plugin preloaded: under the sanitizer builds the runtime must not insist
+ * on coming first (LD_PRELOAD puts libxlac.so there); elsewhere an inert
+ * entry. XT_ASAN_NO_LEAKS also turns leak checks off, for a child that a
+ * test interrupts mid-work (its exit leaves what it held, by design).
+ */
+#ifdef XLAC_SANITIZE
+#define XT_ASAN_OPTIONS "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=1"
+#define XT_ASAN_NO_LEAKS "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0"
+#else
+#define XT_ASAN_OPTIONS "XT_NO_SANITIZER=1"
+#define XT_ASAN_NO_LEAKS "XT_NO_SANITIZER=1"
+#endif
+
 #endif
