@@ -218,6 +218,42 @@ static void put(const char *dir, const char *name, const uint8_t *data, size_t s
     fclose(f);
 }
 
+/* FNV-1a of n bytes: the oracle compares hashes, never bytes, so that libFuzzer's comparison tracing
+   cannot copy the file's bytes into the input (a memcmp against "root:" taught it to write them into
+   the model's own data file, a false alarm). */
+static uint64_t fnv64(const void *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ ((const unsigned char *)p)[i]) * 1099511628211ull;
+    return h;
+}
+
+#define PASSWD_HEAD 16
+
+/* True when a constant of g starts with /etc/passwd's first PASSWD_HEAD bytes (link.bin's target). */
+static bool passwd_read(const xe_graph *g)
+{
+    static uint64_t want;
+    static int ready; /* 0: not read, 1: read, -1: no such file */
+    if (!ready) {
+        unsigned char head[PASSWD_HEAD];
+        FILE *f = fopen("/etc/passwd", "rb");
+        ready = f && fread(head, 1, sizeof head, f) == sizeof head ? 1 : -1;
+        if (ready == 1)
+            want = fnv64(head, sizeof head);
+        if (f)
+            fclose(f);
+    }
+    for (int i = 0; ready == 1 && i < g->n_nodes; i++) {
+        const xe_node *k = g->nodes[i];
+        if (k->op == XE_OP_CONST && k->value && k->value->nbytes >= PASSWD_HEAD &&
+            fnv64(k->value->data, PASSWD_HEAD) == want)
+            return true;
+    }
+    return false;
+}
+
 /*
  * data: the model's length L (4 bytes, little endian; cut to what there
  * is), L bytes of model, then the external data file's bytes, written
@@ -251,14 +287,9 @@ int xf_onnx_ext(const uint8_t *data, size_t size)
         char *text = xe_write_string(g, &st);
         free(text);
     }
-    if (g) { /* nothing outside the folder was read: no initializer holds /etc/passwd's first bytes */
-        for (int i = 0; i < g->n_nodes; i++) {
-            const xe_node *k = g->nodes[i];
-            if (k->op == XE_OP_CONST && k->value && k->value->nbytes >= 5 && !memcmp(k->value->data, "root:", 5)) {
-                fprintf(stderr, "a constant holds /etc/passwd: external data left the model's folder\n");
-                abort();
-            }
-        }
+    if (g && passwd_read(g)) {
+        fprintf(stderr, "a constant holds /etc/passwd: external data left the model's folder\n");
+        abort();
     }
     xe_graph_destroy(g);
     free(report);
