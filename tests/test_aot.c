@@ -116,7 +116,7 @@ Test(aot, the_folder_runs_after_it_is_moved)
     cr_assert_eq(xt_sh("", BIN "xlac-compile " SRC "examples/mlp.xg --target c --out out", &o), 0, "%s", o);
     free(o);
     cr_assert_eq(xt_sh("", "readelf -d out/mlp.so", &o), 0, "%s", o);
-    cr_assert(strstr(o, "[$ORIGIN]") && !strstr(o, XLAC_BINARY_DIR), "RUNPATH: %s", o);
+    cr_assert(strstr(o, "[$ORIGIN") && !strstr(o, XLAC_BINARY_DIR), "RUNPATH: %s", o); /* clang adds libomp's folder */
     cr_assert(!strstr(o, "cublas") && !strstr(o, "cudart"), "the C program links CUDA: %s", o);
     free(o);
     cr_assert_eq(xt_sh("", "mkdir -p deploy/app && mv out deploy/app/lib && cd deploy && "
