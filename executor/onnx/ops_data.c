@@ -137,13 +137,19 @@ static const xe_tensor *known_value(ox_b *b, int k)
  */
 #define OX_TAKE_RUNS 8
 
+/* Index i of idx (int32 or int64, as Gather's indices are) exactly, without a trip through double. */
+static int64_t index_at(const xe_tensor *idx, int64_t i)
+{
+    return idx->dtype == XE_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
+}
+
 static int64_t runs(const xe_tensor *idx, int64_t dim)
 {
     int64_t n = xe_tensor_numel(idx), r = 0, prev = 0;
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = (int64_t)xe_load_f64(idx->data, idx->dtype, i);
-        v = v < 0 ? v + dim : v;
-        r += i == 0 || v != prev + 1;
+        int64_t v = index_at(idx, i);
+        v = v < 0 && v >= -dim ? v + dim : v;
+        r += i == 0 || prev == INT64_MAX || v != prev + 1;
         prev = v;
     }
     return r;
@@ -157,14 +163,15 @@ xe_code ox_b_gather(ox_b *b)
     const xe_tensor *idx = known_value(b, 1);
     const xe_shape *s = &ox_type(b, x)->shape;
     int64_t n = idx ? xe_tensor_numel(idx) : 0, dim = s->dims[axis];
-    if (n > 256 || n < 1 || dim < 0 || s->rank + idx->shape.rank - 1 > XE_MAX_RANK || runs(idx, dim) > OX_TAKE_RUNS) {
+    if (n > 256 || n < 1 || dim < 0 || (idx->dtype != XE_I32 && idx->dtype != XE_I64) ||
+        s->rank + idx->shape.rank - 1 > XE_MAX_RANK || runs(idx, dim) > OX_TAKE_RUNS) {
         int in[2] = {x, ox_in(b, 1)};
         ox_at at = OX_I("axis", axis);
         return done(b, ox_op(b, XE_OP_GATHER, in, 2, &at, 1));
     }
     int64_t pos[256];
     for (int64_t i = 0; i < n; i++) {
-        int64_t v = (int64_t)xe_load_f64(idx->data, idx->dtype, i);
+        int64_t v = index_at(idx, i);
         if (v < -dim || v >= dim)
             return ox_invalid(b, "index %lld is out of range for a dim of %lld", (long long)v, (long long)dim);
         pos[i] = v < 0 ? v + dim : v;
