@@ -88,7 +88,7 @@ static void *host_alloc(size_t bytes, xe_status *st)
     return p;
 }
 
-static const xe_kernel_fn cpu_kernels[XE_KERNEL_COUNT] = {
+const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT] = {
 #define CPU_KERNEL(k) [XE_KERNEL_##k] = xe_cpu_##k,
     XE_KERNEL_LIST(CPU_KERNEL)
 #undef CPU_KERNEL
@@ -105,5 +105,5 @@ const xe_device_ops xe_device_cpu = {
     .host_memory = true,
     .alloc = host_alloc,
     .free = host_free,
-    .kernels = cpu_kernels,
+    .kernels = xe_cpu_kernels,
 };

@@ -72,12 +72,6 @@ static xe_code debug_copy(void *dst, const void *src, size_t n, xe_status *st)
     return XE_OK;
 }
 
-static const xe_kernel_fn debug_kernels[XE_KERNEL_COUNT] = {
-#define DEBUG_KERNEL(k) [XE_KERNEL_##k] = xe_cpu_##k,
-    XE_KERNEL_LIST(DEBUG_KERNEL)
-#undef DEBUG_KERNEL
-};
-
 const xe_device_ops xe_device_cpu_debug = {
     .slot = XE_DEV_EXTRA,
     .name = "DEBUG:0",
@@ -89,5 +83,5 @@ const xe_device_ops xe_device_cpu_debug = {
     .copy_from_host = debug_copy,
     .copy_to_host = debug_copy,
     .copy_within = debug_copy,
-    .kernels = debug_kernels,
+    .kernels = xe_cpu_kernels, /* the CPU's own, on this device's memory */
 };
