@@ -31,11 +31,16 @@ static int tail_axes(int from, int rank, int64_t *a)
     return rank - from;
 }
 
+/* Whether input k was left transposed for the product to take (rewrite.c); false when absent. */
+static bool input_swapped(ox_b *b, size_t k)
+{
+    return k < b->np->n_input && ox_value_swapped(b->c, b->np->input[k]);
+}
+
 xe_code ox_b_matmul(ox_b *b)
 {
     int in[2] = {ox_in(b, 0), ox_in(b, 1)};
-    ox_at at[2] = {OX_BOOL("transpose_a", ox_value_swapped(b->c, b->np->input[0])),
-                   OX_BOOL("transpose_b", ox_value_swapped(b->c, b->np->input[1]))};
+    ox_at at[2] = {OX_BOOL("transpose_a", input_swapped(b, 0)), OX_BOOL("transpose_b", input_swapped(b, 1))};
     int n_at = at[0].i || at[1].i ? 2 : 0; /* transposes left to it (rewrite.c) */
     return done(b, ox_op(b, XE_OP_MATMUL, in, 2, at, n_at));
 }

@@ -57,6 +57,12 @@ static const Onnx__NodeProto *only_reader(const ox_ctx *c, const char *name)
 }
 
 /* The constant already built for ONNX value `name` (an initializer), dtype dt, n elements (-1: any). */
+/* Whether s, a string of the model that may be absent (NULL), is lit. */
+static bool is(const char *s, const char *lit)
+{
+    return s && !strcmp(s, lit);
+}
+
 static const xe_tensor *const_value(ox_b *b, const char *name, xe_dtype dt, int64_t n)
 {
     bool found;
@@ -98,9 +104,9 @@ static bool bn_affine(ox_b *b, const Onnx__NodeProto *bn, xe_dtype dt, int64_t m
             return false;
     double eps = 1e-5;
     for (size_t a = 0; a < bn->n_attribute; a++) {
-        if (!strcmp(bn->attribute[a]->name, "epsilon"))
+        if (is(bn->attribute[a]->name, "epsilon"))
             eps = bn->attribute[a]->f;
-        else if (!strcmp(bn->attribute[a]->name, "training_mode") && bn->attribute[a]->i)
+        else if (is(bn->attribute[a]->name, "training_mode") && bn->attribute[a]->i)
             return false;
     }
     for (int64_t o = 0; o < m; o++) {
@@ -113,7 +119,7 @@ static bool bn_affine(ox_b *b, const Onnx__NodeProto *bn, xe_dtype dt, int64_t m
 bool ox_conv_fold_batch_norm(ox_b *b, int *wt, int *bias)
 {
     const Onnx__NodeProto *bn = b->np->n_output ? only_reader(b->c, b->np->output[0]) : NULL;
-    if (b->failed || *wt < 0 || !bn || strcmp(bn->op_type, "BatchNormalization") ||
+    if (b->failed || *wt < 0 || !bn || !is(bn->op_type, "BatchNormalization") ||
         bn->n_input < 1 || strcmp(bn->input[0], b->np->output[0]) ||
         (bn->domain && bn->domain[0] && strcmp(bn->domain, "ai.onnx")) ||
         (bn->n_output > 1 && bn->output[1][0]))
@@ -171,7 +177,7 @@ bool ox_transpose_to_matmul(ox_b *b, int x, const int *perm, int r)
         if (perm[d] != d)
             return false;
     const Onnx__NodeProto *rd = only_reader(b->c, b->np->output[0]);
-    if (perm[r - 2] != r - 1 || perm[r - 1] != r - 2 || !rd || strcmp(rd->op_type, "MatMul") ||
+    if (perm[r - 2] != r - 1 || perm[r - 1] != r - 2 || !rd || !is(rd->op_type, "MatMul") ||
         (rd->domain && rd->domain[0] && strcmp(rd->domain, "ai.onnx")) || ox_value_swapped(b->c, b->np->input[0]))
         return false;
     if (ox_value_set_swapped(b->c, b->np->output[0], x, &b->st) != XE_OK)
