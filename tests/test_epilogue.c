@@ -1,16 +1,15 @@
 /*
- * Matmul epilogues by row panels (codegen/plan/epilogue.c, the executor's
- * xe_cpu_matmul_panels): the product written a panel of rows at a time,
- * the elementwise work after it (bias, activation, residual, scale, cast)
- * and the softmax of attention scores run on each panel right after.
+ * Matmul epilogues (codegen/plan/epilogue.c, the executor's xe_cpu_rows):
+ * the product computed whole by the engine, then the elementwise work
+ * after it (bias, activation, residual, scale, cast) and the softmax of
+ * attention scores run as one pass over its rows, a range per thread.
  *
  * Differential: each graph compiled whole as one C cluster and run, against
  * the same graph op by op (f32: 1e-5 of the largest magnitude) and against
  * the graph with every f32 made f64, op by op (the f64 reference: 1e-4).
  * Sizes are odd on purpose: panel remainders, fewer rows than a panel,
  * K = 1, transposed operands, broadcast bias, batches. The executor's
- * panel loop is also checked alone: every row covered once, after it is
- * written, at panel sizes 1, 7 and the default.
+ * row ranges are also checked alone: every row covered once.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -113,7 +112,7 @@ static void check(const char *text, int panels)
     }
     char *plan = plan_text(text);
     int found = 0;
-    for (const char *q = plan; (q = strstr(q, "per row panel of the matmul")); q++)
+    for (const char *q = plan; (q = strstr(q, "on the matmul's rows")); q++)
         found++;
     cr_assert_eq(found, panels, "%d panel steps, want %d\n%s\n%s", found, panels, plan, text);
     free(plan);
@@ -206,58 +205,28 @@ Test(epilogue, attention_scores_softmax_per_panel, .timeout = 300)
           "sc = matmul(q, k)\np = softmax(sc)\noutput p\n", 1);
 }
 
-/* What xe_cpu_matmul_panels' callback saw: each row's panel count, and whether the row was written. */
-typedef struct seen {
-    int64_t N;
-    const float *c;
-    int *count;
-    bool bad;
-} seen;
-
-static void record(void *ctx, int64_t r0, int64_t r1)
+/* What xe_cpu_rows' callback saw: each row's count. */
+static void count_rows(void *ctx, int64_t r0, int64_t r1)
 {
-    seen *s = ctx;
-    for (int64_t r = r0; r < r1; r++) {
-        __atomic_fetch_add(&s->count[r], 1, __ATOMIC_RELAXED);
-        for (int64_t j = 0; j < s->N; j++)
-            if (isnan(s->c[r * s->N + j]))
-                s->bad = true; /* still the NaN it was filled with: not written before the callback */
-    }
+    int *count = ctx;
+    for (int64_t r = r0; r < r1; r++)
+        __atomic_fetch_add(&count[r], 1, __ATOMIC_RELAXED);
 }
 
-/* The executor's panels alone: every output row once, written before its callback, equal to the plain matmul. */
-Test(epilogue, panels_cover_every_row_once)
+/* The executor's row ranges alone: every row once, at any row count, width and thread count. */
+Test(epilogue, row_ranges_cover_every_row_once)
 {
-    static const int64_t sizes[][4] = {{3, 29, 13, 7}, {1, 1, 5, 1}, {2, 300, 4, 0}, {4, 10, 3, 0}};
-    static const int64_t rows[] = {1, 7, 0};
-    for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++)
-        for (size_t r = 0; r < sizeof rows / sizeof *rows; r++) {
-            int64_t B = sizes[i][0], M = sizes[i][1], N = sizes[i][2], K = sizes[i][3];
-            xe_shape sa = ref_shape(3, (int64_t[]){B, M, K}), sb = ref_shape(2, (int64_t[]){K, N});
-            xe_shape sc = ref_shape(3, (int64_t[]){B, M, N});
-            ref_seed(5);
-            xe_tensor *in[2] = {ref_random_tensor(XE_F32, &sa, -1, 1), ref_random_tensor(XE_F32, &sb, -1, 1)};
-            ref_op o;
-            ref_op_new(&o, XE_OP_MATMUL, in, 2);
-            xe_tensor *want = ref_op_run(&o, in, 2, NULL, &st);
-            cr_assert_not_null(want, "%s", st.msg);
-            xe_tensor *c = ref_zeros(XE_F32, &sc);
-            for (int64_t e = 0; e < B * M * N; e++)
-                ((float *)c->data)[e] = NAN;
-            seen s = {.N = N, .c = c->data, .count = calloc((size_t)(B * M) + 1, sizeof(int))};
-            xe_kernel_args a = {.graph = o.g, .node = o.node, .n_in = 2, .in = in, .out = c};
-            cr_assert_eq(xe_cpu_matmul_panels(&a, rows[r], record, &s, &st), XE_OK, "%s", st.msg);
-            for (int64_t e = 0; e < B * M; e++)
-                cr_assert_eq(s.count[e], 1, "row %lld seen %d times (panel rows %lld)", (long long)e, s.count[e],
-                             (long long)rows[r]);
-            cr_assert_not(s.bad, "a panel's callback ran before its rows were written");
-            expect_close(c, want, 1e-6, "panels against the plain matmul", "");
-            free(s.count);
-            xe_tensor_release(c);
-            xe_tensor_release(want);
-            xe_tensor_release(in[0]);
-            xe_tensor_release(in[1]);
-            ref_op_free(&o);
+    static const int64_t sizes[][2] = {{0, 4}, {1, 1}, {3, 29}, {7, 100000}, {1000, 64}, {4097, 1}};
+    for (int threads = 1; threads <= 3; threads++)
+        for (size_t i = 0; i < sizeof sizes / sizeof *sizes; i++) {
+            int64_t rows = sizes[i][0], cols = sizes[i][1];
+            int *count = calloc((size_t)rows + 1, sizeof *count);
+            xe_set_threads(threads);
+            xe_cpu_rows(rows, cols, count_rows, count);
+            for (int64_t r = 0; r < rows; r++)
+                cr_assert_eq(count[r], 1, "row %lld of %lld seen %d times (%d threads)", (long long)r,
+                             (long long)rows, count[r], threads);
+            free(count);
         }
 }
 

@@ -1,8 +1,10 @@
 /*
- * Matmul epilogues by row panels: which steps after a matmul (a LIBRARY
- * step) can run on its product a panel of rows at a time, right after
- * BLAS writes the panel and while it is still in cache, instead of after
- * the whole product has gone to memory and come back.
+ * Matmul epilogues by rows: which steps after a matmul (a LIBRARY step)
+ * can run on its product a range of rows at a time, all of them on one
+ * range before the next (run/program.c: the engine computes the product
+ * whole, then each thread takes a range of rows through every such step
+ * while the range is in its cache), instead of one pass over memory per
+ * step. The name "panel" is kept from when BLAS wrote each range itself.
  *
  * A matmul of f32 or f64 operands of rank >= 2 takes, in plan order:
  *   1. the loop step right after it, when all its outputs have the
@@ -285,11 +287,28 @@ bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
     if (p->body->nodes[m]->op != XE_OP_CONV2D || p->types[m].dtype != XE_F32 || is_output(p, m) ||
         !xe_shape_equal(&p->types[o].shape, &p->types[m].shape))
         return false;
-    *e = (xg_conv_epi){.conv = m, .out = o, .residual = -1, .act = activation(p, o, &x)};
+    *e = (xg_conv_epi){.conv = m, .out = o, .residual = -1, .act = activation(p, o, &x),
+                       .src_nhwc = p->nhwc[p->body->nodes[m]->inputs[0]], .dst_nhwc = p->nhwc[o]};
+    if (p->nhwc[m] != p->nhwc[o]) /* the primitive writes o in the conv's layout */
+        return false;
     int uses = e->act == XG_CONV_SILU || e->act == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
     if (e->act != XG_CONV_NONE && x == m)
         return p->uses[m] == uses;
     if (p->uses[m] != 1 || (x != o && (p->mat[x] || p->uses[x] != uses)))
         return false;
-    return (e->residual = residual_of(p, x, m)) >= 0;
+    e->residual = residual_of(p, x, m);
+    return e->residual >= 0 && p->nhwc[e->residual] == e->dst_nhwc;
+}
+
+bool xg_conv_layout(const xg_plan *p, int i, xg_conv_epi *e)
+{
+    if (p->steps[i].kind != XG_STEP_LIBRARY)
+        return false;
+    int m = p->steps[i].outs[0];
+    const xe_node *n = p->body->nodes[m];
+    if (n->op != XE_OP_CONV2D || !(p->nhwc[m] || p->nhwc[n->inputs[0]]))
+        return false;
+    *e = (xg_conv_epi){.conv = m, .out = m, .residual = -1, .act = XG_CONV_NONE,
+                       .src_nhwc = p->nhwc[n->inputs[0]], .dst_nhwc = p->nhwc[m]};
+    return true;
 }

@@ -14,9 +14,10 @@
  *   6. rows      a row reduction and the steps after it that read it back
  *                over the same rows become one row kernel (fusion.c's
  *                row_groups: softmax and layer norm written out)
- *   7. panels    steps after a matmul that run per row panel of it, right
- *                after BLAS writes the panel (epilogue.c)
- *   8. verify    the plan's invariants (xg_plan_verify)
+ *   7. panels    steps after a matmul that run on its rows with it, a range
+ *                of rows per thread, after the engine's product (epilogue.c)
+ *   8. layouts   values kept channels-last between convs (layout.c)
+ *   9. verify    the plan's invariants (xg_plan_verify)
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -603,6 +604,7 @@ void xg_plan_destroy(xg_plan *p)
     free(p->uses);
     free(p->steps);
     free(p->soff);
+    free(p->nhwc);
     free(p);
 }
 
@@ -746,7 +748,8 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
     p->steps = calloc((size_t)n + 1, sizeof *p->steps);
     p->soff = calloc((size_t)n + 1, sizeof *p->soff);
     p->uses = xe_graph_use_counts(body);
-    if (!p->types || !p->mat || !p->steps || !p->soff || !p->uses) {
+    p->nhwc = calloc((size_t)n + 1, sizeof *p->nhwc);
+    if (!p->types || !p->mat || !p->steps || !p->soff || !p->uses || !p->nhwc) {
         xg_plan_destroy(p);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory planning a cluster");
     }
@@ -783,8 +786,10 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
         xg_plan_destroy(p);
         return st->code;
     }
+    /* 8. channels-last values between convs (layout.c) */
+    xg_plan_layouts(p);
     assign_sizes(p);
-    /* 8. verify (cheap: linear in the cluster, so every build runs it) */
+    /* 9. verify (cheap: linear in the cluster, so every build runs it) */
     if (xg_plan_verify(p, st) != XE_OK) {
         xg_plan_destroy(p);
         return st->code;

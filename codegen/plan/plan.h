@@ -59,8 +59,8 @@ typedef struct xg_step {
     int n_phases;
     xg_row_role role[XG_MAX_OUTS];
     int phase[XG_MAX_OUTS];
-    /* LOOP, ROW, SOFTMAX: runs on the row panels of the matmul (LIBRARY step) before it, each
-       panel right after BLAS writes it (epilogue.c); backends without run_rows ignore it. */
+    /* LOOP, ROW, SOFTMAX: runs on the rows of the matmul (LIBRARY step) before it, with the other
+       such steps, a range of rows per thread (epilogue.c); backends without run_rows ignore it. */
     bool panel;
 } xg_step;
 
@@ -74,6 +74,7 @@ typedef struct xg_plan {
     bool generic;     /* sizes read from S[] instead of literals */
     int *soff;        /* offset of each node's dims in S[] */
     int n_sizes;
+    bool *nhwc;       /* a rank-4 value kept channels-last in memory between convs (layout.c) */
 } xg_plan;
 
 /* The node matmul node reads as input k, through a transpose of its last two dims (then *flip). */
@@ -89,7 +90,7 @@ void xg_value_reads(const xg_plan *p, int node, void (*visit)(void *ctx, int buf
 /* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read through as flags. */
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st);
 
-/* epilogue.c: marks the steps that run per row panel of the matmul before them. */
+/* epilogue.c: marks the steps that run on the rows of the matmul before them, a range per thread. */
 xe_code xg_plan_panels(xg_plan *p, xe_status *st);
 /* The matmul node whose panels step i runs on, or -1 when it is no panel step. */
 int xg_panel_matmul(const xg_plan *p, int i);
@@ -131,10 +132,16 @@ typedef struct xg_conv_epi {
     int conv, out; /* the conv (read by nothing else) and the step's one output, of its shape */
     int residual;  /* a buffer of the conv's shape and dtype summed in, or -1 */
     xg_conv_act act;
+    bool src_nhwc, dst_nhwc; /* the conv's input, and out (and residual), are channels-last */
 } xg_conv_epi;
 
 /* Whether LIBRARY step i is an f32 conv2d whose next step the library can apply as post-ops. */
 bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e);
+/* Whether LIBRARY step i is a conv2d that reads or writes a channels-last value: e, the conv alone. */
+bool xg_conv_layout(const xg_plan *p, int i, xg_conv_epi *e);
+
+/* layout.c: which rank-4 values stay channels-last between the convs of the cluster (p->nhwc). */
+void xg_plan_layouts(xg_plan *p);
 
 /* Concrete types of every body node for the given input types. */
 xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *types, xe_status *st);

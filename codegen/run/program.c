@@ -4,10 +4,11 @@
  * runs the plan's steps in order, each materialized buffer made on the
  * program's device before the first step that writes it and released
  * after the last that reads it (lifetime.c): generated kernels (launched by the program's
- * backend: backend.h) and library calls (matmul through the executor's
- * BLAS-backed kernel of that device; on a backend with run_rows, by row
- * panels with the epilogue steps after it run on each panel: epilogue.c;
- * conv2d through the device's kernel with a per-program cache: run_conv).
+ * backend: backend.h) and library calls (matmul through the device's
+ * kernel, on the CPU the engine's primitive kept per program; on a backend
+ * with run_rows the epilogue steps after it then run as one pass over the
+ * product's rows, a range per thread: epilogue.c; conv2d through the
+ * device's kernel with a per-program cache: run_conv).
  * Loading, launching and unloading the compiled code are the backend's;
  * the materialized constants are copied to the program's device here,
  * once, at load.
@@ -135,11 +136,11 @@ static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node
 }
 
 /*
- * The matmul node's kernel (fn NULL: dev's, with kernel cache slot cache, which may be NULL) or its
- * row panels with epilogue fn (CPU), transposes as flags.
+ * The matmul node's kernel on dev, with kernel cache slot cache (which may be NULL), transposes
+ * as flags.
  */
-static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_panel_fn fn,
-                          void *ctx, xe_kernel_cache *cache, xe_status *st)
+static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_kernel_cache *cache,
+                          xe_status *st)
 {
     const xe_node *n = plan->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
@@ -153,16 +154,15 @@ static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tenso
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
                         .out = bufs[node], .cache = cache};
-    xe_code c = fn ? xe_cpu_matmul_panels(&a, 0, fn, ctx, st)
-                : d->kernel[dev] ? d->kernel[dev](&a, st)
-                : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
+    xe_code c = d->kernel[dev] ? d->kernel[dev](&a, st)
+                               : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
     free(attrs);
     return c;
 }
 
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st)
 {
-    return run_matmul(plan, dev, node, bufs, NULL, NULL, NULL, st);
+    return run_matmul(plan, dev, node, bufs, NULL, st);
 }
 
 /*
@@ -206,14 +206,25 @@ static void run_panel(void *ctx, int64_t r0, int64_t r1)
 
 /*
  * LIBRARY step i and the panel steps after it, up to last (epilogue.c):
- * the matmul by row panels, each panel's epilogue run on it in the same
- * task.
+ * the whole product on the engine (its own blocking and threads, the
+ * primitive and packed weights kept in the program's slot), then the
+ * epilogue steps one after the other on each range of rows, a range per
+ * thread, so that each row's values stay in that core's cache between
+ * them. Row panels of single-threaded BLAS calls with the epilogue in the
+ * same task lost to this: OpenBLAS repacked the weights for every panel
+ * and ran below the engine on each.
  */
 static xe_code run_panels(xg_program *p, int i, int last, xe_tensor **bufs, void *const *ptrs, void **shared,
                           const int64_t *S, xe_status *st)
 {
     panel_ctx c = {.p = p, .first = i + 1, .last = last, .ptrs = ptrs, .shared = shared, .S = S};
-    return run_matmul(p->plan, p->device, p->plan->steps[i].outs[0], bufs, run_panel, &c, NULL, st);
+    int m = p->plan->steps[i].outs[0];
+    if (run_matmul(p->plan, p->device, m, bufs, &p->kcache[m], st) != XE_OK)
+        return st->code;
+    const xe_shape *sh = &bufs[m]->shape;
+    int64_t cols = sh->rank ? sh->dims[sh->rank - 1] : 1, n = xe_tensor_numel(bufs[m]);
+    xe_cpu_rows(cols > 0 ? n / cols : 0, cols, run_panel, &c);
+    return XE_OK;
 }
 
 /* Whether step i and the next ran as one library call with an epilogue (cuBLASLt); else nothing ran. */
@@ -323,6 +334,24 @@ static xe_code run_conv(xg_program *p, int node, xe_tensor **bufs, xe_status *st
 }
 
 /*
+ * A conv2d LIBRARY step i on its own: through the backend's library call
+ * when a side of it is channels-last (layout.c), else run_conv. The
+ * per-op kernel knows NCHW only, so a channels-last conv the engine
+ * refuses at this shape is an error of the program (the launch then runs
+ * the cluster per op, loudly), never an NCHW read of NHWC data.
+ */
+static xe_code run_conv_step(xg_program *p, int i, xe_tensor **bufs, xe_status *st)
+{
+    xg_conv_epi ce;
+    if (!p->backend->conv_epilogue || !xg_conv_layout(p->plan, i, &ce))
+        return run_conv(p, p->plan->steps[i].outs[0], bufs, st);
+    if (p->backend->conv_epilogue(p, &ce, bufs, st) == XE_OK || st->code != XE_ERR_UNSUPPORTED)
+        return st->code;
+    st->code = XE_ERR_RUNTIME;
+    return xe_status_prefix(st, "a channels-last conv step: ");
+}
+
+/*
  * Step i, or (a matmul with its epilogue: xg_group_last gave last) the
  * steps that run with it; *next: the step after those that ran.
  */
@@ -340,7 +369,7 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
         if (st->code != XE_ERR_UNSUPPORTED)
             return st->code;
         xe_status_clear(st); /* refused (a shape it cannot take): the conv, then the kernel */
-        return run_conv(p, s->outs[0], bufs, st);
+        return run_conv_step(p, i, bufs, st);
     }
     if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && last > i) {
         *next = last + 1;
@@ -351,9 +380,9 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
         return XE_OK;
     }
     if (s->kind == XG_STEP_LIBRARY && p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D)
-        return run_conv(p, s->outs[0], bufs, st);
+        return run_conv_step(p, i, bufs, st);
     if (s->kind == XG_STEP_LIBRARY && p->device == XE_DEV_CPU) /* the engine's primitive, kept */
-        return run_matmul(p->plan, p->device, s->outs[0], bufs, NULL, NULL, &p->kcache[s->outs[0]], st);
+        return run_matmul(p->plan, p->device, s->outs[0], bufs, &p->kcache[s->outs[0]], st);
     if (s->kind == XG_STEP_LIBRARY)
         return xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
     return p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);

@@ -5,10 +5,13 @@
  * reorders around it.
  *
  * The primitive picks its own layouts (format `any`): on this machine's
- * AVX-512 that is the blocked nChw16c for activations and OIhw16i16o-like
- * blocks for the weights. The executor's tensors are NCHW, so each run
- * converts the input into that layout and the output back, through
- * per-thread scratch buffers. Constant weights (a const node of the
+ * AVX-512 that is channels-last (nhwc) or the blocked nChw16c for
+ * activations and OIhw16i16o-like blocks for the weights. The executor's
+ * tensors are NCHW, so each run converts the input into that layout and
+ * the output back, through per-thread scratch buffers, except where the
+ * caller says a side is already NHWC (XE_DNNL_SRC_NHWC, _DST_NHWC: the
+ * convs of a compiled cluster's chain hand each other channels-last
+ * values, codegen/plan/layout.c), which nhwc primitives read in place. Constant weights (a const node of the
  * graph: model weights) are converted once, when the primitive is made,
  * and kept beside it; other weights are converted per run. Groups are
  * oneDNN's grouped weights [g, M/g, C/g, kh, kw]; depthwise is the case
@@ -87,7 +90,7 @@ static bool post_act(unsigned post, dnnl_alg_kind_t *alg, float *alpha)
 static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n, xe_status *st)
 {
     *attr = NULL;
-    if (!c->post)
+    if (!(c->post & ~(unsigned)(XE_DNNL_SRC_NHWC | XE_DNNL_DST_NHWC)))
         return XE_OK;
     dnnl_post_ops_t ops;
     if (xe_dnnl_check(dnnl_post_ops_create(&ops), n, "post-ops", st) != XE_OK)
@@ -108,7 +111,7 @@ static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const 
     return xe_dnnl_check(s, n, "post-ops", st);
 }
 
-/* The plain (NCHW, OIHW or GOIHW, x) layouts of the four operands. */
+/* The plain (NCHW, or NHWC where c->post says so; OIHW or GOIHW; x) layouts of the four operands. */
 static void plain_mds(conv_prim *c, dnnl_memory_desc_t *any_src, dnnl_memory_desc_t *any_w,
                       dnnl_memory_desc_t *any_dst)
 {
@@ -116,8 +119,10 @@ static void plain_mds(conv_prim *c, dnnl_memory_desc_t *any_src, dnnl_memory_des
     int64_t g = p->groups;
     dnnl_dims_t src = {p->n, p->c, p->h, p->w}, dst = {p->n, p->m, p->oh, p->ow}, b = {p->m};
     dnnl_dims_t w = {p->m, p->c / g, p->kh, p->kw}, gw = {g, p->m / g, p->c / g, p->kh, p->kw};
-    dnnl_memory_desc_init_by_tag(&c->src_plain, 4, src, dnnl_f32, dnnl_nchw);
-    dnnl_memory_desc_init_by_tag(&c->dst_plain, 4, dst, dnnl_f32, dnnl_nchw);
+    dnnl_memory_desc_init_by_tag(&c->src_plain, 4, src, dnnl_f32,
+                                 c->post & XE_DNNL_SRC_NHWC ? dnnl_nhwc : dnnl_nchw);
+    dnnl_memory_desc_init_by_tag(&c->dst_plain, 4, dst, dnnl_f32,
+                                 c->post & XE_DNNL_DST_NHWC ? dnnl_nhwc : dnnl_nchw);
     dnnl_memory_desc_init_by_tag(&c->b_md, 1, b, dnnl_f32, dnnl_a);
     if (g == 1)
         dnnl_memory_desc_init_by_tag(&c->w_plain, 4, w, dnnl_f32, dnnl_oihw);

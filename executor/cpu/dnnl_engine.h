@@ -94,6 +94,10 @@ enum {
     XE_DNNL_POST_SIGMOID = 1 << 3,   /* out = sigmoid(out) */
     XE_DNNL_POST_SILU = 1 << 4,      /* out = out * sigmoid(out) (swish, beta 1) */
     XE_DNNL_POST_HARDSWISH = 1 << 5, /* out = out * min(max(out / 6 + 1/2, 0), 1) */
+    /* Layouts, not post-ops: the input (SRC) or the output and residual (DST), typed [N, C, H, W],
+       are channels-last (NHWC) in memory: a compiled cluster's chain of convs (codegen/plan/layout.c). */
+    XE_DNNL_SRC_NHWC = 1 << 6,
+    XE_DNNL_DST_NHWC = 1 << 7,
 };
 /* conv2d (f32) with post-ops post (residual: the tensor summed in, NULL without SUM) into a->out;
    XE_ERR_UNSUPPORTED for what the engine cannot run (the caller runs the steps separately). */

@@ -13,10 +13,6 @@
  * gemms. Two thread pools on the same cores take turns spinning; one pool
  * does not (transformer_block's elementwise ops after a matmul were up to
  * 7x slower behind OpenBLAS's spinning workers).
- *
- * xe_cpu_matmul_panels is the same product by row panels with a callback
- * per panel, for compiled clusters that apply a matmul's epilogue to each
- * panel while it is in cache (codegen/plan/epilogue.c).
  */
 #include <cblas.h>
 #include <omp.h>
@@ -229,78 +225,5 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
         return XE_OK;
     }
     gemm_blas_parallel(&j, &batch, nb);
-    return XE_OK;
-}
-
-/* ---- row panels with an epilogue (xe_cpu_matmul_panels, for fused clusters) ---------- */
-
-/*
- * A panel of C is at most MM_PANEL_BYTES (a core's share of the L3 here)
- * and at least MM_PANEL_MIN_ROWS rows. Smaller, L2-sized panels lost on
- * this machine: OpenBLAS packs all of op(B) for every call, so mlp_block
- * on one core (CPU time per run) took 15.8 / 13.7 / 12.3 / 11.8 ms with
- * panels of 64 / 128 / 256 / 512 rows, against 12.6 ms op by op, and the
- * epilogue reads its panel from L3 (32 MiB) either way.
- */
-#define MM_PANEL_BYTES (4 * 1024 * 1024)
-#define MM_PANEL_MIN_ROWS 256
-
-int64_t xe_matmul_panel_rows(int64_t nb, int64_t M, int64_t N, int64_t K, size_t elem)
-{
-    (void)K;
-    int64_t threads = omp_get_max_threads();
-    int64_t rows = MM_PANEL_BYTES / ((N > 0 ? N : 1) * (int64_t)elem);
-    rows = rows < MM_PANEL_MIN_ROWS ? MM_PANEL_MIN_ROWS : rows;
-    rows = rows > M ? M : rows;
-    rows = rows < 1 ? 1 : rows;
-    int64_t per = (M + rows - 1) / rows;
-    if (nb * per < threads && M > 1) { /* too few panels to share: cut each batch element evenly */
-        int64_t want = (threads + nb - 1) / nb;
-        rows = (M + want - 1) / want;
-    }
-    return rows;
-}
-
-/* The job of a matmul kernel's arguments; false when panels do not apply (dtype, rank, batch). */
-static bool mm_job_panels(const xe_kernel_args *a, mm_job *j, xe_shape *batch)
-{
-    *j = (mm_job){.a = a->in[0], .b = a->in[1], .c = a->out};
-    if ((j->c->dtype != XE_F32 && j->c->dtype != XE_F64) || j->a->shape.rank < 2 || j->b->shape.rank < 2)
-        return false;
-    j->va = mm_view(&j->a->shape, xe_node_attr_bool(a->node, "transpose_a", false), true);
-    j->vb = mm_view(&j->b->shape, xe_node_attr_bool(a->node, "transpose_b", false), false);
-    j->M = j->va.trans ? j->va.cols : j->va.rows;
-    j->K = j->va.trans ? j->va.rows : j->va.cols;
-    j->N = j->vb.trans ? j->vb.rows : j->vb.cols;
-    return xe_shape_broadcast(&j->va.batch, &j->vb.batch, batch) && j->M <= INT32_MAX && j->N <= INT32_MAX &&
-           j->K <= INT32_MAX;
-}
-
-xe_code xe_cpu_matmul_panels(const xe_kernel_args *a, int64_t panel_rows, xe_panel_fn fn, void *ctx,
-                             xe_status *st)
-{
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    mm_job j;
-    xe_shape batch;
-    if (!mm_job_panels(a, &j, &batch))
-        return xe_fail(st, XE_ERR_UNSUPPORTED, "matmul panels need f32 or f64 operands of rank >= 2");
-    pthread_once(&once, blas_single_threaded);
-    int64_t nb = xe_shape_numel(&batch), M = j.M;
-    size_t elem = j.c->dtype == XE_F32 ? 4 : 8;
-    int64_t rows = panel_rows > 0 ? panel_rows : xe_matmul_panel_rows(nb, M, j.N, j.K, elem);
-    int64_t per = M > 0 ? (M + rows - 1) / rows : 0, tasks = nb * per;
-    double macs = (double)nb * (double)M * (double)j.N * (double)j.K;
-#pragma omp parallel for schedule(static) if (tasks > 1 && macs >= MM_PARALLEL_MIN_MACS)
-    for (int64_t t = 0; t < tasks; t++) {
-        int64_t i = t / per, lo = t % per * rows, hi = lo + rows < M ? lo + rows : M;
-        if (j.N == 0)
-            continue;
-        if (j.K == 0)
-            memset((char *)j.c->data + (size_t)((i * M + lo) * j.N) * elem, 0, (size_t)((hi - lo) * j.N) * elem);
-        else
-            gemm_blas_block(&j, batch_index(&j.va.batch, &batch, i), batch_index(&j.vb.batch, &batch, i), i, lo,
-                            hi, 0, j.N);
-        fn(ctx, i * M + lo, i * M + hi);
-    }
     return XE_OK;
 }

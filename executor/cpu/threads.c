@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 
+#include "xlac/op.h"
 #include "xlac/session.h"
 
 /* Cores seen: (package, core) pairs of the CPUs Linux lists (at most 4096 CPUs read). */
@@ -65,4 +66,13 @@ void xe_set_threads(int n)
 int xe_threads(void)
 {
     return omp_get_max_threads();
+}
+
+void xe_cpu_rows(int64_t rows, int64_t cols, xe_panel_fn fn, void *ctx)
+{
+    int64_t parts = rows * (cols > 0 ? cols : 1) >= 32768 ? omp_get_max_threads() : 1;
+    parts = parts > rows ? rows : parts;
+#pragma omp parallel for schedule(static) if (parts > 1)
+    for (int64_t k = 0; k < parts; k++)
+        fn(ctx, rows * k / parts, rows * (k + 1) / parts);
 }

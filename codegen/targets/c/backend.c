@@ -219,21 +219,27 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     int64_t items = xg_step_items(p, i, p->types, NULL, &per_block);
     char n[64];
     if (s->panel) {
-        snprintf(buf, len, "per row panel of the matmul before it, on the panel's thread, simd along each row");
+        snprintf(buf, len, "on the matmul's rows, with the steps beside it, a range of rows per thread, simd "
+                 "along each row");
         return;
     }
     switch (s->kind) {
     case XG_STEP_LIBRARY:
         if (p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D) {
             xg_conv_epi ce;
+            int m = s->outs[0];
+            bool src = p->nhwc[p->body->nodes[m]->inputs[0]], dst = p->nhwc[m];
             snprintf(buf, len, "oneDNN convolution primitive (f64: im2col and OpenBLAS), made once per program "
-                     "with its constant weights packed once, on the OpenMP team%s",
-                     xg_conv_epilogue(p, i, &ce) ? "; the next step runs inside it as post-ops" : "");
+                     "with its constant weights packed once, on the OpenMP team%s%s",
+                     xg_conv_epilogue(p, i, &ce) ? "; the next step runs inside it as post-ops" : "",
+                     src && dst ? "; input and output channels-last (NHWC), no conversion"
+                     : src      ? "; input channels-last (NHWC), output converted to NCHW"
+                     : dst      ? "; input converted from NCHW, output channels-last (NHWC)"
+                                : "");
         }
         else if (i + 1 < p->n_steps && p->steps[i + 1].panel)
-            snprintf(buf, len, "OpenBLAS gemm (one thread each) over row panels of each batch element (256 rows or "
-                     "more, 4 MiB at most), in an OpenMP loop; each panel's epilogue (the next step%s) right after "
-                     "it, in the same task",
+            snprintf(buf, len, "oneDNN matmul primitive (f32; f64: OpenBLAS), the whole product on the OpenMP "
+                     "team; then its epilogue (the next step%s) over the product's rows, a range per thread",
                      i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
         else
             snprintf(buf, len, "oneDNN matmul primitive (f32), or OpenBLAS gemm (one thread each) over batch "

@@ -9,7 +9,8 @@
  * node's slot of the program's kernel cache, as plain conv steps' do.
  * What the engine refuses (another dtype, a residual whose shape differs
  * at this call) comes back as XE_ERR_UNSUPPORTED and the two steps run
- * apart.
+ * apart. The same call runs a conv alone (no post-ops) whose input or
+ * output is channels-last (layout.c), the sides said by layout bits.
  */
 #include "cpu/dnnl_engine.h"
 #include "program_impl.h"
@@ -26,7 +27,8 @@ xe_code xg_c_conv_epilogue(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs
         [XG_CONV_NONE] = 0, [XG_CONV_GELU] = XE_DNNL_POST_GELU,
         [XG_CONV_GELU_TANH] = XE_DNNL_POST_GELU_TANH, [XG_CONV_SIGMOID] = XE_DNNL_POST_SIGMOID,
         [XG_CONV_SILU] = XE_DNNL_POST_SILU, [XG_CONV_HARDSWISH] = XE_DNNL_POST_HARDSWISH};
-    unsigned post = (e->residual >= 0 ? XE_DNNL_POST_SUM : 0) | acts[e->act];
+    unsigned post = (e->residual >= 0 ? XE_DNNL_POST_SUM : 0) | acts[e->act] |
+                    (e->src_nhwc ? XE_DNNL_SRC_NHWC : 0) | (e->dst_nhwc ? XE_DNNL_DST_NHWC : 0);
     if (a.out->dtype != XE_F32 || (e->residual >= 0 && !bufs[e->residual]))
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s: no conv epilogue here", n->name);
     return xe_dnnl_conv2d_post(&a, e->residual >= 0 ? bufs[e->residual] : NULL, post, st);

@@ -122,19 +122,14 @@ typedef struct xe_op_def {
 } xe_op_def;
 
 /*
- * A matmul by row panels (CPU, f32 and f64, both operands of rank >= 2):
- * the product is written a panel of rows at a time by a single-threaded
- * BLAS call, each panel in its own OpenMP task, and fn(ctx, r0, r1) is
- * called in that task right after, with the panel's rows of the output
- * (flat over every dim but the last: batch element b's row m is b*M + m)
- * still in cache. panel_rows 0: chosen for the cache. XE_ERR_UNSUPPORTED
- * for other dtypes or ranks (the caller runs the plain kernel).
+ * fn(ctx, r0, r1) over rows [0, rows) of width cols (flat over every dim
+ * but the last: batch element b's row m is b*M + m), cut into one range
+ * per thread of the calling thread's OpenMP team (one range when there are
+ * fewer than 32768 elements in all): a compiled cluster's epilogue over a
+ * product that the engine computed whole.
  */
 typedef void (*xe_panel_fn)(void *ctx, int64_t r0, int64_t r1);
-xe_code xe_cpu_matmul_panels(const xe_kernel_args *a, int64_t panel_rows, xe_panel_fn fn, void *ctx,
-                             xe_status *st);
-/* The rows of a panel xe_cpu_matmul_panels picks for an output N wide, K deep, M rows of nb batches. */
-int64_t xe_matmul_panel_rows(int64_t nb, int64_t M, int64_t N, int64_t K, size_t elem);
+void xe_cpu_rows(int64_t rows, int64_t cols, xe_panel_fn fn, void *ctx);
 
 /* transpose's permutation of a node (default: reversed axes), validated. */
 xe_code xe_transpose_perm(const xe_node *n, int rank, int *perm, xe_status *st);

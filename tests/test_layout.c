@@ -1,0 +1,123 @@
+/*
+ * Channels-last values between the convs of a cluster (codegen/plan/layout.c):
+ * which values of a plan stay NHWC, and that a cluster with such chains,
+ * cut at every kind of border (a body output, a reduction, a per-channel
+ * operand, an NCHW operand of a residual add, a conv's weights), computes
+ * what op by op computes (xlac-run --compare on the compiled cluster).
+ */
+#include <criterion/criterion.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "plan.h"
+#include "support/tmpdir.h"
+#include "xlac/xlac.h"
+
+#define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
+
+static xe_status st;
+
+/* The plan of text's graph at its declared types; *g gets the graph (destroy both). */
+static xg_plan *plan_of(const char *text, xe_graph **g)
+{
+    *g = xe_parse_string(text, "layout.xg", &st);
+    cr_assert_not_null(*g, "%s", st.msg);
+    xe_type types[8];
+    cr_assert_leq((*g)->n_inputs, 8);
+    for (int k = 0; k < (*g)->n_inputs; k++)
+        types[k] = (*g)->nodes[(*g)->inputs[k]]->type;
+    xg_plan *p = NULL;
+    cr_assert_eq(xg_plan_build(*g, types, false, &p, &st), XE_OK, "%s", st.msg);
+    return p;
+}
+
+/* Checks that exactly the nodes named in `nhwc` (space-separated) hold channels-last values. */
+static void expect_nhwc(const char *text, const char *nhwc)
+{
+    xe_graph *g;
+    xg_plan *p = plan_of(text, &g);
+    for (int i = 0; i < g->n_nodes; i++) {
+        const char *name = g->nodes[i]->name;
+        size_t n = strlen(name);
+        bool want = false;
+        for (const char *q = nhwc; (q = strstr(q, name)); q += n)
+            want = want || ((q == nhwc || q[-1] == ' ') && (q[n] == ' ' || q[n] == '\0'));
+        cr_assert_eq(p->nhwc[i], want, "node %s: nhwc %d, want %d\n%s", name, p->nhwc[i], want, text);
+    }
+    xg_plan_destroy(p);
+    xe_graph_destroy(g);
+}
+
+#define HEAD "xlac.graph v1\ninput x: f32[1,4,6,6]\nw = const(f32[4,4,1,1], 0.25)\n"
+
+Test(layout, a_chain_between_convs_stays_channels_last)
+{
+    /* c1 -> relu -> c2 -> add(c2, r1) -> relu -> c3 -> reduce: the reduction reads c3 in NCHW */
+    expect_nhwc(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\ns = add(c2, r1)\n"
+                     "r2 = relu(s)\nc3 = conv2d(r2, w)\nm = reduce_mean(c3, axes=[2,3])\noutput m\n",
+                "c1 r1 c2 s r2");
+    /* ReLU6 as maximum and minimum with scalars: still elementwise at one index */
+    expect_nhwc(HEAD "c1 = conv2d(x, w)\nz = const(f32[], 0)\nsix = const(f32[], 6)\nmx = maximum(c1, z)\n"
+                     "r6 = minimum(mx, six)\nc2 = conv2d(r6, w)\noutput c2\n",
+                "c1 mx r6");
+}
+
+Test(layout, borders_end_the_chain)
+{
+    /* a body output is handed back NCHW, and so is what reaches it */
+    expect_nhwc(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\noutput c2\noutput r1\n", "");
+    /* a per-channel operand is indexed by channel: its reader and the conv before it stay NCHW */
+    expect_nhwc(HEAD "c1 = conv2d(x, w)\nsc = const(f32[1,4,1,1], [1,2,3,4])\nm = mul(c1, sc)\n"
+                     "c2 = conv2d(m, w)\noutput c2\n",
+                "");
+    /* a residual add with the cluster's NCHW input: the add and its conv stay NCHW */
+    expect_nhwc(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\ns = add(c2, x)\nc3 = conv2d(s, w)\n"
+                     "output c3\n",
+                "c1 r1");
+    /* a value read as a conv's weights is not an activation */
+    expect_nhwc("xlac.graph v1\ninput x: f32[4,4,1,1]\ninput y: f32[1,4,6,6]\n"
+                "w = const(f32[4,4,1,1], 0.5)\nc1 = conv2d(x, w)\nr = relu(c1)\nc2 = conv2d(y, r)\noutput c2\n",
+                "");
+    /* nothing but elementwise ops: nothing to gain, nothing changed */
+    expect_nhwc("xlac.graph v1\ninput x: f32[1,4,6,6]\nr = relu(x)\ne = exp(r)\noutput e\n", "");
+}
+
+static void make_tmp(void)
+{
+    xt_tmp_make("/tmp/xlac_layout_XXXXXX");
+}
+
+/* A graph with every border above in one cluster, clustered against op by op. */
+Test(layout, clusters_with_borders_match_op_by_op, .init = make_tmp, .fini = xt_tmp_fini, .timeout = 120)
+{
+    const char *text =
+        "xlac.graph v1\ninput x: f32[2,8,7,7]\n"
+        "w = const(f32[8,8,3,3], 0.03)\nwd = const(f32[8,1,3,3], 0.1)\nb = const(f32[8], 0.2)\n"
+        "z = const(f32[], 0)\nsix = const(f32[], 6)\nsc = const(f32[1,8,1,1], [1,2,3,4,5,6,7,8])\n"
+        "c1 = conv2d(x, w, b, pads=[1,1,1,1])\nr1 = relu(c1)\n"
+        "c2 = conv2d(r1, wd, groups=8, pads=[1,1,1,1])\nmx = maximum(c2, z)\nr6 = minimum(mx, six)\n"
+        "c3 = conv2d(r6, w, pads=[1,1,1,1])\ns = add(c3, r1)\n"
+        "c4 = conv2d(s, w, pads=[1,1,1,1])\nm = mul(c4, sc)\nc5 = conv2d(m, w, pads=[1,1,1,1])\n"
+        "t = add(c5, x)\nr = relu(t)\nc6 = conv2d(r, wd, groups=8, strides=[2,2], pads=[1,1,1,1])\n"
+        "g = reduce_mean(c6, axes=[2,3])\noutput g\n";
+    xt_write_file(xt_path("borders.xg"), text);
+    char dump[512], plan[600];
+    snprintf(dump, sizeof dump, "XLAC_DUMP_TO=%s/dump", xt_tmp);
+    snprintf(plan, sizeof plan, "%s/dump/module_0000.cluster_0.plan.txt", xt_tmp);
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", dump, NULL};
+    const char *argv[] = {XLAC_RUN, xt_path("borders.xg"), "--seed", "3", "--compare", NULL};
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "op by op against 1 cluster(s)"), "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "compare g: "), "%s%s", r.out, r.err);
+    char *p = xt_read_file(plan, NULL);
+    cr_assert_not_null(p, "%s", plan);
+    /* c1 writes channels-last; c2 and c3 (the residual add of r1 as its post-op) read and write it;
+       c4 reads it and writes NCHW for the per-channel mul; c5 and c6 are NCHW (x, the reduction) */
+    cr_assert_eq(xt_occurrences(p, "input converted from NCHW, output channels-last"), 1, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "input and output channels-last"), 2, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "post-ops; input and output channels-last"), 1, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "input channels-last (NHWC), output converted to NCHW"), 1, "%s", p);
+    free(p);
+    xt_result_free(&r);
+}
