@@ -3,7 +3,8 @@
  * table of the device's slot (device_impl.h) and calls it, filling in what
  * an optional slot leaves out (a host-memory device copies with memcpy, a
  * device without a stream has nothing to wait for). A slot that this build
- * has no device for is answered by a table that is never available.
+ * has no device for, or whose device library could not be loaded
+ * (device_load.c), is answered by a table that is never available.
  */
 #include <stdio.h>
 #include <string.h>
@@ -34,7 +35,8 @@ const xe_device_ops *xe_device_ops_of(xe_device dev)
     for (int i = 0; xe_device_registry[i]; i++)
         if (xe_device_registry[i]->slot == dev)
             return xe_device_registry[i];
-    return &absent[dev < XE_DEV_COUNT ? dev : XE_DEV_EXTRA];
+    const xe_device_ops *loaded = xe_device_module_ops(dev);
+    return loaded ? loaded : &absent[dev < XE_DEV_COUNT ? dev : XE_DEV_EXTRA];
 }
 
 const char *xe_device_name(xe_device dev)
@@ -81,7 +83,10 @@ bool xe_device_auto_place(xe_device dev)
 
 bool xe_device_built(xe_device dev)
 {
-    return xe_device_ops_of(dev) != &absent[dev < XE_DEV_COUNT ? dev : XE_DEV_EXTRA];
+    for (int i = 0; xe_device_registry[i]; i++)
+        if (xe_device_registry[i]->slot == dev)
+            return true;
+    return xe_device_module_built(dev); /* its library may still be missing: not loaded here */
 }
 
 bool xe_device_available(xe_device dev)
@@ -93,7 +98,10 @@ bool xe_device_available(xe_device dev)
 const char *xe_device_unavailable_reason(xe_device dev)
 {
     const xe_device_ops *o = xe_device_ops_of(dev);
-    return xe_device_available(dev) || !o->unavailable_reason ? "" : o->unavailable_reason();
+    if (xe_device_available(dev))
+        return "";
+    const char *missing = xe_device_module_error(dev); /* its library could not be loaded */
+    return *missing ? missing : o->unavailable_reason ? o->unavailable_reason() : "";
 }
 
 int xe_device_arch(xe_device dev)

@@ -7,9 +7,11 @@
  * Also: an op between clusters runs per op inside the entry point
  * (through libxlac_executor); an op that cannot (unique: a data-dependent
  * shape) leaves the graph without one and a warning names it; an input
- * with `?` dims is refused by name; and
+ * with `?` dims is refused by name; the output folder, moved elsewhere,
+ * runs there and neither NEEDs nor loads a CUDA library (the executor finds
+ * libxlac_cuda.so beside itself, or says which file it lacks); and
  * --seed-cache fills a disk cache from which the plugin's first run loads
- * (disk_hits=1 compiles=0).
+ * (disk_hits=1 compiles=0), also when the folder is read-only.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include "xlac/io.h"
 #include "xlac/xlac.h"
@@ -127,6 +130,118 @@ Test(aot, the_folder_runs_after_it_is_moved)
     free(o);
     cr_assert_eq(xt_sh("", "ldd deploy/app/lib/mlp.so | grep xlac_executor", &o), 0, "%s", o);
     cr_assert(strstr(o, "deploy/app/lib/libxlac_executor.so"), "the copy beside it: %s", o);
+    free(o);
+}
+
+/* What a folder's libraries NEED and where they look (readelf -d of every .so in it). */
+static char *dynamic_sections(const char *folder)
+{
+    char cmd[300], *o = NULL;
+    snprintf(cmd, sizeof cmd, "readelf -d %s/*.so", folder); /* several files: each under "File: NAME" */
+    cr_assert_eq(xt_sh("", cmd, &o), 0, "%s", o);
+    return o;
+}
+
+/* Regression: the copied libxlac_executor.so NEEDED libcudart, libcublas (and through it the 517 MB
+   libcublasLt) and libnccl in a CUDA build, although the program runs on the CPU; the CUDA device is
+   libxlac_cuda.so now, loaded only when asked for and never copied into a CPU artifact's folder. */
+Test(aot, a_cpu_artifact_needs_no_cuda_library_and_runs_elsewhere)
+{
+    char p[400];
+    snprintf(p, sizeof p, "%s/mid.xg", xt_tmp); /* a matmul (cluster) and a per-op step (a session) */
+    xt_write_file(p, "xlac.graph v1\ninput x: f32[4,3]\ninput w: f32[3,5]\nm = matmul(x, w)\nb = add(m, m)\n"
+                     "t = tile(b, repeats=[2, 1])\nc = exp(t)\nd = mul(c, c)\noutput d\n");
+    snprintf(p, sizeof p, "%s/main.c", xt_tmp);
+    xt_write_file(p, "#include <stdio.h>\n#include \"mid.h\"\n"
+                     "int main(void) {\n"
+                     "    float x[MID_X_SIZE], w[MID_W_SIZE], d[MID_D_SIZE];\n"
+                     "    for (int i = 0; i < MID_X_SIZE; i++) x[i] = 0.1f * i;\n"
+                     "    for (int i = 0; i < MID_W_SIZE; i++) w[i] = 0.01f * i;\n"
+                     "    if (mid_run(x, w, d)) return 1;\n"
+                     "    printf(\"d[0]=%.6g d[39]=%.6g\\n\", d[0], d[39]);\n"
+                     "    return 0;\n}\n");
+    char *o = NULL;
+    cr_assert_eq(xt_sh("", BIN "xlac-compile mid.xg --target c --out out", &o), 0, "%s", o);
+    free(o);
+    /* the folder, moved elsewhere, holds the artifact and the executor only */
+    cr_assert_eq(xt_sh("", "mkdir -p elsewhere && mv out elsewhere/lib && ls elsewhere/lib/*.so", &o), 0, "%s", o);
+    cr_assert(strstr(o, "elsewhere/lib/mid.so") && strstr(o, "elsewhere/lib/libxlac_executor.so") &&
+                  !strstr(o, "libxlac_cuda"), "%s", o);
+    free(o);
+    o = dynamic_sections("elsewhere/lib");
+    cr_assert(!strstr(o, "libcu") && !strstr(o, "libnccl") && !strstr(o, "libxlac_cuda"), "a CUDA library is NEEDED: %s",
+              o);
+    cr_assert(!strstr(o, XLAC_BINARY_DIR) && !strstr(o, XLAC_SOURCE_DIR), "a path of the build: %s", o);
+    cr_assert(strstr(o, "Library runpath: [$ORIGIN"), "%s", o);
+    free(o);
+    cr_assert_eq(xt_sh("", "cc -std=c11 -Wall -Werror" CC_SAN " -I elsewhere/lib main.c elsewhere/lib/mid.so "
+                           "-Wl,-rpath,'$ORIGIN/elsewhere/lib' -o mid && LD_DEBUG=files ./mid",
+                       &o),
+                 0, "%s", o);
+    cr_assert(strstr(o, "d[0]="), "%s", o);
+    cr_assert(!strstr(o, "libcudart") && !strstr(o, "libcublas") && !strstr(o, "libnccl"), "a CUDA library was loaded: %s",
+              o);
+    free(o);
+}
+
+/* The executor finds its CUDA device beside itself: absent there, the GPU's reason says which file. */
+Test(aot, the_cuda_device_library_is_loaded_from_beside_the_executor)
+{
+    xt_write_file(xt_path("gpu.c"), "#include <stdio.h>\n#include \"xlac/device.h\"\n"
+                                    "int main(void) {\n"
+                                    "    printf(\"built=%d available=%d reason=%s\\n\", xe_device_built(XE_DEV_GPU),\n"
+                                    "           xe_device_available(XE_DEV_GPU), xe_device_unavailable_reason(XE_DEV_GPU));\n"
+                                    "    return 0;\n}\n");
+    char *o = NULL;
+    cr_assert_eq(xt_sh("", "mkdir app && cp " XLAC_BINARY_DIR "/lib/libxlac_executor.so app/ && "
+                           "cc -std=c11 -Wall -Werror" CC_SAN " -I " SRC "executor/include gpu.c app/libxlac_executor.so "
+                           "-Wl,-rpath,'$ORIGIN/app' -o gpu && ./gpu",
+                       &o),
+                 0, "%s", o);
+#ifdef XG_HAVE_CUDA
+    char want[300];
+    snprintf(want, sizeof want, "built=1 available=0 reason=CUDA device library not found: %s/app/libxlac_cuda.so\n",
+             xt_tmp);
+    cr_assert(strstr(o, want), "want '%s' in: %s", want, o);
+    free(o);
+    /* beside it: loaded; the reason is then the CUDA runtime's (or none, with a GPU) */
+    cr_assert_eq(xt_sh("", "cp " XLAC_BINARY_DIR "/lib/libxlac_cuda.so app/ && ./gpu", &o), 0, "%s", o);
+    cr_assert(strstr(o, "built=1 available=") && !strstr(o, "device library"), "%s", o);
+#else
+    cr_assert(strstr(o, "built=0 available=0 reason=xlac was built without this device"), "%s", o);
+#endif
+    free(o);
+}
+
+/* The deployment docs/aot.md describes: seeded by xlac-compile, then read-only for the service (another
+   user when the test runs as root, who could write anyway). Regression: the folder was ignored ("not
+   writable; running without the disk cache") and every module compiled again. */
+Test(aot, a_seeded_cache_on_a_read_only_folder_is_used_for_loading)
+{
+    char *o = NULL;
+    cr_assert_eq(xt_sh("", BIN "xlac-compile " SRC "examples/mlp.xg --target c --out out --seed-cache seed", &o), 0,
+                 "%s", o);
+    free(o);
+    cr_assert_eq(xt_sh("", "chmod 0755 . && chmod -R a-w,a+rX seed", &o), 0, "%s", o);
+    free(o);
+    const char *as = "";
+    if (geteuid() == 0) {
+        if (system("command -v setpriv >/dev/null") != 0)
+            cr_skip_test("running as root: needs setpriv to run as another user");
+        as = "setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent ";
+    }
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd,
+             "%sLD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=%s/seed --stats' " BIN
+             "xlac-run " SRC "examples/mlp.xg --seed 0",
+             as, xt_tmp);
+    int rc = xt_sh("", cmd, &o);
+    char *unused = NULL;
+    xt_sh("", "chmod -R u+w seed", &unused); /* so that the folder can be removed */
+    free(unused);
+    cr_assert_eq(rc, 0, "%s", o);
+    cr_assert(strstr(o, " compiles=0 ") && strstr(o, " disk_hits=1 "), "the seeded module was not loaded: %s", o);
+    cr_assert(!strstr(o, "warning") && !strstr(o, "not writable"), "a read-only seeded cache is no warning: %s", o);
     free(o);
 }
 

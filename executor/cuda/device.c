@@ -8,7 +8,9 @@
  * after the work it brackets; read once the stream has finished, it gives
  * the work's start (on the host clock, xe_now_us, through one reference
  * event recorded and waited for on first use) and its duration. This
- * folder is built only when the CUDA toolkit is found.
+ * folder is libxlac_cuda.so, built only when the CUDA toolkit is found
+ * and loaded by the executor when the GPU is first asked for
+ * (executor/device_load.c).
  */
 #include <pthread.h>
 #include <stdint.h>

@@ -4,8 +4,10 @@
  * executor/ (cpu/, cuda/, ...); the build lists the folders it found and
  * a generated registry holds their tables. xe_device is a slot in that
  * registry: slot 0 is always the host CPU, slot 1 the GPU when the CUDA
- * folder is built, and a slot whose device this build lacks answers "not
- * available" with the reason. Everything outside the device folders asks
+ * folder is built (libxlac_cuda.so, loaded from beside libxlac_executor.so
+ * the first time the slot is asked about), and a slot whose device this
+ * build lacks, or whose library is not there, answers "not available"
+ * with the reason. Everything outside the device folders asks
  * the table through the functions below and never tests which device it is.
  */
 #ifndef XLAC_DEVICE_H
@@ -38,11 +40,12 @@ bool xe_device_host_memory(xe_device dev);
 /* True when placement may put ops on dev by itself (an accelerator, not a test device). */
 bool xe_device_auto_place(xe_device dev);
 
-/* True when this build has a device in dev's slot (available or not). */
+/* True when this build has a device in dev's slot (available or not; its library may be missing). */
 bool xe_device_built(xe_device dev);
 /* True once dev was found usable (detection runs on first call). */
 bool xe_device_available(xe_device dev);
-/* Why dev is not available ("xlac was built without CUDA", "cudaGetDeviceCount: error 35 ..."). */
+/* Why dev is not available ("xlac was built without this device", "CUDA device library not found:
+   DIR/libxlac_cuda.so", "cudaGetDeviceCount: error 35 ..."). */
 const char *xe_device_unavailable_reason(xe_device dev);
 /* The device's architecture (a GPU's compute capability, e.g. 90) and its unit count (SMs); 0: none. */
 int xe_device_arch(xe_device dev);
