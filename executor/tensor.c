@@ -1,7 +1,8 @@
 /*
  * Tensors: a header (dtype, shape, device, reference count) over a buffer
  * that the tensor's device allocates (xe_device_alloc), and copies
- * between devices (xe_device_copy).
+ * between devices (xe_device_copy). A view's buffer is memory a keeper
+ * holds (a mapped file): the tensor holds the keeper, not the buffer.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -58,6 +59,29 @@ xe_tensor *xe_tensor_wrap(xe_dtype dt, const xe_shape *shape, xe_device dev, voi
     return t;
 }
 
+void xe_keeper_retain(xe_tensor_keeper *k)
+{
+    if (k)
+        __atomic_add_fetch(&k->refcount, 1, __ATOMIC_RELAXED);
+}
+
+void xe_keeper_release(xe_tensor_keeper *k)
+{
+    if (k && __atomic_sub_fetch(&k->refcount, 1, __ATOMIC_ACQ_REL) == 0)
+        k->drop(k);
+}
+
+xe_tensor *xe_tensor_view(xe_dtype dt, const xe_shape *shape, const void *data, xe_tensor_keeper *k,
+                          xe_status *st)
+{
+    xe_tensor *t = xe_tensor_wrap(dt, shape, XE_DEV_CPU, (void *)data, st);
+    if (t) {
+        t->keeper = k;
+        xe_keeper_retain(k);
+    }
+    return t;
+}
+
 xe_tensor *xe_tensor_retain(xe_tensor *t)
 {
     if (t) /* atomic: a compiled program's constants are shared by sessions on several threads */
@@ -71,6 +95,7 @@ void xe_tensor_release(xe_tensor *t)
         return;
     if (!t->borrowed)
         xe_device_free(t->device, t->data, t->nbytes ? t->nbytes : 1);
+    xe_keeper_release(t->keeper);
     free(t);
 }
 

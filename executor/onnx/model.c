@@ -267,7 +267,7 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
         snprintf(what, sizeof what, "initializer '%.500s'", t->name ? t->name : "");
         xe_status ts;
         xe_status_clear(&ts);
-        xe_tensor *v = c->inits && c->inits[k] ? xe_tensor_retain(c->inits[k]) : ox_tensor(t, c->dir, what, &ts);
+        xe_tensor *v = c->inits && c->inits[k] ? xe_tensor_retain(c->inits[k]) : ox_tensor(t, c->files, what, &ts);
         if (v && c->inits && !c->inits[k])
             c->inits[k] = xe_tensor_retain(v);
         int x = v ? xe_graph_add_node(c->g, NULL, XE_OP_CONST, NULL, 0, st) : -1;
@@ -385,7 +385,8 @@ static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
 /* What a model built per input-shape signature keeps (the maker's user data). */
 typedef struct ox_model {
     Onnx__ModelProto *model;
-    char *path, *dir;
+    char *path;
+    ox_files *files;   /* its external data files, mapped on first use */
     xe_tensor **inits; /* per initializer, loaded on first use */
     size_t n_inits;
 } ox_model;
@@ -422,7 +423,7 @@ static xe_code report(ox_ctx *c, xe_status *st)
 /* One import of m; pin (may be NULL) gives the unknown input dims values. */
 static xe_graph *import(ox_model *m, const xe_onnx_options *opt, const xe_shape *pin, xe_status *st)
 {
-    ox_ctx c = {.path = m->path, .dir = m->dir, .opt = opt, .model = m->model, .pin = pin,
+    ox_ctx c = {.path = m->path, .files = m->files, .opt = opt, .model = m->model, .pin = pin,
                 .inits = m->inits};
     if (!(c.g = xe_graph_new(m->path))) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
@@ -452,7 +453,7 @@ static void model_free(void *user)
     if (m->model)
         onnx__model_proto__free_unpacked(m->model, NULL);
     free(m->path);
-    free(m->dir);
+    ox_files_free(m->files);
     free(m);
 }
 
@@ -507,8 +508,6 @@ static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_o
 {
     int n;
     xe_shape *probe = probe_shapes(m->model->graph, &n);
-    m->n_inits = m->model->graph->n_initializer;
-    m->inits = calloc(m->n_inits + 1, sizeof *m->inits);
     xe_graph_maker *mk = calloc(1, sizeof *mk);
     xe_graph *g = probe && m->inits && mk ? import(m, opt, probe, st) : NULL;
     free(probe);
@@ -529,7 +528,7 @@ static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_o
 /* The declared inputs alone (their types with symbolic dims), or NULL. */
 static xe_graph *declared_inputs(ox_model *m)
 {
-    ox_ctx c = {.path = m->path, .dir = m->dir, .model = m->model};
+    ox_ctx c = {.path = m->path, .files = m->files, .model = m->model};
     xe_status st;
     xe_status_clear(&st);
     if (!(c.g = xe_graph_new(m->path)))
@@ -555,15 +554,24 @@ xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *
     ox_model *m = calloc(1, sizeof *m);
     if (m && !(m->path = strdup(path)))
         m->path = NULL;
-    if (m)
-        m->dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-    if (!m || !m->path || !m->dir) {
+    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    if (m && dir)
+        m->files = ox_files_new(dir);
+    free(dir);
+    if (!m || !m->path || !m->files) {
         model_free(m);
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
     }
     if (!(m->model = unpack_file(path, st))) {
         model_free(m);
+        return NULL;
+    }
+    /* initializers kept from the first import for a second (per_signature): loaded once */
+    m->n_inits = m->model->graph ? m->model->graph->n_initializer : 0;
+    if (!(m->inits = calloc(m->n_inits + 1, sizeof *m->inits))) {
+        model_free(m);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
     }
     xe_graph *g = import(m, opt, NULL, st);

@@ -9,7 +9,7 @@
  *
  * Files: model.c (loading, opsets, inputs and outputs, the node loop, the
  * final naming), diag.c (where protobuf-c's refusal lies), tensor.c
- * (TensorProto <-> xe_tensor, external data), build.c (the ox_* helpers and
+ * (TensorProto <-> xe_tensor), extdata.c (external data), build.c (the ox_* helpers and
  * load-time folding), errors.c (the collected error lines), table.c (op
  * type -> builder), ops_*.c (the builders), sniff.c (file kind).
  */
@@ -47,9 +47,12 @@ typedef struct ox_errors {
     int n_other;       /* other errors (invalid models) */
 } ox_errors;
 
+/* The external data files of one model (extdata.c). */
+typedef struct ox_files ox_files;
+
 typedef struct ox_ctx {
     const char *path;             /* the model file, for messages */
-    char *dir;                    /* its folder: external data is relative to it */
+    ox_files *files;              /* its external data files, beneath its folder */
     const xe_onnx_options *opt;   /* bind callback (may be NULL) */
     Onnx__ModelProto *model;
     int opset;                    /* ai.onnx opset of the model */
@@ -133,8 +136,15 @@ void ox_diagnose(const uint8_t *data, size_t len, const ProtobufCMessageDescript
 bool ox_dtype(int32_t onnx_type, xe_dtype *out);
 const char *ox_dtype_name(int32_t onnx_type);
 int32_t ox_onnx_dtype(xe_dtype dt);
-/* dir: where external data lives (NULL: refuse external data). what: for messages. */
-xe_tensor *ox_tensor(const Onnx__TensorProto *t, const char *dir, const char *what, xe_status *st);
+/* files: the model's external data files (NULL: refuse external data). what: for messages. */
+xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *what, xe_status *st);
+
+/* extdata.c: the external data files of one model, mapped once each (see the file's comment). */
+ox_files *ox_files_new(const char *dir);
+void ox_files_free(ox_files *f); /* the mappings live on while tensors view them */
+/* The tensor of dtype dt and shape s (its data present checked) whose bytes t's keys locate. */
+xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, const xe_shape *s,
+                         const char *what, xe_status *st);
 
 /* build.c: values and nodes */
 int ox_value_get(ox_ctx *c, const char *name, bool *found);

@@ -28,7 +28,7 @@ xe_code ox_b_if(ox_b *b)
     for (size_t k = 0; k < g->n_initializer && !b->failed; k++) {
         char what[600];
         snprintf(what, sizeof what, "initializer '%.500s'", g->initializer[k]->name ? g->initializer[k]->name : "");
-        xe_tensor *t = ox_tensor(g->initializer[k], c->dir, what, &b->st);
+        xe_tensor *t = ox_tensor(g->initializer[k], c->files, what, &b->st);
         if (!t)
             return b->failed = true, b->st.code;
         int x = ox_const(b, t);

@@ -35,7 +35,7 @@ xe_code ox_b_constant(ox_b *b)
     if (!a)
         return ox_invalid(b, "needs exactly one value attribute");
     if (!strcmp(name, "value") && a->t) {
-        xe_tensor *t = ox_tensor(a->t, b->c->dir, "Constant value", &b->st);
+        xe_tensor *t = ox_tensor(a->t, b->c->files, "Constant value", &b->st);
         if (!t)
             return b->failed = true, b->st.code;
         return done(b, ox_const(b, t));

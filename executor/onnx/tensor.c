@@ -3,20 +3,16 @@
  * endian bytes), in one of the typed repeated fields (float_data,
  * int32_data for bool/f16 too, int64_data, double_data), or in a file beside
  * the model (data_location = EXTERNAL, keys location/offset/length), which
- * is how models over 2 GB store their weights: the file is read with pread
- * in pieces, so no 2 GB limit applies to it. Every size is checked before
+ * is how exporters store weights: extdata.c maps the file and views or
+ * copies the tensor out of it. Every size is checked before
  * anything is allocated: dims non-negative, the element count computed
  * without overflow, and the data present equal to count x item size.
  * The host is little endian (x86-64, aarch64), as raw_data is.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "onnx_impl.h"
 #include "xlac/io.h"
@@ -75,107 +71,6 @@ static xe_code tensor_shape(const Onnx__TensorProto *t, xe_dtype dt, const char 
     return XE_OK;
 }
 
-/* Whether an external-data location stays inside the model's folder. */
-static bool safe_location(const char *loc)
-{
-    if (!loc[0] || loc[0] == '/')
-        return false;
-    for (const char *p = loc; *p;) {
-        size_t n = strcspn(p, "/");
-        if (n == 2 && p[0] == '.' && p[1] == '.')
-            return false;
-        p += n + (p[n] == '/');
-    }
-    return true;
-}
-
-/* A byte count: decimal digits only, as onnxruntime reads it (" 12", "+12", "12 " are refused). */
-static xe_code ext_number(const char *v, const char *key, const char *what, int64_t *out,
-                          xe_status *st)
-{
-    int64_t x = 0;
-    bool ok = *v != '\0';
-    for (const char *p = v; ok && *p; p++) {
-        ok = *p >= '0' && *p <= '9' && x <= (INT64_MAX - (*p - '0')) / 10;
-        x = ok ? x * 10 + (*p - '0') : x;
-    }
-    if (!ok)
-        return xe_fail(st, XE_ERR_GRAPH, "%s: external data %s '%s' is not a byte count", what, key, v);
-    *out = x;
-    return XE_OK;
-}
-
-/* pread in pieces until n bytes are in. */
-static xe_code read_at(int fd, void *buf, size_t n, off_t off, const char *path, xe_status *st)
-{
-    size_t done = 0;
-    while (done < n) {
-        size_t want = n - done > (1u << 30) ? (1u << 30) : n - done;
-        ssize_t got = pread(fd, (char *)buf + done, want, off + (off_t)done);
-        if (got < 0 && errno == EINTR)
-            continue;
-        if (got <= 0)
-            return xe_fail(st, XE_ERR_IO, "%s: read failed: %s", path,
-                           got < 0 ? strerror(errno) : "unexpected end of file");
-        done += (size_t)got;
-    }
-    return XE_OK;
-}
-
-static xe_code ext_fields(const Onnx__TensorProto *t, const char *what, const char **loc,
-                          int64_t *off, int64_t *len, xe_status *st)
-{
-    *loc = NULL;
-    *off = 0;
-    *len = -1;
-    for (size_t k = 0; k < t->n_external_data; k++) {
-        const Onnx__StringStringEntryProto *e = t->external_data[k];
-        const char *key = e->key ? e->key : "", *v = e->value ? e->value : "";
-        if (!strcmp(key, "location"))
-            *loc = v;
-        else if (!strcmp(key, "offset") && ext_number(v, key, what, off, st) != XE_OK)
-            return st->code;
-        else if (!strcmp(key, "length") && ext_number(v, key, what, len, st) != XE_OK)
-            return st->code;
-    }
-    if (!*loc || !safe_location(*loc))
-        return xe_fail(st, XE_ERR_GRAPH, "%s: external data location '%s' must be a relative path "
-                       "inside the model's folder (no '..', not absolute)", what, *loc ? *loc : "");
-    return XE_OK;
-}
-
-/* Opens the external file a tensor of nbytes names, checking its size; *fd and *off for read_at. */
-static xe_code ext_open(const Onnx__TensorProto *t, const char *dir, const char *what, size_t nbytes,
-                        int *fd, int64_t *off, char *path, xe_status *st)
-{
-    const char *loc;
-    int64_t len;
-    if (!dir)
-        return xe_fail(st, XE_ERR_GRAPH, "%s: external data is not allowed here", what);
-    if (ext_fields(t, what, &loc, off, &len, st) != XE_OK)
-        return st->code;
-    if (len >= 0 && (uint64_t)len != nbytes)
-        return xe_fail(st, XE_ERR_GRAPH, "%s: external data length %lld, the tensor needs %zu bytes",
-                       what, (long long)len, nbytes);
-    if (snprintf(path, PATH_MAX, "%s/%s", dir, loc) >= PATH_MAX)
-        return xe_fail(st, XE_ERR_GRAPH, "%s: external data path too long", what);
-    struct stat sb;
-    *fd = xe_open_beneath(dir, loc, st);
-    xe_code c = XE_OK;
-    if (*fd < 0)
-        c = xe_status_prefix(st, "%s: external data: ", what);
-    else if (fstat(*fd, &sb) != 0)
-        c = xe_fail(st, XE_ERR_IO, "%s: external data %s: %s", what, path, strerror(errno));
-    else if ((uint64_t)*off > (uint64_t)sb.st_size || nbytes > (uint64_t)sb.st_size - (uint64_t)*off)
-        c = xe_fail(st, XE_ERR_GRAPH, "%s: external data %s holds %lld bytes, the tensor needs %zu "
-                    "at offset %lld", what, path, (long long)sb.st_size, nbytes, (long long)*off);
-    if (c != XE_OK && *fd >= 0) {
-        close(*fd);
-        *fd = -1;
-    }
-    return c;
-}
-
 /* How many values the typed field that dtype dt uses holds. */
 static size_t typed_count(const Onnx__TensorProto *t, xe_dtype dt)
 {
@@ -193,7 +88,7 @@ static xe_code check_present(const Onnx__TensorProto *t, xe_dtype dt, int64_t nu
 {
     size_t nbytes = (size_t)numel * xe_dtype_size(dt), have = typed_count(t, dt);
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
-        return XE_OK; /* read_external checks the file's size before reading */
+        return XE_OK; /* ox_ext_tensor checks the file's size before reading */
     if (t->has_raw_data && t->raw_data.len != nbytes)
         return xe_fail(st, XE_ERR_GRAPH, "%s: raw_data holds %zu bytes, its dims need %zu", what,
                        t->raw_data.len, nbytes);
@@ -232,7 +127,7 @@ static void fill(const Onnx__TensorProto *t, xe_tensor *x)
     from_typed(t, x);
 }
 
-xe_tensor *ox_tensor(const Onnx__TensorProto *t, const char *dir, const char *what, xe_status *st)
+xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *what, xe_status *st)
 {
     xe_dtype dt;
     xe_shape s;
@@ -244,23 +139,11 @@ xe_tensor *ox_tensor(const Onnx__TensorProto *t, const char *dir, const char *wh
     if (tensor_shape(t, dt, what, &s, st) != XE_OK ||
         check_present(t, dt, xe_shape_numel(&s), what, st) != XE_OK)
         return NULL;
-    bool external =
-        t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    int fd = -1;
-    int64_t off = 0;
-    char path[PATH_MAX];
-    size_t nbytes = (size_t)xe_shape_numel(&s) * xe_dtype_size(dt);
-    if (external && ext_open(t, dir, what, nbytes, &fd, &off, path, st) != XE_OK)
-        return NULL;
+    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+        return ox_ext_tensor(files, t, dt, &s, what, st);
     xe_tensor *x = xe_tensor_new(dt, &s, XE_DEV_CPU, st);
-    if (x && external && read_at(fd, x->data, nbytes, (off_t)off, path, st) != XE_OK) {
-        xe_tensor_release(x);
-        x = NULL;
-    } else if (x && !external) {
+    if (x)
         fill(t, x);
-    }
-    if (fd >= 0)
-        close(fd);
     return x;
 }
 

@@ -24,6 +24,7 @@ import torch
 
 OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "exports")
 SEQ_SHAPES = [(1, 8), (2, 5), (3, 12)]  # (batch, sequence) of the dynamic exports
+DEC_LENS = [4, 3, 7]  # decoder sequence lengths of the encoder-decoder exports
 IMG_BATCHES = [1, 2, 3]
 
 
@@ -50,6 +51,31 @@ class ImageHidden(Hidden):
         return self.m(pixel_values=pixel_values).last_hidden_state
 
 
+class AudioHidden(Hidden):
+    """A transformers speech encoder's last_hidden_state."""
+
+    def forward(self, input_features):
+        return self.m(input_features=input_features).last_hidden_state
+
+
+class Seq2SeqHidden(Hidden):
+    """An encoder-decoder's decoder last_hidden_state, without a cache (one full decoder pass)."""
+
+    def forward(self, input_ids, attention_mask, decoder_input_ids):
+        return self.m(input_ids=input_ids, attention_mask=attention_mask, decoder_input_ids=decoder_input_ids,
+                      use_cache=False).last_hidden_state
+
+
+class Speech2SeqHidden(Hidden):
+    """Whisper's decoder last_hidden_state over its encoder's output, without a cache. The decoder's
+    mask is all ones, as generation passes it (without one and without a cache, transformers looks
+    for packed sequences with torch.diff, which the TorchScript exporter cannot write)."""
+
+    def forward(self, input_features, decoder_input_ids):
+        return self.m(input_features=input_features, decoder_input_ids=decoder_input_ids,
+                      decoder_attention_mask=torch.ones_like(decoder_input_ids), use_cache=False).last_hidden_state
+
+
 def text_inputs(b, s, vocab, seed):
     g = np.random.default_rng(seed)
     ids = g.integers(1, vocab, (b, s)).astype(np.int64)
@@ -62,6 +88,17 @@ def text_inputs(b, s, vocab, seed):
 def image_inputs(b, size, seed):
     g = np.random.default_rng(seed)
     return {"pixel_values": g.uniform(-1, 1, (b, 3, size, size)).astype(np.float32)}
+
+
+def audio_inputs(b, mels_frames, seed):
+    """Log-mel features [batch, n_mels, frames], in the range Whisper's feature extractor writes."""
+    g = np.random.default_rng(seed)
+    return {"input_features": g.uniform(-1, 1.5, (b,) + mels_frames).astype(np.float32)}
+
+
+def decoder_inputs(b, t, vocab, seed):
+    g = np.random.default_rng(seed + 50)
+    return {"decoder_input_ids": g.integers(1, vocab, (b, t)).astype(np.int64)}
 
 
 def bert():
@@ -81,6 +118,33 @@ def t5_encoder():
     from transformers import T5Config, T5EncoderModel
     c = T5Config(vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_heads=2)
     return Hidden(T5EncoderModel(c)), "text", 100
+
+
+def t5():
+    """T5 whole: encoder, decoder with cross-attention, relative position buckets of both."""
+    from transformers import T5Config, T5Model
+    c = T5Config(vocab_size=100, d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=2)
+    return Seq2SeqHidden(T5Model(c)), "seq2seq", 100
+
+
+WHISPER = dict(vocab_size=100, num_mel_bins=16, d_model=32, encoder_layers=2, encoder_attention_heads=2,
+               decoder_layers=2, decoder_attention_heads=2, encoder_ffn_dim=64, decoder_ffn_dim=64,
+               max_source_positions=16, max_target_positions=32, pad_token_id=0, bos_token_id=1,
+               eos_token_id=2, decoder_start_token_id=1)
+WHISPER_FEATURES = (16, 32)  # (n_mels, frames): Whisper's frames are 2 * max_source_positions, never other
+
+
+def whisper():
+    """Whisper's encoder: two Conv1d with GELU over log-mel features, then transformer layers."""
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+    return AudioHidden(WhisperEncoder(WhisperConfig(**WHISPER))), "audio", WHISPER_FEATURES
+
+
+def whisper_decoder():
+    """Whisper whole (WhisperModel): the encoder, then the decoder with cross-attention over it."""
+    from transformers import WhisperConfig, WhisperModel
+    return Speech2SeqHidden(WhisperModel(WhisperConfig(**WHISPER))), "speech2seq", WHISPER_FEATURES
 
 
 def llama():
@@ -267,15 +331,35 @@ ARCHS = {"bert": bert, "gpt2": gpt2, "t5_encoder": t5_encoder, "llama": llama,
          "mobilenet_v3": mobilenet_v3, "efficientnet": efficientnet, "convnext": convnext, "regnet": regnet,
          "densenet": densenet, "vgg": vgg, "squeezenet": squeezenet, "shufflenet": shufflenet, "swin": swin,
          "tv_vit": tv_vit, "timm_vit": timm_vit, "timm_convnext": timm_convnext, "timm_resnet": timm_resnet,
-         "timm_efficientnet": timm_efficientnet, "upsample": upsample}
+         "timm_efficientnet": timm_efficientnet, "upsample": upsample, "t5": t5, "whisper": whisper,
+         "whisper_decoder": whisper_decoder}
 
 
 def feeds(kind, arg, dynamic):
-    if kind == "text":
+    if kind in ("text", "seq2seq"):
         shapes = SEQ_SHAPES if dynamic else [SEQ_SHAPES[1]] * 3
-        return [text_inputs(b, s, arg, 100 + k) for k, (b, s) in enumerate(shapes)]
+        fs = [text_inputs(b, s, arg, 100 + k) for k, (b, s) in enumerate(shapes)]
+        if kind == "seq2seq":
+            lens = DEC_LENS if dynamic else [DEC_LENS[1]] * 3
+            for k, (f, (b, _)) in enumerate(zip(fs, shapes)):
+                f.update(decoder_inputs(b, lens[k], arg, 100 + k))
+        return fs
     batches = IMG_BATCHES if dynamic else [2] * 3
-    return [image_inputs(b, arg, 100 + k) for k, b in enumerate(batches)]
+    if kind == "image":
+        return [image_inputs(b, arg, 100 + k) for k, b in enumerate(batches)]
+    fs = [audio_inputs(b, arg, 100 + k) for k, b in enumerate(batches)]
+    if kind == "speech2seq":
+        lens = DEC_LENS if dynamic else [DEC_LENS[1]] * 3
+        for k, (f, b) in enumerate(zip(fs, batches)):
+            f.update(decoder_inputs(b, lens[k], WHISPER["vocab_size"], 100 + k))
+    return fs
+
+
+# The symbolic dims of each input of the dynamic exports: pixel and audio inputs have a symbolic
+# batch only (Whisper's frames are fixed by its positions; images by their positions or heads).
+DYN_AXES = {"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "sequence"},
+            "decoder_input_ids": {0: "batch", 1: "decoder_sequence"}, "pixel_values": {0: "batch"},
+            "input_features": {0: "batch"}}
 
 
 def export(model, example, path, dynamic, exporter):
@@ -284,15 +368,13 @@ def export(model, example, path, dynamic, exporter):
     kw = {"input_names": names, "output_names": ["y"]}
     if exporter == "dynamo":
         if dynamic:
-            dims = {0: torch.export.Dim("batch", max=16)}
-            if names[0] != "pixel_values":
-                dims[1] = torch.export.Dim("sequence", max=48)
-            kw["dynamic_shapes"] = tuple(dict(dims) for _ in names)
+            dims = {d: torch.export.Dim(d, max=16 if d == "batch" else 48)
+                    for n in names for d in DYN_AXES[n].values()}
+            kw["dynamic_shapes"] = tuple({a: dims[d] for a, d in DYN_AXES[n].items()} for n in names)
         torch.onnx.export(model, args, path, dynamo=True, **kw)
     else:
         if dynamic:
-            axes = {0: "batch"} if names[0] == "pixel_values" else {0: "batch", 1: "sequence"}
-            kw["dynamic_axes"] = {n: axes for n in names}
+            kw["dynamic_axes"] = {n: DYN_AXES[n] for n in names}
         torch.onnx.export(model, args, path, dynamo=False, opset_version=17, **kw)
 
 

@@ -9,6 +9,9 @@ exactly where expected, values within a tolerance per dtype (and at least the
 case's own rtol/atol). A case the importer refuses as unsupported (exit 2 with
 "cannot import the model: N unsupported, 0 invalid") is skipped; any other
 failure (wrong values, a crash, any other error) is a failed test.
+--list-unsupported prints each skipped case with the op it tests and why it
+was refused (`UNSUPPORTED NAME (OP): REASON`), which tests/onnx/node_table.py
+turns into docs/onnx.md's tables.
 """
 import argparse
 import collections
@@ -107,6 +110,26 @@ def compare(case, got_dir, expected):
     return None
 
 
+NODE_LINE = re.compile(r"^node (?:'.*'|with output '.*') \((\S+), domain ([^,]+), opset \d+\): (.*)$")
+
+
+def refusal(stderr, model):
+    """Why the importer refused a model, from its first error line with the model's path and the
+    node's or value's name left out (so that equal reasons read equal): "Op: message" for a node
+    ("domain.Op" outside ai.onnx), "graph input: message", "initializer: message"."""
+    for line in stderr.splitlines():
+        if not line.startswith(model + ": ") or "cannot import the model" in line:
+            continue
+        line = line[len(model) + 2:]
+        m = NODE_LINE.match(line)
+        if m:
+            op, domain, msg = m.groups()
+            return "%s%s: %s" % ("" if domain == "ai.onnx" else domain + ".", op, msg)
+        return re.sub(r"^(graph input|graph output|initializer) '[^']*'", r"\1", line)
+    lines = stderr.strip().splitlines()
+    return lines[-1].replace(model, "model.onnx") if lines else "no message"
+
+
 def run_one(args, case, clustered, folder, n):
     out = os.path.join(folder, "out_%s_%d" % ("c" if clustered else "o", n))
     cmd = [args.xlac_run, os.path.join(folder, "model.onnx"), "--device", "cpu",
@@ -119,7 +142,7 @@ def run_one(args, case, clustered, folder, n):
     except subprocess.TimeoutExpired:
         return "timeout", "timed out after 120 s"
     if p.returncode == 2 and UNSUPPORTED.search(p.stderr) and not clustered:
-        return "unsupported", p.stderr.strip()
+        return "unsupported", refusal(p.stderr, cmd[1])
     if p.returncode != 0:
         return "fail", "exit %d: %s" % (p.returncode, p.stderr.strip()[-600:])
     why = compare(case, out, case.data_sets[n][1])
@@ -138,7 +161,7 @@ def run_case(args, case):
                 st, why = run_one(args, case, clustered, folder, n)
                 if st != "pass":
                     if st == "unsupported":
-                        return "unsupported", why.splitlines()[-1], False, False
+                        return "unsupported", why, False, False
                     return "fail", ("clustered: " if clustered else "op by op: ") + why, \
                         results.get(False, False), False
             results[clustered] = True
@@ -183,7 +206,7 @@ def main():
             if st == "fail":
                 failures.append((c.name, why))
             elif st == "unsupported":
-                unsupported.append((c.name, why))
+                unsupported.append((c.name, op_of(c, op_types), why))
     light = run_all_light(args)
     shutil.rmtree(args.tmp, ignore_errors=True)
     print("| ONNX op | cases | passed op by op | passed clustered | failed | unsupported |")
@@ -195,8 +218,8 @@ def main():
         for name, why in sorted(failures):
             print("FAILED %s: %s" % (name, why))
     if args.list_unsupported:
-        for name, why in sorted(unsupported):
-            print("UNSUPPORTED %s: %s" % (name, why))
+        for name, op, why in sorted(unsupported):  # tests/onnx/node_table.py reads these lines
+            print("UNSUPPORTED %s (%s): %s" % (name, op, why))
     passed = sum(r[2] for r in rows.values())
     print("onnx node tests run: %d cases of onnx %s" % (len(cases), onnx.__version__))
     print("onnx node tests: %d passed, %d failed, %d skipped" % (passed, len(failures), len(unsupported)))

@@ -13,7 +13,7 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 root=$(cd "$here/../.." && pwd)
 venv=$here/.venv
-if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import onnx, numpy" 2>/dev/null; then
+if [ ! -x "$venv/bin/python" ] || ! "$venv/bin/python" -c "import onnx, numpy, onnxruntime" 2>/dev/null; then
     echo "onnx node tests: creating $venv (pip install onnx onnxruntime numpy)" >&2
     python3 -m venv "$venv"
     "$venv/bin/pip" install -q onnx onnxruntime numpy

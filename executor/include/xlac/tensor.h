@@ -10,6 +10,19 @@
 #include "xlac/dtype.h"
 #include "xlac/status.h"
 
+/*
+ * Memory that tensors may view without owning it (a mapped file of ONNX
+ * external data): reference counted, freed by drop when the last tensor
+ * that views it and its maker have let it go.
+ */
+typedef struct xe_tensor_keeper {
+    int refcount;                              /* changed atomically */
+    void (*drop)(struct xe_tensor_keeper *k); /* frees the memory and the keeper */
+} xe_tensor_keeper;
+
+void xe_keeper_retain(xe_tensor_keeper *k);
+void xe_keeper_release(xe_tensor_keeper *k);
+
 typedef struct xe_tensor {
     xe_dtype dtype;
     xe_shape shape;     /* always fully known */
@@ -18,12 +31,16 @@ typedef struct xe_tensor {
     size_t nbytes;      /* numel * dtype size */
     int refcount;       /* freed when it drops to zero; changed atomically (retain, release) */
     bool borrowed;      /* data is not ours to free */
+    xe_tensor_keeper *keeper; /* not NULL: data lies in the keeper's memory, held while the tensor lives */
 } xe_tensor;
 
 /* Allocates an uninitialised tensor (NULL and *st set on failure). */
 xe_tensor *xe_tensor_new(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_status *st);
 /* Wraps memory the caller keeps alive; never freed by the tensor. */
 xe_tensor *xe_tensor_wrap(xe_dtype dt, const xe_shape *shape, xe_device dev, void *data,
+                          xe_status *st);
+/* A host tensor over data inside k's memory (read-only to the executor); k is retained. */
+xe_tensor *xe_tensor_view(xe_dtype dt, const xe_shape *shape, const void *data, xe_tensor_keeper *k,
                           xe_status *st);
 xe_tensor *xe_tensor_retain(xe_tensor *t);
 void xe_tensor_release(xe_tensor *t);
