@@ -76,8 +76,9 @@ Test(layout, borders_end_the_chain)
                 "c1 r1");
     /* a value read as a conv's weights is not an activation */
     expect_nhwc("xlac.graph v1\ninput x: f32[4,4,1,1]\ninput y: f32[1,4,6,6]\n"
-                "w = const(f32[4,4,1,1], 0.5)\nc1 = conv2d(x, w)\nr = relu(c1)\nc2 = conv2d(y, r)\noutput c2\n",
-                "");
+                "w = const(f32[4,4,1,1], 0.5)\nc1 = conv2d(x, w)\nr = relu(c1)\nc2 = conv2d(y, r)\nr2 = relu(c2)\n"
+                "c3 = conv2d(r2, w)\noutput c3\n",
+                "c2 r2");
     /* nothing but elementwise ops: nothing to gain, nothing changed */
     expect_nhwc("xlac.graph v1\ninput x: f32[1,4,6,6]\nr = relu(x)\ne = exp(r)\noutput e\n", "");
 }

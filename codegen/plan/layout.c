@@ -70,7 +70,7 @@ static bool drop_breakers(const xg_plan *p, bool *s)
         bool conv = n->op == XE_OP_CONV2D;
         for (int k = 0; k < n->n_inputs; k++) {
             int v = n->inputs[k];
-            if (s[v] && !s[j] && !(conv && k == 0)) { /* (b) */
+            if (s[v] && !(conv ? k == 0 : s[j])) { /* (b): a conv's weights or bias are no activation */
                 s[v] = false;
                 dropped = true;
             }
