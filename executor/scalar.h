@@ -135,6 +135,20 @@ XE_HOSTDEV static inline uint16_t xe_f2h(float f)
     return (uint16_t)(sign | (exp > 0 ? ((uint32_t)exp << 10) + (half - 0x400) : half));
 }
 
+/* bfloat16 <-> binary32: bf16 is the top half of a binary32; rounding to nearest even, a NaN stays a quiet NaN. */
+XE_HOSTDEV static inline XE_VEC_INLINE float xe_bf2f(uint16_t b)
+{
+    return xe_f32_of_bits((uint32_t)b << 16);
+}
+
+XE_HOSTDEV static inline XE_VEC_INLINE uint16_t xe_f2bf(float f)
+{
+    uint32_t x = xe_f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
 /* numpy floor division on integers; x // 0 is 0 (numpy warns and gives 0). */
 XE_HOSTDEV static inline int64_t xe_floordiv_i64(int64_t a, int64_t b)
 {
@@ -526,6 +540,22 @@ XE_HOSTDEV static inline int64_t xe_f64_to_i64(double x)
     if (x <= -9223372036854775808.0)
         return (int64_t)(-9223372036854775807LL - 1);
     return (int64_t)x;
+}
+
+/* A float to the narrow integers (Cast): truncated toward zero, NaN gives 0, out of range saturates. */
+XE_HOSTDEV static inline int64_t xe_f64_to_range(double x, int64_t lo, int64_t hi)
+{
+    int64_t v = xe_f64_to_i64(x);
+    return v < lo ? lo : v > hi ? hi : v;
+}
+
+XE_HOSTDEV static inline uint64_t xe_f64_to_u64(double x)
+{
+    if (x != x || x <= 0.0)
+        return 0;
+    if (x >= 18446744073709551615.0)
+        return (uint64_t)18446744073709551615ULL;
+    return (uint64_t)x;
 }
 
 /*

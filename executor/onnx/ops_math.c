@@ -72,7 +72,7 @@ static int trunc_div(ox_b *b, int x, int y)
 xe_code ox_b_div(ox_b *b)
 {
     int x = ox_in(b, 0), y = ox_in(b, 1);
-    if (x >= 0 && xe_dtype_is_int(dt_of(b, x)))
+    if (x >= 0 && xe_dtype_is_integer(dt_of(b, x)))
         return done(b, trunc_div(b, x, y));
     return done(b, ox_bin(b, XE_OP_DIV, x, y));
 }
@@ -92,7 +92,7 @@ static int float_fmod(ox_b *b, int x, int y)
 xe_code ox_b_mod(ox_b *b)
 {
     int x = ox_in(b, 0), y = ox_in(b, 1);
-    bool fmod = ox_int(b, "fmod", 0) != 0, is_int = x >= 0 && xe_dtype_is_int(dt_of(b, x));
+    bool fmod = ox_int(b, "fmod", 0) != 0, is_int = x >= 0 && xe_dtype_is_integer(dt_of(b, x));
     if (is_int) {
         int q = fmod ? trunc_div(b, x, y) : ox_bin(b, XE_OP_DIV, x, y);
         return done(b, ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, q, y)));

@@ -154,6 +154,10 @@ int xe_op_count(void);
 bool xe_op_is_elementwise(int op);
 /* Whether n's op has an XV row in ops.def whose bool attribute n sets. */
 bool xe_op_variant(const xe_node *n);
+/* NULL when op may take operands in[0..n_in) and give out (narrow dtypes:
+   xlac/dtype.h), else why not: the narrow types go through data movement,
+   casts, comparisons, select and elementwise arithmetic only. */
+const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_type *out);
 /* The attributes a built-in op accepts, in attrs.def order, and their count
    in *n; NULL for ops that accept anything (plugin ops, call). */
 const xe_op_attr *xe_op_attrs(int op, int *n);
