@@ -19,6 +19,7 @@ B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(g
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
 B(conv) B(pool) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
+B(quantize) B(dequantize)
 #undef B
 
 #define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
@@ -48,6 +49,8 @@ static const ox_entry table[] = {
     F("Tan", trig, ""), F("Sinh", trig, ""), F("Cosh", trig, ""), F("Asinh", trig, ""),
     F("Acosh", trig, ""), F("Atanh", trig, ""), F("Round", round, ""),
     F("Gelu", gelu, "approximate"), F("Where", where, ""), F("Clip", clip, "min max"),
+    {"QuantizeLinear", 10, 0, ox_b_quantize, "axis saturate block_size output_dtype precision", -1, 0},
+    {"DequantizeLinear", 10, 0, ox_b_dequantize, "axis block_size output_dtype", -1, 0},
     F("Cast", cast, "to saturate round_mode"), F("CastLike", cast_like, "saturate round_mode"),
     F("Identity", identity, ""), F("Dropout", identity, "ratio seed"),
     F("Reshape", reshape, "allowzero"), F("Flatten", flatten, "axis"),

@@ -1,0 +1,145 @@
+/*
+ * QuantizeLinear and DequantizeLinear (opsets 10 to 25) as compositions, in
+ * the forms onnxruntime's quantizer writes into QDQ models: a scale and a
+ * zero point per tensor (a scalar or one element) or per axis (1-D, as long
+ * as the input's dim `axis`), over the 8- and 16-bit integers:
+ *
+ *   DequantizeLinear: y = (f32(x) - f32(zero_point)) * f32(scale), in scale's dtype
+ *   QuantizeLinear:   y = clamp(round_half_even(f32(x) / f32(scale)) + zero_point, lo, hi)
+ *                     in zero_point's dtype (output_dtype's, else u8, without one)
+ *
+ * which is what the ONNX reference and onnxruntime compute (f32 arithmetic,
+ * one division, ties to even, saturation to the target's range). Blocked
+ * quantization (block_size > 0), the 4-bit, 2-bit and float8 types and a
+ * precision other than f32 are refused as unsupported.
+ */
+#include "onnx_impl.h"
+
+static xe_code done(ox_b *b, int y)
+{
+    ox_out(b, 0, y);
+    return ox_status(b);
+}
+
+/* The integer types a quantized tensor may have here. */
+static bool quant_dtype(xe_dtype dt)
+{
+    return dt == XE_U8 || dt == XE_I8 || dt == XE_U16 || dt == XE_I16;
+}
+
+/*
+ * Scale or zero point v shaped to broadcast against x (rank r): a single element becomes a scalar,
+ * a 1-D one of x's dim `axis` becomes [1,..,C,..,1]. -1 (b failed) for any other shape.
+ */
+static int per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const char *what)
+{
+    if (v < 0)
+        return -1;
+    const xe_shape *s = &ox_type(b, v)->shape;
+    int64_t n = xe_shape_numel(s), dims[XE_MAX_RANK] = {0};
+    if (s->rank <= 1 && n == 1)
+        return ox_reshape(b, v, dims, 0);
+    if (s->rank != 1 || n < 0) {
+        ox_unsupported(b, "%s of rank %d is not supported (a scalar or 1-D, per axis; blocked is not)", what, s->rank);
+        return -1;
+    }
+    if (axis < 0 || axis >= r || (xs->dims[axis] >= 0 && xs->dims[axis] != n)) {
+        ox_invalid(b, "%s has %lld elements but the input's axis %d has %lld", what, (long long)n, axis,
+                   (long long)(axis >= 0 && axis < r ? xs->dims[axis] : -1));
+        return -1;
+    }
+    for (int d = 0; d < r; d++)
+        dims[d] = d == axis ? n : 1;
+    return ox_reshape(b, v, dims, r);
+}
+
+/* The checks both ops share: no blocks, an axis in range, a scale. *axis normalised. */
+static bool common(ox_b *b, int x, int *axis)
+{
+    if (ox_int(b, "block_size", 0) != 0) {
+        ox_unsupported(b, "blocked quantization (block_size=%lld) is not supported",
+                       (long long)ox_int(b, "block_size", 0));
+        return false;
+    }
+    if (x < 0 || ox_in(b, 1) < 0) {
+        if (!b->failed)
+            ox_invalid(b, "needs an input and a scale");
+        return false;
+    }
+    int r = ox_rank(b, x);
+    if (!xe_dtype_is_float(ox_type(b, ox_in(b, 1))->dtype)) {
+        ox_invalid(b, "the scale must be a float tensor");
+        return false;
+    }
+    int64_t a = ox_int(b, "axis", 1);
+    if (r == 0 || xe_shape_numel(&ox_type(b, ox_in(b, 1))->shape) == 1) {
+        *axis = 0; /* per tensor: the axis is not used */
+        return true;
+    }
+    return ox_axis(b, a, r, axis);
+}
+
+xe_code ox_b_dequantize(ox_b *b)
+{
+    int x = ox_in(b, 0), axis;
+    if (!common(b, x, &axis))
+        return ox_status(b);
+    xe_dtype in = ox_type(b, x)->dtype, out = ox_type(b, ox_in(b, 1))->dtype;
+    if (!quant_dtype(in) && in != XE_I32)
+        return ox_unsupported(b, "DequantizeLinear of %s is not supported", xe_dtype_name(in));
+    xe_dtype want;
+    if (ox_attr(b, "output_dtype") && ox_int(b, "output_dtype", 0) != 0 &&
+        (!ox_dtype((int32_t)ox_int(b, "output_dtype", 0), &want) || want != out))
+        return ox_unsupported(b, "output_dtype other than the scale's is not supported");
+    int r = ox_rank(b, x);
+    const xe_shape *xs = &ox_type(b, x)->shape;
+    int scale = per_axis(b, ox_cast(b, ox_in(b, 1), XE_F32), r, axis, xs, "the scale");
+    int y = ox_cast(b, x, XE_F32);
+    if (ox_in(b, 2) >= 0) {
+        if (ox_type(b, ox_in(b, 2))->dtype != in)
+            return ox_invalid(b, "the zero point's dtype must be the input's");
+        y = ox_bin(b, XE_OP_SUB, y, per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
+    }
+    return done(b, ox_cast(b, ox_bin(b, XE_OP_MUL, y, scale), out));
+}
+
+/* The dtype QuantizeLinear writes: the zero point's, else output_dtype's, else u8. */
+static bool quant_target(ox_b *b, xe_dtype *to)
+{
+    *to = XE_U8;
+    if (ox_in(b, 2) >= 0)
+        *to = ox_type(b, ox_in(b, 2))->dtype;
+    else if (ox_int(b, "output_dtype", 0) != 0 && !ox_dtype((int32_t)ox_int(b, "output_dtype", 0), to)) {
+        ox_unsupported(b, "output_dtype %s is not supported", ox_dtype_name((int32_t)ox_int(b, "output_dtype", 0)));
+        return false;
+    }
+    if (!quant_dtype(*to)) {
+        ox_unsupported(b, "QuantizeLinear to %s is not supported", xe_dtype_name(*to));
+        return false;
+    }
+    return true;
+}
+
+xe_code ox_b_quantize(ox_b *b)
+{
+    int x = ox_in(b, 0), axis;
+    xe_dtype to;
+    if (!common(b, x, &axis) || !quant_target(b, &to))
+        return ox_status(b);
+    int64_t precision = ox_int(b, "precision", 0);
+    if (precision != 0 && precision != 1) /* 1: FLOAT */
+        return ox_unsupported(b, "precision %s is not supported", ox_dtype_name((int32_t)precision));
+    if (!xe_dtype_is_float(ox_type(b, x)->dtype) && ox_type(b, x)->dtype != XE_I32)
+        return ox_unsupported(b, "QuantizeLinear of %s is not supported", xe_dtype_name(ox_type(b, x)->dtype));
+    int r = ox_rank(b, x);
+    const xe_shape *xs = &ox_type(b, x)->shape;
+    int scale = per_axis(b, ox_cast(b, ox_in(b, 1), XE_F32), r, axis, xs, "the scale");
+    int y = ox_round_even(b, ox_bin(b, XE_OP_DIV, ox_cast(b, x, XE_F32), scale));
+    if (ox_in(b, 2) >= 0)
+        y = ox_bin(b, XE_OP_ADD, y, per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
+    double lo = to == XE_U8 || to == XE_U16 ? 0 : to == XE_I8 ? -128 : -32768;
+    double hi = to == XE_U8 ? 255 : to == XE_I8 ? 127 : to == XE_U16 ? 65535 : 32767;
+    y = ox_bin(b, XE_OP_MAXIMUM, y, ox_scalar(b, XE_F32, lo));
+    y = ox_bin(b, XE_OP_MINIMUM, y, ox_scalar(b, XE_F32, hi));
+    return done(b, ox_cast(b, y, to));
+}
