@@ -185,6 +185,25 @@ XE_HOSTDEV static inline int32_t xe_pow_i32(int32_t a, int32_t e)
     return (int32_t)xe_pow_i64(a, e);
 }
 
+/* Shifts (ONNX BitShift): a count outside [0, width) shifts every bit out; right shifts of
+   negative values are arithmetic (numpy's right_shift). */
+XE_HOSTDEV static inline int32_t xe_shl_i32(int32_t a, int32_t n)
+{
+    return n < 0 || n > 31 ? 0 : (int32_t)((uint32_t)a << n);
+}
+XE_HOSTDEV static inline int32_t xe_shr_i32(int32_t a, int32_t n)
+{
+    return n < 0 || n > 31 ? (a < 0 ? -1 : 0) : a >> n;
+}
+XE_HOSTDEV static inline int64_t xe_shl_i64(int64_t a, int64_t n)
+{
+    return n < 0 || n > 63 ? 0 : (int64_t)((uint64_t)a << n);
+}
+XE_HOSTDEV static inline int64_t xe_shr_i64(int64_t a, int64_t n)
+{
+    return n < 0 || n > 63 ? (a < 0 ? -1 : 0) : a >> n;
+}
+
 /* Integer + - * and negation wrap around (as numpy's do) instead of
    overflowing, which C leaves undefined. */
 XE_HOSTDEV static inline int32_t xe_add_i32(int32_t a, int32_t b)

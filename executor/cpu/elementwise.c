@@ -260,6 +260,11 @@ static void rows2_u64(ROW_ARGS)
     U64_2(XE_OP_LESS_EQUAL, uint8_t, (uint8_t)(x <= y))
     U64_2(XE_OP_GREATER, uint8_t, (uint8_t)(x > y))
     U64_2(XE_OP_GREATER_EQUAL, uint8_t, (uint8_t)(x >= y))
+    U64_2(XE_OP_BITWISE_AND, uint64_t, x & y)
+    U64_2(XE_OP_BITWISE_OR, uint64_t, x | y)
+    U64_2(XE_OP_BITWISE_XOR, uint64_t, x ^ y)
+    U64_2(XE_OP_SHIFT_LEFT, uint64_t, (y > 63 ? 0 : x << y))
+    U64_2(XE_OP_SHIFT_RIGHT, uint64_t, (y > 63 ? 0 : x >> y))
     default: break;
     }
 }
@@ -436,11 +441,12 @@ static void rows1_u32(ROW_ARGS)
     }
 }
 
-/* u64: abs and relu are the identity, neg wraps. */
+/* u64: abs and relu are the identity, neg wraps, bitwise_not flips the 64 bits. */
 static void rows1_u64(ROW_ARGS)
 {
     switch (c->op) {
     case XE_OP_NEG: ROW1(uint64_t, uint64_t, ID, ID, 0 - x); break;
+    case XE_OP_BITWISE_NOT: ROW1(uint64_t, uint64_t, ID, ID, ~x); break;
     case XE_OP_ABS:
     case XE_OP_RELU: ROW1(uint64_t, uint64_t, ID, ID, x); break;
     default: break;

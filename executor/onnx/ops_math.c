@@ -113,6 +113,16 @@ xe_code ox_b_pow(ox_b *b)
     return done(b, ox_bin(b, XE_OP_POW, x, ox_cast(b, ox_in(b, 1), dt_of(b, x))));
 }
 
+/* BitShift: direction LEFT or RIGHT; a count of the operand's width or more gives 0. */
+xe_code ox_b_bit_shift(ox_b *b)
+{
+    const char *dir = ox_str(b, "direction", "");
+    int op = !strcmp(dir, "LEFT") ? XE_OP_SHIFT_LEFT : !strcmp(dir, "RIGHT") ? XE_OP_SHIFT_RIGHT : -1;
+    if (op < 0)
+        return ox_invalid(b, "direction must be LEFT or RIGHT, got '%s'", dir);
+    return done(b, ox_bin(b, op, ox_in(b, 0), ox_in(b, 1)));
+}
+
 xe_code ox_b_reciprocal(ox_b *b)
 {
     int x = ox_in(b, 0);

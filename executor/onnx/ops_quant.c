@@ -12,6 +12,10 @@
  * one division, ties to even, saturation to the target's range). Blocked
  * quantization (block_size > 0), the 4-bit, 2-bit and float8 types and a
  * precision other than f32 are refused as unsupported.
+ *
+ * DynamicQuantizeLinear computes its scale and zero point from x's range
+ * (which always holds 0) as the ONNX reference does:
+ *   scale = (max(x, 0) - min(x, 0)) / 255, zero_point = clamp(round(-min / scale), 0, 255)
  */
 #include "onnx_impl.h"
 
@@ -142,4 +146,34 @@ xe_code ox_b_quantize(ox_b *b)
     y = ox_bin(b, XE_OP_MAXIMUM, y, ox_scalar(b, XE_F32, lo));
     y = ox_bin(b, XE_OP_MINIMUM, y, ox_scalar(b, XE_F32, hi));
     return done(b, ox_cast(b, y, to));
+}
+
+/* round(v) clamped to [lo, hi] as dtype to, v an f32 value. */
+static int saturate(ox_b *b, int v, double lo, double hi, xe_dtype to)
+{
+    v = ox_bin(b, XE_OP_MAXIMUM, ox_round_even(b, v), ox_scalar(b, XE_F32, lo));
+    return ox_cast(b, ox_bin(b, XE_OP_MINIMUM, v, ox_scalar(b, XE_F32, hi)), to);
+}
+
+xe_code ox_b_dynamic_quantize(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    if (x < 0)
+        return b->failed ? ox_status(b) : ox_invalid(b, "needs an input");
+    if (ox_type(b, x)->dtype != XE_F32)
+        return ox_unsupported(b, "DynamicQuantizeLinear of %s is not supported", xe_dtype_name(ox_type(b, x)->dtype));
+    int r = ox_rank(b, x);
+    int64_t axes[XE_MAX_RANK];
+    for (int d = 0; d < r; d++)
+        axes[d] = d;
+    int zero = ox_scalar(b, XE_F32, 0);
+    int lo = ox_bin(b, XE_OP_MINIMUM, ox_reduce(b, XE_OP_REDUCE_MIN, x, axes, r, false), zero);
+    int hi = ox_bin(b, XE_OP_MAXIMUM, ox_reduce(b, XE_OP_REDUCE_MAX, x, axes, r, false), zero);
+    int scale = ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_SUB, hi, lo), ox_scalar(b, XE_F32, 255));
+    int zp = saturate(b, ox_bin(b, XE_OP_SUB, zero, ox_bin(b, XE_OP_DIV, lo, scale)), 0, 255, XE_U8);
+    int q = ox_bin(b, XE_OP_ADD, ox_round_even(b, ox_bin(b, XE_OP_DIV, x, scale)), ox_cast(b, zp, XE_F32));
+    ox_out(b, 0, saturate(b, q, 0, 255, XE_U8));
+    ox_out(b, 1, scale);
+    ox_out(b, 2, zp);
+    return ox_status(b);
 }

@@ -50,6 +50,7 @@ enum xe_op_flags {
     XE_OPF_COLLECTIVE = 1 << 6,           /* talks to the other ranks: never clustered */
     XE_OPF_SCALAR_CALL = 1 << 7,          /* f32 math is a libm call no compiler vectorizes: a loop of its own */
     XE_OPF_KERNEL_CACHE = 1 << 8,         /* its CPU kernel keeps a per-node cache (xe_kernel_args.cache) */
+    XE_OPF_INT_ONLY = 1 << 9,             /* operands must be integers (i32 i64 and the narrow ones) */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */
