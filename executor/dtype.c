@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "scalar.h"
+#include "scalar_narrow.h"
 #include "xlac/dtype.h"
 
 static const struct {

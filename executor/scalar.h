@@ -135,20 +135,6 @@ XE_HOSTDEV static inline uint16_t xe_f2h(float f)
     return (uint16_t)(sign | (exp > 0 ? ((uint32_t)exp << 10) + (half - 0x400) : half));
 }
 
-/* bfloat16 <-> binary32: bf16 is the top half of a binary32; rounding to nearest even, a NaN stays a quiet NaN. */
-XE_HOSTDEV static inline XE_VEC_INLINE float xe_bf2f(uint16_t b)
-{
-    return xe_f32_of_bits((uint32_t)b << 16);
-}
-
-XE_HOSTDEV static inline XE_VEC_INLINE uint16_t xe_f2bf(float f)
-{
-    uint32_t x = xe_f32_bits(f);
-    if ((x & 0x7fffffffu) > 0x7f800000u)
-        return (uint16_t)((x >> 16) | 0x40);
-    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
-}
-
 /* numpy floor division on integers; x // 0 is 0 (numpy warns and gives 0). */
 XE_HOSTDEV static inline int64_t xe_floordiv_i64(int64_t a, int64_t b)
 {
@@ -183,25 +169,6 @@ XE_HOSTDEV static inline int64_t xe_pow_i64(int64_t a, int64_t e)
 XE_HOSTDEV static inline int32_t xe_pow_i32(int32_t a, int32_t e)
 {
     return (int32_t)xe_pow_i64(a, e);
-}
-
-/* Shifts (ONNX BitShift): a count outside [0, width) shifts every bit out; right shifts of
-   negative values are arithmetic (numpy's right_shift). */
-XE_HOSTDEV static inline int32_t xe_shl_i32(int32_t a, int32_t n)
-{
-    return n < 0 || n > 31 ? 0 : (int32_t)((uint32_t)a << n);
-}
-XE_HOSTDEV static inline int32_t xe_shr_i32(int32_t a, int32_t n)
-{
-    return n < 0 || n > 31 ? (a < 0 ? -1 : 0) : a >> n;
-}
-XE_HOSTDEV static inline int64_t xe_shl_i64(int64_t a, int64_t n)
-{
-    return n < 0 || n > 63 ? 0 : (int64_t)((uint64_t)a << n);
-}
-XE_HOSTDEV static inline int64_t xe_shr_i64(int64_t a, int64_t n)
-{
-    return n < 0 || n > 63 ? (a < 0 ? -1 : 0) : a >> n;
 }
 
 /* Integer + - * and negation wrap around (as numpy's do) instead of
@@ -561,22 +528,6 @@ XE_HOSTDEV static inline int64_t xe_f64_to_i64(double x)
     return (int64_t)x;
 }
 
-/* A float to the narrow integers (Cast): truncated toward zero, NaN gives 0, out of range saturates. */
-XE_HOSTDEV static inline int64_t xe_f64_to_range(double x, int64_t lo, int64_t hi)
-{
-    int64_t v = xe_f64_to_i64(x);
-    return v < lo ? lo : v > hi ? hi : v;
-}
-
-XE_HOSTDEV static inline uint64_t xe_f64_to_u64(double x)
-{
-    if (x != x || x <= 0.0)
-        return 0;
-    if (x >= 18446744073709551615.0)
-        return (uint64_t)18446744073709551615ULL;
-    return (uint64_t)x;
-}
-
 /*
  * CPU column reductions, the per-op kernel and generated C alike: up to
  * XE_COL_WIDE outputs are one tile (each reduced row read whole), else
@@ -789,6 +740,27 @@ XE_HOSTDEV static inline double xe_gelu_erf_f64(double x)
 XE_HOSTDEV static inline double xe_gelu_tanh_f64(double x)
 {
     return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
+}
+/* xe-op end */
+/* xe-op shift_left: a count outside [0, width) shifts every bit out (ONNX BitShift) */
+XE_HOSTDEV static inline int32_t xe_shl_i32(int32_t a, int32_t n)
+{
+    return n < 0 || n > 31 ? 0 : (int32_t)((uint32_t)a << n);
+}
+XE_HOSTDEV static inline int64_t xe_shl_i64(int64_t a, int64_t n)
+{
+    return n < 0 || n > 63 ? 0 : (int64_t)((uint64_t)a << n);
+}
+/* xe-op end */
+/* xe-op shift_right: a count outside [0, width) shifts every bit out (-1 for a negative value);
+   arithmetic on signed values, as numpy's right_shift */
+XE_HOSTDEV static inline int32_t xe_shr_i32(int32_t a, int32_t n)
+{
+    return n < 0 || n > 31 ? (a < 0 ? -1 : 0) : a >> n;
+}
+XE_HOSTDEV static inline int64_t xe_shr_i64(int64_t a, int64_t n)
+{
+    return n < 0 || n > 63 ? (a < 0 ? -1 : 0) : a >> n;
 }
 /* xe-op end */
 #endif

@@ -19,6 +19,7 @@
 #include "broadcast.h"
 #include "kernels.h"
 #include "scalar.h"
+#include "scalar_narrow.h"
 
 /* Pointers and the op for one elementwise launch. */
 typedef struct ew {
