@@ -326,6 +326,16 @@ output t
     np.testing.assert_array_equal(t, want)
 
 
+def test_bf16_is_ml_dtypes_bfloat16(graph):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    sess = xlac.InferenceSession(graph("input a: bf16[3]\nb = add(a, a)\noutput b"))
+    assert sess.get_inputs()[0].type == "tensor(bfloat16)"
+    a = np.array([1.5, -2.25, 3.0], ml_dtypes.bfloat16)
+    (b,) = sess.run(None, {"a": a})
+    assert b.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(b.astype(np.float32), a.astype(np.float32) * 2)
+
+
 def test_python_lists_are_converted(graph):
     sess = xlac.InferenceSession(graph("input x: i32[3]\ny = add(x, x)\noutput y"))
     (y,) = sess.run(None, {"x": [1, 2, 3]})
