@@ -177,3 +177,64 @@ xe_code ox_b_dynamic_quantize(ox_b *b)
     ox_out(b, 2, zp);
     return ox_status(b);
 }
+
+/*
+ * A's zero point or scale (per row: [M] becomes [M,1]) or B's (per column: [N] stays), a single
+ * element as a scalar; -1 (b failed) for any other shape.
+ */
+static int mat_param(ox_b *b, int v, bool row)
+{
+    if (v < 0)
+        return -1;
+    const xe_shape *s = &ox_type(b, v)->shape;
+    int64_t n = xe_shape_numel(s), dims[2] = {n, 1};
+    if (s->rank <= 1 && n == 1)
+        return ox_reshape(b, v, dims, 0);
+    if (s->rank != 1 || n < 0) {
+        ox_unsupported(b, "a zero point or scale of rank %d is not supported (a scalar or 1-D)", s->rank);
+        return -1;
+    }
+    return row ? ox_reshape(b, v, dims, 2) : v;
+}
+
+/* i32(x) - i32(zero_point k), the zero point per row of A (row) or per column of B. */
+static int centred(ox_b *b, int x, int k, bool row)
+{
+    if (x >= 0 && ox_type(b, x)->dtype != XE_U8 && ox_type(b, x)->dtype != XE_I8) {
+        ox_unsupported(b, "integer matmul of %s is not supported (u8, i8)", xe_dtype_name(ox_type(b, x)->dtype));
+        return -1;
+    }
+    int y = ox_cast(b, x, XE_I32);
+    return ox_in(b, k) >= 0 ? ox_bin(b, XE_OP_SUB, y, mat_param(b, ox_cast(b, ox_in(b, k), XE_I32), row)) : y;
+}
+
+/* MatMulInteger: (i32(A) - a_zero_point) @ (i32(B) - b_zero_point), exact in i32. */
+xe_code ox_b_matmul_integer(ox_b *b)
+{
+    int in[2] = {centred(b, ox_in(b, 0), 2, true), centred(b, ox_in(b, 1), 3, false)};
+    return done(b, in[0] < 0 || in[1] < 0 ? -1 : ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0));
+}
+
+/*
+ * QLinearMatMul, as the ONNX reference computes it: the i32 product of the centred operands times
+ * f32(a_scale b_scale / y_scale), plus y_zero_point, in f64, rounded half to even and saturated
+ * to y_zero_point's dtype.
+ */
+xe_code ox_b_qlinear_matmul(ox_b *b)
+{
+    for (int k = 0; k < 8; k++)
+        if (ox_in(b, k) < 0)
+            return b->failed ? ox_status(b) : ox_invalid(b, "needs 8 inputs");
+    int in[2] = {centred(b, ox_in(b, 0), 2, true), centred(b, ox_in(b, 3), 5, false)};
+    xe_dtype to = ox_type(b, ox_in(b, 7))->dtype;
+    if (in[0] < 0 || in[1] < 0 || !quant_dtype(to))
+        return b->failed ? ox_status(b) : ox_unsupported(b, "QLinearMatMul to %s is not supported", xe_dtype_name(to));
+    int sa = mat_param(b, ox_cast(b, ox_in(b, 1), XE_F32), true), sb = mat_param(b, ox_cast(b, ox_in(b, 4), XE_F32), false);
+    int scale = ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_MUL, sa, sb), mat_param(b, ox_cast(b, ox_in(b, 6), XE_F32), false));
+    int y = ox_bin(b, XE_OP_MUL, ox_cast(b, ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0), XE_F64), ox_cast(b, scale, XE_F64));
+    y = ox_bin(b, XE_OP_ADD, y, mat_param(b, ox_cast(b, ox_in(b, 7), XE_F64), false));
+    double lo = to == XE_U8 || to == XE_U16 ? 0 : to == XE_I8 ? -128 : -32768;
+    double hi = to == XE_U8 ? 255 : to == XE_I8 ? 127 : to == XE_U16 ? 65535 : 32767;
+    y = ox_bin(b, XE_OP_MAXIMUM, ox_round_even(b, y), ox_scalar(b, XE_F64, lo));
+    return done(b, ox_cast(b, ox_bin(b, XE_OP_MINIMUM, y, ox_scalar(b, XE_F64, hi)), to));
+}
