@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "scalar.h"
+#include "scalar_narrow.h"
 #include "xlac/dtype.h"
 
 static const struct {
@@ -16,6 +17,8 @@ static const struct {
 } dtype_info[XE_DTYPE_COUNT] = {
     [XE_F32] = {"f32", 4}, [XE_F64] = {"f64", 8}, [XE_F16] = {"f16", 2},
     [XE_I32] = {"i32", 4}, [XE_I64] = {"i64", 8}, [XE_BOOL] = {"bool", 1},
+    [XE_U8] = {"u8", 1},   [XE_I8] = {"i8", 1},   [XE_I16] = {"i16", 2},
+    [XE_U16] = {"u16", 2}, [XE_U32] = {"u32", 4}, [XE_U64] = {"u64", 8}, [XE_BF16] = {"bf16", 2},
 };
 
 size_t xe_dtype_size(xe_dtype dt)
@@ -30,6 +33,8 @@ const char *xe_dtype_name(xe_dtype dt)
 
 bool xe_dtype_parse(const char *s, size_t len, xe_dtype *out)
 {
+    if (!s)
+        return false;
     for (int i = 0; i < XE_DTYPE_COUNT; i++) {
         if (strlen(dtype_info[i].name) == len && memcmp(dtype_info[i].name, s, len) == 0) {
             *out = (xe_dtype)i;
@@ -41,12 +46,27 @@ bool xe_dtype_parse(const char *s, size_t len, xe_dtype *out)
 
 bool xe_dtype_is_float(xe_dtype dt)
 {
-    return dt == XE_F32 || dt == XE_F64 || dt == XE_F16;
+    return dt == XE_F32 || dt == XE_F64 || dt == XE_F16 || dt == XE_BF16;
 }
 
 bool xe_dtype_is_int(xe_dtype dt)
 {
     return dt == XE_I32 || dt == XE_I64;
+}
+
+bool xe_dtype_is_integer(xe_dtype dt)
+{
+    return xe_dtype_is_int(dt) || (xe_dtype_is_narrow(dt) && dt != XE_BF16);
+}
+
+bool xe_dtype_is_unsigned(xe_dtype dt)
+{
+    return dt == XE_U8 || dt == XE_U16 || dt == XE_U32 || dt == XE_U64;
+}
+
+bool xe_dtype_is_narrow(xe_dtype dt)
+{
+    return dt >= XE_U8 && dt <= XE_BF16;
 }
 
 float xe_f16_to_f32(xe_f16 h)
@@ -59,6 +79,16 @@ xe_f16 xe_f32_to_f16(float f)
     return xe_f2h(f);
 }
 
+float xe_bf16_to_f32(uint16_t b)
+{
+    return xe_bf2f(b);
+}
+
+uint16_t xe_f32_to_bf16(float f)
+{
+    return xe_f2bf(f);
+}
+
 double xe_load_f64(const void *buf, xe_dtype dt, int64_t i)
 {
     switch (dt) {
@@ -68,6 +98,13 @@ double xe_load_f64(const void *buf, xe_dtype dt, int64_t i)
     case XE_I32: return ((const int32_t *)buf)[i];
     case XE_I64: return (double)((const int64_t *)buf)[i];
     case XE_BOOL: return ((const uint8_t *)buf)[i] != 0;
+    case XE_U8: return ((const uint8_t *)buf)[i];
+    case XE_I8: return ((const int8_t *)buf)[i];
+    case XE_I16: return ((const int16_t *)buf)[i];
+    case XE_U16: return ((const uint16_t *)buf)[i];
+    case XE_U32: return ((const uint32_t *)buf)[i];
+    case XE_U64: return (double)((const uint64_t *)buf)[i];
+    case XE_BF16: return xe_bf2f(((const uint16_t *)buf)[i]);
     default: return NAN;
     }
 }
@@ -81,6 +118,13 @@ void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v)
     case XE_I32: ((int32_t *)buf)[i] = xe_f64_to_i32(v); break; /* NaN and out of range: as cast does */
     case XE_I64: ((int64_t *)buf)[i] = xe_f64_to_i64(v); break;
     case XE_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
+    case XE_U8: ((uint8_t *)buf)[i] = (uint8_t)xe_f64_to_range(v, 0, UINT8_MAX); break;
+    case XE_I8: ((int8_t *)buf)[i] = (int8_t)xe_f64_to_range(v, INT8_MIN, INT8_MAX); break;
+    case XE_I16: ((int16_t *)buf)[i] = (int16_t)xe_f64_to_range(v, INT16_MIN, INT16_MAX); break;
+    case XE_U16: ((uint16_t *)buf)[i] = (uint16_t)xe_f64_to_range(v, 0, UINT16_MAX); break;
+    case XE_U32: ((uint32_t *)buf)[i] = (uint32_t)xe_f64_to_range(v, 0, UINT32_MAX); break;
+    case XE_U64: ((uint64_t *)buf)[i] = xe_f64_to_u64(v); break;
+    case XE_BF16: ((uint16_t *)buf)[i] = xe_f2bf((float)v); break;
     default: break;
     }
 }

@@ -148,6 +148,40 @@ int xe_op_count(void)
     return n_ops;
 }
 
+/* Whether any of the types is a narrow dtype. */
+static bool any_narrow(const xe_type *in, int n_in, const xe_type *out)
+{
+    bool narrow = out && xe_dtype_is_narrow(out->dtype);
+    for (int k = 0; k < n_in; k++)
+        narrow = narrow || xe_dtype_is_narrow(in[k].dtype);
+    return narrow;
+}
+
+const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_type *out)
+{
+    const xe_op_def *d = xe_op_get(op);
+    if (!d || op >= XE_OP_COUNT || !any_narrow(in, n_in, out))
+        return NULL; /* plugin ops check their own dtypes */
+    switch (d->cls) {
+    case XE_CLASS_STRUCTURE:
+    case XE_CLASS_COMPOSITE:
+    case XE_CLASS_COMPARE:
+    case XE_CLASS_LOGICAL:
+    case XE_CLASS_UNARY:
+    case XE_CLASS_SELECT:
+    case XE_CLASS_CAST:
+    case XE_CLASS_SHAPE: return NULL;
+    case XE_CLASS_SOURCE: return op == XE_OP_IOTA ? "iota has no narrow dtypes" : NULL;
+    case XE_CLASS_BINARY:
+        return op == XE_OP_POW && n_in > 0 && in[0].dtype == XE_U64 ? "pow has no u64 kernel" : NULL;
+    case XE_CLASS_NN:
+        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
+                   ? NULL
+                   : "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
+    default: return "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
+    }
+}
+
 bool xe_op_is_elementwise(int op)
 {
     const xe_op_def *d = xe_op_get(op);

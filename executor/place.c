@@ -2,7 +2,8 @@
  * Device placement: each op goes to the first accelerator (a device that
  * placement may choose by itself, in registry order) that is available
  * and has a kernel for it, unless the user asked for the CPU; otherwise to
- * the CPU (unique, for one, is CPU-only by design). A composite node goes
+ * the CPU (unique, for one, is CPU-only by design; so is every op on a
+ * narrow dtype, u8 .. bf16, which only the CPU kernels know). A composite node goes
  * where its body's ops went. Graph inputs live on the host; the executor
  * copies values between devices as consumers need.
  */
@@ -16,6 +17,15 @@ static xe_device accelerator(void)
         if (xe_device_auto_place((xe_device)d) && xe_device_available((xe_device)d))
             return (xe_device)d;
     return XE_DEV_CPU;
+}
+
+/* Whether n or an operand has a narrow dtype (xlac/dtype.h): the CPU kernels alone have them. */
+static bool touches_narrow(const xe_graph *g, const xe_node *n)
+{
+    bool narrow = xe_dtype_is_narrow(n->type.dtype);
+    for (int k = 0; k < n->n_inputs && !narrow; k++)
+        narrow = xe_dtype_is_narrow(g->nodes[n->inputs[k]]->type.dtype);
+    return narrow;
 }
 
 static xe_device place_node(const xe_graph *g, const xe_node *n, xe_device acc)
@@ -33,7 +43,7 @@ static xe_device place_node(const xe_graph *g, const xe_node *n, xe_device acc)
         }
         return XE_DEV_CPU;
     }
-    return d && d->kernel[acc] ? acc : XE_DEV_CPU;
+    return d && d->kernel[acc] && !touches_narrow(g, n) ? acc : XE_DEV_CPU;
 }
 
 static void place_graph(xe_graph *g, xe_device acc)

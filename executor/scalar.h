@@ -742,4 +742,25 @@ XE_HOSTDEV static inline double xe_gelu_tanh_f64(double x)
     return 0.5 * x * (1.0 + tanh(0.79788456080286535588 * (x + 0.044715 * x * x * x)));
 }
 /* xe-op end */
+/* xe-op shift_left: a count outside [0, width) shifts every bit out (ONNX BitShift) */
+XE_HOSTDEV static inline int32_t xe_shl_i32(int32_t a, int32_t n)
+{
+    return n < 0 || n > 31 ? 0 : (int32_t)((uint32_t)a << n);
+}
+XE_HOSTDEV static inline int64_t xe_shl_i64(int64_t a, int64_t n)
+{
+    return n < 0 || n > 63 ? 0 : (int64_t)((uint64_t)a << n);
+}
+/* xe-op end */
+/* xe-op shift_right: a count outside [0, width) shifts every bit out (-1 for a negative value);
+   arithmetic on signed values, as numpy's right_shift */
+XE_HOSTDEV static inline int32_t xe_shr_i32(int32_t a, int32_t n)
+{
+    return n < 0 || n > 31 ? (a < 0 ? -1 : 0) : a >> n;
+}
+XE_HOSTDEV static inline int64_t xe_shr_i64(int64_t a, int64_t n)
+{
+    return n < 0 || n > 63 ? (a < 0 ? -1 : 0) : a >> n;
+}
+/* xe-op end */
 #endif

@@ -82,7 +82,7 @@ static const char *table_op(gen *g, xe_op_class cls)
 {
     int ops[XE_OP_COUNT], n = 0;
     for (int op = 0; op < XE_OP_COUNT; op++)
-        if (xe_op_get(op)->cls == cls && !(xe_op_get(op)->flags & XE_OPF_BOOL_ONLY))
+        if (xe_op_get(op)->cls == cls && !(xe_op_get(op)->flags & (XE_OPF_BOOL_ONLY | XE_OPF_INT_ONLY)))
             ops[n++] = op;
     return xe_op_name(ops[rnd(g, (unsigned)n)]);
 }

@@ -277,9 +277,9 @@ Test(npy, unsupported_layouts_and_dtypes_are_clear_errors, .init = setup, .fini 
     expect_dict_error("{'descr': '|O', 'fortran_order': False, 'shape': (2,), }", 16, "object");
     expect_dict_error("{'descr': '<c8', 'fortran_order': False, 'shape': (2,), }", 16,
                       "unsupported dtype '<c8'");
-    expect_dict_error("{'descr': '|u1', 'fortran_order': False, 'shape': (2,), }", 2,
-                      "unsupported dtype '|u1'");
-    expect_dict_error("{'descr': '<u4', 'fortran_order': False, 'shape': (2,), }", 8,
+    expect_dict_error("{'descr': '|V1', 'fortran_order': False, 'shape': (2,), }", 2,
+                      "unsupported dtype '|V1'");
+    expect_dict_error("{'descr': '<U2', 'fortran_order': False, 'shape': (1,), }", 8,
                       "unsupported dtype");
     expect_dict_error("{'descr': '<U5', 'fortran_order': False, 'shape': (1,), }", 20,
                       "unsupported dtype");

@@ -27,6 +27,13 @@ const char *xg_aot_ctype(xe_dtype dt)
     case XE_I64: return "int64_t";
     case XE_BOOL: return "uint8_t";
     case XE_F16: return "uint16_t";
+    case XE_U8: return "uint8_t";
+    case XE_I8: return "int8_t";
+    case XE_I16: return "int16_t";
+    case XE_U16: return "uint16_t";
+    case XE_U32: return "uint32_t";
+    case XE_U64: return "uint64_t";
+    case XE_BF16: return "uint16_t";
     default: return "void";
     }
 }

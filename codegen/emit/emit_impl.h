@@ -131,15 +131,19 @@ static inline const char *LL(const em *e)
 
 static inline const char *store_type(xe_dtype dt)
 {
-    static const char *const t[] = {[XE_F32] = "float", [XE_F64] = "double", [XE_F16] = "uint16_t",
-                                    [XE_I32] = "int32_t", [XE_I64] = "int64_t", [XE_BOOL] = "uint8_t"};
-    return t[dt];
+    static const char *const t[XE_DTYPE_COUNT] = {
+        [XE_F32] = "float",    [XE_F64] = "double",   [XE_F16] = "uint16_t", [XE_I32] = "int32_t",
+        [XE_I64] = "int64_t",  [XE_BOOL] = "uint8_t", [XE_U8] = "uint8_t",   [XE_I8] = "int8_t",
+        [XE_I16] = "int16_t",  [XE_U16] = "uint16_t", [XE_U32] = "uint32_t", [XE_U64] = "uint64_t",
+        [XE_BF16] = "uint16_t"};
+    return dt < XE_DTYPE_COUNT ? t[dt] : "void";
 }
 
-/* Type a value is computed in: f16 computes in float. */
+/* Type a value is computed in: f16 and bf16 compute in float. (The narrow dtypes do not
+   reach the emitter: plan/supports.c keeps them out of clusters.) */
 static inline const char *value_type(xe_dtype dt)
 {
-    return dt == XE_F16 ? "float" : store_type(dt);
+    return dt == XE_F16 || dt == XE_BF16 ? "float" : store_type(dt);
 }
 
 /* Suffix of the scalar.h function variants: f32 for f16/f32, f64, i32, i64. */

@@ -35,9 +35,12 @@ static const char *const variants[XE_OP_COUNT][2] = {
 
 void xg_literal(xe_dtype dt, double v, char *buf, size_t len)
 {
-    bool f = dt == XE_F32 || dt == XE_F16;
-    static const char *const it[] = {
-        [XE_I32] = "int32_t", [XE_I64] = "int64_t", [XE_BOOL] = "uint8_t"};
+    bool f = dt == XE_F32 || dt == XE_F16 || dt == XE_BF16;
+    static const char *const it[XE_DTYPE_COUNT] = {
+        [XE_I32] = "int32_t", [XE_I64] = "int64_t", [XE_BOOL] = "uint8_t", [XE_U8] = "uint8_t",
+        [XE_I8] = "int8_t",   [XE_I16] = "int16_t", [XE_U16] = "uint16_t", [XE_U32] = "uint32_t",
+        [XE_U64] = "uint64_t", [XE_F32] = "float",  [XE_F64] = "double",   [XE_F16] = "float",
+        [XE_BF16] = "float"};
     if (isnan(v))
         snprintf(buf, len, f ? "(0.0f / 0.0f)" : "(0.0 / 0.0)");
     else if (isinf(v))
@@ -49,7 +52,7 @@ void xg_literal(xe_dtype dt, double v, char *buf, size_t len)
     else if (dt == XE_BOOL)
         snprintf(buf, len, "%d", v != 0);
     else
-        snprintf(buf, len, "((%s)%lldLL)", it[dt], (long long)v);
+        snprintf(buf, len, "((%s)%lldLL)", dt < XE_DTYPE_COUNT ? it[dt] : "int64_t", (long long)v);
 }
 
 extern const char xg_scalar_text[];
@@ -106,7 +109,7 @@ char *xg_scalar_text_for(const bool *used)
 /* The expression of n's op for compute dtype dt; NULL if it has none. */
 static const char *expression(const xe_node *n, xe_dtype dt)
 {
-    if (n->op < 0 || n->op >= XE_OP_COUNT)
+    if (n->op < 0 || n->op >= XE_OP_COUNT || xe_dtype_is_narrow(dt)) /* no narrow columns */
         return NULL;
     int col = dt == XE_F64    ? COL_F64
               : dt == XE_I32  ? COL_I32

@@ -28,6 +28,8 @@ static void tolerance(const cli_options *o, xe_dtype dt, double *rtol, double *a
         *rtol = *atol = o->tolerance;
     } else if (dt == XE_F16) {
         *rtol = 1e-2, *atol = 1e-3;
+    } else if (dt == XE_BF16) {
+        *rtol = 1e-2, *atol = 1e-2; /* 8 bits of mantissa */
     } else if (dt == XE_F64) {
         *rtol = 1e-9, *atol = 1e-12;
     } else {

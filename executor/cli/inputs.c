@@ -40,6 +40,8 @@ static double random_value(xe_dtype dt, uint64_t *state)
         return 2.0 * ((double)(r >> 11) * (1.0 / 9007199254740992.0)) - 1.0;
     if (dt == XE_BOOL)
         return (double)(r >> 63);
+    if (xe_dtype_is_unsigned(dt))
+        return (double)(r % 21);
     return (double)((int64_t)(r % 21) - 10);
 }
 

@@ -68,6 +68,16 @@ static void print_value(const xe_tensor *t, int64_t i)
     case XE_I64:
         printf("%lld", (long long)((const int64_t *)t->data)[i]);
         return;
+    case XE_U64:
+        printf("%llu", (unsigned long long)((const uint64_t *)t->data)[i]);
+        return;
+    case XE_U8:
+    case XE_I8:
+    case XE_I16:
+    case XE_U16:
+    case XE_U32:
+        printf("%.0f", xe_load_f64(t->data, t->dtype, i)); /* exact: 32 bits at most */
+        return;
     default:
         format_float(xe_load_f64(t->data, t->dtype, i), t->dtype, buf, sizeof buf);
         fputs(buf, stdout);

@@ -10,10 +10,16 @@
  * ops is the ops.def expression of each op and compute type (the functions
  * it calls are scalar.h's), which the GPU kernels and the generated code
  * share: the switches below are expanded from ops.def, one per dtype.
+ * The narrow dtypes reuse a wider column: u8 i8 i16 u16 compute the i32
+ * expression and u32 the i64 one, then wrap to their width (exact: + - *
+ * wrap modulo the width, and a quotient, a comparison or a max of values
+ * in range is in range, but for INT8_MIN / -1, which wraps as numpy's does);
+ * bf16 computes the f32 expression as f16 does; u64 has its own few rows.
  */
 #include "broadcast.h"
 #include "kernels.h"
 #include "scalar.h"
+#include "scalar_narrow.h"
 
 /* Pointers and the op for one elementwise launch. */
 typedef struct ew {
@@ -30,6 +36,16 @@ typedef struct ew {
 /* f16 <-> f32 without branches (bit for bit dtype.c's), so that f16 rows vectorize. */
 #define H2F(v) xe_h2f_vec(v)
 #define F2H(v) xe_f2h_vec(v)
+#define BF2F(v) xe_bf2f(v)
+#define F2BF(v) xe_f2bf(v)
+/* The narrow integers widen to the column they compute in and wrap back. */
+#define W32(v) ((int32_t)(v))
+#define W64(v) ((int64_t)(v))
+#define TO_U8(v) ((uint8_t)(v))
+#define TO_I8(v) ((int8_t)(v))
+#define TO_I16(v) ((int16_t)(v))
+#define TO_U16(v) ((uint16_t)(v))
+#define TO_U32(v) ((uint32_t)(v))
 
 /*
  * Row loop templates. BODY computes the output from x (and y, z) which the
@@ -165,6 +181,95 @@ static void rows2_bool(ROW_ARGS)
     }
 }
 
+/* The narrow dtypes: one switch per dtype from the column it computes in. */
+static void rows2_u8(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, i32, uint8_t, W32, TO_U8)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_i8(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, i32, int8_t, W32, TO_I8)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_i16(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, i32, int16_t, W32, TO_I16)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_u16(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, i32, uint16_t, W32, TO_U16)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_u32(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, i64, uint32_t, W64, TO_U32)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+static void rows2_bf16(ROW_ARGS)
+{
+    switch (c->op) {
+#define XB(E, nm, cls, fl, f32, f64, i32, i64, b) CASE2(E, cls, f32, uint16_t, BF2F, F2BF)
+#include "xlac/ops.def"
+#undef XB
+    default: break;
+    }
+}
+
+/* u64 has no wider column: its rows are written out (pow is refused on it, ops.c). */
+#define U64_2(OP, TO, EXPR)                                                                  \
+    case OP: ROW2(uint64_t, TO, ID, ID, EXPR); break;
+
+static void rows2_u64(ROW_ARGS)
+{
+    switch (c->op) {
+    U64_2(XE_OP_ADD, uint64_t, x + y)
+    U64_2(XE_OP_SUB, uint64_t, x - y)
+    U64_2(XE_OP_MUL, uint64_t, x * y)
+    U64_2(XE_OP_DIV, uint64_t, (y ? x / y : 0))
+    U64_2(XE_OP_MAXIMUM, uint64_t, (x > y ? x : y))
+    U64_2(XE_OP_MINIMUM, uint64_t, (x < y ? x : y))
+    U64_2(XE_OP_EQUAL, uint8_t, (uint8_t)(x == y))
+    U64_2(XE_OP_NOT_EQUAL, uint8_t, (uint8_t)(x != y))
+    U64_2(XE_OP_LESS, uint8_t, (uint8_t)(x < y))
+    U64_2(XE_OP_LESS_EQUAL, uint8_t, (uint8_t)(x <= y))
+    U64_2(XE_OP_GREATER, uint8_t, (uint8_t)(x > y))
+    U64_2(XE_OP_GREATER_EQUAL, uint8_t, (uint8_t)(x >= y))
+    U64_2(XE_OP_BITWISE_AND, uint64_t, x & y)
+    U64_2(XE_OP_BITWISE_OR, uint64_t, x | y)
+    U64_2(XE_OP_BITWISE_XOR, uint64_t, x ^ y)
+    U64_2(XE_OP_SHIFT_LEFT, uint64_t, (y > 63 ? 0 : x << y))
+    U64_2(XE_OP_SHIFT_RIGHT, uint64_t, (y > 63 ? 0 : x >> y))
+    default: break;
+    }
+}
+
 /* Binary ops, comparisons and logical ops: operands of one dtype, broadcast. */
 static void rows2(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
 {
@@ -176,6 +281,13 @@ static void rows2(void *ctx, int64_t n, int64_t out_off, const int64_t *off, con
     case XE_I32: rows2_i32(c, n, out_off, off, step); break;
     case XE_I64: rows2_i64(c, n, out_off, off, step); break;
     case XE_BOOL: rows2_bool(c, n, out_off, off, step); break;
+    case XE_U8: rows2_u8(c, n, out_off, off, step); break;
+    case XE_I8: rows2_i8(c, n, out_off, off, step); break;
+    case XE_I16: rows2_i16(c, n, out_off, off, step); break;
+    case XE_U16: rows2_u16(c, n, out_off, off, step); break;
+    case XE_U32: rows2_u32(c, n, out_off, off, step); break;
+    case XE_U64: rows2_u64(c, n, out_off, off, step); break;
+    case XE_BF16: rows2_bf16(c, n, out_off, off, step); break;
     default: break;
     }
 }
@@ -280,6 +392,89 @@ static void rows1_bool(ROW_ARGS)
     }
 }
 
+static void rows1_u8(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, i32, uint8_t, W32, TO_U8)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_i8(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, i32, int8_t, W32, TO_I8)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_i16(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, i32, int16_t, W32, TO_I16)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_u16(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, i32, uint16_t, W32, TO_U16)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+static void rows1_u32(ROW_ARGS)
+{
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, i64, uint32_t, W64, TO_U32)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
+/* u64: abs and relu are the identity, neg wraps, bitwise_not flips the 64 bits. */
+static void rows1_u64(ROW_ARGS)
+{
+    switch (c->op) {
+    case XE_OP_NEG: ROW1(uint64_t, uint64_t, ID, ID, 0 - x); break;
+    case XE_OP_BITWISE_NOT: ROW1(uint64_t, uint64_t, ID, ID, ~x); break;
+    case XE_OP_ABS:
+    case XE_OP_RELU: ROW1(uint64_t, uint64_t, ID, ID, x); break;
+    default: break;
+    }
+}
+
+static void rows1_bf16(ROW_ARGS)
+{
+    const float a0 = (float)c->a[0], a1 = (float)c->a[1], a2 = (float)c->a[2], a3 = (float)c->a[3];
+    (void)a0, (void)a1, (void)a2, (void)a3;
+    if (c->variant) {
+        switch (c->op) {
+#define XV(E, attr, f32, f64) CASE1(E, f32, uint16_t, BF2F, F2BF)
+#include "xlac/ops.def"
+#undef XV
+        default: break;
+        }
+        return;
+    }
+    switch (c->op) {
+#define XU(E, nm, fl, f32, f64, i32, i64, b) CASE1(E, f32, uint16_t, BF2F, F2BF)
+#include "xlac/ops.def"
+#undef XU
+    default: break;
+    }
+}
+
 static void rows1(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
 {
     const ew *c = ctx;
@@ -290,6 +485,13 @@ static void rows1(void *ctx, int64_t n, int64_t out_off, const int64_t *off, con
     case XE_I32: rows1_i32(c, n, out_off, off, step); break;
     case XE_I64: rows1_i64(c, n, out_off, off, step); break;
     case XE_BOOL: rows1_bool(c, n, out_off, off, step); break;
+    case XE_U8: rows1_u8(c, n, out_off, off, step); break;
+    case XE_I8: rows1_i8(c, n, out_off, off, step); break;
+    case XE_I16: rows1_i16(c, n, out_off, off, step); break;
+    case XE_U16: rows1_u16(c, n, out_off, off, step); break;
+    case XE_U32: rows1_u32(c, n, out_off, off, step); break;
+    case XE_U64: rows1_u64(c, n, out_off, off, step); break;
+    case XE_BF16: rows1_bf16(c, n, out_off, off, step); break;
     default: break;
     }
 }
@@ -319,10 +521,72 @@ static void select_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off
 
 /* ---- cast ------------------------------------------------------------------------ */
 
-/* Reads element i of any dtype as double (exact for every value but i64 beyond 2^53). */
-static double load_any(const void *p, xe_dtype dt, int64_t i)
+/*
+ * Cast, element by element. Integer to integer keeps the low bits (two's
+ * complement wrap, as numpy's astype and C++'s static_cast); a float to an
+ * integer truncates toward zero, NaN gives 0 and out of range saturates;
+ * an integer to a float rounds once (to f16 and bf16 through f32); f32 to
+ * bf16 and f16 rounds to nearest even; anything to bool is x != 0.
+ */
+
+/* The integer at p as 64 bits: signed types sign-extend, unsigned ones zero-extend. */
+static uint64_t int_bits(const void *p, xe_dtype dt)
 {
-    return xe_load_f64(p, dt, i);
+    switch (dt) {
+    case XE_I32: return (uint64_t)(int64_t) * (const int32_t *)p;
+    case XE_I64: return (uint64_t) * (const int64_t *)p;
+    case XE_I8: return (uint64_t)(int64_t) * (const int8_t *)p;
+    case XE_I16: return (uint64_t)(int64_t) * (const int16_t *)p;
+    case XE_U16: return *(const uint16_t *)p;
+    case XE_U32: return *(const uint32_t *)p;
+    case XE_U64: return *(const uint64_t *)p;
+    default: return *(const uint8_t *)p; /* u8, bool */
+    }
+}
+
+/* Stores the low bits of v (an integer source) as dtype to; false for float targets. */
+static bool store_int_bits(void *out, xe_dtype to, int64_t k, uint64_t v)
+{
+    switch (to) {
+    case XE_I32: ((int32_t *)out)[k] = (int32_t)(uint32_t)v; return true;
+    case XE_I64: ((int64_t *)out)[k] = (int64_t)v; return true;
+    case XE_U8:
+    case XE_I8: ((uint8_t *)out)[k] = (uint8_t)v; return true;
+    case XE_I16:
+    case XE_U16: ((uint16_t *)out)[k] = (uint16_t)v; return true;
+    case XE_U32: ((uint32_t *)out)[k] = (uint32_t)v; return true;
+    case XE_U64: ((uint64_t *)out)[k] = v; return true;
+    case XE_BOOL: ((uint8_t *)out)[k] = v != 0; return true;
+    default: return false;
+    }
+}
+
+/* An integer source to a float target: one rounding to f32 or f64 (f16 and bf16 round that f32). */
+static void int_to_float(void *out, xe_dtype to, int64_t k, uint64_t v, bool is_signed)
+{
+    float f = is_signed ? (float)(int64_t)v : (float)v;
+    switch (to) {
+    case XE_F64: ((double *)out)[k] = is_signed ? (double)(int64_t)v : (double)v; break;
+    case XE_F32: ((float *)out)[k] = f; break;
+    case XE_F16: ((xe_f16 *)out)[k] = xe_f32_to_f16(f); break;
+    case XE_BF16: ((uint16_t *)out)[k] = xe_f2bf(f); break;
+    default: break;
+    }
+}
+
+static void cast_one(const ew *c, const void *p, int64_t k)
+{
+    if (xe_dtype_is_integer(c->dt) || c->dt == XE_BOOL) {
+        uint64_t v = int_bits(p, c->dt);
+        if (!store_int_bits(c->out, c->to, k, v))
+            int_to_float(c->out, c->to, k, v, !xe_dtype_is_unsigned(c->dt) && c->dt != XE_BOOL);
+        return;
+    }
+    if (c->dt == XE_F32 && c->to == XE_BF16) { /* one rounding, not two */
+        ((uint16_t *)c->out)[k] = xe_f2bf(*(const float *)p);
+        return;
+    }
+    xe_store_f64(c->out, c->to, k, xe_load_f64(p, c->dt, 0)); /* exact for f16 bf16 f32 f64 sources */
 }
 
 static void cast_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
@@ -330,38 +594,8 @@ static void cast_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, 
     const ew *c = ctx;
     const char *src = c->in[0];
     size_t es = xe_dtype_size(c->dt);
-    for (int64_t i = 0; i < n; i++) {
-        int64_t k = out_off + i;
-        const void *p = src + (size_t)(off[0] + i * step[0]) * es;
-        if (c->dt == XE_I64 && c->to == XE_I64) {
-            ((int64_t *)c->out)[k] = *(const int64_t *)p;
-            continue;
-        }
-        if (c->dt == XE_I64 && c->to == XE_I32) {
-            ((int32_t *)c->out)[k] = (int32_t)(uint32_t)(uint64_t)(*(const int64_t *)p);
-            continue;
-        }
-        if (c->dt == XE_I64 && (c->to == XE_F32 || c->to == XE_F16)) { /* one rounding, not two */
-            float f = (float)*(const int64_t *)p;
-            if (c->to == XE_F32)
-                ((float *)c->out)[k] = f;
-            else
-                ((xe_f16 *)c->out)[k] = xe_f32_to_f16(f);
-            continue;
-        }
-        double v = load_any(p, c->dt, 0);
-        switch (c->to) {
-        case XE_F32: ((float *)c->out)[k] = (float)v; break;
-        case XE_F64: ((double *)c->out)[k] = v; break;
-        case XE_F16: ((xe_f16 *)c->out)[k] = xe_f32_to_f16((float)v); break;
-        case XE_I32: ((int32_t *)c->out)[k] = xe_f64_to_i32(v); break;
-        case XE_I64:
-            ((int64_t *)c->out)[k] = c->dt == XE_I32 ? (int64_t)(*(const int32_t *)p) : xe_f64_to_i64(v);
-            break;
-        case XE_BOOL: ((uint8_t *)c->out)[k] = v != 0; break;
-        default: break;
-        }
-    }
+    for (int64_t i = 0; i < n; i++)
+        cast_one(c, src + (size_t)(off[0] + i * step[0]) * es, out_off + i);
 }
 
 /* ---- entry points ----------------------------------------------------------------- */

@@ -307,6 +307,19 @@ xe_code xe_parse_check_attr_kind(parser *p, int op, const xe_node *attrs, const 
 
 #define MAX_CONST_ELEMS ((int64_t)1 << 26)
 
+/* Why a literal does not fit narrow integer dtype dt, or NULL. */
+static const char *narrow_int_why(const lit_elem *e, xe_dtype dt)
+{
+    double lo = dt == XE_I8 ? -128.0 : dt == XE_I16 ? -32768.0 : 0.0;
+    double end = dt == XE_U8 ? 256.0 : dt == XE_I8 ? 128.0 : dt == XE_I16 ? 32768.0 : dt == XE_U16 ? 65536.0
+               : dt == XE_U32 ? 4294967296.0 : 18446744073709551616.0; /* exclusive */
+    if (e->is_int)
+        return (double)e->i < lo || (double)e->i >= end || (e->i < 0 && lo == 0) ? "is out of range" : NULL;
+    if (!(e->f >= lo && e->f < end))
+        return "is out of range";
+    return e->f != trunc(e->f) ? "is not an integer" : NULL;
+}
+
 /* Whether one literal number fits dtype dt; the message names the value and dtype. */
 static xe_code check_const_elem(parser *p, const lit_elem *e, xe_dtype dt)
 {
@@ -327,6 +340,10 @@ static xe_code check_const_elem(parser *p, const lit_elem *e, xe_dtype dt)
             why = "is not an integer";
     } else if (dt == XE_BOOL && v != 0 && v != 1) {
         why = "is not a bool (true, false, 1 or 0)";
+    } else if (dt == XE_BF16 && isfinite(v) && isinf(xe_bf16_to_f32(xe_f32_to_bf16((float)v)))) {
+        why = "is out of range";
+    } else if (xe_dtype_is_narrow(dt) && dt != XE_BF16) {
+        why = narrow_int_why(e, dt);
     }
     if (!why)
         return XE_OK;
@@ -353,6 +370,8 @@ static xe_code fill_const(parser *p, const literal *l, xe_tensor *v)
             ((int64_t *)v->data)[k] = e->i;
         else if (v->dtype == XE_I32 && e->is_int)
             ((int32_t *)v->data)[k] = (int32_t)e->i;
+        else if (v->dtype == XE_U64)
+            ((uint64_t *)v->data)[k] = e->is_int ? (uint64_t)e->i : (uint64_t)e->f; /* checked: in [0, 2^64) */
         else
             xe_store_f64(v->data, v->dtype, k, e->f);
     }

@@ -112,6 +112,16 @@ static void emit_const_value(xe_text *o, const xe_tensor *v)
         case XE_BOOL:
             xe_text_printf(o, "%s", ((const uint8_t *)v->data)[k] ? "true" : "false");
             break;
+        case XE_U64:
+            xe_text_printf(o, "%llu", (unsigned long long)((const uint64_t *)v->data)[k]);
+            break;
+        case XE_U8:
+        case XE_I8:
+        case XE_I16:
+        case XE_U16:
+        case XE_U32:
+            xe_text_printf(o, "%.0f", xe_load_f64(v->data, v->dtype, k)); /* exact: 32 bits at most */
+            break;
         case XE_F64:
             emit_double(o, ((const double *)v->data)[k], "%.17g");
             break;

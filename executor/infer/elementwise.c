@@ -100,6 +100,9 @@ xe_code xe_infer_binary(const xe_node *n, const xe_type *in, int n_in, xe_type *
     if (in[0].dtype == XE_BOOL && n->op != XE_OP_MAXIMUM && n->op != XE_OP_MINIMUM)
         return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool (use logical_and/or)",
                        xe_op_name(n->op));
+    if ((xe_op_get(n->op)->flags & XE_OPF_INT_ONLY) && !xe_dtype_is_integer(in[0].dtype))
+        return xe_fail(st, XE_ERR_GRAPH, "%s needs integer operands, got %s", xe_op_name(n->op),
+                       xe_dtype_name(in[0].dtype));
     out->dtype = in[0].dtype;
     return broadcast_types(in, n_in, &out->shape, st);
 }
@@ -130,6 +133,9 @@ xe_code xe_infer_unary(const xe_node *n, const xe_type *in, int n_in, xe_type *o
     xe_dtype dt = in[0].dtype;
     if ((flags & XE_OPF_FLOAT_ONLY) && !xe_dtype_is_float(dt))
         return xe_fail(st, XE_ERR_GRAPH, "%s needs a float operand, got %s", xe_op_name(n->op),
+                       xe_dtype_name(dt));
+    if ((flags & XE_OPF_INT_ONLY) && !xe_dtype_is_integer(dt))
+        return xe_fail(st, XE_ERR_GRAPH, "%s needs an integer operand, got %s", xe_op_name(n->op),
                        xe_dtype_name(dt));
     if ((flags & XE_OPF_BOOL_ONLY) && dt != XE_BOOL)
         return xe_fail(st, XE_ERR_GRAPH, "%s needs a bool operand, got %s", xe_op_name(n->op),

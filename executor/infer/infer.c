@@ -99,6 +99,13 @@ static xe_code infer_regular(const xe_graph *g, xe_node *n, const xe_op_def *d, 
     xe_type out = n->type;
     if (c == XE_OK && (c = d->infer(n, in, n->n_inputs, &out, st)) == XE_OK)
         c = xe_type_check_size(&out, st);
+    const char *why = c == XE_OK ? xe_op_narrow_reason(n->op, in, n->n_inputs, &out) : NULL;
+    if (why) {
+        xe_dtype dt = out.dtype;
+        for (int i = n->n_inputs - 1; i >= 0; i--)
+            dt = xe_dtype_is_narrow(in[i].dtype) ? in[i].dtype : dt;
+        c = xe_fail(st, XE_ERR_UNSUPPORTED, "%s on %s: %s", d->name, xe_dtype_name(dt), why);
+    }
     if (c == XE_OK)
         n->type = out;
     free(in);

@@ -13,6 +13,11 @@
  *
  * Writing produces version 1.0 (2.0 when the header would not fit in
  * 65535 bytes), padded to 64 bytes as numpy does.
+ *
+ * numpy has no bfloat16: a bf16 tensor is written with descr '<V2' (two
+ * raw bytes, the bits), which is what np.save writes for an ml_dtypes
+ * bfloat16 array, and '<V2' reads back as bf16 (np.load gives |V2: view it
+ * as ml_dtypes.bfloat16, or as '<u2' for the bits).
  */
 #include <errno.h>
 #include <stdint.h>
@@ -32,6 +37,8 @@ static const struct {
 } npy_types[] = {
     {"<f4", XE_F32}, {"<f8", XE_F64}, {"<f2", XE_F16},
     {"<i4", XE_I32}, {"<i8", XE_I64}, {"|b1", XE_BOOL},
+    {"|u1", XE_U8},  {"|i1", XE_I8},  {"<i2", XE_I16},
+    {"<u2", XE_U16}, {"<u4", XE_U32}, {"<u8", XE_U64}, {"<V2", XE_BF16},
 };
 
 #define N_NPY_TYPES (sizeof npy_types / sizeof *npy_types)
@@ -224,7 +231,7 @@ static xe_code descr_dtype(const char *path, const char *descr, xe_dtype *dt, xe
                        path, descr);
     if (!strcmp(descr, "O") || !strcmp(descr, "|O") || !strcmp(descr, "<O"))
         return xe_fail(st, XE_ERR_IO, "%s: object arrays (dtype 'O') are not supported", path);
-    return xe_fail(st, XE_ERR_IO, "%s: unsupported dtype '%s' (supported: <f4 <f8 <f2 <i4 <i8 |b1)",
+    return xe_fail(st, XE_ERR_IO, "%s: unsupported dtype '%s' (supported: <f4 <f8 <f2 <i4 <i8 |b1 |u1 |i1 <i2 <u2 <u4 <u8, <V2 as bf16)",
                    path, descr);
 }
 

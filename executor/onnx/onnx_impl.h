@@ -202,6 +202,9 @@ bool ox_transpose_to_matmul(ox_b *b, int x, const int *perm, int r);
 /* pow(x, y) as products when y is a constant 1, 2, 3 or 4: the result, or -1. */
 int ox_pow_small(ox_b *b, int x, int y);
 
+/* ops_math.c: x rounded to the nearest integer, ties to even (ONNX Round), in x's float dtype. */
+int ox_round_even(ox_b *b, int x);
+
 /* build.c: attributes of the ONNX node */
 const Onnx__AttributeProto *ox_attr(ox_b *b, const char *name);
 int64_t ox_int(ox_b *b, const char *name, int64_t dflt);

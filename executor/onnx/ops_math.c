@@ -72,7 +72,7 @@ static int trunc_div(ox_b *b, int x, int y)
 xe_code ox_b_div(ox_b *b)
 {
     int x = ox_in(b, 0), y = ox_in(b, 1);
-    if (x >= 0 && xe_dtype_is_int(dt_of(b, x)))
+    if (x >= 0 && xe_dtype_is_integer(dt_of(b, x)))
         return done(b, trunc_div(b, x, y));
     return done(b, ox_bin(b, XE_OP_DIV, x, y));
 }
@@ -92,7 +92,7 @@ static int float_fmod(ox_b *b, int x, int y)
 xe_code ox_b_mod(ox_b *b)
 {
     int x = ox_in(b, 0), y = ox_in(b, 1);
-    bool fmod = ox_int(b, "fmod", 0) != 0, is_int = x >= 0 && xe_dtype_is_int(dt_of(b, x));
+    bool fmod = ox_int(b, "fmod", 0) != 0, is_int = x >= 0 && xe_dtype_is_integer(dt_of(b, x));
     if (is_int) {
         int q = fmod ? trunc_div(b, x, y) : ox_bin(b, XE_OP_DIV, x, y);
         return done(b, ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, q, y)));
@@ -111,6 +111,16 @@ xe_code ox_b_pow(ox_b *b)
     if (small >= 0 || b->failed)
         return done(b, small);
     return done(b, ox_bin(b, XE_OP_POW, x, ox_cast(b, ox_in(b, 1), dt_of(b, x))));
+}
+
+/* BitShift: direction LEFT or RIGHT; a count of the operand's width or more gives 0. */
+xe_code ox_b_bit_shift(ox_b *b)
+{
+    const char *dir = ox_str(b, "direction", "");
+    int op = !strcmp(dir, "LEFT") ? XE_OP_SHIFT_LEFT : !strcmp(dir, "RIGHT") ? XE_OP_SHIFT_RIGHT : -1;
+    if (op < 0)
+        return ox_invalid(b, "direction must be LEFT or RIGHT, got '%s'", dir);
+    return done(b, ox_bin(b, op, ox_in(b, 0), ox_in(b, 1)));
 }
 
 xe_code ox_b_reciprocal(ox_b *b)
@@ -284,11 +294,16 @@ xe_code ox_b_trig(ox_b *b)
 /* Round: half to even. r = floor(x + 0.5), minus 1 where x + 0.5 was an odd integer. */
 xe_code ox_b_round(ox_b *b)
 {
-    int x = ox_in(b, 0), half = like(b, x, 0.5), two = like(b, x, 2);
+    return done(b, ox_round_even(b, ox_in(b, 0)));
+}
+
+int ox_round_even(ox_b *b, int x)
+{
+    int half = like(b, x, 0.5), two = like(b, x, 2);
     int xh = ox_bin(b, XE_OP_ADD, x, half), r = ox_un(b, XE_OP_FLOOR, xh);
     int tie = ox_bin(b, XE_OP_EQUAL, xh, r);
     int odd = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_MUL, ox_un(b, XE_OP_FLOOR, ox_bin(b, XE_OP_DIV, r, two)), two), r);
-    return done(b, ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, tie, odd), ox_bin(b, XE_OP_SUB, r, like(b, x, 1)), r));
+    return ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, tie, odd), ox_bin(b, XE_OP_SUB, r, like(b, x, 1)), r);
 }
 
 xe_code ox_b_gelu(ox_b *b)

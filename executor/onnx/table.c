@@ -19,6 +19,7 @@ B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(g
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
 B(conv) B(pool) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
+B(quantize) B(dequantize) B(dynamic_quantize) B(bit_shift) B(matmul_integer) B(qlinear_matmul)
 #undef B
 
 #define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
@@ -48,6 +49,13 @@ static const ox_entry table[] = {
     F("Tan", trig, ""), F("Sinh", trig, ""), F("Cosh", trig, ""), F("Asinh", trig, ""),
     F("Acosh", trig, ""), F("Atanh", trig, ""), F("Round", round, ""),
     F("Gelu", gelu, "approximate"), F("Where", where, ""), F("Clip", clip, "min max"),
+    {"DynamicQuantizeLinear", 11, 0, ox_b_dynamic_quantize, "", -1, 0},
+    {"MatMulInteger", 10, 0, ox_b_matmul_integer, "", -1, 0},
+    {"QLinearMatMul", 10, 0, ox_b_qlinear_matmul, "", -1, 0},
+    BIN("BitwiseAnd", BITWISE_AND), BIN("BitwiseOr", BITWISE_OR), BIN("BitwiseXor", BITWISE_XOR),
+    U("BitwiseNot", BITWISE_NOT), F("BitShift", bit_shift, "direction"),
+    {"QuantizeLinear", 10, 0, ox_b_quantize, "axis saturate block_size output_dtype precision", -1, 0},
+    {"DequantizeLinear", 10, 0, ox_b_dequantize, "axis block_size output_dtype", -1, 0},
     F("Cast", cast, "to saturate round_mode"), F("CastLike", cast_like, "saturate round_mode"),
     F("Identity", identity, ""), F("Dropout", identity, "ratio seed"),
     F("Reshape", reshape, "allowzero"), F("Flatten", flatten, "axis"),

@@ -1,7 +1,8 @@
 /*
  * TensorProto -> xe_tensor. A tensor's data may be in raw_data (little
  * endian bytes), in one of the typed repeated fields (float_data,
- * int32_data for bool/f16 too, int64_data, double_data), or in a file beside
+ * int32_data for bool, f16, bf16 (their bits) and the 8- and 16-bit
+ * integers too, int64_data, double_data, uint64_data for u32 and u64), or in a file beside
  * the model (data_location = EXTERNAL, keys location/offset/length), which
  * is how exporters store weights: extdata.c maps the file and views or
  * copies the tensor out of it. Every size is checked before
@@ -39,6 +40,13 @@ bool ox_dtype(int32_t t, xe_dtype *out)
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = XE_I32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = XE_I64; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = XE_BOOL; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = XE_U8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *out = XE_I8; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *out = XE_I16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *out = XE_U16; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *out = XE_U32; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *out = XE_U64; return true;
+    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = XE_BF16; return true;
     default: return false;
     }
 }
@@ -46,7 +54,9 @@ bool ox_dtype(int32_t t, xe_dtype *out)
 int32_t ox_onnx_dtype(xe_dtype dt)
 {
     static const int32_t map[XE_DTYPE_COUNT] = {
-        [XE_F32] = 1, [XE_F64] = 11, [XE_F16] = 10, [XE_I32] = 6, [XE_I64] = 7, [XE_BOOL] = 9};
+        [XE_F32] = 1, [XE_F64] = 11, [XE_F16] = 10, [XE_I32] = 6, [XE_I64] = 7, [XE_BOOL] = 9,
+        [XE_U8] = 2,  [XE_I8] = 3,   [XE_I16] = 5,  [XE_U16] = 4, [XE_U32] = 12, [XE_U64] = 13,
+        [XE_BF16] = 16};
     return dt < XE_DTYPE_COUNT ? map[dt] : 0;
 }
 
@@ -78,7 +88,9 @@ static size_t typed_count(const Onnx__TensorProto *t, xe_dtype dt)
     case XE_F32: return t->n_float_data;
     case XE_F64: return t->n_double_data;
     case XE_I64: return t->n_int64_data;
-    default: return t->n_int32_data; /* i32, bool, f16 (its bits) */
+    case XE_U32:
+    case XE_U64: return t->n_uint64_data;
+    default: return t->n_int32_data; /* i32, bool, f16 and bf16 (their bits), the 8- and 16-bit integers */
     }
 }
 
@@ -108,7 +120,14 @@ static void from_typed(const Onnx__TensorProto *t, xe_tensor *x)
         case XE_F64: ((double *)x->data)[i] = t->double_data[i]; break;
         case XE_I64: ((int64_t *)x->data)[i] = t->int64_data[i]; break;
         case XE_I32: ((int32_t *)x->data)[i] = t->int32_data[i]; break;
-        case XE_F16: ((uint16_t *)x->data)[i] = (uint16_t)t->int32_data[i]; break;
+        case XE_F16:
+        case XE_BF16:
+        case XE_I16:
+        case XE_U16: ((uint16_t *)x->data)[i] = (uint16_t)t->int32_data[i]; break;
+        case XE_U8:
+        case XE_I8: ((uint8_t *)x->data)[i] = (uint8_t)t->int32_data[i]; break;
+        case XE_U32: ((uint32_t *)x->data)[i] = (uint32_t)t->uint64_data[i]; break;
+        case XE_U64: ((uint64_t *)x->data)[i] = t->uint64_data[i]; break;
         default: ((uint8_t *)x->data)[i] = t->int32_data[i] != 0; break;
         }
     }

@@ -300,7 +300,8 @@ output c
 
 
 DTYPES = [("f32", np.float32), ("f64", np.float64), ("f16", np.float16), ("i32", np.int32),
-          ("i64", np.int64), ("bool", np.bool_)]
+          ("i64", np.int64), ("bool", np.bool_), ("u8", np.uint8), ("i8", np.int8), ("i16", np.int16),
+          ("u16", np.uint16), ("u32", np.uint32), ("u64", np.uint64)]
 
 
 @pytest.mark.parametrize("name,dtype", DTYPES)
@@ -316,10 +317,23 @@ output t
     rng = np.random.default_rng(3)
     a = (rng.standard_normal((2, 3)) * 8).astype(dtype)
     b = (rng.standard_normal((2, 3)) * 8).astype(dtype)
+    if np.dtype(dtype).kind == "u":  # values that wrap when added (a + b wraps in numpy too)
+        a = rng.integers(0, np.iinfo(dtype).max, (2, 3), dtype=dtype, endpoint=True)
+        b = rng.integers(0, np.iinfo(dtype).max, (2, 3), dtype=dtype, endpoint=True)
     (t,) = sess.run(None, {"a": a, "b": b})
     want = (np.logical_or(a, b) if name == "bool" else a + b).T
     assert t.dtype == dtype and t.shape == (3, 2)
     np.testing.assert_array_equal(t, want)
+
+
+def test_bf16_is_ml_dtypes_bfloat16(graph):
+    ml_dtypes = pytest.importorskip("ml_dtypes")
+    sess = xlac.InferenceSession(graph("input a: bf16[3]\nb = add(a, a)\noutput b"))
+    assert sess.get_inputs()[0].type == "tensor(bfloat16)"
+    a = np.array([1.5, -2.25, 3.0], ml_dtypes.bfloat16)
+    (b,) = sess.run(None, {"a": a})
+    assert b.dtype == ml_dtypes.bfloat16
+    np.testing.assert_array_equal(b.astype(np.float32), a.astype(np.float32) * 2)
 
 
 def test_python_lists_are_converted(graph):

@@ -63,9 +63,16 @@ _SIGNATURES = {
     "xe_capi_devices": (_I, [_P]),
 }
 
-# numpy dtype of each xlac dtype name
+# numpy dtype of each xlac dtype name; numpy has no bfloat16: bf16 is ml_dtypes.bfloat16 where
+# ml_dtypes is installed (onnx and jax bring it), else its bits as np.uint16
 _NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32,
-          "i64": np.int64, "bool": np.bool_}
+          "i64": np.int64, "bool": np.bool_, "u8": np.uint8, "i8": np.int8, "i16": np.int16,
+          "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bf16": np.uint16}
+try:
+    import ml_dtypes
+    _NUMPY["bf16"] = ml_dtypes.bfloat16
+except ImportError:  # pragma: no cover - depends on the environment
+    pass
 
 _lock = threading.Lock()
 _exe = None     # the loaded libxlac_executor.so

@@ -29,7 +29,10 @@ from .options import RunOptions, SessionOptions, _refused, auto_jit_of
 
 # onnxruntime's type strings
 _ORT_TYPE = {"f32": "tensor(float)", "f64": "tensor(double)", "f16": "tensor(float16)",
-             "i32": "tensor(int32)", "i64": "tensor(int64)", "bool": "tensor(bool)"}
+             "i32": "tensor(int32)", "i64": "tensor(int64)", "bool": "tensor(bool)",
+             "u8": "tensor(uint8)", "i8": "tensor(int8)", "i16": "tensor(int16)",
+             "u16": "tensor(uint16)", "u32": "tensor(uint32)", "u64": "tensor(uint64)",
+             "bf16": "tensor(bfloat16)"}
 _CPU, _CUDA = "CPUExecutionProvider", "CUDAExecutionProvider"
 _BYTES_NAME = "<model bytes>"
 
@@ -353,7 +356,8 @@ class InferenceSession:
         shape = [lib.xe_capi_tensor_dim(handle, d) for d in range(lib.xe_capi_tensor_rank(handle))]
         ptr, nbytes = lib.xe_capi_tensor_data(handle), lib.xe_capi_tensor_nbytes(handle)
         if nbytes and lib.xe_capi_tensor_exclusive(handle):
-            return np.asarray(_Owned(lib, handle, ptr, dtype, shape))
+            # typestr "<V2" for bfloat16: view it as the ml_dtypes type again
+            return np.asarray(_Owned(lib, handle, ptr, dtype, shape)).view(dtype)
         out = np.empty(shape, dtype=dtype)
         if nbytes:
             ctypes.memmove(out.ctypes.data, ptr, nbytes)

@@ -31,6 +31,7 @@ from onnx.backend.test.case.node import collect_testcases
 from light_models import RTOL, ATOL, light_models, run_light
 
 TOL = {np.float16: (1e-2, 1e-3), np.float32: (1e-4, 1e-5), np.float64: (1e-7, 1e-12)}
+BF16_TOL = (2e-2, 1e-3)  # bfloat16: 8 bits of mantissa (eps 2^-8), a few roundings in a composition
 UNSUPPORTED = re.compile(r"cannot import the model: (\d+) unsupported, 0 invalid")
 
 
@@ -92,12 +93,17 @@ def compare(case, got_dir, expected):
         if not os.path.exists(path):
             return "output %s was not written" % name
         got = np.load(path)
+        if want.dtype.name == "bfloat16" and got.dtype.str in ("|V2", "<V2"):
+            got = got.view(want.dtype)  # xlac writes bf16 as '<V2' (numpy has no bfloat16)
         if got.dtype != want.dtype:
             return "output %s: dtype %s, expected %s" % (name, got.dtype, want.dtype)
         if got.shape != want.shape:
             return "output %s: shape %s, expected %s" % (name, got.shape, want.shape)
+        tol = TOL.get(want.dtype.type, (1e-4, 1e-5))
+        if want.dtype.name == "bfloat16":
+            got, want, tol = got.astype(np.float32), want.astype(np.float32), BF16_TOL
         if want.dtype.kind == "f":
-            rtol, atol = TOL.get(want.dtype.type, (1e-4, 1e-5))
+            rtol, atol = tol
             rtol, atol = max(rtol, case.rtol), max(atol, case.atol)
             if not np.array_equal(np.isnan(got), np.isnan(want)):
                 return "output %s: NaN where none is expected, or none where one is" % name

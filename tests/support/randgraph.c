@@ -114,7 +114,7 @@ static const char *table_op(gen *g, xe_op_class cls)
     int ops[XE_OP_COUNT], n = 0;
     for (int op = 0; op < XE_OP_COUNT; op++) {
         const xe_op_def *d = xe_op_get(op);
-        bool takes = g->is_float ? !(d->flags & XE_OPF_BOOL_ONLY)
+        bool takes = g->is_float ? !(d->flags & (XE_OPF_BOOL_ONLY | XE_OPF_INT_ONLY))
                                  : !(d->flags & (XE_OPF_BOOL_ONLY | XE_OPF_FLOAT_ONLY));
         if (d->cls == cls && optable_has_expr(op) && takes)
             ops[n++] = op;

@@ -2,6 +2,13 @@
  * Element types, shapes and the (dtype, shape) pair called a type.
  * f16 values are stored as IEEE binary16 bit patterns in uint16_t; the
  * conversions here round to nearest even and are used by every CPU kernel.
+ * bf16 (bfloat16: the top half of a binary32) is stored as uint16_t too and
+ * converted from f32 with round to nearest even (NaN stays a quiet NaN).
+ *
+ * The narrow types (u8 i8 i16 u16 u32 u64 bf16) came after the others: they
+ * go through data movement, cast, comparisons, select and the elementwise
+ * ops that ONNX defines on them (xe_dtype_narrow_ok in xlac/op.h says which
+ * ops); any other op on them is refused as unsupported, never computed wrong.
  */
 #ifndef XLAC_DTYPE_H
 #define XLAC_DTYPE_H
@@ -17,6 +24,13 @@ typedef enum xe_dtype {
     XE_I32,  /* int32_t */
     XE_I64,  /* int64_t */
     XE_BOOL, /* uint8_t holding 0 or 1 */
+    XE_U8,   /* uint8_t */
+    XE_I8,   /* int8_t */
+    XE_I16,  /* int16_t */
+    XE_U16,  /* uint16_t */
+    XE_U32,  /* uint32_t */
+    XE_U64,  /* uint64_t */
+    XE_BF16, /* bfloat16, stored as uint16_t */
     XE_DTYPE_COUNT
 } xe_dtype;
 
@@ -39,12 +53,21 @@ size_t xe_dtype_size(xe_dtype dt);
 const char *xe_dtype_name(xe_dtype dt);       /* "f32" */
 bool xe_dtype_parse(const char *s, size_t len, xe_dtype *out);
 bool xe_dtype_is_float(xe_dtype dt);          /* f16 f32 f64 */
-bool xe_dtype_is_int(xe_dtype dt);            /* i32 i64 */
+bool xe_dtype_is_int(xe_dtype dt);            /* i32 i64 (the index types) */
+bool xe_dtype_is_integer(xe_dtype dt);        /* every integer type: i32 i64 u8 i8 i16 u16 u32 u64 */
+bool xe_dtype_is_unsigned(xe_dtype dt);       /* u8 u16 u32 u64 */
+bool xe_dtype_is_narrow(xe_dtype dt);         /* u8 i8 i16 u16 u32 u64 bf16: the later types */
 
 float xe_f16_to_f32(xe_f16 h);
 xe_f16 xe_f32_to_f16(float f);
+float xe_bf16_to_f32(uint16_t b);
+uint16_t xe_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
 
-/* Reads element i of a buffer of dtype dt as a double, and writes one. */
+/*
+ * Reads element i of a buffer of dtype dt as a double, and writes one
+ * (to an integer: NaN gives 0, out of range saturates; u64 and i64 beyond
+ * 2^53 are not exact through a double).
+ */
 double xe_load_f64(const void *buf, xe_dtype dt, int64_t i);
 void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v);
 

@@ -50,6 +50,7 @@ enum xe_op_flags {
     XE_OPF_COLLECTIVE = 1 << 6,           /* talks to the other ranks: never clustered */
     XE_OPF_SCALAR_CALL = 1 << 7,          /* f32 math is a libm call no compiler vectorizes: a loop of its own */
     XE_OPF_KERNEL_CACHE = 1 << 8,         /* its CPU kernel keeps a per-node cache (xe_kernel_args.cache) */
+    XE_OPF_INT_ONLY = 1 << 9,             /* operands must be integers (i32 i64 and the narrow ones) */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */
@@ -149,6 +150,10 @@ int xe_op_count(void);
 bool xe_op_is_elementwise(int op);
 /* Whether n's op has an XV row in ops.def whose bool attribute n sets. */
 bool xe_op_variant(const xe_node *n);
+/* NULL when op may take operands in[0..n_in) and give out (narrow dtypes:
+   xlac/dtype.h), else why not: the narrow types go through data movement,
+   casts, comparisons, select and elementwise arithmetic only. */
+const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_type *out);
 /* The attributes a built-in op accepts, in attrs.def order, and their count
    in *n; NULL for ops that accept anything (plugin ops, call). */
 const xe_op_attr *xe_op_attrs(int op, int *n);

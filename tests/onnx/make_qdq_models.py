@@ -1,0 +1,130 @@
+"""Writes the QDQ models of tests/test_qdq.c into tests/data/onnx/qdq/, with onnxruntime's outputs.
+
+Run from the repository root with the venv of tests/models (onnx, onnxruntime, numpy):
+    tests/models/.venv/bin/python tests/onnx/make_qdq_models.py
+Two models are quantized by onnxruntime's own quantizer (quantize_static, QDQ format, as a user
+quantizes a float model): a MatMul/Add/Relu block (per tensor, u8 activations, i8 weights) and
+a Conv block with per-channel weights. The others are written by hand with onnx.helper in the
+forms of each opset: QuantizeLinear/DequantizeLinear of opset 10 (per tensor), 13 (per axis),
+19 and 21 (i16, u16). Each NAME.onnx comes with NAME.inK.npy and onnxruntime's outputs
+NAME.outK.npy (graph optimisations off, so that Q and DQ run as written, not as fused int8
+kernels); list.txt names them with their input and output counts. The outputs are committed so
+that CI needs neither torch nor onnxruntime; rerunning rewrites them.
+"""
+import os
+import tempfile
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime.quantization import (CalibrationDataReader, QuantFormat, QuantType,
+                                      quantize_static)
+
+OUT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "onnx", "qdq")
+rng = np.random.default_rng(11)
+F = TensorProto.FLOAT
+
+
+def run_ort(path, feeds):
+    so = ort.SessionOptions()
+    so.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    s = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
+    return s.run(None, feeds)
+
+
+def save(name, path, feeds, listing):
+    m = onnx.load(path)
+    onnx.save(m, os.path.join(OUT, name + ".onnx"))
+    outs = run_ort(os.path.join(OUT, name + ".onnx"), feeds)
+    for k, i in enumerate(m.graph.input):
+        np.save(os.path.join(OUT, "%s.in%d.npy" % (name, k)), feeds[i.name])
+    for k, o in enumerate(outs):
+        np.save(os.path.join(OUT, "%s.out%d.npy" % (name, k)), o)
+    listing.append("%s %d %d" % (name, len(m.graph.input), len(outs)))
+
+
+class Reader(CalibrationDataReader):
+    def __init__(self, name, shape, n=8):
+        self.data = iter([{name: rng.uniform(-1, 1, shape).astype(np.float32)} for _ in range(n)])
+
+    def get_next(self):
+        return next(self.data, None)
+
+
+def float_model(nodes, inputs, outputs, inits, opset=17):
+    g = helper.make_graph(nodes, "g", inputs, outputs, [numpy_helper.from_array(a, n) for n, a in inits])
+    return helper.make_model(g, opset_imports=[helper.make_opsetid("", opset)], ir_version=8)
+
+
+def quantized(name, m, shape, per_channel, listing, tmp):
+    fp = os.path.join(tmp, name + "_f32.onnx")
+    qp = os.path.join(tmp, name + ".onnx")
+    onnx.save(m, fp)
+    quantize_static(fp, qp, Reader("x", shape), quant_format=QuantFormat.QDQ, per_channel=per_channel,
+                    activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8)
+    save(name, qp, {"x": rng.uniform(-1, 1, shape).astype(np.float32)}, listing)
+
+
+def matmul_block(listing, tmp):
+    w = rng.uniform(-0.5, 0.5, (16, 8)).astype(np.float32)
+    b = rng.uniform(-0.2, 0.2, (8,)).astype(np.float32)
+    m = float_model([helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+                     helper.make_node("Relu", ["a"], ["y"])],
+                    [helper.make_tensor_value_info("x", F, [4, 16])], [helper.make_tensor_value_info("y", F, [4, 8])],
+                    [("w", w), ("b", b)])
+    quantized("qdq_matmul_per_tensor", m, (4, 16), False, listing, tmp)
+
+
+def conv_block(listing, tmp):
+    w = rng.uniform(-0.5, 0.5, (4, 3, 3, 3)).astype(np.float32)
+    w[2] *= 0.1  # channels of different ranges: per channel scales differ
+    b = rng.uniform(-0.2, 0.2, (4,)).astype(np.float32)
+    m = float_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                     helper.make_node("Relu", ["c"], ["y"])],
+                    [helper.make_tensor_value_info("x", F, [1, 3, 8, 8])],
+                    [helper.make_tensor_value_info("y", F, [1, 4, 8, 8])], [("w", w), ("b", b)])
+    quantized("qdq_conv_per_channel", m, (1, 3, 8, 8), True, listing, tmp)
+
+
+def by_hand(name, opset, qtype, per_axis, listing, tmp):
+    """x -> QuantizeLinear -> DequantizeLinear -> y, and the quantized values as a second output."""
+    np_t = helper.tensor_dtype_to_np_dtype(qtype)
+    shape = (2, 3, 4)
+    if per_axis:
+        scale = np.array([0.02, 0.05, 0.11], np.float32)
+        zp = np.array([0, 3, -2] if np.issubdtype(np_t, np.signedinteger) else [128, 100, 7], np_t)
+    else:
+        scale, zp = np.array(0.03, np.float32), np.array(-5 if np.issubdtype(np_t, np.signedinteger) else 120, np_t)
+    attrs = {"axis": 1} if per_axis else {}
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s", "z"], ["q"], **attrs),
+             helper.make_node("DequantizeLinear", ["q", "s", "z"], ["y"], **attrs)]
+    m = float_model(nodes, [helper.make_tensor_value_info("x", F, list(shape))],
+                    [helper.make_tensor_value_info("y", F, list(shape)),
+                     helper.make_tensor_value_info("q", qtype, list(shape))],
+                    [("s", scale), ("z", zp)], opset=opset)
+    p = os.path.join(tmp, name + ".onnx")
+    onnx.save(m, p)
+    x = rng.uniform(-6, 6, shape).astype(np.float32)
+    x.flat[:6] = [0.5 * 0.03, 1.5 * 0.03, 2.5 * 0.03, -0.5 * 0.03, 1e6, -1e6]  # ties to even, saturation
+    save(name, p, {"x": x}, listing)
+
+
+def main():
+    os.makedirs(OUT, exist_ok=True)
+    listing = []
+    with tempfile.TemporaryDirectory() as tmp:
+        matmul_block(listing, tmp)
+        conv_block(listing, tmp)
+        by_hand("qdq_opset10_u8", 10, TensorProto.UINT8, False, listing, tmp)
+        by_hand("qdq_opset13_i8_axis", 13, TensorProto.INT8, True, listing, tmp)
+        by_hand("qdq_opset19_u8_axis", 19, TensorProto.UINT8, True, listing, tmp)
+        by_hand("qdq_opset21_i16", 21, TensorProto.INT16, False, listing, tmp)
+        by_hand("qdq_opset21_u16_axis", 21, TensorProto.UINT16, True, listing, tmp)
+    with open(os.path.join(OUT, "list.txt"), "w") as f:
+        f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, onnxruntime's NAME.outK.npy (make_qdq_models.py)\n")
+        f.write("\n".join(listing) + "\n")
+
+
+if __name__ == "__main__":
+    main()
