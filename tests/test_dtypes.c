@@ -31,17 +31,6 @@ static xe_tensor *raw_tensor(xe_dtype dt, const void *vals, int64_t n)
     return t;
 }
 
-static xe_tensor *run_cast(xe_tensor *src, xe_dtype to)
-{
-    ref_op o;
-    ref_op_new(&o, XE_OP_CAST, &src, 1);
-    cr_assert_eq(xe_node_set_dtype(o.node, "to", to, &st), XE_OK);
-    xe_tensor *r = ref_op_run(&o, &src, 1, NULL, &st);
-    cr_assert_not_null(r, "cast %s to %s: %s", xe_dtype_name(src->dtype), xe_dtype_name(to), st.msg);
-    ref_op_free(&o);
-    return r;
-}
-
 /* Runs a two-operand op on a and b; NULL with st set when it is refused. */
 static xe_tensor *run2(int op, xe_tensor *a, xe_tensor *b)
 {
@@ -139,7 +128,7 @@ Test(dtypes, cast_float_to_narrow_saturates)
     static const xe_dtype to[] = {XE_U8, XE_I8, XE_I16, XE_U16, XE_U32, XE_U64};
     xe_tensor *s = raw_tensor(XE_F32, src, LEN(src));
     for (int t = 0; t < LEN(to); t++) {
-        xe_tensor *r = run_cast(s, to[t]);
+        xe_tensor *r = ref_cast(s, to[t]);
         for (int i = 0; i < LEN(src); i++) {
             double got = to[t] == XE_U64 ? (double)((const uint64_t *)r->data)[i] : xe_load_f64(r->data, to[t], i);
             cr_assert_eq(got, want[t][i], "cast f32 %g to %s: got %.17g, want %.17g", src[i],
@@ -157,7 +146,7 @@ Test(dtypes, cast_integers_wrap)
     xe_tensor *s = raw_tensor(XE_I64, src, LEN(src));
     static const xe_dtype to[] = {XE_U8, XE_I8, XE_I16, XE_U16, XE_U32, XE_U64, XE_BOOL};
     for (int t = 0; t < LEN(to); t++) {
-        xe_tensor *r = run_cast(s, to[t]);
+        xe_tensor *r = ref_cast(s, to[t]);
         for (int i = 0; i < LEN(src); i++) {
             uint64_t v = (uint64_t)src[i], got = 0, want;
             memcpy(&got, (const char *)r->data + (size_t)i * xe_dtype_size(to[t]), xe_dtype_size(to[t]));
@@ -172,7 +161,7 @@ Test(dtypes, cast_integers_wrap)
     int8_t i8[] = {-128, -1, 127};
     uint64_t u64[] = {UINT64_MAX, 1ull << 63, 7};
     xe_tensor *a = raw_tensor(XE_I8, i8, 3), *b = raw_tensor(XE_U64, u64, 3);
-    xe_tensor *ra = run_cast(a, XE_I64), *rb = run_cast(b, XE_I64), *rf = run_cast(b, XE_F64);
+    xe_tensor *ra = ref_cast(a, XE_I64), *rb = ref_cast(b, XE_I64), *rf = ref_cast(b, XE_F64);
     const int64_t *pa = ra->data, *pb = rb->data;
     cr_assert(pa[0] == -128 && pa[1] == -1 && pa[2] == 127);
     cr_assert(pb[0] == -1 && pb[1] == INT64_MIN && pb[2] == 7);
@@ -200,7 +189,7 @@ Test(dtypes, cast_round_trips)
             bool is_signed = narrow[n] == XE_I8 || narrow[n] == XE_I16;
             if (is_signed && (wide[w] == XE_U32 || wide[w] == XE_U64))
                 continue; /* negative values wrap there: cast_integers_wrap */
-            xe_tensor *y = run_cast(x, wide[w]), *z = run_cast(y, narrow[n]);
+            xe_tensor *y = ref_cast(x, wide[w]), *z = ref_cast(y, narrow[n]);
             cr_assert(!memcmp(x->data, z->data, x->nbytes), "%s -> %s -> %s changed a value",
                       xe_dtype_name(narrow[n]), xe_dtype_name(wide[w]), xe_dtype_name(narrow[n]));
             xe_tensor_release(y);
@@ -211,7 +200,7 @@ Test(dtypes, cast_round_trips)
     /* bf16 -> f32 -> bf16 is exact; f32 -> bf16 rounds as xe_f32_to_bf16 */
     float f[] = {1.0f, 3.14159265f, -2.5e-3f, 65504.0f, 1.00390625f, NAN};
     xe_tensor *a = raw_tensor(XE_F32, f, LEN(f));
-    xe_tensor *b = run_cast(a, XE_BF16), *c = run_cast(b, XE_F32), *d = run_cast(c, XE_BF16);
+    xe_tensor *b = ref_cast(a, XE_BF16), *c = ref_cast(b, XE_F32), *d = ref_cast(c, XE_BF16);
     for (int i = 0; i < LEN(f); i++) {
         uint16_t bits = ((const uint16_t *)b->data)[i];
         cr_assert_eq(bits, xe_f32_to_bf16(f[i]));

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "xlac/xlac.h"
+#include "support/pb.h"
 #include "support/tmpdir.h"
 
 #define N_WEIGHTS 25
@@ -38,62 +39,6 @@ static void setup(void)
 }
 
 TestSuite(onnx_load, .init = setup, .fini = xt_tmp_fini, .timeout = 120);
-
-/* A protobuf message being written: bytes appended, grown as needed. */
-typedef struct pb {
-    uint8_t *b;
-    size_t n, cap;
-} pb;
-
-static void pb_raw(pb *p, const void *data, size_t n)
-{
-    if (p->n + n > p->cap) {
-        p->cap = (p->n + n) * 2 + 64;
-        p->b = realloc(p->b, p->cap);
-        cr_assert_not_null(p->b);
-    }
-    memcpy(p->b + p->n, data, n);
-    p->n += n;
-}
-
-static void pb_varint(pb *p, uint64_t v)
-{
-    uint8_t buf[10];
-    size_t n = 0;
-    do {
-        buf[n++] = (uint8_t)((v & 0x7f) | (v > 0x7f ? 0x80 : 0));
-        v >>= 7;
-    } while (v);
-    pb_raw(p, buf, n);
-}
-
-/* field = varint */
-static void pb_int(pb *p, int field, uint64_t v)
-{
-    pb_varint(p, (uint64_t)field << 3);
-    pb_varint(p, v);
-}
-
-/* field = length-delimited bytes */
-static void pb_bytes(pb *p, int field, const void *data, size_t n)
-{
-    pb_varint(p, (uint64_t)field << 3 | 2);
-    pb_varint(p, n);
-    pb_raw(p, data, n);
-}
-
-static void pb_str(pb *p, int field, const char *s)
-{
-    pb_bytes(p, field, s, strlen(s));
-}
-
-/* field = sub (a nested message), sub freed */
-static void pb_msg(pb *p, int field, pb *sub)
-{
-    pb_bytes(p, field, sub->b, sub->n);
-    free(sub->b);
-    *sub = (pb){0};
-}
 
 /* StringStringEntryProto {key, value} as TensorProto.external_data (13). */
 static void ext_entry(pb *t, const char *key, const char *value)
@@ -161,11 +106,7 @@ static void write_model(const char *path, pb *graph)
     pb_msg(&m, 8, &opset);
     pb_str(graph, 2, "g");
     pb_msg(&m, 7, graph);
-    FILE *f = fopen(path, "wb");
-    cr_assert_not_null(f, "%s", path);
-    cr_assert_eq(fwrite(m.b, 1, m.n, f), m.n);
-    cr_assert_eq(fclose(f), 0);
-    free(m.b);
+    pb_write_file(&m, path);
 }
 
 /* Weight k's element i: distinct per weight and position, exact in f32. */

@@ -697,25 +697,13 @@ static xe_tensor *cast_source(xe_dtype from)
     return t;
 }
 
-static xe_tensor *run_cast(xe_tensor *src, xe_dtype to)
-{
-    ref_op o;
-    ref_op_new(&o, XE_OP_CAST, &src, 1);
-    cr_assert_eq(xe_node_set_dtype(o.node, "to", to, &st), XE_OK);
-    xe_tensor *r = ref_op_run(&o, &src, 1, NULL, &st);
-    cr_assert_not_null(r, "cast to %s: %s", xe_dtype_name(to), st.msg);
-    cr_assert_eq(r->dtype, to);
-    ref_op_free(&o);
-    return r;
-}
-
 Test(elementwise, cast_every_pair_of_dtypes)
 {
     for (int fi = 0; fi < 6; fi++)
         for (int ti = 0; ti < 6; ti++) {
             xe_dtype from = ref_all_dtypes[fi], to = ref_all_dtypes[ti];
             xe_tensor *src = cast_source(from);
-            xe_tensor *r = run_cast(src, to);
+            xe_tensor *r = ref_cast(src, to);
             for (int64_t i = 0; i < xe_tensor_numel(src); i++)
                 check_cast_element(from, to, src, r, i);
             xe_tensor_release(r);
@@ -732,7 +720,7 @@ Test(elementwise, cast_large_and_empty_tensors)
             for (int ti = 0; ti < 6; ti++) {
                 xe_dtype from = ref_all_dtypes[fi], to = ref_all_dtypes[ti];
                 xe_tensor *src = ref_random_tensor(from, &shapes[si], -1e5, 1e5);
-                xe_tensor *r = run_cast(src, to);
+                xe_tensor *r = ref_cast(src, to);
                 cr_assert(xe_shape_equal(&r->shape, &shapes[si]));
                 for (int64_t i = 0; i < xe_tensor_numel(src); i++)
                     check_cast_element(from, to, src, r, i);

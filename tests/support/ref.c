@@ -245,6 +245,19 @@ static xe_tensor *run_data_dependent(ref_op *o, xe_tensor *const *in, int n_in, 
     return ret;
 }
 
+xe_tensor *ref_cast(xe_tensor *src, xe_dtype to)
+{
+    ref_op o;
+    xe_status st = {0};
+    ref_op_new(&o, XE_OP_CAST, &src, 1);
+    cr_assert_eq(xe_node_set_dtype(o.node, "to", to, &st), XE_OK, "%s", st.msg);
+    xe_tensor *r = ref_op_run(&o, &src, 1, NULL, &st);
+    cr_assert_not_null(r, "cast %s to %s: %s", xe_dtype_name(src->dtype), xe_dtype_name(to), st.msg);
+    cr_assert_eq(r->dtype, to);
+    ref_op_free(&o);
+    return r;
+}
+
 xe_tensor *ref_op_run(ref_op *o, xe_tensor *const *in, int n_in, uint64_t *state, xe_status *st)
 {
     uint64_t local = 0;

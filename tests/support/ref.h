@@ -98,6 +98,8 @@ xe_code ref_op_infer(ref_op *o, xe_status *st);
  */
 xe_tensor *ref_op_run(ref_op *o, xe_tensor *const *in, int n_in, uint64_t *state, xe_status *st);
 void ref_op_free(ref_op *o);
+/* src cast to dtype `to` by the cast kernel (through ref_op_run); fails the test when it refuses. */
+xe_tensor *ref_cast(xe_tensor *src, xe_dtype to);
 
 /* ---- references and comparison ---------------------------------------- */
 
