@@ -734,6 +734,32 @@ static xe_code bound_inline_depth(xg_plan *p, xe_status *st)
     return XE_OK;
 }
 
+/* Steps 4 to 9 of the plan (the file's top comment) on p, whose types and materialization are set. */
+static xe_code plan_steps(xg_plan *p, xe_status *st)
+{
+    const xe_graph *body = p->body;
+    /* 4. one step per materialized computed node */
+    for (int i = 0; i < body->n_nodes; i++) {
+        const xe_node *nd = body->nodes[i];
+        if (!p->mat[i] || nd->op == XE_OP_INPUT || nd->op == XE_OP_CONST)
+            continue;
+        xg_step *s = &p->steps[p->n_steps++];
+        s->kind = step_kind(nd);
+        s->n_outs = 1;
+        s->outs[0] = i;
+        s->column = s->kind == XG_STEP_REDUCE && is_column_reduce(p, nd);
+    }
+    /* 5. multi-output loops, 6. row kernels, 7. matmul epilogues by rows (epilogue.c) */
+    merge_loops(p);
+    if (row_groups(p, st) != XE_OK || xg_plan_panels(p, st) != XE_OK)
+        return st->code;
+    /* 8. channels-last values between convs (layout.c) */
+    xg_plan_layouts(p);
+    assign_sizes(p);
+    /* 9. verify (cheap: linear in the cluster, so every build runs it) */
+    return xg_plan_verify(p, st);
+}
+
 xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generic, xg_plan **out,
                       xe_status *st)
 {
@@ -760,37 +786,7 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
     }
     /* 2-3. uses (from xe_graph_use_counts) and materialization */
     mark_materialized(p);
-    if (bound_inline_depth(p, st) != XE_OK) {
-        xg_plan_destroy(p);
-        return st->code;
-    }
-    /* 4. one step per materialized computed node */
-    for (int i = 0; i < n; i++) {
-        const xe_node *nd = body->nodes[i];
-        if (!p->mat[i] || nd->op == XE_OP_INPUT || nd->op == XE_OP_CONST)
-            continue;
-        xg_step *s = &p->steps[p->n_steps++];
-        s->kind = step_kind(nd);
-        s->n_outs = 1;
-        s->outs[0] = i;
-        s->column = s->kind == XG_STEP_REDUCE && is_column_reduce(p, nd);
-    }
-    /* 5. multi-output loops, 6. row kernels */
-    merge_loops(p);
-    if (row_groups(p, st) != XE_OK) {
-        xg_plan_destroy(p);
-        return st->code;
-    }
-    /* 7. matmul epilogues by row panels (epilogue.c) */
-    if (xg_plan_panels(p, st) != XE_OK) {
-        xg_plan_destroy(p);
-        return st->code;
-    }
-    /* 8. channels-last values between convs (layout.c) */
-    xg_plan_layouts(p);
-    assign_sizes(p);
-    /* 9. verify (cheap: linear in the cluster, so every build runs it) */
-    if (xg_plan_verify(p, st) != XE_OK) {
+    if (bound_inline_depth(p, st) != XE_OK || plan_steps(p, st) != XE_OK) {
         xg_plan_destroy(p);
         return st->code;
     }
