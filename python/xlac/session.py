@@ -356,8 +356,10 @@ class InferenceSession:
         shape = [lib.xe_capi_tensor_dim(handle, d) for d in range(lib.xe_capi_tensor_rank(handle))]
         ptr, nbytes = lib.xe_capi_tensor_data(handle), lib.xe_capi_tensor_nbytes(handle)
         if nbytes and lib.xe_capi_tensor_exclusive(handle):
-            # typestr "<V2" for bfloat16: view it as the ml_dtypes type again
-            return np.asarray(_Owned(lib, handle, ptr, dtype, shape)).view(dtype)
+            arr = np.asarray(_Owned(lib, handle, ptr, dtype, shape))
+            # typestr "<V2" for bfloat16: view it as the ml_dtypes type again (only then: a view
+            # is another array, and the others' base stays the buffer's owner)
+            return arr if arr.dtype == dtype else arr.view(dtype)
         out = np.empty(shape, dtype=dtype)
         if nbytes:
             ctypes.memmove(out.ctypes.data, ptr, nbytes)
