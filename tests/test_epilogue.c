@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "compile.h"
-#include "plan.h"
+#include "support/plan_of.h"
 #include "support/ref.h"
 #include "xg_impl.h"
 #include "xlac/op.h"
@@ -73,24 +73,11 @@ static void expect_close(const xe_tensor *got, const xe_tensor *want, double tol
     }
 }
 
-/* The plan of text's graph at its declared types; *g gets the graph (destroy both). */
-static xg_plan *plan_of(const char *text, xe_graph **g)
-{
-    *g = xe_parse_string(text, "p.xg", &st);
-    cr_assert_not_null(*g, "%s", st.msg);
-    xe_type types[MAX_IO];
-    for (int k = 0; k < (*g)->n_inputs; k++)
-        types[k] = (*g)->nodes[(*g)->inputs[k]]->type;
-    xg_plan *p = NULL;
-    cr_assert_eq(xg_plan_build(*g, types, false, &p, &st), XE_OK, "%s", st.msg);
-    return p;
-}
-
 /* The plan text (C target) of text's graph at its declared types (malloc'd). */
 static char *plan_text(const char *text)
 {
     xe_graph *g;
-    xg_plan *p = plan_of(text, &g);
+    xg_plan *p = xt_plan_of(text, &g);
     char *t = xg_plan_text(p, XG_TARGET_C);
     xg_plan_destroy(p);
     xe_graph_destroy(g);
@@ -234,7 +221,7 @@ Test(epilogue, row_ranges_cover_every_row_once)
 static void expect_blas_epi(const char *text, bool want, const char *bias, xg_epi_act act)
 {
     xe_graph *g;
-    xg_plan *p = plan_of(text, &g);
+    xg_plan *p = xt_plan_of(text, &g);
     xg_blas_epi e;
     bool got = xg_blas_epilogue(p, 0, &e);
     cr_assert_eq(got, want, "%s", text);

@@ -9,33 +9,18 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "plan.h"
+#include "support/plan_of.h"
 #include "support/tmpdir.h"
 #include "xlac/xlac.h"
 
 #define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
 
-static xe_status st;
-
-/* The plan of text's graph at its declared types; *g gets the graph (destroy both). */
-static xg_plan *plan_of(const char *text, xe_graph **g)
-{
-    *g = xe_parse_string(text, "layout.xg", &st);
-    cr_assert_not_null(*g, "%s", st.msg);
-    xe_type types[8];
-    cr_assert_leq((*g)->n_inputs, 8);
-    for (int k = 0; k < (*g)->n_inputs; k++)
-        types[k] = (*g)->nodes[(*g)->inputs[k]]->type;
-    xg_plan *p = NULL;
-    cr_assert_eq(xg_plan_build(*g, types, false, &p, &st), XE_OK, "%s", st.msg);
-    return p;
-}
 
 /* Checks that exactly the nodes named in `nhwc` (space-separated) hold channels-last values. */
 static void expect_nhwc(const char *text, const char *nhwc)
 {
     xe_graph *g;
-    xg_plan *p = plan_of(text, &g);
+    xg_plan *p = xt_plan_of(text, &g);
     for (int i = 0; i < g->n_nodes; i++) {
         const char *name = g->nodes[i]->name;
         size_t n = strlen(name);
