@@ -90,7 +90,7 @@ static bool post_act(unsigned post, dnnl_alg_kind_t *alg, float *alpha)
 static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n, xe_status *st)
 {
     *attr = NULL;
-    if (!(c->post & ~(unsigned)(XE_DNNL_SRC_NHWC | XE_DNNL_DST_NHWC)))
+    if (!(c->post & ~(unsigned)XE_DNNL_LAYOUTS)) /* layout bits alone: no post-op */
         return XE_OK;
     dnnl_post_ops_t ops;
     if (xe_dnnl_check(dnnl_post_ops_create(&ops), n, "post-ops", st) != XE_OK)

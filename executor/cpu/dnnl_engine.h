@@ -98,6 +98,7 @@ enum {
        are channels-last (NHWC) in memory: a compiled cluster's chain of convs (codegen/plan/layout.c). */
     XE_DNNL_SRC_NHWC = 1 << 6,
     XE_DNNL_DST_NHWC = 1 << 7,
+    XE_DNNL_LAYOUTS = XE_DNNL_SRC_NHWC | XE_DNNL_DST_NHWC,
 };
 /* conv2d (f32) with post-ops post (residual: the tensor summed in, NULL without SUM) into a->out;
    XE_ERR_UNSUPPORTED for what the engine cannot run (the caller runs the steps separately). */
