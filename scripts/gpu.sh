@@ -3,7 +3,8 @@
 # package registry it installs the Debian packages brought along in .gpu-debs/
 # (made beforehand by `scripts/gpu.sh --fetch` on a machine with apt), builds a
 # Release tree (build-gpu/), runs every GPU test (test_gpu_ops, test_nvrtc's
-# GPU tests, the GPU e2e tests of test_plugin_e2e), then the GPU bench
+# GPU tests, the GPU e2e tests of test_plugin_e2e), a slice of the committed
+# real exports on the device (tests/models/run_exports.py --device gpu), then the GPU bench
 # (bench/gpu_bench.py: every bench graph op by op and clustered with
 # --device gpu, the device copy roofline of bench/gpu_stream.cu, torch.compile
 # and jax.jit on the device where installed) and writes bench/RESULTS-gpu.md.
@@ -21,8 +22,9 @@ root=$PWD
 debs=${XLAC_GPU_DEBS:-$root/.gpu-debs}
 build=${XLAC_GPU_BUILD:-$root/build-gpu}
 start=$SECONDS
-# What the build needs (scripts/deps.sh's list, protobuf-c for ONNX import, pkg-config).
-wanted=(libcriterion-dev uthash-dev libopenblas-dev libxxhash-dev libprotobuf-c-dev
+# What the build needs (scripts/deps.sh's list: oneDNN, the CPU engine; protobuf-c for ONNX
+# import; pkg-config).
+wanted=(libcriterion-dev uthash-dev libdnnl-dev libopenblas-dev libxxhash-dev libprotobuf-c-dev
     protobuf-c-compiler pkgconf)
 # A CUDA image has these already; bringing them along could break it.
 base=" libc6 libc6-dev libc-dev-bin linux-libc-dev libgcc-s1 libstdc++6 gcc-12-base zlib1g
@@ -65,12 +67,27 @@ fetch() {
     echo "gpu.sh: fetching $(echo $list | wc -w) packages into $debs"
     (cd "$debs" && rm -f ./*.deb && apt-get download $list) || exit 1
     echo "$list" >"$debs/packages.txt"
+    slim_debs
     du -sh "$debs"
+}
+
+# The device call carries the tree and these files in 64 MiB: repack each .deb without static
+# libraries (the build links the shared ones), documentation and manual pages.
+slim_debs() {
+    local f tmp
+    for f in "$debs"/*.deb; do
+        tmp=$(mktemp -d) || return 1
+        dpkg-deb -R "$f" "$tmp/p" || { rm -rf "$tmp"; return 1; }
+        find "$tmp/p" \( -name '*.a' -o -path '*/usr/share/doc/*' -o -path '*/usr/share/man/*' \) \
+            -not -type d -delete
+        dpkg-deb -Zxz -b "$tmp/p" "$f" >/dev/null || { rm -rf "$tmp"; return 1; }
+        rm -rf "$tmp"
+    done
 }
 
 have_build_deps() {
     command -v pkg-config >/dev/null && pkg-config --exists openblas libxxhash criterion &&
-        [ -f /usr/include/uthash.h ]
+        [ -f /usr/include/uthash.h ] && [ -f /usr/include/dnnl.h ]
 }
 
 # Extract every .deb into $debs/root and point the compiler, pkg-config and loader there.
@@ -78,7 +95,9 @@ extract_debs() {
     local pre=$debs/root f arch=x86_64-linux-gnu
     mkdir -p "$pre"
     for f in "$debs"/*.deb; do dpkg-deb -x "$f" "$pre" || return 1; done
-    find "$pre" -name '*.pc' -exec sed -i "s|=/usr|=$pre/usr|" {} +
+    # The build links shared libraries: a .pc's Requires.private (criterion's libffi, libgit2, …)
+    # names -dev packages not brought along, and pkg-config would refuse the module for them.
+    find "$pre" -name '*.pc' -exec sed -i -e "s|=/usr|=$pre/usr|" -e '/^Requires.private:/d' {} +
     for f in "$pre"/usr/lib/$arch/openblas-*/*.so*; do
         [ -e "$pre/usr/lib/$arch/$(basename "$f")" ] || ln -s "$f" "$pre/usr/lib/$arch/"
     done
@@ -89,6 +108,9 @@ extract_debs() {
     export CPATH=$pre/usr/include:$pre/usr/include/$arch${CPATH:+:$CPATH}
     export LIBRARY_PATH=$pre/usr/lib/$arch${LIBRARY_PATH:+:$LIBRARY_PATH}
     export LD_LIBRARY_PATH=$pre/usr/lib/$arch${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+    # CMake's find_path/find_library (dnnl.h, libdnnl.so) search its prefixes, not CPATH.
+    export CMAKE_PREFIX_PATH=$pre/usr${CMAKE_PREFIX_PATH:+:$CMAKE_PREFIX_PATH}
+    export CMAKE_LIBRARY_ARCHITECTURE=$arch
 }
 
 install_deps() {
@@ -142,7 +164,7 @@ case "${1:-}" in
 --fetch) fetch; exit $? ;;
 --system) system=1 ;;
 "") ;;
-*) sed -n 2,19p "$0"; exit 2 ;;
+*) sed -n 2,20p "$0"; exit 2 ;;
 esac
 logs=${OUT:-$build/logs}
 mkdir -p "$logs" "$build"
@@ -155,6 +177,12 @@ fi
 echo "device: $(cat "$logs/probe.log")"
 nvidia-smi >"$logs/nvidia-smi.log" 2>&1
 run_tests
+# A slice of the committed real exports (tests/models/exports) on the device, op by op and
+# clustered for XLA_GPU:0, against onnxruntime's outputs: transformers with symbolic dims, convnets
+# fixed. Bounded; a model not reached in time counts as a failed step, its cases unprinted.
+step exports_gpu 120 python3 "$root/tests/models/run_exports.py" --build "$build" --device gpu \
+    --jobs 8 --filter '^((bert|gpt2|llama|t5|whisper)\.dynamic|(vit|resnet|mobilenet_v2|efficientnet|convnext)\.fixed)$'
+grep -a '^real exports:' "$logs/exports_gpu.log"
 left=$((470 - (SECONDS - start)))
 [ $left -gt 30 ] || left=30
 step bench $left env PYTHONUNBUFFERED=1 python3 "$root/bench/gpu_bench.py" --build "$build" \

@@ -41,6 +41,7 @@ typedef struct cli_options {
     uint64_t seed;        /* --seed N */
     bool seed_given;      /* --seed was given: inputs fed by nothing get random values */
     xe_place_mode place;  /* --device */
+    bool inputs_on_device; /* --inputs-on-device: inputs copied to the GPU once, before the runs */
     int threads;          /* --threads N; 0: not given (main.c picks the default) */
     bool log_placement;   /* --log-device-placement */
     bool log_every;       /* --log-device-placement=every: on every run, not the first only */

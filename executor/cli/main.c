@@ -178,6 +178,19 @@ static xe_code run_timed(run_state *r, xe_status *st)
     return XE_OK;
 }
 
+/* --inputs-on-device: each input replaced by its copy on the GPU. */
+static xe_code inputs_to_gpu(run_state *r, xe_status *st)
+{
+    for (int i = 0; i < r->g->n_inputs; i++) {
+        xe_tensor *d = xe_tensor_to_device(r->inputs[i], XE_DEV_GPU, st);
+        if (!d)
+            return st->code;
+        xe_tensor_release(r->inputs[i]);
+        r->inputs[i] = d;
+    }
+    return XE_OK;
+}
+
 /* One feed (k-th folder, or the only run): inputs, runs, outputs. */
 static xe_code run_feed(run_state *r, int k, xe_status *st)
 {
@@ -185,7 +198,8 @@ static xe_code run_feed(run_state *r, int k, xe_status *st)
     const char *feed = o->n_feeds ? o->feeds[k] : NULL;
     if (cli_prepare_inputs(o, r->g, feed, r->inputs, st) != XE_OK)
         return st->code;
-    if (cli_check_bound(r->bound, r->g, r->inputs, st) != XE_OK) {
+    if (cli_check_bound(r->bound, r->g, r->inputs, st) != XE_OK ||
+        (o->inputs_on_device && inputs_to_gpu(r, st) != XE_OK)) {
         release_all(r->inputs, r->g->n_inputs);
         return st->code;
     }

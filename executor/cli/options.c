@@ -33,6 +33,9 @@ static const char usage[] =
     "                          time median_ms=.. min_ms=.. iterations=N threads=T\n"
     "  --warmup N              untimed runs before the timed ones (default 0)\n"
     "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one)\n"
+    "  --inputs-on-device      with --device gpu: copy the inputs to the GPU once, before the\n"
+    "                          runs, so that timed runs hold no upload (outputs still come\n"
+    "                          back to the host on every run)\n"
     "  --threads N             CPU threads of the per-op kernels, the compiled clusters'\n"
     "                          loops and oneDNN, one pool (default: the physical cores, or\n"
     "                          OMP_NUM_THREADS when it is set)\n"
@@ -219,6 +222,8 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
         o->save_all_ranks = true;
     else if (!strcmp(a, "--compare"))
         o->compare = true;
+    else if (!strcmp(a, "--inputs-on-device"))
+        o->inputs_on_device = true;
     else if (!strcmp(a, "--log-device-placement=every"))
         o->log_placement = o->log_every = true;
     else if (takes_value(a)) {
@@ -268,5 +273,7 @@ cli_parse_result cli_parse(int argc, char **argv, cli_options *o)
     }
     if (!o->graph)
         return bad("no graph given%s", "");
+    if (o->inputs_on_device && o->place != XE_PLACE_GPU)
+        return bad("--inputs-on-device needs --device gpu%s", "");
     return CLI_RUN;
 }

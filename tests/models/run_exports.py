@@ -7,10 +7,14 @@ and shape; the closing line is
 
     real exports: N passed, N failed
 
+With --device gpu both modes run on the CUDA device (the plugin clusters
+for XLA_GPU:0 with --devices=gpu); scripts/gpu.sh runs a slice of them so.
 Needs only numpy (tests/onnx/.venv). Usage:
-    python tests/models/run_exports.py --build DIR [--filter REGEX] [--keep]
+    python tests/models/run_exports.py --build DIR [--filter REGEX] [--device cpu|gpu]
+                                       [--jobs N] [--keep]
 """
 import argparse
+import concurrent.futures
 import os
 import re
 import shutil
@@ -65,10 +69,13 @@ def run_model(args, name, tmp):
                 if f.endswith(".npy"):
                     shutil.copy(os.path.join(d, s, f), feed)
             feeds += ["--feed", feed]
-        cmd = [args.xlac_run, os.path.join(d, "model.onnx"), "--device", "cpu", "--save-outputs", out] + feeds
+        cmd = [args.xlac_run, os.path.join(d, "model.onnx"), "--device", args.device,
+               "--save-outputs", out] + feeds
         env = dict(os.environ, OMP_NUM_THREADS="1")
         if clustered:
             env.update(LD_PRELOAD=args.libxlac, XLAC_AUTO_JIT="2")
+            if args.device == "gpu":
+                env["XLAC_FLAGS"] = "--devices=gpu"
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=900)
         for k, s in enumerate(shapes):
             case = "%s/%s/%s" % (name, mode, s)
@@ -86,6 +93,8 @@ def main():
     ap.add_argument("--build", default=os.path.join(HERE, "..", "..", "build"))
     ap.add_argument("--exports", default=os.path.join(HERE, "exports"))
     ap.add_argument("--filter", default="")
+    ap.add_argument("--device", choices=("cpu", "gpu"), default="cpu")
+    ap.add_argument("--jobs", type=int, default=1, help="models run at once")
     ap.add_argument("--keep", action="store_true", help="keep the outputs folder")
     args = ap.parse_args()
     args.xlac_run = os.path.abspath(os.path.join(args.build, "bin", "xlac-run"))
@@ -95,11 +104,12 @@ def main():
     tmp = tempfile.mkdtemp(prefix="xlac-exports-")
     passed = failed = 0
     try:
-        for name in names:
-            for case, ok, detail in run_model(args, name, tmp):
-                print("%s %s: %s" % ("ok    " if ok else "FAILED", case, detail), flush=True)
-                passed += ok
-                failed += not ok
+        with concurrent.futures.ThreadPoolExecutor(max(1, args.jobs)) as pool:
+            for cases in pool.map(lambda n: run_model(args, n, tmp), names):
+                for case, ok, detail in cases:
+                    print("%s %s: %s" % ("ok    " if ok else "FAILED", case, detail), flush=True)
+                    passed += ok
+                    failed += not ok
     finally:
         if args.keep:
             print("outputs kept in", tmp)
