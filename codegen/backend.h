@@ -85,6 +85,11 @@ typedef struct xg_backend {
     /* A conv and its epilogue step as one library call with post-ops (xg_conv_epilogue: the CPU's
        oneDNN, targets/c/dnnl_step.c); XE_ERR_UNSUPPORTED: run them as two steps. NULL: none. */
     xe_code (*conv_epilogue)(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs, xe_status *st);
+    /* Steps [first, pv] as one fused attention (xg_step.attention: the C target's, a block of rows
+       at a time with the scores in per-thread tiles, targets/c/attention_step.c); needs run_rows.
+       The values the group writes have no buffers. NULL: the steps run one by one. */
+    xe_code (*attention)(xg_program *p, int first, int pv, const xe_type *types, xe_tensor **bufs,
+                         void *const *ptrs, const int64_t *S, xe_status *st);
     void (*unload)(xg_program *p); /* frees what load took (also after a load that failed half way) */
 } xg_backend;
 

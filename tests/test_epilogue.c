@@ -17,115 +17,20 @@
 #include <string.h>
 
 #include "compile.h"
+#include "support/differ.h"
 #include "support/plan_of.h"
-#include "support/ref.h"
 #include "xg_impl.h"
 #include "xlac/op.h"
 #include "xlac/xlac.h"
 
-#define MAX_IO 8
-
-static xe_status st;
-
-/* text with every "f32" made "f64" (malloc'd). */
-static char *as_f64(const char *text)
-{
-    char *t = strdup(text);
-    cr_assert_not_null(t);
-    for (char *p = t; (p = strstr(p, "f32")); p += 3)
-        p[2] = '4', p[1] = '6';
-    return t;
-}
-
-/* Runs text's graph op by op on inputs in (converted to the graph's input dtypes). */
-static void run_op_by_op(const char *text, xe_tensor *const *in, xe_tensor **out)
-{
-    xe_graph *g = xe_parse_string(text, "ref.xg", &st);
-    cr_assert_not_null(g, "%s\n%s", st.msg, text);
-    xe_tensor *conv[MAX_IO] = {0};
-    for (int k = 0; k < g->n_inputs; k++) {
-        xe_type t = g->nodes[g->inputs[k]]->type;
-        conv[k] = ref_zeros(t.dtype, &t.shape);
-        for (int64_t i = 0; i < xe_tensor_numel(conv[k]); i++)
-            xe_store_f64(conv[k]->data, t.dtype, i, xe_load_f64(in[k]->data, in[k]->dtype, i));
-    }
-    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
-    cr_assert_not_null(s, "%s", st.msg);
-    cr_assert_eq(xe_session_run(s, conv, out, &st), XE_OK, "%s\n%s", st.msg, text);
-    for (int k = 0; k < g->n_inputs; k++)
-        xe_tensor_release(conv[k]);
-    xe_session_destroy(s); /* and g, which the session owns */
-}
-
-/* got against want, elementwise, within tol of want's largest magnitude; NaN never passes. */
-static void expect_close(const xe_tensor *got, const xe_tensor *want, double tol, const char *what,
-                         const char *text)
-{
-    int64_t n = xe_tensor_numel(want);
-    cr_assert_eq(xe_tensor_numel(got), n, "%s: sizes differ\n%s", what, text);
-    double scale = 1e-30;
-    for (int64_t i = 0; i < n; i++)
-        scale = fmax(scale, fabs(xe_load_f64(want->data, want->dtype, i)));
-    for (int64_t i = 0; i < n; i++) {
-        double a = xe_load_f64(got->data, got->dtype, i), b = xe_load_f64(want->data, want->dtype, i);
-        cr_assert(fabs(a - b) <= tol * scale, "%s: element %lld is %.9g, want %.9g (scale %g)\n%s", what,
-                  (long long)i, a, b, scale, text);
-    }
-}
-
-/* The plan text (C target) of text's graph at its declared types (malloc'd). */
-static char *plan_text(const char *text)
-{
-    xe_graph *g;
-    xg_plan *p = xt_plan_of(text, &g);
-    char *t = xg_plan_text(p, XG_TARGET_C);
-    xg_plan_destroy(p);
-    xe_graph_destroy(g);
-    return t;
-}
-
 /* Compiled as one C cluster, against op by op and the f64 reference; `panels`: steps the plan runs per panel. */
 static void check(const char *text, int panels)
 {
-    xe_graph *g = xe_parse_string(text, "epi.xg", &st);
-    cr_assert_not_null(g, "%s\n%s", st.msg, text);
-    cr_assert_leq(g->n_inputs, MAX_IO);
-    xe_type types[MAX_IO];
-    xe_tensor *in[MAX_IO] = {0}, *got[MAX_IO] = {0}, *want[MAX_IO] = {0}, *ref[MAX_IO] = {0};
-    for (int k = 0; k < g->n_inputs; k++) {
-        types[k] = g->nodes[g->inputs[k]]->type;
-        ref_seed(77 + (uint64_t)k);
-        in[k] = ref_random_tensor(types[k].dtype, &types[k].shape, -1, 1);
-    }
-    char *plan = plan_text(text);
-    int found = 0;
-    for (const char *q = plan; (q = strstr(q, "on the matmul's rows")); q++)
-        found++;
+    char *plan = xt_plan_text(text);
+    int found = xt_count(plan, "on the matmul's rows");
     cr_assert_eq(found, panels, "%d panel steps, want %d\n%s\n%s", found, panels, plan, text);
     free(plan);
-    xg_options o;
-    xg_options_default(&o);
-    xg_artifact *a = NULL;
-    xg_program *p = NULL;
-    cr_assert_eq(xg_build(g, types, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
-    cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
-    cr_assert_eq(xg_program_run(p, in, g->n_inputs, got, g->n_outputs, &st), XE_OK, "%s\n%s", st.msg, text);
-    run_op_by_op(text, in, want);
-    char *t64 = as_f64(text);
-    run_op_by_op(t64, in, ref);
-    for (int k = 0; k < g->n_outputs; k++) {
-        expect_close(got[k], want[k], 1e-5, "clustered against op by op", text);
-        expect_close(got[k], ref[k], 1e-4, "clustered against the f64 reference", text);
-        xe_tensor_release(got[k]);
-        xe_tensor_release(want[k]);
-        xe_tensor_release(ref[k]);
-    }
-    for (int k = 0; k < g->n_inputs; k++)
-        xe_tensor_release(in[k]);
-    free(t64);
-    xg_program_destroy(p);
-    xg_artifact_destroy(a);
-    xe_graph_destroy(g);
+    xt_check_cluster(text, NULL);
 }
 
 /* matmul, bias, GELU, matmul, bias, residual (mlp_block) at odd sizes: two epilogues, one per matmul. */

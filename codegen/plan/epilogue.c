@@ -13,7 +13,9 @@
  *      add, scale, cast;
  *   2. then a row kernel or softmax over the product's shape reducing the
  *      last dim only (rows of the panel are whole rows), reading what
- *      the panel wrote at its own row: the softmax of attention scores.
+ *      the panel wrote at its own row: the softmax of attention scores;
+ *   3. then a loop step as in 1, reading what the earlier steps wrote at
+ *      its own element: torch's where(isnan(p), 0, p) after that softmax.
  * Such steps are marked `panel`. The plan stays one for every target; a
  * backend that can run a step over a range of rows (the C backend's
  * run_rows) runs them per panel, the others ignore the mark.
@@ -83,9 +85,9 @@ static bool last_dim_rows(const xg_plan *p, const xg_step *s, const xe_shape *sh
 }
 
 /* Whether step s joins the panel group (the product and what earlier panel steps wrote). */
-static bool joins(const xg_plan *p, const xg_step *s, const xe_shape *sh, const bool *group, bool after_loop)
+static bool joins(const xg_plan *p, const xg_step *s, const xe_shape *sh, const bool *group)
 {
-    if (s->kind == XG_STEP_LOOP && !after_loop) {
+    if (s->kind == XG_STEP_LOOP) {
         for (int k = 0; k < s->n_outs; k++)
             if (!xe_shape_equal(&p->types[s->outs[k]].shape, sh))
                 return false;
@@ -114,17 +116,16 @@ xe_code xg_plan_panels(xg_plan *p, xe_status *st)
         const xe_shape *sh = &p->types[m].shape;
         memset(group, 0, (size_t)p->body->n_nodes * sizeof *group);
         group[m] = true;
-        bool after_loop = false;
-        for (int j = i + 1; j < p->n_steps && j <= i + 2; j++) {
+        /* 0: a loop or a row step may come next; 1: a row step; 2: a loop; 3: the group is whole */
+        for (int j = i + 1, state = 0; j < p->n_steps && state < 3; j++) {
             xg_step *s = &p->steps[j];
-            if (!joins(p, s, sh, group, after_loop))
+            bool loop = s->kind == XG_STEP_LOOP;
+            if ((loop ? state == 1 : state == 2) || !joins(p, s, sh, group))
                 break;
             s->panel = true;
-            after_loop = true;
             for (int k = 0; k < s->n_outs; k++)
                 group[s->outs[k]] = true;
-            if (s->kind != XG_STEP_LOOP)
-                break;
+            state = !loop ? 2 : state == 0 ? 1 : 3;
         }
     }
     free(group);

@@ -749,9 +749,10 @@ static xe_code plan_steps(xg_plan *p, xe_status *st)
         s->outs[0] = i;
         s->column = s->kind == XG_STEP_REDUCE && is_column_reduce(p, nd);
     }
-    /* 5. multi-output loops, 6. row kernels, 7. matmul epilogues by rows (epilogue.c) */
+    /* 5. multi-output loops, 6. row kernels, 7. matmul epilogues by rows (epilogue.c) and fused
+       attention (attention.c) */
     merge_loops(p);
-    if (row_groups(p, st) != XE_OK || xg_plan_panels(p, st) != XE_OK)
+    if (row_groups(p, st) != XE_OK || xg_plan_panels(p, st) != XE_OK || xg_plan_attention(p, st) != XE_OK)
         return st->code;
     /* 8. channels-last values between convs (layout.c) */
     xg_plan_layouts(p);

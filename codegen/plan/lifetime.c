@@ -54,7 +54,13 @@ xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
     return XE_OK;
 }
 
-/* The last step that runs with step i: the panel steps after its matmul, or a cuBLASLt epilogue step. */
+bool xg_runs_attention(const xg_program *p, int i)
+{
+    return p->plan->steps[i].attention && p->backend->attention && p->backend->run_rows;
+}
+
+/* The last step that runs with step i: the panel steps after its matmul (and the product after them
+   in a fused attention), or a cuBLASLt epilogue step. */
 int xg_group_last(const xg_program *p, int i)
 {
     const xg_plan *plan = p->plan;
@@ -62,6 +68,8 @@ int xg_group_last(const xg_program *p, int i)
     xg_conv_epi ce;
     if (plan->steps[i].kind != XG_STEP_LIBRARY)
         return i;
+    if (xg_runs_attention(p, i))
+        return xg_attention_product(plan, i);
     if (p->backend->conv_epilogue && xg_conv_epilogue(plan, i, &ce))
         return i + 1; /* the epilogue step's output is written by the conv's call */
     if (p->backend->run_rows) {

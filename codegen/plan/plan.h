@@ -62,6 +62,9 @@ typedef struct xg_step {
     /* LOOP, ROW, SOFTMAX: runs on the rows of the matmul (LIBRARY step) before it, with the other
        such steps, a range of rows per thread (epilogue.c); backends without run_rows ignore it. */
     bool panel;
+    /* LIBRARY (Q·Kᵀ): with its panel steps and the product after them, one fused attention
+       (attention.c); backends without an attention slot ignore it. */
+    bool attention;
 } xg_step;
 
 typedef struct xg_plan {
@@ -98,6 +101,15 @@ int xg_panel_matmul(const xg_plan *p, int i);
 int64_t xg_panel_rows(const xe_type *types, int m);
 /* A panel step whose value no longer has its matmul's shape at these types (shape-generic calls): the node, or -1. */
 int xg_panel_mismatch(const xg_plan *p, int i, const xe_type *types);
+
+/* attention.c: marks the matmul steps that start a fused attention (xg_step.attention). */
+xe_code xg_plan_attention(xg_plan *p, xe_status *st);
+/* The step of the ·V product of the fused attention step i starts, or -1. */
+int xg_attention_product(const xg_plan *p, int i);
+/* The step that starts the fused attention step j is a panel step or the product of, or -1. */
+int xg_attention_start(const xg_plan *p, int j);
+/* At these types, a node that breaks the shapes the attention group at step i relies on, or -1. */
+int xg_attention_mismatch(const xg_plan *p, int i, const xe_type *types);
 
 /* The activation of a BLAS epilogue (cuBLASLt's). */
 typedef enum xg_epi_act {

@@ -306,6 +306,9 @@ static xe_code check_types(const xg_program *p, const xe_type *in_types, const x
         if (bad < 0 && (bad = xg_panel_mismatch(p->plan, i, types)) >= 0)
             return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s is no longer of its matmul's shape",
                            b->nodes[bad]->name);
+        if (bad < 0 && xg_runs_attention(p, i) && (bad = xg_attention_mismatch(p->plan, i, types)) >= 0)
+            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s no longer fits its fused attention",
+                           b->nodes[bad]->name);
         if (bad >= 0)
             return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s shares a kernel with %s but no longer its shape",
                            b->nodes[bad]->name, b->nodes[p->plan->steps[i].outs[0]]->name);
@@ -361,6 +364,10 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
     const xg_step *s = &p->plan->steps[i];
     xg_conv_epi ce;
     *next = i + 1;
+    if (xg_runs_attention(p, i)) {
+        *next = last + 1;
+        return p->backend->attention(p, i, last, types, bufs, ptrs, S, st);
+    }
     if (p->backend->conv_epilogue && xg_conv_epilogue(p->plan, i, &ce)) {
         if (p->backend->conv_epilogue(p, &ce, bufs, st) == XE_OK) {
             *next = i + 2;
@@ -422,7 +429,8 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
     xg_fpenv_save(&env);
     for (int i = 0, next = 0; c == XE_OK && i < p->plan->n_steps; i = next) {
         int last = xg_group_last(p, i);
-        if ((c = xg_buffers_make(p, types, i, last, bufs, ptrs, st)) != XE_OK)
+        /* a fused attention's values before its product live in the threads' tiles */
+        if ((c = xg_buffers_make(p, types, xg_runs_attention(p, i) ? last : i, last, bufs, ptrs, st)) != XE_OK)
             break;
         share_ptrs(p, ptrs, shared, i, last);
         c = run_step(p, i, last, types, bufs, ptrs, shared, S, &next, st);

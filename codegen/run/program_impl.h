@@ -44,6 +44,12 @@ void xg_buffers_release(const xg_program *p, int done, xe_tensor **bufs, void **
 /* The C target's conv with its epilogue as oneDNN post-ops (targets/c/dnnl_step.c). */
 xe_code xg_c_conv_epilogue(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs, xe_status *st);
 
+/* The C target's fused attention, steps [first, pv] (targets/c/attention_step.c). */
+xe_code xg_c_attention(xg_program *p, int first, int pv, const xe_type *types, xe_tensor **bufs,
+                       void *const *ptrs, const int64_t *S, xe_status *st);
+/* Whether step i starts a fused attention this program's backend runs (xg_step.attention). */
+bool xg_runs_attention(const xg_program *p, int i);
+
 /* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);
 void xg_cuda_unload(xg_program *p);

@@ -211,6 +211,55 @@ static void reduce_c(em *e, int step, const xg_step *s, const xe_node *r, int x,
 /* ---- plan text ---------------------------------------------------------------- */
 
 /* How the C program runs step i: what the OpenMP threads share, and how many. */
+/* How library step i runs: a conv (its post-ops and layouts) or a matmul (its epilogue). */
+static void library_text(const xg_plan *p, int i, char *buf, size_t len)
+{
+    const xg_step *s = &p->steps[i];
+    if (p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D) {
+        xg_conv_epi ce;
+        int m = s->outs[0];
+        bool src = p->nhwc[p->body->nodes[m]->inputs[0]], dst = p->nhwc[m];
+        snprintf(buf, len, "oneDNN convolution primitive (f64: im2col and OpenBLAS), made once per program "
+                 "with its constant weights packed once, on the OpenMP team%s%s",
+                 xg_conv_epilogue(p, i, &ce) ? "; the next step runs inside it as post-ops" : "",
+                 src && dst ? "; input and output channels-last (NHWC), no conversion"
+                 : src      ? "; input channels-last (NHWC), output converted to NCHW"
+                 : dst      ? "; input converted from NCHW, output channels-last (NHWC)"
+                            : "");
+    }
+    else if (i + 1 < p->n_steps && p->steps[i + 1].panel)
+        snprintf(buf, len, "oneDNN matmul primitive (f32; f64: OpenBLAS), the whole product on the OpenMP "
+                 "team; then its epilogue (the next step%s) over the product's rows, a range per thread",
+                 i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
+    else
+        snprintf(buf, len, "oneDNN matmul primitive (f32), or OpenBLAS gemm (one thread each) over batch "
+                 "elements and row or column blocks in an OpenMP loop (f64)");
+}
+
+/* Step i's part in a fused attention (codegen/plan/attention.c), when it has one. */
+static bool attention_text(const xg_plan *p, int i, char *buf, size_t len)
+{
+    int first = p->steps[i].attention ? i : xg_attention_start(p, i);
+    if (first < 0)
+        return false;
+    int pv = xg_attention_product(p, first);
+    char a[32], b[32];
+    xg_step_name(first, a, sizeof a);
+    xg_step_name(pv, b, sizeof b);
+    if (i == first)
+        snprintf(buf, len, "fused attention with the steps up to %s: each thread takes a range of the scores' "
+                 "rows in blocks (at most 64 rows and 64 KiB of scores, inside one batch matrix); per block, "
+                 "oneDNN's sgemm writes the block's scores into the thread's tile, the steps up to %s run on "
+                 "it, and %s multiplies it by V into the output; the scores are never written whole", b, b, b);
+    else if (i == pv)
+        snprintf(buf, len, "the product of the fused attention %s with V, a block of rows at a time (oneDNN's "
+                 "sgemm on the thread's tile)", a);
+    else
+        snprintf(buf, len, "on each block of rows of the fused attention %s, in the thread's tiles, simd along "
+                 "each row", a);
+    return true;
+}
+
 static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
 {
     const xg_step *s = &p->steps[i];
@@ -218,6 +267,8 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     bool per_block;
     int64_t items = xg_step_items(p, i, p->types, NULL, &per_block);
     char n[64];
+    if (attention_text(p, i, buf, len))
+        return;
     if (s->panel) {
         snprintf(buf, len, "on the matmul's rows, with the steps beside it, a range of rows per thread, simd "
                  "along each row");
@@ -225,25 +276,7 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     }
     switch (s->kind) {
     case XG_STEP_LIBRARY:
-        if (p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D) {
-            xg_conv_epi ce;
-            int m = s->outs[0];
-            bool src = p->nhwc[p->body->nodes[m]->inputs[0]], dst = p->nhwc[m];
-            snprintf(buf, len, "oneDNN convolution primitive (f64: im2col and OpenBLAS), made once per program "
-                     "with its constant weights packed once, on the OpenMP team%s%s",
-                     xg_conv_epilogue(p, i, &ce) ? "; the next step runs inside it as post-ops" : "",
-                     src && dst ? "; input and output channels-last (NHWC), no conversion"
-                     : src      ? "; input channels-last (NHWC), output converted to NCHW"
-                     : dst      ? "; input converted from NCHW, output channels-last (NHWC)"
-                                : "");
-        }
-        else if (i + 1 < p->n_steps && p->steps[i + 1].panel)
-            snprintf(buf, len, "oneDNN matmul primitive (f32; f64: OpenBLAS), the whole product on the OpenMP "
-                     "team; then its epilogue (the next step%s) over the product's rows, a range per thread",
-                     i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
-        else
-            snprintf(buf, len, "oneDNN matmul primitive (f32), or OpenBLAS gemm (one thread each) over batch "
-                     "elements and row or column blocks in an OpenMP loop (f64)");
+        library_text(p, i, buf, len);
         return;
     case XG_STEP_LOOP:
         xg_items_text(p, items, "elements", n, sizeof n);
@@ -416,5 +449,6 @@ const xg_backend xg_backend_c = {
     .launch = launch_c,
     .run_rows = run_rows_c,
     .conv_epilogue = xg_c_conv_epilogue,
+    .attention = xg_c_attention,
     .unload = unload_c,
 };
