@@ -4,8 +4,9 @@
 # libxlac.so inside the package), installs it into a fresh venv (python/.venv-test, made
 # anew each time) with numpy, pytest, onnx and onnxruntime, and runs python/tests against
 # the installed package (XLAC_TEST_INSTALLED=1: a test checks that `import xlac` is the
-# installed one and finds its libraries with no environment variable). Ends with pytest's
-# summary line ("N passed in S s").
+# installed one and finds its libraries with no environment variable; XLAC_TEST_WHEEL: the
+# wheel, whose bundled libraries test_wheel.py checks). Ends with pytest's summary line
+# ("N passed in S s").
 # The builder venv (python/.venv-build: build, scikit-build-core) and CMake's build folder
 # (python/build/) are kept between runs, so a second run rebuilds only what changed.
 set -euo pipefail
@@ -28,5 +29,6 @@ python/.venv-test/bin/python "${pip_q[@]}" onnx onnxruntime ||
     echo "test_python: onnx/onnxruntime not installed: the ONNX tests are skipped" >&2
 # from a folder outside the source tree, so that `import xlac` can only be the installed package
 cd python/tests
-env -u XLAC_LIB_DIR -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS XLAC_TEST_INSTALLED=1 \
+wheel=$(ls "$PWD"/../dist/xlac-*.whl)
+env -u XLAC_LIB_DIR -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS XLAC_TEST_INSTALLED=1 XLAC_TEST_WHEEL="$wheel" \
     ../.venv-test/bin/python -m pytest -q -p no:cacheprovider . "$@"

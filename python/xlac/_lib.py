@@ -4,7 +4,8 @@ for clustering.
 
 Libraries: $XLAC_LIB_DIR when set (a build to test), else the package's own
 lib/ folder (pip installs them there, built by CMake through
-scikit-build-core), else build/lib of the source tree this file is in.
+scikit-build-core, with the third-party libraries they need beside them:
+_load_bundled), else build/lib of the source tree this file is in.
 
 The plugin is loaded once and configured per session: the process's
 configuration is XLAC_AUTO_JIT and XLAC_FLAGS as the environment has them
@@ -100,6 +101,26 @@ def _path(name):
     return p
 
 
+def _load_bundled(folder):
+    """
+    Loads the third-party libraries a wheel carries in its lib/ (python/bundle_libs.cmake put
+    them there: oneDNN, OpenBLAS, libgomp, ... and their own dependencies), by full path, with
+    RTLD_GLOBAL, in bundled.txt's order: leaves first (libquadmath before libgfortran before
+    libopenblas). Our libraries find them through their RUNPATH $ORIGIN, but RUNPATH is not
+    transitive: libopenblas's own libgfortran, or libdnnl's libOpenCL, would be searched for
+    in the machine's folders only. Once loaded, a library answers every later lookup of its
+    SONAME (the name it is bundled under) in the process: libopenblas's libgfortran, and a
+    compiled cluster's libgomp, are then these copies. No bundled.txt (a build tree, or
+    XLAC_LIB_DIR): the machine's libraries, as the build linked them.
+    """
+    order = os.path.join(folder, "bundled.txt")
+    if not os.path.exists(order):
+        return
+    with open(order, encoding="utf-8") as f:
+        for name in f.read().split():
+            ctypes.CDLL(os.path.join(folder, name), mode=ctypes.RTLD_GLOBAL)
+
+
 def executor():
     """libxlac_executor.so, loaded once (RTLD_GLOBAL: the plugin and generated code share it)."""
     global _exe
@@ -108,7 +129,9 @@ def executor():
             # as xlac-run does: OpenMP threads that spin collapse on a busy machine; libgomp
             # reads this when it loads, just below
             os.environ.setdefault("OMP_WAIT_POLICY", "passive")
-            lib = ctypes.CDLL(_path("libxlac_executor.so"), mode=ctypes.RTLD_GLOBAL)
+            path = _path("libxlac_executor.so")
+            _load_bundled(os.path.dirname(path))
+            lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
             for name, (res, args) in _SIGNATURES.items():
                 fn = getattr(lib, name)
                 fn.restype, fn.argtypes = res, args
@@ -136,7 +159,8 @@ def _check_env(plugin):
     """
     The plugin's constructor ends the process on a bad XLAC_AUTO_JIT or XLAC_FLAGS in the
     environment (exit 2) or on --help (exit 0): try it in a child first, so that here it
-    is an exception.
+    is an exception. (LD_LIBRARY_PATH: the child finds a wheel's bundled libraries there,
+    as _load_bundled does here.)
     """
     env = dict(os.environ, LD_LIBRARY_PATH=lib_dir() + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
     code = "import ctypes, sys; ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)"
