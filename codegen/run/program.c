@@ -20,6 +20,8 @@
 #include "fpenv.h"
 #include "plan.h"
 #include "program_impl.h"
+#include "xlac/session.h"
+#include "xlac/trace.h"
 
 /* Every materialized constant on the program's device: the node's own tensor, or a copy made once. */
 static xe_code load_consts(xg_program *p, xe_status *st)
@@ -395,6 +397,30 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
     return p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);
 }
 
+/*
+ * With a trace on, steps [i, next) of a CPU program as one slice inside its cluster launch
+ * ("cluster step": the kernel name, what it is, and its output's name), so a trace shows where
+ * a cluster's time goes (bench/profile.py sums them). GPU steps are asynchronous: not timed here.
+ */
+static void trace_step(const xg_program *p, int i, int next, double t0)
+{
+    static const char *const kinds[] = {[XG_STEP_LOOP] = "loop", [XG_STEP_REDUCE] = "reduce",
+                                        [XG_STEP_SOFTMAX] = "softmax", [XG_STEP_LIBRARY] = "library",
+                                        [XG_STEP_ROW] = "row"};
+    const xg_step *s = &p->plan->steps[i];
+    const xe_node *out = p->body->nodes[s->outs[0]];
+    const char *what = xg_runs_attention(p, i)         ? "fused attention"
+                       : s->kind == XG_STEP_LIBRARY ? xe_op_name(out->op)
+                                                    : kinds[s->kind];
+    char name[96], ename[256], args[400];
+    xg_step_name(i, name, sizeof name);
+    size_t u = strlen(name);
+    snprintf(name + u, sizeof name - u, " %s%s", what, next - i > 1 && !s->attention ? " + epilogue" : "");
+    xe_trace_json_escape(out->name, ename, sizeof ename);
+    snprintf(args, sizeof args, "\"kind\":\"%s\",\"steps\":%d,\"out\":\"%s\"", what, next - i, ename);
+    xe_trace_slice(name, "cluster step", t0, xe_now_us() - t0, args);
+}
+
 xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs, int n_outputs,
                        xe_status *st)
 {
@@ -433,7 +459,10 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         if ((c = xg_buffers_make(p, types, xg_runs_attention(p, i) ? last : i, last, bufs, ptrs, st)) != XE_OK)
             break;
         share_ptrs(p, ptrs, shared, i, last);
+        double t0 = p->device == XE_DEV_CPU && xe_trace_on() ? xe_now_us() : 0;
         c = run_step(p, i, last, types, bufs, ptrs, shared, S, &next, st);
+        if (t0 > 0 && c == XE_OK)
+            trace_step(p, i, next, t0);
         xg_buffers_release(p, next - 1, bufs, ptrs);
     }
     xg_fpenv_restore(&env);

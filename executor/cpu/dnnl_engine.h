@@ -105,9 +105,5 @@ enum {
 xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
                             xe_status *st);
 xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st);
-/* c = op(a)·op(b) (m×k times k×n, row-major f32, op a transpose where asked), on the calling
-   thread alone inside a parallel region; false when the engine refused it. */
-bool xe_dnnl_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                   const float *b, int64_t ldb, float *c, int64_t ldc);
 
 #endif

@@ -211,15 +211,3 @@ xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
     return r;
 }
 
-/*
- * One plain product of row-major f32 matrices for a caller's own blocking
- * (the fused attention's tiles, codegen/targets/c/attention_step.c):
- * oneDNN's sgemm, which runs on the calling thread alone inside an
- * OpenMP parallel region.
- */
-bool xe_dnnl_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
-                   const float *b, int64_t ldb, float *c, int64_t ldc)
-{
-    return dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, 1.0f, a, lda, b, ldb, 0.0f, c, ldc) ==
-           dnnl_success;
-}

@@ -129,8 +129,7 @@ static void gemm_blas_block(const mm_job *j, int64_t ia, int64_t ib, int64_t ic,
                     (double *)j->c->data + coff, ldc);
 }
 
-/* Flat index of a batch element of an operand broadcast against the output batch. */
-static int64_t batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat)
+int64_t xe_matmul_batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat)
 {
     int64_t idx = 0, mul = 1;
     for (int d = outb->rank - 1; d >= 0; d--) {
@@ -181,7 +180,8 @@ static void gemm_blas_parallel(const mm_job *j, const xe_shape *batch, int64_t n
     for (int64_t t = 0; t < tasks; t++) {
         int64_t i = t / parts, p = t % parts;
         int64_t lo = extent * p / parts, hi = extent * (p + 1) / parts;
-        int64_t ia = batch_index(&j->va.batch, batch, i), ib = batch_index(&j->vb.batch, batch, i);
+        int64_t ia = xe_matmul_batch_index(&j->va.batch, batch, i);
+        int64_t ib = xe_matmul_batch_index(&j->vb.batch, batch, i);
         if (by_rows)
             gemm_blas_block(j, ia, ib, i, lo, hi, 0, j->N);
         else
@@ -219,11 +219,28 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
     }
     if (j.c->dtype != XE_F32 && j.c->dtype != XE_F64) {
         for (int64_t i = 0; i < nb; i++)
-            gemm_generic(&j, batch_index(&j.va.batch, &batch, i) * j.va.rows * j.va.cols,
-                         batch_index(&j.vb.batch, &batch, i) * j.vb.rows * j.vb.cols,
+            gemm_generic(&j, xe_matmul_batch_index(&j.va.batch, &batch, i) * j.va.rows * j.va.cols,
+                         xe_matmul_batch_index(&j.vb.batch, &batch, i) * j.vb.rows * j.vb.cols,
                          i * j.M * j.N);
         return XE_OK;
     }
     gemm_blas_parallel(&j, &batch, nb);
     return XE_OK;
+}
+
+/*
+ * One plain product for a caller's own blocking (the fused attention's
+ * tiles, codegen/targets/c/attention_step.c): OpenBLAS, one thread, on
+ * the calling thread. Not oneDNN's sgemm: its first call in a process
+ * generates its kernels, 40-50 ms for a non-transposed B (measured here),
+ * which a model's first run would pay; a block's product is small enough
+ * that OpenBLAS runs it about as fast.
+ */
+void xe_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, float *c, int64_t ldc)
+{
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, blas_single_threaded);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
+                (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
 }

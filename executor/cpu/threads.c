@@ -79,16 +79,9 @@ void xe_cpu_rows(int64_t rows, int64_t cols, xe_panel_fn fn, void *ctx)
 
 void xe_cpu_engine_rows(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx)
 {
-    int threads = omp_get_max_threads();
     int64_t parts = min_part > 0 ? (rows + min_part - 1) / min_part : rows;
-    parts = parts < threads ? parts : threads;
-    if (parts <= 1) { /* the engine would start a team of its own inside each call: one thread */
-        omp_set_num_threads(1);
-        fn(ctx, 0, rows);
-        omp_set_num_threads(threads);
-        return;
-    }
-#pragma omp parallel for schedule(static) num_threads((int)parts)
+    parts = parts < omp_get_max_threads() ? parts : omp_get_max_threads();
+#pragma omp parallel for schedule(static) if (parts > 1)
     for (int64_t k = 0; k < parts; k++)
         fn(ctx, rows * k / parts, rows * (k + 1) / parts);
 }

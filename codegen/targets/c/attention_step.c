@@ -5,14 +5,15 @@
  * rows. Each thread takes a range of the scores' rows (xe_cpu_engine_rows) and
  * walks it in blocks that stay inside one batch matrix; for a block it
  *   1. computes the block's scores, op(Q)[rows]·op(K), into a tile of its
- *      own (oneDNN's sgemm on the calling thread);
+ *      own (xe_cpu_sgemm: OpenBLAS on the calling thread; oneDNN's sgemm
+ *      would cost 40-50 ms of kernel generation in a process's first run);
  *   2. runs each panel step's generated kernel on the block's rows, with
  *      the pointers of every value the group writes moved onto the
  *      thread's tiles, so the kernels index them by the same row numbers
  *      they would use in a whole buffer;
  *   3. multiplies the tile the product reads by op(V) into the block's
  *      rows of the output.
- * A tile holds at most 64 rows and 64 KiB of scores, so the block's
+ * A tile holds at most 64 rows and 128 KiB of scores, so the block's
  * values stay in the core's cache between the three; the score matrix
  * and softmax of every (batch, head) are never written to memory whole.
  */
@@ -21,10 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/dnnl_engine.h"
 #include "program_impl.h"
+#include "xlac/op.h"
 
-enum { TILE_SCORES = 16384, TILE_ROWS = 64 }; /* elements of a block's scores; rows of a block */
+enum { TILE_SCORES = 32768, TILE_ROWS = 64 }; /* elements of a block's scores; rows of a block */
 
 /* A matrix operand as stored: the buffer, its shape, and whether the product reads it transposed. */
 typedef struct operand {
@@ -60,17 +61,10 @@ static operand operand_of(const xg_program *p, const xe_type *types, int m, int 
 /* Elements from x's start to its matrix of the product's batch index b (batch dims broadcast). */
 static int64_t batch_offset(const xe_shape *x, const xe_shape *prod, int64_t b)
 {
-    int64_t off = 0, stride = x->dims[x->rank - 1] * x->dims[x->rank - 2];
-    for (int d = prod->rank - 3, e = x->rank - 3; d >= 0; d--, e--) {
-        int64_t i = b % prod->dims[d];
-        b /= prod->dims[d];
-        if (e < 0)
-            continue;
-        if (x->dims[e] != 1)
-            off += i * stride;
-        stride *= x->dims[e];
-    }
-    return off;
+    xe_shape xb = {.rank = x->rank - 2}, pb = {.rank = prod->rank - 2};
+    memcpy(xb.dims, x->dims, sizeof *xb.dims * (size_t)xb.rank);
+    memcpy(pb.dims, prod->dims, sizeof *pb.dims * (size_t)pb.rank);
+    return xe_matmul_batch_index(&xb, &pb, b) * x->dims[x->rank - 1] * x->dims[x->rank - 2];
 }
 
 /* Row r0 of op(x)'s matrix b (rows of op(x) are columns of a transposed x) and its leading dim. */
@@ -106,19 +100,18 @@ static void *const *step_pointers(const xg_program *p, int j, void **tp, void **
 }
 
 /* Rows [r, e) of one batch matrix b: scores, the panel steps, the product. */
-static bool run_block(const att_run *a, void **tp, void **scratch, int64_t b, int64_t r, int64_t e)
+static void run_block(const att_run *a, void **tp, void **scratch, int64_t b, int64_t r, int64_t e)
 {
     int64_t q0 = r - b * a->lq, n = e - r, ldq, ldk, ldv;
     const float *q = rows_of(&a->q, a->scores, b, q0, &ldq);
     const float *k = rows_of(&a->k, a->scores, b, 0, &ldk);
     float *s = (float *)tp[a->p->plan->steps[a->first].outs[0]] + r * a->lk;
-    if (!xe_dnnl_sgemm(a->q.trans, a->k.trans, n, a->lk, a->depth, q, ldq, k, ldk, s, a->lk))
-        return false;
+    xe_cpu_sgemm(a->q.trans, a->k.trans, n, a->lk, a->depth, q, ldq, k, ldk, s, a->lk);
     for (int j = a->first + 1; j < a->pv; j++)
         a->p->backend->run_rows(a->p, j, step_pointers(a->p, j, tp, scratch), a->S, r, e);
     const float *pm = (const float *)tp[a->p_node] + r * a->lk, *v = rows_of(&a->v, a->scores, b, 0, &ldv);
     float *o = a->out + (b * a->lq + q0) * a->dv;
-    return xe_dnnl_sgemm(false, a->v.trans, n, a->dv, a->lk, pm, a->lk, v, ldv, o, a->dv);
+    xe_cpu_sgemm(false, a->v.trans, n, a->dv, a->lk, pm, a->lk, v, ldv, o, a->dv);
 }
 
 /* One thread's rows [r0, r1), in blocks inside one batch matrix each. */
@@ -128,18 +121,17 @@ static void attention_rows(void *ctx, int64_t r0, int64_t r1)
     size_t n = (size_t)a->p->body->n_nodes + 1;
     void **tp = malloc(2 * n * sizeof *tp);
     char *tiles = malloc(a->tile_bytes);
-    bool ok = tp && tiles;
-    if (ok)
+    if (!tp || !tiles)
+        atomic_store(&a->failed, true);
+    else
         memcpy(tp, a->ptrs, n * sizeof *tp);
-    for (int64_t r = r0, e; ok && r < r1; r = e) {
+    for (int64_t r = r0, e; tp && tiles && r < r1; r = e) {
         int64_t b = r / a->lq, end = (b + 1) * a->lq;
         e = r + a->block < end ? r + a->block : end;
         e = e < r1 ? e : r1;
         onto_tiles(a, tp, tiles, r);
-        ok = run_block(a, tp, tp + n, b, r, e);
+        run_block(a, tp, tp + n, b, r, e);
     }
-    if (!ok)
-        atomic_store(&a->failed, true);
     free(tiles);
     free(tp);
 }
@@ -184,7 +176,7 @@ xe_code xg_c_attention(xg_program *p, int first, int pv, const xe_type *types, x
     xe_cpu_engine_rows(rows, a.block, attention_rows, &a);
     free(per_row);
     if (atomic_load(&a.failed))
-        return xe_fail(st, XE_ERR_RUNTIME, "fused attention %s: oneDNN's sgemm failed, or out of memory for a "
-                       "thread's tiles", plan->body->nodes[qk]->name);
+        return xe_fail(st, XE_ERR_NOMEM, "fused attention %s: out of memory for a thread's tiles",
+                       plan->body->nodes[qk]->name);
     return XE_OK;
 }

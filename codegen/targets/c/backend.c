@@ -248,11 +248,11 @@ static bool attention_text(const xg_plan *p, int i, char *buf, size_t len)
     xg_step_name(pv, b, sizeof b);
     if (i == first)
         snprintf(buf, len, "fused attention with the steps up to %s: each thread takes a range of the scores' "
-                 "rows in blocks (at most 64 rows and 64 KiB of scores, inside one batch matrix); per block, "
-                 "oneDNN's sgemm writes the block's scores into the thread's tile, the steps up to %s run on "
+                 "rows in blocks (at most 64 rows and 128 KiB of scores, inside one batch matrix); per block, "
+                 "a single-threaded OpenBLAS sgemm writes the block's scores into the thread's tile, the steps up to %s run on "
                  "it, and %s multiplies it by V into the output; the scores are never written whole", b, b, b);
     else if (i == pv)
-        snprintf(buf, len, "the product of the fused attention %s with V, a block of rows at a time (oneDNN's "
+        snprintf(buf, len, "the product of the fused attention %s with V, a block of rows at a time (OpenBLAS "
                  "sgemm on the thread's tile)", a);
     else
         snprintf(buf, len, "on each block of rows of the fused attention %s, in the thread's tiles, simd along "

@@ -132,14 +132,18 @@ typedef struct xe_op_def {
 typedef void (*xe_panel_fn)(void *ctx, int64_t r0, int64_t r1);
 void xe_cpu_rows(int64_t rows, int64_t cols, xe_panel_fn fn, void *ctx);
 /*
- * The same for ranges that call the engine (oneDNN) themselves, each call
- * then on its thread alone: one range per thread, each of at least
- * min_part rows. With one range, it runs on the calling thread with the
- * thread count set to 1 for its duration, since the engine called outside
- * a parallel region starts a team of its own for every call (a 64×64×64
- * sgemm took 117 µs so, against 12 µs on one thread).
+ * The same for ranges that each make library calls of their own on their
+ * thread alone (xe_cpu_sgemm): one range per thread, each of at least
+ * min_part rows, so that a small problem is not cut finer than a block.
  */
 void xe_cpu_engine_rows(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx);
+/* The flat index of the batch element of an operand with batch dims opb that batch element flat of
+   a product with batch dims outb reads (dims broadcast as numpy's matmul does). */
+int64_t xe_matmul_batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat);
+/* c = op(a)·op(b), m×k times k×n, row-major f32 (op: a transpose where asked), on the calling thread
+   alone (OpenBLAS, one thread): a caller's own blocks of a product (executor/cpu/matmul.c says why). */
+void xe_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
+                  const float *b, int64_t ldb, float *c, int64_t ldc);
 
 /* transpose's permutation of a node (default: reversed axes), validated. */
 xe_code xe_transpose_perm(const xe_node *n, int rank, int *perm, xe_status *st);
