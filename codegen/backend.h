@@ -66,7 +66,12 @@ typedef struct xg_backend {
     /* -- compile, load, launch, unload -- */
     int (*arch)(int requested);                    /* the architecture an artifact is built for (C: 0) */
     int (*device_arch)(void);                      /* the running device's architecture (C: 0) */
-    const char *(*compiler_id)(const xg_options *o); /* the compiler's version text, for cache keys */
+    /* The compiler's version text, for cache keys; *known: it answered (a text that says it could
+       not be asked is never remembered). Asking may cost a process or a library's load. */
+    const char *(*compiler_id)(const xg_options *o, bool *known);
+    /* What the compiler's files are now, cheaply (paths and stats): compiler_id is remembered on
+       disk under it (codegen/cache/compiler_memo.c); false: not told, compiler_id is asked. */
+    bool (*compiler_stamp)(const xg_options *o, xe_text *out);
     void (*target_text)(const xg_artifact *a, char *buf, size_t len); /* "c", "cuda sm_90" */
     const char *(*code_ext)(const xg_artifact *a); /* extension of the compiled code: so, cubin, ptx */
     const char *(*compiler_words)(bool is_ptx);    /* "cc", "NVRTC to cubin": xg_compiler_words */

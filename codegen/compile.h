@@ -10,6 +10,7 @@
 #include <sys/types.h>
 
 #include "xlac/status.h"
+#include "xlac/text.h"
 
 /* C source → shared object with the compiler command cc, in a private folder under tmp_dir;
    timeout_s: the compiler (its whole process group) is killed after that many seconds, 0: no limit. */
@@ -26,9 +27,22 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
 char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math);
 /* PTX text of source for compute_<arch> (for dumps). */
 char *xg_nvrtc_ptx(const char *source, int arch, bool fast_math);
-/* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. The first cc asked about is the one probed. */
-const char *xg_cc_version(const char *cc, const char *tmp_dir, int timeout_s);
-const char *xg_nvrtc_version(void);
+/* "gcc (Debian 12.2.0-14) 12.2.0" / "nvrtc 13.0"; static storage. The first cc asked about is the one
+   probed. *known (may be NULL): the compiler answered (else the text says "version unknown" / "unavailable"). */
+const char *xg_cc_version(const char *cc, const char *tmp_dir, int timeout_s, bool *known);
+const char *xg_nvrtc_version(bool *known);
+/*
+ * What the compiler's files are now, cheaply (a stat per file, no process): the command, then for
+ * each word that names a program (found as posix_spawnp finds it) its resolved path, device,
+ * inode, size, mtime and ctime. Another binary at the path, or one changed in place, gives
+ * another stamp. false: it cannot be told (the compiler is not found).
+ */
+bool xg_cc_stamp(const char *cc, xe_text *out);
+/* " PATH dev:ino:size:mtime:ctime" of the file at path (its links resolved); false when it cannot be told. */
+bool xg_stamp_file(const char *path, xe_text *out);
+/* The same for NVRTC: the library file it is loaded from (the toolkit's, as built against); false
+   when that file is not there (NVRTC then comes from the loader's path, which is not stamped). */
+bool xg_nvrtc_stamp(xe_text *out);
 /* As xg_nvrtc_compile for a cubin, the kernels split into at most `parts` programs compiled on as many threads
    (1: one program); more than one part gives a pack of cubins (below). */
 xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int parts, void **code, size_t *len,

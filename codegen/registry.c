@@ -52,8 +52,18 @@ const char *xg_compiler_words(xg_target t, bool is_ptx)
     return backends[t]->compiler_words(is_ptx);
 }
 
-const char *xg_compiler_id(xg_target target, const xg_options *o)
+const char *xg_compiler_id(xg_target target, const xg_options *o, bool *known)
 {
-    return xg_backend_for(target)->compiler_id(o);
+    bool k = false;
+    const char *id = xg_backend_for(target)->compiler_id(o, &k);
+    if (known)
+        *known = k;
+    return id;
+}
+
+bool xg_compiler_stamp(xg_target target, const xg_options *o, xe_text *out)
+{
+    const xg_backend *b = xg_backend_for(target);
+    return b->compiler_stamp && b->compiler_stamp(o, out);
 }
 

@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "xg.h"
+#include "xlac/text.h"
 
 typedef struct xg_artifact {
     xg_target target;
@@ -44,8 +45,11 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
                  xg_target target, int arch, const xg_options *o, xg_artifact **out,
                  xe_status *st);
 
-/* Hash of everything in the generator and compiler that changes code ("gcc 12.2.0", NVRTC 13.0, flags). */
-const char *xg_compiler_id(xg_target target, const xg_options *o);
+/* The compiler's identity in cache keys ("gcc (Debian 12.2.0-14) 12.2.0", "nvrtc 13.0"), asked of it (a
+   process, or NVRTC's load); *known (may be NULL): it answered. xg_cache_compiler_id remembers it. */
+const char *xg_compiler_id(xg_target target, const xg_options *o, bool *known);
+/* The target's compiler files as they are now, cheaply (backend.h's compiler_stamp); false: not told. */
+bool xg_compiler_stamp(xg_target target, const xg_options *o, xe_text *out);
 
 typedef struct xg_program xg_program;
 

@@ -5,9 +5,10 @@
  * it finds (XE_DEVICES in CMakeLists.txt) and generates the registry,
  * xe_device_registry, from that list: adding a device is one folder plus
  * one line there. A device whose libraries a CPU program must not need
- * (CUDA) is built as a library of its own and loaded when its slot is
- * first asked for (device_load.c). device.c answers the public
- * xlac/device.h through it.
+ * (CUDA) is built as a library of its own and loaded when its device is
+ * first needed (device_load.c); what its slot is called is known without
+ * it (xe_device_slot_facts). device.c answers the public xlac/device.h
+ * through it.
  */
 #ifndef XE_DEVICE_IMPL_H
 #define XE_DEVICE_IMPL_H
@@ -57,25 +58,36 @@ extern const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT];
 extern const xe_device_ops *const xe_device_registry[];
 
 /* A device built as a library of its own (xe_add_device_module in CMakeLists.txt): the executor
-   loads `library` from its own folder and takes its table `table` the first time the slot is
-   asked for (device_load.c). Generated too; ends with slot XE_DEV_COUNT. */
+   loads `library` from its own folder and takes its table `table` the first time the device is
+   needed (device_load.c). Generated too; ends with slot XE_DEV_COUNT. */
 typedef struct xe_device_module {
     xe_device slot;
     const char *library; /* "libxlac_cuda.so" */
     const char *table;   /* "xe_device_cuda" */
     const char *label;   /* "CUDA": its messages before it is loaded */
+    const char *driver;  /* "libcuda.so.1": opened first; when it cannot be, the library is not loaded (NULL: none) */
 } xe_device_module;
 extern const xe_device_module xe_device_modules[];
 
 /* The table of the module that fills dev's slot, loaded on the first call; NULL when this build has
    no module there or it could not be loaded (then xe_device_module_error says why). */
 const xe_device_ops *xe_device_module_ops(xe_device dev);
+/* The same, but never loading: NULL until a load of dev's module has been tried (and succeeded). */
+const xe_device_ops *xe_device_module_loaded(xe_device dev);
 /* Why dev's module could not be loaded ("CUDA device library not found: ..."), or "". */
 const char *xe_device_module_error(xe_device dev);
 /* Whether this build has a module for dev's slot (loaded or not). */
 bool xe_device_module_built(xe_device dev);
 
-/* The table of dev's slot (a table that is never available when this build has no device there). */
+/* The table of dev's slot (a table that is never available when this build has no device there).
+   It loads the slot's library the first time, where the slot is a module's. */
 const xe_device_ops *xe_device_ops_of(xe_device dev);
+/* What dev's slot is called and whether placement may choose it (name, xla_name, word, label,
+   auto_place), without loading anything: the built-in device's table, else the slot's own facts,
+   which a module's table must repeat (device_load.c refuses one that does not). */
+const xe_device_ops *xe_device_slot_facts(xe_device dev);
+/* Called once a module's table is loaded (under device_load.c's lock): the built-in ops take its
+   per-op kernels for the slot (ops.c; until then their kernel[slot] entries are NULL). */
+void xe_ops_device_loaded(xe_device dev, const xe_kernel_fn *kernels);
 
 #endif

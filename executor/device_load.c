@@ -4,12 +4,23 @@
  * gigabyte) are libxlac_cuda.so, not part of libxlac_executor.so, so a
  * program that runs only on the CPU (an ahead-of-time artifact copied to
  * a CPU server, docs/aot.md) needs none of them. The first time anything
- * asks about such a device's slot, the library is loaded with dlopen from
- * the folder libxlac_executor.so itself was loaded from, and its table
- * (`xe_device_NAME`) answers for the slot from then on. A library that
- * is absent or cannot be loaded leaves the slot unavailable, with the
- * reason kept for the message a user sees when they ask for that device
- * ("CUDA device library not found: ..."). Libraries are never unloaded.
+ * needs the device itself (is it available, allocate, run a kernel), the
+ * library is loaded with dlopen from the folder libxlac_executor.so itself
+ * was loaded from, and its table (`xe_device_NAME`) answers for the slot
+ * from then on; its per-op kernels join the op table then
+ * (xe_ops_device_loaded). What a slot is called, and whether placement may
+ * choose it, are the slot's own facts (device.c): asking them loads
+ * nothing, so a run on the CPU never loads the library.
+ *
+ * A device with a driver (CUDA: libcuda.so.1, which the CUDA runtime opens
+ * at its start) is tried cheaply first: when the driver library cannot be
+ * opened, no device of that kind can work on this machine, and the slot is
+ * unavailable without loading the device's own library (hundreds of MB of
+ * runtime and BLAS, about 80 ms of every start on a machine without a
+ * GPU). A library that is absent or cannot be loaded leaves the slot
+ * unavailable too, with the reason kept for the message a user sees when
+ * they ask for that device ("CUDA device library not found: ...", "no CUDA
+ * driver (libcuda.so.1: ...)"). Libraries are never unloaded.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -52,27 +63,51 @@ static void library_path(const xe_device_module *m, char *path, size_t cap)
         snprintf(path, cap, "%s", m->library); /* no folder known: the loader's search path */
 }
 
+/*
+ * Whether m's driver library (NULL: it has none) opens; else says why not in err. The handle is
+ * kept: the device's runtime opens the same library when it starts.
+ */
+static bool driver_present(const xe_device_module *m, char *err, size_t cap)
+{
+    if (!m->driver || dlopen(m->driver, RTLD_LAZY | RTLD_LOCAL))
+        return true;
+    const char *why = dlerror();
+    snprintf(err, cap, "no %s driver (%s)", m->label, why ? why : m->driver);
+    return false;
+}
+
+/* Whether a module's table names its slot as the slot's own facts do (device.c reads them unloaded). */
+static bool same_facts(const xe_device_ops *o, const xe_device_ops *facts)
+{
+    return o->slot == facts->slot && !strcmp(o->name, facts->name) && !strcmp(o->xla_name, facts->xla_name) &&
+           !strcmp(o->word, facts->word) && !strcmp(o->label, facts->label) && o->auto_place == facts->auto_place;
+}
+
 /* Loads m into mods.ops[slot], or says why not in mods.error[slot]. */
 static void load(const xe_device_module *m)
 {
     char path[512], *err = mods.error[m->slot];
     size_t cap = sizeof mods.error[m->slot];
     library_path(m, path, sizeof path);
+    if (access(path, F_OK) != 0) {
+        snprintf(err, cap, "%s device library not found: %s", m->label, path);
+        return;
+    }
+    if (!driver_present(m, err, cap))
+        return;
     void *h = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *why = dlerror();
-        if (access(path, F_OK) != 0)
-            snprintf(err, cap, "%s device library not found: %s", m->label, path);
-        else
-            snprintf(err, cap, "%s device library %s could not be loaded: %s", m->label, path, why ? why : "?");
+        snprintf(err, cap, "%s device library %s could not be loaded: %s", m->label, path, why ? why : "?");
         return;
     }
     const xe_device_ops *o = dlsym(h, m->table);
-    if (!o || o->slot != m->slot) {
+    if (!o || !same_facts(o, xe_device_slot_facts(m->slot))) {
         snprintf(err, cap, "%s device library %s has no device table %s for its slot", m->label, path, m->table);
         return;
     }
     mods.ops[m->slot] = o;
+    xe_ops_device_loaded(m->slot, o->kernels);
 }
 
 const xe_device_ops *xe_device_module_ops(xe_device dev)
@@ -90,6 +125,13 @@ const xe_device_ops *xe_device_module_ops(xe_device dev)
         }
         pthread_mutex_unlock(&mods.lock);
     }
+    return mods.ops[dev];
+}
+
+const xe_device_ops *xe_device_module_loaded(xe_device dev)
+{
+    if (dev >= XE_DEV_COUNT || !atomic_load_explicit(&mods.tried[dev], memory_order_acquire))
+        return NULL;
     return mods.ops[dev];
 }
 

@@ -155,7 +155,8 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
                           xe_tensor **result, xe_status *st)
 {
     xe_device dev = n->device;
-    if (!d->kernel[dev])
+    xe_kernel_fn kernel = xe_op_kernel(d, dev);
+    if (!kernel)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "no %s kernel", xe_device_name(dev));
     if (n->op == XE_OP_CONST && n->value && n->value->device == dev) {
         *result = xe_tensor_retain(n->value); /* shared, never copied per run (model weights) */
@@ -182,7 +183,7 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
         xe_tensor_release(out);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
-    if (d->kernel[dev](&a, st) != XE_OK) {
+    if (kernel(&a, st) != XE_OK) {
         xe_tensor_release(out);
         xe_tensor_release(ret);
         return st->code != XE_OK ? st->code : xe_fail(st, XE_ERR_RUNTIME, "kernel failed");

@@ -70,18 +70,33 @@ static builtin_impl impl_by_class(xe_op_class cls)
     }
 }
 
-/* Shape function and kernels of built-in op `op` of class cls: each device's entry for its kernel. */
-static void fill_builtin(xe_op_def *d, int op)
+/* Built-in op `op`'s shape function and kernel, by its name else by its class d->cls. */
+static builtin_impl impl_of(const xe_op_def *d, int op)
 {
     builtin_impl impl = impl_by_op(op);
-    if (impl.kernel == XE_KERNEL_COUNT)
-        impl = impl_by_class(d->cls);
-    *d = (xe_op_def){.infer = impl.infer};
-    if (impl.kernel == XE_KERNEL_NONE)
-        return;
+    return impl.kernel == XE_KERNEL_COUNT ? impl_by_class(d->cls) : impl;
+}
+
+/* d's entry for its kernel on dev, from dev's table (NULL: the table is not known yet), or none. */
+static void set_kernel(xe_op_def *d, xe_kernel_id k, xe_device dev, const xe_kernel_fn *kernels)
+{
+    bool cpu_only = dev != XE_DEV_CPU && (d->flags & XE_OPF_CPU_ONLY);
+    d->kernel[dev] = kernels && k != XE_KERNEL_NONE && !cpu_only ? kernels[k] : NULL;
+}
+
+/*
+ * Shape function and kernels of built-in op `op` of class d->cls: each device's entry for its
+ * kernel, of the devices whose table is here (a module's slot gets its entries when it loads:
+ * xe_ops_device_loaded).
+ */
+static void fill_builtin(xe_op_def *d, int op)
+{
+    builtin_impl impl = impl_of(d, op);
+    d->infer = impl.infer;
     for (int dev = 0; dev < XE_DEV_COUNT; dev++) {
-        const xe_device_ops *o = xe_device_ops_of((xe_device)dev);
-        d->kernel[dev] = o->kernels ? o->kernels[impl.kernel] : NULL;
+        const xe_device_ops *o = xe_device_module_built((xe_device)dev) ? xe_device_module_loaded((xe_device)dev)
+                                                                       : xe_device_slot_facts((xe_device)dev);
+        set_kernel(d, impl.kernel, (xe_device)dev, o ? o->kernels : NULL);
     }
 }
 
@@ -108,17 +123,27 @@ static void ensure_builtins(void)
     for (int op = 0; op < XE_OP_COUNT; op++) {
         const builtin_row *r = &builtin_rows[op];
         xe_op_def *d = &op_table[op];
-        d->cls = r->cls;
+        *d = (xe_op_def){.name = r->name, .min_inputs = r->min_in, .max_inputs = r->max_in, .cls = r->cls,
+                         .flags = r->flags};
         fill_builtin(d, op);
-        d->name = r->name;
-        d->min_inputs = r->min_in;
-        d->max_inputs = r->max_in;
-        d->cls = r->cls;
-        d->flags = r->flags;
-        for (int dev = XE_DEV_CPU + 1; dev < XE_DEV_COUNT && (d->flags & XE_OPF_CPU_ONLY); dev++)
-            d->kernel[dev] = NULL;
     }
     n_ops = XE_OP_COUNT;
+}
+
+void xe_ops_device_loaded(xe_device dev, const xe_kernel_fn *kernels)
+{
+    ensure_builtins();
+    for (int op = 0; op < XE_OP_COUNT; op++)
+        set_kernel(&op_table[op], impl_of(&op_table[op], op).kernel, dev, kernels);
+}
+
+xe_kernel_fn xe_op_kernel(const xe_op_def *d, xe_device dev)
+{
+    if (!d || dev >= XE_DEV_COUNT)
+        return NULL;
+    if (xe_device_module_built(dev))
+        xe_device_module_ops(dev); /* loaded the first time: its kernels join the table */
+    return d->kernel[dev];
 }
 
 const xe_op_def *xe_op_get(int op)

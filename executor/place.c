@@ -3,7 +3,9 @@
  * placement may choose by itself, in registry order) that is available
  * and has a kernel for it, unless the user asked for the CPU; otherwise to
  * the CPU (unique, for one, is CPU-only by design; so is every op on a
- * narrow dtype, u8 .. bf16, which only the CPU kernels know). A composite node goes
+ * narrow dtype, u8 .. bf16, which only the CPU kernels know). A placement on
+ * the CPU asks no accelerator whether it is there (a CUDA build does not load
+ * its device library for it). A composite node goes
  * where its body's ops went. Graph inputs live on the host; the executor
  * copies values between devices as consumers need.
  */
@@ -43,7 +45,7 @@ static xe_device place_node(const xe_graph *g, const xe_node *n, xe_device acc)
         }
         return XE_DEV_CPU;
     }
-    return d && d->kernel[acc] && !touches_narrow(g, n) ? acc : XE_DEV_CPU;
+    return xe_op_kernel(d, acc) && !touches_narrow(g, n) ? acc : XE_DEV_CPU;
 }
 
 static void place_graph(xe_graph *g, xe_device acc)
@@ -67,10 +69,14 @@ xe_code xe_graph_place_on(xe_graph *g, xe_device dev, xe_status *st)
 
 xe_code xe_graph_place(xe_graph *g, xe_place_mode mode, xe_status *st)
 {
+    if (mode == XE_PLACE_CPU) { /* no accelerator is asked about: none of their libraries is loaded */
+        place_graph(g, XE_DEV_CPU);
+        return XE_OK;
+    }
     xe_device acc = accelerator();
     if (mode == XE_PLACE_GPU && acc == XE_DEV_CPU)
         return xe_fail(st, XE_ERR_DEVICE, "--device gpu: no %s device (%s)", xe_device_label(XE_DEV_GPU),
                        xe_device_unavailable_reason(XE_DEV_GPU));
-    place_graph(g, mode == XE_PLACE_CPU ? XE_DEV_CPU : acc);
+    place_graph(g, acc);
     return XE_OK;
 }

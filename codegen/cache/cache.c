@@ -51,7 +51,8 @@ void xg_launch_init(xg_launch *l, xg_cache *c, const xe_graph *body, const char 
 
 void xg_launch_key(const xg_launch *l, const char *pattern, xe_text *key)
 {
-    xg_key_of(l->fp, l->inputs, NULL, l->n, pattern, l->target, l->arch, &l->c->o, key);
+    xg_key_of(l->fp, l->inputs, NULL, l->n, pattern, l->target, l->arch, &l->c->o,
+              xg_cache_compiler_id(l->c, l->target), key);
 }
 
 char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, const xg_options *o)
@@ -59,7 +60,7 @@ char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target tar
     char fp[40];
     xe_text key = {0};
     xg_fingerprint(body, fp);
-    xg_key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o, &key);
+    xg_key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o, xg_compiler_id(target, o, NULL), &key);
     return xe_text_take(&key);
 }
 
@@ -76,6 +77,7 @@ xg_cache *xg_cache_new(const xg_options *o, xe_status *st)
     if (c->o.compile_threshold < 1)
         c->o.compile_threshold = 1;
     pthread_mutex_init(&c->lock, NULL);
+    pthread_mutex_init(&c->compiler_lock, NULL);
     pthread_cond_init(&c->async_done, NULL);
     const char **strings[] = {&c->o.cache_dir, &c->o.dump_dir, &c->o.cc, &c->o.tmp_dir};
     for (int i = 0; i < 4; i++) {
@@ -121,6 +123,7 @@ void xg_cache_destroy(xg_cache *c)
     }
     xg_disk_close(&c->disk);
     pthread_mutex_destroy(&c->lock);
+    pthread_mutex_destroy(&c->compiler_lock);
     pthread_cond_destroy(&c->async_done);
     for (int i = 0; i < 4; i++)
         free(c->owned[i]);

@@ -30,10 +30,10 @@ void xg_shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, char ou
 /*
  * Appends the signature key of fingerprint fp to key: the types of the
  * tensors in (or of types when in is NULL), or, pattern given, the
- * shape-generic program's pattern (cache_key.c).
+ * shape-generic program's pattern, and compiler, the compiler's id (cache_key.c).
  */
 void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
-               xg_target target, int arch, const xg_options *o, xe_text *key);
+               xg_target target, int arch, const xg_options *o, const char *compiler, xe_text *key);
 
 /* The XXH3 128-bit hash of len bytes as 32 hex digits (out holds 33). */
 void xg_hash_hex(const void *data, size_t len, char out[33]);

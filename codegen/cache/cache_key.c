@@ -69,10 +69,11 @@ static void append_code_options(const xg_options *o, xe_text *key)
 
 /*
  * The key of a signature: its input types (of the tensors in, or types
- * when in is NULL), or (pattern given) its shape-generic program's pattern.
+ * when in is NULL), or (pattern given) its shape-generic program's pattern;
+ * compiler is the target's compiler id (xg_cache_compiler_id).
  */
 void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
-               xg_target target, int arch, const xg_options *o, xe_text *key)
+               xg_target target, int arch, const xg_options *o, const char *compiler, xe_text *key)
 {
     xe_text_printf(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
     if (pattern) {
@@ -86,6 +87,6 @@ void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n
     }
     xe_text_printf(key, "|%s|arch=%d", xg_target_get(target)->name, arch);
     append_code_options(o, key);
-    xe_text_printf(key, "|%s", xg_compiler_id(target, o));
+    xe_text_printf(key, "|%s", compiler);
 }
 

@@ -77,7 +77,14 @@ struct xg_cache {
     pthread_cond_t async_done;
     int compiling_now;          /* compile_job calls under way, on any thread (under lock) */
     double last_compile_end_us; /* when the last one ended (xe_now_us), 0: none yet */
+    /* each target's compiler id, once told (compiler_memo.c; under compiler_lock, taken after lock) */
+    pthread_mutex_t compiler_lock;
+    bool compiler_told[XG_TARGET_CUDA + 1];
+    char compiler_id[XG_TARGET_CUDA + 1][256];
 };
+
+/* The compiler id of target t in c's keys: asked once a process, remembered on disk (compiler_memo.c). */
+const char *xg_cache_compiler_id(xg_cache *c, xg_target t);
 
 /* One launch of a cluster: what xg_run_cluster_info was asked, and what it has found so far. */
 typedef struct xg_launch {

@@ -156,8 +156,9 @@ static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tenso
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
                         .out = bufs[node], .cache = cache};
-    xe_code c = d->kernel[dev] ? d->kernel[dev](&a, st)
-                               : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
+    xe_kernel_fn kernel = xe_op_kernel(d, dev);
+    xe_code c = kernel ? kernel(&a, st)
+                       : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
     free(attrs);
     return c;
 }
@@ -333,9 +334,10 @@ static xe_code run_conv(xg_program *p, int node, xe_tensor **bufs, xe_status *st
         in[k] = bufs[n->inputs[k]];
     xe_kernel_args a = {.graph = p->body, .node = n, .n_in = n->n_inputs, .in = in, .out = bufs[node],
                         .cache = &p->kcache[node]};
-    if (!d->kernel[p->device])
+    xe_kernel_fn kernel = xe_op_kernel(d, p->device);
+    if (!kernel)
         return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
-    return d->kernel[p->device](&a, st); /* the slot's entries are made once, under the engine's lock */
+    return kernel(&a, st); /* the slot's entries are made once, under the engine's lock */
 }
 
 /*

@@ -50,14 +50,19 @@ static void release_all(xe_tensor **ts, int n)
     }
 }
 
-/* Would any op of g (bodies included) have run on dev if it were available? */
-static bool wants_device(const xe_graph *g, xe_device dev)
+/*
+ * Could any op of g (bodies included) have run on an accelerator, had there been one? One that
+ * computes (has a CPU kernel) and is not CPU-only: a missing device's own kernels are not known
+ * (its library is not loaded where its driver is missing).
+ */
+static bool wants_device(const xe_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
-        if (n->body ? wants_device(n->body, dev)
-                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[dev])
+        if (n->body ? wants_device(n->body)
+                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[XE_DEV_CPU] &&
+                          !(d->flags & XE_OPF_CPU_ONLY))
             return true;
     }
     return false;
@@ -75,7 +80,7 @@ static void note_no_gpu(const cli_options *o, const xe_graph *g)
         return;
     for (int d = XE_DEV_CPU + 1; d < XE_DEV_COUNT; d++)
         if (xe_device_auto_place((xe_device)d) && !xe_device_available((xe_device)d) &&
-            wants_device(g, (xe_device)d))
+            wants_device(g))
             fprintf(stderr, "xlac-run: no %s device (%s): running on CPU\n", xe_device_label((xe_device)d),
                     xe_device_unavailable_reason((xe_device)d));
 }

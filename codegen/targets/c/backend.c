@@ -317,9 +317,14 @@ static int no_device_arch(void)
     return 0;
 }
 
-static const char *compiler_id_c(const xg_options *o)
+static const char *compiler_id_c(const xg_options *o, bool *known)
 {
-    return xg_cc_version(o->cc, o->tmp_dir, o->compile_timeout_s);
+    return xg_cc_version(o->cc, o->tmp_dir, o->compile_timeout_s, known);
+}
+
+static bool compiler_stamp_c(const xg_options *o, xe_text *out)
+{
+    return xg_cc_stamp(o->cc, out);
 }
 
 static void target_text_c(const xg_artifact *a, char *buf, size_t len)
@@ -440,6 +445,7 @@ const xg_backend xg_backend_c = {
     .arch = no_arch,
     .device_arch = no_device_arch,
     .compiler_id = compiler_id_c,
+    .compiler_stamp = compiler_stamp_c,
     .target_text = target_text_c,
     .code_ext = code_ext_c,
     .compiler_words = compiler_words_c,

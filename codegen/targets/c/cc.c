@@ -347,6 +347,7 @@ xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, 
 }
 
 static char cc_version[256];
+static bool cc_known; /* the compiler answered: cc_version is its first line */
 static const char *cc_probed, *cc_probe_tmp;
 static int cc_probe_timeout_s;
 static pthread_once_t cc_once = PTHREAD_ONCE_INIT;
@@ -371,18 +372,77 @@ static void probe_cc(void)
     void *text = NULL;
     size_t len;
     if (run_tool(argv, logp, cc_probe_timeout_s, why, sizeof why) == 0 &&
-        xg_read_file(logp, &text, &len, &st) == XE_OK)
+        xg_read_file(logp, &text, &len, &st) == XE_OK) {
         xg_first_line(text, cc_version, sizeof cc_version);
+        cc_known = cc_version[0] != '\0';
+    }
     free(text);
     unlink(logp);
     private_folder_done(dir);
 }
 
-const char *xg_cc_version(const char *cc, const char *tmp_dir, int timeout_s)
+const char *xg_cc_version(const char *cc, const char *tmp_dir, int timeout_s, bool *known)
 {
     cc_probed = cc;
     cc_probe_tmp = tmp_dir;
     cc_probe_timeout_s = timeout_s;
     pthread_once(&cc_once, probe_cc);
+    if (known)
+        *known = cc_known;
     return cc_version;
+}
+
+/*
+ * The file posix_spawnp runs for word: word itself when it has a '/', else
+ * the first executable regular file word in a folder of $PATH (the
+ * compiler's environment is ours: tool_environment), as execvp searches.
+ */
+static bool find_program(const char *word, char *path, size_t len)
+{
+    struct stat sb;
+    if (strchr(word, '/')) {
+        snprintf(path, len, "%s", word);
+        return stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0;
+    }
+    const char *dirs = getenv("PATH"); /* posix_spawnp's own search path, read where it reads it */
+    if (!dirs)
+        dirs = "/bin:/usr/bin";
+    for (const char *d = dirs;; d += strcspn(d, ":") + 1) {
+        int dl = (int)strcspn(d, ":");
+        snprintf(path, len, "%.*s%s%s", dl, d, dl ? "/" : "./", word);
+        if (stat(path, &sb) == 0 && S_ISREG(sb.st_mode) && access(path, X_OK) == 0)
+            return true;
+        if (!d[dl])
+            return false;
+    }
+}
+
+bool xg_stamp_file(const char *path, xe_text *out)
+{
+    char real[PATH_MAX];
+    struct stat sb;
+    if (!realpath(path, real) || stat(real, &sb) != 0)
+        return false;
+    xe_text_printf(out, " %s %llu:%llu:%lld:%lld.%09ld:%lld.%09ld", real, (unsigned long long)sb.st_dev,
+                   (unsigned long long)sb.st_ino, (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
+                   sb.st_mtim.tv_nsec, (long long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
+    return true;
+}
+
+bool xg_cc_stamp(const char *cc, xe_text *out)
+{
+    char words[1024], *argv[28], path[PATH_MAX];
+    int n = cc_words(cc ? cc : "cc", words, sizeof words, argv, 24);
+    xe_text_printf(out, "cc=%s;", cc ? cc : "cc");
+    for (int k = 0; k < n; k++) {
+        if (argv[k][0] == '-')
+            continue; /* an option */
+        if (find_program(argv[k], path, sizeof path)) {
+            if (!xg_stamp_file(path, out))
+                return false;
+        } else if (k == 0) {
+            return false; /* the compiler itself is not found: it is asked (and fails) every time */
+        }
+    }
+    return !out->oom;
 }

@@ -319,10 +319,16 @@ static int arch_cuda(int requested)
     return requested;
 }
 
-static const char *compiler_id_cuda(const xg_options *o)
+static const char *compiler_id_cuda(const xg_options *o, bool *known)
 {
     (void)o;
-    return xg_nvrtc_version();
+    return xg_nvrtc_version(known);
+}
+
+static bool compiler_stamp_cuda(const xg_options *o, xe_text *out)
+{
+    (void)o;
+    return xg_nvrtc_stamp(out);
 }
 
 static void target_text_cuda(const xg_artifact *a, char *buf, size_t len)
@@ -403,6 +409,7 @@ const xg_backend xg_backend_cuda = {
     .arch = arch_cuda,
     .device_arch = xe_gpu_arch,
     .compiler_id = compiler_id_cuda,
+    .compiler_stamp = compiler_stamp_cuda,
     .target_text = target_text_cuda,
     .code_ext = code_ext_cuda,
     .compiler_words = compiler_words_cuda,

@@ -8,6 +8,7 @@
  * bias of D^T. No workspace (the program's is the reductions'), the
  * algorithm from cuBLASLt's own heuristic. Anything cuBLASLt refuses is
  * XE_ERR_UNSUPPORTED: the program runs the matmul and the kernel instead.
+ * cuBLASLt is opened on the first such call (cuda_libs.c), not linked.
  *
  * Not yet run on a device: no session so far had one (scripts/gpu.sh).
  */
@@ -18,14 +19,17 @@
 #include "program_impl.h"
 
 #ifdef XG_HAVE_CUDA
-#include <cublasLt.h>
+#include "cuda_libs.h"
 
 static cublasLtHandle_t lt_handle;
 static cublasStatus_t lt_status = CUBLAS_STATUS_NOT_INITIALIZED;
 
+/* cuBLASLt opened (cuda_libs.c) and its handle made, once. */
 static void lt_init(void)
 {
-    lt_status = cublasLtCreate(&lt_handle);
+    xe_status st;
+    if (xg_cublaslt_ready(&st) == XE_OK)
+        lt_status = cublasLtCreate(&lt_handle);
 }
 
 static cublasLtEpilogue_t lt_epilogue(const xg_blas_epi *e)
@@ -104,7 +108,7 @@ xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor *
     if (d)
         cublasLtMatmulDescDestroy(d);
     return s == CUBLAS_STATUS_SUCCESS ? XE_OK
-           : xe_fail(st, XE_ERR_UNSUPPORTED, "cuBLASLt matmul with epilogue: %s", cublasGetStatusString(s));
+           : xe_fail(st, XE_ERR_UNSUPPORTED, "cuBLASLt matmul with epilogue: %s", cublasLtGetStatusString(s));
 }
 #else
 xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st)

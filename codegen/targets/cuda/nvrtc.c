@@ -50,7 +50,7 @@ NVRTC_FUNCS(DECLARE_FN)
 #define nvrtcGetSupportedArchs p_nvrtcGetSupportedArchs
 #define nvrtcVersion p_nvrtcVersion
 
-static bool nvrtc_loaded;
+static bool nvrtc_loaded, nvrtc_from_path; /* from_path: the toolkit's file (XG_NVRTC_PATH), as stamped */
 static char nvrtc_why[300];
 static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 
@@ -58,6 +58,7 @@ static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
 static void nvrtc_load(void)
 {
     void *h = dlopen(XG_NVRTC_PATH, RTLD_NOW | RTLD_LOCAL);
+    nvrtc_from_path = h != NULL;
     if (!h)
         h = dlopen(XG_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
@@ -376,7 +377,7 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
         *code = NULL;
         if (log)
             *log = NULL;
-        return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s) knows no architecture up to sm_%d", xg_nvrtc_version(), arch);
+        return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s) knows no architecture up to sm_%d", xg_nvrtc_version(NULL), arch);
     }
     if (!*is_ptx) /* a cubin: the kernels in parts, on the CPUs there are */
         return xg_nvrtc_compile_parts(source, arch, fast_math, compile_threads(), code, len, log, st);
@@ -419,15 +420,27 @@ char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math)
     return log;
 }
 
-const char *xg_nvrtc_version(void)
+/* *known only when NVRTC came from the file xg_nvrtc_stamp describes: a version remembered under
+   that stamp (codegen/cache/compiler_memo.c) is then the version of that file. */
+const char *xg_nvrtc_version(bool *known)
 {
     static char v[32];
     int major = 0, minor = 0;
+    if (known)
+        *known = false;
     if (!nvrtc_ready())
         return "nvrtc unavailable";
     nvrtcVersion(&major, &minor);
     snprintf(v, sizeof v, "nvrtc %d.%d", major, minor);
+    if (known)
+        *known = nvrtc_from_path;
     return v;
+}
+
+bool xg_nvrtc_stamp(xe_text *out)
+{
+    xe_text_printf(out, "nvrtc=%s;", XG_NVRTC_SONAME);
+    return xg_stamp_file(XG_NVRTC_PATH, out);
 }
 #else
 int xg_nvrtc_arch_for(int arch)
@@ -467,8 +480,16 @@ xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int
     return xe_fail(st, XE_ERR_COMPILE, "xlac was built without CUDA: no NVRTC");
 }
 
-const char *xg_nvrtc_version(void)
+const char *xg_nvrtc_version(bool *known)
 {
+    if (known)
+        *known = true;
     return "no nvrtc";
+}
+
+bool xg_nvrtc_stamp(xe_text *out)
+{
+    xe_text_printf(out, "no nvrtc");
+    return true;
 }
 #endif

@@ -6,7 +6,8 @@
  * generated xg_args): by value, or through a device copy written before
  * each launch when it is too large (xg_args_in_memory). Launch dimensions
  * come from the SM count and the occupancy the runtime reports for each
- * kernel (asked once, at load).
+ * kernel (asked once, at load). The runtime's functions are opened when
+ * the first program loads (cuda_libs.c), not linked.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -18,7 +19,7 @@
 #include "program_impl.h"
 
 #ifdef XG_HAVE_CUDA
-#include <cuda_runtime_api.h>
+#include "cuda_libs.h"
 
 /* A CUDA program's own state (xg_program.priv). */
 typedef struct cuda_state {
@@ -95,6 +96,8 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, x
     (void)o;
     if (!xe_gpu_available())
         return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_gpu_unavailable_reason());
+    if (xg_cudart_ready(st) != XE_OK)
+        return st->code;
     cuda_state *cs = calloc(1, sizeof *cs);
     if (!(p->priv = cs))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");

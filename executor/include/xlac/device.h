@@ -5,7 +5,9 @@
  * a generated registry holds their tables. xe_device is a slot in that
  * registry: slot 0 is always the host CPU, slot 1 the GPU when the CUDA
  * folder is built (libxlac_cuda.so, loaded from beside libxlac_executor.so
- * the first time the slot is asked about), and a slot whose device this
+ * the first time the device itself is needed: its availability, memory or
+ * kernels; a slot's name, word and label load nothing, and neither does a
+ * run placed on the CPU), and a slot whose device this
  * build lacks, or whose library is not there, answers "not available"
  * with the reason. Everything outside the device folders asks
  * the table through the functions below and never tests which device it is.
@@ -45,7 +47,7 @@ bool xe_device_built(xe_device dev);
 /* True once dev was found usable (detection runs on first call). */
 bool xe_device_available(xe_device dev);
 /* Why dev is not available ("xlac was built without this device", "CUDA device library not found:
-   DIR/libxlac_cuda.so", "cudaGetDeviceCount: error 35 ..."). */
+   DIR/libxlac_cuda.so", "no CUDA driver (libcuda.so.1: ...)", "cudaGetDeviceCount: error 35 ..."). */
 const char *xe_device_unavailable_reason(xe_device dev);
 /* The device's architecture (a GPU's compute capability, e.g. 90) and its unit count (SMs); 0: none. */
 int xe_device_arch(xe_device dev);
