@@ -114,8 +114,9 @@ run_sizes
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXLAC_DEVICE_CPU_DEBUG=ON  # + the test device (test_device_debug)
 run_python
 # ONNX's own node tests, op by op and clustered, through a CPU-only Release build of xlac-run and
-# the plugin (a CUDA build loads cudart and cuBLAS in each of the ~3800 processes: about 1 s each
-# here). Its failures count as failed tests; its own closing line gives passed and skipped cases.
+# the plugin (a CPU-only build, so that no run of the ~3800 processes depends on how a CUDA build
+# finds its libraries). Its failures count as failed tests; its own closing line gives passed and
+# skipped cases.
 run_onnx() {
     local start=$SECONDS log=build/test-logs/onnx_node_tests.log line o_f
     echo "== onnx node tests (tests/onnx/run_node_tests.sh, build-onnx: CPU only)"
