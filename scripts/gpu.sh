@@ -13,7 +13,7 @@
 # device` and exits 0. See docs/gpu.md.
 #   scripts/gpu.sh --fetch    download the .deb files into .gpu-debs/ (needs apt)
 #   (XLAC_GPU_EXTRACT=1: use the .debs even where the packages are installed, to test them;
-#    XLAC_GPU_BUILD_TIMEOUT: seconds for the build, default 300)
+#    XLAC_GPU_BUILD_TIMEOUT: seconds for the build, default 300; XLAC_GPU_BENCH=0: no bench)
 #   scripts/gpu.sh [--system] build, test, bench (--system: dpkg -i the .debs
 #                             as root instead of extracting them into a prefix)
 set -uo pipefail
@@ -183,6 +183,11 @@ run_tests
 step exports_gpu 120 python3 "$root/tests/models/run_exports.py" --build "$build" --device gpu \
     --jobs 8 --filter '^((bert|gpt2|llama|t5|whisper)\.dynamic|(vit|resnet|mobilenet_v2|efficientnet|convnext)\.fixed)$'
 grep -a '^real exports:' "$logs/exports_gpu.log"
+if [ "${XLAC_GPU_BENCH:-1}" = 0 ]; then
+    echo "gpu.sh: done in $((SECONDS - start)) s, bench skipped (XLAC_GPU_BENCH=0); logs in $logs"
+    [ ${#failed[@]} -eq 0 ] || { echo "gpu.sh: failed: ${failed[*]}"; exit 1; }
+    exit 0
+fi
 left=$((470 - (SECONDS - start)))
 [ $left -gt 30 ] || left=30
 step bench $left env PYTHONUNBUFFERED=1 python3 "$root/bench/gpu_bench.py" --build "$build" \
