@@ -255,3 +255,185 @@ xe_code ox_b_pool(ox_b *b)
     ox_out(b, 0, ox_op(b, b->entry->op, &x, 1, at, max ? 5 : 6));
     return ox_status(b);
 }
+
+/*
+ * ConvTranspose as a stride-1 Conv: the input with s-1 zeros after each
+ * element along each spatial dim (reshape to [.., D, 1, ..], pad to
+ * [.., D, s, ..], reshape to [.., D*s, ..]), convolved with the weight
+ * [C, M/g, k..] regrouped to [M, C/g, k..] and flipped along each spatial
+ * dim, at dilation d, with pads (k-1)*d - pad_begin before and
+ * (k-1)*d - pad_end + output_padding - (s-1) after (the s-1 trailing zeros
+ * of the last element are padding already). A negative pad crops the
+ * output instead. The sums are those of a direct transposed convolution;
+ * each runs on the engine's conv primitive, wherever Conv runs.
+ */
+
+/* The ConvTranspose window: k, strides, dilations, and the pads it works out (begin, end; may be < 0). */
+typedef struct twin {
+    int sp;
+    int64_t in[3], k[3], s[3], d[3], op[3], pb[3], pe[3];
+} twin;
+
+static int64_t floor_half(int64_t v)
+{
+    return v >= 0 ? v / 2 : -((-v + 1) / 2);
+}
+
+/* pads (NOTSET), or those from output_shape and auto_pad, as onnx's reference works them out. */
+static bool transposed_pads(ox_b *b, twin *t)
+{
+    int64_t pads[6], os[3];
+    const char *ap = ox_str(b, "auto_pad", "NOTSET");
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
+    if (!same && !valid && strcmp(ap, "NOTSET"))
+        return ox_unsupported(b, "attribute auto_pad='%s' is not supported", ap), false;
+    bool have_pads = ox_attr(b, "pads") != NULL;
+    int nos = ox_ints(b, "output_shape", os, 3);
+    if (nos >= 0 && nos != t->sp)
+        return ox_unsupported(b, "attribute output_shape has %d entries, %d expected", nos, t->sp), false;
+    if (!pair(b, "pads", pads, 2 * t->sp, 0))
+        return false;
+    for (int i = 0; i < t->sp; i++) {
+        int64_t natural = t->s[i] * (t->in[i] - 1) + t->op[i] + (t->k[i] - 1) * t->d[i] + 1;
+        int64_t out = nos >= 0 ? os[i] : t->in[i] * t->s[i];
+        if (out < 1 || out > ((int64_t)1 << 40))
+            return ox_invalid(b, "output_shape must be positive"), false;
+        if (valid)
+            t->pb[i] = t->pe[i] = 0;
+        else if (same && !have_pads) {
+            int64_t total = natural - out, h = floor_half(total);
+            t->pb[i] = !strcmp(ap, "SAME_UPPER") ? h : total - h;
+            t->pe[i] = total - t->pb[i];
+        } else {
+            t->pb[i] = pads[i];
+            t->pe[i] = nos >= 0 ? natural - out - pads[i] : pads[i + t->sp];
+        }
+        if (!same && !valid && (pads[i] < 0 || pads[i + t->sp] < 0))
+            return ox_invalid(b, "pads must not be negative"), false;
+        if (natural - t->pb[i] - t->pe[i] < 1)
+            return ox_invalid(b, "the output of dim %d would be empty", i), false;
+    }
+    return true;
+}
+
+/* The window attributes of a ConvTranspose with input x and weight wt (known dims checked). */
+static bool transposed_window(ox_b *b, int x, int wt, twin *t)
+{
+    const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
+    int64_t ks[3];
+    if (!pair(b, "strides", t->s, t->sp, 1) || !pair(b, "dilations", t->d, t->sp, 1) ||
+        !pair(b, "output_padding", t->op, t->sp, 0))
+        return false;
+    int nk = ox_ints(b, "kernel_shape", ks, 3);
+    for (int i = 0; i < t->sp; i++) {
+        t->in[i] = xs->dims[2 + i];
+        t->k[i] = ws->dims[2 + i];
+        if (nk >= 0 && (nk != t->sp || ks[i] != t->k[i]))
+            return ox_invalid(b, "kernel_shape does not match the weight's kernel dims"), false;
+        if (t->s[i] < 1 || t->d[i] < 1 || t->k[i] < 1 || t->s[i] > 4096 || t->d[i] > 4096)
+            return ox_invalid(b, "kernel, strides and dilations must be positive"), false;
+        if (t->op[i] < 0 || (t->op[i] >= t->s[i] && t->op[i] >= t->d[i]))
+            return ox_invalid(b, "output_padding must be below the stride or the dilation"), false;
+    }
+    return transposed_pads(b, t);
+}
+
+/* x [N, C, D..] with s-1 zeros after each element along each spatial dim: [N, C, D*s..]. */
+static int upsampled(ox_b *b, int x, const twin *t)
+{
+    const xe_shape *xs = &ox_type(b, x)->shape;
+    int64_t wide[2 + 6], pads[2 * 8] = {0}, back[5] = {xs->dims[0], xs->dims[1]};
+    bool any = false;
+    for (int i = 0; i < t->sp; i++)
+        any |= t->s[i] > 1;
+    if (!any)
+        return x;
+    wide[0] = xs->dims[0], wide[1] = xs->dims[1];
+    int r = 2 + 2 * t->sp;
+    for (int i = 0; i < t->sp; i++) {
+        wide[2 + 2 * i] = t->in[i], wide[3 + 2 * i] = 1;
+        pads[r + 3 + 2 * i] = t->s[i] - 1;
+        back[2 + i] = t->in[i] * t->s[i];
+    }
+    ox_at pa = OX_INTS("pads", pads, 2 * r);
+    int w = reshaped(b, x, wide, r);
+    int p = w < 0 ? -1 : ox_op(b, XE_OP_PAD, &w, 1, &pa, 1);
+    return p < 0 ? -1 : reshaped(b, p, back, 2 + t->sp);
+}
+
+/* [C, M/g, k..] as [M, C/g, k..], flipped along each spatial dim. */
+static int conv_weight(ox_b *b, int wt, int64_t g, const twin *t)
+{
+    const xe_shape *ws = &ox_type(b, wt)->shape;
+    int64_t c = ws->dims[0], mg = ws->dims[1], kk = 1, dims[5];
+    for (int i = 0; i < t->sp; i++)
+        kk *= t->k[i];
+    int64_t r4[4] = {g, c / g, mg, kk};
+    int perm[4] = {0, 2, 1, 3};
+    int w = ox_transpose(b, ox_reshape(b, wt, r4, 4), perm, 4);
+    dims[0] = g * mg, dims[1] = c / g;
+    for (int i = 0; i < t->sp; i++)
+        dims[2 + i] = t->k[i];
+    w = ox_reshape(b, w, dims, 2 + t->sp);
+    for (int i = 0; i < t->sp && w >= 0; i++) {
+        if (t->k[i] == 1)
+            continue;
+        int64_t idx[256];
+        if (t->k[i] > 256)
+            return ox_unsupported(b, "ConvTranspose kernels over 256 wide are not supported"), -1;
+        for (int64_t j = 0; j < t->k[i]; j++)
+            idx[j] = t->k[i] - 1 - j;
+        w = ox_take(b, w, 2 + i, idx, t->k[i]);
+    }
+    return w;
+}
+
+/* The stride-1 conv of the upsampled input, then the crop of its negative pads. */
+static int transposed(ox_b *b, int x, int wt, int bias, const twin *t)
+{
+    win w = {.sp = t->sp};
+    int64_t crop_b[5] = {0}, crop_e[5] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
+    bool crop = false;
+    for (int i = 0; i < t->sp; i++) {
+        int64_t span = (t->k[i] - 1) * t->d[i];
+        int64_t pb = span - t->pb[i], pe = span - t->pe[i] + t->op[i] - (t->s[i] - 1);
+        w.k[i] = t->k[i], w.strides[i] = 1, w.dil[i] = t->d[i];
+        w.pads[i] = pb > 0 ? pb : 0, w.pads[i + t->sp] = pe > 0 ? pe : 0;
+        int64_t len = t->in[i] * t->s[i] + w.pads[i] + w.pads[i + t->sp] - span;
+        crop_b[2 + i] = pb < 0 ? -pb : 0;
+        crop_e[2 + i] = pe < 0 ? len + pe : len;
+        crop |= pb < 0 || pe < 0;
+    }
+    int xu = upsampled(b, x, t), y = -1;
+    if (xu < 0)
+        return -1;
+    y = t->sp == 2 ? conv2d(b, xu, wt, bias, &w, 0) : t->sp == 1 ? conv1d(b, xu, wt, bias, &w) : conv3d(b, xu, wt, bias, &w);
+    return crop && y >= 0 ? ox_slice(b, y, crop_b, crop_e) : y;
+}
+
+xe_code ox_b_conv_transpose(ox_b *b)
+{
+    int x = ox_in(b, 0), wt = ox_in(b, 1), bias = ox_in(b, 2);
+    twin t = {0};
+    if (!is_2d(b, x, true) || wt < 0)
+        return ox_status(b);
+    t.sp = ox_rank(b, x) - 2;
+    const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
+    if (ws->rank != t.sp + 2)
+        return ox_unsupported(b, "ConvTranspose needs a %d-D weight for a %d-D input", t.sp + 2, t.sp + 2);
+    for (int d = 0; d < ws->rank; d++)
+        if (ws->dims[d] < 0 || (d >= 1 && xs->dims[d] < 0))
+            return ox_unsupported(b, "ConvTranspose needs known channels, spatial dims and weight dims");
+    int64_t g = ox_int(b, "group", 1);
+    if (g < 1 || xs->dims[1] % g || ws->dims[0] != xs->dims[1])
+        return ox_invalid(b, "ConvTranspose: weight dim 0 must be the input's channels, a multiple of group");
+    if (bias >= 0 && (ox_rank(b, bias) != 1 || (ox_type(b, bias)->shape.dims[0] >= 0 &&
+                      ox_type(b, bias)->shape.dims[0] != g * ws->dims[1])))
+        return ox_invalid(b, "ConvTranspose: the bias must be [M]");
+    if (!transposed_window(b, x, wt, &t))
+        return ox_status(b);
+    int y = transposed(b, x, conv_weight(b, wt, g, &t), bias, &t);
+    if (y >= 0)
+        ox_out(b, 0, y);
+    return ox_status(b);
+}
