@@ -94,10 +94,11 @@ xe_code ox_b_cumsum(ox_b *b)
         return ox_status(b);
     const xe_type *t = ox_type(b, x);
     int64_t n = t->shape.dims[axis];
+    bool prod = !strcmp(b->np->op_type, "CumProd");
     if (n < 0 || n > OX_CUMSUM_MAX || !known_dims(&t->shape, 0, r))
-        return ox_unsupported(b, "CumSum needs known dims and an axis of at most %d", OX_CUMSUM_MAX);
+        return ox_unsupported(b, "%s needs known dims and an axis of at most %d", b->np->op_type, OX_CUMSUM_MAX);
     if (t->dtype == XE_BOOL)
-        return ox_invalid(b, "CumSum of bool is not defined");
+        return ox_invalid(b, "%s of bool is not defined", b->np->op_type);
     int perm[XE_MAX_RANK];
     for (int d = 0; d < r; d++)
         perm[d] = d == axis ? r - 1 : d == r - 1 ? axis : d;
@@ -108,9 +109,11 @@ xe_code ox_b_cumsum(ox_b *b)
     wide[r] = n;
     wide[r - 1] = 1;
     y = ox_reshape(b, y, wide, r + 1);
-    y = ox_bin(b, XE_OP_MUL, y, cumsum_matrix(b, t->dtype, n, ox_int(b, "exclusive", 0), ox_int(b, "reverse", 0)));
+    int m = cumsum_matrix(b, prod ? XE_BOOL : t->dtype, n, ox_int(b, "exclusive", 0), ox_int(b, "reverse", 0));
+    /* CumProd: the product of x where the triangle holds, 1 elsewhere (never x * 0, which is NaN at inf) */
+    y = prod ? ox_select(b, m, y, ox_scalar(b, t->dtype, 1)) : ox_bin(b, XE_OP_MUL, y, m);
     int64_t last = r;
-    y = ox_reduce(b, XE_OP_REDUCE_SUM, y, &last, 1, false);
+    y = ox_reduce(b, prod ? XE_OP_REDUCE_PROD : XE_OP_REDUCE_SUM, y, &last, 1, false);
     return done(b, axis == r - 1 ? y : ox_transpose(b, y, perm, r));
 }
 

@@ -31,6 +31,7 @@ static const ox_entry table[] = {
     U("Neg", NEG), U("Abs", ABS), U("Exp", EXP), U("Log", LOG), U("Sqrt", SQRT), U("Tanh", TANH),
     U("Sigmoid", SIGMOID), U("Relu", RELU), U("Erf", ERF), U("Sin", SIN), U("Cos", COS),
     U("Floor", FLOOR), U("Ceil", CEIL), U("Not", LOGICAL_NOT),
+    U("Asin", ASIN), U("Acos", ACOS), U("Atan", ATAN),
     BIN("Add", ADD), BIN("Sub", SUB), BIN("Mul", MUL), BIN("Equal", EQUAL), BIN("Less", LESS),
     BIN("LessOrEqual", LESS_EQUAL), BIN("Greater", GREATER), BIN("GreaterOrEqual", GREATER_EQUAL),
     BIN("And", LOGICAL_AND), BIN("Or", LOGICAL_OR),
@@ -97,6 +98,7 @@ static const ox_entry table[] = {
     F("LpNormalization", lp_norm, "axis p"), F("MeanVarianceNormalization", mvn, "axes"),
     F("LRN", lrn, "alpha beta bias size"),
     F("GatherND", gather_nd, "batch_dims"), F("CumSum", cumsum, "exclusive reverse"),
+    F("CumProd", cumsum, "exclusive reverse"),
     F("ScatterND", scatter_nd, "reduction"), F("ScatterElements", scatter_elements, "axis reduction"),
     F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
