@@ -274,6 +274,8 @@ typedef struct twin {
     int64_t in[3], k[3], s[3], d[3], op[3], pb[3], pe[3];
 } twin;
 
+#define OX_BIG ((int64_t)1 << 40) /* pads and output dims past this are refused (no overflow below) */
+
 static int64_t floor_half(int64_t v)
 {
     return v >= 0 ? v / 2 : -((-v + 1) / 2);
@@ -294,9 +296,11 @@ static bool transposed_pads(ox_b *b, twin *t)
     if (!pair(b, "pads", pads, 2 * t->sp, 0))
         return false;
     for (int i = 0; i < t->sp; i++) {
+        if (pads[i] > OX_BIG || pads[i + t->sp] > OX_BIG || pads[i] < -OX_BIG || pads[i + t->sp] < -OX_BIG)
+            return ox_invalid(b, "pads must be within 2^40"), false;
         int64_t natural = t->s[i] * (t->in[i] - 1) + t->op[i] + (t->k[i] - 1) * t->d[i] + 1;
         int64_t out = nos >= 0 ? os[i] : t->in[i] * t->s[i];
-        if (out < 1 || out > ((int64_t)1 << 40))
+        if (out < 1 || out > OX_BIG)
             return ox_invalid(b, "output_shape must be positive"), false;
         if (valid)
             t->pb[i] = t->pe[i] = 0;

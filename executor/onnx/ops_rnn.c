@@ -163,7 +163,7 @@ static bool setup(ox_b *b, rnn *r, int x, int w)
     if (r->seq < 1 || r->seq > OX_RNN_MAX_STEPS || xt->shape.dims[2] < 0)
         return ox_unsupported(b, "%s needs a known sequence length of 1 to %d and a known input size",
                               t, OX_RNN_MAX_STEPS), false;
-    if (r->hid < 1 || wt->shape.dims[0] != r->dirs || wt->shape.dims[1] != r->gates * r->hid ||
+    if (r->hid < 1 || r->hid > (1 << 24) || wt->shape.dims[0] != r->dirs || wt->shape.dims[1] != r->gates * r->hid ||
         wt->shape.dims[2] != xt->shape.dims[2])
         return ox_invalid(b, "W must be [%d, %d * hidden_size, input_size]", r->dirs, r->gates), false;
     return activations(b, r) && lengths(b, r, xt->shape.dims[r->layout ? 0 : 1]);
