@@ -103,6 +103,7 @@ static const ox_entry table[] = {
     F("GatherND", gather_nd, "batch_dims"), F("CumSum", cumsum, "exclusive reverse"),
     F("CumProd", cumsum, "exclusive reverse"),
     F("ScatterND", scatter_nd, "reduction"), F("ScatterElements", scatter_elements, "axis reduction"),
+    {"Scatter", 9, 10, ox_b_scatter_elements, "axis", -1, 0}, /* ScatterElements before its rename */
     F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
                                    "extrapolation_value antialias axes keep_aspect_ratio_policy", -1, 0},
