@@ -1,6 +1,6 @@
 /*
- * Builders of ONNX's convolution and 2-D pooling: Conv onto conv2d,
- * MaxPool onto max_pool2d, AveragePool onto avg_pool2d. auto_pad
+ * Builders of ONNX's convolutions and pooling: Conv and ConvTranspose onto
+ * conv2d, MaxPool onto max_pool2d, AveragePool and LpPool onto avg_pool2d. auto_pad
  * (NOTSET, VALID, SAME_UPPER, SAME_LOWER) becomes explicit pads; ONNX's
  * pads order [top, left, bottom, right] is the executor's.
  *
@@ -12,7 +12,8 @@
  * That is the same arithmetic as a direct 3-D convolution, each part on
  * the engine's conv primitive, and it runs wherever conv2d runs.
  *
- * 1-D and 3-D pools, non-float dtypes, MaxPool's Indices output and
+ * Pools of 1 to 3 spatial dims are 2-D pools (pool_nd); LpPool is an
+ * average pool of |x|^p. Non-float dtypes, MaxPool's Indices output and
  * storage_order 1 are refused as unsupported.
  */
 #include <stdio.h>
@@ -228,31 +229,110 @@ xe_code ox_b_conv(ox_b *b)
     return ox_status(b);
 }
 
+/* One 2-D pool (op) of x over window dims at and at + 1 of w, pads [top, left, bottom, right]. */
+static int pool2d(ox_b *b, int op, int x, const win *w, int at, int64_t ceil, int64_t cip)
+{
+    int64_t k[2] = {w->k[at], w->k[at + 1]}, s[2] = {w->strides[at], w->strides[at + 1]};
+    int64_t d[2] = {w->dil[at], w->dil[at + 1]};
+    int64_t p[4] = {w->pads[at], w->pads[at + 1], w->pads[w->sp + at], w->pads[w->sp + at + 1]};
+    ox_at a[6] = {OX_INTS("kernel", k, 2), OX_INTS("strides", s, 2), OX_INTS("pads", p, 4),
+                  OX_INTS("dilations", d, 2), OX_I("ceil_mode", ceil), OX_I("count_include_pad", cip)};
+    return ox_op(b, op, &x, 1, a, op == XE_OP_MAX_POOL2D ? 5 : 6);
+}
+
+/*
+ * A pool over 1 to 3 spatial dims. 1-D: [N,C,L] as [N,C,1,L]. 3-D: the
+ * window is a box, so the pool separates: a 2-D pool over (H, W) of
+ * [N, C*D, H, W], then one over D of [N, C, D, OH*OW] with a (kd, 1)
+ * window. Max of maxes is the max; an average of averages is the average,
+ * since the count of a box's valid positions is the product of its counts
+ * per dim (with or without the pads counted, in ceil mode too).
+ */
+static int pool_nd(ox_b *b, int op, int x, const win *w, int64_t ceil, int64_t cip)
+{
+    const xe_shape *xs = &ox_type(b, x)->shape;
+    if (w->sp == 2)
+        return pool2d(b, op, x, w, 0, ceil, cip);
+    for (int d = 1; d < xs->rank; d++)
+        if (xs->dims[d] < 0)
+            return ox_unsupported(b, "a %d-D %s needs known channels and spatial dims", w->sp, b->np->op_type), -1;
+    if (w->sp == 1) {
+        win w2 = {.sp = 2, .k = {1, w->k[0]}, .strides = {1, w->strides[0]}, .dil = {1, w->dil[0]},
+                  .pads = {0, w->pads[0], 0, w->pads[1]}};
+        int64_t x4[4] = {xs->dims[0], xs->dims[1], 1, xs->dims[2]};
+        int y = pool2d(b, op, reshaped(b, x, x4, 4), &w2, 0, ceil, cip);
+        const xe_shape *ys = &ox_type(b, y)->shape;
+        int64_t y3[3] = {xs->dims[0], xs->dims[1], ys->dims[3]};
+        return y < 0 ? -1 : reshaped(b, y, y3, 3);
+    }
+    int64_t n = xs->dims[0], c = xs->dims[1], dd = xs->dims[2];
+    int64_t x4[4] = {n, c * dd, xs->dims[3], xs->dims[4]};
+    int y = pool2d(b, op, reshaped(b, x, x4, 4), w, 1, ceil, cip); /* [N, C*D, OH, OW] */
+    if (y < 0)
+        return -1;
+    int64_t oh = ox_type(b, y)->shape.dims[2], ow = ox_type(b, y)->shape.dims[3];
+    int64_t y4[4] = {n, c, dd, oh * ow};
+    win wd = {.sp = 2, .k = {w->k[0], 1}, .strides = {w->strides[0], 1}, .dil = {w->dil[0], 1},
+              .pads = {w->pads[0], 0, w->pads[3], 0}};
+    y = pool2d(b, op, reshaped(b, y, y4, 4), &wd, 0, ceil, cip); /* [N, C, OD, OH*OW] */
+    if (y < 0)
+        return -1;
+    int64_t y5[5] = {n, c, ox_type(b, y)->shape.dims[2], oh, ow};
+    return reshaped(b, y, y5, 5);
+}
+
+/* The window of a pool: kernel_shape (required, one entry per spatial dim) and the rest. */
+static bool pool_window(ox_b *b, int x, win *w)
+{
+    if (!is_2d(b, x, true))
+        return false;
+    w->sp = ox_rank(b, x) - 2;
+    int nk = ox_ints(b, "kernel_shape", w->k, 3);
+    if (nk != w->sp)
+        return (nk < 0 ? ox_invalid(b, "kernel_shape is required")
+                       : ox_invalid(b, "kernel_shape has %d entries for %d spatial dims", nk, w->sp)), false;
+    return window(b, x, w);
+}
+
 /* MaxPool and AveragePool: the table entry's op names which. */
 xe_code ox_b_pool(ox_b *b)
 {
     int x = ox_in(b, 0);
     bool max = b->entry->op == XE_OP_MAX_POOL2D;
-    win w = {.sp = 2};
+    win w = {0};
     if (max && ox_n_out(b) > 1 && b->np->output[1][0])
         return ox_unsupported(b, "MaxPool's Indices output is not supported");
     if (max && ox_int(b, "storage_order", 0) != 0)
         return ox_unsupported(b, "attribute storage_order=1 is not supported");
-    if (!is_2d(b, x, false))
+    if (!pool_window(b, x, &w))
         return ox_status(b);
-    int nk = ox_ints(b, "kernel_shape", w.k, 2);
-    if (nk != 2)
-        return nk < 0 ? ox_invalid(b, "kernel_shape is required")
-                      : ox_unsupported(b, "only 2-D %s is supported", b->np->op_type);
-    if (!window(b, x, &w))
+    int y = pool_nd(b, b->entry->op, x, &w, ox_int(b, "ceil_mode", 0), ox_int(b, "count_include_pad", 0));
+    if (y >= 0)
+        ox_out(b, 0, y);
+    return ox_status(b);
+}
+
+/* LpPool: (sum over the window of |x|^p)^(1/p), the sum an average pool (pads counted) times the window's size. */
+xe_code ox_b_lp_pool(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    win w = {0};
+    int64_t p = ox_int(b, "p", 2), vol = 1;
+    if (p < 1 || p > 64)
+        return ox_unsupported(b, "LpPool with p=%lld is not supported (1 to 64 are)", (long long)p);
+    if (ox_int(b, "ceil_mode", 0) != 0)
+        return ox_unsupported(b, "LpPool with ceil_mode=1 is not supported");
+    if (!pool_window(b, x, &w))
         return ox_status(b);
-    ox_at at[6] = {OX_INTS("kernel", w.k, 2),
-                   OX_INTS("strides", w.strides, 2),
-                   OX_INTS("pads", w.pads, 4),
-                   OX_INTS("dilations", w.dil, 2),
-                   OX_I("ceil_mode", ox_int(b, "ceil_mode", 0)),
-                   OX_I("count_include_pad", ox_int(b, "count_include_pad", 0))};
-    ox_out(b, 0, ox_op(b, b->entry->op, &x, 1, at, max ? 5 : 6));
+    for (int d = 0; d < w.sp; d++)
+        vol *= w.k[d];
+    xe_dtype dt = ox_type(b, x)->dtype;
+    int a = ox_un(b, XE_OP_ABS, x);
+    int ap = p == 1 ? a : p == 2 ? ox_bin(b, XE_OP_MUL, a, a) : ox_bin(b, XE_OP_POW, a, ox_scalar(b, dt, (double)p));
+    int sum = ox_bin(b, XE_OP_MUL, pool_nd(b, XE_OP_AVG_POOL2D, ap, &w, 0, 1), ox_scalar(b, dt, (double)vol));
+    int y = p == 1 ? sum : p == 2 ? ox_un(b, XE_OP_SQRT, sum) : ox_bin(b, XE_OP_POW, sum, ox_scalar(b, dt, 1.0 / (double)p));
+    if (y >= 0)
+        ox_out(b, 0, y);
     return ox_status(b);
 }
 
