@@ -18,7 +18,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
+B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
 B(quantize) B(dequantize) B(dynamic_quantize) B(bit_shift) B(matmul_integer) B(qlinear_matmul)
 #undef B
 
@@ -87,6 +87,7 @@ static const ox_entry table[] = {
                               "softmax_precision left_window_size right_window_size"),
     F("BatchNormalization", batch_norm, "epsilon momentum training_mode"),
     F("InstanceNormalization", instance_norm, "epsilon"),
+    {"GroupNormalization", 18, 0, ox_b_group_norm, "epsilon num_groups stash_type", -1, 0},
     {"GlobalAveragePool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MEAN, 0},
     {"GlobalMaxPool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MAX, 0},
     F("Conv", conv, "auto_pad dilations group kernel_shape pads strides"),

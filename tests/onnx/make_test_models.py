@@ -413,6 +413,12 @@ def recurrent_ops():
             ys.append(h)
         return [np.stack(ys, 1)[:, :, None], h[:, None]]
 
+    def group_norm_18(a, s, b):
+        """numpy's: GroupNormalization-18, scale and bias per group."""
+        g = a.reshape(a.shape[0], 3, -1)
+        y = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-3)
+        return [(y * s[:, None] + b[:, None]).reshape(a.shape).astype(np.float32)]
+
     def node_model(name, op_type, ins, outs, attrs, opset=17, use_ort=False, expect=None):
         node = helper.make_node(op_type, [n for n, _ in ins], outs, name="n_" + name, **attrs)
         real = [(n, a) for n, a in ins if n]
@@ -457,6 +463,8 @@ def recurrent_ops():
                    opset=19, use_ort=True),
         node_model("LpPool1DPads", "LpPool", [("a", x(2, 3, 9))], ["y0"],
                    {"kernel_shape": [3], "p": 3, "pads": [1, 2], "strides": [2]}, opset=19, use_ort=True),
+        node_model("GroupNorm18", "GroupNormalization", [("a", x(2, 6, 3, 2)), ("s", x(3)), ("b", x(3))], ["y0"],
+                   {"num_groups": 3, "epsilon": 1e-3}, opset=18, expect=group_norm_18),
         op("CumProd", "CumProd", [("a", x(3, 4))], {"exclusive": 1, "reverse": 1}, opset=26,
            inits=[("axis", np.array(1, np.int64))]),
     ]
