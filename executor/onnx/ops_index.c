@@ -10,6 +10,7 @@
  *     mask), the updates summed through it, selected over the data where a
  *     row was hit (ONNX requires the positions to be unique, so the sum is
  *     the update); a reduction reduces them all with the data.
+ *   ReverseSequence: one gather of rows reordered by index arithmetic.
  *   NonZero: the executor's nonzero (its count depends on the data: it
  *     runs per op, at a cluster border).
  *   TopK (constant k): k rounds of argmax and max along the axis.
@@ -360,4 +361,56 @@ xe_code ox_b_topk(ox_b *b)
     ox_out(b, 0, val);
     ox_out(b, 1, idx);
     return ox_status(b);
+}
+
+/* [n] or [1, n] (row) or [n, 1] of 0 .. n-1, i64. */
+static int positions_as(ox_b *b, int64_t n, bool row)
+{
+    int64_t d[2] = {row ? 1 : n, row ? n : 1};
+    return ox_reshape(b, positions(b, n), d, 2);
+}
+
+/*
+ * ReverseSequence: time and batch moved first and flattened to rows
+ * t * B + b, one gather of the rows src(t, b) * B + b, where src reverses
+ * the first len[b] steps (src = len[b] - 1 - t) and keeps the rest (src = t).
+ */
+xe_code ox_b_reverse_sequence(ox_b *b)
+{
+    int x = ox_in(b, 0), lens = ox_in(b, 1), r = ox_rank(b, x), ta, ba;
+    if (x < 0 || lens < 0 || !ox_axis(b, ox_int(b, "time_axis", 0), r, &ta) ||
+        !ox_axis(b, ox_int(b, "batch_axis", 1), r, &ba))
+        return ox_status(b);
+    const xe_shape *s = &ox_type(b, x)->shape;
+    if (r < 2 || ta == ba || (ta > 1 || ba > 1))
+        return ox_invalid(b, "time_axis and batch_axis must be 0 and 1 or 1 and 0 (rank 2 or more)");
+    if (!known_dims(s, 0, r))
+        return ox_unsupported(b, "ReverseSequence needs known dims");
+    const xe_type *lt = ox_type(b, lens);
+    if (lt->shape.rank != 1 || lt->shape.dims[0] != s->dims[ba] || (lt->dtype != XE_I64 && lt->dtype != XE_I32))
+        return ox_invalid(b, "sequence_lens must be [batch] int64");
+    int64_t t = s->dims[ta], n = s->dims[ba], flat[XE_MAX_RANK], rows = t * n;
+    int perm[XE_MAX_RANK] = {1, 0};
+    for (int d = 2; d < r; d++)
+        perm[d] = d;
+    int xt = ta == 0 ? x : ox_transpose(b, x, perm, r); /* [T, B, rest...] */
+    flat[0] = rows;
+    for (int d = 2; d < r; d++)
+        flat[d - 1] = s->dims[d];
+    int data = ox_reshape(b, xt, flat, r - 1);
+    int64_t row1[2] = {1, n};
+    int len = ox_reshape(b, ox_cast(b, lens, XE_I64), row1, 2);
+    int tp = positions_as(b, t, false), bp = positions_as(b, n, true);
+    int one = ox_scalar(b, XE_I64, 1);
+    int src = ox_select(b, ox_bin(b, XE_OP_LESS, tp, len), ox_bin(b, XE_OP_SUB, ox_bin(b, XE_OP_SUB, len, one), tp), tp);
+    int idx = ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MUL, src, ox_scalar(b, XE_I64, n)), bp);
+    int in[2] = {data, ox_reshape(b, idx, &rows, 1)};
+    ox_at at = OX_I("axis", 0);
+    int y = ox_op(b, XE_OP_GATHER, in, 2, &at, 1);
+    int64_t back[XE_MAX_RANK];
+    back[0] = t, back[1] = n;
+    for (int d = 2; d < r; d++)
+        back[d] = s->dims[d];
+    y = ox_reshape(b, y, back, r);
+    return done(b, ta == 0 ? y : ox_transpose(b, y, perm, r));
 }

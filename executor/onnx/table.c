@@ -18,7 +18,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
+B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(reverse_sequence) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
 B(quantize) B(dequantize) B(dynamic_quantize) B(bit_shift) B(matmul_integer) B(qlinear_matmul)
 #undef B
 
@@ -109,7 +109,7 @@ static const ox_entry table[] = {
     F("CumProd", cumsum, "exclusive reverse"),
     F("ScatterND", scatter_nd, "reduction"), F("ScatterElements", scatter_elements, "axis reduction"),
     {"Scatter", 9, 10, ox_b_scatter_elements, "axis", -1, 0}, /* ScatterElements before its rename */
-    F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
+    F("ReverseSequence", reverse_sequence, "batch_axis time_axis"), F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
                                    "extrapolation_value antialias axes keep_aspect_ratio_policy", -1, 0},
     {"Upsample", 7, 9, ox_b_resize, "mode scales", -1, 0}, F("Einsum", einsum, "equation"),
