@@ -18,7 +18,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(reverse_sequence) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
+B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(reverse_sequence) B(rotary) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
 B(quantize) B(dequantize) B(dynamic_quantize) B(bit_shift) B(matmul_integer) B(qlinear_matmul)
 #undef B
 
@@ -81,6 +81,7 @@ static const ox_entry table[] = {
     F("Softmax", softmax, "axis"), F("LogSoftmax", log_softmax, "axis"), F("Hardmax", hardmax, "axis"),
     F("LayerNormalization", layer_norm, "axis epsilon stash_type"),
     F("RMSNormalization", rms_norm, "axis epsilon stash_type"),
+    {"RotaryEmbedding", 23, 0, ox_b_rotary, "interleaved num_heads rotary_embedding_dim", -1, 0},
     F("NegativeLogLikelihoodLoss", nll_loss, "ignore_index reduction"),
     F("SoftmaxCrossEntropyLoss", sce_loss, "ignore_index reduction"),
     F("Attention", attention, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
