@@ -1,7 +1,7 @@
 /*
  * Builders of ONNX's signal windows (HannWindow, HammingWindow,
- * BlackmanWindow) and CenterCropPad, whose output shapes are their input
- * values: the window size and the target shape must be known at load time
+ * BlackmanWindow), CenterCropPad and AffineGrid, whose output shapes are
+ * their input values: the window size and the target shape must be known at load time
  * (a constant, an initializer, or a value xlac-run binds).
  *
  * A window is a constant, computed here in f64 as onnx's reference does
@@ -96,6 +96,64 @@ xe_code ox_b_center_crop_pad(ox_b *b)
         ox_at pa = OX_INTS("pads", pads, 2 * r);
         y = y < 0 ? -1 : ox_op(b, XE_OP_PAD, &y, 1, &pa, 1);
     }
+    if (y >= 0)
+        ox_out(b, 0, y);
+    return ox_status(b);
+}
+
+/* Coordinate i of n in [-1, 1]: the corners' centers (align_corners) or the cells' centers. */
+static double grid_at(int64_t i, int64_t n, bool align)
+{
+    if (align)
+        return n > 1 ? -1.0 + 2.0 * (double)i / (double)(n - 1) : -1.0;
+    return -1.0 + (2.0 * (double)i + 1.0) / (double)n;
+}
+
+/*
+ * AffineGrid: the constant homogeneous grid [P, k + 1] of the size's
+ * spatial positions (rows (x, y[, z], 1), x along the last dim) times
+ * theta [N, k, k + 1] transposed: one matmul to [N, P, k], reshaped to
+ * [N, D.., k]. The size is known at load.
+ */
+xe_code ox_b_affine_grid(ox_b *b)
+{
+    int theta = ox_in(b, 0);
+    int64_t size[5];
+    int n = ox_const_ints(b, 1, "size", size, 5);
+    if (theta < 0 || n < 0)
+        return ox_status(b);
+    const xe_type *tt = ox_type(b, theta);
+    int k = n - 2;
+    if ((n != 4 && n != 5) || tt->shape.rank != 3 || tt->shape.dims[1] != k || tt->shape.dims[2] != k + 1)
+        return ox_invalid(b, "AffineGrid needs theta [N, %d, %d] for a size of 4 or 5 entries", k, k + 1);
+    if (!xe_dtype_is_float(tt->dtype))
+        return ox_unsupported(b, "AffineGrid of %s is not supported", xe_dtype_name(tt->dtype));
+    int64_t p = 1;
+    for (int d = 2; d < n; d++) {
+        if (size[d] < 1 || size[d] > OX_WINDOW_MAX || (p *= size[d]) > OX_WINDOW_MAX)
+            return ox_unsupported(b, "AffineGrid sizes of 1 to 2^24 positions are supported");
+    }
+    bool align = ox_int(b, "align_corners", 0) != 0;
+    xe_shape sh = {.rank = 2, .dims = {p, k + 1}};
+    xe_tensor *t = xe_tensor_new(tt->dtype, &sh, XE_DEV_CPU, &b->st);
+    if (!t)
+        return b->failed = true, b->st.code;
+    for (int64_t i = 0; i < p; i++) {
+        int64_t rest = i;
+        for (int d = n - 1; d >= 2; d--) { /* x (the last dim) first */
+            xe_store_f64(t->data, tt->dtype, i * (k + 1) + (n - 1 - d), grid_at(rest % size[d], size[d], align));
+            rest /= size[d];
+        }
+        xe_store_f64(t->data, tt->dtype, i * (k + 1) + k, 1.0);
+    }
+    ox_at tb = OX_BOOL("transpose_b", true);
+    int in[2] = {ox_const(b, t), theta};
+    int y = ox_op(b, XE_OP_MATMUL, in, 2, &tb, 1); /* [N, P, k] */
+    int64_t dims[6] = {size[0]};
+    for (int d = 2; d < n; d++)
+        dims[d - 1] = size[d];
+    dims[n - 1] = k;
+    y = ox_reshape_dims(b, y, dims, n, "AffineGrid needs a known grid");
     if (y >= 0)
         ox_out(b, 0, y);
     return ox_status(b);
