@@ -25,6 +25,7 @@
 typedef struct win {
     int sp;
     int64_t k[3], strides[3], dil[3], pads[6];
+    int64_t groups; /* 0: the node's group attribute */
 } win;
 
 /* An ints attribute of exactly n entries, or the default. */
@@ -112,7 +113,7 @@ static int conv2d(ox_b *b, int x, int wt, int bias, const win *w, int at)
     int64_t p[4] = {w->pads[at], w->pads[at + 1], w->pads[w->sp + at], w->pads[w->sp + at + 1]};
     int in[3] = {x, wt, bias};
     ox_at a[4] = {OX_INTS("strides", s, 2), OX_INTS("pads", p, 4), OX_INTS("dilations", d, 2),
-                  OX_I("groups", ox_int(b, "group", 1))};
+                  OX_I("groups", w->groups ? w->groups : ox_int(b, "group", 1))};
     return ox_op(b, XE_OP_CONV2D, in, bias >= 0 ? 3 : 2, a, 4);
 }
 
@@ -130,7 +131,7 @@ static int conv1d(ox_b *b, int x, int wt, int bias, win *w)
 {
     const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
     win w2 = {.sp = 2, .k = {1, w->k[0]}, .strides = {1, w->strides[0]}, .dil = {1, w->dil[0]},
-              .pads = {0, w->pads[0], 0, w->pads[1]}};
+              .pads = {0, w->pads[0], 0, w->pads[1]}, .groups = w->groups};
     int64_t x4[4] = {xs->dims[0], xs->dims[1], 1, xs->dims[2]};
     int64_t w4[4] = {ws->dims[0], ws->dims[1], 1, ws->dims[2]};
     int y = conv2d(b, reshaped(b, x, x4, 4), ox_reshape(b, wt, w4, 4), bias, &w2, 0);
@@ -352,6 +353,7 @@ xe_code ox_b_lp_pool(ox_b *b)
 typedef struct twin {
     int sp;
     int64_t in[3], k[3], s[3], d[3], op[3], pb[3], pe[3];
+    int64_t g; /* groups */
 } twin;
 
 #define OX_BIG ((int64_t)1 << 40) /* pads and output dims past this are refused (no overflow below) */
@@ -475,7 +477,7 @@ static int conv_weight(ox_b *b, int wt, int64_t g, const twin *t)
 /* The stride-1 conv of the upsampled input, then the crop of its negative pads. */
 static int transposed(ox_b *b, int x, int wt, int bias, const twin *t)
 {
-    win w = {.sp = t->sp};
+    win w = {.sp = t->sp, .groups = t->g};
     int64_t crop_b[5] = {0}, crop_e[5] = {INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX, INT64_MAX};
     bool crop = false;
     for (int i = 0; i < t->sp; i++) {
@@ -514,9 +516,71 @@ xe_code ox_b_conv_transpose(ox_b *b)
     if (bias >= 0 && (ox_rank(b, bias) != 1 || (ox_type(b, bias)->shape.dims[0] >= 0 &&
                       ox_type(b, bias)->shape.dims[0] != g * ws->dims[1])))
         return ox_invalid(b, "ConvTranspose: the bias must be [M]");
+    t.g = g;
     if (!transposed_window(b, x, wt, &t))
         return ox_status(b);
     int y = transposed(b, x, conv_weight(b, wt, g, &t), bias, &t);
+    if (y >= 0)
+        ox_out(b, 0, y);
+    return ox_status(b);
+}
+
+/*
+ * Col2Im: the blocks of each channel summed into the image, which is a
+ * ConvTranspose with C groups of K = prod(block) input channels whose
+ * weights are one-hot: input channel c*K + k puts its value at block
+ * position k. The input [N, C*K, L] is seen as [N, C*K, L1, ..]; the end
+ * pads are worked out so that the output is image_shape (what the strides
+ * leave uncovered gets zeros). image_shape and block_shape known at load.
+ */
+xe_code ox_b_col2im(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    int64_t img[3], blk[3], pads[6], kk = 1, ll = 1;
+    twin t = {0};
+    if (x < 0)
+        return ox_status(b);
+    int ni = ox_const_ints(b, 1, "image_shape", img, 3), nb = ox_const_ints(b, 2, "block_shape", blk, 3);
+    if (ni < 0 || nb < 0)
+        return ox_status(b);
+    const xe_type *xt = ox_type(b, x);
+    if (ni != nb || ni < 1 || xt->shape.rank != 3)
+        return ox_invalid(b, "Col2Im needs a 3-D input and image_shape and block_shape of one length (1 to 3)");
+    if (xt->dtype != XE_F32 && xt->dtype != XE_F64)
+        return ox_unsupported(b, "Col2Im of %s is not supported (f32 or f64)", xe_dtype_name(xt->dtype));
+    t.sp = ni;
+    if (!pair(b, "strides", t.s, t.sp, 1) || !pair(b, "dilations", t.d, t.sp, 1) || !pair(b, "pads", pads, 2 * t.sp, 0))
+        return ox_status(b);
+    for (int i = 0; i < t.sp; i++) {
+        if (img[i] < 1 || blk[i] < 1 || img[i] > OX_BIG || blk[i] > 256 || t.s[i] < 1 || t.s[i] > 4096 ||
+            t.d[i] < 1 || t.d[i] > 4096 || pads[i] < 0 || pads[i] > OX_BIG || pads[i + t.sp] < 0 ||
+            pads[i + t.sp] > OX_BIG)
+            return ox_invalid(b, "Col2Im: image, block, strides, dilations or pads out of range");
+        t.k[i] = blk[i];
+        t.in[i] = (img[i] + pads[i] + pads[i + t.sp] - t.d[i] * (blk[i] - 1) - 1) / t.s[i] + 1;
+        if (t.in[i] < 1)
+            return ox_invalid(b, "Col2Im: the block does not fit the padded image");
+        t.pb[i] = pads[i];
+        t.pe[i] = t.s[i] * (t.in[i] - 1) + t.d[i] * (blk[i] - 1) + 1 - pads[i] - img[i];
+        kk *= blk[i], ll *= t.in[i];
+    }
+    int64_t ck = xt->shape.dims[1];
+    if (ck < 0 || ck % kk || xt->shape.dims[2] != ll)
+        return ox_invalid(b, "Col2Im's input must be [N, C * %lld, %lld]", (long long)kk, (long long)ll);
+    t.g = ck / kk;
+    int64_t xd[5] = {xt->shape.dims[0], ck}, wd[5] = {ck, 1};
+    for (int i = 0; i < t.sp; i++)
+        xd[2 + i] = t.in[i], wd[2 + i] = blk[i];
+    xe_shape ws = {.rank = 2 + t.sp};
+    memcpy(ws.dims, wd, sizeof wd);
+    xe_tensor *w = xe_tensor_new(xt->dtype, &ws, XE_DEV_CPU, &b->st);
+    if (!w)
+        return b->failed = true, b->st.code;
+    for (int64_t c = 0; c < ck; c++) /* channel c*K + k: one at block position k */
+        for (int64_t k = 0; k < kk; k++)
+            xe_store_f64(w->data, xt->dtype, c * kk + k, k == c % kk ? 1.0 : 0.0);
+    int wt = ox_const(b, w);
+    int y = transposed(b, reshaped(b, x, xd, 2 + t.sp), conv_weight(b, wt, t.g, &t), -1, &t);
     if (y >= 0)
         ox_out(b, 0, y);
     return ox_status(b);

@@ -18,7 +18,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(reverse_sequence) B(rotary) B(affine_grid) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
+B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(reverse_sequence) B(rotary) B(affine_grid) B(col2im) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
 B(quantize) B(dequantize) B(dynamic_quantize) B(bit_shift) B(matmul_integer) B(qlinear_matmul)
 #undef B
 
@@ -95,6 +95,7 @@ static const ox_entry table[] = {
     F("RNN", rnn, "activation_alpha activation_beta activations clip direction hidden_size layout"),
     F("GRU", rnn, "activation_alpha activation_beta activations clip direction hidden_size layout linear_before_reset"),
     F("LSTM", rnn, "activation_alpha activation_beta activations clip direction hidden_size input_forget layout"),
+    F("Col2Im", col2im, "dilations pads strides"),
     F("ConvTranspose", conv_transpose, "auto_pad dilations group kernel_shape output_padding output_shape pads strides"),
     {"MaxPool", 1, 0, ox_b_pool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides",
      XE_OP_MAX_POOL2D, 0},

@@ -465,6 +465,8 @@ def recurrent_ops():
                    {"kernel_shape": [3], "p": 3, "pads": [1, 2], "strides": [2]}, opset=19, use_ort=True),
         node_model("GroupNorm18", "GroupNormalization", [("a", x(2, 6, 3, 2)), ("s", x(3)), ("b", x(3))], ["y0"],
                    {"num_groups": 3, "epsilon": 1e-3}, opset=18, expect=group_norm_18),
+        op("Col2ImStrideGap", "Col2Im", [("a", x(2, 8, 6))], {"strides": [3, 2], "pads": [1, 0, 0, 1]},
+           opset=18, inits=[("image", np.array([5, 6], np.int64)), ("block", np.array([2, 2], np.int64))]),
         op("CumProd", "CumProd", [("a", x(3, 4))], {"exclusive": 1, "reverse": 1}, opset=26,
            inits=[("axis", np.array(1, np.int64))]),
     ]
