@@ -450,6 +450,9 @@ static double ref_unary(int op, double x, bool approximate)
     case XE_OP_ERF: return erf(x);
     case XE_OP_SIN: return sin(x);
     case XE_OP_COS: return cos(x);
+    case XE_OP_ASIN: return asin(x);
+    case XE_OP_ACOS: return acos(x);
+    case XE_OP_ATAN: return atan(x);
     case XE_OP_FLOOR: return floor(x);
     case XE_OP_CEIL: return ceil(x);
     case XE_OP_GELU:

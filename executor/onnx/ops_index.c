@@ -5,10 +5,12 @@
  *     summed over the tuple, negative ones wrapped) into the data reshaped
  *     to [positions, rest...], read with one gather. Constant indices (the
  *     padding masks of BERT and T5) fold to constant positions at load time.
- *   ScatterND, ScatterElements (reduction none or add): the written rows'
- *     positions compared with every position (a one-hot mask), the
- *     updates summed through it, selected over the data where a row was hit
- *     (ONNX requires the positions to be unique, so the sum is the update).
+ *   ScatterND, ScatterElements (reduction none, add, mul, max, min): the
+ *     written rows' positions compared with every position (a one-hot
+ *     mask), the updates summed through it, selected over the data where a
+ *     row was hit (ONNX requires the positions to be unique, so the sum is
+ *     the update); a reduction reduces them all with the data.
+ *   ReverseSequence: one gather of rows reordered by index arithmetic.
  *   NonZero: the executor's nonzero (its count depends on the data: it
  *     runs per op, at a cluster border).
  *   TopK (constant k): k rounds of argmax and max along the axis.
@@ -94,10 +96,11 @@ xe_code ox_b_cumsum(ox_b *b)
         return ox_status(b);
     const xe_type *t = ox_type(b, x);
     int64_t n = t->shape.dims[axis];
+    bool prod = !strcmp(b->np->op_type, "CumProd");
     if (n < 0 || n > OX_CUMSUM_MAX || !known_dims(&t->shape, 0, r))
-        return ox_unsupported(b, "CumSum needs known dims and an axis of at most %d", OX_CUMSUM_MAX);
+        return ox_unsupported(b, "%s needs known dims and an axis of at most %d", b->np->op_type, OX_CUMSUM_MAX);
     if (t->dtype == XE_BOOL)
-        return ox_invalid(b, "CumSum of bool is not defined");
+        return ox_invalid(b, "%s of bool is not defined", b->np->op_type);
     int perm[XE_MAX_RANK];
     for (int d = 0; d < r; d++)
         perm[d] = d == axis ? r - 1 : d == r - 1 ? axis : d;
@@ -108,9 +111,11 @@ xe_code ox_b_cumsum(ox_b *b)
     wide[r] = n;
     wide[r - 1] = 1;
     y = ox_reshape(b, y, wide, r + 1);
-    y = ox_bin(b, XE_OP_MUL, y, cumsum_matrix(b, t->dtype, n, ox_int(b, "exclusive", 0), ox_int(b, "reverse", 0)));
+    int m = cumsum_matrix(b, prod ? XE_BOOL : t->dtype, n, ox_int(b, "exclusive", 0), ox_int(b, "reverse", 0));
+    /* CumProd: the product of x where the triangle holds, 1 elsewhere (never x * 0, which is NaN at inf) */
+    y = prod ? ox_select(b, m, y, ox_scalar(b, t->dtype, 1)) : ox_bin(b, XE_OP_MUL, y, m);
     int64_t last = r;
-    y = ox_reduce(b, XE_OP_REDUCE_SUM, y, &last, 1, false);
+    y = ox_reduce(b, prod ? XE_OP_REDUCE_PROD : XE_OP_REDUCE_SUM, y, &last, 1, false);
     return done(b, axis == r - 1 ? y : ox_transpose(b, y, perm, r));
 }
 
@@ -146,14 +151,47 @@ static int wrapped(ox_b *b, int idx, int dim)
     return ox_select(b, ox_bin(b, XE_OP_LESS, idx, zero), ox_bin(b, XE_OP_ADD, idx, dim), idx);
 }
 
+/* A scatter's reduction attribute. */
+typedef enum scatter_red {
+    RED_NONE, /* the update replaces the data */
+    RED_ADD,  /* data + the sum of the updates */
+    RED_MUL,  /* data * their product */
+    RED_MAX,  /* the largest of the data and the updates */
+    RED_MIN,  /* the smallest */
+} scatter_red;
+
+/*
+ * The updates combined per written position, where hit ([.., Q, ..] bool)
+ * holds: upd where hit, else a neutral value (0 for add, 1 for mul) or the
+ * data itself (max, min, which need no neutral value of the dtype), reduced
+ * over the hits' axis q; data is there broadcast to the hits' shape.
+ */
+static int scatter_reduce(ox_b *b, scatter_red red, int hit, int upd, int data, int64_t q)
+{
+    xe_dtype dt = ox_type(b, upd)->dtype;
+    int fill = red == RED_MAX || red == RED_MIN ? data : ox_scalar(b, dt, red == RED_MUL ? 1 : 0);
+    int op = red == RED_MUL   ? XE_OP_REDUCE_PROD
+           : red == RED_MAX ? XE_OP_REDUCE_MAX
+           : red == RED_MIN ? XE_OP_REDUCE_MIN
+                            : XE_OP_REDUCE_SUM;
+    return ox_reduce(b, op, ox_select(b, hit, upd, fill), &q, 1, false);
+}
+
+/* data combined with the reduced updates r (where every q hit, r of max and min lacks data). */
+static int scatter_apply(ox_b *b, scatter_red red, int data, int r)
+{
+    int op = red == RED_ADD ? XE_OP_ADD : red == RED_MUL ? XE_OP_MUL : red == RED_MAX ? XE_OP_MAXIMUM : XE_OP_MINIMUM;
+    return ox_bin(b, op, data, r);
+}
+
 /*
  * The scatter both ScatterND and ScatterElements reduce to: rows of data
  * [P, rest...] written by rows of upd [Q, rest...] at positions pos [Q]:
  * hit[q, p] = (pos[q] == p); the written value of row p is the sum over q
  * of the hits' updates (the last write wins in ONNX only for unique
- * positions, which is what it requires); add sums onto data.
+ * positions, which is what it requires); a reduction combines them all.
  */
-static int scatter_rows(ox_b *b, int data, int pos, int upd, bool add)
+static int scatter_rows(ox_b *b, int data, int pos, int upd, scatter_red red)
 {
     const xe_shape *ds = &ox_type(b, data)->shape;
     int r = ds->rank;
@@ -162,27 +200,30 @@ static int scatter_rows(ox_b *b, int data, int pos, int upd, bool add)
     int h = hit; /* [Q, P, 1...] against upd [Q, 1, rest...] */
     for (int k = 1; k < r; k++)
         h = with_unit_dim(b, h, ox_rank(b, h));
-    int zero = ox_scalar(b, ox_type(b, data)->dtype, 0);
-    int sum = ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, h, with_unit_dim(b, upd, 1), zero), &q0, 1, false);
-    if (add)
-        return ox_bin(b, XE_OP_ADD, data, sum);
+    int up = with_unit_dim(b, upd, 1);
+    if (red != RED_NONE)
+        return scatter_apply(b, red, data, scatter_reduce(b, red, h, up, data, q0));
+    int sum = scatter_reduce(b, RED_ADD, h, up, -1, q0);
     int any = ox_reduce(b, XE_OP_REDUCE_SUM, ox_cast(b, h, XE_I32), &q0, 1, false);
     return ox_select(b, ox_bin(b, XE_OP_GREATER, any, ox_scalar(b, XE_I32, 0)), sum, data);
 }
 
-/* The reduction attribute: none or add; true for add, false (b failed) for others. */
-static bool scatter_add(ox_b *b)
+/* The reduction attribute (b failed for an unknown one). */
+static scatter_red scatter_reduction(ox_b *b)
 {
+    static const char *names[] = {"none", "add", "mul", "max", "min"};
     const char *red = ox_str(b, "reduction", "none");
-    if (strcmp(red, "none") && strcmp(red, "add"))
-        ox_unsupported(b, "reduction '%s' is not supported (none and add are)", red);
-    return !strcmp(red, "add");
+    for (int k = 0; k < 5; k++)
+        if (!strcmp(red, names[k]))
+            return (scatter_red)k;
+    ox_invalid(b, "reduction '%s' is not none, add, mul, max or min", red);
+    return RED_NONE;
 }
 
 xe_code ox_b_scatter_nd(ox_b *b)
 {
     int x = ox_in(b, 0), idx = ox_in(b, 1), upd = ox_in(b, 2);
-    bool add = scatter_add(b);
+    scatter_red red = scatter_reduction(b);
     if (x < 0 || idx < 0 || upd < 0 || b->failed)
         return ox_status(b);
     const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
@@ -210,13 +251,13 @@ xe_code ox_b_scatter_nd(ox_b *b)
     int rows = ox_reshape(b, ox_cast(b, upd, ox_type(b, x)->dtype), flat, 1 + s->rank - k);
     int64_t shape[XE_MAX_RANK];
     memcpy(shape, s->dims, sizeof shape);
-    return done(b, ox_reshape(b, scatter_rows(b, data, pos, rows, add), shape, s->rank));
+    return done(b, ox_reshape(b, scatter_rows(b, data, pos, rows, red), shape, s->rank));
 }
 
 xe_code ox_b_scatter_elements(ox_b *b)
 {
     int x = ox_in(b, 0), idx = ox_in(b, 1), upd = ox_in(b, 2), r = ox_rank(b, x), axis;
-    bool add = scatter_add(b);
+    scatter_red red = scatter_reduction(b);
     if (x < 0 || idx < 0 || upd < 0 || b->failed || !ox_axis(b, ox_int(b, "axis", 0), r, &axis))
         return ox_status(b);
     const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
@@ -239,13 +280,14 @@ xe_code ox_b_scatter_elements(ox_b *b)
     int up = ox_reshape(b, ox_transpose(b, ox_cast(b, upd, ox_type(b, x)->dtype), perm, r), mr, 2);
     /* per column c: hit[i, c, p] = (ix[i, c] == p); out[p, c] = sum over i */
     int hit = ox_bin(b, XE_OP_EQUAL, with_unit_dim(b, ix, 2), positions(b, n)); /* [m, rest, n] */
-    int zero = ox_scalar(b, ox_type(b, x)->dtype, 0);
     int64_t i0 = 0;
-    int sum = ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, hit, with_unit_dim(b, up, 2), zero), &i0, 1, false);
-    int out;
-    if (add) {
-        out = ox_bin(b, XE_OP_ADD, data, ox_transpose(b, sum, (int[]){1, 0}, 2));
+    int up2 = with_unit_dim(b, up, 2), out;
+    if (red != RED_NONE) {
+        int data_t = ox_transpose(b, data, (int[]){1, 0}, 2); /* [rest, n] */
+        int r2 = scatter_reduce(b, red, hit, up2, data_t, i0); /* [rest, n] */
+        out = ox_transpose(b, scatter_apply(b, red, data_t, r2), (int[]){1, 0}, 2);
     } else {
+        int sum = scatter_reduce(b, RED_ADD, hit, up2, -1, i0);
         int any = ox_reduce(b, XE_OP_REDUCE_SUM, ox_cast(b, hit, XE_I32), &i0, 1, false);
         int set = ox_bin(b, XE_OP_GREATER, ox_transpose(b, any, (int[]){1, 0}, 2), ox_scalar(b, XE_I32, 0));
         out = ox_select(b, set, ox_transpose(b, sum, (int[]){1, 0}, 2), data);
@@ -319,4 +361,56 @@ xe_code ox_b_topk(ox_b *b)
     ox_out(b, 0, val);
     ox_out(b, 1, idx);
     return ox_status(b);
+}
+
+/* [n] or [1, n] (row) or [n, 1] of 0 .. n-1, i64. */
+static int positions_as(ox_b *b, int64_t n, bool row)
+{
+    int64_t d[2] = {row ? 1 : n, row ? n : 1};
+    return ox_reshape(b, positions(b, n), d, 2);
+}
+
+/*
+ * ReverseSequence: time and batch moved first and flattened to rows
+ * t * B + b, one gather of the rows src(t, b) * B + b, where src reverses
+ * the first len[b] steps (src = len[b] - 1 - t) and keeps the rest (src = t).
+ */
+xe_code ox_b_reverse_sequence(ox_b *b)
+{
+    int x = ox_in(b, 0), lens = ox_in(b, 1), r = ox_rank(b, x), ta, ba;
+    if (x < 0 || lens < 0 || !ox_axis(b, ox_int(b, "time_axis", 0), r, &ta) ||
+        !ox_axis(b, ox_int(b, "batch_axis", 1), r, &ba))
+        return ox_status(b);
+    const xe_shape *s = &ox_type(b, x)->shape;
+    if (r < 2 || ta == ba || (ta > 1 || ba > 1))
+        return ox_invalid(b, "time_axis and batch_axis must be 0 and 1 or 1 and 0 (rank 2 or more)");
+    if (!known_dims(s, 0, r))
+        return ox_unsupported(b, "ReverseSequence needs known dims");
+    const xe_type *lt = ox_type(b, lens);
+    if (lt->shape.rank != 1 || lt->shape.dims[0] != s->dims[ba] || (lt->dtype != XE_I64 && lt->dtype != XE_I32))
+        return ox_invalid(b, "sequence_lens must be [batch] int64");
+    int64_t t = s->dims[ta], n = s->dims[ba], flat[XE_MAX_RANK], rows = t * n;
+    int perm[XE_MAX_RANK] = {1, 0};
+    for (int d = 2; d < r; d++)
+        perm[d] = d;
+    int xt = ta == 0 ? x : ox_transpose(b, x, perm, r); /* [T, B, rest...] */
+    flat[0] = rows;
+    for (int d = 2; d < r; d++)
+        flat[d - 1] = s->dims[d];
+    int data = ox_reshape(b, xt, flat, r - 1);
+    int64_t row1[2] = {1, n};
+    int len = ox_reshape(b, ox_cast(b, lens, XE_I64), row1, 2);
+    int tp = positions_as(b, t, false), bp = positions_as(b, n, true);
+    int one = ox_scalar(b, XE_I64, 1);
+    int src = ox_select(b, ox_bin(b, XE_OP_LESS, tp, len), ox_bin(b, XE_OP_SUB, ox_bin(b, XE_OP_SUB, len, one), tp), tp);
+    int idx = ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MUL, src, ox_scalar(b, XE_I64, n)), bp);
+    int in[2] = {data, ox_reshape(b, idx, &rows, 1)};
+    ox_at at = OX_I("axis", 0);
+    int y = ox_op(b, XE_OP_GATHER, in, 2, &at, 1);
+    int64_t back[XE_MAX_RANK];
+    back[0] = t, back[1] = n;
+    for (int d = 2; d < r; d++)
+        back[d] = s->dims[d];
+    y = ox_reshape(b, y, back, r);
+    return done(b, ta == 0 ? y : ox_transpose(b, y, perm, r));
 }

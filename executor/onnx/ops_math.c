@@ -336,8 +336,11 @@ xe_code ox_b_identity(ox_b *b)
         return ox_status(b);
     if (b->n_in > 2 && ox_in(b, 2) >= 0) {
         const xe_tensor *t = ox_need_const(b, 2, "training_mode");
-        if (t && xe_load_f64(t->data, t->dtype, 0) != 0)
-            return ox_unsupported(b, "training_mode=true is not supported (inference only)");
+        if (t && xe_load_f64(t->data, t->dtype, 0) != 0) { /* training: the identity only at ratio 0 */
+            const xe_tensor *r = ox_in(b, 1) >= 0 ? ox_need_const(b, 1, "ratio") : NULL;
+            if (!r || xe_load_f64(r->data, r->dtype, 0) != 0)
+                return ox_unsupported(b, "training_mode=true is not supported (inference only) but at ratio 0");
+        }
     }
     return done(b, ox_in(b, 0));
 }

@@ -332,3 +332,42 @@ xe_code ox_b_lrn(ox_b *b)
     int den = ox_bin(b, XE_OP_ADD, like(b, x, bias), ox_bin(b, XE_OP_MUL, sum, like(b, x, alpha / (double)size)));
     return done(b, ox_bin(b, XE_OP_DIV, x, ox_bin(b, XE_OP_POW, den, like(b, x, beta))));
 }
+
+/*
+ * GroupNormalization: x [N, C, ...] as [N, G, C/G * rest], normalized over
+ * its last axis (in the stash type), back to [N, C, ...]; scale and bias per
+ * channel (opset 21), or per group before opset 21, applied in the grouped
+ * form. Known channels and spatial dims.
+ */
+xe_code ox_b_group_norm(ox_b *b)
+{
+    int x = ox_in(b, 0), r = ox_rank(b, x), mean, inv;
+    if (x < 0 || ox_in(b, 1) < 0 || ox_in(b, 2) < 0)
+        return ox_status(b);
+    const xe_shape *xs = &ox_type(b, x)->shape;
+    int64_t g = ox_int(b, "num_groups", -1), rest = 1;
+    if (r < 2 || g < 1 || xs->dims[1] < 0 || xs->dims[1] % g)
+        return ox_invalid(b, "num_groups must divide the channels (rank 2 or more)");
+    for (int d = 1; d < r; d++) {
+        if (xs->dims[d] < 0)
+            return ox_unsupported(b, "GroupNormalization needs known channels and spatial dims");
+        rest *= xs->dims[d];
+    }
+    xe_dtype dt = ox_type(b, x)->dtype, work = XE_F32;
+    int64_t stash = ox_int(b, "stash_type", 1);
+    if (stash != 1 && (!ox_dtype((int32_t)stash, &work) || !xe_dtype_is_float(work)))
+        return ox_unsupported(b, "attribute stash_type=%lld is not supported", (long long)stash);
+    int64_t grouped[3] = {xs->dims[0], g, rest / g}, back[XE_MAX_RANK], last = 2;
+    memcpy(back, xs->dims, sizeof back);
+    int y = ox_reshape_dims(b, ox_cast(b, x, work), grouped, 3, "GroupNormalization needs known channels");
+    y = ox_cast(b, normalize(b, y, &last, 1, ox_float(b, "epsilon", 1e-5), &mean, &inv), dt);
+    if (b->opset < 21) { /* scale and bias [G] */
+        int64_t g1[2] = {g, 1};
+        y = ox_bin(b, XE_OP_MUL, y, ox_reshape(b, ox_in(b, 1), g1, 2));
+        y = ox_bin(b, XE_OP_ADD, y, ox_reshape(b, ox_in(b, 2), g1, 2));
+        return done(b, ox_reshape_dims(b, y, back, r, "GroupNormalization needs known channels"));
+    }
+    y = ox_reshape_dims(b, y, back, r, "GroupNormalization needs known channels");
+    y = ox_bin(b, XE_OP_MUL, y, per_channel(b, ox_in(b, 1), r));
+    return done(b, ox_bin(b, XE_OP_ADD, y, per_channel(b, ox_in(b, 2), r)));
+}

@@ -18,7 +18,7 @@ B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(con
 B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
 B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
 B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(pool) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
+B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(reverse_sequence) B(rotary) B(affine_grid) B(col2im) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
 B(quantize) B(dequantize) B(dynamic_quantize) B(bit_shift) B(matmul_integer) B(qlinear_matmul)
 #undef B
 
@@ -31,6 +31,7 @@ static const ox_entry table[] = {
     U("Neg", NEG), U("Abs", ABS), U("Exp", EXP), U("Log", LOG), U("Sqrt", SQRT), U("Tanh", TANH),
     U("Sigmoid", SIGMOID), U("Relu", RELU), U("Erf", ERF), U("Sin", SIN), U("Cos", COS),
     U("Floor", FLOOR), U("Ceil", CEIL), U("Not", LOGICAL_NOT),
+    U("Asin", ASIN), U("Acos", ACOS), U("Atan", ATAN),
     BIN("Add", ADD), BIN("Sub", SUB), BIN("Mul", MUL), BIN("Equal", EQUAL), BIN("Less", LESS),
     BIN("LessOrEqual", LESS_EQUAL), BIN("Greater", GREATER), BIN("GreaterOrEqual", GREATER_EQUAL),
     BIN("And", LOGICAL_AND), BIN("Or", LOGICAL_OR),
@@ -80,24 +81,38 @@ static const ox_entry table[] = {
     F("Softmax", softmax, "axis"), F("LogSoftmax", log_softmax, "axis"), F("Hardmax", hardmax, "axis"),
     F("LayerNormalization", layer_norm, "axis epsilon stash_type"),
     F("RMSNormalization", rms_norm, "axis epsilon stash_type"),
+    {"RotaryEmbedding", 23, 0, ox_b_rotary, "interleaved num_heads rotary_embedding_dim", -1, 0},
     F("NegativeLogLikelihoodLoss", nll_loss, "ignore_index reduction"),
     F("SoftmaxCrossEntropyLoss", sce_loss, "ignore_index reduction"),
     F("Attention", attention, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
                               "softmax_precision left_window_size right_window_size"),
     F("BatchNormalization", batch_norm, "epsilon momentum training_mode"),
     F("InstanceNormalization", instance_norm, "epsilon"),
+    {"GroupNormalization", 18, 0, ox_b_group_norm, "epsilon num_groups stash_type", -1, 0},
     {"GlobalAveragePool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MEAN, 0},
     {"GlobalMaxPool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MAX, 0},
     F("Conv", conv, "auto_pad dilations group kernel_shape pads strides"),
+    F("RNN", rnn, "activation_alpha activation_beta activations clip direction hidden_size layout"),
+    F("GRU", rnn, "activation_alpha activation_beta activations clip direction hidden_size layout linear_before_reset"),
+    F("LSTM", rnn, "activation_alpha activation_beta activations clip direction hidden_size input_forget layout"),
+    F("Col2Im", col2im, "dilations pads strides"),
+    F("ConvTranspose", conv_transpose, "auto_pad dilations group kernel_shape output_padding output_shape pads strides"),
     {"MaxPool", 1, 0, ox_b_pool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides",
      XE_OP_MAX_POOL2D, 0},
     {"AveragePool", 1, 0, ox_b_pool, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
      XE_OP_AVG_POOL2D, 0},
+    {"DFT", 17, 0, ox_b_dft, "axis inverse onesided", -1, 0},
+    F("HannWindow", window, "output_datatype periodic"), F("HammingWindow", window, "output_datatype periodic"),
+    F("BlackmanWindow", window, "output_datatype periodic"), F("CenterCropPad", center_crop_pad, "axes"),
+    F("AffineGrid", affine_grid, "align_corners"),
+    F("LpPool", lp_pool, "auto_pad ceil_mode dilations kernel_shape p pads strides"),
     F("LpNormalization", lp_norm, "axis p"), F("MeanVarianceNormalization", mvn, "axes"),
     F("LRN", lrn, "alpha beta bias size"),
     F("GatherND", gather_nd, "batch_dims"), F("CumSum", cumsum, "exclusive reverse"),
+    F("CumProd", cumsum, "exclusive reverse"),
     F("ScatterND", scatter_nd, "reduction"), F("ScatterElements", scatter_elements, "axis reduction"),
-    F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
+    {"Scatter", 9, 10, ox_b_scatter_elements, "axis", -1, 0}, /* ScatterElements before its rename */
+    F("ReverseSequence", reverse_sequence, "batch_axis time_axis"), F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
                                    "extrapolation_value antialias axes keep_aspect_ratio_policy", -1, 0},
     {"Upsample", 7, 9, ox_b_resize, "mode scales", -1, 0}, F("Einsum", einsum, "equation"),

@@ -390,6 +390,88 @@ def rough_edge_models():
     onnx.save(m, os.path.join(OUT, "output_is_input.onnx"))
 
 
+def ort_outputs(m, inputs):
+    """The outputs onnxruntime computes (for what onnx.reference leaves out: sequence_lens)."""
+    import onnxruntime as ort
+    typed = onnx.ModelProto()
+    typed.CopyFrom(m)
+    for o in typed.graph.output:
+        o.type.tensor_type.elem_type = F  # float outputs only; onnxruntime wants a type
+    sess = ort.InferenceSession(typed.SerializeToString(), providers=["CPUExecutionProvider"])
+    return sess.run(None, dict(inputs))
+
+
+def recurrent_ops():
+    """ConvTranspose, RNN, GRU, LSTM and CumProd beyond the onnx node tests: groups with dilations and
+    output_padding, output_shape, 3-D, SAME_LOWER; linear_before_reset with clip, peepholes both ways
+    with initial states, sequence_lens, Relu and batch-first, custom activations."""
+    def rnn_relu_batch_first(X, W, R, h0):
+        """numpy's: H = relu(X_t W^T + H R^T), layout 1 (onnx.reference has no Relu, onnxruntime no layout 1)."""
+        h, ys = h0[:, 0], []
+        for t in range(X.shape[1]):
+            h = np.maximum(X[:, t] @ W[0].T + h @ R[0].T, 0)
+            ys.append(h)
+        return [np.stack(ys, 1)[:, :, None], h[:, None]]
+
+    def group_norm_18(a, s, b):
+        """numpy's: GroupNormalization-18, scale and bias per group."""
+        g = a.reshape(a.shape[0], 3, -1)
+        y = (g - g.mean(-1, keepdims=True)) / np.sqrt(g.var(-1, keepdims=True) + 1e-3)
+        return [(y * s[:, None] + b[:, None]).reshape(a.shape).astype(np.float32)]
+
+    def node_model(name, op_type, ins, outs, attrs, opset=17, use_ort=False, expect=None):
+        node = helper.make_node(op_type, [n for n, _ in ins], outs, name="n_" + name, **attrs)
+        real = [(n, a) for n, a in ins if n]
+        m = model([node], real, [o for o in outs if o], opset)
+        n_out = len([o for o in outs if o])
+        expect = (lambda *a: ort_outputs(m, real)) if use_ort else expect
+        return name, save(name, m, real, expect)
+
+    half = lambda *s: x(*s, lo=-0.7, hi=0.7)
+    return [
+        node_model("ConvTransposeGroupDil", "ConvTranspose", [("a", x(2, 4, 5, 6)), ("w", x(4, 3, 3, 2)), ("b", x(6))],
+                   ["y0"], {"group": 2, "strides": [2, 3], "dilations": [2, 1], "pads": [1, 0, 2, 1],
+                            "output_padding": [1, 2]}, use_ort=True),
+        node_model("ConvTranspose1DOutShape", "ConvTranspose", [("a", x(1, 3, 7)), ("w", x(3, 2, 4))],
+                   ["y0"], {"strides": [2], "output_shape": [17]}, use_ort=True),
+        node_model("ConvTranspose3D", "ConvTranspose", [("a", x(1, 2, 3, 4, 3)), ("w", x(2, 2, 2, 3, 2))],
+                   ["y0"], {"strides": [2, 1, 2], "pads": [1, 0, 0, 0, 1, 1]}, use_ort=True),
+        node_model("ConvTransposeSameLower", "ConvTranspose", [("a", x(1, 2, 5, 5)), ("w", x(2, 1, 3, 3))],
+                   ["y0"], {"strides": [2, 2], "auto_pad": "SAME_LOWER", "group": 2}, use_ort=True),
+        node_model("GRULbrClip", "GRU", [("X", x(4, 3, 5)), ("W", x(1, 18, 5)), ("R", half(1, 18, 6)),
+                                         ("B", x(1, 36)), ("", None), ("h0", x(1, 3, 6))],
+                   ["y0", "y1"], {"hidden_size": 6, "linear_before_reset": 1, "clip": 1.5}, use_ort=True),
+        node_model("GRUReverseActs", "GRU", [("X", x(3, 2, 3)), ("W", half(1, 12, 3)), ("R", half(1, 12, 4))],
+                   ["y0", "y1"], {"hidden_size": 4, "direction": "reverse",
+                                  "activations": ["Sigmoid", "Relu"]}, use_ort=True),
+        node_model("LSTMBidiPeep", "LSTM", [("X", x(5, 2, 3)), ("W", half(2, 16, 3)), ("R", half(2, 16, 4)),
+                                            ("B", half(2, 32)), ("", None), ("h0", x(2, 2, 4)),
+                                            ("c0", x(2, 2, 4)), ("P", half(2, 12))],
+                   ["y0", "y1", "y2"], {"hidden_size": 4, "direction": "bidirectional"}, use_ort=True),
+        node_model("LSTMSeqLens", "LSTM", [("X", x(4, 3, 2)), ("W", half(1, 12, 2)), ("R", half(1, 12, 3)),
+                                           ("", None), ("lens", np.array([4, 2, 1], np.int32))],
+                   ["y0", "y1", "y2"], {"hidden_size": 3}, use_ort=True),
+        node_model("RNNReluBatchFirst", "RNN", [("X", x(3, 4, 2)), ("W", half(1, 5, 2)), ("R", half(1, 5, 5)),
+                                                ("", None), ("", None), ("h0", x(3, 1, 5))],
+                   ["y0", "y1"], {"hidden_size": 5, "layout": 1, "activations": ["Relu"]}, opset=14,
+                   expect=rnn_relu_batch_first),
+        node_model("AvgPool3DPadsCeil", "AveragePool", [("a", x(2, 3, 7, 6, 5))], ["y0"],
+                   {"kernel_shape": [3, 2, 3], "strides": [2, 2, 2], "pads": [1, 0, 2, 1, 1, 0],
+                    "ceil_mode": 1, "count_include_pad": 0}, opset=19, use_ort=True),
+        node_model("MaxPool3DDilated", "MaxPool", [("a", x(1, 2, 8, 7, 6))], ["y0"],
+                   {"kernel_shape": [2, 3, 2], "dilations": [2, 1, 2], "pads": [1, 1, 0, 0, 1, 1]},
+                   opset=19, use_ort=True),
+        node_model("LpPool1DPads", "LpPool", [("a", x(2, 3, 9))], ["y0"],
+                   {"kernel_shape": [3], "p": 3, "pads": [1, 2], "strides": [2]}, opset=19, use_ort=True),
+        node_model("GroupNorm18", "GroupNormalization", [("a", x(2, 6, 3, 2)), ("s", x(3)), ("b", x(3))], ["y0"],
+                   {"num_groups": 3, "epsilon": 1e-3}, opset=18, expect=group_norm_18),
+        op("Col2ImStrideGap", "Col2Im", [("a", x(2, 8, 6))], {"strides": [3, 2], "pads": [1, 0, 0, 1]},
+           opset=18, inits=[("image", np.array([5, 6], np.int64)), ("block", np.array([2, 2], np.int64))]),
+        op("CumProd", "CumProd", [("a", x(3, 4))], {"exclusive": 1, "reverse": 1}, opset=26,
+           inits=[("axis", np.array(1, np.int64))]),
+    ]
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     rows = unary_ops() + binary_ops() + shape_ops() + reduce_ops() + nn_ops()
@@ -398,6 +480,8 @@ def main():
     rows += engine_ops()
     invalid_models()  # after those, for the same reason
     rough_edge_models()
+    rows += [("index_ops", (3, 5)), ("scatter_ops", (4, 4)), ("select_ops", (1, 6))]  # make_symbolic_models.py's
+    rows += recurrent_ops()  # last again: the data above stays as it was
     with open(os.path.join(OUT, "ops.txt"), "w") as f:
         f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, NAME.outK.npy (make_test_models.py)\n")
         for name, (n_in, n_out) in rows:
