@@ -139,3 +139,17 @@ Test(attention, what_does_not_fuse)
           "s = matmul(q, k, transpose_b=true)\np = softmax(s)\no = matmul(p, v)\n");
     check(text, 0); /* rank 2: no batch of heads */
 }
+
+/* Heads of width 0 or no keys: the program refuses the call (XE_ERR_UNSUPPORTED, which the launch
+   runs per op), never a product BLAS would skip, leaving the output unwritten. */
+Test(attention, empty_heads_are_refused_not_guessed)
+{
+    static const char *const shapes[][3] = {{"[1,2,5,0]", "[1,2,7,0]", "[1,2,7,3]"},
+                                            {"[1,2,5,4]", "[1,2,0,4]", "[1,2,0,3]"}};
+    for (size_t i = 0; i < sizeof shapes / sizeof *shapes; i++) {
+        char text[1024];
+        graph(text, sizeof text, shapes[i][0], shapes[i][1], shapes[i][2], "",
+              "s = matmul(q, k, transpose_b=true)\np = softmax(s)\no = matmul(p, v)\n");
+        cr_assert_eq(xt_run_cluster_code(text), XE_ERR_UNSUPPORTED, "%s", text);
+    }
+}

@@ -128,3 +128,29 @@ void xt_check_cluster(const char *text, const char *run_text)
     xg_artifact_destroy(a);
     xe_graph_destroy(g);
 }
+
+xe_code xt_run_cluster_code(const char *text)
+{
+    xe_graph *g = xe_parse_string(text, "cluster.xg", &st);
+    cr_assert_not_null(g, "%s\n%s", st.msg, text);
+    xe_type types[XT_MAX_IO];
+    xe_tensor *in[XT_MAX_IO] = {0}, *got[XT_MAX_IO] = {0};
+    int n;
+    random_inputs(text, types, in, &n);
+    xg_options o;
+    xg_options_default(&o);
+    xg_artifact *a = NULL;
+    xg_program *p = NULL;
+    cr_assert_eq(xg_build(g, types, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
+    cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
+    xe_code c = xg_program_run(p, in, n, got, g->n_outputs, &st);
+    xe_status_clear(&st);
+    for (int k = 0; k < g->n_outputs; k++)
+        xe_tensor_release(got[k]);
+    for (int k = 0; k < n; k++)
+        xe_tensor_release(in[k]);
+    xg_program_destroy(p);
+    xg_artifact_destroy(a);
+    xe_graph_destroy(g);
+    return c;
+}

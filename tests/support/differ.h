@@ -27,5 +27,7 @@ int xt_count(const char *hay, const char *needle);
  * largest magnitude) and the f64 reference (1e-4), both of run_text (or text).
  */
 void xt_check_cluster(const char *text, const char *run_text);
+/* text's graph compiled as one C cluster and run once on random inputs: xg_program_run's code. */
+xe_code xt_run_cluster_code(const char *text);
 
 #endif

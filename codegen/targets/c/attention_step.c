@@ -167,6 +167,8 @@ xe_code xg_c_attention(xg_program *p, int first, int pv, const xe_type *types, x
                  .p_node = xg_matmul_operand(p->body, types, out, 0, &flip),
                  .lq = sc->dims[sc->rank - 2], .lk = lk, .dv = os->dims[os->rank - 1]};
     a.depth = a.q.trans ? a.q.shape->dims[a.q.shape->rank - 2] : a.q.shape->dims[a.q.shape->rank - 1];
+    if (a.depth == 0) /* BLAS refuses a leading dim of 0 (and writes nothing): per op */
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "fused attention %s: heads of width 0", plan->body->nodes[qk]->name);
     a.block = TILE_SCORES / lk < 1 ? 1 : TILE_SCORES / lk > TILE_ROWS ? TILE_ROWS : TILE_SCORES / lk;
     atomic_init(&a.failed, false);
     int64_t *per_row = group_rows(p, first, pv, types, rows, a.block, &a.tile_bytes);
