@@ -26,6 +26,13 @@
 #include "xlac/op.h"
 
 enum { TILE_SCORES = 32768, TILE_ROWS = 64 }; /* elements of a block's scores; rows of a block */
+enum { TILE_ALIGN = 64 };                      /* each value's tile starts on a cache line */
+
+/* Bytes of one value's tile: block rows of row_bytes, rounded up to TILE_ALIGN. */
+static size_t tile_size(size_t row_bytes, int64_t block)
+{
+    return (row_bytes * (size_t)block + TILE_ALIGN - 1) / TILE_ALIGN * TILE_ALIGN;
+}
 
 /* A matrix operand as stored: the buffer, its shape, and whether the product reads it transposed. */
 typedef struct operand {
@@ -85,7 +92,7 @@ static void onto_tiles(const att_run *a, void **tp, char *tiles, int64_t r)
             continue;
         size_t row_bytes = (size_t)a->per_row[i] * xe_dtype_size(plan->types[i].dtype);
         tp[i] = (void *)((uintptr_t)(tiles + at) - (uintptr_t)r * row_bytes);
-        at += row_bytes * (size_t)a->block;
+        at += tile_size(row_bytes, a->block);
     }
 }
 
@@ -120,7 +127,7 @@ static void attention_rows(void *ctx, int64_t r0, int64_t r1)
     att_run *a = ctx;
     size_t n = (size_t)a->p->body->n_nodes + 1;
     void **tp = malloc(2 * n * sizeof *tp);
-    char *tiles = malloc(a->tile_bytes);
+    char *tiles = aligned_alloc(TILE_ALIGN, a->tile_bytes);
     if (!tp || !tiles)
         atomic_store(&a->failed, true);
     else
@@ -146,7 +153,7 @@ static int64_t *group_rows(const xg_program *p, int first, int pv, const xe_type
         for (int k = 0; k < p->plan->steps[j].n_outs; k++) {
             int v = p->plan->steps[j].outs[k];
             per_row[v] = xe_shape_numel(&types[v].shape) / rows;
-            *bytes += (size_t)(per_row[v] * block) * xe_dtype_size(types[v].dtype);
+            *bytes += tile_size((size_t)per_row[v] * xe_dtype_size(types[v].dtype), block);
         }
     return per_row;
 }
