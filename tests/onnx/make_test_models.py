@@ -360,7 +360,7 @@ def invalid_models():
 def rough_edge_models():
     """The error messages' regression models (tests/test_rough_edges.c); no random data."""
     # an unsupported dtype behind an unsupported op: both listed (value_info types 'v')
-    nodes = [helper.make_node("DFT", ["x"], ["v"], name="dft"),
+    nodes = [helper.make_node("TfIdfVectorizer", ["x"], ["v"], name="tfidf"),
              helper.make_node("Cast", ["v"], ["c"], name="cast_behind", to=TensorProto.STRING),
              helper.make_node("Relu", ["v"], ["r"], name="relu_behind")]
     g = helper.make_graph(nodes, "g", [helper.make_tensor_value_info("x", F, [4, 8, 2])],
