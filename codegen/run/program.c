@@ -402,7 +402,7 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
 /*
  * With a trace on, steps [i, next) of a CPU program as one slice inside its cluster launch
  * ("cluster step": the kernel name, what it is, and its output's name), so a trace shows where
- * a cluster's time goes (bench/profile.py sums them). GPU steps are asynchronous: not timed here.
+ * a cluster's time goes (bench/trace_profile.py sums them). GPU steps are asynchronous: not timed here.
  */
 static void trace_step(const xg_program *p, int i, int next, double t0)
 {

@@ -11,7 +11,7 @@ first (warm-up and compiles excluded) and its share of the run:
     outside its steps: the cache lookup, buffers, the launch itself) and
     `other` (a run's time outside every op and launch).
 Prints a markdown table; --top N keeps the N largest rows.
-Usage: bench/profile.py TRACE.json [--top N] [--title TEXT]"""
+Usage: bench/trace_profile.py TRACE.json [--top N] [--title TEXT]"""
 import argparse
 import collections
 import json
