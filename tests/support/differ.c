@@ -90,6 +90,17 @@ static void random_inputs(const char *text, xe_type *types, xe_tensor **in, int 
     xe_graph_destroy(g);
 }
 
+/* g compiled as one C cluster at types (shape-generic or not) and loaded; *a gets the artifact. */
+static xg_program *build(const xe_graph *g, const xe_type *types, bool generic, const char *text, xg_artifact **a)
+{
+    xg_options o;
+    xg_options_default(&o);
+    xg_program *p = NULL;
+    cr_assert_eq(xg_build(g, types, generic, XG_TARGET_C, 0, &o, a, &st), XE_OK, "%s\n%s", st.msg, text);
+    cr_assert_eq(xg_program_load(*a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
+    return p;
+}
+
 void xt_check_cluster(const char *text, const char *run_text)
 {
     const char *rt = run_text ? run_text : text;
@@ -102,12 +113,8 @@ void xt_check_cluster(const char *text, const char *run_text)
     random_inputs(text, types, unused, &n);
     random_inputs(rt, run_types, in, &n_run);
     cr_assert_eq(n, n_run);
-    xg_options o;
-    xg_options_default(&o);
     xg_artifact *a = NULL;
-    xg_program *p = NULL;
-    cr_assert_eq(xg_build(g, types, run_text != NULL, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
-    cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
+    xg_program *p = build(g, types, run_text != NULL, text, &a);
     cr_assert_eq(xg_program_run(p, in, n, got, g->n_outputs, &st), XE_OK, "%s\n%s", st.msg, rt);
     xt_run_op_by_op(rt, in, want);
     char *t64 = xt_as_f64(rt);
@@ -137,12 +144,8 @@ xe_code xt_run_cluster_code(const char *text)
     xe_tensor *in[XT_MAX_IO] = {0}, *got[XT_MAX_IO] = {0};
     int n;
     random_inputs(text, types, in, &n);
-    xg_options o;
-    xg_options_default(&o);
     xg_artifact *a = NULL;
-    xg_program *p = NULL;
-    cr_assert_eq(xg_build(g, types, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s\n%s", st.msg, text);
-    cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
+    xg_program *p = build(g, types, false, text, &a);
     xe_code c = xg_program_run(p, in, n, got, g->n_outputs, &st);
     xe_status_clear(&st);
     for (int k = 0; k < g->n_outputs; k++)
