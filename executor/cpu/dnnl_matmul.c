@@ -210,4 +210,3 @@ xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
         mm_prim_free(m);
     return r;
 }
-

@@ -68,20 +68,22 @@ int xe_threads(void)
     return omp_get_max_threads();
 }
 
-void xe_cpu_rows(int64_t rows, int64_t cols, xe_panel_fn fn, void *ctx)
+/* fn over rows [0, rows) cut into `parts` ranges, one per thread of the team. */
+static void rows_in_parts(int64_t rows, int64_t parts, xe_panel_fn fn, void *ctx)
 {
-    int64_t parts = rows * (cols > 0 ? cols : 1) >= 32768 ? omp_get_max_threads() : 1;
-    parts = parts > rows ? rows : parts;
 #pragma omp parallel for schedule(static) if (parts > 1)
     for (int64_t k = 0; k < parts; k++)
         fn(ctx, rows * k / parts, rows * (k + 1) / parts);
 }
 
-void xe_cpu_engine_rows(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx)
+void xe_cpu_rows(int64_t rows, int64_t cols, xe_panel_fn fn, void *ctx)
+{
+    int64_t parts = rows * (cols > 0 ? cols : 1) >= 32768 ? omp_get_max_threads() : 1;
+    rows_in_parts(rows, parts > rows ? rows : parts, fn, ctx);
+}
+
+void xe_cpu_row_blocks(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx)
 {
     int64_t parts = min_part > 0 ? (rows + min_part - 1) / min_part : rows;
-    parts = parts < omp_get_max_threads() ? parts : omp_get_max_threads();
-#pragma omp parallel for schedule(static) if (parts > 1)
-    for (int64_t k = 0; k < parts; k++)
-        fn(ctx, rows * k / parts, rows * (k + 1) / parts);
+    rows_in_parts(rows, parts < omp_get_max_threads() ? parts : omp_get_max_threads(), fn, ctx);
 }

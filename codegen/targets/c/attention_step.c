@@ -2,7 +2,7 @@
  * The C target's fused attention (codegen/plan/attention.c says which
  * steps form one): Q·Kᵀ, the panel steps after it (scale, mask, softmax,
  * where(isnan)) and the product with V, run block of rows by block of
- * rows. Each thread takes a range of the scores' rows (xe_cpu_engine_rows) and
+ * rows. Each thread takes a range of the scores' rows (xe_cpu_row_blocks) and
  * walks it in blocks that stay inside one batch matrix; for a block it
  *   1. computes the block's scores, op(Q)[rows]·op(K), into a tile of its
  *      own (xe_cpu_sgemm: OpenBLAS on the calling thread; oneDNN's sgemm
@@ -182,7 +182,7 @@ xe_code xg_c_attention(xg_program *p, int first, int pv, const xe_type *types, x
     if (!per_row)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     a.per_row = per_row;
-    xe_cpu_engine_rows(rows, a.block, attention_rows, &a);
+    xe_cpu_row_blocks(rows, a.block, attention_rows, &a);
     free(per_row);
     if (atomic_load(&a.failed))
         return xe_fail(st, XE_ERR_NOMEM, "fused attention %s: out of memory for a thread's tiles",

@@ -137,7 +137,7 @@ void xe_cpu_rows(int64_t rows, int64_t cols, xe_panel_fn fn, void *ctx);
  * thread alone (xe_cpu_sgemm): one range per thread, each of at least
  * min_part rows, so that a small problem is not cut finer than a block.
  */
-void xe_cpu_engine_rows(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx);
+void xe_cpu_row_blocks(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx);
 /* The flat index of the batch element of an operand with batch dims opb that batch element flat of
    a product with batch dims outb reads (dims broadcast as numpy's matmul does). */
 int64_t xe_matmul_batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat);
