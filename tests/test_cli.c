@@ -337,9 +337,11 @@ Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
     if (xe_gpu_available()) {
         cr_assert_eq(run("g.xg --device gpu --log-device-placement"), 0, "%s", err);
         cr_assert(strstr(err, "placement: a exp GPU:0"), "%s", err);
+        cr_assert_eq(run("g.xg --device gpu --inputs-on-device --seed 1 --iterations 2"), 0, "%s", err);
         return;
     }
     cr_assert_eq(run("g.xg --device gpu"), 1, "no GPU: a runtime error");
+    cr_assert_eq(run("g.xg --device gpu --inputs-on-device --seed 1"), 1, "no GPU: a runtime error");
     cr_assert(strstr(err, "xlac-run: ") && strstr(err, xe_gpu_unavailable_reason()), "%s", err);
     cr_assert_eq(run("g.xg --log-device-placement"), 0, "%s", err);
     cr_assert(strstr(err, "placement: a exp CPU:0"), "%s", err);
@@ -381,6 +383,9 @@ Test(cli, graph_and_usage_errors_exit_2, .init = setup, .fini = teardown)
     cr_assert_eq(run("g.xg --warmup -1"), 2);
     cr_assert_eq(run("g.xg --seed -3"), 2);
     cr_assert_eq(run("g.xg --device tpu"), 2);
+    cr_assert_eq(run("g.xg --inputs-on-device"), 2); /* the inputs copied to the GPU: only for --device gpu */
+    cr_assert(strstr(err, "--inputs-on-device needs --device gpu"), "%s", err);
+    cr_assert_eq(run("g.xg --inputs-on-device --device cpu"), 2);
     cr_assert_eq(run("g.xg --input"), 2);
     cr_assert(strstr(err, "--input needs a value"), "%s", err);
     cr_assert_eq(run("g.xg --input x"), 2);
