@@ -58,7 +58,7 @@ def bench_workload(name, args, xlac, copy_gbs, tmp):
     feeds = [bench.save_inputs(s, os.path.join(tmp, name, "set%d" % i)) for i, s in enumerate(sets)]
     row = {"name": name}
     row["bytes"] = sum(a.nbytes for a in sets[0].values()) + bench.output_bytes(name, sets[0])
-    gpu = ["--device", "gpu"]
+    gpu = ["--device", "gpu", "--inputs-on-device", "--outputs-on-device"] # no host copies timed
     op, cl, stats = [], [], {}
     for r in range(args.rounds):
         f = [feeds[r % len(feeds)]]

@@ -12,6 +12,7 @@
 #include "xe_hash.h"
 
 #include "exec_impl.h"
+#include "xlac/device.h"
 #include "xlac/op.h"
 #include "xlac/plugin.h"
 
@@ -238,21 +239,6 @@ static void trace_run(xe_session *s, int mode, double t0)
     xe_trace_slice(name, "run", t0, t1 - t0, args);
 }
 
-/* Brings outputs to the host, in place. */
-static xe_code outputs_to_host(xe_tensor **outputs, int n, xe_status *st)
-{
-    for (int i = 0; i < n; i++) {
-        if (outputs[i]->device == XE_DEV_CPU)
-            continue;
-        xe_tensor *h = xe_tensor_to_device(outputs[i], XE_DEV_CPU, st);
-        if (!h)
-            return st->code;
-        xe_tensor_release(outputs[i]);
-        outputs[i] = h;
-    }
-    return XE_OK;
-}
-
 xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs,
                        xe_status *st)
 {
@@ -295,7 +281,8 @@ static xe_code run_graph(xe_session *s, const xe_graph *g, xe_tensor *const *inp
     if (mode)
         trace_run(s, mode, t0);
     if (c == XE_OK)
-        c = outputs_to_host(outputs, g->n_outputs, st);
+        c = s->opt.outputs_on_device ? xe_device_synchronize(XE_DEV_GPU, st)
+                                     : xe_tensors_to_device(outputs, g->n_outputs, XE_DEV_CPU, st);
     if (c != XE_OK) {
         for (int i = 0; i < g->n_outputs; i++) {
             xe_tensor_release(outputs[i]);

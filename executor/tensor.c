@@ -115,3 +115,17 @@ xe_tensor *xe_tensor_to_device(const xe_tensor *t, xe_device dev, xe_status *st)
     }
     return r;
 }
+
+xe_code xe_tensors_to_device(xe_tensor **ts, int n, xe_device dev, xe_status *st)
+{
+    for (int i = 0; i < n; i++) {
+        if (ts[i]->device == dev)
+            continue;
+        xe_tensor *c = xe_tensor_to_device(ts[i], dev, st);
+        if (!c)
+            return st->code;
+        xe_tensor_release(ts[i]);
+        ts[i] = c;
+    }
+    return XE_OK;
+}

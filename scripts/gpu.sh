@@ -3,7 +3,7 @@
 # package registry it installs the Debian packages brought along in .gpu-debs/
 # (made beforehand by `scripts/gpu.sh --fetch` on a machine with apt), builds a
 # Release tree (build-gpu/), runs every GPU test (test_gpu_ops, test_nvrtc's
-# GPU tests, the GPU e2e tests of test_plugin_e2e), a slice of the committed
+# GPU tests, the GPU e2e tests of test_plugin_e2e, test_cli's GPU case), a slice of the committed
 # real exports on the device (tests/models/run_exports.py --device gpu), then the GPU bench
 # (bench/gpu_bench.py: every bench graph op by op and clustered with
 # --device gpu, the device copy roofline of bench/gpu_stream.cu, torch.compile
@@ -148,7 +148,7 @@ build_tree() {
     [ $rc -eq 0 ] || return 1
     grep -q 'GPU kernels and NVRTC enabled' <<<"$conf" || { echo "CUDA toolkit not found by CMake"; return 1; }
     timeout "${XLAC_GPU_BUILD_TIMEOUT:-300}" cmake --build "$build" -j"$(nproc)" --target xlac-run xlac xlac-compile test_gpu_ops \
-        test_nvrtc test_plugin_e2e || return 1
+        test_nvrtc test_plugin_e2e test_cli || return 1
     nvcc -O3 -o "$build/bin/xlac-gpu-stream" "$root/bench/gpu_stream.cu"
 }
 
@@ -157,6 +157,7 @@ run_tests() {
     step test_gpu_ops 150 "$build/bin/test_gpu_ops" $j
     step test_nvrtc_gpu 150 "$build/bin/test_nvrtc" $j --filter 'nvrtc/gpu_*'
     step test_plugin_e2e_gpu 60 "$build/bin/test_plugin_e2e" $j --filter 'e2e/gpu_*'
+    step test_cli_gpu 60 "$build/bin/test_cli" --filter 'cli/device_gpu_*'
 }
 
 system=0

@@ -338,10 +338,18 @@ Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
         cr_assert_eq(run("g.xg --device gpu --log-device-placement"), 0, "%s", err);
         cr_assert(strstr(err, "placement: a exp GPU:0"), "%s", err);
         cr_assert_eq(run("g.xg --device gpu --inputs-on-device --seed 1 --iterations 2"), 0, "%s", err);
+        WRITE("h.xg", "xlac.graph v1\ninput x: f32[8]\na = add(x, x)\noutput a\n"); /* exact */
+        cr_assert_eq(run("h.xg --device cpu --seed 1 --print-outputs"), 0, "%s", err);
+        char *host = strdup(out);
+        cr_assert_eq(run("h.xg --device gpu --inputs-on-device --outputs-on-device --seed 1 "
+                         "--iterations 2 --print-outputs"), 0, "%s", err);
+        cr_assert(strstr(out, host) == out, "kept on the GPU, printed from the host:\n%s\n%s", out, host);
+        free(host);
         return;
     }
     cr_assert_eq(run("g.xg --device gpu"), 1, "no GPU: a runtime error");
     cr_assert_eq(run("g.xg --device gpu --inputs-on-device --seed 1"), 1, "no GPU: a runtime error");
+    cr_assert_eq(run("g.xg --device gpu --outputs-on-device --seed 1"), 1, "no GPU: a runtime error");
     cr_assert(strstr(err, "xlac-run: ") && strstr(err, xe_gpu_unavailable_reason()), "%s", err);
     cr_assert_eq(run("g.xg --log-device-placement"), 0, "%s", err);
     cr_assert(strstr(err, "placement: a exp CPU:0"), "%s", err);
@@ -386,6 +394,8 @@ Test(cli, graph_and_usage_errors_exit_2, .init = setup, .fini = teardown)
     cr_assert_eq(run("g.xg --inputs-on-device"), 2); /* the inputs copied to the GPU: only for --device gpu */
     cr_assert(strstr(err, "--inputs-on-device needs --device gpu"), "%s", err);
     cr_assert_eq(run("g.xg --inputs-on-device --device cpu"), 2);
+    cr_assert_eq(run("g.xg --outputs-on-device"), 2); /* the outputs kept on the GPU: likewise */
+    cr_assert(strstr(err, "--outputs-on-device needs --device gpu"), "%s", err);
     cr_assert_eq(run("g.xg --input"), 2);
     cr_assert(strstr(err, "--input needs a value"), "%s", err);
     cr_assert_eq(run("g.xg --input x"), 2);

@@ -42,6 +42,7 @@ typedef struct cli_options {
     bool seed_given;      /* --seed was given: inputs fed by nothing get random values */
     xe_place_mode place;  /* --device */
     bool inputs_on_device; /* --inputs-on-device: inputs copied to the GPU once, before the runs */
+    bool outputs_on_device; /* --outputs-on-device: outputs left on the GPU until the runs are done */
     int threads;          /* --threads N; 0: not given (main.c picks the default) */
     bool log_placement;   /* --log-device-placement */
     bool log_every;       /* --log-device-placement=every: on every run, not the first only */

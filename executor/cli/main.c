@@ -183,19 +183,6 @@ static xe_code run_timed(run_state *r, xe_status *st)
     return XE_OK;
 }
 
-/* --inputs-on-device: each input replaced by its copy on the GPU. */
-static xe_code inputs_to_gpu(run_state *r, xe_status *st)
-{
-    for (int i = 0; i < r->g->n_inputs; i++) {
-        xe_tensor *d = xe_tensor_to_device(r->inputs[i], XE_DEV_GPU, st);
-        if (!d)
-            return st->code;
-        xe_tensor_release(r->inputs[i]);
-        r->inputs[i] = d;
-    }
-    return XE_OK;
-}
-
 /* One feed (k-th folder, or the only run): inputs, runs, outputs. */
 static xe_code run_feed(run_state *r, int k, xe_status *st)
 {
@@ -204,13 +191,15 @@ static xe_code run_feed(run_state *r, int k, xe_status *st)
     if (cli_prepare_inputs(o, r->g, feed, r->inputs, st) != XE_OK)
         return st->code;
     if (cli_check_bound(r->bound, r->g, r->inputs, st) != XE_OK ||
-        (o->inputs_on_device && inputs_to_gpu(r, st) != XE_OK)) {
+        (o->inputs_on_device && xe_tensors_to_device(r->inputs, r->g->n_inputs, XE_DEV_GPU, st) != XE_OK)) {
         release_all(r->inputs, r->g->n_inputs);
         return st->code;
     }
     r->one.n = 0;
     xe_code c = run_timed(r, st);
     release_all(r->inputs, r->g->n_inputs);
+    if (c == XE_OK && o->outputs_on_device) /* printed and saved from the host */
+        c = xe_tensors_to_device(r->outs, r->g->n_outputs, XE_DEV_CPU, st);
     bool first = cli_rank() == 0;
     if (c == XE_OK && o->print_outputs && first)
         c = cli_print_outputs(r->g, r->outs, st);
@@ -389,7 +378,8 @@ static int run_main(const cli_options *o)
     }
     xe_session_options so = {
         .place = o->place, .log_placement = o->log_placement, .log_every = o->log_every,
-        .profile_path = o->profile, .threads = o->threads};
+        .profile_path = o->profile, .threads = o->threads,
+        .outputs_on_device = o->outputs_on_device};
     run_state r = {.o = o, .s = xe_session_new(g, &so, &st), .bound = &bound};
     if (!r.s) {
         free_bound(&bound);

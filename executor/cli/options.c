@@ -35,7 +35,9 @@ static const char usage[] =
     "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one)\n"
     "  --inputs-on-device      with --device gpu: copy the inputs to the GPU once, before the\n"
     "                          runs, so that timed runs hold no upload (outputs still come\n"
-    "                          back to the host on every run)\n"
+    "                          back to the host on every run, unless --outputs-on-device)\n"
+    "  --outputs-on-device     with --device gpu: outputs stay on the GPU while the runs last\n"
+    "                          and come back once, after them (each run still waits for them)\n"
     "  --threads N             CPU threads of the per-op kernels, the compiled clusters'\n"
     "                          loops and oneDNN, one pool (default: the physical cores, or\n"
     "                          OMP_NUM_THREADS when it is set)\n"
@@ -224,6 +226,8 @@ static cli_parse_result parse_one(int argc, char **argv, int *i, cli_options *o)
         o->compare = true;
     else if (!strcmp(a, "--inputs-on-device"))
         o->inputs_on_device = true;
+    else if (!strcmp(a, "--outputs-on-device"))
+        o->outputs_on_device = true;
     else if (!strcmp(a, "--log-device-placement=every"))
         o->log_placement = o->log_every = true;
     else if (takes_value(a)) {
@@ -273,7 +277,8 @@ cli_parse_result cli_parse(int argc, char **argv, cli_options *o)
     }
     if (!o->graph)
         return bad("no graph given%s", "");
-    if (o->inputs_on_device && o->place != XE_PLACE_GPU)
-        return bad("--inputs-on-device needs --device gpu%s", "");
+    if ((o->inputs_on_device || o->outputs_on_device) && o->place != XE_PLACE_GPU)
+        return bad("%s needs --device gpu",
+                   o->inputs_on_device ? "--inputs-on-device" : "--outputs-on-device");
     return CLI_RUN;
 }

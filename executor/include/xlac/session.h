@@ -34,6 +34,9 @@ typedef struct xe_session_options {
                                   for libxlac.so, XLAC_FLAGS words (--auto_jit=N among them) applied
                                   over the process's configuration; NULL: the process's. Must live
                                   while the session is being made */
+    bool outputs_on_device;  /* outputs stay on the device that computed them (the run still waits
+                                for them); the caller copies them with xe_tensor_to_device. Default:
+                                every output comes back to the host */
 } xe_session_options;
 
 /*

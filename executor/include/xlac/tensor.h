@@ -47,5 +47,7 @@ void xe_tensor_release(xe_tensor *t);
 int64_t xe_tensor_numel(const xe_tensor *t);
 /* Copy to another device (or a deep copy on the same one). */
 xe_tensor *xe_tensor_to_device(const xe_tensor *t, xe_device dev, xe_status *st);
+/* Each of ts[0..n) not on dev replaced, in place, by its copy there. */
+xe_code xe_tensors_to_device(xe_tensor **ts, int n, xe_device dev, xe_status *st);
 
 #endif
