@@ -10,7 +10,9 @@
  *   4. steps     one step per materialized computed node, in order
  *   5. merge     consecutive loop steps of one shape become one kernel
  *                with several outputs (multi-output fusion); a libm op's
- *                loop stays alone, so that every other loop vectorizes
+ *                loop stays alone, so that every other loop vectorizes;
+ *                a value that only its own kernel reads loses its
+ *                buffer (locals.c)
  *   6. rows      a row reduction and the steps after it that read it back
  *                over the same rows become one row kernel (fusion.c's
  *                row_groups: softmax and layer norm written out)
@@ -382,8 +384,7 @@ static void row_phases(const xg_plan *p, xg_step *g, const bool *in_row, bool *r
     }
 }
 
-/* Whether every read of node happens inside the row step (its outputs and what they compute inline). */
-static bool read_only_inside(const xg_plan *p, int node, const bool *in_row)
+bool xg_read_only_inside(const xg_plan *p, int node, const bool *in_row)
 {
     const xe_graph *b = p->body;
     for (int i = 0; i < b->n_outputs; i++)
@@ -394,7 +395,7 @@ static bool read_only_inside(const xg_plan *p, int node, const bool *in_row)
         for (int k = 0; k < n->n_inputs; k++) {
             if (n->inputs[k] != node)
                 continue;
-            if (!in_row[j] && (p->mat[j] || !read_only_inside(p, j, in_row)))
+            if (!in_row[j] && (p->mat[j] || !xg_read_only_inside(p, j, in_row)))
                 return false;
             break;
         }
@@ -413,7 +414,7 @@ static void row_drop_buffers(xg_plan *p, xg_step *g, bool *in_row)
     int w = 0;
     for (int k = 0; k < g->n_outs; k++) {
         int o = g->outs[k];
-        if (g->role[k] == XG_ROW_LOOP && read_only_inside(p, o, in_row)) {
+        if (g->role[k] == XG_ROW_LOOP && xg_read_only_inside(p, o, in_row)) {
             p->mat[o] = false;
             in_row[o] = false;
             continue;
@@ -752,7 +753,7 @@ static xe_code plan_steps(xg_plan *p, xe_status *st)
     /* 5. multi-output loops, 6. row kernels, 7. matmul epilogues by rows (epilogue.c) and fused
        attention (attention.c) */
     merge_loops(p);
-    if (row_groups(p, st) != XE_OK || xg_plan_panels(p, st) != XE_OK || xg_plan_attention(p, st) != XE_OK)
+    if (xg_plan_locals(p, st) != XE_OK || row_groups(p, st) != XE_OK || xg_plan_panels(p, st) != XE_OK || xg_plan_attention(p, st) != XE_OK)
         return st->code;
     /* 8. channels-last values between convs (layout.c) */
     xg_plan_layouts(p);

@@ -93,6 +93,11 @@ void xg_value_reads(const xg_plan *p, int node, void (*visit)(void *ctx, int buf
 /* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read through as flags. */
 xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st);
 
+/* Whether every read of node happens inside a step (the nodes marked in inside[], and what they compute inline). */
+bool xg_read_only_inside(const xg_plan *p, int node, const bool *inside);
+/* locals.c: drops the buffers of loop values that only their own multi-output loop reads. */
+xe_code xg_plan_locals(xg_plan *p, xe_status *st);
+
 /* epilogue.c: marks the steps that run on the rows of the matmul before them, a range per thread. */
 xe_code xg_plan_panels(xg_plan *p, xe_status *st);
 /* The matmul node whose panels step i runs on, or -1 when it is no panel step. */
