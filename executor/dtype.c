@@ -19,6 +19,9 @@ static const struct {
     [XE_I32] = {"i32", 4}, [XE_I64] = {"i64", 8}, [XE_BOOL] = {"bool", 1},
     [XE_U8] = {"u8", 1},   [XE_I8] = {"i8", 1},   [XE_I16] = {"i16", 2},
     [XE_U16] = {"u16", 2}, [XE_U32] = {"u32", 4}, [XE_U64] = {"u64", 8}, [XE_BF16] = {"bf16", 2},
+    [XE_F8E4M3FN] = {"f8e4m3fn", 1}, [XE_F8E4M3FNUZ] = {"f8e4m3fnuz", 1},
+    [XE_F8E5M2] = {"f8e5m2", 1},     [XE_F8E5M2FNUZ] = {"f8e5m2fnuz", 1},
+    [XE_I4] = {"i4", 1}, [XE_U4] = {"u4", 1}, [XE_I2] = {"i2", 1}, [XE_U2] = {"u2", 1},
 };
 
 size_t xe_dtype_size(xe_dtype dt)
@@ -56,17 +59,37 @@ bool xe_dtype_is_int(xe_dtype dt)
 
 bool xe_dtype_is_integer(xe_dtype dt)
 {
-    return xe_dtype_is_int(dt) || (xe_dtype_is_narrow(dt) && dt != XE_BF16);
+    return xe_dtype_is_int(dt) || (xe_dtype_is_narrow(dt) && dt != XE_BF16 && !xe_dtype_is_float8(dt));
 }
 
 bool xe_dtype_is_unsigned(xe_dtype dt)
 {
-    return dt == XE_U8 || dt == XE_U16 || dt == XE_U32 || dt == XE_U64;
+    return dt == XE_U8 || dt == XE_U16 || dt == XE_U32 || dt == XE_U64 || dt == XE_U4 || dt == XE_U2;
 }
 
 bool xe_dtype_is_narrow(xe_dtype dt)
 {
-    return dt >= XE_U8 && dt <= XE_BF16;
+    return dt >= XE_U8 && dt < XE_DTYPE_COUNT;
+}
+
+bool xe_dtype_is_float8(xe_dtype dt)
+{
+    return dt >= XE_F8E4M3FN && dt <= XE_F8E5M2FNUZ;
+}
+
+bool xe_dtype_is_subbyte(xe_dtype dt)
+{
+    return dt >= XE_I4 && dt <= XE_U2;
+}
+
+bool xe_dtype_is_storage(xe_dtype dt)
+{
+    return xe_dtype_is_float8(dt) || xe_dtype_is_subbyte(dt);
+}
+
+int xe_dtype_bits(xe_dtype dt)
+{
+    return dt == XE_I4 || dt == XE_U4 ? 4 : dt == XE_I2 || dt == XE_U2 ? 2 : 8 * (int)xe_dtype_size(dt);
 }
 
 float xe_f16_to_f32(xe_f16 h)
@@ -105,7 +128,11 @@ double xe_load_f64(const void *buf, xe_dtype dt, int64_t i)
     case XE_U32: return ((const uint32_t *)buf)[i];
     case XE_U64: return (double)((const uint64_t *)buf)[i];
     case XE_BF16: return xe_bf2f(((const uint16_t *)buf)[i]);
-    default: return NAN;
+    case XE_I4:
+    case XE_I2: return ((const int8_t *)buf)[i];
+    case XE_U4:
+    case XE_U2: return ((const uint8_t *)buf)[i];
+    default: return xe_f8_to_f64(((const uint8_t *)buf)[i], dt); /* NaN for none */
     }
 }
 
@@ -125,7 +152,14 @@ void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v)
     case XE_U32: ((uint32_t *)buf)[i] = (uint32_t)xe_f64_to_range(v, 0, UINT32_MAX); break;
     case XE_U64: ((uint64_t *)buf)[i] = xe_f64_to_u64(v); break;
     case XE_BF16: ((uint16_t *)buf)[i] = xe_f2bf((float)v); break;
-    default: break;
+    case XE_I4:
+    case XE_U4:
+    case XE_I2:
+    case XE_U2: ((uint8_t *)buf)[i] = xe_subbyte_wrap(xe_f64_to_i64(v), dt); break; /* wraps, as cast does */
+    default:
+        if (xe_dtype_is_float8(dt))
+            ((uint8_t *)buf)[i] = xe_f8_from_f64(v, dt, true); /* saturates: ONNX's default */
+        break;
     }
 }
 

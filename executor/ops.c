@@ -182,11 +182,39 @@ static bool any_narrow(const xe_type *in, int n_in, const xe_type *out)
     return narrow;
 }
 
+/* Whether any of the types is a storage dtype (float8, the sub-byte integers). */
+static bool any_storage(const xe_type *in, int n_in, const xe_type *out)
+{
+    bool storage = out && xe_dtype_is_storage(out->dtype);
+    for (int k = 0; k < n_in; k++)
+        storage = storage || xe_dtype_is_storage(in[k].dtype);
+    return storage;
+}
+
+/* The storage dtypes move, select and cast: their kernels copy bytes or convert through double. */
+static const char *storage_reason(int op, const xe_op_def *d)
+{
+    switch (d->cls) {
+    case XE_CLASS_STRUCTURE:
+    case XE_CLASS_COMPOSITE:
+    case XE_CLASS_SELECT:
+    case XE_CLASS_CAST:
+    case XE_CLASS_SHAPE: return NULL;
+    case XE_CLASS_SOURCE: return op == XE_OP_IOTA ? "iota has no storage dtypes" : NULL;
+    default:
+        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
+                   ? NULL
+                   : "the storage dtypes (float8, i4 u4 i2 u2) have no kernel for this op (cast them first)";
+    }
+}
+
 const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_type *out)
 {
     const xe_op_def *d = xe_op_get(op);
     if (!d || op >= XE_OP_COUNT || !any_narrow(in, n_in, out))
         return NULL; /* plugin ops check their own dtypes */
+    if (any_storage(in, n_in, out))
+        return storage_reason(op, d);
     switch (d->cls) {
     case XE_CLASS_STRUCTURE:
     case XE_CLASS_COMPOSITE:

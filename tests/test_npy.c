@@ -107,6 +107,12 @@ static xe_tensor *filled(xe_dtype dt, const xe_shape *s)
     return t;
 }
 
+/* What a tensor of dt reads back as: the sub-byte integers come back as the byte they are held in. */
+static xe_dtype read_back_as(xe_dtype dt)
+{
+    return !xe_dtype_is_subbyte(dt) ? dt : xe_dtype_is_unsigned(dt) ? XE_U8 : XE_I8;
+}
+
 static void round_trip(xe_dtype dt, const xe_shape *s)
 {
     xe_tensor *t = filled(dt, s);
@@ -114,8 +120,14 @@ static void round_trip(xe_dtype dt, const xe_shape *s)
     xe_tensor *r = xe_npy_read(path, &st);
     char ty[128];
     xe_type_str(&(xe_type){dt, *s}, ty, sizeof ty);
+    if (xe_dtype_is_float8(dt)) { /* written as '|V1', which names no kind: refused on reading */
+        cr_assert_null(r, "%s read back", ty);
+        cr_assert(strstr(st.msg, "unsupported dtype '|V1'"), "%s: %s", ty, st.msg);
+        xe_tensor_release(t);
+        return;
+    }
     cr_assert_not_null(r, "%s: %s", ty, st.msg);
-    cr_assert(r->dtype == dt && xe_shape_equal(&r->shape, s), "%s came back different", ty);
+    cr_assert(r->dtype == read_back_as(dt) && xe_shape_equal(&r->shape, s), "%s came back different", ty);
     cr_assert_eq(r->nbytes, t->nbytes);
     cr_assert(t->nbytes == 0 || !memcmp(r->data, t->data, t->nbytes), "%s: data differs", ty);
     struct stat sb;

@@ -30,6 +30,7 @@ typedef struct ew {
     bool variant;    /* the op's XV attribute is set: its XV expressions */
     double a[XE_MAX_OP_FLOATS]; /* the op's float attributes, a0.. in ops.def */
     xe_dtype to;     /* cast target */
+    bool saturate;   /* cast to float8: beyond the largest finite value gives it (else inf or NaN) */
 } ew;
 
 #define ID(v) (v)
@@ -527,6 +528,9 @@ static void select_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off
  * integer truncates toward zero, NaN gives 0 and out of range saturates;
  * an integer to a float rounds once (to f16 and bf16 through f32); f32 to
  * bf16 and f16 rounds to nearest even; anything to bool is x != 0.
+ * The storage dtypes (lowp.c): to float8 rounds once to nearest even from
+ * the exact double (an i64 beyond 2^53 rounds twice) and saturates unless
+ * the attribute saturate is false; the sub-byte integers wrap as the others.
  */
 
 /* The integer at p as 64 bits: signed types sign-extend, unsigned ones zero-extend. */
@@ -535,7 +539,9 @@ static uint64_t int_bits(const void *p, xe_dtype dt)
     switch (dt) {
     case XE_I32: return (uint64_t)(int64_t) * (const int32_t *)p;
     case XE_I64: return (uint64_t) * (const int64_t *)p;
-    case XE_I8: return (uint64_t)(int64_t) * (const int8_t *)p;
+    case XE_I8:
+    case XE_I4:
+    case XE_I2: return (uint64_t)(int64_t) * (const int8_t *)p;
     case XE_I16: return (uint64_t)(int64_t) * (const int16_t *)p;
     case XE_U16: return *(const uint16_t *)p;
     case XE_U32: return *(const uint32_t *)p;
@@ -557,14 +563,24 @@ static bool store_int_bits(void *out, xe_dtype to, int64_t k, uint64_t v)
     case XE_U32: ((uint32_t *)out)[k] = (uint32_t)v; return true;
     case XE_U64: ((uint64_t *)out)[k] = v; return true;
     case XE_BOOL: ((uint8_t *)out)[k] = v != 0; return true;
+    case XE_I4:
+    case XE_U4:
+    case XE_I2:
+    case XE_U2: ((uint8_t *)out)[k] = xe_subbyte_wrap((int64_t)v, to); return true;
     default: return false;
     }
 }
 
 /* An integer source to a float target: one rounding to f32 or f64 (f16 and bf16 round that f32). */
-static void int_to_float(void *out, xe_dtype to, int64_t k, uint64_t v, bool is_signed)
+static void int_to_float(const ew *c, int64_t k, uint64_t v, bool is_signed)
 {
     float f = is_signed ? (float)(int64_t)v : (float)v;
+    void *out = c->out;
+    xe_dtype to = c->to;
+    if (xe_dtype_is_float8(to)) {
+        ((uint8_t *)out)[k] = xe_f8_from_f64(is_signed ? (double)(int64_t)v : (double)v, to, c->saturate);
+        return;
+    }
     switch (to) {
     case XE_F64: ((double *)out)[k] = is_signed ? (double)(int64_t)v : (double)v; break;
     case XE_F32: ((float *)out)[k] = f; break;
@@ -579,7 +595,11 @@ static void cast_one(const ew *c, const void *p, int64_t k)
     if (xe_dtype_is_integer(c->dt) || c->dt == XE_BOOL) {
         uint64_t v = int_bits(p, c->dt);
         if (!store_int_bits(c->out, c->to, k, v))
-            int_to_float(c->out, c->to, k, v, !xe_dtype_is_unsigned(c->dt) && c->dt != XE_BOOL);
+            int_to_float(c, k, v, !xe_dtype_is_unsigned(c->dt) && c->dt != XE_BOOL);
+        return;
+    }
+    if (xe_dtype_is_float8(c->to)) { /* exact double of any float source, one rounding */
+        ((uint8_t *)c->out)[k] = xe_f8_from_f64(xe_load_f64(p, c->dt, 0), c->to, c->saturate);
         return;
     }
     if (c->dt == XE_F32 && c->to == XE_BF16) { /* one rounding, not two */
@@ -654,6 +674,7 @@ xe_code xe_cpu_select(const xe_kernel_args *a, xe_status *st)
 xe_code xe_cpu_cast(const xe_kernel_args *a, xe_status *st)
 {
     (void)st;
-    ew c = {.dt = a->in[0]->dtype, .to = a->out->dtype};
+    ew c = {.dt = a->in[0]->dtype, .to = a->out->dtype,
+            .saturate = xe_node_attr_bool(a->node, "saturate", true)};
     return run_rows(a, cast_row, &c);
 }

@@ -313,6 +313,11 @@ static const char *narrow_int_why(const lit_elem *e, xe_dtype dt)
     double lo = dt == XE_I8 ? -128.0 : dt == XE_I16 ? -32768.0 : 0.0;
     double end = dt == XE_U8 ? 256.0 : dt == XE_I8 ? 128.0 : dt == XE_I16 ? 32768.0 : dt == XE_U16 ? 65536.0
                : dt == XE_U32 ? 4294967296.0 : 18446744073709551616.0; /* exclusive */
+    if (xe_dtype_is_subbyte(dt)) {
+        double half = ldexp(1, xe_dtype_bits(dt) - 1);
+        lo = xe_dtype_is_unsigned(dt) ? 0.0 : -half;
+        end = xe_dtype_is_unsigned(dt) ? 2 * half : half;
+    }
     if (e->is_int)
         return (double)e->i < lo || (double)e->i >= end || (e->i < 0 && lo == 0) ? "is out of range" : NULL;
     if (!(e->f >= lo && e->f < end))
@@ -342,6 +347,8 @@ static xe_code check_const_elem(parser *p, const lit_elem *e, xe_dtype dt)
         why = "is not a bool (true, false, 1 or 0)";
     } else if (dt == XE_BF16 && isfinite(v) && isinf(xe_bf16_to_f32(xe_f32_to_bf16((float)v)))) {
         why = "is out of range";
+    } else if (xe_dtype_is_float8(dt)) {
+        why = isfinite(v) && fabs(v) > xe_f8_max(dt) ? "is out of range" : NULL;
     } else if (xe_dtype_is_narrow(dt) && dt != XE_BF16) {
         why = narrow_int_why(e, dt);
     }

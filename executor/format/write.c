@@ -120,6 +120,10 @@ static void emit_const_value(xe_text *o, const xe_tensor *v)
         case XE_I16:
         case XE_U16:
         case XE_U32:
+        case XE_I4:
+        case XE_U4:
+        case XE_I2:
+        case XE_U2:
             xe_text_printf(o, "%.0f", xe_load_f64(v->data, v->dtype, k)); /* exact: 32 bits at most */
             break;
         case XE_F64:
@@ -138,7 +142,8 @@ static void emit_const_value(xe_text *o, const xe_tensor *v)
  * Where constants go: with dir set, one of at least min_elems elements is
  * written as DIR/PREFIXNAME.npy and printed as file="PREFIXNAME.npy"
  * (prefix: the composite nodes around it, "f." for the body of f, so that
- * names stay unique in the folder); the first failure stays in st.
+ * names stay unique in the folder); the first failure stays in st. The
+ * storage dtypes (float8, i4 ...) stay literals: .npy does not name them.
  */
 typedef struct const_files {
     const char *dir;   /* NULL: every constant as a literal */
@@ -152,7 +157,7 @@ typedef struct const_files {
 static bool emit_const_file(xe_text *o, const xe_node *n, const_files *cf)
 {
     if (!cf || !cf->dir || cf->code != XE_OK || xe_tensor_numel(n->value) < cf->min_elems ||
-        n->value->device != XE_DEV_CPU)
+        n->value->device != XE_DEV_CPU || xe_dtype_is_storage(n->value->dtype)) /* .npy does not read them back */
         return false;
     char name[1024], path[4096];
     snprintf(name, sizeof name, "%s%s.npy", cf->prefix, n->name);

@@ -18,6 +18,12 @@
  * raw bytes, the bits), which is what np.save writes for an ml_dtypes
  * bfloat16 array, and '<V2' reads back as bf16 (np.load gives |V2: view it
  * as ml_dtypes.bfloat16, or as '<u2' for the bits).
+ *
+ * The storage dtypes are written only: a float8 tensor as '|V1' (its bits;
+ * view it as ml_dtypes.float8_e4m3fn and so on), which names no kind, so
+ * '|V1' is refused on reading; the sub-byte integers as '|i1' (i4 i2) and
+ * '|u1' (u4 u2), one value per byte as xlac holds them, which read back as
+ * i8 and u8.
  */
 #include <errno.h>
 #include <stdint.h>
@@ -39,6 +45,9 @@ static const struct {
     {"<i4", XE_I32}, {"<i8", XE_I64}, {"|b1", XE_BOOL},
     {"|u1", XE_U8},  {"|i1", XE_I8},  {"<i2", XE_I16},
     {"<u2", XE_U16}, {"<u4", XE_U32}, {"<u8", XE_U64}, {"<V2", XE_BF16},
+    /* written only: reading the descrs above comes first, and '|V1' is refused */
+    {"|V1", XE_F8E4M3FN}, {"|V1", XE_F8E4M3FNUZ}, {"|V1", XE_F8E5M2}, {"|V1", XE_F8E5M2FNUZ},
+    {"|i1", XE_I4}, {"|u1", XE_U4}, {"|i1", XE_I2}, {"|u1", XE_U2},
 };
 
 #define N_NPY_TYPES (sizeof npy_types / sizeof *npy_types)
@@ -218,6 +227,9 @@ static xe_code scan_dict(scan *s, npy_dict *d)
 
 static xe_code descr_dtype(const char *path, const char *descr, xe_dtype *dt, xe_status *st)
 {
+    if (!strcmp(descr, "|V1") || !strcmp(descr, "<V1"))
+        return xe_fail(st, XE_ERR_IO, "%s: unsupported dtype '%s': one raw byte per value names no dtype (xlac "
+                       "writes float8 so, but cannot tell which kind it is on reading)", path, descr);
     for (size_t k = 0; k < N_NPY_TYPES; k++) {
         if (!strcmp(npy_types[k].descr, descr)) {
             *dt = npy_types[k].dt;

@@ -68,10 +68,15 @@ _SIGNATURES = {
 # ml_dtypes is installed (onnx and jax bring it), else its bits as np.uint16
 _NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int32,
           "i64": np.int64, "bool": np.bool_, "u8": np.uint8, "i8": np.int8, "i16": np.int16,
-          "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bf16": np.uint16}
+          "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bf16": np.uint16,
+          # float8: its bits without ml_dtypes; i4 i2 u4 u2: one value per byte, as xlac holds them
+          "f8e4m3fn": np.uint8, "f8e4m3fnuz": np.uint8, "f8e5m2": np.uint8, "f8e5m2fnuz": np.uint8,
+          "i4": np.int8, "u4": np.uint8, "i2": np.int8, "u2": np.uint8}
 try:
     import ml_dtypes
     _NUMPY["bf16"] = ml_dtypes.bfloat16
+    _NUMPY.update({"f8e4m3fn": ml_dtypes.float8_e4m3fn, "f8e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
+                   "f8e5m2": ml_dtypes.float8_e5m2, "f8e5m2fnuz": ml_dtypes.float8_e5m2fnuz})
 except ImportError:  # pragma: no cover - depends on the environment
     pass
 

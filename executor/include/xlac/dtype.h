@@ -9,6 +9,14 @@
  * go through data movement, cast, comparisons, select and the elementwise
  * ops that ONNX defines on them (xe_dtype_narrow_ok in xlac/op.h says which
  * ops); any other op on them is refused as unsupported, never computed wrong.
+ *
+ * The low-precision storage types came last (executor/lowp.c): the four
+ * float8 kinds of ONNX (one byte, the bits) and the 4- and 2-bit integers,
+ * held one value per byte in memory (sign-extended for the signed ones) and
+ * packed only in ONNX TensorProto (low bits first). They are narrow types
+ * too, but go through data movement, select and cast alone (cast to float8
+ * rounds to nearest even and saturates unless its attribute saturate is
+ * false; a cast to the small integers keeps the low bits, as numpy's does).
  */
 #ifndef XLAC_DTYPE_H
 #define XLAC_DTYPE_H
@@ -31,6 +39,14 @@ typedef enum xe_dtype {
     XE_U32,  /* uint32_t */
     XE_U64,  /* uint64_t */
     XE_BF16, /* bfloat16, stored as uint16_t */
+    XE_F8E4M3FN,   /* float8 e4m3fn: bias 7, no inf, NaN S.1111.111, max 448; one byte (its bits) */
+    XE_F8E4M3FNUZ, /* float8 e4m3fnuz: bias 8, no inf, no -0, NaN 0x80, max 240 */
+    XE_F8E5M2,     /* float8 e5m2: bias 15, inf and NaN as IEEE, max 57344 */
+    XE_F8E5M2FNUZ, /* float8 e5m2fnuz: bias 16, no inf, no -0, NaN 0x80, max 57344 */
+    XE_I4,         /* 4-bit signed integer, one per byte: int8_t in [-8, 7] */
+    XE_U4,         /* 4-bit unsigned integer, one per byte: uint8_t in [0, 15] */
+    XE_I2,         /* 2-bit signed integer, one per byte: int8_t in [-2, 1] */
+    XE_U2,         /* 2-bit unsigned integer, one per byte: uint8_t in [0, 3] */
     XE_DTYPE_COUNT
 } xe_dtype;
 
@@ -56,12 +72,30 @@ bool xe_dtype_is_float(xe_dtype dt);          /* f16 f32 f64 */
 bool xe_dtype_is_int(xe_dtype dt);            /* i32 i64 (the index types) */
 bool xe_dtype_is_integer(xe_dtype dt);        /* every integer type: i32 i64 u8 i8 i16 u16 u32 u64 */
 bool xe_dtype_is_unsigned(xe_dtype dt);       /* u8 u16 u32 u64 */
-bool xe_dtype_is_narrow(xe_dtype dt);         /* u8 i8 i16 u16 u32 u64 bf16: the later types */
+bool xe_dtype_is_narrow(xe_dtype dt);         /* u8 i8 i16 u16 u32 u64 bf16 and the storage types: the later types */
+bool xe_dtype_is_float8(xe_dtype dt);         /* f8e4m3fn f8e4m3fnuz f8e5m2 f8e5m2fnuz */
+bool xe_dtype_is_subbyte(xe_dtype dt);        /* i4 u4 i2 u2: one value per byte in memory */
+bool xe_dtype_is_storage(xe_dtype dt);        /* the float8 kinds and the sub-byte integers */
+int xe_dtype_bits(xe_dtype dt);               /* bits of one value: 4 for i4, 8 for f8e5m2, 32 for f32 */
 
 float xe_f16_to_f32(xe_f16 h);
 xe_f16 xe_f32_to_f16(float f);
 float xe_bf16_to_f32(uint16_t b);
 uint16_t xe_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
+
+/* float8 (dt one of the four kinds) <-> double: decoding is exact; encoding rounds to nearest
+   even, and a value beyond the largest finite one gives it (saturate) or else inf (e5m2) or NaN
+   (the others, which have no inf); NaN gives the kind's NaN, -0 gives 0 in the fnuz kinds. */
+double xe_f8_to_f64(uint8_t bits, xe_dtype dt);
+uint8_t xe_f8_from_f64(double v, xe_dtype dt, bool saturate);
+/* The largest finite value of float8 kind dt. */
+double xe_f8_max(xe_dtype dt);
+/* v's low bits as sub-byte integer dt (i4 u4 i2 u2): two's complement wrap, as numpy's astype. */
+uint8_t xe_subbyte_wrap(int64_t v, xe_dtype dt);
+/* n values of sub-byte dt packed in ceil(n * bits / 8) bytes (the first value in the lowest bits)
+   to one per byte (sign-extended for i4 and i2), and back. */
+void xe_subbyte_unpack(const uint8_t *packed, int64_t n, xe_dtype dt, uint8_t *out);
+void xe_subbyte_pack(const uint8_t *vals, int64_t n, xe_dtype dt, uint8_t *packed);
 
 /*
  * Reads element i of a buffer of dtype dt as a double, and writes one
