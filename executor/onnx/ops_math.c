@@ -365,20 +365,22 @@ xe_code ox_b_clip(ox_b *b)
     return done(b, y); /* no bounds: x itself */
 }
 
-/* Cast and CastLike: executor dtypes only, default saturate and rounding. */
+/* Cast and CastLike: executor dtypes only, default rounding; saturate (float8 targets only, as
+   ONNX says) becomes the cast's own attribute when it is 0. */
 static xe_code cast_to(ox_b *b, int32_t to)
 {
     xe_dtype dt;
     if (!ox_dtype(to, &dt))
         return ox_unsupported(b, "cast to %s is not supported", ox_dtype_name(to));
-    if (ox_int(b, "saturate", 1) != 1)
-        return ox_unsupported(b, "attribute saturate=0 is not supported");
+    int64_t saturate = ox_int(b, "saturate", 1);
+    if (saturate != 0 && saturate != 1)
+        return ox_invalid(b, "attribute saturate=%lld is not 0 or 1", (long long)saturate);
     const char *mode = ox_str(b, "round_mode", "up");
     if (strcmp(mode, "up"))
         return ox_unsupported(b, "attribute round_mode='%s' is not supported", mode);
     int x = ox_in(b, 0);
-    ox_at a = OX_DT("to", dt);
-    return done(b, ox_op(b, XE_OP_CAST, &x, 1, &a, 1));
+    ox_at a[2] = {OX_DT("to", dt), OX_BOOL("saturate", false)};
+    return done(b, ox_op(b, XE_OP_CAST, &x, 1, a, saturate == 0 && xe_dtype_is_float8(dt) ? 2 : 1));
 }
 
 xe_code ox_b_cast(ox_b *b)

@@ -9,14 +9,21 @@
  *                     in zero_point's dtype (output_dtype's, else u8, without one)
  *
  * which is what the ONNX reference and onnxruntime compute (f32 arithmetic,
- * one division, ties to even, saturation to the target's range). Blocked
- * quantization (block_size > 0), the 4-bit, 2-bit and float8 types and a
+ * one division, ties to even, saturation to the target's range). The 4- and
+ * 2-bit integers go the same way (their ranges: i4 [-8, 7], u4 [0, 15],
+ * i2 [-2, 1], u2 [0, 3]). To a float8 kind there is no integer rounding:
+ * y = cast(f32(x) / f32(scale)), rounded to nearest even in the float8 and
+ * saturated unless the attribute saturate is 0; a float8 zero point must be
+ * 0 (ONNX) and is not added, as the ONNX reference does not add it (so -0
+ * stays -0). Blocked quantization (block_size > 0), FLOAT4E2M1 and a
  * precision other than f32 are refused as unsupported.
  *
  * DynamicQuantizeLinear computes its scale and zero point from x's range
  * (which always holds 0) as the ONNX reference does:
  *   scale = (max(x, 0) - min(x, 0)) / 255, zero_point = clamp(round(-min / scale), 0, 255)
  */
+#include <math.h>
+
 #include "onnx_impl.h"
 
 static xe_code done(ox_b *b, int y)
@@ -28,7 +35,16 @@ static xe_code done(ox_b *b, int y)
 /* The integer types a quantized tensor may have here. */
 static bool quant_dtype(xe_dtype dt)
 {
-    return dt == XE_U8 || dt == XE_I8 || dt == XE_U16 || dt == XE_I16;
+    return dt == XE_U8 || dt == XE_I8 || dt == XE_U16 || dt == XE_I16 || xe_dtype_is_subbyte(dt);
+}
+
+/* The range [lo, hi] of quantized integer type dt. */
+static void quant_range(xe_dtype dt, double *lo, double *hi)
+{
+    int bits = xe_dtype_bits(dt);
+    bool is_signed = !xe_dtype_is_unsigned(dt);
+    *lo = is_signed ? -ldexp(1, bits - 1) : 0;
+    *hi = is_signed ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
 }
 
 /*
@@ -89,7 +105,7 @@ xe_code ox_b_dequantize(ox_b *b)
     if (!common(b, x, &axis))
         return ox_status(b);
     xe_dtype in = ox_type(b, x)->dtype, out = ox_type(b, ox_in(b, 1))->dtype;
-    if (!quant_dtype(in) && in != XE_I32)
+    if (!quant_dtype(in) && in != XE_I32 && !xe_dtype_is_float8(in))
         return ox_unsupported(b, "DequantizeLinear of %s is not supported", xe_dtype_name(in));
     xe_dtype want;
     if (ox_attr(b, "output_dtype") && ox_int(b, "output_dtype", 0) != 0 &&
@@ -117,7 +133,7 @@ static bool quant_target(ox_b *b, xe_dtype *to)
         ox_unsupported(b, "output_dtype %s is not supported", ox_dtype_name((int32_t)ox_int(b, "output_dtype", 0)));
         return false;
     }
-    if (!quant_dtype(*to)) {
+    if (!quant_dtype(*to) && !xe_dtype_is_float8(*to)) {
         ox_unsupported(b, "QuantizeLinear to %s is not supported", xe_dtype_name(*to));
         return false;
     }
@@ -138,11 +154,17 @@ xe_code ox_b_quantize(ox_b *b)
     int r = ox_rank(b, x);
     const xe_shape *xs = &ox_type(b, x)->shape;
     int scale = per_axis(b, ox_cast(b, ox_in(b, 1), XE_F32), r, axis, xs, "the scale");
-    int y = ox_round_even(b, ox_bin(b, XE_OP_DIV, ox_cast(b, x, XE_F32), scale));
+    int y = ox_bin(b, XE_OP_DIV, ox_cast(b, x, XE_F32), scale);
+    if (xe_dtype_is_float8(to)) {
+        int64_t sat = ox_int(b, "saturate", 1);
+        ox_at a[2] = {OX_DT("to", to), OX_BOOL("saturate", sat != 0)};
+        return done(b, ox_op(b, XE_OP_CAST, &y, 1, a, 2));
+    }
+    y = ox_round_even(b, y);
     if (ox_in(b, 2) >= 0)
         y = ox_bin(b, XE_OP_ADD, y, per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
-    double lo = to == XE_U8 || to == XE_U16 ? 0 : to == XE_I8 ? -128 : -32768;
-    double hi = to == XE_U8 ? 255 : to == XE_I8 ? 127 : to == XE_U16 ? 65535 : 32767;
+    double lo, hi;
+    quant_range(to, &lo, &hi);
     y = ox_bin(b, XE_OP_MAXIMUM, y, ox_scalar(b, XE_F32, lo));
     y = ox_bin(b, XE_OP_MINIMUM, y, ox_scalar(b, XE_F32, hi));
     return done(b, ox_cast(b, y, to));

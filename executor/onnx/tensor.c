@@ -1,8 +1,8 @@
 /*
  * TensorProto -> xe_tensor. A tensor's data may be in raw_data (little
  * endian bytes), in one of the typed repeated fields (float_data,
- * int32_data for bool, f16, bf16 (their bits) and the 8- and 16-bit
- * integers too, int64_data, double_data, uint64_data for u32 and u64), or in a file beside
+ * int32_data for bool, f16, bf16, float8 (their bits) and the 8- and 16-bit
+ * integers too (the 4- and 2-bit ones packed as in raw_data, a byte per entry), int64_data, double_data, uint64_data for u32 and u64), or in a file beside
  * the model (data_location = EXTERNAL, keys location/offset/length), which
  * is how exporters store weights: extdata.c maps the file and views or
  * copies the tensor out of it. Every size is checked before
@@ -47,6 +47,15 @@ bool ox_dtype(int32_t t, xe_dtype *out)
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *out = XE_U32; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *out = XE_U64; return true;
     case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = XE_BF16; return true;
+    /* types after onnx.proto's list here: their TensorProto numbers */
+    case 17: *out = XE_F8E4M3FN; return true;
+    case 18: *out = XE_F8E4M3FNUZ; return true;
+    case 19: *out = XE_F8E5M2; return true;
+    case 20: *out = XE_F8E5M2FNUZ; return true;
+    case 21: *out = XE_U4; return true;
+    case 22: *out = XE_I4; return true;
+    case 25: *out = XE_U2; return true;
+    case 26: *out = XE_I2; return true;
     default: return false;
     }
 }
@@ -56,7 +65,8 @@ int32_t ox_onnx_dtype(xe_dtype dt)
     static const int32_t map[XE_DTYPE_COUNT] = {
         [XE_F32] = 1, [XE_F64] = 11, [XE_F16] = 10, [XE_I32] = 6, [XE_I64] = 7, [XE_BOOL] = 9,
         [XE_U8] = 2,  [XE_I8] = 3,   [XE_I16] = 5,  [XE_U16] = 4, [XE_U32] = 12, [XE_U64] = 13,
-        [XE_BF16] = 16};
+        [XE_BF16] = 16, [XE_F8E4M3FN] = 17, [XE_F8E4M3FNUZ] = 18, [XE_F8E5M2] = 19,
+        [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_U2] = 25, [XE_I2] = 26};
     return dt < XE_DTYPE_COUNT ? map[dt] : 0;
 }
 
@@ -94,19 +104,27 @@ static size_t typed_count(const Onnx__TensorProto *t, xe_dtype dt)
     }
 }
 
+/* How many bytes (raw_data) or int32_data entries n values of dt take: the sub-byte integers packed. */
+static size_t stored_count(xe_dtype dt, int64_t n)
+{
+    int per = 8 / xe_dtype_bits(dt);
+    return xe_dtype_is_subbyte(dt) ? (size_t)((n + per - 1) / per) : (size_t)n * xe_dtype_size(dt);
+}
+
 /* The data present must be what the dims need, checked before allocating. */
 static xe_code check_present(const Onnx__TensorProto *t, xe_dtype dt, int64_t numel,
                              const char *what, xe_status *st)
 {
-    size_t nbytes = (size_t)numel * xe_dtype_size(dt), have = typed_count(t, dt);
+    size_t nbytes = stored_count(dt, numel), have = typed_count(t, dt);
+    size_t want = xe_dtype_is_subbyte(dt) ? nbytes : (size_t)numel; /* packed in int32_data too */
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
         return XE_OK; /* ox_ext_tensor checks the file's size before reading */
     if (t->has_raw_data && t->raw_data.len != nbytes)
         return xe_fail(st, XE_ERR_GRAPH, "%s: raw_data holds %zu bytes, its dims need %zu", what,
                        t->raw_data.len, nbytes);
-    if (!t->has_raw_data && have != (uint64_t)numel)
-        return xe_fail(st, XE_ERR_GRAPH, "%s: holds %zu values, its dims need %lld", what, have,
-                       (long long)numel);
+    if (!t->has_raw_data && have != want)
+        return xe_fail(st, XE_ERR_GRAPH, "%s: holds %zu values, its dims need %zu%s", what, have, want,
+                       xe_dtype_is_subbyte(dt) ? " (packed)" : "");
     return XE_OK;
 }
 
@@ -125,12 +143,36 @@ static void from_typed(const Onnx__TensorProto *t, xe_tensor *x)
         case XE_I16:
         case XE_U16: ((uint16_t *)x->data)[i] = (uint16_t)t->int32_data[i]; break;
         case XE_U8:
-        case XE_I8: ((uint8_t *)x->data)[i] = (uint8_t)t->int32_data[i]; break;
+        case XE_I8:
+        case XE_F8E4M3FN:
+        case XE_F8E4M3FNUZ:
+        case XE_F8E5M2:
+        case XE_F8E5M2FNUZ: ((uint8_t *)x->data)[i] = (uint8_t)t->int32_data[i]; break;
         case XE_U32: ((uint32_t *)x->data)[i] = (uint32_t)t->uint64_data[i]; break;
         case XE_U64: ((uint64_t *)x->data)[i] = t->uint64_data[i]; break;
         default: ((uint8_t *)x->data)[i] = t->int32_data[i] != 0; break;
         }
     }
+}
+
+/* A sub-byte tensor from its packed bytes (raw_data, or one per int32_data entry). */
+static xe_code fill_packed(const Onnx__TensorProto *t, xe_tensor *x, xe_status *st)
+{
+    int64_t n = xe_tensor_numel(x);
+    size_t len = stored_count(x->dtype, n);
+    const uint8_t *packed = t->has_raw_data ? t->raw_data.data : NULL;
+    uint8_t *bytes = NULL;
+    if (!packed && len) {
+        if (!(bytes = malloc(len)))
+            return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        for (size_t i = 0; i < len; i++)
+            bytes[i] = (uint8_t)t->int32_data[i];
+        packed = bytes;
+    }
+    if (n)
+        xe_subbyte_unpack(packed, n, x->dtype, x->data);
+    free(bytes);
+    return XE_OK;
 }
 
 static void fill(const Onnx__TensorProto *t, xe_tensor *x)
@@ -158,10 +200,20 @@ xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *wh
     if (tensor_shape(t, dt, what, &s, st) != XE_OK ||
         check_present(t, dt, xe_shape_numel(&s), what, st) != XE_OK)
         return NULL;
-    if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
+    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    if (external && xe_dtype_is_subbyte(dt)) {
+        xe_fail(st, XE_ERR_UNSUPPORTED, "%s: packed %s data in an external file is not supported", what,
+                xe_dtype_name(dt));
+        return NULL;
+    }
+    if (external)
         return ox_ext_tensor(files, t, dt, &s, what, st);
     xe_tensor *x = xe_tensor_new(dt, &s, XE_DEV_CPU, st);
-    if (x)
+    if (x && xe_dtype_is_subbyte(dt) && fill_packed(t, x, st) != XE_OK) {
+        xe_tensor_release(x);
+        return NULL;
+    }
+    if (x && !xe_dtype_is_subbyte(dt))
         fill(t, x);
     return x;
 }

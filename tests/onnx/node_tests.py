@@ -83,6 +83,22 @@ def as_array(x):
     return np.asarray(x) if isinstance(x, (np.ndarray, np.generic)) else None
 
 
+# the sub-byte integers (ml_dtypes) and the numpy type xlac writes them as, one value per byte
+SUBBYTE = {"int4": np.int8, "uint4": np.uint8, "int2": np.int8, "uint2": np.uint8}
+
+
+def same_float8(got, want):
+    """Why two float8 arrays of one kind differ (None when they do not): bit for bit, a NaN
+    matching any NaN."""
+    gn, wn = np.isnan(got.astype(np.float32)), np.isnan(want.astype(np.float32))
+    ok = (got.view(np.uint8) == want.view(np.uint8)) | (gn & wn)
+    if ok.all():
+        return None
+    i = tuple(np.argwhere(~ok)[0])
+    return "at %s got %r (0x%02x), expected %r (0x%02x)" % (
+        i, got[i], got.view(np.uint8)[i], want[i], want.view(np.uint8)[i])
+
+
 def compare(case, got_dir, expected):
     for k, want in enumerate(expected):
         want = as_array(want)
@@ -95,10 +111,19 @@ def compare(case, got_dir, expected):
         got = np.load(path)
         if want.dtype.name == "bfloat16" and got.dtype.str in ("|V2", "<V2"):
             got = got.view(want.dtype)  # xlac writes bf16 as '<V2' (numpy has no bfloat16)
+        if want.dtype.name.startswith("float8") and got.dtype.str in ("|V1", "<V1"):
+            got = got.view(want.dtype)  # xlac writes float8 as '|V1' (the bits)
+        if want.dtype.name in SUBBYTE and got.dtype == SUBBYTE[want.dtype.name]:
+            want = want.astype(got.dtype)  # xlac writes i4 i2 as '|i1', u4 u2 as '|u1' (a value per byte)
         if got.dtype != want.dtype:
             return "output %s: dtype %s, expected %s" % (name, got.dtype, want.dtype)
         if got.shape != want.shape:
             return "output %s: shape %s, expected %s" % (name, got.shape, want.shape)
+        if want.dtype.name.startswith("float8"):
+            why = same_float8(got, want)
+            if why:
+                return "output %s: %s" % (name, why)
+            continue
         tol = TOL.get(want.dtype.type, (1e-4, 1e-5))
         if want.dtype.name == "bfloat16":
             got, want, tol = got.astype(np.float32), want.astype(np.float32), BF16_TOL
