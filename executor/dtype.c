@@ -22,6 +22,7 @@ static const struct {
     [XE_F8E4M3FN] = {"f8e4m3fn", 1}, [XE_F8E4M3FNUZ] = {"f8e4m3fnuz", 1},
     [XE_F8E5M2] = {"f8e5m2", 1},     [XE_F8E5M2FNUZ] = {"f8e5m2fnuz", 1},
     [XE_I4] = {"i4", 1}, [XE_U4] = {"u4", 1}, [XE_I2] = {"i2", 1}, [XE_U2] = {"u2", 1},
+    [XE_F4E2M1] = {"f4e2m1", 1},
 };
 
 size_t xe_dtype_size(xe_dtype dt)
@@ -59,7 +60,7 @@ bool xe_dtype_is_int(xe_dtype dt)
 
 bool xe_dtype_is_integer(xe_dtype dt)
 {
-    return xe_dtype_is_int(dt) || (xe_dtype_is_narrow(dt) && dt != XE_BF16 && !xe_dtype_is_float8(dt));
+    return xe_dtype_is_int(dt) || (xe_dtype_is_narrow(dt) && dt != XE_BF16 && !xe_dtype_is_lowp_float(dt));
 }
 
 bool xe_dtype_is_unsigned(xe_dtype dt)
@@ -82,14 +83,24 @@ bool xe_dtype_is_subbyte(xe_dtype dt)
     return dt >= XE_I4 && dt <= XE_U2;
 }
 
+bool xe_dtype_is_lowp_float(xe_dtype dt)
+{
+    return xe_dtype_is_float8(dt) || dt == XE_F4E2M1;
+}
+
+bool xe_dtype_is_packed(xe_dtype dt)
+{
+    return xe_dtype_is_subbyte(dt) || dt == XE_F4E2M1;
+}
+
 bool xe_dtype_is_storage(xe_dtype dt)
 {
-    return xe_dtype_is_float8(dt) || xe_dtype_is_subbyte(dt);
+    return xe_dtype_is_lowp_float(dt) || xe_dtype_is_subbyte(dt);
 }
 
 int xe_dtype_bits(xe_dtype dt)
 {
-    return dt == XE_I4 || dt == XE_U4 ? 4 : dt == XE_I2 || dt == XE_U2 ? 2 : 8 * (int)xe_dtype_size(dt);
+    return dt == XE_I4 || dt == XE_U4 || dt == XE_F4E2M1 ? 4 : dt == XE_I2 || dt == XE_U2 ? 2 : 8 * (int)xe_dtype_size(dt);
 }
 
 float xe_f16_to_f32(xe_f16 h)
@@ -157,7 +168,7 @@ void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v)
     case XE_I2:
     case XE_U2: ((uint8_t *)buf)[i] = xe_subbyte_wrap(xe_f64_to_i64(v), dt); break; /* wraps, as cast does */
     default:
-        if (xe_dtype_is_float8(dt))
+        if (xe_dtype_is_lowp_float(dt))
             ((uint8_t *)buf)[i] = xe_f8_from_f64(v, dt, true); /* saturates: ONNX's default */
         break;
     }

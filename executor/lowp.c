@@ -1,6 +1,6 @@
 /*
  * The low-precision storage dtypes (xlac/dtype.h): the four float8 kinds of
- * ONNX and the 4- and 2-bit integers.
+ * ONNX, float4 e2m1 and the 4- and 2-bit integers.
  *
  * A float8 value is decoded exactly into a double by its fields; a double
  * is encoded by scaling it to its binade's quantum, rounding that to the
@@ -8,7 +8,8 @@
  * scaling back, which is exact in double for every value a float8 holds.
  * One table row per kind holds what differs: mantissa bits, bias, whether
  * inf and NaN are IEEE's (e5m2), or NaN is 0x80 with no -0 and no inf (the
- * fnuz kinds), or NaN is S.1111.111 with no inf (e4m3fn).
+ * fnuz kinds), or NaN is S.1111.111 with no inf (e4m3fn), or there is
+ * neither (e2m1, four bits: the sign is bit 3).
  *
  * The sub-byte integers live one value per byte in memory; ONNX packs them
  * (two or four per byte, the first in the lowest bits), and pack/unpack here
@@ -20,22 +21,25 @@
 
 /* What one float8 kind is made of. */
 typedef struct f8_kind {
+    int nbits;       /* 8, or 4 for e2m1 */
     int mbits;       /* mantissa bits */
     int bias;        /* exponent bias */
     bool ieee;       /* e5m2: exponent all ones is inf (mantissa 0) or NaN */
     bool fnuz;       /* NaN is 0x80; no -0, no inf */
+    bool nan;        /* has a NaN (all but e2m1) */
     uint8_t maxbits; /* the largest finite value's bits */
 } f8_kind;
 
 static const f8_kind *kind_of(xe_dtype dt)
 {
-    static const f8_kind k[4] = {
-        {3, 7, false, false, 0x7e},  /* e4m3fn: 448 */
-        {3, 8, false, true, 0x7f},   /* e4m3fnuz: 240 */
-        {2, 15, true, false, 0x7b},  /* e5m2: 57344 */
-        {2, 16, false, true, 0x7f},  /* e5m2fnuz: 57344 */
+    static const f8_kind k[5] = {
+        {8, 3, 7, false, false, true, 0x7e},  /* e4m3fn: 448 */
+        {8, 3, 8, false, true, true, 0x7f},   /* e4m3fnuz: 240 */
+        {8, 2, 15, true, false, true, 0x7b},  /* e5m2: 57344 */
+        {8, 2, 16, false, true, true, 0x7f},  /* e5m2fnuz: 57344 */
+        {4, 1, 1, false, false, false, 0x7},  /* e2m1: 6 */
     };
-    return xe_dtype_is_float8(dt) ? &k[dt - XE_F8E4M3FN] : NULL;
+    return xe_dtype_is_float8(dt) ? &k[dt - XE_F8E4M3FN] : dt == XE_F4E2M1 ? &k[4] : NULL;
 }
 
 double xe_f8_to_f64(uint8_t bits, xe_dtype dt)
@@ -43,11 +47,11 @@ double xe_f8_to_f64(uint8_t bits, xe_dtype dt)
     const f8_kind *k = kind_of(dt);
     if (!k)
         return NAN;
-    int mag = bits & 0x7f, e = mag >> k->mbits, m = mag & ((1 << k->mbits) - 1);
-    bool neg = bits & 0x80;
+    int sign = 1 << (k->nbits - 1), mag = bits & (sign - 1), e = mag >> k->mbits, m = mag & ((1 << k->mbits) - 1);
+    bool neg = bits & sign;
     if (k->fnuz && bits == 0x80)
         return NAN;
-    if (!k->fnuz && !k->ieee && mag == 0x7f)
+    if (k->nan && !k->fnuz && !k->ieee && mag == 0x7f)
         return neg ? -NAN : NAN;
     if (k->ieee && e == (1 << (7 - k->mbits)) - 1)
         return m ? (neg ? -NAN : NAN) : neg ? -INFINITY : INFINITY;
@@ -77,7 +81,7 @@ static uint8_t f8_fields(double r, const f8_kind *k)
 /* What a value beyond the largest finite one becomes (sign already in s). */
 static uint8_t f8_overflow(const f8_kind *k, uint8_t s, bool saturate)
 {
-    if (saturate)
+    if (saturate || !k->nan)
         return s | k->maxbits;
     return k->ieee ? (uint8_t)(s | 0x7c) : k->fnuz ? 0x80 : (uint8_t)(s | 0x7f);
 }
@@ -87,10 +91,11 @@ uint8_t xe_f8_from_f64(double v, xe_dtype dt, bool saturate)
     const f8_kind *k = kind_of(dt);
     if (!k)
         return 0;
-    uint8_t nan = k->fnuz ? 0x80 : 0x7f; /* e5m2: 0x7f is a NaN too */
+    uint8_t sign = (uint8_t)(1u << (k->nbits - 1));
+    uint8_t nan = k->fnuz ? 0x80 : k->nan ? 0x7f : sign; /* e5m2: 0x7f is a NaN too; e2m1: -0 */
     if (isnan(v))
         return nan;
-    uint8_t s = signbit(v) ? 0x80 : 0; /* a zero drops it in the fnuz kinds, below */
+    uint8_t s = signbit(v) ? sign : 0; /* a zero drops it in the fnuz kinds, below */
     double a = fabs(v);
     if (isinf(a))
         return f8_overflow(k, s, saturate);

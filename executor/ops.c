@@ -204,7 +204,7 @@ static const char *storage_reason(int op, const xe_op_def *d)
     default:
         return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
                    ? NULL
-                   : "the storage dtypes (float8, i4 u4 i2 u2) have no kernel for this op (cast them first)";
+                   : "the storage dtypes (float8, f4e2m1, i4 u4 i2 u2) have no kernel for this op (cast them first)";
     }
 }
 

@@ -1,7 +1,7 @@
 /*
  * The low-precision storage dtypes (executor/lowp.c) against references
  * written here from ONNX's definitions, in double:
- * - every bit pattern of each float8 kind decodes to the value its fields
+ * - every bit pattern of each float8 kind (and of float4 e2m1) decodes to the value its fields
  *   say (the reference spells each kind out: bias, NaN, inf), and encodes
  *   back to itself (NaN to a NaN of the kind);
  * - encoding rounds to nearest, ties to even: every midpoint between
@@ -206,6 +206,35 @@ Test(float8, load_and_store_go_through_the_kinds)
         cr_assert_eq(xe_dtype_size(kinds[q]), 1);
         cr_assert(xe_dtype_is_storage(kinds[q]) && !xe_dtype_is_float(kinds[q]) && !xe_dtype_is_integer(kinds[q]));
     }
+}
+
+Test(float8, float4_e2m1_has_sixteen_values_and_saturates)
+{
+    static const double mag[8] = {0, 0.5, 1, 1.5, 2, 3, 4, 6}; /* ONNX's table, S.EE.M */
+    for (int b = 0; b < 16; b++) {
+        double want = b & 8 ? -mag[b & 7] : mag[b & 7], got = xe_f8_to_f64((uint8_t)b, XE_F4E2M1);
+        cr_assert(got == want && signbit(got) == signbit(want), "0x%x: %g, want %g", b, got, want);
+        cr_assert_eq(xe_f8_from_f64(want, XE_F4E2M1, false), b, "0x%x", b);
+    }
+    /* midpoints to the even mantissa: 0.25 0.75 1.25 1.75 2.5 3.5 5 */
+    static const double mid[7] = {0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5};
+    static const uint8_t even[7] = {0x0, 0x2, 0x2, 0x4, 0x4, 0x6, 0x6};
+    for (int i = 0; i < 7; i++) {
+        cr_assert_eq(xe_f8_from_f64(mid[i], XE_F4E2M1, true), even[i], "%g", mid[i]);
+        cr_assert_eq(xe_f8_from_f64(-mid[i], XE_F4E2M1, true), even[i] | 8, "-%g", mid[i]);
+    }
+    /* no inf, no NaN: beyond 6 saturates either way, NaN gives -0 (0x8) as ONNX's reference */
+    cr_assert_eq(xe_f8_from_f64(6.9, XE_F4E2M1, false), 0x7);
+    cr_assert_eq(xe_f8_from_f64(INFINITY, XE_F4E2M1, false), 0x7);
+    cr_assert_eq(xe_f8_from_f64(-1e9, XE_F4E2M1, true), 0xf);
+    cr_assert_eq(xe_f8_from_f64(NAN, XE_F4E2M1, true), 0x8);
+    cr_assert_eq(xe_f8_from_f64(-0.0, XE_F4E2M1, true), 0x8);
+    cr_assert_eq(xe_f8_from_f64(-0.2, XE_F4E2M1, true), 0x8);
+    cr_assert_eq(xe_f8_max(XE_F4E2M1), 6);
+    cr_assert_eq(xe_dtype_bits(XE_F4E2M1), 4);
+    uint8_t packed = 0x7f, vals[2]; /* two values to a byte, the first in the low bits, no sign extension */
+    xe_subbyte_unpack(&packed, 2, XE_F4E2M1, vals);
+    cr_assert(vals[0] == 0xf && vals[1] == 0x7, "%x %x", vals[0], vals[1]);
 }
 
 /* ---- the sub-byte integers ---------------------------------------------------------- */

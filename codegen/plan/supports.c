@@ -59,7 +59,7 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
     if (n->body || n->op == XE_OP_INPUT || n->op == XE_OP_GET || n->op >= XE_OP_COUNT)
         return "no code generator";
     if (touches_narrow(g, n)) /* op_text.c has no columns for them: they run op by op */
-        return "the code generator has no narrow dtypes (u8 i8 i16 u16 u32 u64 bf16, float8, i4 u4 i2 u2)";
+        return "the code generator has no narrow dtypes (u8 i8 i16 u16 u32 u64 bf16, float8, f4e2m1, i4 u4 i2 u2)";
     const xg_backend *b = xg_backend_for(xg_target_for_device(dev));
     if (n->op == XE_OP_CONV2D && conv_step(n, b, o))
         return NULL; /* a library step: the engine's conv primitive (run/program.c) */

@@ -577,7 +577,7 @@ static void int_to_float(const ew *c, int64_t k, uint64_t v, bool is_signed)
     float f = is_signed ? (float)(int64_t)v : (float)v;
     void *out = c->out;
     xe_dtype to = c->to;
-    if (xe_dtype_is_float8(to)) {
+    if (xe_dtype_is_lowp_float(to)) {
         ((uint8_t *)out)[k] = xe_f8_from_f64(is_signed ? (double)(int64_t)v : (double)v, to, c->saturate);
         return;
     }
@@ -598,7 +598,7 @@ static void cast_one(const ew *c, const void *p, int64_t k)
             int_to_float(c, k, v, !xe_dtype_is_unsigned(c->dt) && c->dt != XE_BOOL);
         return;
     }
-    if (xe_dtype_is_float8(c->to)) { /* exact double of any float source, one rounding */
+    if (xe_dtype_is_lowp_float(c->to)) { /* exact double of any float source, one rounding */
         ((uint8_t *)c->out)[k] = xe_f8_from_f64(xe_load_f64(p, c->dt, 0), c->to, c->saturate);
         return;
     }

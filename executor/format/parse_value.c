@@ -347,7 +347,7 @@ static xe_code check_const_elem(parser *p, const lit_elem *e, xe_dtype dt)
         why = "is not a bool (true, false, 1 or 0)";
     } else if (dt == XE_BF16 && isfinite(v) && isinf(xe_bf16_to_f32(xe_f32_to_bf16((float)v)))) {
         why = "is out of range";
-    } else if (xe_dtype_is_float8(dt)) {
+    } else if (xe_dtype_is_lowp_float(dt)) {
         why = isfinite(v) && fabs(v) > xe_f8_max(dt) ? "is out of range" : NULL;
     } else if (xe_dtype_is_narrow(dt) && dt != XE_BF16) {
         why = narrow_int_why(e, dt);

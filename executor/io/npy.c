@@ -19,8 +19,8 @@
  * bfloat16 array, and '<V2' reads back as bf16 (np.load gives |V2: view it
  * as ml_dtypes.bfloat16, or as '<u2' for the bits).
  *
- * The storage dtypes are written only: a float8 tensor as '|V1' (its bits;
- * view it as ml_dtypes.float8_e4m3fn and so on), which names no kind, so
+ * The storage dtypes are written only: a float8 or float4 tensor as '|V1'
+ * (its bits; view it as ml_dtypes.float8_e4m3fn and so on), which names no kind, so
  * '|V1' is refused on reading; the sub-byte integers as '|i1' (i4 i2) and
  * '|u1' (u4 u2), one value per byte as xlac holds them, which read back as
  * i8 and u8.
@@ -47,7 +47,7 @@ static const struct {
     {"<u2", XE_U16}, {"<u4", XE_U32}, {"<u8", XE_U64}, {"<V2", XE_BF16},
     /* written only: reading the descrs above comes first, and '|V1' is refused */
     {"|V1", XE_F8E4M3FN}, {"|V1", XE_F8E4M3FNUZ}, {"|V1", XE_F8E5M2}, {"|V1", XE_F8E5M2FNUZ},
-    {"|i1", XE_I4}, {"|u1", XE_U4}, {"|i1", XE_I2}, {"|u1", XE_U2},
+    {"|i1", XE_I4}, {"|u1", XE_U4}, {"|i1", XE_I2}, {"|u1", XE_U2}, {"|V1", XE_F4E2M1},
 };
 
 #define N_NPY_TYPES (sizeof npy_types / sizeof *npy_types)

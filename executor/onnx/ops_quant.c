@@ -15,8 +15,10 @@
  * y = cast(f32(x) / f32(scale)), rounded to nearest even in the float8 and
  * saturated unless the attribute saturate is 0; a float8 zero point must be
  * 0 (ONNX) and is not added, as the ONNX reference does not add it (so -0
- * stays -0). Blocked quantization (block_size > 0), FLOAT4E2M1 and a
- * precision other than f32 are refused as unsupported.
+ * stays -0). To FLOAT4E2M1 (no NaN, no inf: it saturates) the zero point
+ * is added before the cast, as the reference does. Blocked quantization
+ * (block_size > 0) and a precision other than f32 are refused as
+ * unsupported.
  *
  * DynamicQuantizeLinear computes its scale and zero point from x's range
  * (which always holds 0) as the ONNX reference does:
@@ -105,7 +107,7 @@ xe_code ox_b_dequantize(ox_b *b)
     if (!common(b, x, &axis))
         return ox_status(b);
     xe_dtype in = ox_type(b, x)->dtype, out = ox_type(b, ox_in(b, 1))->dtype;
-    if (!quant_dtype(in) && in != XE_I32 && !xe_dtype_is_float8(in))
+    if (!quant_dtype(in) && in != XE_I32 && !xe_dtype_is_lowp_float(in))
         return ox_unsupported(b, "DequantizeLinear of %s is not supported", xe_dtype_name(in));
     xe_dtype want;
     if (ox_attr(b, "output_dtype") && ox_int(b, "output_dtype", 0) != 0 &&
@@ -133,7 +135,7 @@ static bool quant_target(ox_b *b, xe_dtype *to)
         ox_unsupported(b, "output_dtype %s is not supported", ox_dtype_name((int32_t)ox_int(b, "output_dtype", 0)));
         return false;
     }
-    if (!quant_dtype(*to) && !xe_dtype_is_float8(*to)) {
+    if (!quant_dtype(*to) && !xe_dtype_is_lowp_float(*to)) {
         ox_unsupported(b, "QuantizeLinear to %s is not supported", xe_dtype_name(*to));
         return false;
     }
@@ -159,6 +161,11 @@ xe_code ox_b_quantize(ox_b *b)
         int64_t sat = ox_int(b, "saturate", 1);
         ox_at a[2] = {OX_DT("to", to), OX_BOOL("saturate", sat != 0)};
         return done(b, ox_op(b, XE_OP_CAST, &y, 1, a, 2));
+    }
+    if (to == XE_F4E2M1) { /* the reference adds the zero point, then casts (always saturating) */
+        if (ox_in(b, 2) >= 0)
+            y = ox_bin(b, XE_OP_ADD, y, per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
+        return done(b, ox_cast(b, y, to));
     }
     y = ox_round_even(b, y);
     if (ox_in(b, 2) >= 0)

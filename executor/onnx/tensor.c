@@ -2,7 +2,7 @@
  * TensorProto -> xe_tensor. A tensor's data may be in raw_data (little
  * endian bytes), in one of the typed repeated fields (float_data,
  * int32_data for bool, f16, bf16, float8 (their bits) and the 8- and 16-bit
- * integers too (the 4- and 2-bit ones packed as in raw_data, a byte per entry), int64_data, double_data, uint64_data for u32 and u64), or in a file beside
+ * integers too (the 4- and 2-bit ones and float4 packed as in raw_data, a byte per entry), int64_data, double_data, uint64_data for u32 and u64), or in a file beside
  * the model (data_location = EXTERNAL, keys location/offset/length), which
  * is how exporters store weights: extdata.c maps the file and views or
  * copies the tensor out of it. Every size is checked before
@@ -54,6 +54,7 @@ bool ox_dtype(int32_t t, xe_dtype *out)
     case 20: *out = XE_F8E5M2FNUZ; return true;
     case 21: *out = XE_U4; return true;
     case 22: *out = XE_I4; return true;
+    case 23: *out = XE_F4E2M1; return true;
     case 25: *out = XE_U2; return true;
     case 26: *out = XE_I2; return true;
     default: return false;
@@ -66,7 +67,7 @@ int32_t ox_onnx_dtype(xe_dtype dt)
         [XE_F32] = 1, [XE_F64] = 11, [XE_F16] = 10, [XE_I32] = 6, [XE_I64] = 7, [XE_BOOL] = 9,
         [XE_U8] = 2,  [XE_I8] = 3,   [XE_I16] = 5,  [XE_U16] = 4, [XE_U32] = 12, [XE_U64] = 13,
         [XE_BF16] = 16, [XE_F8E4M3FN] = 17, [XE_F8E4M3FNUZ] = 18, [XE_F8E5M2] = 19,
-        [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_U2] = 25, [XE_I2] = 26};
+        [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_U2] = 25, [XE_I2] = 26, [XE_F4E2M1] = 23};
     return dt < XE_DTYPE_COUNT ? map[dt] : 0;
 }
 
@@ -104,11 +105,11 @@ static size_t typed_count(const Onnx__TensorProto *t, xe_dtype dt)
     }
 }
 
-/* How many bytes (raw_data) or int32_data entries n values of dt take: the sub-byte integers packed. */
+/* How many bytes (raw_data) or int32_data entries n values of dt take: i4 u4 i2 u2 f4e2m1 packed. */
 static size_t stored_count(xe_dtype dt, int64_t n)
 {
     int per = 8 / xe_dtype_bits(dt);
-    return xe_dtype_is_subbyte(dt) ? (size_t)((n + per - 1) / per) : (size_t)n * xe_dtype_size(dt);
+    return xe_dtype_is_packed(dt) ? (size_t)((n + per - 1) / per) : (size_t)n * xe_dtype_size(dt);
 }
 
 /* The data present must be what the dims need, checked before allocating. */
@@ -116,7 +117,7 @@ static xe_code check_present(const Onnx__TensorProto *t, xe_dtype dt, int64_t nu
                              const char *what, xe_status *st)
 {
     size_t nbytes = stored_count(dt, numel), have = typed_count(t, dt);
-    size_t want = xe_dtype_is_subbyte(dt) ? nbytes : (size_t)numel; /* packed in int32_data too */
+    size_t want = xe_dtype_is_packed(dt) ? nbytes : (size_t)numel; /* packed in int32_data too */
     if (t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL)
         return XE_OK; /* ox_ext_tensor checks the file's size before reading */
     if (t->has_raw_data && t->raw_data.len != nbytes)
@@ -124,7 +125,7 @@ static xe_code check_present(const Onnx__TensorProto *t, xe_dtype dt, int64_t nu
                        t->raw_data.len, nbytes);
     if (!t->has_raw_data && have != want)
         return xe_fail(st, XE_ERR_GRAPH, "%s: holds %zu values, its dims need %zu%s", what, have, want,
-                       xe_dtype_is_subbyte(dt) ? " (packed)" : "");
+                       xe_dtype_is_packed(dt) ? " (packed)" : "");
     return XE_OK;
 }
 
@@ -155,7 +156,7 @@ static void from_typed(const Onnx__TensorProto *t, xe_tensor *x)
     }
 }
 
-/* A sub-byte tensor from its packed bytes (raw_data, or one per int32_data entry). */
+/* A packed tensor (i4 u4 i2 u2 f4e2m1) from its bytes (raw_data, or one per int32_data entry). */
 static xe_code fill_packed(const Onnx__TensorProto *t, xe_tensor *x, xe_status *st)
 {
     int64_t n = xe_tensor_numel(x);
@@ -201,7 +202,7 @@ xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *wh
         check_present(t, dt, xe_shape_numel(&s), what, st) != XE_OK)
         return NULL;
     bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
-    if (external && xe_dtype_is_subbyte(dt)) {
+    if (external && xe_dtype_is_packed(dt)) {
         xe_fail(st, XE_ERR_UNSUPPORTED, "%s: packed %s data in an external file is not supported", what,
                 xe_dtype_name(dt));
         return NULL;
@@ -209,11 +210,11 @@ xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *wh
     if (external)
         return ox_ext_tensor(files, t, dt, &s, what, st);
     xe_tensor *x = xe_tensor_new(dt, &s, XE_DEV_CPU, st);
-    if (x && xe_dtype_is_subbyte(dt) && fill_packed(t, x, st) != XE_OK) {
+    if (x && xe_dtype_is_packed(dt) && fill_packed(t, x, st) != XE_OK) {
         xe_tensor_release(x);
         return NULL;
     }
-    if (x && !xe_dtype_is_subbyte(dt))
+    if (x && !xe_dtype_is_packed(dt))
         fill(t, x);
     return x;
 }

@@ -111,15 +111,15 @@ def compare(case, got_dir, expected):
         got = np.load(path)
         if want.dtype.name == "bfloat16" and got.dtype.str in ("|V2", "<V2"):
             got = got.view(want.dtype)  # xlac writes bf16 as '<V2' (numpy has no bfloat16)
-        if want.dtype.name.startswith("float8") and got.dtype.str in ("|V1", "<V1"):
-            got = got.view(want.dtype)  # xlac writes float8 as '|V1' (the bits)
+        if want.dtype.name.startswith(("float8", "float4")) and got.dtype.str in ("|V1", "<V1"):
+            got = got.view(want.dtype)  # xlac writes float8 and float4 as '|V1' (the bits)
         if want.dtype.name in SUBBYTE and got.dtype == SUBBYTE[want.dtype.name]:
             want = want.astype(got.dtype)  # xlac writes i4 i2 as '|i1', u4 u2 as '|u1' (a value per byte)
         if got.dtype != want.dtype:
             return "output %s: dtype %s, expected %s" % (name, got.dtype, want.dtype)
         if got.shape != want.shape:
             return "output %s: shape %s, expected %s" % (name, got.shape, want.shape)
-        if want.dtype.name.startswith("float8"):
+        if want.dtype.name.startswith(("float8", "float4")):
             why = same_float8(got, want)
             if why:
                 return "output %s: %s" % (name, why)

@@ -11,9 +11,10 @@
  * ops); any other op on them is refused as unsupported, never computed wrong.
  *
  * The low-precision storage types came last (executor/lowp.c): the four
- * float8 kinds of ONNX (one byte, the bits) and the 4- and 2-bit integers,
- * held one value per byte in memory (sign-extended for the signed ones) and
- * packed only in ONNX TensorProto (low bits first). They are narrow types
+ * float8 kinds of ONNX (one byte, the bits), float4 e2m1 and the 4- and
+ * 2-bit integers, the last two held one value per byte in memory
+ * (sign-extended for the signed integers) and packed only in ONNX
+ * TensorProto (low bits first). They are narrow types
  * too, but go through data movement, select and cast alone (cast to float8
  * rounds to nearest even and saturates unless its attribute saturate is
  * false; a cast to the small integers keeps the low bits, as numpy's does).
@@ -47,6 +48,7 @@ typedef enum xe_dtype {
     XE_U4,         /* 4-bit unsigned integer, one per byte: uint8_t in [0, 15] */
     XE_I2,         /* 2-bit signed integer, one per byte: int8_t in [-2, 1] */
     XE_U2,         /* 2-bit unsigned integer, one per byte: uint8_t in [0, 3] */
+    XE_F4E2M1,     /* float4 e2m1: bias 1, no inf, no NaN, max 6; one per byte (the 4 bits, sign bit 3) */
     XE_DTYPE_COUNT
 } xe_dtype;
 
@@ -75,7 +77,9 @@ bool xe_dtype_is_unsigned(xe_dtype dt);       /* u8 u16 u32 u64 */
 bool xe_dtype_is_narrow(xe_dtype dt);         /* u8 i8 i16 u16 u32 u64 bf16 and the storage types: the later types */
 bool xe_dtype_is_float8(xe_dtype dt);         /* f8e4m3fn f8e4m3fnuz f8e5m2 f8e5m2fnuz */
 bool xe_dtype_is_subbyte(xe_dtype dt);        /* i4 u4 i2 u2: one value per byte in memory */
-bool xe_dtype_is_storage(xe_dtype dt);        /* the float8 kinds and the sub-byte integers */
+bool xe_dtype_is_lowp_float(xe_dtype dt);     /* the float8 kinds and f4e2m1 */
+bool xe_dtype_is_packed(xe_dtype dt);         /* i4 u4 i2 u2 f4e2m1: packed in ONNX, one per byte here */
+bool xe_dtype_is_storage(xe_dtype dt);        /* the float8 kinds, f4e2m1 and the sub-byte integers */
 int xe_dtype_bits(xe_dtype dt);               /* bits of one value: 4 for i4, 8 for f8e5m2, 32 for f32 */
 
 float xe_f16_to_f32(xe_f16 h);
@@ -83,12 +87,14 @@ xe_f16 xe_f32_to_f16(float f);
 float xe_bf16_to_f32(uint16_t b);
 uint16_t xe_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
 
-/* float8 (dt one of the four kinds) <-> double: decoding is exact; encoding rounds to nearest
-   even, and a value beyond the largest finite one gives it (saturate) or else inf (e5m2) or NaN
-   (the others, which have no inf); NaN gives the kind's NaN, -0 gives 0 in the fnuz kinds. */
+/* float8 (dt one of the four kinds, or f4e2m1) <-> double: decoding is exact; encoding rounds
+   to nearest even, and a value beyond the largest finite one gives it (saturate) or else inf
+   (e5m2) or NaN (the other float8 kinds, which have no inf); NaN gives the kind's NaN, -0 gives
+   0 in the fnuz kinds. f4e2m1 has neither inf nor NaN: it always saturates, and NaN gives -0
+   (0x8), as ONNX's reference (ml_dtypes) does. */
 double xe_f8_to_f64(uint8_t bits, xe_dtype dt);
 uint8_t xe_f8_from_f64(double v, xe_dtype dt, bool saturate);
-/* The largest finite value of float8 kind dt. */
+/* The largest finite value of float8 kind (or f4e2m1) dt. */
 double xe_f8_max(xe_dtype dt);
 /* v's low bits as sub-byte integer dt (i4 u4 i2 u2): two's complement wrap, as numpy's astype. */
 uint8_t xe_subbyte_wrap(int64_t v, xe_dtype dt);
