@@ -22,7 +22,7 @@ static const struct {
     [XE_F8E4M3FN] = {"f8e4m3fn", 1}, [XE_F8E4M3FNUZ] = {"f8e4m3fnuz", 1},
     [XE_F8E5M2] = {"f8e5m2", 1},     [XE_F8E5M2FNUZ] = {"f8e5m2fnuz", 1},
     [XE_I4] = {"i4", 1}, [XE_U4] = {"u4", 1}, [XE_I2] = {"i2", 1}, [XE_U2] = {"u2", 1},
-    [XE_F4E2M1] = {"f4e2m1", 1},
+    [XE_F4E2M1] = {"f4e2m1", 1}, [XE_F8E8M0] = {"f8e8m0", 1},
 };
 
 size_t xe_dtype_size(xe_dtype dt)
@@ -85,7 +85,7 @@ bool xe_dtype_is_subbyte(xe_dtype dt)
 
 bool xe_dtype_is_lowp_float(xe_dtype dt)
 {
-    return xe_dtype_is_float8(dt) || dt == XE_F4E2M1;
+    return xe_dtype_is_float8(dt) || dt == XE_F4E2M1 || dt == XE_F8E8M0;
 }
 
 bool xe_dtype_is_packed(xe_dtype dt)

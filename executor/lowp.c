@@ -1,6 +1,6 @@
 /*
  * The low-precision storage dtypes (xlac/dtype.h): the four float8 kinds of
- * ONNX, float4 e2m1 and the 4- and 2-bit integers.
+ * ONNX, float4 e2m1, the scale type e8m0 and the 4- and 2-bit integers.
  *
  * A float8 value is decoded exactly into a double by its fields; a double
  * is encoded by scaling it to its binade's quantum, rounding that to the
@@ -16,6 +16,7 @@
  * are the only place that knows it.
  */
 #include <math.h>
+#include <string.h>
 
 #include "xlac/dtype.h"
 
@@ -42,8 +43,28 @@ static const f8_kind *kind_of(xe_dtype dt)
     return xe_dtype_is_float8(dt) ? &k[dt - XE_F8E4M3FN] : dt == XE_F4E2M1 ? &k[4] : NULL;
 }
 
+/*
+ * e8m0 (a scale: 2^(bits - 127), no sign, no zero, NaN 0xff) has no mantissa: it is no row of
+ * the table. Encoding follows ONNX's reference, on v's f32 bits: their exponent, one more when
+ * the mantissa is not zero ("up"), kept at 0xfe by saturate; f32 inf and NaN give 0xff.
+ */
+static uint8_t e8m0_from_f64(double v, bool saturate)
+{
+    float f = (float)v;
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    unsigned e = (x >> 23) & 0xff;
+    if (e == 0xff)
+        return 0xff;
+    if ((x & 0x7fffff) && !(saturate && e == 0xfe))
+        e++;
+    return (uint8_t)e;
+}
+
 double xe_f8_to_f64(uint8_t bits, xe_dtype dt)
 {
+    if (dt == XE_F8E8M0)
+        return bits == 0xff ? NAN : ldexp(1.0, bits - 127);
     const f8_kind *k = kind_of(dt);
     if (!k)
         return NAN;
@@ -61,6 +82,8 @@ double xe_f8_to_f64(uint8_t bits, xe_dtype dt)
 
 double xe_f8_max(xe_dtype dt)
 {
+    if (dt == XE_F8E8M0)
+        return ldexp(1.0, 127);
     const f8_kind *k = kind_of(dt);
     return k ? xe_f8_to_f64(k->maxbits, dt) : NAN;
 }
@@ -88,6 +111,8 @@ static uint8_t f8_overflow(const f8_kind *k, uint8_t s, bool saturate)
 
 uint8_t xe_f8_from_f64(double v, xe_dtype dt, bool saturate)
 {
+    if (dt == XE_F8E8M0)
+        return e8m0_from_f64(v, saturate);
     const f8_kind *k = kind_of(dt);
     if (!k)
         return 0;

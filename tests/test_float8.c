@@ -1,7 +1,7 @@
 /*
  * The low-precision storage dtypes (executor/lowp.c) against references
  * written here from ONNX's definitions, in double:
- * - every bit pattern of each float8 kind (and of float4 e2m1) decodes to the value its fields
+ * - every bit pattern of each float8 kind (and of float4 e2m1, and e8m0) decodes to the value its fields
  *   say (the reference spells each kind out: bias, NaN, inf), and encodes
  *   back to itself (NaN to a NaN of the kind);
  * - encoding rounds to nearest, ties to even: every midpoint between
@@ -235,6 +235,26 @@ Test(float8, float4_e2m1_has_sixteen_values_and_saturates)
     uint8_t packed = 0x7f, vals[2]; /* two values to a byte, the first in the low bits, no sign extension */
     xe_subbyte_unpack(&packed, 2, XE_F4E2M1, vals);
     cr_assert(vals[0] == 0xf && vals[1] == 0x7, "%x %x", vals[0], vals[1]);
+}
+
+Test(float8, e8m0_is_a_power_of_two_rounded_up)
+{
+    for (int b = 0; b < 255; b++) {
+        cr_assert_eq(xe_f8_to_f64((uint8_t)b, XE_F8E8M0), ldexp(1.0, b - 127), "0x%02x", b);
+        if (b > 0) /* 2^-127 is an f32 subnormal: the reference's f32 exponent field is 0, rounded up */
+            cr_assert_eq(xe_f8_from_f64(ldexp(1.0, b - 127), XE_F8E8M0, true), b, "0x%02x", b);
+    }
+    cr_assert(isnan(xe_f8_to_f64(0xff, XE_F8E8M0)));
+    cr_assert_eq(xe_f8_from_f64(ldexp(1.0, -127), XE_F8E8M0, true), 1);
+    cr_assert_eq(xe_f8_from_f64(0.0, XE_F8E8M0, true), 0);
+    cr_assert_eq(xe_f8_from_f64(1.1, XE_F8E8M0, true), 128);   /* up: 2 */
+    cr_assert_eq(xe_f8_from_f64(0.124, XE_F8E8M0, true), 124); /* up: 0.125 */
+    cr_assert_eq(xe_f8_from_f64(-2.0, XE_F8E8M0, true), 128);  /* no sign */
+    cr_assert_eq(xe_f8_from_f64(INFINITY, XE_F8E8M0, true), 0xff);
+    cr_assert_eq(xe_f8_from_f64(NAN, XE_F8E8M0, false), 0xff);
+    cr_assert_eq(xe_f8_from_f64(ldexp(1.5, 127), XE_F8E8M0, true), 0xfe);  /* saturates */
+    cr_assert_eq(xe_f8_from_f64(ldexp(1.5, 127), XE_F8E8M0, false), 0xff); /* else NaN */
+    cr_assert_eq(xe_f8_max(XE_F8E8M0), ldexp(1.0, 127));
 }
 
 /* ---- the sub-byte integers ---------------------------------------------------------- */

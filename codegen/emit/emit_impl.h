@@ -137,7 +137,7 @@ static inline const char *store_type(xe_dtype dt)
         [XE_I16] = "int16_t",  [XE_U16] = "uint16_t", [XE_U32] = "uint32_t", [XE_U64] = "uint64_t",
         [XE_BF16] = "uint16_t", [XE_F8E4M3FN] = "uint8_t", [XE_F8E4M3FNUZ] = "uint8_t",
         [XE_F8E5M2] = "uint8_t", [XE_F8E5M2FNUZ] = "uint8_t", [XE_I4] = "int8_t", [XE_U4] = "uint8_t",
-        [XE_I2] = "int8_t", [XE_U2] = "uint8_t", [XE_F4E2M1] = "uint8_t"};
+        [XE_I2] = "int8_t", [XE_U2] = "uint8_t", [XE_F4E2M1] = "uint8_t", [XE_F8E8M0] = "uint8_t"};
     return dt < XE_DTYPE_COUNT ? t[dt] : "void";
 }
 

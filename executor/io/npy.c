@@ -47,7 +47,7 @@ static const struct {
     {"<u2", XE_U16}, {"<u4", XE_U32}, {"<u8", XE_U64}, {"<V2", XE_BF16},
     /* written only: reading the descrs above comes first, and '|V1' is refused */
     {"|V1", XE_F8E4M3FN}, {"|V1", XE_F8E4M3FNUZ}, {"|V1", XE_F8E5M2}, {"|V1", XE_F8E5M2FNUZ},
-    {"|i1", XE_I4}, {"|u1", XE_U4}, {"|i1", XE_I2}, {"|u1", XE_U2}, {"|V1", XE_F4E2M1},
+    {"|i1", XE_I4}, {"|u1", XE_U4}, {"|i1", XE_I2}, {"|u1", XE_U2}, {"|V1", XE_F4E2M1}, {"|V1", XE_F8E8M0},
 };
 
 #define N_NPY_TYPES (sizeof npy_types / sizeof *npy_types)

@@ -380,7 +380,7 @@ static xe_code cast_to(ox_b *b, int32_t to)
         return ox_unsupported(b, "attribute round_mode='%s' is not supported", mode);
     int x = ox_in(b, 0);
     ox_at a[2] = {OX_DT("to", dt), OX_BOOL("saturate", false)};
-    return done(b, ox_op(b, XE_OP_CAST, &x, 1, a, saturate == 0 && xe_dtype_is_float8(dt) ? 2 : 1));
+    return done(b, ox_op(b, XE_OP_CAST, &x, 1, a, saturate == 0 && xe_dtype_is_lowp_float(dt) ? 2 : 1));
 }
 
 xe_code ox_b_cast(ox_b *b)

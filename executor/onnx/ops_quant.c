@@ -107,7 +107,7 @@ xe_code ox_b_dequantize(ox_b *b)
     if (!common(b, x, &axis))
         return ox_status(b);
     xe_dtype in = ox_type(b, x)->dtype, out = ox_type(b, ox_in(b, 1))->dtype;
-    if (!quant_dtype(in) && in != XE_I32 && !xe_dtype_is_lowp_float(in))
+    if (!quant_dtype(in) && in != XE_I32 && !xe_dtype_is_float8(in) && in != XE_F4E2M1)
         return ox_unsupported(b, "DequantizeLinear of %s is not supported", xe_dtype_name(in));
     xe_dtype want;
     if (ox_attr(b, "output_dtype") && ox_int(b, "output_dtype", 0) != 0 &&
@@ -135,7 +135,7 @@ static bool quant_target(ox_b *b, xe_dtype *to)
         ox_unsupported(b, "output_dtype %s is not supported", ox_dtype_name((int32_t)ox_int(b, "output_dtype", 0)));
         return false;
     }
-    if (!quant_dtype(*to) && !xe_dtype_is_lowp_float(*to)) {
+    if (!quant_dtype(*to) && !xe_dtype_is_float8(*to) && *to != XE_F4E2M1) {
         ox_unsupported(b, "QuantizeLinear to %s is not supported", xe_dtype_name(*to));
         return false;
     }

@@ -55,6 +55,7 @@ bool ox_dtype(int32_t t, xe_dtype *out)
     case 21: *out = XE_U4; return true;
     case 22: *out = XE_I4; return true;
     case 23: *out = XE_F4E2M1; return true;
+    case 24: *out = XE_F8E8M0; return true;
     case 25: *out = XE_U2; return true;
     case 26: *out = XE_I2; return true;
     default: return false;
@@ -67,7 +68,7 @@ int32_t ox_onnx_dtype(xe_dtype dt)
         [XE_F32] = 1, [XE_F64] = 11, [XE_F16] = 10, [XE_I32] = 6, [XE_I64] = 7, [XE_BOOL] = 9,
         [XE_U8] = 2,  [XE_I8] = 3,   [XE_I16] = 5,  [XE_U16] = 4, [XE_U32] = 12, [XE_U64] = 13,
         [XE_BF16] = 16, [XE_F8E4M3FN] = 17, [XE_F8E4M3FNUZ] = 18, [XE_F8E5M2] = 19,
-        [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_U2] = 25, [XE_I2] = 26, [XE_F4E2M1] = 23};
+        [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_U2] = 25, [XE_I2] = 26, [XE_F4E2M1] = 23, [XE_F8E8M0] = 24};
     return dt < XE_DTYPE_COUNT ? map[dt] : 0;
 }
 
@@ -148,7 +149,8 @@ static void from_typed(const Onnx__TensorProto *t, xe_tensor *x)
         case XE_F8E4M3FN:
         case XE_F8E4M3FNUZ:
         case XE_F8E5M2:
-        case XE_F8E5M2FNUZ: ((uint8_t *)x->data)[i] = (uint8_t)t->int32_data[i]; break;
+        case XE_F8E5M2FNUZ:
+        case XE_F8E8M0: ((uint8_t *)x->data)[i] = (uint8_t)t->int32_data[i]; break;
         case XE_U32: ((uint32_t *)x->data)[i] = (uint32_t)t->uint64_data[i]; break;
         case XE_U64: ((uint64_t *)x->data)[i] = t->uint64_data[i]; break;
         default: ((uint8_t *)x->data)[i] = t->int32_data[i] != 0; break;

@@ -71,13 +71,13 @@ _NUMPY = {"f32": np.float32, "f64": np.float64, "f16": np.float16, "i32": np.int
           "u16": np.uint16, "u32": np.uint32, "u64": np.uint64, "bf16": np.uint16,
           # float8: its bits without ml_dtypes; i4 i2 u4 u2: one value per byte, as xlac holds them
           "f8e4m3fn": np.uint8, "f8e4m3fnuz": np.uint8, "f8e5m2": np.uint8, "f8e5m2fnuz": np.uint8,
-          "i4": np.int8, "u4": np.uint8, "i2": np.int8, "u2": np.uint8, "f4e2m1": np.uint8}
+          "i4": np.int8, "u4": np.uint8, "i2": np.int8, "u2": np.uint8, "f4e2m1": np.uint8, "f8e8m0": np.uint8}
 try:
     import ml_dtypes
     _NUMPY["bf16"] = ml_dtypes.bfloat16
     _NUMPY.update({"f8e4m3fn": ml_dtypes.float8_e4m3fn, "f8e4m3fnuz": ml_dtypes.float8_e4m3fnuz,
                    "f8e5m2": ml_dtypes.float8_e5m2, "f8e5m2fnuz": ml_dtypes.float8_e5m2fnuz,
-                   "f4e2m1": ml_dtypes.float4_e2m1fn})
+                   "f4e2m1": ml_dtypes.float4_e2m1fn, "f8e8m0": ml_dtypes.float8_e8m0fnu})
 except ImportError:  # pragma: no cover - depends on the environment
     pass
 

@@ -49,6 +49,7 @@ typedef enum xe_dtype {
     XE_I2,         /* 2-bit signed integer, one per byte: int8_t in [-2, 1] */
     XE_U2,         /* 2-bit unsigned integer, one per byte: uint8_t in [0, 3] */
     XE_F4E2M1,     /* float4 e2m1: bias 1, no inf, no NaN, max 6; one per byte (the 4 bits, sign bit 3) */
+    XE_F8E8M0,     /* float8 e8m0fnu: 2^(bits - 127), unsigned, no zero, NaN 0xff; one byte */
     XE_DTYPE_COUNT
 } xe_dtype;
 
@@ -77,7 +78,7 @@ bool xe_dtype_is_unsigned(xe_dtype dt);       /* u8 u16 u32 u64 */
 bool xe_dtype_is_narrow(xe_dtype dt);         /* u8 i8 i16 u16 u32 u64 bf16 and the storage types: the later types */
 bool xe_dtype_is_float8(xe_dtype dt);         /* f8e4m3fn f8e4m3fnuz f8e5m2 f8e5m2fnuz */
 bool xe_dtype_is_subbyte(xe_dtype dt);        /* i4 u4 i2 u2: one value per byte in memory */
-bool xe_dtype_is_lowp_float(xe_dtype dt);     /* the float8 kinds and f4e2m1 */
+bool xe_dtype_is_lowp_float(xe_dtype dt);     /* the float8 kinds, f4e2m1 and f8e8m0 */
 bool xe_dtype_is_packed(xe_dtype dt);         /* i4 u4 i2 u2 f4e2m1: packed in ONNX, one per byte here */
 bool xe_dtype_is_storage(xe_dtype dt);        /* the float8 kinds, f4e2m1 and the sub-byte integers */
 int xe_dtype_bits(xe_dtype dt);               /* bits of one value: 4 for i4, 8 for f8e5m2, 32 for f32 */
@@ -91,7 +92,9 @@ uint16_t xe_f32_to_bf16(float f); /* round to nearest even; NaN stays NaN */
    to nearest even, and a value beyond the largest finite one gives it (saturate) or else inf
    (e5m2) or NaN (the other float8 kinds, which have no inf); NaN gives the kind's NaN, -0 gives
    0 in the fnuz kinds. f4e2m1 has neither inf nor NaN: it always saturates, and NaN gives -0
-   (0x8), as ONNX's reference (ml_dtypes) does. */
+   (0x8), as ONNX's reference (ml_dtypes) does. f8e8m0 (a power of two) takes v's f32 exponent
+   and rounds up when v's f32 mantissa is not zero (ONNX's round_mode "up"), the sign dropped;
+   inf and NaN give NaN (0xff), and so does rounding past 2^127 unless saturate. */
 double xe_f8_to_f64(uint8_t bits, xe_dtype dt);
 uint8_t xe_f8_from_f64(double v, xe_dtype dt, bool saturate);
 /* The largest finite value of float8 kind (or f4e2m1) dt. */
