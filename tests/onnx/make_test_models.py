@@ -338,7 +338,7 @@ def special_models():
     # three unsupported nodes, each for another reason, and a supported one
     nodes = [helper.make_node("Relu", ["x"], ["r"], name="fine"),
              helper.make_node("Conv", ["v", "w"], ["c"], name="conv_1"),  # 4-D: beyond 3-D
-             helper.make_node("Cast", ["x"], ["am"], name="cast_f8", to=TensorProto.FLOAT8E4M3FN),
+             helper.make_node("Cast", ["x"], ["am"], name="cast_c64", to=TensorProto.COMPLEX64),
              helper.make_node("Custom", ["x"], ["z"], name="custom_op", domain="com.example"),
              helper.make_node("Add", ["c", "z"], ["y"], name="after")]
     v = np.resize(x(1, 1, 4), (1, 1, 4, 4, 4, 4))  # as many draws as before: later data stays
