@@ -32,7 +32,11 @@ _ORT_TYPE = {"f32": "tensor(float)", "f64": "tensor(double)", "f16": "tensor(flo
              "i32": "tensor(int32)", "i64": "tensor(int64)", "bool": "tensor(bool)",
              "u8": "tensor(uint8)", "i8": "tensor(int8)", "i16": "tensor(int16)",
              "u16": "tensor(uint16)", "u32": "tensor(uint32)", "u64": "tensor(uint64)",
-             "bf16": "tensor(bfloat16)"}
+             "bf16": "tensor(bfloat16)", "f8e4m3fn": "tensor(float8e4m3fn)",
+             "f8e4m3fnuz": "tensor(float8e4m3fnuz)", "f8e5m2": "tensor(float8e5m2)",
+             "f8e5m2fnuz": "tensor(float8e5m2fnuz)", "f8e8m0": "tensor(float8e8m0)",
+             "f4e2m1": "tensor(float4e2m1)", "i4": "tensor(int4)", "u4": "tensor(uint4)",
+             "i2": "tensor(int2)", "u2": "tensor(uint2)"}
 _CPU, _CUDA = "CPUExecutionProvider", "CUDAExecutionProvider"
 _BYTES_NAME = "<model bytes>"
 
