@@ -330,6 +330,39 @@ Test(engine, matmul_forms_with_constant_weights)
     }
     matmul_case(2, (int64_t[]){1, 768}, 2, (int64_t[]){768, 768}, false, false);
     matmul_case(2, (int64_t[]){128, 256}, 2, (int64_t[]){256, 768}, false, true);
+    /* b one matrix with batch dims of 1: a's batch folded into its rows */
+    matmul_case(4, (int64_t[]){2, 3, 7, 16}, 3, (int64_t[]){1, 16, 24}, false, false);
+    matmul_case(3, (int64_t[]){4, 9, 32}, 4, (int64_t[]){1, 1, 32, 8}, false, true);
+}
+
+/*
+ * x [2, 5, 16] @ const b [16, 8], as a transformer's linear layer: the batch is folded into the
+ * rows and b packed once (a rank-3 product kept b plain and read it on every run). The second
+ * run, after b's data was zeroed, must still compute with the packed copy.
+ */
+Test(engine, folded_batch_packs_the_weights_once)
+{
+    ref_seed(12);
+    xe_shape xs = ref_shape(3, (int64_t[]){2, 5, 16}), bs = ref_shape(2, (int64_t[]){16, 8});
+    xe_tensor *b = ref_random_tensor(XE_F32, &bs, -1, 1), *b0 = ref_random_tensor(XE_F32, &bs, 0, 0);
+    memcpy(b0->data, b->data, b->nbytes);
+    xe_graph *g = xe_graph_new("engine.xg");
+    xe_type xt = {XE_F32, xs};
+    int in[2] = {xe_graph_add_input(g, "x", &xt, &st), add_const(g, "b", b)};
+    int m = xe_graph_add_node(g, "mm", XE_OP_MATMUL, in, 2, &st);
+    cr_assert(m >= 0, "%s", st.msg);
+    cr_assert_eq(xe_graph_add_output(g, m, &st), XE_OK, "%s", st.msg);
+    xe_session *s = session_of(g);
+    xe_tensor *x = ref_random_tensor(XE_F32, &xs, -1, 1);
+    xe_tensor_release(run1(s, x));
+    memset(b->data, 0, b->nbytes);
+    xe_tensor *c = run1(s, x);
+    check_matmul(c, x, b0, false, false, "second run after the const was zeroed");
+    xe_tensor_release(x);
+    xe_tensor_release(c);
+    xe_session_destroy(s);
+    xe_tensor_release(b);
+    xe_tensor_release(b0);
 }
 
 /* Two non-constant operands (attention's Q.K^T), batched, with transposes. */
