@@ -277,22 +277,30 @@ static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *s
 }
 
 /*
- * OpenMP threads that spin after each parallel region collapse when
- * anything else wants the cores: transformer_block on 2 cores with a build
- * running beside it took 265 ms with spinning threads and 50 ms with
- * passive ones (about the same when the machine is idle; bench/NOTES.md).
- * libgomp reads OMP_WAIT_POLICY when it loads, before main, so the CLI
- * sets it and runs itself again, once; a policy the user set is kept. If
- * the exec fails, the run goes on as is.
+ * How OpenMP threads wait between parallel regions. A run is many short
+ * regions (each product, loop and panel), so threads that sleep at once
+ * pay a futex wake-up per region: BERT at batch 1 took 7.4-8.2 ms with
+ * OMP_WAIT_POLICY=passive and 5.2-5.3 ms spinning 10,000 times first
+ * (2 cores, idle). Spinning long collapses when anything else wants the
+ * cores: transformer_block with two busy processes beside it took 39-40
+ * ms passive, 40-54 ms with 10,000 spins and 84 ms with 30,000
+ * (bench/NOTES.md). So unless the user chose (OMP_WAIT_POLICY or
+ * GOMP_SPINCOUNT set), GOMP_SPINCOUNT=10000: a short spin, then sleep;
+ * with it OPENBLAS_NUM_THREADS=1 unless set: xlac calls OpenBLAS
+ * single-threaded from its own team, and an idle OpenBLAS pool thread
+ * only competes with it at start (a 20-run attention_small was 15x slower
+ * in a third of the processes with that thread, 1 in 10 without). libgomp and OpenBLAS read these when they load, before
+ * main, so the CLI sets them and runs itself again, once. If the exec
+ * fails, the run goes on as is.
  */
-static void prefer_passive_openmp(char **argv)
+static void choose_thread_waits(char **argv)
 {
-    if (getenv("OMP_WAIT_POLICY"))
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || setenv("GOMP_SPINCOUNT", "10000", 1) != 0)
         return;
-    if (setenv("OMP_WAIT_POLICY", "passive", 1) == 0)
-        execv("/proc/self/exe", argv);
+    if (!getenv("OPENBLAS_NUM_THREADS"))
+        setenv("OPENBLAS_NUM_THREADS", "1", 1);
+    execv("/proc/self/exe", argv);
 }
-
 static void free_bound(cli_bound *b)
 {
     for (int i = 0; i < b->n; i++)
@@ -396,7 +404,7 @@ static int run_main(const cli_options *o)
 
 int main(int argc, char **argv)
 {
-    prefer_passive_openmp(argv);
+    choose_thread_waits(argv);
     signal(SIGPIPE, SIG_IGN);
     static cli_options o;
     xe_status st;

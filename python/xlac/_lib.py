@@ -132,9 +132,12 @@ def executor():
     global _exe
     with _lock:
         if _exe is None:
-            # as xlac-run does: OpenMP threads that spin collapse on a busy machine; libgomp
-            # reads this when it loads, just below
-            os.environ.setdefault("OMP_WAIT_POLICY", "passive")
+            # as xlac-run does: OpenMP threads spin briefly between regions, then sleep (long
+            # spins collapse on a busy machine), and OpenBLAS starts no pool of its own; libgomp
+            # and OpenBLAS read these when they load, just below
+            if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+                os.environ["GOMP_SPINCOUNT"] = "10000"
+                os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
             path = _path("libxlac_executor.so")
             _load_bundled(os.path.dirname(path))
             lib = ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
