@@ -8,11 +8,19 @@
  * element (act_chain's erf-GELU, read by its sigmoid and by the final add,
  * was 32 MB of writes a run). A drop that would make an inline chain longer
  * than XG_MAX_INLINE (the emitters' recursion bound) is not made.
+ *
+ * Only values with two or more readers are candidates (a value with one
+ * reader has a buffer to cut an inline chain, and keeps it), and clusters
+ * of more than XG_LOCALS_MAX_NODES nodes are left as they are: each drop is
+ * checked over the whole body, and a 10^5-node chain planned in quadratic
+ * time took minutes under ASan (test_hostile).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "plan.h"
+
+enum { XG_LOCALS_MAX_NODES = 5000 };
 
 /* Whether every inline chain stays within XG_MAX_INLINE ops (fusion.c's bound_inline_depth). */
 static bool depth_ok(const xg_plan *p, int *depth)
@@ -37,7 +45,7 @@ static void drop_in_step(xg_plan *p, xg_step *s, bool *inside, int *depth)
     int w = 0;
     for (int k = 0; k < s->n_outs; k++) {
         int o = s->outs[k];
-        if (k + 1 < s->n_outs && xg_read_only_inside(p, o, inside)) {
+        if (k + 1 < s->n_outs && p->uses[o] >= 2 && xg_read_only_inside(p, o, inside)) {
             p->mat[o] = false;
             if (depth_ok(p, depth)) {
                 inside[o] = false; /* now computed inline by its readers, which are inside */
@@ -53,6 +61,8 @@ static void drop_in_step(xg_plan *p, xg_step *s, bool *inside, int *depth)
 xe_code xg_plan_locals(xg_plan *p, xe_status *st)
 {
     int n = p->body->n_nodes;
+    if (n > XG_LOCALS_MAX_NODES)
+        return XE_OK;
     bool *inside = calloc((size_t)n + 1, sizeof *inside);
     int *depth = calloc((size_t)n + 1, sizeof *depth);
     if (!inside || !depth) {
