@@ -718,14 +718,7 @@ static xe_code bound_inline_depth(xg_plan *p, xe_status *st)
     if (!depth)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory planning a cluster");
     for (int i = 0; i < n; i++) {
-        const xe_node *nd = p->body->nodes[i];
-        if (p->mat[i])
-            continue;
-        int deepest = 0;
-        for (int k = 0; k < nd->n_inputs; k++)
-            if (nd->inputs[k] < i && depth[nd->inputs[k]] > deepest)
-                deepest = depth[nd->inputs[k]];
-        depth[i] = deepest + 1;
+        depth[i] = xg_inline_depth(p, i, depth);
         if (depth[i] > XG_MAX_INLINE) {
             p->mat[i] = true;
             depth[i] = 0;
@@ -753,7 +746,8 @@ static xe_code plan_steps(xg_plan *p, xe_status *st)
     /* 5. multi-output loops, 6. row kernels, 7. matmul epilogues by rows (epilogue.c) and fused
        attention (attention.c) */
     merge_loops(p);
-    if (xg_plan_locals(p, st) != XE_OK || row_groups(p, st) != XE_OK || xg_plan_panels(p, st) != XE_OK || xg_plan_attention(p, st) != XE_OK)
+    if (xg_plan_locals(p, st) != XE_OK || row_groups(p, st) != XE_OK ||
+        xg_plan_panels(p, st) != XE_OK || xg_plan_attention(p, st) != XE_OK)
         return st->code;
     /* 8. channels-last values between convs (layout.c) */
     xg_plan_layouts(p);

@@ -22,20 +22,24 @@
 
 enum { XG_LOCALS_MAX_NODES = 5000 };
 
-/* Whether every inline chain stays within XG_MAX_INLINE ops (fusion.c's bound_inline_depth). */
+int xg_inline_depth(const xg_plan *p, int i, const int *depth)
+{
+    if (p->mat[i])
+        return 0;
+    const xe_node *nd = p->body->nodes[i];
+    int deepest = 0;
+    for (int k = 0; k < nd->n_inputs; k++)
+        if (nd->inputs[k] < i && depth[nd->inputs[k]] > deepest)
+            deepest = depth[nd->inputs[k]];
+    return deepest + 1;
+}
+
+/* Whether every inline chain stays within XG_MAX_INLINE ops at the current materialization. */
 static bool depth_ok(const xg_plan *p, int *depth)
 {
-    for (int i = 0; i < p->body->n_nodes; i++) {
-        const xe_node *nd = p->body->nodes[i];
-        depth[i] = 0;
-        if (p->mat[i])
-            continue;
-        for (int k = 0; k < nd->n_inputs; k++)
-            if (nd->inputs[k] < i && depth[nd->inputs[k]] > depth[i])
-                depth[i] = depth[nd->inputs[k]];
-        if (++depth[i] > XG_MAX_INLINE)
+    for (int i = 0; i < p->body->n_nodes; i++)
+        if ((depth[i] = xg_inline_depth(p, i, depth)) > XG_MAX_INLINE)
             return false;
-    }
     return true;
 }
 

@@ -95,6 +95,11 @@ xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **
 
 /* Whether every read of node happens inside a step (the nodes marked in inside[], and what they compute inline). */
 bool xg_read_only_inside(const xg_plan *p, int node, const bool *inside);
+/*
+ * locals.c: inline ops under node i (0 when it has a buffer), from the depths of the nodes before
+ * it (nodes come in topological order); what XG_MAX_INLINE bounds.
+ */
+int xg_inline_depth(const xg_plan *p, int i, const int *depth);
 /* locals.c: drops the buffers of loop values that only their own multi-output loop reads. */
 xe_code xg_plan_locals(xg_plan *p, xe_status *st);
 

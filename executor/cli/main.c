@@ -191,7 +191,8 @@ static xe_code run_feed(run_state *r, int k, xe_status *st)
     if (cli_prepare_inputs(o, r->g, feed, r->inputs, st) != XE_OK)
         return st->code;
     if (cli_check_bound(r->bound, r->g, r->inputs, st) != XE_OK ||
-        (o->inputs_on_device && xe_tensors_to_device(r->inputs, r->g->n_inputs, XE_DEV_GPU, st) != XE_OK)) {
+        (o->inputs_on_device &&
+         xe_tensors_to_device(r->inputs, r->g->n_inputs, XE_DEV_GPU, st) != XE_OK)) {
         release_all(r->inputs, r->g->n_inputs);
         return st->code;
     }
@@ -289,18 +290,21 @@ static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *s
  * with it OPENBLAS_NUM_THREADS=1 unless set: xlac calls OpenBLAS
  * single-threaded from its own team, and an idle OpenBLAS pool thread
  * only competes with it at start (a 20-run attention_small was 15x slower
- * in a third of the processes with that thread, 1 in 10 without). libgomp and OpenBLAS read these when they load, before
- * main, so the CLI sets them and runs itself again, once. If the exec
- * fails, the run goes on as is.
+ * in a third of the processes with that thread, 1 in 10 without).
+ * libgomp and OpenBLAS read these when they load, before main, so the CLI
+ * sets them and runs itself again, once. If the exec fails, the run goes
+ * on as is.
  */
 static void choose_thread_waits(char **argv)
 {
-    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") || setenv("GOMP_SPINCOUNT", "10000", 1) != 0)
+    if (getenv("OMP_WAIT_POLICY") || getenv("GOMP_SPINCOUNT") ||
+        setenv("GOMP_SPINCOUNT", "10000", 1) != 0)
         return;
     if (!getenv("OPENBLAS_NUM_THREADS"))
         setenv("OPENBLAS_NUM_THREADS", "1", 1);
     execv("/proc/self/exe", argv);
 }
+
 static void free_bound(cli_bound *b)
 {
     for (int i = 0; i < b->n; i++)
