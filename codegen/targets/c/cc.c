@@ -52,10 +52,8 @@ xe_code xg_write_fd(int fd, const char *path, const void *data, size_t len, xe_s
 
 xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return xe_fail(st, XE_ERR_IO, "%s: cannot create: %m", path);
-    return xg_write_fd(fd, path, data, len, st);
+    int fd = xe_create(path, 0600, st); /* never through a link planted at path */
+    return fd < 0 ? st->code : xg_write_fd(fd, path, data, len, st);
 }
 
 /* A new file in a private folder: never one that exists, never through a link. */
