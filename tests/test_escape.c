@@ -258,3 +258,24 @@ Test(escape, replay_folders_stay_in_the_dump_folder_and_commands_are_quoted)
     free(o);
     cr_assert_neq(access(xt_path("INJ"), F_OK), 0, "the replay command ran text from the cluster's name");
 }
+
+/* Issue 31: dump files were opened with fopen(path, "w") and wrote through a link planted at the name. */
+Test(escape, dumps_never_write_through_a_planted_symlink)
+{
+    xt_write_file(xt_path("victim"), "precious\n");
+    mkdir(xt_path("dumps"), 0700);
+    cr_assert_eq(symlink(xt_path("victim"), xt_path("dumps/mark_for_compilation_0.xg")), 0);
+    cr_assert_eq(symlink(xt_path("victim"), xt_path("dumps/before_mark_for_compilation_0.dot")), 0);
+    xt_write_file(xt_path("f.xg"), "xlac.graph v1\ninput x: f32[8]\na = mul(x, x)\nb = tanh(a)\nc = exp(b)\n"
+                                   "output c\n");
+    char *o = NULL;
+    int rc = xt_sh("LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_DUMP_GRAPH_PREFIX=dumps "
+                   "XLAC_FLAGS='--clustering_debug --disk_cache=0'",
+                   XLAC_RUN " f.xg --seed 1", &o);
+    cr_assert_eq(rc, 0, "a dump that cannot be written is a warning, the run goes on: %s", o);
+    cr_assert(strstr(o, "symbolic link"), "the warning says why: %s", o);
+    free(o);
+    char *v = xt_read_file(xt_path("victim"), NULL);
+    cr_assert_str_eq(v, "precious\n", "a dump was written through the link");
+    free(v);
+}
