@@ -231,6 +231,11 @@ const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_ty
         return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
                    ? NULL
                    : "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
+    case XE_CLASS_MATMUL: /* u8/i8 operands: the exact i32 product (cpu/matmul.c) */
+        return out && n_in == 2 && (in[0].dtype == XE_U8 || in[0].dtype == XE_I8) &&
+                       (in[1].dtype == XE_U8 || in[1].dtype == XE_I8) && out->dtype == XE_I32
+                   ? NULL
+                   : "matmul's narrow dtypes are u8 and i8 operands (an i32 product)";
     default: return "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
     }
 }

@@ -1,5 +1,5 @@
 /*
- * matmul (f32) on the CPU engine: one oneDNN matmul primitive per node and
+ * matmul (f32, and u8/i8 x i8 into an exact i32) on the CPU engine: one oneDNN matmul primitive per node and
  * operand shapes, made on the node's first run at those shapes and kept on
  * the shelf of its kernel cache (dnnl_engine.h), for every form matmul.c accepts: 1-D operands promoted, batch
  * dims broadcast (oneDNN broadcasts a batch dim of 1), transpose_a/_b as
@@ -19,6 +19,15 @@
  * where oneDNN 2.6 keeps a broadcast rank-3 B plain, and a taller A: BERT's
  * 128x256x256 product took 125 us as rank 3 and 74 us folded.
  *
+ * The 8-bit products are oneDNN's int8 matmul (u8 or s8 source, s8
+ * weights, s32 destination, no scales: the quantization arithmetic around
+ * it is the graph's), its weights packed as the f32 ones are; u8 weights
+ * (MatMulInteger allows them) stay in matmul.c's loop, and so does every
+ * 8-bit product on a CPU without VNNI: there oneDNN's u8 x s8 (and s8 x s8)
+ * sums pairs of products in int16 with saturation (vpmaddubsw), so 255 x
+ * 127 + 255 x 127 comes out wrong (test_int8_matmul, with oneDNN held to
+ * AVX2); onnxruntime's AVX2 kernel saturates the same way.
+ *
  * f64 (and the integer and f16 loops) stay in matmul.c: oneDNN has no
  * f64 matmul. XE_ERR_UNSUPPORTED means "run the BLAS path".
  */
@@ -31,6 +40,7 @@
 typedef struct mm_key {
     xe_shape a, b;
     bool ta, tb;
+    dnnl_data_type_t at, bt, ct; /* the operands' and the result's element types */
     const void *b_const; /* constant right operand packed into b_packed; NULL: read in place */
 } mm_key;
 
@@ -66,7 +76,7 @@ static bool shape_eq(const xe_shape *x, const xe_shape *y)
 static bool key_eq(const mm_key *x, const mm_key *y)
 {
     return shape_eq(&x->a, &y->a) && shape_eq(&x->b, &y->b) && x->ta == y->ta &&
-           x->tb == y->tb && x->b_const == y->b_const;
+           x->tb == y->tb && x->b_const == y->b_const && x->at == y->at && x->bt == y->bt;
 }
 
 /*
@@ -74,7 +84,8 @@ static bool key_eq(const mm_key *x, const mm_key *y)
  * (1 where it has none), then the logical rows and cols of op(X), with
  * strides reading the stored matrix (transposed or not) in place.
  */
-static void operand_md(dnnl_memory_desc_t *md, const xe_shape *s, bool trans, bool is_a, int r)
+static void operand_md(dnnl_memory_desc_t *md, const xe_shape *s, bool trans, bool is_a, int r,
+                       dnnl_data_type_t dt)
 {
     int64_t rows, cols; /* stored */
     if (s->rank == 1) {
@@ -98,7 +109,7 @@ static void operand_md(dnnl_memory_desc_t *md, const xe_shape *s, bool trans, bo
         strides[d] = step;
         step *= dims[d];
     }
-    dnnl_memory_desc_init_by_strides(md, r, dims, dnnl_f32, strides);
+    dnnl_memory_desc_init_by_strides(md, r, dims, dt, strides);
 }
 
 /* The primitive of m->key, with a packed right operand when it is constant. */
@@ -107,8 +118,8 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
     const mm_key *k = &m->key;
     int r = k->a.rank > k->b.rank ? k->a.rank : k->b.rank;
     r = r < 2 ? 2 : r;
-    operand_md(&m->a_md, &k->a, k->ta, true, r);
-    operand_md(&m->b_plain, &k->b, k->tb, false, r);
+    operand_md(&m->a_md, &k->a, k->ta, true, r, k->at);
+    operand_md(&m->b_plain, &k->b, k->tb, false, r, k->bt);
     dnnl_dims_t cd;
     for (int d = 0; d < r; d++) {
         int64_t x = m->a_md.dims[d], y = m->b_plain.dims[d];
@@ -120,11 +131,11 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
         cs[d] = step;
         step *= cd[d];
     }
-    dnnl_memory_desc_init_by_strides(&m->c_md, r, cd, dnnl_f32, cs);
+    dnnl_memory_desc_init_by_strides(&m->c_md, r, cd, k->ct, cs);
     dnnl_matmul_desc_t d;
     if (k->b_const) { /* try the layout the primitive prefers */
         dnnl_memory_desc_t any = m->b_plain;
-        dnnl_memory_desc_init_by_tag(&any, r, m->b_plain.dims, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&any, r, m->b_plain.dims, k->bt, dnnl_format_tag_any);
         xe_status ignore;
         xe_status_clear(&ignore);
         if (dnnl_matmul_desc_init(&d, &m->a_md, &any, NULL, &m->c_md) == dnnl_success &&
@@ -216,13 +227,43 @@ static void fold_batch(mm_key *k)
     k->b.dims[1] = bc;
 }
 
+/* Whether oneDNN's int8 products are exact here: its effective ISA has VNNI (AVX-512 or AVX2 VNNI). */
+static bool int8_exact(void)
+{
+    static _Atomic int known; /* 0: not asked yet, 1: no, 2: yes */
+    if (!known) {
+        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        bool vnni = (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ||
+                    (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni;
+        known = vnni ? 2 : 1;
+    }
+    return known == 2;
+}
+
+/* The engine's element types of f32 x f32 -> f32 and u8/i8 x i8 -> i32; false for anything else. */
+static bool engine_types(const xe_kernel_args *a, mm_key *k)
+{
+    xe_dtype x = a->in[0]->dtype, y = a->in[1]->dtype, z = a->out->dtype;
+    if (x == XE_F32 && y == XE_F32 && z == XE_F32) {
+        k->at = k->bt = k->ct = dnnl_f32;
+        return true;
+    }
+    if ((x == XE_U8 || x == XE_I8) && y == XE_I8 && z == XE_I32 && int8_exact()) {
+        k->at = x == XE_U8 ? dnnl_u8 : dnnl_s8;
+        k->bt = dnnl_s8;
+        k->ct = dnnl_s32;
+        return true;
+    }
+    return false;
+}
+
 xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
 {
     mm_key k = {.a = a->in[0]->shape, .b = a->in[1]->shape,
                 .ta = xe_node_attr_bool(a->node, "transpose_a", false),
                 .tb = xe_node_attr_bool(a->node, "transpose_b", false)};
     fold_batch(&k);
-    if (a->out->dtype != XE_F32 || xe_tensor_numel(a->out) == 0 || !xe_tensor_numel(a->in[0]) ||
+    if (!engine_types(a, &k) || xe_tensor_numel(a->out) == 0 || !xe_tensor_numel(a->in[0]) ||
         !xe_tensor_numel(a->in[1]))
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (matmul): not for the engine",
                        a->node->name);

@@ -5,7 +5,9 @@
  * oneDNN, constant weights packed once); f64 goes to CBLAS (OpenBLAS),
  * because oneDNN has no f64 product, and so does f32 where the engine
  * refuses a form; f16 and ints use a blocked loop (f16 in float, ints in
- * int64 with wrap-around).
+ * int64 with wrap-around). 8-bit integer operands (u8, i8: MatMulInteger's
+ * and the quantized products') give an i32 product, exact: the engine's
+ * int8 primitive for u8/i8 x i8, the blocked loop for the rest.
  *
  * BLAS runs inside the executor's OpenMP team, not in its own threads:
  * OpenBLAS is set to one thread once, and the batch elements and row (or
@@ -61,11 +63,13 @@ typedef struct mm_job {
  * C[M,N] = op(A) op(B) with a blocked loop: for each row of C, a block of
  * NB accumulators is updated a row of op(B) at a time (contiguous reads
  * of B when it is not transposed). ACC is float for f16 and uint64_t for
- * ints (wrap-around instead of signed overflow).
+ * ints (wrap-around instead of signed overflow). TA, TB: the operands'
+ * element types, T the result's.
  */
-#define GEMM_LOOP(T, ACC, LOAD, STORE)                                                             \
+#define GEMM_LOOP(TA, TB, T, ACC, LOAD, STORE)                                                     \
     do {                                                                                           \
-        const T *A = (const T *)j->a->data + abase, *B = (const T *)j->b->data + bbase;            \
+        const TA *A = (const TA *)j->a->data + abase;                                              \
+        const TB *B = (const TB *)j->b->data + bbase;                                              \
         T *Cm = (T *)j->c->data + cbase;                                                           \
         _Pragma("omp parallel for if (M * N * K >= 65536 && M > 1)") for (int64_t m = 0; m < M; m++) { \
             ACC acc[NB];                                                                           \
@@ -94,11 +98,21 @@ static void gemm_generic(const mm_job *j, int64_t abase, int64_t bbase, int64_t 
 {
     int64_t M = j->M, N = j->N, K = j->K, lda = j->va.cols, ldb = j->vb.cols;
     bool ta = j->va.trans, tb = j->vb.trans;
-    switch (j->c->dtype) {
-    case XE_F16: GEMM_LOOP(xe_f16, float, H2F, F2H); break;
-    case XE_I32: GEMM_LOOP(int32_t, uint64_t, I2U, U2I32); break;
-    default: GEMM_LOOP(int64_t, uint64_t, I2U, U2I64); break;
-    }
+    xe_dtype da = j->a->dtype, db = j->b->dtype;
+    if (da == XE_U8 && db == XE_I8)
+        GEMM_LOOP(uint8_t, int8_t, int32_t, uint64_t, I2U, U2I32);
+    else if (da == XE_I8 && db == XE_I8)
+        GEMM_LOOP(int8_t, int8_t, int32_t, uint64_t, I2U, U2I32);
+    else if (da == XE_U8 && db == XE_U8)
+        GEMM_LOOP(uint8_t, uint8_t, int32_t, uint64_t, I2U, U2I32);
+    else if (da == XE_I8 && db == XE_U8)
+        GEMM_LOOP(int8_t, uint8_t, int32_t, uint64_t, I2U, U2I32);
+    else if (j->c->dtype == XE_F16)
+        GEMM_LOOP(xe_f16, xe_f16, xe_f16, float, H2F, F2H);
+    else if (j->c->dtype == XE_I32)
+        GEMM_LOOP(int32_t, int32_t, int32_t, uint64_t, I2U, U2I32);
+    else
+        GEMM_LOOP(int64_t, int64_t, int64_t, uint64_t, I2U, U2I64);
 }
 
 /*
@@ -211,7 +225,8 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
         memset(a->out->data, 0, a->out->nbytes);
         return XE_OK;
     }
-    if (j.c->dtype == XE_F32) { /* the engine (cpu/dnnl_matmul.c); what it refuses runs on BLAS */
+    bool int8 = j.a->dtype == XE_U8 || j.a->dtype == XE_I8;
+    if (j.c->dtype == XE_F32 || int8) { /* the engine (cpu/dnnl_matmul.c); what it refuses runs on BLAS */
         xe_code c = xe_dnnl_matmul(a, st);
         if (c != XE_ERR_UNSUPPORTED)
             return c;

@@ -340,7 +340,8 @@ xe_code xe_infer_slice(const xe_node *n, const xe_type *in, int n_in, xe_type *o
 xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
 {
     (void)n_in;
-    if (in[0].dtype != in[1].dtype)
+    bool int8 = (in[0].dtype == XE_U8 || in[0].dtype == XE_I8) && (in[1].dtype == XE_U8 || in[1].dtype == XE_I8);
+    if (in[0].dtype != in[1].dtype && !int8)
         return xe_fail(st, XE_ERR_GRAPH, "operands have different dtypes %s and %s (use cast)",
                        xe_dtype_name(in[0].dtype), xe_dtype_name(in[1].dtype));
     if (in[0].dtype == XE_BOOL)
@@ -369,7 +370,7 @@ xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *
         s.dims[s.rank++] = m;
     if (!b_vec)
         s.dims[s.rank++] = nn;
-    *out = (xe_type){in[0].dtype, s};
+    *out = (xe_type){int8 ? XE_I32 : in[0].dtype, s}; /* 8-bit operands: their exact i32 product */
     return XE_OK;
 }
 

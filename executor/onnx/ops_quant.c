@@ -237,11 +237,71 @@ static int centred(ox_b *b, int x, int k, bool row)
     return ox_in(b, k) >= 0 ? ox_bin(b, XE_OP_SUB, y, mat_param(b, ox_cast(b, ox_in(b, k), XE_I32), row)) : y;
 }
 
+/* Whether ONNX input k is absent or a known tensor of zeros (a symmetric quantization's zero point). */
+static bool zero_or_absent(ox_b *b, int k)
+{
+    int x = ox_in(b, k);
+    if (x < 0)
+        return true;
+    const xe_node *n = b->c->g->nodes[x];
+    if (n->op != XE_OP_CONST || !n->value)
+        return false;
+    const uint8_t *p = n->value->data;
+    for (size_t i = 0; i < n->value->nbytes; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
+/* sum over the contracted dim of i32(x): A's rows (keepdims: [..., M, 1]) or B's columns ([..., 1, N]). */
+static int contracted_sum(ox_b *b, int x, bool of_a)
+{
+    int64_t axis = of_a ? -1 : -2;
+    return ox_reduce(b, XE_OP_REDUCE_SUM, ox_cast(b, x, XE_I32), &axis, 1, true);
+}
+
+/*
+ * The centred product of MatMulInteger and QLinearMatMul, (A - za)(B - zb), as the engine's exact
+ * i32 product of the 8-bit operands themselves (oneDNN's int8 matmul: u8/i8 x i8) and the zero
+ * points' terms, which vanish for a symmetric operand:
+ *   (A - za)(B - zb) = AB - za colsum(B) - rowsum(A) zb + K za zb.
+ * colsum of constant weights folds at load time. Operands of rank 1 keep the centred i32 product.
+ */
+static int centred_product(ox_b *b, int a, int bb, int za, int zb)
+{
+    if (a < 0 || bb < 0)
+        return -1;
+    if (ox_rank(b, a) < 2 || ox_rank(b, bb) < 2 || ox_type(b, a)->shape.dims[ox_rank(b, a) - 1] < 0) {
+        int in[2] = {centred(b, a, za, true), centred(b, bb, zb, false)};
+        return in[0] < 0 || in[1] < 0 ? -1 : ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0);
+    }
+    int in[2] = {a, bb}, y = ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0);
+    bool has_za = !zero_or_absent(b, za), has_zb = !zero_or_absent(b, zb);
+    int pa = has_za ? mat_param(b, ox_cast(b, ox_in(b, za), XE_I32), true) : -1;
+    int pb = has_zb ? mat_param(b, ox_cast(b, ox_in(b, zb), XE_I32), false) : -1;
+    if (has_za)
+        y = ox_bin(b, XE_OP_SUB, y, ox_bin(b, XE_OP_MUL, pa, contracted_sum(b, bb, false)));
+    if (has_zb)
+        y = ox_bin(b, XE_OP_SUB, y, ox_bin(b, XE_OP_MUL, contracted_sum(b, a, true), pb));
+    if (has_za && has_zb) {
+        int64_t K = ox_type(b, a)->shape.dims[ox_rank(b, a) - 1];
+        int kz = ox_bin(b, XE_OP_MUL, ox_bin(b, XE_OP_MUL, pa, pb), ox_scalar(b, XE_I32, (double)K));
+        y = ox_bin(b, XE_OP_ADD, y, kz);
+    }
+    return y;
+}
+
 /* MatMulInteger: (i32(A) - a_zero_point) @ (i32(B) - b_zero_point), exact in i32. */
 xe_code ox_b_matmul_integer(ox_b *b)
 {
-    int in[2] = {centred(b, ox_in(b, 0), 2, true), centred(b, ox_in(b, 1), 3, false)};
-    return done(b, in[0] < 0 || in[1] < 0 ? -1 : ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0));
+    int a = ox_in(b, 0), w = ox_in(b, 1);
+    for (int k = 0; k < 2; k++) {
+        int x = k ? w : a;
+        if (x >= 0 && ox_type(b, x)->dtype != XE_U8 && ox_type(b, x)->dtype != XE_I8)
+            return ox_unsupported(b, "integer matmul of %s is not supported (u8, i8)",
+                                  xe_dtype_name(ox_type(b, x)->dtype));
+    }
+    return done(b, centred_product(b, a, w, 2, 3));
 }
 
 /*
@@ -254,13 +314,14 @@ xe_code ox_b_qlinear_matmul(ox_b *b)
     for (int k = 0; k < 8; k++)
         if (ox_in(b, k) < 0)
             return b->failed ? ox_status(b) : ox_invalid(b, "needs 8 inputs");
-    int in[2] = {centred(b, ox_in(b, 0), 2, true), centred(b, ox_in(b, 3), 5, false)};
-    xe_dtype to = ox_type(b, ox_in(b, 7))->dtype;
-    if (in[0] < 0 || in[1] < 0 || !quant_dtype(to))
-        return b->failed ? ox_status(b) : ox_unsupported(b, "QLinearMatMul to %s is not supported", xe_dtype_name(to));
+    xe_dtype to = ox_type(b, ox_in(b, 7))->dtype, ta = ox_type(b, ox_in(b, 0))->dtype, tb = ox_type(b, ox_in(b, 3))->dtype;
+    if (!quant_dtype(to) || (ta != XE_U8 && ta != XE_I8) || (tb != XE_U8 && tb != XE_I8))
+        return ox_unsupported(b, "QLinearMatMul of %s and %s to %s is not supported", xe_dtype_name(ta),
+                              xe_dtype_name(tb), xe_dtype_name(to));
+    int prod = centred_product(b, ox_in(b, 0), ox_in(b, 3), 2, 5);
     int sa = mat_param(b, ox_cast(b, ox_in(b, 1), XE_F32), true), sb = mat_param(b, ox_cast(b, ox_in(b, 4), XE_F32), false);
     int scale = ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_MUL, sa, sb), mat_param(b, ox_cast(b, ox_in(b, 6), XE_F32), false));
-    int y = ox_bin(b, XE_OP_MUL, ox_cast(b, ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0), XE_F64), ox_cast(b, scale, XE_F64));
+    int y = ox_bin(b, XE_OP_MUL, ox_cast(b, prod, XE_F64), ox_cast(b, scale, XE_F64));
     y = ox_bin(b, XE_OP_ADD, y, mat_param(b, ox_cast(b, ox_in(b, 7), XE_F64), false));
     double lo = to == XE_U8 || to == XE_U16 ? 0 : to == XE_I8 ? -128 : -32768;
     double hi = to == XE_U8 ? 255 : to == XE_I8 ? 127 : to == XE_U16 ? 65535 : 32767;
