@@ -1,5 +1,5 @@
 /*
- * The CUDA kernels of the NN ops (executor/cuda/gather.cu, conv.cu,
+ * The CUDA kernels of the NN ops (executor/devices/cuda/gather.cu, conv.cu,
  * pool.cu) run on the host, so that their index math and host-side launch
  * code are tested on machines without a GPU (CI): the .cu text, with each
  * `<<<...>>>` launch rewritten to a plain call, is built by the host C++
@@ -28,13 +28,13 @@ typedef xe_code (*kernel_fn)(const xe_kernel_args *a, xe_status *st);
 
 static const char *const cu_files[] = {"gather", "conv", "pool"};
 
-/* Writes executor/cuda/NAME.cu to DIR/NAME.cc with every "<<<...>>>" removed. */
+/* Writes executor/devices/cuda/NAME.cu to DIR/NAME.cc with every "<<<...>>>" removed. */
 static void strip_launches(const char *name, const char *dir)
 {
     char path[512], out[512], *text = NULL;
     size_t len = 0;
     xe_status st;
-    snprintf(path, sizeof path, "%s/executor/cuda/%s.cu", XLAC_SOURCE_DIR, name);
+    snprintf(path, sizeof path, "%s/executor/devices/cuda/%s.cu", XLAC_SOURCE_DIR, name);
     snprintf(out, sizeof out, "%s/%s.cc", dir, name);
     cr_assert_eq(xe_read_file(path, &text, &len, &st), XE_OK, "%s", st.msg);
     FILE *f = fopen(out, "w");
@@ -62,8 +62,8 @@ static void *build_kernels(void)
     const char *cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "c++";
     const char *src = XLAC_SOURCE_DIR;
     snprintf(cmd, sizeof cmd,
-             "%s -std=c++17 -O1 -w -fPIC -shared -I%s/tests/data/cuda_host -I%s/executor "
-             "-I%s/executor/include -I%s/executor/cuda -o %s/k.so %s/gather.cc %s/conv.cc "
+             "%s -std=c++17 -O1 -w -fPIC -shared -I%s/tests/data/cuda_host -I%s/executor/ir "
+             "-I%s/executor/include -I%s/executor/devices/cuda -o %s/k.so %s/gather.cc %s/conv.cc "
              "%s/pool.cc %s/tests/data/cuda_host/cuda_host.cc > %s/log.txt 2>&1",
              cxx, src, src, src, src, dir, dir, dir, dir, src, dir);
     cr_assert_eq(system(cmd), 0, "the host build of the .cu kernels failed: see %s/log.txt", dir);

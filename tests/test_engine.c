@@ -1,5 +1,5 @@
 /*
- * The CPU compute engine (executor/cpu/dnnl_*.c, oneDNN) as a session runs
+ * The CPU compute engine (executor/devices/cpu/dnnl_*.c, oneDNN) as a session runs
  * it: conv2d and matmul with constant weights (const nodes), where the
  * primitive is made once per node and shape and the weights are packed
  * into the engine's layout once. test_ops_window and test_ops cover the

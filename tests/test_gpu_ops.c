@@ -1,5 +1,5 @@
 /*
- * Differential tests of the per-op GPU kernels (executor/cuda/) against
+ * Differential tests of the per-op GPU kernels (executor/devices/cuda/) against
  * the per-op CPU kernels, which are the reference.
  *
  * Each case is a one-op graph in the text format. Its inputs get seeded

@@ -1103,7 +1103,7 @@ Test(structured, softmax_shape_functions)
 }
 
 /*
- * copy=[...] (graphs built per size, executor/generalise.c): a result dim
+ * copy=[...] (graphs built per size, executor/runtime/generalise.c): a result dim
  * takes an operand dim, known or not; the rest come from shape, with at
  * most one -1 for reshape.
  */

@@ -6,7 +6,7 @@
  * kernels); the scalar expressions and index maps are printed by the
  * same functions for both, so the CPU tests exercise the arithmetic the
  * GPU runs. Every generated program starts with the text of
- * executor/scalar.h, the arithmetic the per-op kernels use. This file
+ * executor/ir/scalar.h, the arithmetic the per-op kernels use. This file
  * holds the sink, index maps, values and the program; the kernels are in
  * emit_loop.c, emit_reduce.c and emit_row.c, an op's text in
  * emit_scalar.c.

@@ -142,7 +142,7 @@ void xe_cpu_row_blocks(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx
    a product with batch dims outb reads (dims broadcast as numpy's matmul does). */
 int64_t xe_matmul_batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat);
 /* c = op(a)·op(b), m×k times k×n, row-major f32 (op: a transpose where asked), on the calling thread
-   alone (OpenBLAS, one thread): a caller's own blocks of a product (executor/cpu/matmul.c says why). */
+   alone (OpenBLAS, one thread): a caller's own blocks of a product (executor/devices/cpu/matmul.c says why). */
 void xe_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float *c, int64_t ldc);
 

@@ -133,7 +133,7 @@ const ox_entry *ox_find_op(const char *type, int opset, bool *known_type)
     return NULL;
 }
 
-/* Domain com.xlac: the collectives, which ONNX has no standard op for (ops_xlac.c). */
+/* Domain com.xlac: the collectives, which ONNX has no standard op for (ops/xlac.c). */
 static const ox_entry xlac_table[] = {
     {"AllReduce", 1, 0, ox_b_collective, "reduce", XE_OP_ALL_REDUCE, 0},
     {"AllGather", 1, 0, ox_b_collective, "", XE_OP_ALL_GATHER, 0},

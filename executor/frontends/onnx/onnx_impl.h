@@ -1,5 +1,5 @@
 /*
- * Private to the ONNX importer (executor/onnx/). One import is an ox_ctx:
+ * Private to the ONNX importer (executor/frontends/onnx/). One import is an ox_ctx:
  * the protobuf-c model, the graph being built, the ONNX value name -> node
  * table and the list of nodes it cannot import. Each ONNX node is built by
  * an ox_b: the op table's builder for its op type emits executor nodes
@@ -113,7 +113,7 @@ typedef struct ox_entry {
     double p;          /* a parameter for table-driven builders */
 } ox_entry;
 
-/* ops_shape.c: a reshape to dims where unknown (negative) entries become -1; more than one unknown
+/* ops/shape.c: a reshape to dims where unknown (negative) entries become -1; more than one unknown
    is refused as unsupported with the message too_many. */
 int ox_reshape_dims(ox_b *b, int x, const int64_t *dims, int rank, const char *too_many);
 
@@ -202,7 +202,7 @@ bool ox_transpose_to_matmul(ox_b *b, int x, const int *perm, int r);
 /* pow(x, y) as products when y is a constant 1, 2, 3 or 4: the result, or -1. */
 int ox_pow_small(ox_b *b, int x, int y);
 
-/* ops_math.c: x rounded to the nearest integer, ties to even (ONNX Round), in x's float dtype. */
+/* ops/math.c: x rounded to the nearest integer, ties to even (ONNX Round), in x's float dtype. */
 int ox_round_even(ox_b *b, int x);
 
 /* build.c: attributes of the ONNX node */

@@ -10,7 +10,7 @@
  * event recorded and waited for on first use) and its duration. This
  * folder is libxlac_cuda.so, built only when the CUDA toolkit is found
  * and loaded by the executor when the GPU is first asked for
- * (executor/device_load.c).
+ * (executor/ir/device_load.c).
  */
 #include <pthread.h>
 #include <stdint.h>

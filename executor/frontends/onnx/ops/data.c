@@ -133,7 +133,7 @@ static const xe_tensor *known_value(ox_b *b, int k)
  * index table, such as T5's relative position buckets, whose runs change
  * with the sequence length) one gather, so that the graph's structure does
  * not depend on the values (a graph built per input size is then one text
- * at every size, executor/generalise.c).
+ * at every size, executor/runtime/generalise.c).
  */
 #define OX_TAKE_RUNS 8
 

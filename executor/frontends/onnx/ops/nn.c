@@ -52,7 +52,7 @@ xe_code ox_b_matmul(ox_b *b)
  * then taken with the rows kept apart and merged after, and the reshape
  * that exporters put back after the Gemm folds into that one (ox_reshape),
  * so no reshape has to name two leading dims at once (a graph built per
- * size can then serve every size, executor/generalise.c).
+ * size can then serve every size, executor/runtime/generalise.c).
  */
 static int merged_rows(ox_b *b, int a, int c)
 {
