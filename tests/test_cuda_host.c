@@ -127,7 +127,7 @@ static void run_case(void *dl, const char *text, int64_t dim)
     xe_kernel_args b = {g, n, n->n_inputs, in, out[1], NULL, NULL, NULL, NULL, NULL};
     xe_status_clear(&s1);
     xe_status_clear(&s2);
-    xe_code c1 = xe_op_get(n->op)->kernel[XE_DEV_CPU](&a, &s1), c2 = gpu(&b, &s2);
+    xe_code c1 = xe_op_kernel(xe_op_get(n->op), XE_DEV_CPU)(&a, &s1), c2 = gpu(&b, &s2);
     cr_assert_eq(c1, c2, "cpu: %s, gpu: %s\n%s", s1.msg, s2.msg, text);
     if (c1 != XE_OK)
         cr_assert_str_eq(s1.msg, s2.msg, "%s", text);

@@ -445,7 +445,7 @@ static void *shared_slot_worker(void *arg)
     j->ok = true;
     for (int it = 0; it < 20 && j->ok; it++) {
         memset(y->data, 0, y->nbytes);
-        if (xe_op_get(XE_OP_CONV2D)->kernel[XE_DEV_CPU](&a, &ts) != XE_OK) {
+        if (xe_op_kernel(xe_op_get(XE_OP_CONV2D), XE_DEV_CPU)(&a, &ts) != XE_OK) {
             snprintf(j->why, sizeof j->why, "%s", ts.msg);
             j->ok = false;
         }

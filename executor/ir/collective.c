@@ -32,7 +32,7 @@ static xe_code check_reduce(const xe_node *n, xe_dtype dt, xe_status *st)
         return xe_fail(st, XE_ERR_GRAPH, "reduce=\"%s\" must be \"sum\", \"mean\", \"max\" or \"min\"", r);
     if (dt != XE_F32 && dt != XE_F64 && dt != XE_I32 && dt != XE_I64)
         return xe_fail(st, XE_ERR_GRAPH, "%s reduces f32, f64, i32 or i64, not %s",
-                       xe_op_name(n->op), xe_dtype_name(dt));
+                       xe_op_row_of(n->op)->name, xe_dtype_name(dt));
     return XE_OK;
 }
 
@@ -41,7 +41,7 @@ static xe_code leading_dim(const xe_node *n, xe_type *out, int size, xe_status *
 {
     if (out->shape.rank < 1)
         return xe_fail(st, XE_ERR_GRAPH, "%s needs an operand of rank >= 1, got a scalar",
-                       xe_op_name(n->op));
+                       xe_op_row_of(n->op)->name);
     int64_t *d0 = &out->shape.dims[0];
     if (*d0 == XE_DIM_UNKNOWN)
         return XE_OK;

@@ -6,7 +6,7 @@
  * has no device for, or whose device library could not be loaded
  * (device_load.c), is answered by a table that is never available. What
  * a slot is called (name, word, label) and whether placement may choose it
- * are that table's facts, the slot's own: they are answered without
+ * are that table's facts, the slot's own (device_slots.c): answered without
  * loading a device library, so flags, messages and a CPU placement never
  * load one.
  */
@@ -15,48 +15,13 @@
 
 #include "device_impl.h"
 
-static const char *absent_reason(void)
-{
-    return "xlac was built without this device";
-}
-
-static bool never(void)
-{
-    return false;
-}
-
-/* Each slot's own facts, and the table of a slot with no device. */
-static const xe_device_ops absent[XE_DEV_COUNT] = {
-    [XE_DEV_CPU] = {.slot = XE_DEV_CPU, .name = "CPU:0", .xla_name = "XLA_CPU:0", .word = "cpu", .label = "CPU",
-                    .available = never, .unavailable_reason = absent_reason},
-    [XE_DEV_GPU] = {.slot = XE_DEV_GPU, .name = "GPU:0", .xla_name = "XLA_GPU:0", .word = "gpu", .label = "CUDA",
-                    .auto_place = true, .available = never, .unavailable_reason = absent_reason},
-    [XE_DEV_EXTRA] = {.slot = XE_DEV_EXTRA, .name = "EXTRA:0", .xla_name = "XLA_EXTRA:0", .word = "extra", .label = "extra",
-                      .available = never, .unavailable_reason = absent_reason},
-};
-
-/* The built-in device of dev's slot, NULL when there is none (a module's slot, or no device). */
-static const xe_device_ops *builtin(xe_device dev)
-{
-    for (int i = 0; xe_device_registry[i]; i++)
-        if (xe_device_registry[i]->slot == dev)
-            return xe_device_registry[i];
-    return NULL;
-}
-
 const xe_device_ops *xe_device_ops_of(xe_device dev)
 {
-    const xe_device_ops *b = builtin(dev);
+    const xe_device_ops *b = xe_device_builtin(dev);
     if (b)
         return b;
     const xe_device_ops *loaded = xe_device_module_ops(dev);
-    return loaded ? loaded : &absent[dev < XE_DEV_COUNT ? dev : XE_DEV_EXTRA];
-}
-
-const xe_device_ops *xe_device_slot_facts(xe_device dev)
-{
-    const xe_device_ops *b = builtin(dev);
-    return b ? b : &absent[dev < XE_DEV_COUNT ? dev : XE_DEV_EXTRA];
+    return loaded ? loaded : xe_device_slot_facts(dev); /* no device there: the slot's own facts */
 }
 
 const char *xe_device_name(xe_device dev)
@@ -103,7 +68,8 @@ bool xe_device_auto_place(xe_device dev)
 
 bool xe_device_built(xe_device dev)
 {
-    return builtin(dev) || xe_device_module_built(dev); /* its library may still be missing: not loaded here */
+    /* its library may still be missing: not loaded here */
+    return xe_device_builtin(dev) || xe_device_module_built(dev);
 }
 
 bool xe_device_available(xe_device dev)

@@ -79,15 +79,15 @@ const char *xe_device_module_error(xe_device dev);
 /* Whether this build has a module for dev's slot (loaded or not). */
 bool xe_device_module_built(xe_device dev);
 
+/* The built-in device of dev's slot (device_slots.c), NULL when there is none (a module's slot, or
+   no device). */
+const xe_device_ops *xe_device_builtin(xe_device dev);
 /* The table of dev's slot (a table that is never available when this build has no device there).
    It loads the slot's library the first time, where the slot is a module's. */
 const xe_device_ops *xe_device_ops_of(xe_device dev);
 /* What dev's slot is called and whether placement may choose it (name, xla_name, word, label,
    auto_place), without loading anything: the built-in device's table, else the slot's own facts,
-   which a module's table must repeat (device_load.c refuses one that does not). */
+   which a module's table must repeat (device_load.c refuses one that does not). device_slots.c. */
 const xe_device_ops *xe_device_slot_facts(xe_device dev);
-/* Called once a module's table is loaded (under device_load.c's lock): the built-in ops take its
-   per-op kernels for the slot (ops.c; until then their kernel[slot] entries are NULL). */
-void xe_ops_device_loaded(xe_device dev, const xe_kernel_fn *kernels);
 
 #endif

@@ -7,10 +7,11 @@
  * needs the device itself (is it available, allocate, run a kernel), the
  * library is loaded with dlopen from the folder libxlac_executor.so itself
  * was loaded from, and its table (`xe_device_NAME`) answers for the slot
- * from then on; its per-op kernels join the op table then
- * (xe_ops_device_loaded). What a slot is called, and whether placement may
- * choose it, are the slot's own facts (device.c): asking them loads
- * nothing, so a run on the CPU never loads the library.
+ * from then on, its per-op kernels included (xe_op_kernel reads them
+ * there: they are never copied into the op table). What a slot is called,
+ * and whether placement may choose it, are the slot's own facts
+ * (device_slots.c): asking them loads nothing, so a run on the CPU never
+ * loads the library.
  *
  * A device with a driver (CUDA: libcuda.so.1, which the CUDA runtime opens
  * at its start) is tried cheaply first: when the driver library cannot be
@@ -106,8 +107,7 @@ static void load(const xe_device_module *m)
         snprintf(err, cap, "%s device library %s has no device table %s for its slot", m->label, path, m->table);
         return;
     }
-    mods.ops[m->slot] = o;
-    xe_ops_device_loaded(m->slot, o->kernels);
+    mods.ops[m->slot] = o; /* its kernels are read from it (xe_op_kernel, op_kernel.c) */
 }
 
 const xe_device_ops *xe_device_module_ops(xe_device dev)

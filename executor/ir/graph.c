@@ -252,12 +252,6 @@ bool xe_node_attr_bool(const xe_node *n, const char *name, bool dflt)
     return a && a->kind == XE_ATTR_BOOL ? a->i != 0 : dflt;
 }
 
-const char *xe_node_op_name(const xe_node *n)
-{
-    const char *op = n->op == XE_OP_CALL ? xe_node_attr_string(n, "@op", NULL) : NULL;
-    return op ? op : xe_op_name(n->op);
-}
-
 const char *xe_node_attr_string(const xe_node *n, const char *name, const char *dflt)
 {
     const xe_attr *a = xe_node_attr(n, name);

@@ -1,8 +1,9 @@
 /*
- * Private: the shape functions and per-op kernels that ops.c puts into the
- * op table. Shape functions live in infer/, CPU kernels in cpu/, GPU
- * kernels in the .cu files of cuda/ (built only when the CUDA toolkit is
- * found). Each device's table lists its kernels by xe_kernel_id.
+ * Private: the shape functions that ops.c puts into the op table and the
+ * per-op kernels it names by id. Shape functions live in ir/infer/, CPU
+ * kernels in devices/cpu/, GPU kernels in the .cu files of devices/cuda/
+ * (built only when the CUDA toolkit is found). Each device's table lists
+ * its kernels by xe_kernel_id; xe_op_kernel (op_kernel.c) reads them there.
  */
 #ifndef XE_KERNELS_H
 #define XE_KERNELS_H
@@ -93,5 +94,20 @@ typedef enum xe_kernel_id {
     XE_KERNEL_COUNT,
     XE_KERNEL_NONE = -1 /* the op has no per-op kernel */
 } xe_kernel_id;
+
+/* The kernel id of op table entry d (ops.c): XE_KERNEL_NONE for a built-in op without a per-op
+   kernel, XE_KERNEL_COUNT for a registered op (whose kernels are its own d->kernel[]). */
+xe_kernel_id xe_op_kernel_id(const xe_op_def *d);
+
+/* A built-in op's row of ops.def (op_rows.c). */
+typedef struct xe_op_row {
+    const char *name;
+    int min_in, max_in;
+    xe_op_class cls;
+    unsigned flags;
+} xe_op_row;
+/* Built-in op op's row; past the built-in ops a row named "?" with no flags. The shape functions
+   and kernels of built-in ops read their op's name and flags here, below the registry. */
+const xe_op_row *xe_op_row_of(int op);
 
 #endif

@@ -1,12 +1,14 @@
 /*
- * The op registry: the built-in table expanded from ops.def, plus the ops
- * that plugins register at run time. Each built-in op's shape function and
- * kernels are chosen from its class (and, for shape ops, its name) here,
- * in one place. The attribute table (attrs.def) is read here too.
+ * The op registry: the built-in table made from ops.def's rows
+ * (op_rows.c), plus the ops that plugins register at run time. Each
+ * built-in op's shape function and kernel id are chosen from its class
+ * (and, for shape ops, its name) here, in one place. The kernels
+ * themselves live in each device's table alone: xe_op_kernel (op_kernel.c)
+ * reads a built-in op's entry there by the id this file gives it.
  */
+#include <stdint.h>
 #include <string.h>
 
-#include "device_impl.h"
 #include "kernels.h"
 #include "xlac/op.h"
 #include "xlac/plugin.h"
@@ -77,42 +79,6 @@ static builtin_impl impl_of(const xe_op_def *d, int op)
     return impl.kernel == XE_KERNEL_COUNT ? impl_by_class(d->cls) : impl;
 }
 
-/* d's entry for its kernel on dev, from dev's table (NULL: the table is not known yet), or none. */
-static void set_kernel(xe_op_def *d, xe_kernel_id k, xe_device dev, const xe_kernel_fn *kernels)
-{
-    bool cpu_only = dev != XE_DEV_CPU && (d->flags & XE_OPF_CPU_ONLY);
-    d->kernel[dev] = kernels && k != XE_KERNEL_NONE && !cpu_only ? kernels[k] : NULL;
-}
-
-/*
- * Shape function and kernels of built-in op `op` of class d->cls: each device's entry for its
- * kernel, of the devices whose table is here (a module's slot gets its entries when it loads:
- * xe_ops_device_loaded).
- */
-static void fill_builtin(xe_op_def *d, int op)
-{
-    builtin_impl impl = impl_of(d, op);
-    d->infer = impl.infer;
-    for (int dev = 0; dev < XE_DEV_COUNT; dev++) {
-        const xe_device_ops *o = xe_device_module_built((xe_device)dev) ? xe_device_module_loaded((xe_device)dev)
-                                                                       : xe_device_slot_facts((xe_device)dev);
-        set_kernel(d, impl.kernel, (xe_device)dev, o ? o->kernels : NULL);
-    }
-}
-
-typedef struct builtin_row {
-    const char *name;
-    int min_in, max_in;
-    xe_op_class cls;
-    unsigned flags;
-} builtin_row;
-
-static const builtin_row builtin_rows[XE_OP_COUNT] = {
-#define X(ENUM, nm, min_in, max_in, cls, fl) [XE_OP_##ENUM] = {nm, min_in, max_in, cls, fl},
-#include "xlac/ops.def"
-#undef X
-};
-
 static xe_op_def op_table[XE_MAX_OPS];
 static int n_ops;
 
@@ -121,29 +87,24 @@ static void ensure_builtins(void)
     if (n_ops)
         return;
     for (int op = 0; op < XE_OP_COUNT; op++) {
-        const builtin_row *r = &builtin_rows[op];
+        const xe_op_row *r = xe_op_row_of(op);
         xe_op_def *d = &op_table[op];
         *d = (xe_op_def){.name = r->name, .min_inputs = r->min_in, .max_inputs = r->max_in, .cls = r->cls,
                          .flags = r->flags};
-        fill_builtin(d, op);
+        d->infer = impl_of(d, op).infer;
     }
     n_ops = XE_OP_COUNT;
 }
 
-void xe_ops_device_loaded(xe_device dev, const xe_kernel_fn *kernels)
+xe_kernel_id xe_op_kernel_id(const xe_op_def *d)
 {
     ensure_builtins();
-    for (int op = 0; op < XE_OP_COUNT; op++)
-        set_kernel(&op_table[op], impl_of(&op_table[op], op).kernel, dev, kernels);
-}
-
-xe_kernel_fn xe_op_kernel(const xe_op_def *d, xe_device dev)
-{
-    if (!d || dev >= XE_DEV_COUNT)
-        return NULL;
-    if (xe_device_module_built(dev))
-        xe_device_module_ops(dev); /* loaded the first time: its kernels join the table */
-    return d->kernel[dev];
+    uintptr_t at = (uintptr_t)d, first = (uintptr_t)op_table;
+    uintptr_t end = (uintptr_t)(op_table + XE_OP_COUNT);
+    if (at < first || at >= end)
+        return XE_KERNEL_COUNT; /* a registered op: its own kernel[] */
+    int op = (int)((at - first) / sizeof op_table[0]);
+    return impl_of(d, op).kernel;
 }
 
 const xe_op_def *xe_op_get(int op)
@@ -165,6 +126,12 @@ const char *xe_op_name(int op)
 {
     const xe_op_def *d = xe_op_get(op);
     return d ? d->name : "?";
+}
+
+const char *xe_node_op_name(const xe_node *n)
+{
+    const char *op = n->op == XE_OP_CALL ? xe_node_attr_string(n, "@op", NULL) : NULL;
+    return op ? op : xe_op_name(n->op);
 }
 
 int xe_op_count(void)
@@ -249,111 +216,6 @@ bool xe_op_is_elementwise(int op)
     case XE_CLASS_CAST: return true;
     default: return false;
     }
-}
-
-bool xe_op_variant(const xe_node *n)
-{
-    switch (n->op) {
-#define X(ENUM, nm, min_in, max_in, cls, fl)
-#define XV(ENUM, attr, f32, f64)                                                           \
-    case XE_OP_##ENUM: return xe_op_attr_value(n, #attr) != 0;
-#include "xlac/ops.def"
-#undef XV
-#undef X
-    default: return false;
-    }
-}
-
-/* ---- attributes (attrs.def) ------------------------------------------------- */
-
-static const int attr_op[] = {
-#define XA(ENUM, nm, kind, dflt) XE_OP_##ENUM,
-#include "xlac/attrs.def"
-#undef XA
-};
-
-static const xe_op_attr attr_rows[] = {
-#define XA(ENUM, nm, kind, dflt) {nm, kind, dflt},
-#include "xlac/attrs.def"
-#undef XA
-};
-
-#define N_ATTR_ROWS ((int)(sizeof attr_op / sizeof attr_op[0]))
-
-const xe_op_attr *xe_op_attrs(int op, int *n)
-{
-    *n = 0;
-    if (op < 0 || op >= XE_OP_COUNT || op == XE_OP_CALL)
-        return NULL;
-    int first = 0;
-    while (first < N_ATTR_ROWS && attr_op[first] != op)
-        first++;
-    while (first + *n < N_ATTR_ROWS && attr_op[first + *n] == op)
-        (*n)++;
-    return &attr_rows[first]; /* rows of one op are adjacent in attrs.def */
-}
-
-const xe_op_attr *xe_op_attr_find(int op, const char *name, size_t len)
-{
-    int n;
-    const xe_op_attr *a = xe_op_attrs(op, &n);
-    for (int k = 0; k < n; k++)
-        if (strlen(a[k].name) == len && memcmp(a[k].name, name, len) == 0)
-            return &a[k];
-    return NULL;
-}
-
-const char *xe_attr_kind_what(xe_attr_kind k)
-{
-    switch (k) {
-    case XE_ATTR_INT: return "an integer";
-    case XE_ATTR_FLOAT: return "a number";
-    case XE_ATTR_BOOL: return "true or false";
-    case XE_ATTR_STRING: return "a \"string\"";
-    case XE_ATTR_DTYPE: return "a dtype such as f32";
-    default: return "a list";
-    }
-}
-
-bool xe_op_attr_kind_ok(const xe_op_attr *t, const xe_attr *a)
-{
-    if (t->kind == XE_ATTR_INTS || t->kind == XE_ATTR_FLOATS)
-        return true; /* a list: the shape function checks it */
-    return a->kind == t->kind || (t->kind == XE_ATTR_FLOAT && a->kind == XE_ATTR_INT);
-}
-
-xe_code xe_op_check_attr_kinds(const xe_node *n, xe_status *st)
-{
-    for (int k = 0; k < n->n_attrs; k++) {
-        const xe_attr *a = &n->attrs[k];
-        const xe_op_attr *t = xe_op_attr_find(n->op, a->name, strlen(a->name));
-        if (t && !xe_op_attr_kind_ok(t, a))
-            return xe_fail(st, XE_ERR_GRAPH, "%s must be %s", t->name, xe_attr_kind_what(t->kind));
-    }
-    return XE_OK;
-}
-
-double xe_op_attr_value(const xe_node *n, const char *name)
-{
-    const xe_attr *a = xe_node_attr(n, name);
-    if (a && (a->kind == XE_ATTR_INT || a->kind == XE_ATTR_BOOL))
-        return (double)a->i;
-    if (a && a->kind == XE_ATTR_FLOAT)
-        return a->f;
-    const xe_op_attr *t = xe_op_attr_find(n->op, name, strlen(name));
-    return t ? t->dflt : 0.0;
-}
-
-int xe_op_float_attrs(const xe_node *n, double a[XE_MAX_OP_FLOATS])
-{
-    int n_rows, count = 0;
-    const xe_op_attr *t = xe_op_attrs(n->op, &n_rows);
-    for (int k = 0; k < n_rows && count < XE_MAX_OP_FLOATS; k++)
-        if (t[k].kind == XE_ATTR_FLOAT)
-            a[count++] = xe_op_attr_value(n, t[k].name);
-    for (int k = count; k < XE_MAX_OP_FLOATS; k++)
-        a[k] = 0.0;
-    return count;
 }
 
 int xe_plugin_abi_version(void)

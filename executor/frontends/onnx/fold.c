@@ -17,7 +17,8 @@ static bool foldable(const xe_graph *g, const xe_node *n)
 {
     const xe_op_def *d = xe_op_get(n->op);
     if (!d || n->op == XE_OP_CONST || n->op == XE_OP_INPUT || n->op == XE_OP_GET || n->body ||
-        !d->kernel[XE_DEV_CPU] || (d->flags & (XE_OPF_STATEFUL | XE_OPF_DATA_DEPENDENT_SHAPE | XE_OPF_COLLECTIVE)))
+        !xe_op_kernel(d, XE_DEV_CPU) ||
+        (d->flags & (XE_OPF_STATEFUL | XE_OPF_DATA_DEPENDENT_SHAPE | XE_OPF_COLLECTIVE)))
         return false;
     int64_t numel = xe_shape_numel(&n->type.shape);
     if (numel < 0 || numel > OX_FOLD_MAX)
@@ -60,7 +61,7 @@ xe_code ox_fold(ox_ctx *c, int node, xe_status *st)
     xe_kernel_args a = {.graph = g, .node = n, .n_in = n->n_inputs, .in = in, .out = out};
     xe_status kst;
     xe_status_clear(&kst);
-    if (xe_op_get(n->op)->kernel[XE_DEV_CPU](&a, &kst) != XE_OK) {
+    if (xe_op_kernel(xe_op_get(n->op), XE_DEV_CPU)(&a, &kst) != XE_OK) {
         xe_tensor_release(out); /* left to run time, which reports the same failure */
         return XE_OK;
     }

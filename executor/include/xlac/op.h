@@ -116,8 +116,9 @@ typedef struct xe_op_def {
     xe_op_class cls;
     unsigned flags;                   /* xe_op_flags */
     xe_infer_fn infer;                /* NULL for composite ops */
-    xe_kernel_fn kernel[XE_DEV_COUNT];/* NULL where the op has no kernel on that device (read it with
-                                         xe_op_kernel: a device library's entries come when it loads) */
+    xe_kernel_fn kernel[XE_DEV_COUNT];/* a registered op's kernels, NULL where it has none on a
+                                         device; a built-in op's live in the device tables alone:
+                                         read an op's kernel with xe_op_kernel */
     xe_composite_fn composite;        /* composite ops; NULL runs the body op by op */
     const char *device_prefix;        /* composite ops: "XLA_" in placement logs */
     void *user;                       /* a plugin's state for its kernels: xe_kernel_args.op_user */
@@ -153,8 +154,8 @@ void xe_slice_bounds(int64_t begin, int64_t end, int64_t n, int64_t *b, int64_t 
 
 /* Definition of an op id; NULL if out of range. */
 const xe_op_def *xe_op_get(int op);
-/* d's kernel on dev, NULL where it has none. A device built as a library of its own
-   (libxlac_cuda.so) is loaded first: until then d->kernel[dev] reads NULL. */
+/* d's kernel on dev, NULL where it has none: a built-in op's entry in dev's table, a registered
+   op's d->kernel[dev]. A device built as a library of its own (libxlac_cuda.so) is loaded first. */
 xe_kernel_fn xe_op_kernel(const xe_op_def *d, xe_device dev);
 /* Id of an op by name, -1 if unknown. */
 int xe_op_find(const char *name, size_t len);

@@ -99,9 +99,10 @@ xe_code xe_infer_binary(const xe_node *n, const xe_type *in, int n_in, xe_type *
         return st->code;
     if (in[0].dtype == XE_BOOL && n->op != XE_OP_MAXIMUM && n->op != XE_OP_MINIMUM)
         return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool (use logical_and/or)",
-                       xe_op_name(n->op));
-    if ((xe_op_get(n->op)->flags & XE_OPF_INT_ONLY) && !xe_dtype_is_integer(in[0].dtype))
-        return xe_fail(st, XE_ERR_GRAPH, "%s needs integer operands, got %s", xe_op_name(n->op),
+                       xe_op_row_of(n->op)->name);
+    if ((xe_op_row_of(n->op)->flags & XE_OPF_INT_ONLY) && !xe_dtype_is_integer(in[0].dtype))
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "%s needs integer operands, got %s", xe_op_row_of(n->op)->name,
                        xe_dtype_name(in[0].dtype));
     out->dtype = in[0].dtype;
     return broadcast_types(in, n_in, &out->shape, st);
@@ -120,7 +121,8 @@ xe_code xe_infer_logical(const xe_node *n, const xe_type *in, int n_in, xe_type 
 {
     for (int k = 0; k < n_in; k++)
         if (in[k].dtype != XE_BOOL)
-            return xe_fail(st, XE_ERR_GRAPH, "%s needs bool operands, got %s", xe_op_name(n->op),
+            return xe_fail(st, XE_ERR_GRAPH,
+                           "%s needs bool operands, got %s", xe_op_row_of(n->op)->name,
                            xe_dtype_name(in[k].dtype));
     out->dtype = XE_BOOL;
     return broadcast_types(in, n_in, &out->shape, st);
@@ -129,19 +131,22 @@ xe_code xe_infer_logical(const xe_node *n, const xe_type *in, int n_in, xe_type 
 xe_code xe_infer_unary(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
 {
     (void)n_in;
-    unsigned flags = xe_op_get(n->op)->flags;
+    unsigned flags = xe_op_row_of(n->op)->flags;
     xe_dtype dt = in[0].dtype;
     if ((flags & XE_OPF_FLOAT_ONLY) && !xe_dtype_is_float(dt))
-        return xe_fail(st, XE_ERR_GRAPH, "%s needs a float operand, got %s", xe_op_name(n->op),
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "%s needs a float operand, got %s", xe_op_row_of(n->op)->name,
                        xe_dtype_name(dt));
     if ((flags & XE_OPF_INT_ONLY) && !xe_dtype_is_integer(dt))
-        return xe_fail(st, XE_ERR_GRAPH, "%s needs an integer operand, got %s", xe_op_name(n->op),
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "%s needs an integer operand, got %s", xe_op_row_of(n->op)->name,
                        xe_dtype_name(dt));
     if ((flags & XE_OPF_BOOL_ONLY) && dt != XE_BOOL)
-        return xe_fail(st, XE_ERR_GRAPH, "%s needs a bool operand, got %s", xe_op_name(n->op),
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "%s needs a bool operand, got %s", xe_op_row_of(n->op)->name,
                        xe_dtype_name(dt));
     if (!(flags & XE_OPF_BOOL_ONLY) && dt == XE_BOOL)
-        return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool", xe_op_name(n->op));
+        return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool", xe_op_row_of(n->op)->name);
     if (xe_op_check_attr_kinds(n, st) != XE_OK)
         return st->code;
     *out = in[0];

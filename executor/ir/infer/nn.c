@@ -143,7 +143,7 @@ xe_code xe_window_read(const xe_node *n, const xe_shape *x, const xe_shape *w, x
     *p = (xe_window){0};
     if (x->rank != 4)
         return xe_fail(st, XE_ERR_GRAPH, "%s needs a 4-D NCHW input, got rank %d",
-                       xe_op_name(n->op), x->rank);
+                       xe_op_row_of(n->op)->name, x->rank);
     p->n = x->dims[0];
     p->c = x->dims[1];
     p->h = x->dims[2];
@@ -179,7 +179,7 @@ static xe_code need_float(const xe_node *n, xe_dtype dt, const char *what, xe_st
 {
     if (dt != XE_F32 && dt != XE_F64)
         return xe_fail(st, XE_ERR_GRAPH, "%s needs f32 or f64 %s, got %s (cast first)",
-                       xe_op_name(n->op), what, xe_dtype_name(dt));
+                       xe_op_row_of(n->op)->name, what, xe_dtype_name(dt));
     return XE_OK;
 }
 

@@ -71,7 +71,8 @@ xe_code xe_infer_reduce(const xe_node *n, const xe_type *in, int n_in, xe_type *
     (void)n_in;
     bool mask[XE_MAX_RANK];
     if (in[0].dtype == XE_BOOL)
-        return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool (cast first)", xe_op_name(n->op));
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "%s is not defined on bool (cast first)", xe_op_row_of(n->op)->name);
     if (reduce_mask(n, in[0].shape.rank, mask, st) != XE_OK)
         return st->code;
     *out = (xe_type){in[0].dtype, reduced_shape(&in[0].shape, mask, xe_node_attr_bool(n, "keepdims", false))};

@@ -61,7 +61,7 @@ static bool wants_device(const xe_graph *g)
         const xe_node *n = g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
         if (n->body ? wants_device(n->body)
-                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && d->kernel[XE_DEV_CPU] &&
+                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && xe_op_kernel(d, XE_DEV_CPU) &&
                           !(d->flags & XE_OPF_CPU_ONLY))
             return true;
     }
