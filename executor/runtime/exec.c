@@ -28,13 +28,6 @@ typedef struct run {
     const char *prefix; /* "XLA_" inside a compiled cluster, "" otherwise */
 } run;
 
-double xe_now_us(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e6 + (double)ts.tv_nsec / 1e3;
-}
-
 void xe_exec_log_placement(xe_exec *ex, const xe_node *n, const char *device_prefix,
                            const char *label)
 {
@@ -174,12 +167,12 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
         .graph = r->g, .node = n, .n_in = n->n_inputs, .in = in, .out = out,
         .out_ret = &ret, .exec = r->ex, .op_user = d->user,
     };
-    if ((d->flags & XE_OPF_STATEFUL) && !(a.state = xe_session_node_state(r->ex->session, n))) {
+    if ((d->flags & XE_OPF_STATEFUL) && !(a.state = xe_node_state_counter(r->ex->states, n))) {
         xe_tensor_release(out);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
     if ((d->flags & XE_OPF_KERNEL_CACHE) && dev == XE_DEV_CPU &&
-        !(a.cache = xe_session_node_cache(r->ex->session, n))) {
+        !(a.cache = xe_node_state_cache(r->ex->states, n))) {
         xe_tensor_release(out);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }

@@ -1,6 +1,8 @@
 /*
- * Private: the state shared by session.c (lifecycle, passes, feeding) and
- * exec.c (running a graph op by op).
+ * Private to the runtime: the state shared by session.c (lifecycle,
+ * feeding), prepare.c (inference, placement, passes), specialise.c (graphs
+ * per signature), node_state.c (per-node state) and exec.c (running a
+ * graph op by op).
  */
 #ifndef XE_EXEC_IMPL_H
 #define XE_EXEC_IMPL_H
@@ -30,16 +32,18 @@ struct xe_session {
 };
 
 struct xe_exec {
-    xe_session *session;
+    xe_node_state **states;   /* the session's per-node state store (node_state.c) */
     FILE *log;                /* placement log, NULL when off */
 };
 
-/* The counter of stateful node n (created at 0 on first use); NULL on OOM. */
-uint64_t *xe_session_node_state(xe_session *s, const xe_node *n);
-/* The kernel cache slot of node n (created empty on first use, freed with the session); NULL on OOM. */
-xe_kernel_cache *xe_session_node_cache(xe_session *s, const xe_node *n);
+/* node_state.c: the counter of stateful node n in *states (0 on first use); NULL on OOM. */
+uint64_t *xe_node_state_counter(xe_node_state **states, const xe_node *n);
+/* The kernel cache slot of node n (empty on first use, freed with the store); NULL on OOM. */
+xe_kernel_cache *xe_node_state_cache(xe_node_state **states, const xe_node *n);
+/* Frees every entry of *states (and each cache through its free). */
+void xe_node_states_free(xe_node_state **states);
 
-/* Infers, places and runs the registered passes on *g (which a pass may replace). */
+/* prepare.c: infers, places and runs the registered passes on *g (which a pass may replace). */
 xe_code xe_session_prepare(xe_session *s, xe_graph **g, xe_status *st);
 
 /* specialise.c */

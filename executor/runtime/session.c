@@ -1,114 +1,21 @@
 /*
- * Sessions: the life of a graph from parse to results. Creating one infers
- * shapes, places ops on devices and runs the graph passes that plugins
- * registered (the xlac clustering pass among them); running one checks the
- * fed inputs against the declared types, runs the graph op by op and
- * brings the outputs to the host.
+ * Sessions: the life of a graph from parse to results. Creating one
+ * prepares its graph (prepare.c: shapes inferred, ops placed on devices,
+ * the graph passes that plugins registered, the xlac clustering pass among
+ * them); running one checks the fed inputs against the declared types,
+ * runs the graph op by op (exec.c, handed the session's per-node state
+ * store) and brings the outputs to the host.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
-
-#include "xe_hash.h"
 
 #include "exec_impl.h"
 #include "xlac/device.h"
 #include "xlac/op.h"
 #include "xlac/plugin.h"
 
-#define XE_MAX_PASSES 16
-
-typedef struct pass {
-    char name[64];
-    xe_graph_pass_fn fn;
-    void *user;
-} pass;
-
-static pass passes[XE_MAX_PASSES];
-static int n_passes;
 static atomic_int next_session_id;
-
-struct xe_node_state {
-    const xe_node *node; /* key */
-    uint64_t counter;
-    xe_kernel_cache cache;
-    UT_hash_handle hh;
-};
-
-xe_code xe_register_graph_pass(const char *name, xe_graph_pass_fn fn, void *user, xe_status *st)
-{
-    if (!name || !fn)
-        return xe_fail(st, XE_ERR_USAGE, "xe_register_graph_pass: name and function are required");
-    if (n_passes == XE_MAX_PASSES)
-        return xe_fail(st, XE_ERR_USAGE, "xe_register_graph_pass: at most %d passes", XE_MAX_PASSES);
-    passes[n_passes] = (pass){.fn = fn, .user = user};
-    snprintf(passes[n_passes].name, sizeof passes[n_passes].name, "%s", name);
-    n_passes++;
-    return XE_OK;
-}
-
-/* Node n's entry, created on first use; NULL on OOM. */
-static struct xe_node_state *node_entry(xe_session *s, const xe_node *n)
-{
-    struct xe_node_state *e = NULL;
-    HASH_FIND_PTR(s->states, &n, e);
-    if (!e) {
-        if (!(e = calloc(1, sizeof *e)))
-            return NULL;
-        e->node = n;
-        HASH_ADD_PTR(s->states, node, e);
-        if (!xe_hash_added(e)) {
-            free(e);
-            return NULL;
-        }
-    }
-    return e;
-}
-
-uint64_t *xe_session_node_state(xe_session *s, const xe_node *n)
-{
-    struct xe_node_state *e = node_entry(s, n);
-    return e ? &e->counter : NULL;
-}
-
-xe_kernel_cache *xe_session_node_cache(xe_session *s, const xe_node *n)
-{
-    struct xe_node_state *e = node_entry(s, n);
-    return e ? &e->cache : NULL;
-}
-
-/*
- * One note when a dump names the plugin's launch op (xlac_launch) and no
- * plugin registered it. A user's own composite (`f = block(x) {...}`) is
- * an ordinary `call` and gets no note.
- */
-static void note_unregistered(const xe_graph *g)
-{
-    for (int i = 0; i < g->n_nodes; i++) {
-        const char *op = xe_node_attr_string(g->nodes[i], "@op", NULL);
-        if (g->nodes[i]->op == XE_OP_CALL && op && !strncmp(op, "xlac_", 5)) {
-            fprintf(stderr, "xlac: note: op '%s' is not registered (is libxlac.so loaded?); "
-                            "running its body op by op\n", op);
-            return;
-        }
-    }
-}
-
-int xe_graph_pass_count(void)
-{
-    return n_passes;
-}
-
-static xe_code run_passes(xe_session *s, xe_graph **g, xe_status *st)
-{
-    xe_pass_ctx ctx = {.session_id = s->id, .place_mode = s->opt.place, .plugin_config = s->opt.plugin_config};
-    for (int i = 0; i < n_passes && !s->opt.no_passes; i++) {
-        /* an error in the user's graph names its line already; others name the pass */
-        if (passes[i].fn(g, &ctx, passes[i].user, st) != XE_OK)
-            return st->code == XE_ERR_GRAPH ? st->code : xe_status_prefix(st, "graph pass %s: ", passes[i].name);
-    }
-    return XE_OK;
-}
 
 /* Whether g (or a body in it) holds a stateful op. */
 static bool has_stateful(const xe_graph *g)
@@ -119,14 +26,6 @@ static bool has_stateful(const xe_graph *g)
             return true;
     }
     return false;
-}
-
-/* g on the device the options name, else by the place mode. */
-static xe_code place_session(const xe_session *s, xe_graph *g, xe_status *st)
-{
-    if (s->opt.device != XE_DEV_CPU)
-        return xe_graph_place_on(g, s->opt.device, st);
-    return xe_graph_place(g, s->opt.place, st);
 }
 
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st)
@@ -172,14 +71,6 @@ xe_code xe_session_end_profiling(xe_session *s, xe_status *st)
     return xe_trace_stop(st);
 }
 
-xe_code xe_session_prepare(xe_session *s, xe_graph **g, xe_status *st)
-{
-    if (xe_graph_infer(*g, st) != XE_OK || place_session(s, *g, st) != XE_OK || run_passes(s, g, st) != XE_OK)
-        return st->code;
-    note_unregistered(*g);
-    return XE_OK;
-}
-
 void xe_session_destroy(xe_session *s)
 {
     if (!s)
@@ -188,13 +79,7 @@ void xe_session_destroy(xe_session *s)
     xe_status_clear(&st);
     if (xe_session_end_profiling(s, &st) != XE_OK)
         fprintf(stderr, "xlac: warning: %s\n", st.msg);
-    struct xe_node_state *e, *tmp;
-    HASH_ITER(hh, s->states, e, tmp) {
-        HASH_DEL(s->states, e);
-        if (e->cache.free)
-            e->cache.free(e->cache.data);
-        free(e);
-    }
+    xe_node_states_free(&s->states);
     xe_specs_destroy(s->specs);
     xe_graph_destroy(s->graph);
     pthread_mutex_destroy(&s->run_lock);
@@ -268,7 +153,7 @@ static xe_code run_graph(xe_session *s, const xe_graph *g, xe_tensor *const *inp
                          xe_tensor **outputs, xe_status *st)
 {
     bool log = s->opt.log_placement && (s->opt.log_every || !atomic_exchange(&s->placement_logged, true));
-    xe_exec ex = {.session = s, .log = log ? (s->opt.log ? s->opt.log : stderr) : NULL};
+    xe_exec ex = {.states = &s->states, .log = log ? (s->opt.log ? s->opt.log : stderr) : NULL};
     for (int i = 0; i < g->n_outputs; i++)
         outputs[i] = NULL;
     int mode = atomic_load_explicit(&xe_trace_mode, memory_order_relaxed);
