@@ -318,7 +318,8 @@ static void read_opset(ox_ctx *c)
                      c->path, v, OX_MIN_OPSET, OX_MAX_OPSET);
 }
 
-void ox_build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st)
+/* Builds every node of g (a graph or a subgraph) in c; errors go to c->errs. */
+static void build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st)
 {
     for (size_t k = 0; k < g->n_node; k++)
         build_node(c, g->node[k], st);
@@ -335,7 +336,7 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
     read_opset(c);
     if (add_sources(c, st) != XE_OK)
         return st->code;
-    ox_build_nodes(c, g, st);
+    build_nodes(c, g, st);
     for (size_t k = 0; k < g->n_output; k++) {
         bool found;
         const char *name = g->output[k]->name ? g->output[k]->name : "";
@@ -424,7 +425,7 @@ static xe_code report(ox_ctx *c, xe_status *st)
 static xe_graph *import(ox_model *m, const xe_onnx_options *opt, const xe_shape *pin, xe_status *st)
 {
     ox_ctx c = {.path = m->path, .files = m->files, .opt = opt, .model = m->model, .pin = pin,
-                .inits = m->inits};
+                .inits = m->inits, .build_nodes = build_nodes};
     if (!(c.g = xe_graph_new(m->path))) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
@@ -528,7 +529,7 @@ static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_o
 /* The declared inputs alone (their types with symbolic dims), or NULL. */
 static xe_graph *declared_inputs(ox_model *m)
 {
-    ox_ctx c = {.path = m->path, .files = m->files, .model = m->model};
+    ox_ctx c = {.path = m->path, .files = m->files, .model = m->model, .build_nodes = build_nodes};
     xe_status st;
     xe_status_clear(&st);
     if (!(c.g = xe_graph_new(m->path)))

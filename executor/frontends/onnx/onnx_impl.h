@@ -66,6 +66,9 @@ typedef struct ox_ctx {
     const xe_shape *pin;          /* not NULL: per graph input, the shape its unknown dims take */
     xe_tensor **inits;            /* not NULL: initializer k's tensor, loaded once and kept here
                                      for every specialisation of the model (retained) */
+    /* Builds every node of g (a graph or a subgraph) in c, errors to c->errs: the loader's own
+       walk (model.c), handed down so that a builder of a subgraph (If) never calls back up. */
+    void (*build_nodes)(struct ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
 } ox_ctx;
 
 /* One ONNX node being built. */
@@ -212,9 +215,6 @@ double ox_float(ox_b *b, const char *name, double dflt);
 const char *ox_str(ox_b *b, const char *name, const char *dflt);
 /* The ints attribute `name` into v (up to cap): the count, -1 when absent. */
 int ox_ints(ox_b *b, const char *name, int64_t *v, int cap);
-
-/* model.c: builds every node of g (a graph or a subgraph) in c; errors go to c->errs. */
-void ox_build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
 
 /* fold.c */
 xe_code ox_fold(ox_ctx *c, int node, xe_status *st);

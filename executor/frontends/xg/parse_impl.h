@@ -1,7 +1,8 @@
 /*
  * Private to the .xg parser (parse.c: lines, statements, nodes;
  * parse_value.c: types, literals, attribute values and constants): the
- * parser's state and the helpers both halves use.
+ * parser's state and the helpers both halves use (parse_cursor.c, a leaf
+ * below both).
  */
 #ifndef XE_PARSE_IMPL_H
 #define XE_PARSE_IMPL_H

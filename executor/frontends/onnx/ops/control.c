@@ -38,7 +38,7 @@ xe_code ox_b_if(ox_b *b)
     if (b->failed)
         return ox_status(b);
     int errors = c->errs.n_unsupported + c->errs.n_other;
-    ox_build_nodes(c, g, &b->st);
+    c->build_nodes(c, g, &b->st); /* the loader's walk (model.c), handed down in c */
     if (c->errs.n_unsupported + c->errs.n_other != errors)
         return ox_unsupported(b, "the %s branch has nodes that do not import (listed)", taken ? "then" : "else");
     for (size_t k = 0; k < g->n_output && !b->failed; k++) {
