@@ -364,16 +364,6 @@ static char *assembly_cuda(const xg_artifact *a, const xg_options *o)
     return a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
 }
 
-const xg_geometry xg_cuda_geometry = {
-    .threads = XG_THREADS,
-    .split_blocks = XG_SPLIT_BLOCKS,
-    .col_tile = XG_COL_TILE,
-    .col_split_max = XG_COL_SPLIT_MAX,
-    .col_min_rows = XG_COL_MIN_ROWS,
-    .row_min_chunk = XG_ROW_MIN_CHUNK,
-    .argmax_block_k = XG_ARGMAX_BLOCK_K,
-};
-
 /* cuBLAS runs the products: f32 and f64 only. */
 static const char *cuda_unsupported(const xe_node *n)
 {
