@@ -47,7 +47,7 @@ typedef struct em {
     int step;                 /* the current step */
     xg_shares *shares;        /* steps that run an earlier step's kernel (share.h); NULL: none looked for */
     struct kept_kernel *kept; /* the kernels kept so far, by identity (xg_kernel_end) */
-    int n_kept;
+    int n_kept, cap_kept;
     int var;
     int n_memo;
     memo m[MAX_MEMO];

@@ -11,6 +11,7 @@
 
 #include "xlac/graph.h"
 #include "xlac/op.h"
+#include "xlac/vec.h"
 
 typedef struct xe_name_entry {
     char *name; /* key: the node's own name string */
@@ -119,14 +120,10 @@ char *xe_graph_fresh_name(const xe_graph *g, const char *base)
 
 static bool grow_nodes(xe_graph *g)
 {
-    if (g->n_nodes < g->cap_nodes)
-        return true;
-    int cap = g->cap_nodes ? g->cap_nodes * 2 : 16;
-    xe_node **nodes = realloc(g->nodes, (size_t)cap * sizeof *nodes);
+    xe_node **nodes = XE_VEC_GROW(g->nodes, g->cap_nodes, g->n_nodes + 1, 16);
     if (!nodes)
         return false;
     g->nodes = nodes;
-    g->cap_nodes = cap;
     return true;
 }
 

@@ -27,6 +27,7 @@
 #include "xlac/io.h"
 #include "xlac/session.h"
 #include "xlac/trace.h"
+#include "xlac/vec.h"
 
 #define GPU_TID 1000 /* the track of GPU:N's stream is GPU_TID + N */
 
@@ -50,7 +51,7 @@ static struct {
     event *ev;
     size_t n, cap;
     track_name *names;
-    int n_names;
+    int n_names, cap_names;
     double run_us; /* XE_TRACE_TOTALS */
     unsigned long long runs;
     double family_start; /* xe_publish's rule; 0: this process's file replaces the previous one */
@@ -82,7 +83,7 @@ static void set_name(int tid, const char *name)
             return;
         }
     }
-    track_name *grown = realloc(T.names, (size_t)(T.n_names + 1) * sizeof *grown);
+    track_name *grown = XE_VEC_GROW(T.names, T.cap_names, T.n_names + 1, 8);
     if (!grown)
         return;
     T.names = grown;
@@ -304,7 +305,7 @@ static void clear(void)
     T.names = NULL;
     T.path = NULL;
     T.n = T.cap = 0;
-    T.n_names = 0;
+    T.n_names = T.cap_names = 0;
 }
 
 void xe_trace_set_family(double start)

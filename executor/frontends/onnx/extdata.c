@@ -29,6 +29,7 @@
 
 #include "onnx_impl.h"
 #include "xlac/io.h"
+#include "xlac/vec.h"
 
 #define OX_VIEW_ALIGN 64 /* a tensor at an offset that is a multiple of this is viewed, not copied */
 
@@ -172,16 +173,12 @@ static ox_mapping *file_mapping(ox_files *f, const char *loc, const char *what, 
     for (int i = 0; i < f->n; i++)
         if (!strcmp(f->v[i].location, loc))
             return f->v[i].map;
-    if (f->n == f->cap) {
-        int cap = f->cap ? 2 * f->cap : 4;
-        ox_file *v = realloc(f->v, (size_t)cap * sizeof *v);
-        if (!v) {
-            xe_fail(st, XE_ERR_NOMEM, "out of memory");
-            return NULL;
-        }
-        f->v = v;
-        f->cap = cap;
+    ox_file *v = XE_VEC_GROW(f->v, f->cap, f->n + 1, 4);
+    if (!v) {
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
     }
+    f->v = v;
     char *name = strdup(loc);
     ox_mapping *m = name ? map_file(f, loc, what, path, st) : NULL;
     if (!name)

@@ -13,6 +13,7 @@
 #include "parse_impl.h"
 #include "xlac/io.h"
 #include "xlac/op.h"
+#include "xlac/vec.h"
 
 #define MAX_LIST_DEPTH 32
 #define MAX_TYPE_ELEMS ((int64_t)1 << 48)
@@ -87,12 +88,10 @@ static bool literal_push(literal *l, double f, int64_t i, bool is_int, int col)
     if (l->n == l->cap) {
         if (l->cap > (1 << 28))
             return false;
-        int cap = l->cap ? l->cap * 2 : 16;
-        lit_elem *e = realloc(l->e, (size_t)cap * sizeof *e);
+        lit_elem *e = XE_VEC_GROW(l->e, l->cap, l->n + 1, 16);
         if (!e)
             return false;
         l->e = e;
-        l->cap = cap;
     }
     l->e[l->n++] = (lit_elem){.f = f, .i = is_int ? i : 0, .is_int = is_int, .col = col};
     l->all_int &= is_int;
