@@ -5,7 +5,7 @@
  * a kernel's signature, a reduction's kernel body, a block-wide combine)
  * and the steps after emission: compile, load, launch, unload. The
  * emitter walks a plan once and asks the backend; nothing outside
- * backend_c.c and backend_cuda.c knows which target it serves. As in
+ * targets/c/backend.c and targets/cuda/backend.c knows which target it serves. As in
  * ggml, each backend is a struct filled with designated initializers; an
  * optional slot is NULL.
  */

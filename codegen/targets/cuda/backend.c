@@ -1,7 +1,7 @@
 /*
  * The CUDA backend: CUDA C++ compiled by NVRTC (nvrtc.c) to a cubin, or
  * to PTX when NVRTC does not know the device's architecture, loaded and
- * launched through the CUDA runtime (program_cuda.c). A kernel is
+ * launched through the CUDA runtime (program.c). A kernel is
  * extern "C" __global__ void xg_kN(xg_args A), its argument block by
  * value or, when too large, through a device copy. Loops are grid-stride,
  * a row is a block's (its reductions combined with warp shuffles, passes
