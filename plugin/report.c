@@ -20,6 +20,7 @@
 #include "xlac/trace.h"
 #include "xlac/text.h"
 #include "xlac_plugin.h"
+#include "xlac/vec.h"
 
 /* ---- setup ------------------------------------------------------------------------ */
 
@@ -72,7 +73,7 @@ void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c,
         return;
     }
     pthread_mutex_lock(&s->report_lock);
-    char **grown = realloc(s->graphs, (size_t)(s->n_graphs + 1) * sizeof *grown);
+    char **grown = XE_VEC_GROW(s->graphs, s->cap_graphs, s->n_graphs + 1, 8);
     if (grown) {
         s->graphs = grown;
         s->graphs[s->n_graphs++] = text;
@@ -90,7 +91,7 @@ static xlac_cluster_report *report_get(xlac_state *s, const char *name, int ops)
     for (int i = 0; i < s->n_reports; i++)
         if (strcmp(s->reports[i].name, name) == 0)
             return &s->reports[i];
-    xlac_cluster_report *grown = realloc(s->reports, (size_t)(s->n_reports + 1) * sizeof *grown);
+    xlac_cluster_report *grown = XE_VEC_GROW(s->reports, s->cap_reports, s->n_reports + 1, 8);
     if (!grown)
         return NULL;
     s->reports = grown;

@@ -70,9 +70,9 @@ typedef struct xlac_state {
     bool tracing;                 /* --trace started the process's trace */
     pthread_mutex_t report_lock;  /* guards graphs and reports */
     char **graphs;                /* --summary: each clustered graph's summary as JSON */
-    int n_graphs;
+    int n_graphs, cap_graphs;
     xlac_cluster_report *reports; /* --summary: per cluster */
-    int n_reports;
+    int n_reports, cap_reports;
     pthread_mutex_t config_lock;  /* guards n_configs and the writing of configs */
     _Atomic(xlac_config *) configs[XLAC_MAX_CONFIGS]; /* configuration k+1 (config.c); 0 is flags */
     int n_configs;

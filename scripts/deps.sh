@@ -5,8 +5,8 @@ set -euo pipefail
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
 # clang + libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh) and --asan-clang; libomp-14-dev: OpenMP for clang
-# protobuf-c: the ONNX importer's parser (executor/onnx/onnx.proto)
-# libdnnl-dev: oneDNN, the CPU engine of convolutions and f32 products (executor/cpu/dnnl_*.c)
+# protobuf-c: the ONNX importer's parser (executor/frontends/onnx/onnx.proto)
+# libdnnl-dev: oneDNN, the CPU engine of convolutions and f32 products (executor/devices/cpu/dnnl_*.c)
 # OpenMPI: xlac-run as one rank of an MPI job, and tests/test_distributed (docs/distributed.md)
 for p in cmake gcc g++ make pkg-config libcriterion-dev uthash-dev libopenblas-dev libxxhash-dev graphviz \
     clang libclang-rt-14-dev libomp-14-dev python3 python3-venv protobuf-c-compiler libprotobuf-c-dev \

@@ -9,7 +9,8 @@
 # the threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
 # --asan-gcc / --asan-clang: only that sanitizer build. --no-fuzz / --no-tsan skip those parts.
-# scripts/check_sizes.sh (STYLE.md's size rules) counts as one test.
+# scripts/check_sizes.sh (STYLE.md's size rules) and scripts/check_layers.sh
+# (docs/architecture.md's layers: no circle, no upward arrow) count as one test each.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -110,7 +111,22 @@ run_sizes() {
     fi
 }
 
+# The layers of docs/architecture.md (scripts/check_layers.sh: no circle, no upward arrow): one test.
+run_layers() {
+    local log=build/test-logs/check_layers.log
+    mkdir -p build/test-logs
+    if scripts/check_layers.sh >"$log" 2>&1; then
+        passed=$((passed + 1))
+        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_layers" 1 0 0
+    else
+        failed=$((failed + 1)); failed_names+=("check_layers")
+        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_layers" 0 1 0
+        grep -v '^    ' "$log" | head -n 40 | sed 's/^/    /'
+    fi
+}
+
 run_sizes
+run_layers
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXLAC_DEVICE_CPU_DEBUG=ON  # + the test device (test_device_debug)
 run_python
 # ONNX's own node tests, op by op and clustered, through a CPU-only Release build of xlac-run and

@@ -1,6 +1,6 @@
 /*
  * ONNX import: an ONNX ModelProto (a `.onnx` file) becomes an executor
- * graph (executor/onnx/, see docs/onnx.md). Nothing else in the tree knows
+ * graph (executor/frontends/onnx/, see docs/onnx.md). Nothing else in the tree knows
  * ONNX. Initializers and Constant nodes become `const` nodes; ONNX ops map
  * onto executor ops, by decomposition where needed; shape arithmetic whose
  * inputs are known at load time is folded to constants.
