@@ -88,7 +88,7 @@ static bool leave_out_reported(plan *p, const char *report)
     return any;
 }
 
-/* DIR/ort_graph_ID.onnx: the model xlac read from onnxruntime's graph (--clustering_debug). */
+/* DIR/ort_graph_ID.onnx: the model xlac read from onnxruntime's graph (--clustering_debug), every node. */
 static void dump_model(plan *p)
 {
     const char *dir = xo_g.state.flags.dump_graph_prefix;
@@ -96,7 +96,11 @@ static void dump_model(plan *p)
     int *ins = NULL, n_ins;
     xe_status st;
     xe_status_clear(&st);
-    char *bytes = dir ? xo_model_write(p->a, &p->m, p->take, NULL, 0, &len, &ins, &n_ins, &st) : NULL;
+    bool *all = malloc((size_t)p->m.n_nodes + 1); /* every node read (a refused one has no attributes) */
+    for (int k = 0; all && k < p->m.n_nodes; k++)
+        all[k] = !p->m.nodes[k].refuse;
+    char *bytes = dir && all ? xo_model_write(p->a, &p->m, all, NULL, 0, &len, &ins, &n_ins, &st) : NULL;
+    free(all);
     char path[4096];
     snprintf(path, sizeof path, "%s/ort_graph_%d.onnx", dir ? dir : ".", p->id);
     FILE *f = bytes && xe_mkdirs(dir, 0777, &st) == XE_OK ? fopen(path, "wb") : NULL;

@@ -172,6 +172,7 @@ static void node_proto(const xo_model *m, int k, xe_text *g)
     snprintf(name, sizeof name, "n%d", k);
     xo_pb_str(&p, 3, name);
     xo_pb_str(&p, 4, n->op_type);
+    xo_pb_str(&p, 6, n->name); /* doc_string: onnxruntime's name of the node, for a reader of the dump */
     xo_pb_str(&p, 7, n->domain);
     xe_text_append(&p, n->attrs.buf ? n->attrs.buf : "", n->attrs.len);
     if (n->attrs.oom)
