@@ -198,3 +198,16 @@ def test_too_old_an_onnxruntime_for_the_library():
     status = lib.CreateEpFactories(b"x", base, None, factories, ctypes.c_size_t(4), ctypes.byref(n))
     assert status == 1 and n.value == 0
     assert messages and "needs onnxruntime 1.23 or newer" in messages[0][1] and "1.22.0" in messages[0][1]
+
+
+def test_beside_xlac_inference_session(model):
+    """Both hosts in one process: each runs its own clusters (the EP's pass never takes xlac's sessions)."""
+    import xlac
+    assert xlac.ort.install(ort)
+    s = ort.InferenceSession(model, providers=[EP, "CPUExecutionProvider"])
+    mine = xlac.InferenceSession(model)  # clustered in this process by libxlac.so
+    want = plain(model)
+    np.testing.assert_allclose(s.run(None, {"x": FEED})[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(mine.run(None, {"x": FEED})[0], want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(s.run(None, {"x": FEED})[0], want, rtol=1e-5, atol=1e-6)
+    assert xlac.stats().get("launches", 0) >= 1
