@@ -281,14 +281,15 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
 
 /* ---- installation ---------------------------------------------------------------- */
 
-static xe_code register_all(xlac_state *s, xe_status *st)
+static xe_code register_all(xlac_state *s, const char *op_name, const char *pass_name, xe_graph_pass_fn pass,
+                            xe_status *st)
 {
     if (xe_plugin_abi_version() != XE_PLUGIN_ABI_VERSION)
         return xe_fail(st, XE_ERR_USAGE,
                        "libxlac.so was built for executor plugin ABI %d but the executor has %d",
                        XE_PLUGIN_ABI_VERSION, xe_plugin_abi_version());
     xe_op_def def = {
-        .name = "xlac_launch",
+        .name = op_name,
         .min_inputs = 0,
         .max_inputs = -1,
         .cls = XE_CLASS_COMPOSITE,
@@ -299,7 +300,7 @@ static xe_code register_all(xlac_state *s, xe_status *st)
     int op = xe_register_op(&def, st);
     if (op < 0)
         return st->code;
-    if (xe_register_graph_pass("xlac", xlac_pass, s, st) != XE_OK)
+    if (xe_register_graph_pass(pass_name, pass, s, st) != XE_OK)
         return st->code;
     s->launch_op = op;
     return XE_OK;
@@ -317,7 +318,13 @@ void xlac_state_init(xlac_state *s)
 
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
 {
-    if (s->launch_op < 0 && register_all(s, st) != XE_OK)
+    return xlac_plugin_install_as(s, f, "xlac_launch", "xlac", xlac_pass, st);
+}
+
+xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name, const char *pass_name,
+                               xe_graph_pass_fn pass, xe_status *st)
+{
+    if (s->launch_op < 0 && register_all(s, op_name, pass_name, pass, st) != XE_OK)
         return st->code;
     if (s->installed)
         xlac_flags_free(&s->flags);

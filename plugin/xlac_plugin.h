@@ -87,6 +87,13 @@ void xlac_state_init(xlac_state *s);
  * flags. Checks the ABI version.
  */
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st);
+/*
+ * The same under other names, with another pass function (that calls
+ * xlac_pass): a second host of the plugin in one process (the onnxruntime
+ * EP beside libxlac.so) registers its own launch op and pass.
+ */
+xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name, const char *pass_name,
+                               xe_graph_pass_fn pass, xe_status *st);
 
 /*
  * The clustering predicate of the flags' level: level 1 only fusible ops

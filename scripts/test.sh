@@ -138,7 +138,7 @@ run_onnx() {
     echo "== onnx node tests (tests/onnx/run_node_tests.sh, build-onnx: CPU only)"
     mkdir -p build/test-logs
     if ! { cmake -S . -B build-onnx -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Release >build-onnx.configure.log 2>&1 &&
-        cmake --build build-onnx -j"$jobs" --target xlac-run xlac >build-onnx.build.log 2>&1; }; then
+        cmake --build build-onnx -j"$jobs" --target xlac-run xlac xlac_ort_ep >build-onnx.build.log 2>&1; }; then
         tail -n 40 build-onnx.configure.log build-onnx.build.log; failed=$((failed + 1)); failed_names+=("onnx:build")
         return
     fi
@@ -178,6 +178,26 @@ run_exports() {
     fi
 }
 run_exports
+# xlac inside onnxruntime (tests/ort_ep/run.sh: the EP of build-onnx with onnxruntime 1.23.2 from PyPI): the
+# ABI check, the real exports and a slice of ONNX's node tests; each closing line counts into the totals.
+run_ort_ep() {
+    local start=$SECONDS log=build/test-logs/ort_ep.log line p_ f_
+    echo "== onnxruntime EP (tests/ort_ep/run.sh, build-onnx: CPU only)"
+    tests/ort_ep/run.sh --build build-onnx --jobs "$jobs" >"$log" 2>&1
+    for what in "ort ep abi" "ort ep real exports" "ort ep node tests"; do
+        line=$(grep -a "^$what:" "$log" | tail -n 1)
+        echo "${line:-$what: did not finish}"
+        p_=$(sed -n 's/^[^:]*: \([0-9]*\) \(passed\|checks passed\).*/\1/p' <<<"$line")
+        f_=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
+        [ -z "$line" ] || grep -q "FAILED" <<<"$line" && f_=$((${f_:-0} + 1))
+        [ "$what" = "ort ep abi" ] && [ -n "$p_" ] && p_=1
+        passed=$((passed + ${p_:-0})); failed=$((failed + ${f_:-0}))
+        [ "${f_:-0}" -ne 0 ] && failed_names+=("$what")
+    done
+    grep -a "^FAILED" "$log" | head -n 40 | sed 's/^/    /'
+    echo "onnxruntime EP: $((SECONDS - start))s"
+}
+run_ort_ep
 if [ "$quick" -eq 0 ]; then
     for asan_cc in $asan_ccs; do
         asan_dir=build-asan

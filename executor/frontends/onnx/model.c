@@ -359,6 +359,25 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
     return XE_OK;
 }
 
+/* Unpacks len bytes of a ModelProto; NULL with *st naming the offset and field on failure. */
+static Onnx__ModelProto *unpack_bytes(const void *data, size_t len, const char *path, xe_status *st)
+{
+    char deep[600];
+    if (!ox_precheck(data, len, &onnx__model_proto__descriptor, deep, sizeof deep)) {
+        xe_fail(st, XE_ERR_PARSE, "%s: not imported: %s", path, deep);
+        return NULL;
+    }
+    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data ? data : (const uint8_t *)"");
+    if (!m) {
+        char why[600];
+        ox_diagnose(data, len, &onnx__model_proto__descriptor, why, sizeof why);
+        xe_fail(st, XE_ERR_PARSE, "%s: not a valid ONNX model: %s%s", path, why,
+                len > 0x7fffffffu ? " (a .onnx file over 2 GB is beyond protobuf's limit: keep "
+                                    "the weights in external data files)" : "");
+    }
+    return m;
+}
+
 /* Maps the file and unpacks it; NULL with *st naming the offset and field on failure. */
 static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
 {
@@ -378,21 +397,7 @@ static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
         xe_fail(st, XE_ERR_IO, "%s: cannot map the file: %s", path, strerror(errno));
         return NULL;
     }
-    char deep[600];
-    if (!ox_precheck(data, len, &onnx__model_proto__descriptor, deep, sizeof deep)) {
-        xe_fail(st, XE_ERR_PARSE, "%s: not imported: %s", path, deep);
-        if (data)
-            munmap(data, len);
-        return NULL;
-    }
-    Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data ? data : (const uint8_t *)"");
-    if (!m) {
-        char why[600];
-        ox_diagnose(data, len, &onnx__model_proto__descriptor, why, sizeof why);
-        xe_fail(st, XE_ERR_PARSE, "%s: not a valid ONNX model: %s%s", path, why,
-                len > 0x7fffffffu ? " (a .onnx file over 2 GB is beyond protobuf's limit: keep "
-                                    "the weights in external data files)" : "");
-    }
+    Onnx__ModelProto *m = unpack_bytes(data, len, path, st);
     if (data)
         munmap(data, len);
     return m;
@@ -566,25 +571,9 @@ static xe_graph *declared_inputs(ox_model *m)
     return out;
 }
 
-xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *st)
+/* m's first import, and the model kept for a maker when it has symbolic dims; m is taken. */
+static xe_graph *load(ox_model *m, const xe_onnx_options *opt, xe_status *st)
 {
-    const char *slash = strrchr(path, '/');
-    ox_model *m = calloc(1, sizeof *m);
-    if (m && !(m->path = strdup(path)))
-        m->path = NULL;
-    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
-    if (m && dir)
-        m->files = ox_files_new(dir);
-    free(dir);
-    if (!m || !m->path || !m->files) {
-        model_free(m);
-        xe_fail(st, XE_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    if (!(m->model = unpack_file(path, st))) {
-        model_free(m);
-        return NULL;
-    }
     /* initializers kept from the first import for a second (per_signature): loaded once */
     m->n_inits = m->model->graph ? m->model->graph->n_initializer : 0;
     if (!(m->inits = calloc(m->n_inits + 1, sizeof *m->inits))) {
@@ -609,4 +598,50 @@ xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *
     }
     model_free(m);
     return g;
+}
+
+/* A model for path; files: the folder of its external data (NULL: none allowed). */
+static ox_model *model_new(const char *path, const char *files, xe_status *st)
+{
+    ox_model *m = calloc(1, sizeof *m);
+    if (m && !(m->path = strdup(path)))
+        m->path = NULL;
+    if (m && files)
+        m->files = ox_files_new(files);
+    if (!m || !m->path || (files && !m->files)) {
+        model_free(m);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
+    return m;
+}
+
+xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *st)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? strndup(path, (size_t)(slash - path)) : strdup(".");
+    ox_model *m = dir ? model_new(path, dir, st) : NULL;
+    if (!dir)
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    free(dir);
+    if (!m)
+        return NULL;
+    if (!(m->model = unpack_file(path, st))) {
+        model_free(m);
+        return NULL;
+    }
+    return load(m, opt, st);
+}
+
+xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name, const xe_onnx_options *opt,
+                              xe_status *st)
+{
+    ox_model *m = model_new(name, NULL, st);
+    if (!m)
+        return NULL;
+    if (!(m->model = unpack_bytes(data, len, name, st))) {
+        model_free(m);
+        return NULL;
+    }
+    return load(m, opt, st);
 }
