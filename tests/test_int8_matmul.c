@@ -1,5 +1,5 @@
 /*
- * The 8-bit products (issue 37: quantized models on the engine): matmul of
+ * The 8-bit products (issue 37: quantized models on the engine) and the casts around them: matmul of
  * u8/i8 operands gives their exact i32 product, checked against an int64
  * reference element by element, on every path:
  *   - the engine's int8 primitive (u8 or i8 x i8), constant weights packed
@@ -11,6 +11,7 @@
  */
 #include <criterion/criterion.h>
 #include <dnnl.h>
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -150,4 +151,57 @@ Test(int8_matmul, exact_with_the_engine_held_to_avx2)
     setenv("ONEDNN_MAX_CPU_ISA", "AVX2", 1); /* before the engine's first use in this process */
     every_path();
     cr_assert_leq(dnnl_get_effective_cpu_isa(), dnnl_cpu_isa_avx2, "oneDNN was not held to AVX2");
+}
+
+/* cast x (dtype from, n values) to dtype to in a session; the result (the caller releases it). */
+static xe_tensor *cast_run(xe_tensor *x, xe_dtype to)
+{
+    xe_graph *g = xe_graph_new("cast.xg");
+    xe_type t = {x->dtype, x->shape};
+    int in = xe_graph_add_input(g, "x", &t, &st), c = xe_graph_add_node(g, "c", XE_OP_CAST, &in, 1, &st);
+    cr_assert(c >= 0, "%s", st.msg);
+    xe_node_set_dtype(g->nodes[c], "to", to, &st);
+    cr_assert_eq(xe_graph_add_output(g, c, &st), XE_OK, "%s", st.msg);
+    xe_session_options o = {.place = XE_PLACE_CPU};
+    xe_session *s = xe_session_new(g, &o, &st);
+    cr_assert_not_null(s, "%s", st.msg);
+    xe_tensor *y = NULL;
+    cr_assert_eq(xe_session_run(s, &x, &y, &st), XE_OK, "%s", st.msg);
+    xe_session_destroy(s);
+    return y;
+}
+
+/* The whole-tensor casts (devices/cpu/cast_fast.c) keep cast's rules: NaN 0, saturation, truncation. */
+Test(int8_matmul, quantized_casts_keep_the_cast_rules)
+{
+    const float special[] = {NAN, INFINITY, -INFINITY, -0.5f, 0.5f, -1.5f, 254.7f, 255.5f, 1e10f, -129.f,
+                             127.9f, -128.9f, 3.0f, -3.0f, 0.0f, -0.0f};
+    int64_t n = 70000; /* past the parallel threshold */
+    xe_shape sh = xe_shape_make(1, &n);
+    xe_tensor *f = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
+    for (int64_t i = 0; i < n; i++)
+        ((float *)f->data)[i] = i < 16 ? special[i] : (float)((int64_t)(next_u32() % 100000) - 50000) / 97.0f;
+    const xe_dtype ints[2] = {XE_U8, XE_I8};
+    for (int k = 0; k < 2; k++) {
+        xe_tensor *q = cast_run(f, ints[k]);
+        uint8_t want;
+        for (int64_t i = 0; i < n; i++) {
+            xe_store_f64(&want, ints[k], 0, (double)((float *)f->data)[i]);
+            cr_assert_eq(((uint8_t *)q->data)[i], want, "f32 %g -> %s", ((float *)f->data)[i], xe_dtype_name(ints[k]));
+        }
+        xe_tensor *back = cast_run(q, XE_F32), *wide = cast_run(q, XE_I32);
+        for (int64_t i = 0; i < n; i++) {
+            int64_t v = at8(q, i);
+            cr_assert_eq(((float *)back->data)[i], (float)v);
+            cr_assert_eq(((int32_t *)wide->data)[i], (int32_t)v);
+        }
+        xe_tensor *again = cast_run(wide, XE_F32);
+        for (int64_t i = 0; i < n; i++)
+            cr_assert_eq(((float *)again->data)[i], (float)at8(q, i));
+        xe_tensor_release(again);
+        xe_tensor_release(back);
+        xe_tensor_release(wide);
+        xe_tensor_release(q);
+    }
+    xe_tensor_release(f);
 }
