@@ -207,6 +207,15 @@ def test_profiling_writes_a_chrome_trace(graph, tmp_path):
     events = json.load(open(path))
     events = events["traceEvents"] if isinstance(events, dict) else events
     assert any(e.get("name") == "run 0" for e in events), events[:5]
+    # three sessions with one prefix, within a second (one trace at a time in a process): three
+    # names, three files
+    paths = []
+    for _ in range(3):
+        s = xlac.InferenceSession(graph(GRAPH), so, auto_jit=0)
+        s.run(None, feeds())
+        paths.append(s.end_profiling())
+    assert len(set(paths)) == 3 and all(os.path.exists(p) for p in paths), paths
+    assert all(p.endswith("_%d.json" % os.getpid()) or "_%d_" % os.getpid() in p for p in paths), paths
 
 
 def test_metadata_inputs_outputs(graph):

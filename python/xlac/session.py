@@ -121,6 +121,24 @@ def _device_of(providers, provider_options, device, hints):
     return "cpu"
 
 
+_profile_lock = threading.Lock()
+_profile_names = set()
+
+
+def _profile_path(prefix):
+    """PREFIX_DATE_TIME_MS_PID.json, unique in this process (a counter when two sessions start in one
+    millisecond) and across processes (the pid): sessions sharing a prefix never share a file."""
+    now = time.time()
+    stem = "%s_%s_%03d_%d" % (prefix, time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)),
+                              int(now * 1000) % 1000, os.getpid())
+    with _profile_lock:
+        name, k = stem, 1
+        while name in _profile_names:
+            name, k = "%s_%d" % (stem, k), k + 1
+        _profile_names.add(name)
+    return os.path.abspath(name + ".json")
+
+
 class _Model:
     """Where the model comes from: a path, or bytes written to a private temporary file."""
 
@@ -231,8 +249,7 @@ class InferenceSession:
         config = _lib.session_config(self._auto_jit, flags) if plugin else None
         self._profile = None
         if so.enable_profiling:
-            self._profile = os.path.abspath("%s_%s.json" % (
-                so.profile_file_prefix, time.strftime("%Y-%m-%d_%H-%M-%S")))
+            self._profile = _profile_path(so.profile_file_prefix)
         self._start_ns = time.time_ns()
         err = ctypes.create_string_buffer(8192)
         h = ctypes.c_void_p()
