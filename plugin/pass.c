@@ -80,7 +80,7 @@ void xlac_cluster_options(const xlac_flags *f, xc_options *o)
 /* A graph dump that cannot be written warns (naming the file); the run goes on without it. */
 static void dump_failed(xe_status *st)
 {
-    fprintf(stderr, "xlac: warning: graph dump not written (%s); the run goes on\n", st->msg);
+    xlac_log(XG_LOG_WARNING, "graph dump not written (%s); the run goes on", st->msg);
     xe_status_clear(st);
 }
 
@@ -262,8 +262,8 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
     /* the opposite of dump_summary's note (so the same once-flag) */
     if (s->flags.dump_graph_prefix && !f->clustering_debug && f->auto_jit != 0 &&
         !atomic_exchange(&s->warned_no_prefix, true))
-        fprintf(stderr, "xlac: warning: XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
-                        "no graph dumps are written (XLAC_FLAGS=--clustering_debug writes them)\n");
+        xlac_log(XG_LOG_WARNING, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
+                 "no graph dumps are written (XLAC_FLAGS=--clustering_debug writes them)");
     if ((f->auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(s, f, *g, id, NULL, &ng, st) != XE_OK) {
         xe_graph_destroy(ng);
         return st->code;
@@ -336,6 +336,7 @@ xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name
 
 void xlac_plugin_shutdown(xlac_state *s)
 {
+    xlac_progress_stop();
     xlac_launch_shutdown(s);
     xlac_replay_free(s);
     if (s->tracing && !atomic_load(&s->n_sessions)) { /* a wrapper (timeout, bash -c) that ran nothing */

@@ -206,7 +206,7 @@ void xlac_replay_dump(xlac_state *s, const xe_node *n, const char *name, xe_tens
         xe_status st;
         xe_status_clear(&st);
         if (write_folder(&s->flags, n->body, name, in, &r->command, &st) != XE_OK)
-            fprintf(stderr, "xlac: warning: %s: replay folder not written: %s\n", name, st.msg);
+            xlac_log(XG_LOG_WARNING, "%s: replay folder not written: %s", name, st.msg);
         else
             fprintf(stderr, "xlac: note: %s dumped for replay: %s\n", name, r->command);
     }

@@ -7,8 +7,9 @@
  *     clustered graph's summary (nodes left out, by reason) and per cluster
  *     launches, cache hits, compile ms and mean launch time, and the share
  *     of the run's time spent in clusters, per-op kernels and compiling;
- *   - progress on a terminal while clusters compile ("compiling 3/7
- *     clusters..."), nothing when stderr is not a terminal.
+ *   - the log (log.c): XLAC_LOG's level, and the progress line on a
+ *     terminal while clusters compile (progress.c), nothing of it when
+ *     stderr is not a terminal.
  * Launch times are taken only while a trace or a summary is on: with both
  * off a launch pays one branch.
  */
@@ -24,24 +25,12 @@
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-/* On a terminal: "xlac: compiling K/N clusters..." while one compiles, erased when it is done. */
-static void progress(void *user, const char *name, bool begin)
-{
-    xlac_state *s = user;
-    (void)name;
-    if (!begin) {
-        fputs("\r\033[K", stderr);
-        return;
-    }
-    unsigned long long k = atomic_fetch_add(&s->n_compiling, 1) + 1,
-                       n = atomic_load(&s->n_clusters);
-    fprintf(stderr, "\rxlac: compiling %llu/%llu clusters\xe2\x80\xa6", k, n > k ? n : k);
-}
-
 xe_code xlac_report_setup(xlac_state *s, xe_status *st)
 {
-    if (isatty(STDERR_FILENO)) {
-        s->flags.xg.on_compile = progress;
+    xlac_log_set(s->flags.log_level, NULL);
+    s->flags.xg.log = xlac_log_text;
+    if (isatty(STDERR_FILENO)) { /* progress.c */
+        s->flags.xg.on_compile = xlac_progress_compile;
         s->flags.xg.on_compile_user = s;
     }
     if (s->flags.summary_path)

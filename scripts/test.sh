@@ -10,7 +10,8 @@
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
 # --asan-gcc / --asan-clang: only that sanitizer build. --no-fuzz / --no-tsan skip those parts.
 # scripts/check_sizes.sh (STYLE.md's size rules) and scripts/check_layers.sh
-# (docs/architecture.md's layers: no circle, no upward arrow) count as one test each.
+# (docs/architecture.md's layers: no circle, no upward arrow) count as one test each;
+# README.md's shell blocks are run on the plain build (scripts/check_readme.py), each one a test.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -125,9 +126,30 @@ run_layers() {
     fi
 }
 
+# README.md's shell blocks (scripts/check_readme.py), on the plain build: a wrong command or path fails;
+# its closing line "readme: N passed, N failed, N skipped" counts into the totals. At most 15 minutes.
+run_readme() {
+    local log=build/test-logs/readme.log start=$SECONDS line p_ f_ s_
+    mkdir -p build/test-logs
+    timeout 900 scripts/check_readme.py --timeout 300 >"$log" 2>&1
+    local rc=$?
+    line=$(grep -a "^readme:" "$log" | tail -n 1)
+    p_=$(sed -n 's/^readme: \([0-9]*\) passed.*/\1/p' <<<"$line")
+    f_=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
+    s_=$(sed -n 's/.* \([0-9]*\) skipped.*/\1/p' <<<"$line")
+    if [ -z "$line" ] || { [ "$rc" -ne 0 ] && [ "${f_:-0}" -eq 0 ]; }; then f_=1; fi
+    passed=$((passed + ${p_:-0})); failed=$((failed + ${f_:-0})); skipped=$((skipped + ${s_:-0}))
+    printf '%-28s %4d passed %3d failed %3d skipped  (%ds)\n' "readme" "${p_:-0}" "${f_:-0}" "${s_:-0}" $((SECONDS - start))
+    if [ "${f_:-0}" -ne 0 ]; then
+        failed_names+=("readme")
+        grep -a -A 12 "^FAILED" "$log" | head -n 40 | sed 's/^/    /'
+    fi
+}
+
 run_sizes
 run_layers
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXLAC_DEVICE_CPU_DEBUG=ON  # + the test device (test_device_debug)
+run_readme
 run_python
 # ONNX's own node tests, op by op and clustered, through a CPU-only Release build of xlac-run and
 # the plugin (a CPU-only build, so that no run of the ~3800 processes depends on how a CUDA build

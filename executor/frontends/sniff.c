@@ -3,7 +3,9 @@
  * (after blank and comment lines) with the `xlac.graph` header; anything
  * whose first byte is a protobuf tag of a ModelProto field (ir_version,
  * opset_import, producer fields, graph) is taken as ONNX. The extension
- * only breaks ties for files too short or odd to tell.
+ * only breaks ties for files too short or odd to tell; a file that is
+ * neither, not named .xg, is refused as such (not with the parser's
+ * complaint about a missing header).
  */
 #include <stdio.h>
 #include <string.h>
@@ -47,6 +49,19 @@ xe_file_kind xe_sniff_file(const char *path)
     return XE_FILE_UNKNOWN;
 }
 
+/* The file's first byte, -1 when it is empty or cannot be read (the loader then says why). */
+static int first_byte(const char *path)
+{
+    xe_status st;
+    int fd = xe_open_regular(path, &st);
+    if (fd < 0)
+        return -1;
+    unsigned char c;
+    ssize_t got = read(fd, &c, 1);
+    close(fd);
+    return got == 1 ? c : -1;
+}
+
 xe_graph *xe_load_graph(const char *path, const xe_onnx_options *opt, xe_status *st)
 {
     xe_file_kind k = xe_sniff_file(path);
@@ -55,5 +70,11 @@ xe_graph *xe_load_graph(const char *path, const xe_onnx_options *opt, xe_status 
         k = XE_FILE_ONNX;
     if (k == XE_FILE_ONNX)
         return xe_onnx_load(path, opt, st);
-    return xe_parse_file(path, st); /* .xg, or the parser's own error for anything else */
+    if (k == XE_FILE_UNKNOWN && !(len > 3 && !strcmp(path + len - 3, ".xg")) && first_byte(path) >= 0) {
+        xe_fail(st, XE_ERR_PARSE, "%s is neither an ONNX model nor a .xg graph: its first byte 0x%02x is no "
+                "field of an ONNX ModelProto, and a .xg graph starts with the header 'xlac.graph v1'",
+                path, first_byte(path));
+        return NULL;
+    }
+    return xe_parse_file(path, st); /* .xg (named so, or empty), or the parser's own error for it */
 }
