@@ -4,10 +4,11 @@
 Builds a BERT-shaped encoder with the onnx helper (random weights, fixed seed): LAYERS layers of
 self-attention (HEADS heads) and an erf-GELU MLP, hidden HIDDEN, SEQ tokens, batch BATCH. Quantizes
 it with onnxruntime.quantization.quantize_dynamic (QInt8 weights: DynamicQuantizeLinear +
-MatMulInteger, as users do), then times, alternating, median of ROUNDS rounds of ITER runs:
+MatMulInteger, as users do) and converts it to fp16 (onnxruntime.transformers.float16's
+convert_float_to_float16, keep_io_types), then times, alternating, median of ROUNDS rounds of ITER runs:
 onnxruntime (CPUExecutionProvider, intra_op threads = --threads), xlac-run op by op, and xlac-run
 clustered (LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2). Outputs are checked against onnxruntime first:
-f32 within 2e-2 of its largest magnitude, int8 within the quantization's own error (int8 against
+f32 within 2e-2 of its largest magnitude, int8 and fp16 within the format's own error (against
 f32 in onnxruntime), since one quantized step flips with any upstream ulp.
 
   tests/onnx/.venv/bin/python bench/quantized_probe.py --build build [--threads 2] [--seq 128]
@@ -125,6 +126,9 @@ def main():
     q8 = os.path.join(tmp, "encoder_int8.onnx")
     onnx.save(encoder(args.layers, args.hidden, args.heads, args.seq, args.batch, 4 * args.hidden, rng), f32)
     quantize_dynamic(f32, q8, weight_type=QuantType.QInt8)
+    f16 = os.path.join(tmp, "encoder_f16.onnx")
+    from onnxruntime.transformers.float16 import convert_float_to_float16
+    onnx.save(convert_float_to_float16(onnx.load(f32), keep_io_types=True), f16)
     x = rng.standard_normal((args.batch, args.seq, args.hidden)).astype(np.float32)
     feed_dir = os.path.join(tmp, "feed")
     os.makedirs(feed_dir)
@@ -133,11 +137,11 @@ def main():
     so.intra_op_num_threads = args.threads
     rows = []
     ref32 = None
-    for name, path in (("f32", f32), ("int8 (quantize_dynamic)", q8)):
+    for name, path in (("f32", f32), ("int8 (quantize_dynamic)", q8), ("fp16 (convert_float_to_float16)", f16)):
         sess = ort.InferenceSession(path, so, providers=["CPUExecutionProvider"])
         ref = sess.run(None, {"x": x})[0]
         ref32 = ref if ref32 is None else ref32
-        # int8: a quantized value one step away flips with any upstream ulp (onnxruntime's own fused
+        # int8 and fp16: a quantized value one step away flips with any upstream ulp (onnxruntime's own fused
         # and unfused sessions differ by several %), so the bound is the quantization's own error
         bound = max(2e-2, float(np.abs(ref - ref32).max() / np.abs(ref32).max()))
         for clustered in (False, True):

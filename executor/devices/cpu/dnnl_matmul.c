@@ -28,8 +28,15 @@
  * 127 + 255 x 127 comes out wrong (test_int8_matmul, with oneDNN held to
  * AVX2); onnxruntime's AVX2 kernel saturates the same way.
  *
- * f64 (and the integer and f16 loops) stay in matmul.c: oneDNN has no
- * f64 matmul. XE_ERR_UNSUPPORTED means "run the BLAS path".
+ * f16 products (models stored in half precision) compute in f32 on the
+ * same primitive, rounded once to f16 at the end: A is widened into a
+ * scratch buffer per run, constant weights are widened and packed once
+ * (oneDNN's reorder from the f16 plain layout to the f32 packed one), other
+ * weights widened per run. Before this an f16 product was matmul.c's
+ * scalar loop (an fp16 BERT spent 80 % of its time there).
+ *
+ * f64 (and the integer loops) stay in matmul.c: oneDNN has no f64 matmul.
+ * XE_ERR_UNSUPPORTED means "run the BLAS path".
  */
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +48,7 @@ typedef struct mm_key {
     xe_shape a, b;
     bool ta, tb;
     dnnl_data_type_t at, bt, ct; /* the operands' and the result's element types */
+    bool half;                   /* f16 operands and result, computed in f32 (above) */
     const void *b_const; /* constant right operand packed into b_packed; NULL: read in place */
 } mm_key;
 
@@ -76,7 +84,8 @@ static bool shape_eq(const xe_shape *x, const xe_shape *y)
 static bool key_eq(const mm_key *x, const mm_key *y)
 {
     return shape_eq(&x->a, &y->a) && shape_eq(&x->b, &y->b) && x->ta == y->ta &&
-           x->tb == y->tb && x->b_const == y->b_const && x->at == y->at && x->bt == y->bt;
+           x->tb == y->tb && x->b_const == y->b_const && x->at == y->at && x->bt == y->bt &&
+           x->half == y->half;
 }
 
 /*
@@ -135,7 +144,7 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
     dnnl_matmul_desc_t d;
     if (k->b_const) { /* try the layout the primitive prefers */
         dnnl_memory_desc_t any = m->b_plain;
-        dnnl_memory_desc_init_by_tag(&any, r, m->b_plain.dims, k->bt, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&any, r, m->b_plain.dims, k->half ? dnnl_f32 : k->bt, dnnl_format_tag_any);
         xe_status ignore;
         xe_status_clear(&ignore);
         if (dnnl_matmul_desc_init(&d, &m->a_md, &any, NULL, &m->c_md) == dnnl_success &&
@@ -144,6 +153,8 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
             return xe_dnnl_reorder_make(&m->b_plain, &m->b_md, &m->b_in, n, st);
         }
     }
+    if (k->half && k->b_const) /* f16 weights must be widened: without the packing reorder, the loop */
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (matmul): f16 weights not packed", n->name);
     m->b_md = m->b_plain;
     if (xe_dnnl_check(dnnl_matmul_desc_init(&d, &m->a_md, &m->b_plain, NULL, &m->c_md), n,
                       "matmul descriptor", st) != XE_OK)
@@ -240,12 +251,58 @@ static bool int8_exact(void)
     return known == 2;
 }
 
+/* The product on m's primitive: A at a, B at b (unless packed), C at c. */
+static xe_code run_plain(const xe_kernel_args *ka, const mm_prim *m, const void *a, const void *b, void *c,
+                         xe_status *st)
+{
+    xe_dnnl_arg args[3] = {{DNNL_ARG_SRC, &m->a_md, a},
+                           {DNNL_ARG_WEIGHTS, &m->b_md, m->b_packed ? m->b_packed : b},
+                           {DNNL_ARG_DST, &m->c_md, c}};
+    return xe_dnnl_execute(m->mm, args, 3, ka->node, st);
+}
+
+/* n f16 values widened to f32, or f32 values rounded to f16 (to_half), as one OpenMP loop. */
+static void convert_half(const void *from, void *to, int64_t n, bool to_half)
+{
+#pragma omp parallel for schedule(static) if (n >= (1 << 15))
+    for (int64_t i = 0; i < n; i++) {
+        if (to_half)
+            ((xe_f16 *)to)[i] = xe_f32_to_f16(((const float *)from)[i]);
+        else
+            ((float *)to)[i] = xe_f16_to_f32(((const xe_f16 *)from)[i]);
+    }
+}
+
+/* An f16 product: A (and B unless packed) widened into scratch, C in f32 scratch, rounded once. */
+static xe_code run_half(const xe_kernel_args *a, const mm_prim *m, xe_status *st)
+{
+    int64_t na = xe_tensor_numel(a->in[0]), nb = xe_tensor_numel(a->in[1]), nc = xe_tensor_numel(a->out);
+    float *fa = xe_dnnl_scratch(XE_DNNL_SCRATCH_SRC, (size_t)na * sizeof(float));
+    float *fc = xe_dnnl_scratch(XE_DNNL_SCRATCH_DST, (size_t)nc * sizeof(float));
+    float *fb = m->b_packed ? NULL : xe_dnnl_scratch(XE_DNNL_SCRATCH_WEIGHTS, (size_t)nb * sizeof(float));
+    if (!fa || !fc || (!m->b_packed && !fb))
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory widening f16", a->node->name);
+    convert_half(a->in[0]->data, fa, na, false);
+    if (fb)
+        convert_half(a->in[1]->data, fb, nb, false);
+    if (run_plain(a, m, fa, fb, fc, st) != XE_OK)
+        return st->code;
+    convert_half(fc, a->out->data, nc, true);
+    return XE_OK;
+}
+
 /* The engine's element types of f32 x f32 -> f32 and u8/i8 x i8 -> i32; false for anything else. */
 static bool engine_types(const xe_kernel_args *a, mm_key *k)
 {
     xe_dtype x = a->in[0]->dtype, y = a->in[1]->dtype, z = a->out->dtype;
     if (x == XE_F32 && y == XE_F32 && z == XE_F32) {
         k->at = k->bt = k->ct = dnnl_f32;
+        return true;
+    }
+    if (x == XE_F16 && y == XE_F16 && z == XE_F16) { /* computed in f32; constant weights packed from f16 */
+        k->half = true;
+        k->at = k->ct = dnnl_f32;
+        k->bt = a->cache && xe_dnnl_input_is_const(a, 1) ? dnnl_f16 : dnnl_f32;
         return true;
     }
     if ((x == XE_U8 || x == XE_I8) && y == XE_I8 && z == XE_I32 && int8_exact()) {
@@ -272,10 +329,7 @@ xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
     mm_prim *m = mm_prim_get(a, &k, &owned, st);
     if (!m)
         return st->code;
-    xe_dnnl_arg args[3] = {{DNNL_ARG_SRC, &m->a_md, a->in[0]->data},
-                           {DNNL_ARG_WEIGHTS, &m->b_md, m->b_packed ? m->b_packed : a->in[1]->data},
-                           {DNNL_ARG_DST, &m->c_md, a->out->data}};
-    xe_code r = xe_dnnl_execute(m->mm, args, 3, a->node, st);
+    xe_code r = k.half ? run_half(a, m, st) : run_plain(a, m, a->in[0]->data, a->in[1]->data, a->out->data, st);
     if (owned)
         mm_prim_free(m);
     return r;

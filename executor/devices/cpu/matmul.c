@@ -4,7 +4,8 @@
  * an operand's last two dims. f32 goes to the CPU engine (cpu/dnnl_matmul.c,
  * oneDNN, constant weights packed once); f64 goes to CBLAS (OpenBLAS),
  * because oneDNN has no f64 product, and so does f32 where the engine
- * refuses a form; f16 and ints use a blocked loop (f16 in float, ints in
+ * refuses a form; f16 goes to the engine in f32 (dnnl_matmul.c), and what it
+ * refuses, like the ints, to a blocked loop (f16 in float, ints in
  * int64 with wrap-around). 8-bit integer operands (u8, i8: MatMulInteger's
  * and the quantized products') give an i32 product, exact: the engine's
  * int8 primitive for u8/i8 x i8, the blocked loop for the rest.
@@ -226,7 +227,8 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
         return XE_OK;
     }
     bool int8 = j.a->dtype == XE_U8 || j.a->dtype == XE_I8;
-    if (j.c->dtype == XE_F32 || int8) { /* the engine (cpu/dnnl_matmul.c); what it refuses runs on BLAS */
+    if (j.c->dtype == XE_F32 || j.c->dtype == XE_F16 || int8) { /* the engine (cpu/dnnl_matmul.c); what it
+                                                                     refuses runs on BLAS or the loop */
         xe_code c = xe_dnnl_matmul(a, st);
         if (c != XE_ERR_UNSUPPORTED)
             return c;

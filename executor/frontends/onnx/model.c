@@ -326,11 +326,14 @@ static void read_opset(ox_ctx *c)
                      c->path, v, OX_MIN_OPSET, OX_MAX_OPSET);
 }
 
-/* Builds every node of g (a graph or a subgraph) in c; errors go to c->errs. */
+/* Builds every node of g (a graph or a subgraph) in c, in topological order (order.c); errors go
+ * to c->errs. Out of memory for the order: the file's order. */
 static void build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st)
 {
+    size_t *order = ox_node_order(g);
     for (size_t k = 0; k < g->n_node; k++)
-        build_node(c, g->node[k], st);
+        build_node(c, g->node[order ? order[k] : k], st);
+    free(order);
 }
 
 /* Builds the whole graph into c->g; errors go to c->errs. */

@@ -133,6 +133,9 @@ void ox_error_add(ox_errors *e, bool unsupported, const char *fmt, ...)
 void ox_errors_free(ox_errors *e);
 
 /* diag.c: "byte N: field F of M: problem" for the first malformed field of a ModelProto. */
+/* order.c: g's nodes in a topological order (stable: a graph in order keeps it; a cycle's nodes
+ * last, in file order); malloc'd, NULL when out of memory. */
+size_t *ox_node_order(const Onnx__GraphProto *g);
 /* Whether data can be handed to protobuf-c: no message nested deeper than OX_MAX_NESTING (it
  * recurses without a limit), no string (but doc strings) with a NUL inside; false with buf saying
  * where. */
