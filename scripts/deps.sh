@@ -9,10 +9,11 @@ set -euo pipefail
 # executor/frontends/onnx/onnx.proto); python3-venv for the Python package
 run=(cmake gcc make pkg-config uthash-dev libopenblas-dev libxxhash-dev protobuf-c-compiler libprotobuf-c-dev
      libdnnl-dev python3 python3-venv)
-# to develop: Criterion (the tests), g++ (test_cuda_emu), Graphviz (tests of the .dot dumps);
+# to develop: Criterion (the tests), g++ (test_cuda_emu), Graphviz (tests of the .dot dumps), clang-format
+# (scripts/check_format.sh);
 # clang + libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh) and --asan-clang; libomp-14-dev:
 # OpenMP for clang; OpenMPI: xlac-run as one rank of an MPI job, and tests/test_distributed
-dev=(g++ libcriterion-dev graphviz clang libclang-rt-14-dev libomp-14-dev libopenmpi-dev openmpi-bin)
+dev=(g++ libcriterion-dev graphviz clang clang-format libclang-rt-14-dev libomp-14-dev libopenmpi-dev openmpi-bin)
 case "${1:-}" in
     --run) want=("${run[@]}") ;;
     "") want=("${run[@]}" "${dev[@]}") ;;
