@@ -240,12 +240,25 @@ static xe_code run_all(run_state *r, xe_status *st)
     return c;
 }
 
-/* An ONNX import's full error list when it did not fit in the status. */
-static void print_report(char *report, const xe_status *st)
+/*
+ * A failed load: the status, or, when the ONNX import listed its errors (report), the status's
+ * first line and then the whole list. The status holds XE_STATUS_MSG_MAX bytes: a long list was
+ * cut there mid-word, and whether the whole list followed depended on the length of the path.
+ */
+static int fail_load(char *report, const xe_status *st)
 {
-    if (report && strlen(st->msg) < strlen(report))
-        fprintf(stderr, "xlac-run: %s: every error:\n%s\n", xe_code_name(st->code), report);
+    if (!report || !*report) {
+        free(report);
+        return fail(st);
+    }
+    const char *nl = strchr(st->msg, '\n');
+    int head = nl ? (int)(nl - st->msg) : (int)strlen(st->msg);
+    if (cli_world() > 1)
+        fprintf(stderr, "xlac-run: rank %d: %.*s\n%s\n", cli_rank(), head, st->msg, report);
+    else
+        fprintf(stderr, "xlac-run: %.*s\n%s\n", head, st->msg, report);
     free(report);
+    return xe_code_exit_status(st->code);
 }
 
 /* --to-xg and nothing that runs: the graph is written as it is, `?` dims and all, with no feeds. */
@@ -263,8 +276,7 @@ static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *s
     if (!g && st->code == XE_ERR_IO)
         st->code = XE_ERR_USAGE; /* a graph that cannot be read is a usage error: exit 2 */
     if (!g) {
-        int rc = fail(st);
-        print_report(report, st);
+        int rc = fail_load(report, st);
         st->code = rc == 2 ? XE_ERR_USAGE : XE_ERR_RUNTIME; /* printed: only the exit status is left */
         return NULL;
     }
