@@ -37,6 +37,8 @@ typedef struct xg_backend {
     const char *barrier;      /* a statement that waits for the row's threads; NULL: one thread */
     const char *first_thread; /* prefix of a statement only one thread of the row runs ("" when one) */
     const char *shared_kw;    /* qualifier of the arrays block_reduce combines through (with block_reduce) */
+    const char *h2f, *f2h;    /* f16 <-> f32 (scalar.h): "xe_h2f_vec" in C (branch-free: the loop vectorizes),
+                                 "xe_h2f" in CUDA; the same bits either way */
     bool simd_pragmas;        /* per-pass "#pragma omp simd reduction(...)" */
     bool row_cache;           /* a row kernel may keep costly values in a per-row stack buffer */
     bool narrow_index;        /* index math may be 32-bit when every tensor is small */

@@ -172,7 +172,7 @@ void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len)
     xg_flat_of(e, node, ix, off, sizeof off);
     new_var(e, var, len);
     if (dt == XE_F16)
-        xg_out(e, "    float %s = xe_h2f(p%d[%s]);\n", var, node, off);
+        xg_out(e, "    float %s = %s(p%d[%s]);\n", var, e->b->h2f, node, off);
     else
         xg_out(e, "    %s %s = p%d[%s];\n", value_type(dt), var, node, off);
 }
@@ -331,7 +331,7 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
     }
     new_var(e, var, len);
     if (dt == XE_F16) /* computed in float, rounded to f16 at every op, as op by op */
-        xg_out(e, "    float %s = xe_h2f(xe_f2h(%s));\n", var, text);
+        xg_out(e, "    float %s = %s(%s(%s));\n", var, e->b->h2f, e->b->f2h, text);
     else
         xg_out(e, "    %s %s = %s;\n", value_type(dt), var, text);
 }
@@ -396,7 +396,7 @@ void xg_emit_store(em *e, int node, const char *flat, const char *v)
 {
     xe_dtype dt = e->p->types[node].dtype;
     if (dt == XE_F16)
-        xg_out(e, "    p%d[%s] = xe_f2h(%s);\n", node, flat, v);
+        xg_out(e, "    p%d[%s] = %s(%s);\n", node, flat, e->b->f2h, v);
     else
         xg_out(e, "    p%d[%s] = %s;\n", node, flat, v);
 }

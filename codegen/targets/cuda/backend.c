@@ -379,6 +379,8 @@ const xg_backend xg_backend_cuda = {
     .unsupported = cuda_unsupported,
     .geometry = &xg_cuda_geometry,
     .restrict_kw = "__restrict__",
+    .h2f = "xe_h2f",
+    .f2h = "xe_f2h",
     .flat_loop = "    for (xg_idx i = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; i < n;\n"
                  "         i += (xg_idx)gridDim.x * blockDim.x) {\n",
     .rows_loop = "    for (xg_idx o = blockIdx.x; o < O; o += gridDim.x) {\n",
