@@ -353,7 +353,7 @@ Test(flags, defaults_and_every_flag)
     cr_assert_eq(f.min_cluster_size, 2);
     cr_assert_eq(f.max_cluster_size, 0);
     cr_assert_eq(f.clustering_fuel, -1);
-    cr_assert(f.devices[XE_DEV_CPU] && f.devices[XE_DEV_GPU]);
+    cr_assert(f.devices[XE_DEV_CPU] && f.devices[xe_gpu_device()]);
     cr_assert(f.codegen);
     cr_assert_not(f.clustering_debug);
     cr_assert_str_eq(f.xg.cc, "cc");
@@ -372,7 +372,7 @@ Test(flags, defaults_and_every_flag)
     cr_assert(f.xg.level2);
     cr_assert_eq(f.min_cluster_size, 3);
     cr_assert_eq(f.max_cluster_size, 9);
-    cr_assert(!f.devices[XE_DEV_CPU] && f.devices[XE_DEV_GPU]);
+    cr_assert(!f.devices[XE_DEV_CPU] && f.devices[xe_gpu_device()]);
     cr_assert_eq(f.n_ops_to_exclude, 2);
     cr_assert_str_eq(f.ops_to_exclude[1], "matmul");
     cr_assert_eq(f.clustering_fuel, 7);

@@ -416,7 +416,7 @@ void xg_kernel_begin(em *e, int step)
     for (int i = 0; i < e->p->body->n_nodes; i++)
         e->rowvar[i][0] = '\0';
     e->sig_at = e->text.len;
-    e->b->kernel_signature(e, name);
+    e->b->render.kernel_signature(e, name);
     e->decl_at = e->text.len; /* the buffer pointers go here once the body is known (xg_kernel_end) */
 }
 
@@ -464,7 +464,7 @@ void xg_kernel_end(em *e)
     xe_text_truncate(&e->text, e->decl_at);
     for (int i = 0; i < n; i++)
         if (e->p->mat[i] && used[i])
-            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype), e->b->restrict_kw, i,
+            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype), e->b->render.restrict_kw, i,
                    store_type(e->p->types[i].dtype), i);
     xg_out(e, "%s", body);
     free(body);

@@ -234,7 +234,7 @@ size_t xe_capi_tensor_nbytes(const void *t)
 int xe_capi_tensor_exclusive(const void *t)
 {
     const xe_tensor *x = t;
-    return x && !x->borrowed && x->device == XE_DEV_CPU && __atomic_load_n(&x->refcount, __ATOMIC_ACQUIRE) == 1;
+    return x && !x->borrowed && xe_device_is_host(x->device) && __atomic_load_n(&x->refcount, __ATOMIC_ACQUIRE) == 1;
 }
 
 int xe_capi_write_graph(const xe_capi_session *h, const char *path, char *err, size_t err_len)
@@ -312,7 +312,7 @@ void *xe_capi_result_take(xe_capi_session *h, int i)
 {
     xe_tensor *t = valid(h, 1, i) ? h->outs[i] : NULL;
     /* the same tensor twice among the outputs holds two references */
-    if (!t || t->borrowed || t->device != XE_DEV_CPU ||
+    if (!t || t->borrowed || !xe_device_is_host(t->device) ||
         __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != 1)
         return NULL;
     h->outs[i] = NULL;
