@@ -343,6 +343,23 @@ Test(e2e, jit_block_compiles_at_level_0)
 
 /* ---- in process: flags and the level predicate ------------------------------ */
 
+/* --devices names instances: a kind's word is its first instance, KIND:N another. */
+Test(flags, devices_name_instances)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xlac_flags f;
+    xlac_env env = {.auto_jit = "2", .flags = "--devices=cpu,gpu:1"};
+    cr_assert_eq(xlac_flags_parse(&f, &env, &st), XE_OK, "%s", st.msg);
+    xe_device gpu1 = xe_device_get("gpu", 1);
+    cr_assert_geq(gpu1, 0);
+    cr_assert(f.devices[XE_DEV_CPU] && f.devices[gpu1] && !f.devices[xe_gpu_device()]);
+    xlac_flags_free(&f);
+    env.flags = "--devices=gpu:one";
+    cr_assert_neq(xlac_flags_parse(&f, &env, &st), XE_OK, "not a device");
+    cr_assert(strstr(st.msg, "'gpu:one' is not cpu or gpu"), "%s", st.msg);
+}
+
 Test(flags, defaults_and_every_flag)
 {
     xe_status st;

@@ -16,7 +16,8 @@
 #include "device_impl.h"
 
 /* A device index that names no instance: answered as a kind this build lacks. */
-static const xe_device_instance none = {.name = "EXTRA:0", .xla_name = "XLA_EXTRA:0", .made = true};
+static const xe_device_instance none = {
+    .name = "EXTRA:0", .xla_name = "XLA_EXTRA:0", .made = true, .ops = &xe_device_unknown};
 
 static const xe_device_instance *peek(xe_device dev)
 {
@@ -28,11 +29,7 @@ static const xe_device_instance *peek(xe_device dev)
 static const xe_device_instance *inst(xe_device dev)
 {
     const xe_device_instance *in = xe_device_instance_of(dev);
-    if (in)
-        return in;
-    static xe_device_instance absent;
-    absent.ops = xe_device_entry_facts(NULL);
-    return &absent;
+    return in ? in : &none;
 }
 
 static const xe_device_ops *facts(xe_device dev)

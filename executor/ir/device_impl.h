@@ -83,6 +83,8 @@ extern const xe_device_entry xe_device_registry[];
    (device_kinds.c), a table that is never available, which a module's table must repeat
    (device_load.c refuses one that does not). */
 const xe_device_ops *xe_device_entry_facts(const xe_device_entry *e);
+/* The facts of a kind no line names (a device index that is no instance): never available. */
+extern const xe_device_ops xe_device_unknown;
 
 /* The table of module line e, loaded on the first call; NULL when it could not be (then
    xe_device_module_error says why). device_load.c. */

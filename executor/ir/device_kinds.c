@@ -42,21 +42,21 @@ static const struct {
 };
 
 /* A kind the facts table does not know: never available. */
-static const xe_device_ops unknown = {.name = "EXTRA",
-                                      .xla_name = "XLA_EXTRA",
-                                      .word = "extra",
-                                      .label = "extra",
-                                      .available = never,
-                                      .unavailable_reason = absent_reason};
+const xe_device_ops xe_device_unknown = {.name = "EXTRA",
+                                         .xla_name = "XLA_EXTRA",
+                                         .word = "extra",
+                                         .label = "extra",
+                                         .available = never,
+                                         .unavailable_reason = absent_reason};
 
 const xe_device_ops *xe_device_entry_facts(const xe_device_entry *e)
 {
     if (!e)
-        return &unknown;
+        return &xe_device_unknown;
     if (e->ops)
         return e->ops;
     for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
         if (e->module && !strcmp(kinds[i].module, e->module))
             return &kinds[i].facts;
-    return &unknown;
+    return &xe_device_unknown;
 }
