@@ -48,7 +48,7 @@ void xc_options_default(xc_options *o)
         .min_cluster_size = 2,
         .fuel = -1,
     };
-    for (int d = 0; d < XE_DEV_COUNT; d++)
+    for (int d = 0; d < XE_DEV_MAX; d++)
         o->devices[d] = true;
 }
 
@@ -132,7 +132,7 @@ static const char *node_reason(const mark *m, const xe_node *n)
         return XC_REASON_STATEFUL;
     if (!jit && !o->auto_cluster)
         return XC_REASON_AUTO_OFF;
-    if (!jit && (n->device < 0 || n->device >= XE_DEV_COUNT || !o->devices[n->device]))
+    if (!jit && (n->device < 0 || n->device >= XE_DEV_MAX || !o->devices[n->device]))
         return XC_REASON_DEVICE;
     if (!jit && excluded_by_name(o, n))
         return XC_REASON_FLAG;

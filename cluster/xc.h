@@ -52,7 +52,7 @@ typedef struct xc_options {
     bool auto_cluster;                 /* false: only jit blocks form clusters (XLAC_AUTO_JIT=0) */
     int min_cluster_size;              /* smaller clusters are dissolved (default 2) */
     int max_cluster_size;              /* merges beyond this are refused; 0: no limit */
-    bool devices[XE_DEV_COUNT];        /* devices whose ops may be clustered */
+    bool devices[XE_DEV_MAX];          /* device instances whose ops may be clustered */
     const char *const *ops_to_exclude; /* op names never clustered */
     int n_ops_to_exclude;
     long long fuel;          /* cluster at most the first N candidates; -1: no limit */

@@ -32,10 +32,10 @@ void xg_artifact_destroy(xg_artifact *a)
 static xe_code compile_source(const xg_backend *b, xg_artifact *a, const xg_options *o, xe_status *st)
 {
     double t0 = xe_now_us();
-    xe_code c = b->compile(a, o, st);
+    xe_code c = b->compiler.compile(a, o, st);
     a->compiler_ms = (xe_now_us() - t0) / 1e3;
-    if (c == XE_OK && o->dump_dir && b->assembly)
-        a->ptx = b->assembly(a, o);
+    if (c == XE_OK && o->dump_dir && b->compiler.assembly)
+        a->ptx = b->compiler.assembly(a, o);
     return c;
 }
 
@@ -47,7 +47,7 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     if (!a)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     a->target = target;
-    a->arch = xg_backend_for(target)->arch(arch);
+    a->arch = xg_backend_for(target)->compiler.arch(arch);
     a->shape_generic = shape_generic;
     xg_shares shares = {0};
     xe_code c = xg_plan_build(body, in_types, shape_generic, &p, st);

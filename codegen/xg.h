@@ -18,15 +18,24 @@
 #include "xlac/status.h"
 #include "xlac/tensor.h"
 
-typedef enum xg_target {
-    XG_TARGET_C,    /* C11 + OpenMP, system cc, dlopen */
-    XG_TARGET_CUDA, /* CUDA C, NVRTC, CUDA runtime library API */
-} xg_target;
+/* A code-generation target: its index in the build's table of targets (gen/xg_targets.c, from
+   XG_TARGETS in CMakeLists.txt), counted by xg_target_count, never named by a constant. */
+typedef int xg_target;
+#define XG_TARGET_MAX 8 /* at most this many targets in a build: the size of per-target arrays */
+
+/* How many targets this build has. */
+int xg_target_count(void);
+/* The target called name, -1 when none is (xg_target_by_name says so as a bool). */
+xg_target xg_target_named(const char *name);
+/* The build's two targets as the tests name them: C11 + OpenMP (system cc, dlopen) and CUDA C
+   (NVRTC, the CUDA runtime). */
+#define XG_TARGET_C xg_target_named("c")
+#define XG_TARGET_CUDA xg_target_named("cuda")
 
 /* What callers outside codegen/ know of a target: the public part of its backend. */
 typedef struct xg_target_info {
     const char *name;    /* "c", "cuda": --target, cache keys, dump file names */
-    xe_device device;    /* where its kernels run */
+    const char *device;  /* the word of the device kind its kernels run on ("cpu", "gpu") */
     bool uses_arch;      /* compiled for a device architecture (--arch) */
     bool system_cc;      /* compiled by the system C compiler (--cc / $CC names it) */
     bool host_program;   /* its programs are host code that an ahead-of-time entry point calls */
@@ -36,8 +45,10 @@ typedef struct xg_target_info {
 const xg_target_info *xg_target_get(xg_target t);
 /* The target called name ("c", "cuda"); false when none is. */
 bool xg_target_by_name(const char *name, xg_target *t);
-/* The target whose kernels run on dev. */
+/* The target whose kernels run on dev's kind (the host target when none does). */
 xg_target xg_target_for_device(xe_device dev);
+/* The first instance of the device kind t's kernels run on (GPU:0 for cuda). */
+xe_device xg_target_device(xg_target t);
 /* The target whose programs are host code (xg_target_info.host_program): the AOT entry point's. */
 xg_target xg_host_target(void);
 /* The compile step in words, for messages: "cc", "NVRTC to cubin", "NVRTC to PTX". */

@@ -102,7 +102,7 @@ void xlac_flags_default(xlac_flags *f)
         .clustering_fuel = -1,
         .codegen = true,
     };
-    for (int d = 0; d < XE_DEV_COUNT; d++) /* every device's ops may be clustered */
+    for (int d = 0; d < XE_DEV_MAX; d++) /* every device's ops may be clustered */
         f->devices[d] = true;
     xg_options_default(&f->xg);
 }
@@ -149,9 +149,10 @@ static void value_words(const flag_row *r, const xlac_flags *f, char *buf, size_
         return;
     case FLAG_DEVICES:
         buf[0] = '\0';
-        for (int d = 0; d < XE_DEV_COUNT && used < len; d++)
-            if (((const bool *)at)[d])
-                used += (size_t)snprintf(buf + used, len - used, "%s%s", used ? "," : "", xe_device_word((xe_device)d));
+        for (int d = 0; d < xe_device_count() && used < len; d++)
+            if (((const bool *)at)[d]) /* "gpu", "gpu:1" */
+                used += (size_t)snprintf(buf + used, len - used, xe_device_ordinal(d) ? "%s%s:%d" : "%s%s",
+                                         used ? "," : "", xe_device_word(d), xe_device_ordinal(d));
         return;
     case FLAG_OPS:
         snprintf(buf, len, "%s", f->n_ops_to_exclude ? "(some)" : "(none)");
@@ -217,7 +218,7 @@ static xe_code parse_devices(const flag_row *r, const char *v, bool *devs, xe_st
 {
     if (!v || !*v)
         return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --%s needs a value such as cpu,gpu", r->name);
-    for (int d = 0; d < XE_DEV_COUNT; d++)
+    for (int d = 0; d < XE_DEV_MAX; d++)
         devs[d] = false;
     for (const char *p = v; *p;) {
         size_t len = strcspn(p, ",");

@@ -19,7 +19,7 @@ typedef struct xlac_flags {
     int auto_jit;               /* XLAC_AUTO_JIT: 0 off, 1 conservative, 2 aggressive */
     int min_cluster_size;       /* --min_cluster_size (default 2) */
     int max_cluster_size;       /* --max_cluster_size (default 0: no limit) */
-    bool devices[XE_DEV_COUNT]; /* --devices=cpu,gpu (default both) */
+    bool devices[XE_DEV_MAX]; /* --devices=cpu,gpu,gpu:1 by instance (default every one) */
     char **ops_to_exclude;      /* --ops_to_exclude=a,b */
     int n_ops_to_exclude;
     long long clustering_fuel; /* --clustering_fuel (default -1: no limit) */

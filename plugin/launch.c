@@ -11,6 +11,11 @@
  * cluster's name. Counters feed --stats. A per-op run of a cluster is
  * timed and reported to the cache, which demotes a signature whose
  * compiled runs turn out slower (xg_cluster_per_op_time).
+ *
+ * xlac_launch_run reads as the launch does: look up (or compile) and run
+ * compiled code, else fall back to the body per op. Counters, replay
+ * dumps (--dump_inputs), timers and reports are observers it calls at
+ * fixed points (observe_*), never woven into those steps.
  */
 #include <stdlib.h>
 
@@ -18,7 +23,8 @@
 #include "xlac/trace.h"
 #include "xlac_plugin.h"
 
-/* The state's cache, NULL when codegen is off (for this launch's configuration f) or unavailable. */
+/* The state's cache, NULL when codegen is off (for this launch's configuration f) or unavailable.
+ */
 static xg_cache *get_cache(xlac_state *s, const xlac_flags *f)
 {
     if (!s->installed || !f->codegen)
@@ -44,6 +50,20 @@ static void log_compiled(const xe_kernel_args *a, const char *name)
     for (int i = 0; i < body->n_nodes; i++)
         xe_exec_log_placement(a->exec, body->nodes[i], "XLA_", name);
 }
+
+/* One launch: what its steps read, and what its observers are told. */
+typedef struct launch {
+    const xe_kernel_args *a;
+    xlac_state *s;
+    const xe_node *n;
+    const char *name;        /* the cluster's */
+    const char *fingerprint; /* @fingerprint, NULL: computed */
+    bool must;               /* must_compile: a failure to compile is an error */
+    bool timed;              /* reports are on (xlac_report_timed): the observers time the launch */
+    const xlac_flags *f;     /* the configuration of the session that made the node (config.c) */
+    xg_cache *c;             /* NULL: codegen off or no cache, the body runs per op */
+    xlac_launch_info li;
+} launch;
 
 /* Every field but the signature's text (a zeroed struct would clear 200 bytes per launch). */
 static void launch_info_init(xlac_launch_info *li, const xlac_flags *f, bool timed)
@@ -90,61 +110,116 @@ static void say_fallback(xlac_state *s, const char *name, const char *why)
         xlac_log(XG_LOG_INFO, "%s ran op by op: %s", name, why);
 }
 
+/* ---- the observers, called at fixed points of the launch ------------------------------------- */
+
+/* The launch began: counted, its inputs dumped for replay (--dump_inputs), its clock started. */
+static void observe_begin(launch *l)
+{
+    atomic_fetch_add(&l->s->n_launches, 1);
+    xlac_replay_dump(l->s, l->n, l->name, l->a->in);
+    l->timed = xlac_report_timed(l->s); /* off: this test is all a launch pays for reports */
+    launch_info_init(&l->li, l->f, l->timed);
+}
+
+/* Compiled code is about to run: its device time is taken while tracing. */
+static void observe_compiled_begin(launch *l)
+{
+    l->li.gpu = l->timed && xe_trace_on() ? xe_device_timer_begin(l->n->device) : NULL;
+}
+
+/* Compiled code ran (or the cache fell back): placement lines and the report when it ran. */
+static void observe_compiled_end(launch *l, xe_code code, xg_outcome outcome)
+{
+    if (l->li.gpu)
+        xe_device_timer_end(l->li.gpu);
+    l->li.ran = code == XE_OK && outcome == XG_RAN;
+    if (l->li.ran) {
+        log_compiled(l->a, l->name);
+        if (l->timed)
+            xlac_report_launch(l->s, l->n, l->name, &l->li);
+    }
+    if (l->li.gpu)
+        xe_device_timer_free(l->li.gpu);
+    l->li.gpu = NULL;
+}
+
+/* The body is about to run per op: counted, noted for replay, its clock started. */
+static double observe_fallback(launch *l)
+{
+    atomic_fetch_add(&l->s->n_fallbacks, 1);
+    say_fallback(l->s, l->name, l->li.why ? l->li.why : "no reason given");
+    xlac_replay_note_fallback(l->s, l->n, l->name);
+    double t0 = xe_now_us();
+    l->li.t_fallback = l->timed ? t0 : 0;
+    return t0;
+}
+
+/* The per-op run ended: the report. */
+static void observe_fallback_end(launch *l)
+{
+    if (l->timed)
+        xlac_report_launch(l->s, l->n, l->name, &l->li);
+}
+
+/* ---- the launch: look up, run or compile, fall back ---------------------------------------------
+ */
+
+/* 1. Compiled code from the cache (looked up, or compiled now); *ran: it ran. */
+static xe_code run_compiled(launch *l, xe_tensor **outs, int n_outs, bool *ran, xe_status *st)
+{
+    xg_outcome outcome = XG_FALLBACK;
+    observe_compiled_begin(l);
+    xe_code code = xg_run_cluster_info(l->c, l->n->body, l->fingerprint, l->name, l->n->device,
+                                       l->a->in, outs, l->must, &outcome, &l->li.info, st);
+    observe_compiled_end(l, code, outcome);
+    *ran = l->li.ran;
+    if (code != XE_OK || *ran)
+        return code;
+    l->li.why = l->li.info.reason;
+    for (int i = 0; i < n_outs; i++) { /* whatever a fallback left behind */
+        xe_tensor_release(outs[i]);
+        outs[i] = NULL;
+    }
+    return XE_OK;
+}
+
+/* 2. The body per op, through the runtime's entry (bit-identical to the op-by-op run). */
+static xe_code run_per_op(launch *l, xe_tensor **outs, xe_status *st)
+{
+    double t0 = observe_fallback(l);
+    xe_code code = xe_exec_graph(l->a->exec, l->n->body, l->a->in, outs, l->name, "XLA_", st);
+    if (l->c && code == XE_OK) /* what compiled code must beat, or be demoted
+                                  (codegen/cache/compile_policy.c) */
+        xg_cluster_per_op_time(l->c, l->n->body, l->fingerprint, l->n->device, l->a->in,
+                               xe_now_us() - t0);
+    observe_fallback_end(l);
+    return code;
+}
+
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st)
 {
-    xlac_state *s = a->op_user;
     const xe_node *n = a->node;
-    const char *name = xe_node_attr_string(n, "@cluster", n->name);
-    bool must = xe_node_attr_bool(n, "must_compile", false);
     if (!n->body)
         return xe_fail(st, XE_ERR_GRAPH, "xlac_launch %s has no body", n->name);
     if (n_outs != n->body->n_outputs)
         return xe_fail(st, XE_ERR_RUNTIME, "xlac_launch %s: %d outputs expected, %d given", n->name,
                        n->body->n_outputs, n_outs);
-    atomic_fetch_add(&s->n_launches, 1);
-    xlac_replay_dump(s, n, name, a->in);
-    bool timed = xlac_report_timed(s); /* off: this branch is all a launch pays for reports */
-    /* the configuration of the session that made this node (config.c) */
-    const xlac_flags *f = xlac_config_flags(s, xe_node_attr_int(n, "@config", 0));
-    xlac_launch_info li;
-    launch_info_init(&li, f, timed);
-    xg_cache *c = get_cache(s, f);
-    if (c) {
-        xg_outcome outcome = XG_FALLBACK;
-        li.gpu = timed && xe_trace_on() ? xe_device_timer_begin(n->device) : NULL;
-        xe_code code = xg_run_cluster_info(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), name,
-                                           n->device, a->in, outs, must, &outcome, &li.info, st);
-        if (li.gpu)
-            xe_device_timer_end(li.gpu);
-        li.ran = code == XE_OK && outcome == XG_RAN;
-        if (li.ran) {
-            log_compiled(a, name);
-            if (timed)
-                xlac_report_launch(s, n, name, &li);
-        }
-        if (li.gpu)
-            xe_device_timer_free(li.gpu);
-        li.gpu = NULL;
-        if (code != XE_OK || li.ran)
+    launch l = {.a = a,
+                .s = a->op_user,
+                .n = n,
+                .name = xe_node_attr_string(n, "@cluster", n->name),
+                .fingerprint = xe_node_attr_string(n, "@fingerprint", NULL),
+                .must = xe_node_attr_bool(n, "must_compile", false)};
+    l.f = xlac_config_flags(l.s, xe_node_attr_int(n, "@config", 0));
+    observe_begin(&l);
+    l.c = get_cache(l.s, l.f);
+    bool ran = false;
+    if (l.c) {
+        xe_code code = run_compiled(&l, outs, n_outs, &ran, st);
+        if (code != XE_OK || ran)
             return code;
-        li.why = li.info.reason;
-        for (int i = 0; i < n_outs; i++) { /* whatever a fallback left behind */
-            xe_tensor_release(outs[i]);
-            outs[i] = NULL;
-        }
     }
-    atomic_fetch_add(&s->n_fallbacks, 1);
-    say_fallback(s, name, li.why ? li.why : "no reason given");
-    xlac_replay_note_fallback(s, n, name);
-    double t0 = xe_now_us();
-    li.t_fallback = timed ? t0 : 0;
-    xe_code code = xe_exec_graph(a->exec, n->body, a->in, outs, name, "XLA_", st);
-    if (c && code == XE_OK) /* what compiled code must beat, or be demoted (codegen/cache/compile_policy.c) */
-        xg_cluster_per_op_time(c, n->body, xe_node_attr_string(n, "@fingerprint", NULL), n->device, a->in,
-                               xe_now_us() - t0);
-    if (timed)
-        xlac_report_launch(s, n, name, &li);
-    return code;
+    return run_per_op(&l, outs, st);
 }
 
 bool xlac_made_clusters(xlac_state *s)
@@ -175,8 +250,10 @@ void xlac_print_stats(xlac_state *s, FILE *out)
             (unsigned long long)cs.cache_hits, (unsigned long long)cs.disk_hits,
             (unsigned long long)cs.disk_rejects, (unsigned long long)atomic_load(&s->n_fallbacks),
             cs.compile_ms);
-    /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own line */
-    fprintf(out, "xlac: timing disk_load_ms=%.2f demoted=%llu\n", cs.disk_load_ms, (unsigned long long)cs.demoted);
+    /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own
+     * line */
+    fprintf(out, "xlac: timing disk_load_ms=%.2f demoted=%llu\n", cs.disk_load_ms,
+            (unsigned long long)cs.demoted);
 }
 
 void xlac_launch_shutdown(xlac_state *s)

@@ -65,7 +65,7 @@ void xlac_cluster_options(const xlac_flags *f, xc_options *o)
     o->auto_cluster = f->auto_jit > 0;
     o->min_cluster_size = f->min_cluster_size;
     o->max_cluster_size = f->max_cluster_size;
-    for (int d = 0; d < XE_DEV_COUNT; d++)
+    for (int d = 0; d < XE_DEV_MAX; d++)
         o->devices[d] = f->devices[d];
     o->ops_to_exclude = (const char *const *)f->ops_to_exclude;
     o->n_ops_to_exclude = f->n_ops_to_exclude;

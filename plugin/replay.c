@@ -78,7 +78,7 @@ static xe_code write_inputs(const xe_graph *body, xe_tensor *const *in, const ch
         char file[XE_ESC_MAX + 1];
         if (!xe_esc_file_name(file, sizeof file, name)) /* --feed reads inputs/NAME.npy back by name */
             return xe_fail(st, XE_ERR_IO, "input %s: its name is not a file name", name);
-        xe_tensor *t = in[k]->device == XE_DEV_CPU ? xe_tensor_retain(in[k])
+        xe_tensor *t = xe_device_is_host(in[k]->device) ? xe_tensor_retain(in[k])
                                                    : xe_tensor_to_device(in[k], XE_DEV_CPU, st);
         if (!t)
             return st->code;

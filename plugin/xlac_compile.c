@@ -166,7 +166,7 @@ static void place_for_target(xe_graph *g, xg_target target)
         xe_node *n = g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
         bool cpu_only = n->op == XE_OP_INPUT || !d || (d->flags & XE_OPF_CPU_ONLY);
-        n->device = cpu_only ? XE_DEV_CPU : xg_target_get(target)->device;
+        n->device = cpu_only ? XE_DEV_CPU : xg_target_device(target);
     }
 }
 
@@ -175,8 +175,8 @@ static xe_graph *cluster(const xe_graph *g, const args *a, xlac_flags *f, xe_sta
 {
     xc_options o;
     xlac_cluster_options(f, &o);
-    for (int d = 0; d < XE_DEV_COUNT; d++)
-        o.devices[d] = d == (int)xg_target_get(a->target)->device;
+    for (int d = 0; d < XE_DEV_MAX; d++)
+        o.devices[d] = d == xg_target_device(a->target);
     xc_clustering *c = xc_mark_for_compilation(g, &o, st);
     if (!c)
         return NULL;

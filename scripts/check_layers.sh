@@ -5,18 +5,19 @@
 # of a header), which files name it. It fails, naming the files, on
 #   - a circle: files that reach each other through calls or includes;
 #   - an upward arrow: a file that calls into or includes a file of a higher
-#     layer than its own.
+#     layer than its own;
+#   - a device test: a file outside a backend's folders (executor/devices/NAME/,
+#     codegen/targets/NAME/) that tests which device or target it runs on
+#     (XE_DEV_CPU compared, switched on or used as an array index; any device
+#     but the host or any target named by a constant, XE_DEV_GPU or
+#     XG_TARGET_CUDA): a backend's fact belongs in its table, a question in a
+#     query of the instance (xe_device_is_host, xe_device_host_memory, ...).
 # The layers, bottom up (a file may use its own layer and the ones below):
 #   ir < devices < runtime < frontends < cluster < codegen < plugin < tools
 # executor/include/ (the public headers) belongs to no layer: it declares what
 # every layer offers. Files generated at build time (the device registry,
 # gen/xe_devices.c; the code generator's target table, gen/xg_targets.c) are
 # not read: they are where the build names the devices and targets it has.
-#
-# It also lists, without failing, the files outside a backend's folders
-# (executor/devices/NAME/, codegen/targets/NAME/) that test which device or
-# target they run on (XE_DEV_* or XG_TARGET_* compared, switched on or used
-# as an array size).
 #
 # The reading is a heuristic fitted to the repository's style: comments and
 # strings are skipped, a definition is a name followed by '(' ... ')' '{' at
@@ -267,10 +268,12 @@ def names_of(s, k=4):
     return ", ".join(s[:k]) + (", ..." if len(s) > k else "")
 
 
-TESTS = re.compile(r'[=!]=\s*(XE_DEV_(?:CPU|GPU|EXTRA)|XG_TARGET_(?:C|CUDA))\b'
-                   r'|\b(XE_DEV_(?:CPU|GPU|EXTRA)|XG_TARGET_(?:C|CUDA))\s*[=!]='
-                   r'|\bcase\s+(XE_DEV_(?:CPU|GPU|EXTRA)|XG_TARGET_(?:C|CUDA))\b'
-                   r'|\[\s*(XE_DEV_(?:CPU|GPU|EXTRA)|XG_TARGET_(?:C|CUDA))\s*\+\s*1\s*\]')
+ID = r'(?:XE_DEV_(?:CPU|GPU|EXTRA)|XG_TARGET_(?:C|CUDA))'  # a device or target named by a constant
+TESTS = re.compile(r'[=!]=\s*' + ID + r'\b'
+                   r'|\b' + ID + r'\s*[=!]='
+                   r'|\bcase\s+' + ID + r'\b'
+                   r'|\[\s*' + ID + r'\s*(?:\+\s*1\s*)?\]'
+                   r'|\b(?:XE_DEV_(?:GPU|EXTRA|COUNT)|XG_TARGET_(?:C|CUDA|COUNT))\b')
 
 
 def device_tests(files, raw):
@@ -312,15 +315,14 @@ def main():
         print("no layer: %s (add its folder to LAYERS)" % f)
     for n, fs in sorted(twice.items()):
         print("note: %s is defined in %s: its callers are not followed" % (n, " and ".join(fs)))
-    tests = device_tests(files, raw)
-    print("device or target tests outside a backend's folders (report only): %d files" % len(tests))
-    for f, hits in tests:
-        print("    %s: line %s" % (f, ", ".join(hits)))
+    for f, hits in device_tests(files, raw):
+        bad += 1
+        print("device test: %s: line %s (ask the device's instance or the target's table)" % (f, ", ".join(hits)))
     order = " < ".join(name for name, _ in LAYERS)
     if bad:
         print("check_layers: %d problems (layers %s)" % (bad, order))
         return 1
-    print("check_layers: %d files, %d arrows, no circle, none upward (%s)" % (len(files), n_arrows, order))
+    print("check_layers: %d files, %d arrows, no circle, none upward, no device test (%s)" % (len(files), n_arrows, order))
     return 0
 
 

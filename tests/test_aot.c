@@ -189,8 +189,8 @@ Test(aot, the_cuda_device_library_is_loaded_from_beside_the_executor)
 {
     xt_write_file(xt_path("gpu.c"), "#include <stdio.h>\n#include \"xlac/device.h\"\n"
                                     "int main(void) {\n"
-                                    "    printf(\"built=%d available=%d reason=%s\\n\", xe_device_built(XE_DEV_GPU),\n"
-                                    "           xe_device_available(XE_DEV_GPU), xe_device_unavailable_reason(XE_DEV_GPU));\n"
+                                    "    printf(\"built=%d available=%d reason=%s\\n\", xe_device_built(xe_gpu_device()),\n"
+                                    "           xe_device_available(xe_gpu_device()), xe_device_unavailable_reason(xe_gpu_device()));\n"
                                     "    return 0;\n}\n");
     char *o = NULL;
     cr_assert_eq(xt_sh("", "mkdir app && cp " XLAC_BINARY_DIR "/lib/libxlac_executor.so app/ && "

@@ -332,6 +332,24 @@ Test(cli, placement_lines_and_one_profile_event_per_op, .init = setup, .fini = t
     cr_assert_eq(xt_occurrences(err, "placement: "), 6, "every run: %s", err);
 }
 
+/* --device KIND:N names one instance: GPU:1 (unavailable here: one GPU at most, or none), DEBUG:1. */
+Test(cli, device_names_an_instance, .init = setup, .fini = teardown)
+{
+    WRITE("g.xg", "xlac.graph v1\ninput x: f32[8]\na = exp(x)\noutput a\n");
+    cr_assert_eq(run("g.xg --device gpu:x"), 2, "not a device: a usage error");
+    cr_assert(strstr(err, "--device wants cpu, gpu or auto, got 'gpu:x'"), "%s", err);
+    cr_assert_eq(run("g.xg --device cpu:0 --log-device-placement"), 0, "%s", err);
+    cr_assert(strstr(err, "placement: a exp CPU:0"), "%s", err);
+    if (!xe_device_available(xe_device_get("gpu", 1))) {
+        cr_assert_eq(run("g.xg --device gpu:1"), 1, "no GPU:1: a runtime error");
+        cr_assert(strstr(err, "no CUDA device ("), "%s", err);
+    }
+    if (!xe_device_built(xe_device_get("debug", 0)))
+        return;
+    cr_assert_eq(run("g.xg --device debug:1 --log-device-placement"), 0, "%s", err);
+    cr_assert(strstr(err, "placement: a exp DEBUG:1"), "%s", err);
+}
+
 Test(cli, device_gpu_and_auto, .init = setup, .fini = teardown)
 {
     WRITE("g.xg", "xlac.graph v1\ninput x: f32[8]\na = exp(x)\noutput a\n");

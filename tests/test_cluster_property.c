@@ -290,11 +290,11 @@ static void structure_round(unsigned seed, const char *text)
     xe_graph *g = parse(text, seed);
     for (int i = 0; i < g->n_nodes; i++)
         if ((seed + (unsigned)i * 31u) % 5 == 0 && g->nodes[i]->op != XE_OP_UNIQUE)
-            g->nodes[i]->device = XE_DEV_GPU;
+            g->nodes[i]->device = xe_gpu_device();
     xc_options o;
     random_options(&o, seed);
     if (seed % 2)
-        o.devices[XE_DEV_GPU] = false;
+        o.devices[xe_gpu_device()] = false;
     xc_clustering *c = xc_mark_for_compilation(g, &o, &st);
     cr_assert_not_null(c, "seed %u: %s", seed, st.msg);
     check_clusters(g, c, &o, seed);

@@ -542,7 +542,7 @@ Test(codegen_diff, concat_of_many_operands_matches_op_by_op)
 /* CUDA index math is 32-bit for fixed shapes under 2^30 elements, 64-bit otherwise (and always in C). */
 Test(codegen_diff, cuda_index_width_follows_the_sizes)
 {
-    static const struct {
+    const struct {
         int64_t rows;
         bool generic;
         xg_target target;

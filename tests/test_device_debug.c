@@ -3,7 +3,9 @@
  * device added as one folder plus one registry line. Its freed buffers are
  * poisoned, and a graph placed on it runs through the executor's device
  * paths (every value copied to it and back) and agrees bit for bit with
- * the same graph on the CPU. Built only with -DXLAC_DEVICE_CPU_DEBUG=ON
+ * the same graph on the CPU. A second instance of it (DEBUG:1) is a
+ * device of its own: its own quarantine, its own name in the placement
+ * log, the same answers. Built only with -DXLAC_DEVICE_CPU_DEBUG=ON
  * (scripts/test.sh's plain build); elsewhere the tests say they skipped.
  */
 #include <criterion/criterion.h>
@@ -16,28 +18,34 @@
 
 static xe_status st;
 
+/* The n-th instance of the debug kind (DEBUG:n), made by the registry the first time. */
+static xe_device debug(int n)
+{
+    return xe_device_get("debug", n);
+}
+
 static void need_debug_device(void)
 {
-    if (!xe_device_built(XE_DEV_EXTRA))
+    if (!xe_device_built(debug(0)))
         cr_skip_test("skipped: cpu_debug device not built (configure with -DXLAC_DEVICE_CPU_DEBUG=ON)");
 }
 
 Test(device_debug, is_in_the_registry_and_never_placed_by_itself)
 {
     need_debug_device();
-    cr_assert_str_eq(xe_device_name(XE_DEV_EXTRA), "DEBUG:0");
-    cr_assert(xe_device_available(XE_DEV_EXTRA));
-    cr_assert_not(xe_device_host_memory(XE_DEV_EXTRA));
-    cr_assert_not(xe_device_auto_place(XE_DEV_EXTRA), "a test device is never chosen by placement");
+    cr_assert_str_eq(xe_device_name(debug(0)), "DEBUG:0");
+    cr_assert(xe_device_available(debug(0)));
+    cr_assert_not(xe_device_host_memory(debug(0)));
+    cr_assert_not(xe_device_auto_place(debug(0)), "a test device is never chosen by placement");
     xe_device d;
-    cr_assert(xe_device_by_word("debug", 5, &d) && d == XE_DEV_EXTRA);
+    cr_assert(xe_device_by_word("debug", 5, &d) && d == debug(0));
 }
 
 Test(device_debug, freed_memory_is_poisoned)
 {
     need_debug_device();
     xe_shape s = {.rank = 1, .dims = {16}};
-    xe_tensor *t = xe_tensor_new(XE_F32, &s, XE_DEV_EXTRA, &st);
+    xe_tensor *t = xe_tensor_new(XE_F32, &s, debug(0), &st);
     cr_assert_not_null(t, "%s", st.msg);
     float *p = t->data;
     for (int i = 0; i < 16; i++)
@@ -47,18 +55,20 @@ Test(device_debug, freed_memory_is_poisoned)
         cr_assert(isnan(p[i]), "element %d after free: %g", i, p[i]);
 }
 
-/* Runs examples/mlp.xg on the CPU or on dev; outputs into *y (a host tensor). */
-static void run_mlp(xe_device dev, xe_tensor *const *in, xe_tensor **y)
+/* Runs examples/mlp.xg on the CPU or on dev; outputs into *y (a host tensor); placement lines of
+   the first run into log (NULL: none). */
+static void run_mlp_logged(xe_device dev, xe_tensor *const *in, xe_tensor **y, FILE *log)
 {
     xe_graph *g = xe_parse_file(XLAC_SOURCE_DIR "/examples/mlp.xg", &st);
     cr_assert_not_null(g, "%s", st.msg);
-    xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU, .device = dev}, &st);
+    xe_session_options o = {.place = XE_PLACE_CPU, .device = dev, .log_placement = log != NULL, .log = log};
+    xe_session *s = xe_session_new(g, &o, &st);
     cr_assert_not_null(s, "%s", st.msg);
     const xe_graph *pg = xe_session_graph(s);
     int on_dev = 0;
     for (int i = 0; i < pg->n_nodes; i++)
         on_dev += pg->nodes[i]->device == dev;
-    if (dev != XE_DEV_CPU)
+    if (!xe_device_is_host(dev))
         cr_assert_geq(on_dev, 6, "the graph's ops run on %s (%d did)", xe_device_name(dev), on_dev);
     for (int k = 0; k < 2; k++) { /* a second run reuses what the first freed */
         cr_assert_eq(xe_session_run(s, in, y, &st), XE_OK, "%s", st.msg);
@@ -66,6 +76,11 @@ static void run_mlp(xe_device dev, xe_tensor *const *in, xe_tensor **y)
             xe_tensor_release(*y);
     }
     xe_session_destroy(s);
+}
+
+static void run_mlp(xe_device dev, xe_tensor *const *in, xe_tensor **y)
+{
+    run_mlp_logged(dev, in, y, NULL);
 }
 
 Test(device_debug, a_graph_on_it_agrees_with_the_cpu_bit_for_bit)
@@ -79,7 +94,7 @@ Test(device_debug, a_graph_on_it_agrees_with_the_cpu_bit_for_bit)
     }
     xe_tensor *cpu = NULL, *dbg = NULL;
     run_mlp(XE_DEV_CPU, in, &cpu);
-    run_mlp(XE_DEV_EXTRA, in, &dbg);
+    run_mlp(debug(0), in, &dbg);
     cr_assert_eq(cpu->device, XE_DEV_CPU);
     cr_assert_eq(dbg->device, XE_DEV_CPU, "outputs come back to the host");
     cr_assert_eq(cpu->nbytes, dbg->nbytes);
@@ -87,6 +102,65 @@ Test(device_debug, a_graph_on_it_agrees_with_the_cpu_bit_for_bit)
     const float *y = dbg->data;
     for (int64_t i = 0; i < xe_tensor_numel(dbg); i++)
         cr_assert(!isnan(y[i]), "NaN at %lld: a poisoned buffer was read", (long long)i);
+    xe_tensor_release(cpu);
+    xe_tensor_release(dbg);
+    for (int k = 0; k < 5; k++)
+        xe_tensor_release(in[k]);
+}
+
+Test(device_debug, a_second_instance_is_a_device_of_its_own)
+{
+    need_debug_device();
+    int before = xe_device_count();
+    xe_device d1 = debug(1), again;
+    cr_assert_geq(d1, 0, "the registry makes DEBUG:1");
+    cr_assert_neq(d1, debug(0));
+    cr_assert_eq(debug(1), d1, "asked again, the same instance");
+    cr_assert_eq(xe_device_count(), before + (d1 >= before), "one instance more, once");
+    cr_assert_str_eq(xe_device_name(d1), "DEBUG:1");
+    cr_assert_str_eq(xe_device_xla_name(d1), "XLA_DEBUG:1");
+    cr_assert_str_eq(xe_device_word(d1), "debug");
+    cr_assert_eq(xe_device_ordinal(d1), 1);
+    cr_assert(xe_device_by_word("debug:1", 7, &again) && again == d1);
+    cr_assert(xe_device_available(d1));
+    cr_assert_not(xe_device_is_host(d1));
+    cr_assert_not(xe_device_by_word("debug:x", 7, &again));
+    cr_assert_not(xe_device_by_word("nodevice:1", 10, &again));
+    /* its own context: a buffer freed on DEBUG:1 is poisoned in DEBUG:1's quarantine */
+    xe_shape s = {.rank = 1, .dims = {8}};
+    xe_tensor *t = xe_tensor_new(XE_F32, &s, d1, &st);
+    cr_assert_not_null(t, "%s", st.msg);
+    float *p = t->data;
+    for (int i = 0; i < 8; i++)
+        p[i] = (float)i;
+    xe_tensor_release(t);
+    for (int i = 0; i < 8; i++)
+        cr_assert(isnan(p[i]), "element %d after free on DEBUG:1: %g", i, p[i]);
+}
+
+/* A graph placed on the second instance: the CPU's answer bit for bit, and the log names DEBUG:1. */
+Test(device_debug, a_graph_on_a_second_instance_agrees_with_the_cpu_and_is_logged_there)
+{
+    need_debug_device();
+    const int64_t dims[5][2] = {{64, 128}, {128, 256}, {256, 1}, {256, 128}, {128, 1}};
+    xe_tensor *in[5];
+    for (int k = 0; k < 5; k++) {
+        xe_shape s = {.rank = dims[k][1] == 1 ? 1 : 2, .dims = {dims[k][0], dims[k][1]}};
+        in[k] = ref_random_tensor(XE_F32, &s, -1, 1);
+    }
+    char *text = NULL;
+    size_t len = 0;
+    FILE *log = open_memstream(&text, &len);
+    cr_assert_not_null(log);
+    xe_tensor *cpu = NULL, *dbg = NULL;
+    run_mlp(XE_DEV_CPU, in, &cpu);
+    run_mlp_logged(debug(1), in, &dbg, log);
+    fclose(log);
+    cr_assert_eq(cpu->nbytes, dbg->nbytes);
+    cr_assert(memcmp(cpu->data, dbg->data, cpu->nbytes) == 0, "DEBUG:1 differs from the CPU");
+    cr_assert(strstr(text, " DEBUG:1\n"), "the placement log names the second instance:\n%s", text);
+    cr_assert_null(strstr(text, " DEBUG:0"), "nothing ran on the first instance:\n%s", text);
+    free(text);
     xe_tensor_release(cpu);
     xe_tensor_release(dbg);
     for (int k = 0; k < 5; k++)

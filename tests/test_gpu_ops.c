@@ -34,7 +34,7 @@
 #define TEST_DEV XE_DEV_CPU
 #define SKIP_WITHOUT_GPU() ((void)0)
 #else
-#define TEST_DEV XE_DEV_GPU
+#define TEST_DEV xe_gpu_device()
 #define SKIP_WITHOUT_GPU()                                                                         \
     do {                                                                                           \
         if (!xe_gpu_available())                                                                   \
@@ -254,7 +254,7 @@ static run_result run_case_n(const char *text, const char *name, fill_mode mode,
     cr_assert_geq(idx, 0, "no node %s", name);
     const xe_node *n = g->nodes[idx];
     const xe_op_def *def = xe_op_get(n->op);
-    cr_assert(def && xe_op_kernel(def, XE_DEV_CPU) && xe_op_kernel(def, XE_DEV_GPU), "%s has no %s kernel",
+    cr_assert(def && xe_op_kernel(def, XE_DEV_CPU) && xe_op_kernel(def, xe_gpu_device()), "%s has no %s kernel",
               xe_op_name(n->op), def && xe_op_kernel(def, XE_DEV_CPU) ? "GPU" : "CPU");
     xe_tensor *cin[MAX_INPUTS] = {0}, *gin[MAX_INPUTS] = {0};
     cr_assert_leq(n->n_inputs, MAX_INPUTS);

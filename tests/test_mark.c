@@ -142,21 +142,21 @@ Test(mark, cycle_case_minimal)
 Test(mark, clusters_are_single_device)
 {
     xe_graph *g = graph(chain5);
-    g->nodes[node(g, "c")]->device = XE_DEV_GPU;
-    g->nodes[node(g, "d")]->device = XE_DEV_GPU;
-    g->nodes[node(g, "e")]->device = XE_DEV_GPU;
+    g->nodes[node(g, "c")]->device = xe_gpu_device();
+    g->nodes[node(g, "d")]->device = xe_gpu_device();
+    g->nodes[node(g, "e")]->device = xe_gpu_device();
     xc_clustering *c = mark(g, NULL);
     check_consistent(g, c);
     cr_assert_eq(c->n_clusters, 2);
     cr_assert_eq(c->clusters[0].device, XE_DEV_CPU);
     cr_assert_eq(c->clusters[0].n_nodes, 2);
-    cr_assert_eq(c->clusters[1].device, XE_DEV_GPU);
+    cr_assert_eq(c->clusters[1].device, xe_gpu_device());
     cr_assert_eq(c->clusters[1].n_nodes, 3);
     xc_clustering_destroy(c);
 
     xc_options o;
     xc_options_default(&o);
-    o.devices[XE_DEV_GPU] = false;
+    o.devices[xe_gpu_device()] = false;
     c = mark(g, &o);
     check_consistent(g, c);
     cr_assert_eq(c->n_clusters, 1);

@@ -465,7 +465,7 @@ Test(npy, writes_a_device_tensor_through_the_host, .init = setup, .fini = teardo
     if (!xe_gpu_available())
         cr_skip_test("skipped: no CUDA device");
     xe_tensor *t = filled(XE_F32, &(xe_shape){2, {4, 5}});
-    xe_tensor *d = xe_tensor_to_device(t, XE_DEV_GPU, &st);
+    xe_tensor *d = xe_tensor_to_device(t, xe_gpu_device(), &st);
     cr_assert_not_null(d, "%s", st.msg);
     cr_assert_eq(xe_npy_write(path, d, &st), XE_OK, "%s", st.msg);
     xe_tensor *r = xe_npy_read(path, &st);

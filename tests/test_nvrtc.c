@@ -310,7 +310,7 @@ static void check_gpu_runs(const char *text, bool generic, int runs)
     xe_tensor *in[8] = {0}, *din[8] = {0}, *got[8] = {0}, *want[8] = {0};
     for (int k = 0; k < n_in && k < 8; k++) {
         in[k] = input_for(&types[k], 1000 + (uint64_t)k);
-        din[k] = xe_tensor_to_device(in[k], XE_DEV_GPU, &st);
+        din[k] = xe_tensor_to_device(in[k], xe_gpu_device(), &st);
         cr_assert_not_null(din[k], "%s", st.msg);
     }
     xe_session *s = xe_session_new(g, &(xe_session_options){.place = XE_PLACE_CPU}, &st);

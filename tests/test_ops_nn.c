@@ -136,8 +136,8 @@ Test(nn_ops, gather)
 Test(nn_ops, gather_gpu)
 {
     REF_SKIP_WITHOUT_GPU();
-    gather_cases(XE_DEV_GPU);
-    gather_out_of_range(XE_DEV_GPU);
+    gather_cases(xe_gpu_device());
+    gather_out_of_range(xe_gpu_device());
 }
 
 Test(nn_ops, gather_rejects)
@@ -196,7 +196,7 @@ Test(nn_ops, tile)
 Test(nn_ops, tile_gpu)
 {
     REF_SKIP_WITHOUT_GPU();
-    tile_cases(XE_DEV_GPU);
+    tile_cases(xe_gpu_device());
 }
 
 Test(nn_ops, tile_rejects)
@@ -271,7 +271,7 @@ Test(nn_ops, pad)
 Test(nn_ops, pad_gpu)
 {
     REF_SKIP_WITHOUT_GPU();
-    pad_cases(XE_DEV_GPU);
+    pad_cases(xe_gpu_device());
 }
 
 Test(nn_ops, pad_rejects)

@@ -176,7 +176,7 @@ Test(window_ops, conv2d)
 Test(window_ops, conv2d_gpu)
 {
     REF_SKIP_WITHOUT_GPU();
-    conv_cases(XE_DEV_GPU);
+    conv_cases(xe_gpu_device());
 }
 
 Test(window_ops, conv2d_rejects)
@@ -330,7 +330,7 @@ Test(window_ops, pools)
 Test(window_ops, pools_gpu)
 {
     REF_SKIP_WITHOUT_GPU();
-    pool_cases(XE_DEV_GPU);
+    pool_cases(xe_gpu_device());
 }
 
 /* ONNX's own examples: ceil_mode keeps a partial window, but not one that starts past the input. */

@@ -343,6 +343,23 @@ Test(e2e, jit_block_compiles_at_level_0)
 
 /* ---- in process: flags and the level predicate ------------------------------ */
 
+/* --devices names instances: a kind's word is its first instance, KIND:N another. */
+Test(flags, devices_name_instances)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xlac_flags f;
+    xlac_env env = {.auto_jit = "2", .flags = "--devices=cpu,gpu:1"};
+    cr_assert_eq(xlac_flags_parse(&f, &env, &st), XE_OK, "%s", st.msg);
+    xe_device gpu1 = xe_device_get("gpu", 1);
+    cr_assert_geq(gpu1, 0);
+    cr_assert(f.devices[XE_DEV_CPU] && f.devices[gpu1] && !f.devices[xe_gpu_device()]);
+    xlac_flags_free(&f);
+    env.flags = "--devices=gpu:one";
+    cr_assert_neq(xlac_flags_parse(&f, &env, &st), XE_OK, "not a device");
+    cr_assert(strstr(st.msg, "'gpu:one' is not cpu or gpu"), "%s", st.msg);
+}
+
 Test(flags, defaults_and_every_flag)
 {
     xe_status st;
@@ -353,7 +370,7 @@ Test(flags, defaults_and_every_flag)
     cr_assert_eq(f.min_cluster_size, 2);
     cr_assert_eq(f.max_cluster_size, 0);
     cr_assert_eq(f.clustering_fuel, -1);
-    cr_assert(f.devices[XE_DEV_CPU] && f.devices[XE_DEV_GPU]);
+    cr_assert(f.devices[XE_DEV_CPU] && f.devices[xe_gpu_device()]);
     cr_assert(f.codegen);
     cr_assert_not(f.clustering_debug);
     cr_assert_str_eq(f.xg.cc, "cc");
@@ -372,7 +389,7 @@ Test(flags, defaults_and_every_flag)
     cr_assert(f.xg.level2);
     cr_assert_eq(f.min_cluster_size, 3);
     cr_assert_eq(f.max_cluster_size, 9);
-    cr_assert(!f.devices[XE_DEV_CPU] && f.devices[XE_DEV_GPU]);
+    cr_assert(!f.devices[XE_DEV_CPU] && f.devices[xe_gpu_device()]);
     cr_assert_eq(f.n_ops_to_exclude, 2);
     cr_assert_str_eq(f.ops_to_exclude[1], "matmul");
     cr_assert_eq(f.clustering_fuel, 7);

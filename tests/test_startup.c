@@ -112,7 +112,7 @@ static char *mapped_files(void)
 /* Names, words, labels and a CPU placement load no device library (in this test's own process). */
 Test(startup, device_names_and_a_cpu_placement_load_no_device_library)
 {
-    for (int d = 0; d < XE_DEV_COUNT; d++) {
+    for (int d = 0; d < xe_device_count(); d++) {
         xe_device dev;
         cr_assert(*xe_device_name((xe_device)d) && *xe_device_xla_name((xe_device)d) && *xe_device_label((xe_device)d));
         const char *w = xe_device_word((xe_device)d);
@@ -120,9 +120,9 @@ Test(startup, device_names_and_a_cpu_placement_load_no_device_library)
         (void)xe_device_auto_place((xe_device)d);
         (void)xe_device_built((xe_device)d);
     }
-    cr_assert_str_eq(xe_device_word(XE_DEV_GPU), "gpu");
-    cr_assert_str_eq(xe_device_label(XE_DEV_GPU), "CUDA");
-    cr_assert(xe_device_auto_place(XE_DEV_GPU) == xe_device_built(XE_DEV_GPU));
+    cr_assert_str_eq(xe_device_word(xe_gpu_device()), "gpu");
+    cr_assert_str_eq(xe_device_label(xe_gpu_device()), "CUDA");
+    cr_assert(xe_device_auto_place(xe_gpu_device()) == xe_device_built(xe_gpu_device()));
     xe_status st;
     xe_graph *g = xe_parse_file(xt_path("g.xg"), &st);
     cr_assert(g, "%s", st.msg);
@@ -150,13 +150,13 @@ Test(startup, a_device_library_loaded_brings_its_kernels)
 #else
     cr_assert_not_null(dlopen(XLAC_CUDA_STUB, RTLD_NOW | RTLD_GLOBAL), "%s", dlerror());
     const xe_op_def *e = xe_op_get(XE_OP_EXP), *u = xe_op_get(XE_OP_UNIQUE);
-    cr_assert_null(e->kernel[XE_DEV_GPU], "a built-in op's kernels are in the op table");
-    bool available = xe_device_available(XE_DEV_GPU);
-    const char *why = xe_device_unavailable_reason(XE_DEV_GPU);
+    cr_assert_null(e->kernel[xe_gpu_device()], "a built-in op's kernels are in the op table");
+    bool available = xe_device_available(xe_gpu_device());
+    const char *why = xe_device_unavailable_reason(xe_gpu_device());
     cr_assert(available || strstr(why, "cudaGetDeviceCount"), "the library was not loaded: %s", why);
-    cr_assert_not_null(xe_op_kernel(e, XE_DEV_GPU));
-    cr_assert_null(e->kernel[XE_DEV_GPU], "the device's kernels were copied into the op table");
-    cr_assert_null(xe_op_kernel(u, XE_DEV_GPU), "unique is CPU-only");
+    cr_assert_not_null(xe_op_kernel(e, xe_gpu_device()));
+    cr_assert_null(e->kernel[xe_gpu_device()], "the device's kernels were copied into the op table");
+    cr_assert_null(xe_op_kernel(u, xe_gpu_device()), "unique is CPU-only");
     char *maps = mapped_files();
     cr_assert(strstr(maps, "libxlac_cuda"), "%s", maps);
     free(maps);

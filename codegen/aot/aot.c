@@ -47,14 +47,14 @@ static xe_code write_code(const xg_artifact *a, const xg_backend *b, const char 
     xe_esc_file_name(cluster_name, sizeof cluster_name, cluster);
     int n = xg_cubins_count(a->code, a->code_len);
     if (n <= 0) {
-        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, b->code_ext(a));
+        snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, b->compiler.code_ext(a));
         return xg_write_file(path, a->code, a->code_len, st);
     }
     xe_code c = XE_OK;
     for (int i = 0; i < n && c == XE_OK; i++) {
         size_t len;
         const void *image = xg_cubins_get(a->code, i, &len);
-        snprintf(path, sizeof path, "%s/%s.part%d.%s", out_dir, cluster_name, i, b->code_ext(a));
+        snprintf(path, sizeof path, "%s/%s.part%d.%s", out_dir, cluster_name, i, b->compiler.code_ext(a));
         c = xg_write_file(path, image, len, st);
     }
     return c;
@@ -80,7 +80,7 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
     xg_artifact *a = NULL;
     xe_code c = xg_build(body, types, false, target, arch, &opt, &a, st);
     const xg_backend *b = xg_backend_for(target);
-    char *key = xg_signature_key(body, types, target, b->arch(arch), o);
+    char *key = xg_signature_key(body, types, target, b->compiler.arch(arch), o);
     free(types);
     if (c == XE_OK && compiler_ms)
         *compiler_ms = a->compiler_ms;

@@ -45,7 +45,7 @@ void xg_launch_init(xg_launch *l, xg_cache *c, const xe_graph *body, const char 
 {
     *l = (xg_launch){.c = c, .body = body, .inputs = inputs, .n = body->n_inputs, .key = ""};
     l->target = xg_target_for_device(dev);
-    l->arch = xg_backend_for(l->target)->device_arch();
+    l->arch = xg_backend_for(l->target)->runner.device_arch(dev);
     fingerprint_of(body, fingerprint, l->fp);
 }
 

@@ -79,8 +79,8 @@ struct xg_cache {
     double last_compile_end_us; /* when the last one ended (xe_now_us), 0: none yet */
     /* each target's compiler id, once told (compiler_memo.c; under compiler_lock, taken after lock) */
     pthread_mutex_t compiler_lock;
-    bool compiler_told[XG_TARGET_CUDA + 1];
-    char compiler_id[XG_TARGET_CUDA + 1][256];
+    bool compiler_told[XG_TARGET_MAX];
+    char compiler_id[XG_TARGET_MAX][256];
 };
 
 /* The compiler id of target t in c's keys: asked once a process, remembered on disk (compiler_memo.c). */

@@ -83,10 +83,10 @@ xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *clus
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     char target[32];
     const xg_backend *b = xg_backend_for(a->target);
-    b->target_text(a, target, sizeof target);
+    b->compiler.target_text(a, target, sizeof target);
     snprintf(plan, n, "cluster: %s\ntarget: %s\ncache key: %s\n%s", cluster_name, target,
              cache_key ? cache_key : "-", a->plan_text ? a->plan_text : "");
-    xe_code c = dump_one(dir, id, cluster_name, b->source_ext, a->source, a->source ? strlen(a->source) : 0, st);
+    xe_code c = dump_one(dir, id, cluster_name, b->render.source_ext, a->source, a->source ? strlen(a->source) : 0, st);
     if (c == XE_OK)
         c = dump_one(dir, id, cluster_name, "plan.txt", plan, strlen(plan), st);
     if (c == XE_OK)

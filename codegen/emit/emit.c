@@ -172,7 +172,7 @@ void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len)
     xg_flat_of(e, node, ix, off, sizeof off);
     new_var(e, var, len);
     if (dt == XE_F16)
-        xg_out(e, "    float %s = %s(p%d[%s]);\n", var, e->b->h2f, node, off);
+        xg_out(e, "    float %s = %s(p%d[%s]);\n", var, e->b->render.h2f, node, off);
     else
         xg_out(e, "    %s %s = p%d[%s];\n", value_type(dt), var, node, off);
 }
@@ -331,7 +331,7 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
     }
     new_var(e, var, len);
     if (dt == XE_F16) /* computed in float, rounded to f16 at every op, as op by op */
-        xg_out(e, "    float %s = %s(%s(%s));\n", var, e->b->h2f, e->b->f2h, text);
+        xg_out(e, "    float %s = %s(%s(%s));\n", var, e->b->render.h2f, e->b->render.f2h, text);
     else
         xg_out(e, "    %s %s = %s;\n", value_type(dt), var, text);
 }
@@ -396,7 +396,7 @@ void xg_emit_store(em *e, int node, const char *flat, const char *v)
 {
     xe_dtype dt = e->p->types[node].dtype;
     if (dt == XE_F16)
-        xg_out(e, "    p%d[%s] = %s(%s);\n", node, flat, e->b->f2h, v);
+        xg_out(e, "    p%d[%s] = %s(%s);\n", node, flat, e->b->render.f2h, v);
     else
         xg_out(e, "    p%d[%s] = %s;\n", node, flat, v);
 }
@@ -416,7 +416,7 @@ void xg_kernel_begin(em *e, int step)
     for (int i = 0; i < e->p->body->n_nodes; i++)
         e->rowvar[i][0] = '\0';
     e->sig_at = e->text.len;
-    e->b->kernel_signature(e, name);
+    e->b->render.kernel_signature(e, name);
     e->decl_at = e->text.len; /* the buffer pointers go here once the body is known (xg_kernel_end) */
 }
 
@@ -464,7 +464,7 @@ void xg_kernel_end(em *e)
     xe_text_truncate(&e->text, e->decl_at);
     for (int i = 0; i < n; i++)
         if (e->p->mat[i] && used[i])
-            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype), e->b->restrict_kw, i,
+            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype), e->b->render.restrict_kw, i,
                    store_type(e->p->types[i].dtype), i);
     xg_out(e, "%s", body);
     free(body);

@@ -123,7 +123,7 @@ void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int
 /* The loop over a row kernel's rows: all of them, or a panel's (on one thread). */
 static inline const char *rows_loop(const em *e)
 {
-    return e->panel ? e->b->panel_rows_loop : e->b->rows_loop;
+    return e->panel ? e->b->render.panel_rows_loop : e->b->render.rows_loop;
 }
 
 /* The suffix of an index literal: none in 32-bit index math, where LL would widen it again. */

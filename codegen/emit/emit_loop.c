@@ -131,12 +131,12 @@ void xg_emit_loop_kernel(em *e, int step, const xg_step *s)
     xg_kernel_begin(e, step);
     xg_numel_text(e, root, n, sizeof n);
     xg_out(e, "    const xg_idx n = %s;\n", n);
-    bool nest = e->b->nest_begin && sh->rank > 1;
+    bool nest = e->b->render.nest_begin && sh->rank > 1;
     if (!nest) {
-        xg_out(e, "%s", e->b->flat_loop);
+        xg_out(e, "%s", e->b->render.flat_loop);
         xg_idx_from_flat(e, root, "i", &ix);
     } else {
-        inner = e->b->nest_begin(e, root, &ix);
+        inner = e->b->render.nest_begin(e, root, &ix);
     }
     size_t mark = e->text.len;
     for (int k = 0; k < s->n_outs; k++) {

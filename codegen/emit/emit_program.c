@@ -40,7 +40,7 @@ char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shar
     e->p = p;
     e->shares = shares;
     e->b = xg_backend_for(target);
-    e->narrow = e->b->narrow_index && fits_narrow_index(p);
+    e->narrow = e->b->render.narrow_index && fits_narrow_index(p);
     e->row_ph = -1;
     e->rowvar = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rowvar);
     e->rc_phases = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_phases);
@@ -53,10 +53,10 @@ char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shar
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
     }
-    e->b->prelude(e);
+    e->b->render.prelude(e);
     for (int i = 0; i < p->n_steps; i++) {
         const xg_step *s = &p->steps[i];
-        e->panel = s->panel && e->b->panel_rows_loop;
+        e->panel = s->panel && e->b->render.panel_rows_loop;
         e->step = i;
         e->kernel_at = e->text.len;
         switch (s->kind) {

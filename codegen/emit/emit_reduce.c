@@ -50,7 +50,7 @@ red_ops xg_red_ops_for(int op, xe_dtype dt)
 red_ops xg_red_ops_vec(const em *e, int op, xe_dtype dt)
 {
     red_ops r = xg_red_ops_for(op, dt);
-    if (e->b->block_reduce || dt != XE_F32 || (op != XE_OP_REDUCE_MAX && op != XE_OP_REDUCE_MIN))
+    if (e->b->render.block_reduce || dt != XE_F32 || (op != XE_OP_REDUCE_MAX && op != XE_OP_REDUCE_MIN))
         return r;
     bool max = op == XE_OP_REDUCE_MAX;
     r.acc_type = "int32_t";
@@ -217,6 +217,6 @@ void xg_emit_reduce_kernel(em *e, int step, const xg_step *s)
     bool mask[XE_MAX_RANK] = {0};
     xg_reduce_mask(r, shape_of(e, x)->rank, mask);
     xg_kernel_begin(e, step);
-    e->b->reduce(e, step, s, r, x, mask);
+    e->b->render.reduce(e, step, s, r, x, mask);
     xg_out(e, "}\n\n");
 }

@@ -16,7 +16,7 @@
 /* The header of one pass over row o's K elements: all of it (CPU), or a block-stride share (GPU). */
 static void row_pass_header(em *e)
 {
-    xg_out(e, "%s", e->b->pass_loop);
+    xg_out(e, "%s", e->b->render.pass_loop);
 }
 
 /* ---- row kernels ---------------------------------------------------------------- */
@@ -31,7 +31,7 @@ static void emit_row_pass(em *e, const xg_step *s, int ph, const bool *mask, con
     for (int k = 0; k < s->n_outs; k++)
         if (s->phase[k] == ph && s->role[k] == XG_ROW_REDUCE)
             xg_out(e, "    %s a%d = %s;\n", ro[k].acc_type, k, ro[k].init);
-    if (e->b->simd_pragmas) {
+    if (e->b->render.simd_pragmas) {
         xg_out(e, "#pragma omp simd");
         for (int k = 0; k < s->n_outs; k++)
             if (s->phase[k] == ph && s->role[k] == XG_ROW_REDUCE)
@@ -73,7 +73,7 @@ static void emit_row_pass(em *e, const xg_step *s, int ph, const bool *mask, con
  */
 static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, const red_ops *ro)
 {
-    const char *first = e->b->first_thread;
+    const char *first = e->b->render.first_thread;
     for (int k = 0; k < s->n_outs; k++) {
         int node = s->outs[k];
         if (s->phase[k] != ph || s->role[k] == XG_ROW_LOOP)
@@ -83,8 +83,8 @@ static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, co
             char acc[32], sh[16], fin[512];
             snprintf(acc, sizeof acc, ro[k].key ? "xe_of_key_f32(a%d)" : "a%d", k);
             snprintf(sh, sizeof sh, "sh%d", k);
-            if (e->b->block_reduce)
-                e->b->block_reduce(e, &ro[k], acc, sh);
+            if (e->b->render.block_reduce)
+                e->b->render.block_reduce(e, &ro[k], acc, sh);
             xg_emit_finish(e, e->p->body->nodes[node], e->p->types[node].dtype, acc, "K", fin, sizeof fin);
             new_var(e, v, sizeof v);
             xg_out(e, "    %s %s = %s;\n", value_type(e->p->types[node].dtype), v, fin);
@@ -106,8 +106,8 @@ static void row_phases(em *e, const xg_step *s, const bool *mask, const red_ops 
         xg_out(e, "    /* phase %d */\n", ph);
         emit_row_pass(e, s, ph, mask, ro);
         emit_row_after(e, s, ph, mask, ro);
-        if (e->b->barrier) /* this pass's stores are read by other threads in the next */
-            xg_out(e, "%s", e->b->barrier);
+        if (e->b->render.barrier) /* this pass's stores are read by other threads in the next */
+            xg_out(e, "%s", e->b->render.barrier);
     }
 }
 
@@ -161,7 +161,7 @@ static int row_cache_plan(em *e, const xg_step *s, const bool *mask, const red_o
     int n = e->p->body->n_nodes;
     for (int i = 0; i < n; i++)
         e->rc_first[i] = -1;
-    if (!e->b->row_cache || e->p->generic || K <= 0)
+    if (!e->b->render.row_cache || e->p->generic || K <= 0)
         return 0;
     row_phases_dry_run(e, s, mask, ro);
     int64_t bytes = 0;
@@ -205,8 +205,8 @@ void xg_emit_row_kernel(em *e, int step, const xg_step *s)
             continue;
         const xe_node *r = e->p->body->nodes[s->outs[k]];
         ro[k] = xg_red_ops_vec(e, r->op, e->p->types[r->inputs[0]].dtype);
-        if (e->b->block_reduce)
-            xg_out(e, "    %s %s sh%d[33];\n", e->b->shared_kw, ro[k].acc_type, k);
+        if (e->b->render.block_reduce)
+            xg_out(e, "    %s %s sh%d[33];\n", e->b->render.shared_kw, ro[k].acc_type, k);
     }
     xg_out(e, "%s", rows_loop(e));
     row_cache_plan(e, s, mask, ro, row_length(shape_of(e, s->x), mask));
@@ -223,9 +223,9 @@ static void softmax_pass(em *e, int x, const bool *mask, int saved, bool simd, c
                          const char *acc, idx *ix)
 {
     e->n_memo = saved;
-    if (e->b->simd_pragmas && simd && red)
+    if (e->b->render.simd_pragmas && simd && red)
         xg_out(e, "#pragma omp simd reduction(%s : %s)\n", red->omp, acc);
-    else if (e->b->simd_pragmas && simd)
+    else if (e->b->render.simd_pragmas && simd)
         xg_out(e, "#pragma omp simd\n");
     row_pass_header(e);
     xg_reduce_idx(e, x, mask, "o", "k", false, ix);
@@ -273,24 +273,24 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     xg_part_size(e, x, mask, false, O, sizeof O);
     xg_part_size(e, x, mask, true, K, sizeof K);
     xg_out(e, "    const xg_idx O = %s, K = %s;\n", O, K);
-    if (e->b->block_reduce)
-        xg_out(e, "    %s %s shm[33], shs[33];\n", e->b->shared_kw, vt);
+    if (e->b->render.block_reduce)
+        xg_out(e, "    %s %s shm[33], shs[33];\n", e->b->render.shared_kw, vt);
     xg_out(e, "%s", rows_loop(e));
     xg_out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n", vt, f, f);
     idx ix;
     int saved = e->n_memo;
     bool simd = dt == XE_F32 || dt == XE_F64; /* the reductions declared for these */
     softmax_max_pass(e, x, mask, saved, simd, &max, &ix);
-    if (e->b->block_reduce)
-        e->b->block_reduce(e, &max, "m", "shm");
+    if (e->b->render.block_reduce)
+        e->b->render.block_reduce(e, &max, "m", "shm");
     softmax_pass(e, x, mask, saved, simd, &sum, "sum", &ix);
     xg_emit_val(e, x, &ix, v, sizeof v);
     xg_flat_of(e, x, &ix, off, sizeof off);
     xg_out(e, "    %s ev = %s(%s - m);\n    sum += ev;\n", vt, dt == XE_F64 ? "exp" : "xe_exp_f32", v);
     xg_emit_store(e, node, off, "ev");
     xg_out(e, "    }\n");
-    if (e->b->block_reduce)
-        e->b->block_reduce(e, &sum, "sum", "shs");
+    if (e->b->render.block_reduce)
+        e->b->render.block_reduce(e, &sum, "sum", "shs");
     softmax_pass(e, x, mask, saved, true, NULL, NULL, &ix);
     xg_flat_of(e, x, &ix, off, sizeof off);
     char cur[16];
@@ -299,8 +299,8 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     snprintf(q, sizeof q, "%s / sum", cur);
     xg_emit_store(e, node, off, q);
     xg_out(e, "    }\n");
-    if (e->b->barrier)
-        xg_out(e, "%s", e->b->barrier);
+    if (e->b->render.barrier)
+        xg_out(e, "%s", e->b->render.barrier);
     xg_out(e, "    }\n}\n\n");
     e->n_memo = saved;
 }

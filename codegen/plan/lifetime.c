@@ -56,7 +56,7 @@ xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
 
 bool xg_runs_attention(const xg_program *p, int i)
 {
-    return p->plan->steps[i].attention && p->backend->attention && p->backend->run_rows;
+    return p->plan->steps[i].attention && p->backend->runner.attention && p->backend->runner.run_rows;
 }
 
 /* The last step that runs with step i: the panel steps after its matmul (and the product after them
@@ -70,15 +70,15 @@ int xg_group_last(const xg_program *p, int i)
         return i;
     if (xg_runs_attention(p, i))
         return xg_attention_product(plan, i);
-    if (p->backend->conv_epilogue && xg_conv_epilogue(plan, i, &ce))
+    if (p->backend->runner.conv_epilogue && xg_conv_epilogue(plan, i, &ce))
         return i + 1; /* the epilogue step's output is written by the conv's call */
-    if (p->backend->run_rows) {
+    if (p->backend->runner.run_rows) {
         int last = i;
         while (last + 1 < plan->n_steps && plan->steps[last + 1].panel)
             last++;
         return last;
     }
-    return p->backend->matmul_epilogue && xg_blas_epilogue(plan, i, &e) ? i + 1 : i;
+    return p->backend->runner.matmul_epilogue && xg_blas_epilogue(plan, i, &e) ? i + 1 : i;
 }
 
 xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs, void **ptrs,

@@ -125,8 +125,8 @@ char *xg_plan_text(const xg_plan *p, xg_target target)
     size_t u = (size_t)snprintf(buf, cap, "plan: %d step(s)%s\n", p->n_steps,
                                 p->generic ? ", shape-generic (sizes are arguments)" : "");
     const xg_backend *b = xg_backend_for(target);
-    if (b->plan_header)
-        b->plan_header(p, buf + u, cap - u);
+    if (b->render.plan_header)
+        b->render.plan_header(p, buf + u, cap - u);
     u += strlen(buf + u);
     for (int i = 0; i < p->n_steps && u < cap; i++) {
         const xg_step *s = &p->steps[i];
@@ -139,7 +139,7 @@ char *xg_plan_text(const xg_plan *p, xg_target target)
                    : s->kind == XG_STEP_ROW  ? s->x
                                              : s->outs[0];
         char launch[512];
-        b->launch_text(p, i, launch, sizeof launch);
+        b->render.launch_text(p, i, launch, sizeof launch);
         u += (size_t)snprintf(buf + u, cap - u, "%s: %s over %s, ops:%s\n  launch: %s\n", name, kind_name(s),
                               plan_type_str(p, over, ty, sizeof ty), ops, launch);
         for (int ph = 0; s->kind == XG_STEP_ROW && ph < s->n_phases && u < cap; ph++) {

@@ -32,7 +32,7 @@ static bool emits_text(const xe_graph *g, const xe_node *n, const xe_op_def *d)
  */
 static bool conv_step(const xe_node *n, const xg_backend *b, const xg_options *o)
 {
-    return b->conv_epilogue && o && o->level2 && o->library_conv && /* the target runs conv steps */
+    return b->runner.conv_epilogue && o && o->level2 && o->library_conv && /* the target runs conv steps */
            (n->type.dtype == XE_F32 || n->type.dtype == XE_F64);
 }
 
@@ -67,7 +67,7 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
         return "no code generator";
     if (d->cls == XE_CLASS_MATMUL && !(o && o->level2))
         return "matmul needs XLAC_AUTO_JIT=2";
-    const char *why = b->unsupported ? b->unsupported(n) : NULL;
+    const char *why = b->render.unsupported ? b->render.unsupported(n) : NULL;
     if (why)
         return why;
     if (n->type.shape.rank > XE_MAX_RANK)

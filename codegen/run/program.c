@@ -61,7 +61,7 @@ void xg_program_destroy(xg_program *p)
 {
     if (!p)
         return;
-    p->backend->unload(p);
+    p->backend->runner.unload(p);
     for (int i = 0; p->consts && i < p->body->n_nodes; i++)
         xe_tensor_release(p->consts[i]);
     free(p->consts);
@@ -86,7 +86,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (!p)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     p->backend = xg_backend_for(a->target);
-    p->device = p->backend->info.device;
+    p->device = xg_target_device(a->target);
     p->in_types = malloc(sizeof(xe_type) * (size_t)(body->n_inputs + 1));
     xe_code c = p->in_types ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
@@ -104,7 +104,7 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
     if (c == XE_OK && !(p->kcache = calloc((size_t)p->body->n_nodes + 1, sizeof *p->kcache)))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
-        c = p->backend->load(p, a, o, st);
+        c = p->backend->runner.load(p, a, o, st);
     if (c == XE_OK)
         c = load_consts(p, st);
     if (c != XE_OK) {
@@ -204,7 +204,7 @@ static void run_panel(void *ctx, int64_t r0, int64_t r1)
 {
     const panel_ctx *c = ctx;
     for (int i = c->first; i <= c->last; i++)
-        c->p->backend->run_rows(c->p, i, step_ptrs(c->p, i, c->ptrs, c->shared), c->S, r0, r1);
+        c->p->backend->runner.run_rows(c->p, i, step_ptrs(c->p, i, c->ptrs, c->shared), c->S, r0, r1);
 }
 
 /*
@@ -236,7 +236,7 @@ static bool library_epilogue(xg_program *p, int i, xe_tensor **bufs, xe_status *
     xg_blas_epi e;
     if (!xg_blas_epilogue(p->plan, i, &e))
         return false;
-    if (p->backend->matmul_epilogue(p, &e, bufs, st) == XE_OK)
+    if (p->backend->runner.matmul_epilogue(p, &e, bufs, st) == XE_OK)
         return true;
     xe_status_clear(st); /* refused: the matmul and the kernel instead */
     return false;
@@ -350,9 +350,9 @@ static xe_code run_conv(xg_program *p, int node, xe_tensor **bufs, xe_status *st
 static xe_code run_conv_step(xg_program *p, int i, xe_tensor **bufs, xe_status *st)
 {
     xg_conv_epi ce;
-    if (!p->backend->conv_epilogue || !xg_conv_layout(p->plan, i, &ce))
+    if (!p->backend->runner.conv_epilogue || !xg_conv_layout(p->plan, i, &ce))
         return run_conv(p, p->plan->steps[i].outs[0], bufs, st);
-    if (p->backend->conv_epilogue(p, &ce, bufs, st) == XE_OK || st->code != XE_ERR_UNSUPPORTED)
+    if (p->backend->runner.conv_epilogue(p, &ce, bufs, st) == XE_OK || st->code != XE_ERR_UNSUPPORTED)
         return st->code;
     st->code = XE_ERR_RUNTIME;
     return xe_status_prefix(st, "a channels-last conv step: ");
@@ -370,10 +370,10 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
     *next = i + 1;
     if (xg_runs_attention(p, i)) {
         *next = last + 1;
-        return p->backend->attention(p, i, last, types, bufs, ptrs, S, st);
+        return p->backend->runner.attention(p, i, last, types, bufs, ptrs, S, st);
     }
-    if (p->backend->conv_epilogue && xg_conv_epilogue(p->plan, i, &ce)) {
-        if (p->backend->conv_epilogue(p, &ce, bufs, st) == XE_OK) {
+    if (p->backend->runner.conv_epilogue && xg_conv_epilogue(p->plan, i, &ce)) {
+        if (p->backend->runner.conv_epilogue(p, &ce, bufs, st) == XE_OK) {
             *next = i + 2;
             return XE_OK;
         }
@@ -382,21 +382,21 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
         xe_status_clear(st); /* refused (a shape it cannot take): the conv, then the kernel */
         return run_conv_step(p, i, bufs, st);
     }
-    if (s->kind == XG_STEP_LIBRARY && p->backend->run_rows && last > i) {
+    if (s->kind == XG_STEP_LIBRARY && p->backend->runner.run_rows && last > i) {
         *next = last + 1;
         return run_panels(p, i, last, bufs, ptrs, shared, S, st);
     }
-    if (s->kind == XG_STEP_LIBRARY && p->backend->matmul_epilogue && library_epilogue(p, i, bufs, st)) {
+    if (s->kind == XG_STEP_LIBRARY && p->backend->runner.matmul_epilogue && library_epilogue(p, i, bufs, st)) {
         *next = i + 2;
         return XE_OK;
     }
     if (s->kind == XG_STEP_LIBRARY && p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D)
         return run_conv_step(p, i, bufs, st);
-    if (s->kind == XG_STEP_LIBRARY && p->device == XE_DEV_CPU) /* the engine's primitive, kept */
+    if (s->kind == XG_STEP_LIBRARY && xe_device_is_host(p->device)) /* the engine's primitive, kept */
         return run_matmul(p->plan, p->device, s->outs[0], bufs, &p->kcache[s->outs[0]], st);
     if (s->kind == XG_STEP_LIBRARY)
         return xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
-    return p->backend->launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);
+    return p->backend->runner.launch(p, i, types, step_ptrs(p, i, ptrs, shared), S, st);
 }
 
 /*
@@ -461,7 +461,7 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         if ((c = xg_buffers_make(p, types, xg_runs_attention(p, i) ? last : i, last, bufs, ptrs, st)) != XE_OK)
             break;
         share_ptrs(p, ptrs, shared, i, last);
-        double t0 = p->device == XE_DEV_CPU && xe_trace_on() ? xe_now_us() : 0;
+        double t0 = xe_device_is_host(p->device) && xe_trace_on() ? xe_now_us() : 0;
         c = run_step(p, i, last, types, bufs, ptrs, shared, S, &next, st);
         if (t0 > 0 && c == XE_OK)
             trace_step(p, i, next, t0);

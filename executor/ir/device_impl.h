@@ -1,93 +1,121 @@
 /*
- * Private to the executor: the one interface of a device. A device is a
- * table filled with designated initializers in its own folder (cpu/,
- * cuda/, cpu_debug/); an optional slot is NULL. CMake builds the folders
- * it finds (XE_DEVICES in CMakeLists.txt) and generates the registry,
- * xe_device_registry, from that list: adding a device is one folder plus
- * one line there. A device whose libraries a CPU program must not need
- * (CUDA) is built as a library of its own and loaded when its device is
- * first needed (device_load.c); what its slot is called is known without
- * it (xe_device_slot_facts). device.c answers the public xlac/device.h
- * through it.
+ * Private to the executor: the one interface of a device and its
+ * registry. A device kind is a table filled with designated initializers
+ * in its own folder (devices/cpu/, devices/cuda/, devices/cpu_debug/); an
+ * optional slot is NULL. Every function of the table takes the context of
+ * the instance it runs for (`init` made it), as ggml's backends take their
+ * `context`: a second GPU is a second instance of the same table with a
+ * context of its own, not a second copy of the code. CMake builds the
+ * folders it finds (XE_DEVICES in CMakeLists.txt) and generates the
+ * registry's lines, xe_device_registry, from that list: adding a device is
+ * one folder plus one line there. A kind whose libraries a CPU program
+ * must not need (CUDA) is built as a library of its own and loaded when
+ * one of its instances is first needed (device_load.c); what it is called
+ * is known without it (device_kinds.c). device_registry.c holds the
+ * instances, device.c answers the public xlac/device.h through them.
  */
 #ifndef XE_DEVICE_IMPL_H
 #define XE_DEVICE_IMPL_H
+
+#include <stdatomic.h>
 
 #include "kernels.h"
 #include "xlac/device.h"
 
 typedef struct xe_device_ops {
-    xe_device slot;       /* its place in the registry (xlac/device.h) */
-    const char *name;     /* "CPU:0" */
-    const char *xla_name; /* "XLA_CPU:0" */
-    const char *word;     /* "cpu": flags and options */
+    const char *name;     /* "CPU", "GPU": an instance is "GPU:<ordinal>" in placement logs */
+    const char *xla_name; /* "XLA_CPU": "XLA_GPU:<ordinal>" for an op of a compiled cluster on it */
+    const char *word;     /* "cpu": flags and options ("gpu:1" names the second instance) */
     const char *label;    /* "CPU", "CUDA": messages */
     bool host_memory;     /* buffers are host pointers */
     bool auto_place;      /* placement may choose it by itself */
 
-    bool (*available)(void);                 /* NULL: always */
-    const char *(*unavailable_reason)(void); /* when not available */
-    int (*arch)(void);                       /* NULL: 0 */
-    int (*units)(void);                      /* NULL: 0 */
+    /* The context of instance `ordinal` (malloc'd or static; NULL: out of memory); NULL slot: the
+       instance has none. Called once per instance, the first time it is needed. */
+    void *(*init)(int ordinal);
 
-    void *(*alloc)(size_t nbytes, xe_status *st);
-    void (*free)(void *p, size_t nbytes);
+    bool (*available)(void *ctx);                 /* NULL: always */
+    const char *(*unavailable_reason)(void *ctx); /* when not available */
+    int (*arch)(void *ctx);                       /* NULL: 0 */
+    int (*units)(void *ctx);                      /* NULL: 0 */
+
+    void *(*alloc)(void *ctx, size_t nbytes, xe_status *st);
+    void (*free)(void *ctx, void *p, size_t nbytes);
     /* NULL on a host-memory device (memcpy). */
-    xe_code (*copy_from_host)(void *dst, const void *src, size_t n, xe_status *st);
-    xe_code (*copy_to_host)(void *dst, const void *src, size_t n, xe_status *st);
-    xe_code (*copy_within)(void *dst, const void *src, size_t n, xe_status *st);
-    xe_code (*synchronize)(xe_status *st); /* NULL: nothing queued */
-    void *(*stream)(void);                 /* NULL: none */
-    void *(*blas)(xe_status *st);          /* NULL: none */
+    xe_code (*copy_from_host)(void *ctx, void *dst, const void *src, size_t n, xe_status *st);
+    xe_code (*copy_to_host)(void *ctx, void *dst, const void *src, size_t n, xe_status *st);
+    xe_code (*copy_within)(void *ctx, void *dst, const void *src, size_t n, xe_status *st);
+    xe_code (*synchronize)(void *ctx, xe_status *st); /* NULL: nothing queued */
+    void *(*stream)(void *ctx);                       /* NULL: none */
+    void *(*blas)(void *ctx, xe_status *st);          /* NULL: none */
 
-    /* NULL: no device time. A timer is the device's own struct behind xe_device_timer. */
-    xe_device_timer *(*timer_begin)(void);
+    /* NULL: no device time. A timer is the device's own struct behind xe_device_timer, whose first
+       member is the table that made it. */
+    xe_device_timer *(*timer_begin)(void *ctx);
     void (*timer_end)(xe_device_timer *t);
     bool (*timer_read)(xe_device_timer *t, double *start_us, double *dur_us);
     void (*timer_free)(xe_device_timer *t);
 
-    /* The per-op kernels, indexed by xe_kernel_id (kernels.h); a NULL entry: none on this device. */
+    /* The per-op kernels, indexed by xe_kernel_id (kernels.h); a NULL entry: none on this device.
+     */
     const xe_kernel_fn *kernels;
 } xe_device_ops;
 
-/* The CPU kernels by xe_kernel_id (cpu/device.c), for any device whose memory the CPU can compute on;
-   the op table keeps CPU-only ops (XE_OPF_CPU_ONLY) off every other device. */
+/* The CPU kernels by xe_kernel_id (cpu/device.c), for any device whose memory the CPU can compute
+   on; the op table keeps CPU-only ops (XE_OPF_CPU_ONLY) off every device but the host. */
 extern const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT];
 
-/* Generated by CMake (gen/xe_devices.c): every device table of this build, NULL-terminated. */
-extern const xe_device_ops *const xe_device_registry[];
+/* One line of the registry, generated by CMake (gen/xe_devices.c): a kind of device of this build
+   (ops), or a kind built as a library of its own (module, library, table), or a kind this build
+   lacks (module only). The registry ends with a line of NULLs; its first line is the host CPU. */
+typedef struct xe_device_entry {
+    const xe_device_ops *ops; /* a kind built into the executor; NULL: a module's, or none */
+    const char *module;       /* "cuda": the kind's facts before it is loaded (device_kinds.c) */
+    const char *library;      /* "libxlac_cuda.so"; NULL: this build lacks the kind */
+    const char *table;        /* "xe_device_cuda" */
+    const char *driver;       /* "libcuda.so.1": opened first; when it cannot be, the library is not
+                                 loaded (NULL: none) */
+} xe_device_entry;
+extern const xe_device_entry xe_device_registry[];
 
-/* A device built as a library of its own (xe_add_device_module in CMakeLists.txt): the executor
-   loads `library` from its own folder and takes its table `table` the first time the device is
-   needed (device_load.c). Generated too; ends with slot XE_DEV_COUNT. */
-typedef struct xe_device_module {
-    xe_device slot;
-    const char *library; /* "libxlac_cuda.so" */
-    const char *table;   /* "xe_device_cuda" */
-    const char *label;   /* "CUDA": its messages before it is loaded */
-    const char *driver;  /* "libcuda.so.1": opened first; when it cannot be, the library is not loaded (NULL: none) */
-} xe_device_module;
-extern const xe_device_module xe_device_modules[];
+/* What a kind is called and whether placement may choose it (name, xla_name, word, label,
+   auto_place), without loading anything: the built-in table, else the kind's own facts
+   (device_kinds.c), a table that is never available, which a module's table must repeat
+   (device_load.c refuses one that does not). */
+const xe_device_ops *xe_device_entry_facts(const xe_device_entry *e);
+/* The facts of a kind no line names (a device index that is no instance): never available. */
+extern const xe_device_ops xe_device_unknown;
 
-/* The table of the module that fills dev's slot, loaded on the first call; NULL when this build has
-   no module there or it could not be loaded (then xe_device_module_error says why). */
-const xe_device_ops *xe_device_module_ops(xe_device dev);
-/* The same, but never loading: NULL until a load of dev's module has been tried (and succeeded). */
-const xe_device_ops *xe_device_module_loaded(xe_device dev);
-/* Why dev's module could not be loaded ("CUDA device library not found: ..."), or "". */
-const char *xe_device_module_error(xe_device dev);
-/* Whether this build has a module for dev's slot (loaded or not). */
-bool xe_device_module_built(xe_device dev);
+/* The table of module line e, loaded on the first call; NULL when it could not be (then
+   xe_device_module_error says why). device_load.c. */
+const xe_device_ops *xe_device_module_ops(const xe_device_entry *e);
+/* Why e's module could not be loaded ("CUDA device library not found: ..."), or "". */
+const char *xe_device_module_error(const xe_device_entry *e);
 
-/* The built-in device of dev's slot (device_slots.c), NULL when there is none (a module's slot, or
-   no device). */
-const xe_device_ops *xe_device_builtin(xe_device dev);
-/* The table of dev's slot (a table that is never available when this build has no device there).
-   It loads the slot's library the first time, where the slot is a module's. */
-const xe_device_ops *xe_device_ops_of(xe_device dev);
-/* What dev's slot is called and whether placement may choose it (name, xla_name, word, label,
-   auto_place), without loading anything: the built-in device's table, else the slot's own facts,
-   which a module's table must repeat (device_load.c refuses one that does not). device_slots.c. */
-const xe_device_ops *xe_device_slot_facts(xe_device dev);
+/* An instance of the registry (device_registry.c): a line of it, an ordinal, and its context. */
+typedef struct xe_device_instance {
+    const xe_device_entry *entry;
+    int ordinal;
+    bool host;                   /* the registry's first instance: the host CPU (XE_DEV_CPU) */
+    char name[32], xla_name[40]; /* "GPU:1", "XLA_GPU:1" */
+    atomic_bool made;            /* set (release) once ops and ctx are final */
+    const xe_device_ops
+        *ops; /* the kind's table; its facts when it has none or it failed to load */
+    void *ctx;
+    bool failed; /* the table's init gave no context */
+    /* what layers above keep per instance (xe_device_state): entries [0, n_states) are final */
+    struct {
+        const void *key;
+        void *value;
+    } states[XE_DEVICE_STATES];
+    atomic_int n_states;
+} xe_device_instance;
+
+/* Instance dev, its table loaded and its context made on the first call (NULL: no such instance).
+ */
+const xe_device_instance *xe_device_instance_of(xe_device dev);
+/* Instance dev as it is now, loading and making nothing (NULL: no such instance); its ops and ctx
+   are final once `made`. */
+const xe_device_instance *xe_device_instance_peek(xe_device dev);
 
 #endif

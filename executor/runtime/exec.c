@@ -14,7 +14,7 @@
 #include "xlac/op.h"
 
 typedef struct value {
-    xe_tensor *on[XE_DEV_COUNT]; /* the value on each device where it exists */
+    xe_tensor *on[XE_DEV_MAX];   /* the value on each device instance where it exists */
     xe_tensor **tuple;           /* composite nodes: one tensor per element */
     int n_tuple;
     int uses_left;               /* released when it reaches zero */
@@ -62,12 +62,12 @@ static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, doubl
     xe_trace_slice(n->name, xe_op_name(n->op), t0, t1 - t0, args);
     double gs, gd;
     if (gt && xe_device_timer_read(gt, &gs, &gd)) /* the kernel's own time, on the stream's track */
-        xe_trace_slice_gpu(0, n->name, xe_op_name(n->op), gs, gd, args);
+        xe_trace_slice_gpu(xe_device_ordinal(n->device), n->name, xe_op_name(n->op), gs, gd, args);
 }
 
 static void value_clear(value *v)
 {
-    for (int d = 0; d < XE_DEV_COUNT; d++)
+    for (int d = 0; d < XE_DEV_MAX; d++)
         xe_tensor_release(v->on[d]);
     for (int i = 0; i < v->n_tuple; i++)
         xe_tensor_release(v->tuple[i]);
@@ -78,7 +78,7 @@ static void value_clear(value *v)
 /* Any materialisation of a value (the first device that has it). */
 static xe_tensor *value_any(const value *v)
 {
-    for (int d = 0; d < XE_DEV_COUNT; d++)
+    for (int d = 0; d < XE_DEV_MAX; d++)
         if (v->on[d])
             return v->on[d];
     return NULL;
@@ -171,7 +171,7 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
         xe_tensor_release(out);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
-    if ((d->flags & XE_OPF_KERNEL_CACHE) && dev == XE_DEV_CPU &&
+    if ((d->flags & XE_OPF_KERNEL_CACHE) && xe_device_is_host(dev) &&
         !(a.cache = xe_node_state_cache(r->ex->states, n))) {
         xe_tensor_release(out);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");

@@ -12,15 +12,6 @@
 #include "xlac/device.h"
 #include "xlac/op.h"
 
-/* The first available accelerator, XE_DEV_CPU when there is none. */
-static xe_device accelerator(void)
-{
-    for (int d = XE_DEV_CPU + 1; d < XE_DEV_COUNT; d++)
-        if (xe_device_auto_place((xe_device)d) && xe_device_available((xe_device)d))
-            return (xe_device)d;
-    return XE_DEV_CPU;
-}
-
 /* Whether n or an operand has a narrow dtype (xlac/dtype.h): the CPU kernels alone have them. */
 static bool touches_narrow(const xe_graph *g, const xe_node *n)
 {
@@ -40,7 +31,7 @@ static xe_device place_node(const xe_graph *g, const xe_node *n, xe_device acc)
     if (n->body) {
         for (int i = 0; i < n->body->n_nodes; i++) {
             const xe_node *b = n->body->nodes[i];
-            if (b->op != XE_OP_INPUT && b->device != XE_DEV_CPU)
+            if (b->op != XE_OP_INPUT && !xe_device_is_host(b->device))
                 return b->device;
         }
         return XE_DEV_CPU;
@@ -73,10 +64,11 @@ xe_code xe_graph_place(xe_graph *g, xe_place_mode mode, xe_status *st)
         place_graph(g, XE_DEV_CPU);
         return XE_OK;
     }
-    xe_device acc = accelerator();
-    if (mode == XE_PLACE_GPU && acc == XE_DEV_CPU)
-        return xe_fail(st, XE_ERR_DEVICE, "--device gpu: no %s device (%s)", xe_device_label(XE_DEV_GPU),
-                       xe_device_unavailable_reason(XE_DEV_GPU));
+    xe_device acc = xe_device_auto(); /* the first available accelerator, else the host */
+    xe_device want = xe_device_auto_kind();
+    if (mode == XE_PLACE_GPU && xe_device_is_host(acc))
+        return xe_fail(st, XE_ERR_DEVICE, "--device gpu: no %s device (%s)", xe_device_label(want),
+                       xe_device_unavailable_reason(want));
     place_graph(g, acc);
     return XE_OK;
 }

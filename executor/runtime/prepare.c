@@ -70,7 +70,7 @@ static xe_code run_passes(xe_session *s, xe_graph **g, xe_status *st)
 /* g on the device the options name, else by the place mode. */
 static xe_code place_session(const xe_session *s, xe_graph *g, xe_status *st)
 {
-    if (s->opt.device != XE_DEV_CPU)
+    if (!xe_device_is_host(s->opt.device))
         return xe_graph_place_on(g, s->opt.device, st);
     return xe_graph_place(g, s->opt.place, st);
 }

@@ -184,7 +184,7 @@ static xe_code run_graph(xe_session *s, const xe_graph *g, xe_tensor *const *inp
     if (mode)
         trace_run(s, mode, t0);
     if (c == XE_OK)
-        c = s->opt.outputs_on_device ? xe_device_synchronize(XE_DEV_GPU, st)
+        c = s->opt.outputs_on_device ? xe_device_synchronize_all(st)
                                      : xe_tensors_to_device(outputs, g->n_outputs, XE_DEV_CPU, st);
     if (c != XE_OK) {
         for (int i = 0; i < g->n_outputs; i++) {

@@ -115,7 +115,7 @@ static void run_block(const att_run *a, void **tp, void **scratch, int64_t b, in
     float *s = (float *)tp[a->p->plan->steps[a->first].outs[0]] + r * a->lk;
     xe_cpu_sgemm(a->q.trans, a->k.trans, n, a->lk, a->depth, q, ldq, k, ldk, s, a->lk);
     for (int j = a->first + 1; j < a->pv; j++)
-        a->p->backend->run_rows(a->p, j, step_pointers(a->p, j, tp, scratch), a->S, r, e);
+        a->p->backend->runner.run_rows(a->p, j, step_pointers(a->p, j, tp, scratch), a->S, r, e);
     const float *pm = (const float *)tp[a->p_node] + r * a->lk, *v = rows_of(&a->v, a->scores, b, 0, &ldv);
     float *o = a->out + (b * a->lq + q0) * a->dv;
     xe_cpu_sgemm(false, a->v.trans, n, a->dv, a->lk, pm, a->lk, v, ldv, o, a->dv);

@@ -312,8 +312,9 @@ static int no_arch(int requested)
     return 0;
 }
 
-static int no_device_arch(void)
+static int no_device_arch(xe_device dev)
 {
+    (void)dev;
     return 0;
 }
 
@@ -419,44 +420,49 @@ static void unload_c(xg_program *p)
 }
 
 const xg_backend xg_backend_c = {
-    .target = XG_TARGET_C,
-    .info = {.name = "c", .device = XE_DEV_CPU, .uses_arch = false, .system_cc = true, .host_program = true},
-    .source_ext = "c",
-    .restrict_kw = "restrict",
-    .h2f = "xe_h2f_vec", /* xe_h2f's branches kept a fused f16 loop scalar: 100 ms where the per-op kernels took 11 */
-    .f2h = "xe_f2h_vec",
-    .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
-                 "    for (xg_idx i = 0; i < n; i++) {\n",
-    .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
-                 "    for (xg_idx o = 0; o < O; o++) {\n",
-    .panel_rows_loop = "    for (xg_idx o = r0; o < r1; o++) {\n",
-    .pass_loop = "    for (xg_idx k = 0; k < K; k++) {\n",
-    .barrier = NULL,
-    .first_thread = "",
-    .shared_kw = NULL,
-    .simd_pragmas = true,
-    .row_cache = true,
-    .narrow_index = false,
-    .prelude = prelude_c,
-    .kernel_signature = signature_c,
-    .nest_begin = nest_begin_c,
-    .reduce = reduce_c,
-    .block_reduce = NULL,
-    .plan_header = NULL,
-    .launch_text = launch_text_c,
-    .arch = no_arch,
-    .device_arch = no_device_arch,
-    .compiler_id = compiler_id_c,
-    .compiler_stamp = compiler_stamp_c,
-    .target_text = target_text_c,
-    .code_ext = code_ext_c,
-    .compiler_words = compiler_words_c,
-    .compile = compile_c,
-    .assembly = NULL,
-    .load = load_c,
-    .launch = launch_c,
-    .run_rows = run_rows_c,
-    .conv_epilogue = xg_c_conv_epilogue,
-    .attention = xg_c_attention,
-    .unload = unload_c,
+    .info = {.name = "c", .device = "cpu", .uses_arch = false, .system_cc = true, .host_program = true},
+    .render = {
+        .source_ext = "c",
+        .restrict_kw = "restrict",
+        .h2f = "xe_h2f_vec", /* xe_h2f's branches kept a fused f16 loop scalar: 100 ms where the per-op kernels took 11 */
+        .f2h = "xe_f2h_vec",
+        .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
+                     "    for (xg_idx i = 0; i < n; i++) {\n",
+        .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
+                     "    for (xg_idx o = 0; o < O; o++) {\n",
+        .panel_rows_loop = "    for (xg_idx o = r0; o < r1; o++) {\n",
+        .pass_loop = "    for (xg_idx k = 0; k < K; k++) {\n",
+        .barrier = NULL,
+        .first_thread = "",
+        .shared_kw = NULL,
+        .simd_pragmas = true,
+        .row_cache = true,
+        .narrow_index = false,
+        .prelude = prelude_c,
+        .kernel_signature = signature_c,
+        .nest_begin = nest_begin_c,
+        .reduce = reduce_c,
+        .block_reduce = NULL,
+        .plan_header = NULL,
+        .launch_text = launch_text_c,
+    },
+    .compiler = {
+        .arch = no_arch,
+        .compiler_id = compiler_id_c,
+        .compiler_stamp = compiler_stamp_c,
+        .target_text = target_text_c,
+        .code_ext = code_ext_c,
+        .compiler_words = compiler_words_c,
+        .compile = compile_c,
+        .assembly = NULL,
+    },
+    .runner = {
+        .device_arch = no_device_arch,
+        .load = load_c,
+        .launch = launch_c,
+        .run_rows = run_rows_c,
+        .conv_epilogue = xg_c_conv_epilogue,
+        .attention = xg_c_attention,
+        .unload = unload_c,
+    },
 };

@@ -8,12 +8,13 @@
  * bias of D^T. No workspace (the program's is the reductions'), the
  * algorithm from cuBLASLt's own heuristic. Anything cuBLASLt refuses is
  * XE_ERR_UNSUPPORTED: the program runs the matmul and the kernel instead.
- * cuBLASLt is opened on the first such call (cuda_libs.c), not linked.
+ * cuBLASLt is opened on the first such call (cuda_libs.c), not linked;
+ * the handle is the GPU instance's (xe_device_state), made on its first.
  *
  * Not yet run on a device: no session so far had one (scripts/gpu.sh).
  */
-#include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "program_impl.h"
@@ -21,15 +22,25 @@
 #ifdef XG_HAVE_CUDA
 #include "cuda_libs.h"
 
-static cublasLtHandle_t lt_handle;
-static cublasStatus_t lt_status = CUBLAS_STATUS_NOT_INITIALIZED;
+/* A GPU instance's cuBLASLt handle, kept in the instance (xe_device_state) under lt_key. */
+typedef struct lt_state {
+    cublasLtHandle_t handle;
+    cublasStatus_t status;
+} lt_state;
+static const char lt_key = 0;
 
-/* cuBLASLt opened (cuda_libs.c) and its handle made, once. */
-static void lt_init(void)
+/* cuBLASLt opened (cuda_libs.c) and dev's handle made, once per instance. */
+static void *lt_make(xe_device dev)
 {
+    (void)dev;
+    lt_state *lt = calloc(1, sizeof *lt);
+    if (!lt)
+        return NULL;
     xe_status st;
+    lt->status = CUBLAS_STATUS_NOT_INITIALIZED;
     if (xg_cublaslt_ready(&st) == XE_OK)
-        lt_status = cublasLtCreate(&lt_handle);
+        lt->status = cublasLtCreate(&lt->handle);
+    return lt;
 }
 
 static cublasLtEpilogue_t lt_epilogue(const xg_blas_epi *e)
@@ -74,9 +85,8 @@ static bool op_transposed(const xe_node *n, const char *attr, bool flip)
 
 xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st)
 {
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, lt_init);
-    if (lt_status != CUBLAS_STATUS_SUCCESS)
+    const lt_state *lt = xe_device_state(p->device, &lt_key, lt_make);
+    if (!lt || lt->status != CUBLAS_STATUS_SUCCESS)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "no cuBLASLt handle");
     const xg_plan *pl = p->plan;
     const xe_node *n = pl->body->nodes[e->matmul];
@@ -97,8 +107,8 @@ xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor *
         s = lt_layout(&ld, cs);
     const float one = 1.0f, zero = 0.0f;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmul(lt_handle, d, &one, bufs[ib]->data, lx, bufs[ia]->data, ly, &zero, bufs[e->out]->data, ld,
-                           bufs[e->out]->data, ld, NULL, NULL, 0, (cudaStream_t)xe_gpu_stream());
+        s = cublasLtMatmul(lt->handle, d, &one, bufs[ib]->data, lx, bufs[ia]->data, ly, &zero, bufs[e->out]->data, ld,
+                           bufs[e->out]->data, ld, NULL, NULL, 0, (cudaStream_t)xe_device_stream(p->device));
     if (ld)
         cublasLtMatrixLayoutDestroy(ld);
     if (ly)

@@ -50,35 +50,40 @@ NVRTC_FUNCS(DECLARE_FN)
 #define nvrtcGetSupportedArchs p_nvrtcGetSupportedArchs
 #define nvrtcVersion p_nvrtcVersion
 
-static bool nvrtc_loaded, nvrtc_from_path; /* from_path: the toolkit's file (XG_NVRTC_PATH), as stamped */
-static char nvrtc_why[300];
-static pthread_once_t nvrtc_once = PTHREAD_ONCE_INIT;
+/* The process's NVRTC: a compiler, not a device's state. One library serves every GPU instance
+   and xlac-compile on a machine with no GPU at all (--arch), so it is kept here, not in an
+   instance (the GPU's own handles are: xe_device_state, blaslt.c). */
+static struct {
+    pthread_once_t once;
+    bool loaded, from_path; /* from_path: the toolkit's file (XG_NVRTC_PATH), as stamped */
+    char why[300];
+} nvrtc_lib = {.once = PTHREAD_ONCE_INIT};
 
 /* The toolkit's library as built against (its path), else by its soname on the loader's path. */
 static void nvrtc_load(void)
 {
     void *h = dlopen(XG_NVRTC_PATH, RTLD_NOW | RTLD_LOCAL);
-    nvrtc_from_path = h != NULL;
+    nvrtc_lib.from_path = h != NULL;
     if (!h)
         h = dlopen(XG_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(nvrtc_why, sizeof nvrtc_why, "NVRTC (%s) could not be loaded: %s", XG_NVRTC_SONAME, dlerror());
+        snprintf(nvrtc_lib.why, sizeof nvrtc_lib.why, "NVRTC (%s) could not be loaded: %s", XG_NVRTC_SONAME, dlerror());
         return;
     }
 #define LOAD_FN(f)                                                                                                     \
     if (!(p_##f = (__typeof__(p_##f))dlsym(h, #f))) {                                                                \
-        snprintf(nvrtc_why, sizeof nvrtc_why, "NVRTC (%s) has no %s", XG_NVRTC_SONAME, #f);                          \
+        snprintf(nvrtc_lib.why, sizeof nvrtc_lib.why, "NVRTC (%s) has no %s", XG_NVRTC_SONAME, #f);                          \
         return;                                                                                                        \
     }
     NVRTC_FUNCS(LOAD_FN)
-    nvrtc_loaded = true;
+    nvrtc_lib.loaded = true;
 }
 
 /* Whether NVRTC is loaded (loading it the first time). */
 static bool nvrtc_ready(void)
 {
-    pthread_once(&nvrtc_once, nvrtc_load);
-    return nvrtc_loaded;
+    pthread_once(&nvrtc_lib.once, nvrtc_load);
+    return nvrtc_lib.loaded;
 }
 
 int xg_nvrtc_arch_for(int arch)
@@ -356,7 +361,7 @@ xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int
     if (log)
         *log = NULL;
     if (!nvrtc_ready())
-        return xe_fail(st, XE_ERR_COMPILE, "%s", nvrtc_why);
+        return xe_fail(st, XE_ERR_COMPILE, "%s", nvrtc_lib.why);
     nvrtcResult r = compile_split(source, target, fast_math, parts, code, len, log);
     return compile_result(r, target, code, log, st);
 }
@@ -369,7 +374,7 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
         *code = NULL;
         if (log)
             *log = NULL;
-        return xe_fail(st, XE_ERR_COMPILE, "%s", nvrtc_why);
+        return xe_fail(st, XE_ERR_COMPILE, "%s", nvrtc_lib.why);
     }
     int known = xg_nvrtc_arch_for(arch);
     *is_ptx = known != arch; /* PTX for the newest known arch: the driver JITs it for this device */
@@ -433,7 +438,7 @@ const char *xg_nvrtc_version(bool *known)
     nvrtcVersion(&major, &minor);
     snprintf(v, sizeof v, "nvrtc %d.%d", major, minor);
     if (known)
-        *known = nvrtc_from_path;
+        *known = nvrtc_lib.from_path;
     return v;
 }
 

@@ -40,14 +40,14 @@ static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
 }
 
 /* Blocks of kernel k resident on the device at once: the SM count times its occupancy (at least 1 each). */
-static int64_t resident_blocks(cudaKernel_t k)
+static int64_t resident_blocks(xe_device dev, cudaKernel_t k)
 {
     int per_sm = 1;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, XG_THREADS, 0) != cudaSuccess) {
         cudaGetLastError(); /* not left for the next launch check */
         per_sm = 1;
     }
-    int sms = xe_gpu_sm_count();
+    int sms = xe_device_units(dev);
     return (int64_t)(per_sm > 0 ? per_sm : 1) * (sms > 0 ? sms : 1);
 }
 
@@ -69,7 +69,7 @@ static xe_code get_kernels(xg_program *p, cuda_state *cs, xe_status *st)
         if (cuda_check(e, "cudaLibraryGetKernel", st) != XE_OK)
             return st->code;
         p->fn[i] = (void *)k;
-        cs->max_blocks[i] = resident_blocks(k);
+        cs->max_blocks[i] = resident_blocks(p->device, k);
     }
     return XE_OK;
 }
@@ -94,8 +94,8 @@ static xe_code load_libraries(cuda_state *cs, const xg_artifact *a, xe_status *s
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st)
 {
     (void)o;
-    if (!xe_gpu_available())
-        return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_gpu_unavailable_reason());
+    if (!xe_device_available(p->device))
+        return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_device_unavailable_reason(p->device));
     if (xg_cudart_ready(st) != XE_OK)
         return st->code;
     cuda_state *cs = calloc(1, sizeof *cs);
@@ -104,7 +104,7 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, x
     if (load_libraries(cs, a, st) != XE_OK)
         return st->code;
     if (cuda_check(cudaMalloc(&cs->workspace, XG_WORKSPACE_BYTES), "cudaMalloc (workspace)", st) != XE_OK ||
-        cuda_check(cudaMemsetAsync(cs->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_gpu_stream()),
+        cuda_check(cudaMemsetAsync(cs->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_device_stream(p->device)),
                    "cudaMemsetAsync (workspace)", st) != XE_OK)
         return st->code;
     if (xg_args_in_memory(p->plan)) {
@@ -144,7 +144,7 @@ static cudaError_t launch_with(xg_program *p, int step, unsigned blocks, char *a
 {
     cuda_state *cs = p->priv;
     dim3 grid = {blocks, 1, 1}, block = {XG_THREADS, 1, 1};
-    cudaStream_t stream = (cudaStream_t)xe_gpu_stream();
+    cudaStream_t stream = (cudaStream_t)xe_device_stream(p->device);
     if (!cs->dargs) {
         void *params[] = {args};
         return cudaLaunchKernel((const void *)p->fn[step], grid, block, params, 0, stream);

@@ -6,6 +6,8 @@
  * same sizes every iteration, and handing fresh pages to each op would
  * cost a page fault per 4 KiB (the memory system's time, not the op's).
  * Freed buffers of 64 KiB or more wait in a small cache keyed by size.
+ * The cache is the process's, as host memory is: an instance of this
+ * table has no context of its own (init is NULL).
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -47,8 +49,9 @@ static void *host_alloc_bytes(size_t bytes)
     return aligned_alloc(64, size);
 }
 
-static void host_free(void *p, size_t bytes)
+static void host_free(void *ctx, void *p, size_t bytes)
 {
+    (void)ctx;
     size_t size = (bytes + 63) / 64 * 64;
     (void)size; /* unused when the sanitizers want every buffer freed at once */
 #ifndef XLAC_SANITIZE
@@ -80,8 +83,9 @@ __attribute__((destructor)) static void cache_drain(void)
 }
 
 
-static void *host_alloc(size_t bytes, xe_status *st)
+static void *host_alloc(void *ctx, size_t bytes, xe_status *st)
 {
+    (void)ctx;
     void *p = host_alloc_bytes(bytes);
     if (!p)
         xe_fail(st, XE_ERR_NOMEM, "out of memory (%zu bytes)", bytes);
@@ -97,9 +101,8 @@ const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT] = {
 };
 
 const xe_device_ops xe_device_cpu = {
-    .slot = XE_DEV_CPU,
-    .name = "CPU:0",
-    .xla_name = "XLA_CPU:0",
+    .name = "CPU",
+    .xla_name = "XLA_CPU",
     .word = "cpu",
     .label = "CPU",
     .host_memory = true,

@@ -1,10 +1,14 @@
 /*
- * The CUDA device: GPU:0 when the CUDA runtime finds a device. Detection
- * happens once, on first use; any CUDA error there (no driver: error 35,
+ * The CUDA device: an instance per GPU (GPU:0, GPU:1, ...), each with a
+ * context of its own (cuda_ctx: the CUDA device's ordinal, its stream, its
+ * cuBLAS handle, its clock reference). Detection happens once per
+ * instance, on its first question; any CUDA error there (no driver: error 35,
  * no device: 100, ...) means "no CUDA device" and is kept as a one-line
  * reason. Memory comes from the stream-ordered pool and every copy and
- * kernel runs on the executor's one stream. Kernel times come from CUDA
- * events for the trace's GPU track: a timer records an event before and
+ * kernel runs on the instance's stream. The kernels (the .cu files) take
+ * the first GPU's stream (xe_gpu_stream): until they are handed their
+ * instance, GPU:1 and above answer "not available" with that reason.
+ * Kernel times come from CUDA events for the trace's GPU track: a timer records an event before and
  * after the work it brackets; read once the stream has finished, it gives
  * the work's start (on the host clock, xe_now_us, through one reference
  * event recorded and waited for on first use) and its duration. This
@@ -13,6 +17,7 @@
  * (executor/ir/device_load.c).
  */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,66 +28,126 @@
 #include "device_impl.h"
 #include "xlac/session.h"
 
-static struct {
-    pthread_once_t once;
+/* An instance's context: CUDA device `ordinal`, its stream, its BLAS handle, its clock reference.
+ */
+typedef struct cuda_ctx {
+    int ordinal;
+    pthread_mutex_t once_lock;
+    atomic_bool detected;
     bool available;
     int arch, sm_count;
     char reason[256];
     cudaStream_t stream;
     cublasHandle_t blas;
     pthread_mutex_t blas_lock;
-} gpu = {.once = PTHREAD_ONCE_INIT, .blas_lock = PTHREAD_MUTEX_INITIALIZER};
+    atomic_bool clock_made; /* the timers' reference event (kernel times) */
+    cudaEvent_t clock_ref;
+    double clock_ref_us; /* xe_now_us when clock_ref completed */
+    bool clock_ok;
+} cuda_ctx;
 
-static void detect(void)
+static void *cuda_init(int ordinal)
+{
+    cuda_ctx *g = calloc(1, sizeof *g);
+    if (!g)
+        return NULL;
+    g->ordinal = ordinal;
+    pthread_mutex_init(&g->once_lock, NULL);
+    pthread_mutex_init(&g->blas_lock, NULL);
+    return g; /* lives as long as the process, as the instance does */
+}
+
+/* Whether CUDA device g->ordinal can be used; else says why in g->reason. */
+static bool detect_count(cuda_ctx *g)
 {
     int count = 0;
     cudaError_t e = cudaGetDeviceCount(&count);
     if (e != cudaSuccess) {
-        snprintf(gpu.reason, sizeof gpu.reason, "cudaGetDeviceCount: error %d (%s)", (int)e,
+        snprintf(g->reason, sizeof g->reason, "cudaGetDeviceCount: error %d (%s)", (int)e,
                  cudaGetErrorString(e));
         cudaGetLastError();
-        return;
+        return false;
     }
     if (count == 0) {
-        snprintf(gpu.reason, sizeof gpu.reason, "the CUDA runtime found no device");
-        return;
+        snprintf(g->reason, sizeof g->reason, "the CUDA runtime found no device");
+        return false;
     }
+    if (g->ordinal >= count) {
+        snprintf(g->reason, sizeof g->reason, "the CUDA runtime found %d device%s: no device %d",
+                 count, count == 1 ? "" : "s", g->ordinal);
+        return false;
+    }
+    if (g->ordinal > 0) { /* the kernels (the .cu files, xk_stream) run on the first GPU's stream */
+        snprintf(g->reason, sizeof g->reason, "GPU:%d: this build's CUDA kernels run on GPU:0 only",
+                 g->ordinal);
+        return false;
+    }
+    return true;
+}
+
+static void detect(cuda_ctx *g)
+{
+    if (!detect_count(g))
+        return;
     struct cudaDeviceProp p;
-    if ((e = cudaSetDevice(0)) != cudaSuccess || (e = cudaGetDeviceProperties(&p, 0)) != cudaSuccess ||
-        (e = cudaStreamCreateWithFlags(&gpu.stream, cudaStreamNonBlocking)) != cudaSuccess) {
-        snprintf(gpu.reason, sizeof gpu.reason, "CUDA device 0 unusable: %s", cudaGetErrorString(e));
+    cudaError_t e;
+    if ((e = cudaSetDevice(g->ordinal)) != cudaSuccess ||
+        (e = cudaGetDeviceProperties(&p, g->ordinal)) != cudaSuccess ||
+        (e = cudaStreamCreateWithFlags(&g->stream, cudaStreamNonBlocking)) != cudaSuccess) {
+        snprintf(g->reason, sizeof g->reason, "CUDA device %d unusable: %s", g->ordinal,
+                 cudaGetErrorString(e));
         return;
     }
     cudaMemPool_t pool;
     uint64_t keep = UINT64_MAX; /* keep freed blocks across synchronizations */
-    if (cudaDeviceGetDefaultMemPool(&pool, 0) == cudaSuccess)
+    if (cudaDeviceGetDefaultMemPool(&pool, g->ordinal) == cudaSuccess)
         cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep);
     cudaGetLastError();
-    gpu.arch = p.major * 10 + p.minor;
-    gpu.sm_count = p.multiProcessorCount;
-    gpu.available = true;
+    g->arch = p.major * 10 + p.minor;
+    g->sm_count = p.multiProcessorCount;
+    g->available = true;
 }
 
-static bool cuda_available(void)
+/* Runs fn(g) once per context (pthread_once hands its routine no argument). */
+static void once(cuda_ctx *g, atomic_bool *done, void (*fn)(cuda_ctx *g))
 {
-    pthread_once(&gpu.once, detect);
-    return gpu.available;
+    if (atomic_load_explicit(done, memory_order_acquire))
+        return;
+    pthread_mutex_lock(&g->once_lock);
+    if (!atomic_load_explicit(done, memory_order_relaxed)) {
+        fn(g);
+        atomic_store_explicit(done, true, memory_order_release);
+    }
+    pthread_mutex_unlock(&g->once_lock);
 }
 
-static const char *cuda_unavailable_reason(void)
+/* Detection runs once per instance, on its first question. */
+static cuda_ctx *detected(void *ctx)
 {
-    pthread_once(&gpu.once, detect);
-    return gpu.available ? "" : gpu.reason;
+    cuda_ctx *g = ctx;
+    once(g, &g->detected, detect);
+    return g;
 }
 
-static int cuda_arch(void)
+static bool cuda_available(void *ctx)
 {
-    return gpu.arch;
+    return detected(ctx)->available;
 }
 
-static int cuda_units(void)
+static const char *cuda_unavailable_reason(void *ctx)
 {
-    return gpu.sm_count;
+    cuda_ctx *g = detected(ctx);
+    return g->available ? "" : g->reason;
+}
+
+static int cuda_arch(void *ctx)
+{
+    return ((cuda_ctx *)ctx)->arch;
+}
+
+static int cuda_units(void *ctx)
+{
+    return ((cuda_ctx *)ctx)->sm_count;
 }
 
 static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
@@ -93,105 +158,109 @@ static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
     return xe_fail(st, XE_ERR_DEVICE, "%s: %s", what, cudaGetErrorString(e));
 }
 
-static xe_code cuda_synchronize(xe_status *st)
+static xe_code cuda_synchronize(void *ctx, xe_status *st)
 {
-    return cuda_check(cudaStreamSynchronize(gpu.stream), "cudaStreamSynchronize", st);
+    cuda_ctx *g = ctx;
+    return cuda_check(cudaStreamSynchronize(g->stream), "cudaStreamSynchronize", st);
 }
 
-static void *cuda_alloc(size_t nbytes, xe_status *st)
+static void *cuda_alloc(void *ctx, size_t nbytes, xe_status *st)
 {
+    cuda_ctx *g = ctx;
     void *p = NULL;
-    if (cuda_check(cudaMallocAsync(&p, nbytes, gpu.stream), "cudaMallocAsync", st) != XE_OK)
+    if (cuda_check(cudaMallocAsync(&p, nbytes, g->stream), "cudaMallocAsync", st) != XE_OK)
         return NULL;
     return p;
 }
 
-static void cuda_free(void *p, size_t nbytes)
+static void cuda_free(void *ctx, void *p, size_t nbytes)
 {
+    cuda_ctx *g = ctx;
     (void)nbytes;
     if (p)
-        cudaFreeAsync(p, gpu.stream);
+        cudaFreeAsync(p, g->stream);
 }
 
-static xe_code cuda_copy_from_host(void *dst, const void *src, size_t n, xe_status *st)
+static xe_code cuda_copy_from_host(void *ctx, void *dst, const void *src, size_t n, xe_status *st)
 {
-    return cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, gpu.stream),
+    cuda_ctx *g = ctx;
+    return cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyHostToDevice, g->stream),
                       "copy to device", st);
 }
 
-static xe_code cuda_copy_to_host(void *dst, const void *src, size_t n, xe_status *st)
+static xe_code cuda_copy_to_host(void *ctx, void *dst, const void *src, size_t n, xe_status *st)
 {
-    xe_code c = cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, gpu.stream),
+    cuda_ctx *g = ctx;
+    xe_code c = cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToHost, g->stream),
                            "copy to host", st);
-    return c != XE_OK ? c : cuda_synchronize(st);
+    return c != XE_OK ? c : cuda_synchronize(ctx, st);
 }
 
-static xe_code cuda_copy_within(void *dst, const void *src, size_t n, xe_status *st)
+static xe_code cuda_copy_within(void *ctx, void *dst, const void *src, size_t n, xe_status *st)
 {
-    return cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, gpu.stream),
+    cuda_ctx *g = ctx;
+    return cuda_check(cudaMemcpyAsync(dst, src, n, cudaMemcpyDeviceToDevice, g->stream),
                       "device copy", st);
 }
 
-
-static void *cuda_stream(void)
+static void *cuda_stream(void *ctx)
 {
-    return (void *)gpu.stream;
+    return (void *)((cuda_ctx *)ctx)->stream;
 }
 
-static void *cuda_blas(xe_status *st)
+static void *cuda_blas(void *ctx, xe_status *st)
 {
-    pthread_mutex_lock(&gpu.blas_lock);
-    if (!gpu.blas) {
-        cublasStatus_t s = cublasCreate(&gpu.blas);
+    cuda_ctx *g = ctx;
+    pthread_mutex_lock(&g->blas_lock);
+    if (!g->blas) {
+        cublasStatus_t s = cublasCreate(&g->blas);
         if (s == CUBLAS_STATUS_SUCCESS)
-            s = cublasSetStream(gpu.blas, gpu.stream);
+            s = cublasSetStream(g->blas, g->stream);
         if (s != CUBLAS_STATUS_SUCCESS) {
-            gpu.blas = NULL;
+            g->blas = NULL;
             xe_fail(st, XE_ERR_DEVICE, "cuBLAS initialisation failed (status %d)", (int)s);
         }
     }
-    pthread_mutex_unlock(&gpu.blas_lock);
-    return gpu.blas;
+    pthread_mutex_unlock(&g->blas_lock);
+    return g->blas;
 }
 
 /* ---- kernel times --------------------------------------------------------- */
 
 struct xe_device_timer {
     const struct xe_device_ops *ops; /* first: device.c reads it */
+    cuda_ctx *g;
     cudaEvent_t begin, end;
 };
 typedef struct xe_device_timer cuda_timer;
 extern const xe_device_ops xe_device_cuda;
 
-static struct {
-    pthread_once_t once;
-    cudaEvent_t ref;
-    double ref_us; /* xe_now_us when ref completed */
-    bool ok;
-} clock_ref = {.once = PTHREAD_ONCE_INIT};
-
-static void make_ref(void)
+/* The instance's reference event: recorded and waited for once, it ties the stream's clock to
+ * xe_now_us. */
+static void make_ref(cuda_ctx *g)
 {
-    cudaStream_t s = gpu.stream;
-    clock_ref.ok = cudaEventCreate(&clock_ref.ref) == cudaSuccess &&
-                   cudaEventRecord(clock_ref.ref, s) == cudaSuccess &&
-                   cudaEventSynchronize(clock_ref.ref) == cudaSuccess;
-    clock_ref.ref_us = xe_now_us();
+    g->clock_ok = cudaEventCreate(&g->clock_ref) == cudaSuccess &&
+                  cudaEventRecord(g->clock_ref, g->stream) == cudaSuccess &&
+                  cudaEventSynchronize(g->clock_ref) == cudaSuccess;
+    g->clock_ref_us = xe_now_us();
     cudaGetLastError();
 }
 
 static void cuda_timer_free(xe_device_timer *t);
 
-static xe_device_timer *cuda_timer_begin(void)
+static xe_device_timer *cuda_timer_begin(void *ctx)
 {
-    if (pthread_once(&clock_ref.once, make_ref) != 0 || !clock_ref.ok)
+    cuda_ctx *g = ctx;
+    once(g, &g->clock_made, make_ref);
+    if (!g->clock_ok)
         return NULL;
     cuda_timer *t = calloc(1, sizeof *t);
     if (!t)
         return NULL;
     t->ops = &xe_device_cuda;
+    t->g = g;
     if (cudaEventCreate(&t->begin) != cudaSuccess || cudaEventCreate(&t->end) != cudaSuccess ||
-        cudaEventRecord(t->begin, gpu.stream) != cudaSuccess) {
+        cudaEventRecord(t->begin, g->stream) != cudaSuccess) {
         cudaGetLastError();
         cuda_timer_free(t);
         return NULL;
@@ -201,7 +270,7 @@ static xe_device_timer *cuda_timer_begin(void)
 
 static void cuda_timer_end(xe_device_timer *t)
 {
-    if (t && cudaEventRecord(t->end, gpu.stream) != cudaSuccess)
+    if (t && cudaEventRecord(t->end, t->g->stream) != cudaSuccess)
         cudaGetLastError();
 }
 
@@ -209,13 +278,13 @@ static bool cuda_timer_read(xe_device_timer *t, double *start_us, double *dur_us
 {
     float from_ref = 0, dur = 0;
     bool ok = t && cudaEventSynchronize(t->end) == cudaSuccess &&
-              cudaEventElapsedTime(&from_ref, clock_ref.ref, t->begin) == cudaSuccess &&
+              cudaEventElapsedTime(&from_ref, t->g->clock_ref, t->begin) == cudaSuccess &&
               cudaEventElapsedTime(&dur, t->begin, t->end) == cudaSuccess;
     if (!ok) {
         cudaGetLastError();
         return false;
     }
-    *start_us = clock_ref.ref_us + (double)from_ref * 1e3;
+    *start_us = t->g->clock_ref_us + (double)from_ref * 1e3;
     *dur_us = (double)dur * 1e3;
     return true;
 }
@@ -238,12 +307,12 @@ static const xe_kernel_fn cuda_kernels[XE_KERNEL_COUNT] = {
 };
 
 const xe_device_ops xe_device_cuda = {
-    .slot = XE_DEV_GPU,
-    .name = "GPU:0",
-    .xla_name = "XLA_GPU:0",
+    .name = "GPU",
+    .xla_name = "XLA_GPU",
     .word = "gpu",
     .label = "CUDA",
     .auto_place = true,
+    .init = cuda_init,
     .available = cuda_available,
     .unavailable_reason = cuda_unavailable_reason,
     .arch = cuda_arch,

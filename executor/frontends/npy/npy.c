@@ -441,7 +441,7 @@ xe_code xe_npy_write(const char *path, const xe_tensor *t, xe_status *st)
     if (!t || !npy_descr(t->dtype) || t->shape.rank < 0 || t->shape.rank > XE_MAX_RANK)
         return xe_fail(st, XE_ERR_USAGE, "%s: cannot write this tensor as .npy", path);
     xe_tensor *host = NULL;
-    if (t->device != XE_DEV_CPU && !(t = host = xe_tensor_to_device(t, XE_DEV_CPU, st)))
+    if (!xe_device_is_host(t->device) && !(t = host = xe_tensor_to_device(t, XE_DEV_CPU, st)))
         return st->code;
     char dict[512];
     int n = header_dict(t, dict, sizeof dict);

@@ -157,7 +157,7 @@ typedef struct const_files {
 static bool emit_const_file(xe_text *o, const xe_node *n, const_files *cf)
 {
     if (!cf || !cf->dir || cf->code != XE_OK || xe_tensor_numel(n->value) < cf->min_elems ||
-        n->value->device != XE_DEV_CPU || xe_dtype_is_storage(n->value->dtype)) /* .npy does not read them back */
+        !xe_device_is_host(n->value->device) || xe_dtype_is_storage(n->value->dtype)) /* .npy does not read them back */
         return false;
     char name[1024], path[4096];
     snprintf(name, sizeof name, "%s%s.npy", cf->prefix, n->name);

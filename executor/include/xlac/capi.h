@@ -18,7 +18,8 @@
 
 typedef struct xe_capi_session xe_capi_session;
 
-/* Loads the model at path and makes a session; device: "cpu", "gpu" or "auto". */
+/* Loads the model at path and makes a session; device: "cpu", "gpu", "auto", or a device and its
+   number ("gpu:1": that instance, xlac/device.h). */
 int xe_capi_open(const char *path, const char *device, xe_capi_session **out, char *err,
                  size_t err_len);
 void xe_capi_close(xe_capi_session *s);
@@ -37,7 +38,8 @@ int xe_capi_open_with(const char *path, const char *device, const char *plugin_c
 int xe_capi_write_graph(const xe_capi_session *s, const char *path, char *err, size_t err_len);
 /* Stops the session's trace recording (profile_path); the file is written once no recorder is left. */
 int xe_capi_end_profiling(xe_capi_session *s, char *err, size_t err_len);
-/* The devices the session's ops are placed on: bit 1 << 0 CPU, 1 << 1 GPU. */
+/* The devices the session's ops are placed on: bit 1 << d for instance d (xlac/device.h): 1 << 0 the CPU,
+   1 << 1 the first GPU. */
 int xe_capi_devices(const xe_capi_session *s);
 
 int xe_capi_count(const xe_capi_session *s, int io);

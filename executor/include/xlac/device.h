@@ -1,16 +1,20 @@
 /*
- * Devices the executor knows. A device is a table of functions
- * (xe_device_ops, executor/ir/device_impl.h) filled in its own folder under
- * executor/ (cpu/, cuda/, ...); the build lists the folders it found and
- * a generated registry holds their tables. xe_device is a slot in that
- * registry: slot 0 is always the host CPU, slot 1 the GPU when the CUDA
- * folder is built (libxlac_cuda.so, loaded from beside libxlac_executor.so
- * the first time the device itself is needed: its availability, memory or
- * kernels; a slot's name, word and label load nothing, and neither does a
- * run placed on the CPU), and a slot whose device this
- * build lacks, or whose library is not there, answers "not available"
- * with the reason. Everything outside the device folders asks
- * the table through the functions below and never tests which device it is.
+ * Devices the executor knows. A device is an instance made by the registry,
+ * as a ggml backend is: an interface table (xe_device_ops,
+ * executor/ir/device_impl.h, filled in the device's own folder under
+ * executor/devices/) plus a context pointer of its own (the GPU's stream,
+ * BLAS handle and pools; a test device's quarantine). The build lists the
+ * device folders it has and a generated registry holds one line per kind
+ * (gen/xe_devices.c); the registry makes one instance of each kind at the
+ * start (CPU:0, GPU:0, ...) and more when asked (GPU:1 is
+ * xe_device_get("gpu", 1), or the word "gpu:1"). A kind built as a library
+ * of its own (CUDA: libxlac_cuda.so, loaded from beside
+ * libxlac_executor.so) is loaded the first time one of its instances is
+ * itself needed (availability, memory, kernels); a device's name, word and
+ * label load nothing, and neither does a run placed on the CPU. A kind this
+ * build lacks, or whose library is not there, answers "not available" with
+ * the reason. Everything outside the device folders asks the instance
+ * through the functions below and never tests which device it is.
  */
 #ifndef XLAC_DEVICE_H
 #define XLAC_DEVICE_H
@@ -20,29 +24,45 @@
 
 #include "xlac/status.h"
 
-typedef enum xe_device {
-    XE_DEV_CPU,   /* slot 0: host memory, CPU kernels (executor/devices/cpu/) */
-    XE_DEV_GPU,   /* slot 1: the GPU (executor/devices/cuda/ when the CUDA toolkit is found) */
-    XE_DEV_EXTRA, /* slot 2: a device built for tests (executor/devices/cpu_debug/) */
-    XE_DEV_COUNT
-} xe_device;
+/* A device instance: its index in the registry. Instance 0 is the host CPU; the others are counted
+   from the registry (xe_device_count), never named by a constant. */
+typedef int xe_device;
+#define XE_DEV_CPU 0  /* the host CPU, the registry's first instance: host code and CPU-only ops run there */
+#define XE_DEV_MAX 16 /* at most this many instances in a process: the size of per-device arrays */
 
-/* "CPU:0", "GPU:0": the name in placement logs and dumps. */
+/* How many instances the registry holds now (one per kind of this build at the start, plus every
+   instance asked for since, xe_device_get). */
+int xe_device_count(void);
+/* The instance of the kind whose word is `word` ("gpu") with ordinal n (GPU:1 is ("gpu", 1)), made
+   the first time it is asked for; -1 when no kind has that word or the registry is full. */
+xe_device xe_device_get(const char *word, int ordinal);
+/* Its ordinal among the instances of its kind (GPU:1: 1). */
+int xe_device_ordinal(xe_device dev);
+/* True for the host CPU's instance (XE_DEV_CPU): where host code reads tensors and CPU-only ops run. */
+bool xe_device_is_host(xe_device dev);
+/* The first instance placement may choose by itself that is available; XE_DEV_CPU when none is. */
+xe_device xe_device_auto(void);
+/* The first instance whose kind placement may choose, built or not (what "--device gpu" asks for,
+   and names in its message); XE_DEV_CPU when no kind is one. */
+xe_device xe_device_auto_kind(void);
+
+/* "CPU:0", "GPU:1": the name in placement logs and dumps. */
 const char *xe_device_name(xe_device dev);
-/* "XLA_CPU:0", "XLA_GPU:0": the name of an op of a compiled cluster on dev. */
+/* "XLA_CPU:0", "XLA_GPU:1": the name of an op of a compiled cluster on dev. */
 const char *xe_device_xla_name(xe_device dev);
 /* "CPU", "CUDA": what the device is, in messages ("no CUDA device"). */
 const char *xe_device_label(xe_device dev);
-/* "cpu", "gpu": the word for dev in flags (--devices=cpu,gpu) and options. */
+/* "cpu", "gpu": the word for dev's kind in flags (--devices=cpu,gpu) and options. */
 const char *xe_device_word(xe_device dev);
-/* The slot whose word is `word` (len bytes); false when no device of this build has it. */
+/* The instance that `word` (len bytes) names: a kind's word ("gpu": its first instance) or a word
+   and an ordinal ("gpu:1", made when first named); false when no kind of this build has the word. */
 bool xe_device_by_word(const char *word, size_t len, xe_device *dev);
 /* True when dev's buffers are host pointers (no copy is needed to read them on the CPU). */
 bool xe_device_host_memory(xe_device dev);
 /* True when placement may put ops on dev by itself (an accelerator, not a test device). */
 bool xe_device_auto_place(xe_device dev);
 
-/* True when this build has a device in dev's slot (available or not; its library may be missing). */
+/* True when this build has dev's kind (available or not; its library may be missing). */
 bool xe_device_built(xe_device dev);
 /* True once dev was found usable (detection runs on first call). */
 bool xe_device_available(xe_device dev);
@@ -53,6 +73,16 @@ const char *xe_device_unavailable_reason(xe_device dev);
 int xe_device_arch(xe_device dev);
 int xe_device_units(xe_device dev);
 
+/*
+ * State a layer above the devices keeps per instance (the CUDA target's cuBLASLt handle): the
+ * value kept under `key` (the address of something of the caller's, one per kind of state), made
+ * by make(dev) the first time and kept as long as the instance (the process). NULL when make
+ * gave NULL (asked again later) or the instance holds XE_DEVICE_STATES values already. make must
+ * not ask xe_device_state itself.
+ */
+#define XE_DEVICE_STATES 8
+void *xe_device_state(xe_device dev, const void *key, void *(*make)(xe_device dev));
+
 /* Memory and copies; synchronous with respect to the device's stream as seen by the host. */
 void *xe_device_alloc(xe_device dev, size_t nbytes, xe_status *st);
 void xe_device_free(xe_device dev, void *p, size_t nbytes);
@@ -60,6 +90,8 @@ void xe_device_free(xe_device dev, void *p, size_t nbytes);
 xe_code xe_device_copy(xe_device to, void *dst, xe_device from, const void *src, size_t n, xe_status *st);
 /* Waits for the device's queued work (a no-op on the CPU). */
 xe_code xe_device_synchronize(xe_device dev, xe_status *st);
+/* Waits for the queued work of every instance in use (one whose context was made): loads nothing. */
+xe_code xe_device_synchronize_all(xe_status *st);
 /* The device's stream and BLAS handle (a cudaStream_t, a cublasHandle_t); NULL where it has none. */
 void *xe_device_stream(xe_device dev);
 void *xe_device_blas(xe_device dev, xe_status *st);
@@ -76,7 +108,9 @@ void xe_device_timer_end(xe_device_timer *t);
 bool xe_device_timer_read(xe_device_timer *t, double *start_us, double *dur_us);
 void xe_device_timer_free(xe_device_timer *t);
 
-/* The GPU slot's table under the names the CUDA target and the tests use. */
+/* The first GPU instance (xe_device_get("gpu", 0)) under the names the CUDA kernels, the CUDA
+   target and the tests use. */
+xe_device xe_gpu_device(void);
 bool xe_gpu_available(void);
 const char *xe_gpu_unavailable_reason(void);
 int xe_gpu_arch(void);

@@ -116,7 +116,7 @@ typedef struct xe_op_def {
     xe_op_class cls;
     unsigned flags;                   /* xe_op_flags */
     xe_infer_fn infer;                /* NULL for composite ops */
-    xe_kernel_fn kernel[XE_DEV_COUNT];/* a registered op's kernels, NULL where it has none on a
+    xe_kernel_fn kernel[XE_DEV_MAX];  /* a registered op's kernels by device instance, NULL where it has none on a
                                          device; a built-in op's live in the device tables alone:
                                          read an op's kernel with xe_op_kernel */
     xe_composite_fn composite;        /* composite ops; NULL runs the body op by op */

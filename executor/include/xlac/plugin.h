@@ -23,7 +23,8 @@
 #include "xlac/op.h"
 #include "xlac/status.h"
 
-#define XE_PLUGIN_ABI_VERSION 3 /* 2: xe_op_def.user, xe_kernel_args.op_user; 3: xe_pass_ctx.plugin_config */
+#define XE_PLUGIN_ABI_VERSION 4 /* 2: xe_op_def.user, xe_kernel_args.op_user; 3: xe_pass_ctx.plugin_config;
+                                   4: xe_device an instance, xe_op_def.kernel[XE_DEV_MAX] */
 
 typedef struct xe_pass_ctx {
     int session_id;           /* 0, 1, 2, ... per process; names dump files */

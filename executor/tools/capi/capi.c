@@ -34,9 +34,13 @@ static int fail_out(const xe_status *st, char *err, size_t err_len)
     return (int)st->code;
 }
 
-static xe_code parse_device(const char *device, xe_place_mode *mode, xe_status *st)
+/* device = "auto" | "cpu" | "gpu" | kind ":" ordinal ("gpu:1": that instance, opt->device) */
+static xe_code parse_device(const char *device, xe_session_options *opt, xe_status *st)
 {
-    if (!device || !strcmp(device, "auto"))
+    xe_place_mode *mode = &opt->place;
+    if (device && strchr(device, ':') && xe_device_by_word(device, strlen(device), &opt->device))
+        *mode = xe_device_is_host(opt->device) ? XE_PLACE_CPU : XE_PLACE_GPU;
+    else if (!device || !strcmp(device, "auto"))
         *mode = XE_PLACE_AUTO;
     else if (!strcmp(device, "cpu"))
         *mode = XE_PLACE_CPU;
@@ -83,7 +87,7 @@ int xe_capi_open_with(const char *path, const char *device, const char *plugin_c
     xe_session_options opt = {.plugin_config = plugin_config,
                               .profile_path = profile_path && *profile_path ? profile_path : NULL,
                               .log_placement = (flags & XE_CAPI_LOG_PLACEMENT) != 0};
-    if (parse_device(device, &opt.place, &st) != XE_OK)
+    if (parse_device(device, &opt, &st) != XE_OK)
         return fail_out(&st, err, err_len);
     xe_capi_session *h = calloc(1, sizeof *h);
     if (!h)
@@ -234,7 +238,7 @@ size_t xe_capi_tensor_nbytes(const void *t)
 int xe_capi_tensor_exclusive(const void *t)
 {
     const xe_tensor *x = t;
-    return x && !x->borrowed && x->device == XE_DEV_CPU && __atomic_load_n(&x->refcount, __ATOMIC_ACQUIRE) == 1;
+    return x && !x->borrowed && xe_device_is_host(x->device) && __atomic_load_n(&x->refcount, __ATOMIC_ACQUIRE) == 1;
 }
 
 int xe_capi_write_graph(const xe_capi_session *h, const char *path, char *err, size_t err_len)
@@ -312,7 +316,7 @@ void *xe_capi_result_take(xe_capi_session *h, int i)
 {
     xe_tensor *t = valid(h, 1, i) ? h->outs[i] : NULL;
     /* the same tensor twice among the outputs holds two references */
-    if (!t || t->borrowed || t->device != XE_DEV_CPU ||
+    if (!t || t->borrowed || !xe_device_is_host(t->device) ||
         __atomic_load_n(&t->refcount, __ATOMIC_ACQUIRE) != 1)
         return NULL;
     h->outs[i] = NULL;

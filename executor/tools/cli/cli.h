@@ -41,6 +41,7 @@ typedef struct cli_options {
     uint64_t seed;        /* --seed N */
     bool seed_given;      /* --seed was given: inputs fed by nothing get random values */
     xe_place_mode place;  /* --device */
+    xe_device device;     /* --device gpu:1 (a kind and an ordinal): that instance; XE_DEV_CPU: none named */
     bool inputs_on_device; /* --inputs-on-device: inputs copied to the GPU once, before the runs */
     bool outputs_on_device; /* --outputs-on-device: outputs left on the GPU until the runs are done */
     int threads;          /* --threads N; 0: not given (main.c picks the default) */

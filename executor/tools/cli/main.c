@@ -68,6 +68,13 @@ static bool wants_device(const xe_graph *g)
     return false;
 }
 
+/* The device --inputs-on-device copies to: the one --device named (gpu:1), else the accelerator
+   placement chose (--device gpu). */
+static xe_device cli_device(const cli_options *o)
+{
+    return xe_device_is_host(o->device) ? xe_device_auto() : o->device;
+}
+
 /*
  * With --verbose, one stderr line when --device auto finds no accelerator
  * for ops that wanted one (never in a CPU-only build). Without it, a CPU
@@ -78,7 +85,7 @@ static void note_no_gpu(const cli_options *o, const xe_graph *g)
 {
     if (!o->verbose || o->place != XE_PLACE_AUTO)
         return;
-    for (int d = XE_DEV_CPU + 1; d < XE_DEV_COUNT; d++)
+    for (int d = 0; d < xe_device_count(); d++)
         if (xe_device_auto_place((xe_device)d) && !xe_device_available((xe_device)d) &&
             wants_device(g))
             fprintf(stderr, "xlac-run: no %s device (%s): running on CPU\n", xe_device_label((xe_device)d),
@@ -192,7 +199,7 @@ static xe_code run_feed(run_state *r, int k, xe_status *st)
         return st->code;
     if (cli_check_bound(r->bound, r->g, r->inputs, st) != XE_OK ||
         (o->inputs_on_device &&
-         xe_tensors_to_device(r->inputs, r->g->n_inputs, XE_DEV_GPU, st) != XE_OK)) {
+         xe_tensors_to_device(r->inputs, r->g->n_inputs, cli_device(o), st) != XE_OK)) {
         release_all(r->inputs, r->g->n_inputs);
         return st->code;
     }
@@ -401,7 +408,7 @@ static int run_main(const cli_options *o)
         return rc >= 0 ? rc : fail(&st);
     }
     xe_session_options so = {
-        .place = o->place, .log_placement = o->log_placement, .log_every = o->log_every,
+        .place = o->place, .device = o->device, .log_placement = o->log_placement, .log_every = o->log_every,
         .profile_path = o->profile, .threads = o->threads,
         .outputs_on_device = o->outputs_on_device};
     run_state r = {.o = o, .s = xe_session_new(g, &so, &st), .bound = &bound};

@@ -32,7 +32,8 @@ static const char usage[] =
     "  --iterations N          run N timed times; the last line is\n"
     "                          time median_ms=.. min_ms=.. iterations=N threads=T\n"
     "  --warmup N              untimed runs before the timed ones (default 0)\n"
-    "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one)\n"
+    "  --device cpu|gpu|auto   where ops run (default auto: the GPU when there is one); gpu:1\n"
+    "                          names one device of a kind (its instance GPU:1)\n"
     "  --inputs-on-device      with --device gpu: copy the inputs to the GPU once, before the\n"
     "                          runs, so that timed runs hold no upload (outputs still come\n"
     "                          back to the host on every run, unless --outputs-on-device)\n"
@@ -117,6 +118,8 @@ static cli_parse_result set_device(const char *v, cli_options *o)
         o->place = XE_PLACE_GPU;
     else if (!strcmp(v, "auto"))
         o->place = XE_PLACE_AUTO;
+    else if (strchr(v, ':') && xe_device_by_word(v, strlen(v), &o->device)) /* gpu:1, debug:0 */
+        o->place = xe_device_is_host(o->device) ? XE_PLACE_CPU : XE_PLACE_GPU;
     else
         return bad("--device wants cpu, gpu or auto, got '%s'", v);
     return CLI_RUN;
@@ -253,7 +256,7 @@ static bool info_option(int argc, char **argv)
         }
         if (!strcmp(argv[i], "--version")) {
             printf("xlac-run %s (devices:", XLAC_VERSION);
-            for (int d = 0; d < XE_DEV_COUNT; d++)
+            for (int d = 0; d < xe_device_count(); d++)
                 if (xe_device_built((xe_device)d))
                     printf(" %s", xe_device_label((xe_device)d));
             printf(")\n");

@@ -125,7 +125,7 @@ static void print_dim(const xe_tensor *t, int d, int64_t base, const int64_t *st
 static xe_code print_tensor(const char *name, const xe_tensor *t, xe_status *st)
 {
     xe_tensor *host = NULL;
-    if (t->device != XE_DEV_CPU && !(t = host = xe_tensor_to_device(t, XE_DEV_CPU, st)))
+    if (!xe_device_is_host(t->device) && !(t = host = xe_tensor_to_device(t, XE_DEV_CPU, st)))
         return st->code;
     char ty[160];
     printf("%s: %s\n", name, xe_type_str(&(xe_type){t->dtype, t->shape}, ty, sizeof ty));
