@@ -283,21 +283,35 @@ static bool leaves_and_returns(const plan *p, int g, int *stack, char *seen)
     return false;
 }
 
-/* Whether group g imports on its own, as Compile will read it. */
+/*
+ * Whether group g imports on its own, as Compile will read it: as it is, or
+ * once the values of some small integer inputs are known (shape arithmetic
+ * onnxruntime computes outside it, shared with another group): then Compile
+ * builds it per signature of its input shapes and those values (compute.c).
+ */
 static bool builds_alone(plan *p, int g, bool *take)
 {
     for (int k = 0; k < p->m.n_nodes; k++)
         take[k] = p->group[k] == g;
     xe_status st;
     xe_status_clear(&st);
-    int *ins = NULL, n_ins = 0;
-    xe_graph *body = xo_model_import(p->a, &p->m, take, NULL, 0, &ins, &n_ins, NULL, &st);
+    int *ins = NULL, n_ins = 0, *vals = NULL, n_vals = 0;
+    char *report = NULL;
+    xe_graph *body = xo_model_import(p->a, &p->m, take, NULL, 0, &ins, &n_ins, &report, &st);
     free(ins);
-    if (!body && p->debug)
+    if (!body)
+        n_vals = xo_value_inputs(&p->m, take, report ? report : st.msg, &vals);
+    free(report);
+    free(vals);
+    if (!body && n_vals > 0 && p->debug)
+        fprintf(stderr, "xlac: onnxruntime graph %d: group %d needs the values of %d of its inputs (shape "
+                        "arithmetic onnxruntime computes): built per signature of its input shapes and those "
+                        "values\n", p->id, g, n_vals);
+    else if (!body && p->debug)
         fprintf(stderr, "xlac: onnxruntime graph %d: group %d left to onnxruntime: alone it does not import: %s\n",
                 p->id, g, st.msg);
     xe_graph_destroy(body);
-    return body != NULL;
+    return body != NULL || n_vals > 0;
 }
 
 /* Drops group g (its nodes stay with onnxruntime). */

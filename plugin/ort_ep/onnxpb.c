@@ -99,16 +99,22 @@ xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, c
     if (c != XE_OK)
         return c;
     size_t n = xo_elem_size(elem);
-    xe_text p = {0};
-    for (size_t d = 0; d < rank; d++) {
-        xo_pb_int(&p, 1, dims[d]);
+    for (size_t d = 0; d < rank; d++)
         n *= (size_t)(dims[d] > 0 ? dims[d] : 0);
-    }
+    xo_pb_tensor_raw(t, field, name, elem, (int)rank, dims, data, n);
+    return XE_OK;
+}
+
+void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int rank, const int64_t *dims,
+                      const void *data, size_t n)
+{
+    xe_text p = {0};
+    for (int d = 0; d < rank; d++)
+        xo_pb_int(&p, 1, dims[d]);
     xo_pb_int(&p, 2, elem);
     xo_pb_str(&p, 8, name);
     xo_pb_bytes(&p, 9, n ? data : "", n);
     xo_pb_msg(t, field, &p);
-    return XE_OK;
 }
 
 /* ---- the model ---------------------------------------------------------------- */
@@ -125,6 +131,15 @@ static size_t init_bytes(const xo_value *v)
 static bool embedded(const xo_value *v)
 {
     return v->init && v->rank >= 0 && xo_elem_size(v->elem) && init_bytes(v) <= XO_EMBED_MAX_BYTES;
+}
+
+/* Value v's TensorProto from its kept or fed bytes (v->data). */
+static void data_tensor(xe_text *g, const xo_value *v, const char *name)
+{
+    size_t n = xo_elem_size(v->elem);
+    for (int d = 0; d < v->rank; d++)
+        n *= (size_t)(v->dims[d] > 0 ? v->dims[d] : 0);
+    xo_pb_tensor_raw(g, 5, name, v->elem, v->rank, v->dims, v->data, n);
 }
 
 /* A ValueInfoProto of value j as field `field` of t. */
@@ -202,7 +217,9 @@ static xe_code graph_inputs(writer *w, xe_status *st)
                 continue;
             w->listed[v] = true;
             snprintf(name, sizeof name, "v%d", v);
-            if (embedded(&w->m->values[v])) {
+            if (w->m->values[v].data) {
+                data_tensor(&w->g, &w->m->values[v], name);
+            } else if (embedded(&w->m->values[v])) {
                 if (xo_pb_tensor(w->a, &w->g, 5, name, w->m->values[v].init, st) != XE_OK)
                     return st->code;
             } else if (value_info(w->m, v, &w->g, 11, st) != XE_OK) {
@@ -308,9 +325,113 @@ xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, 
     xe_onnx_options o = {.report = report};
     xe_graph *g = xe_onnx_load_memory(bytes, len, "<onnxruntime graph>", &o, st);
     free(bytes);
-    if (!g) {
-        free(*in_values);
-        *in_values = NULL;
-    }
     return g;
+}
+
+/* ---- what a failed import needs, and a model that outlives its graph -------------------- */
+
+/* The value named just before s in report ("'v<J>') is not ..." with s at its closing quote), -1 if none. */
+static int named_value(const xo_model *m, const char *report, const char *s)
+{
+    const char *q = s;
+    while (q > report && q[-1] >= '0' && q[-1] <= '9')
+        q--;
+    if (q == s || q - report < 2 || q[-1] != 'v' || q[-2] != '\'')
+        return -1;
+    long v = strtol(q, NULL, 10);
+    return v >= 0 && v < m->n_values ? (int)v : -1;
+}
+
+/* A value fed from outside the nodes taken whose value can be part of a signature: an integer tensor of rank
+   at most 1, no initializer (shape arithmetic computed outside). */
+static bool shape_like(const xo_value *x)
+{
+    return !x->init && !x->data && x->rank >= 0 && x->rank <= 1 && (x->elem == 7 || x->elem == 6); /* INT64, INT32 */
+}
+
+/* Whether value v traces back through the taken nodes (seen: per value) to shape-like values and constants. */
+static bool trace(const xo_model *m, const bool *take, int v, char *seen, int *stack)
+{
+    int top = 0;
+    stack[top++] = v;
+    seen[v] = 1;
+    while (top > 0) {
+        const xo_value *x = &m->values[v = stack[--top]];
+        int k = x->producer;
+        if (k < 0 || !take[k]) { /* a leaf: computed outside, a graph input or an initializer */
+            if (!x->init && !x->data && !shape_like(x))
+                return false;
+            continue;
+        }
+        if (!strcmp(m->nodes[k].op_type, "Shape") || !strcmp(m->nodes[k].op_type, "Size"))
+            continue;
+        for (int j = 0; j < m->nodes[k].n_in; j++) {
+            int u = m->nodes[k].in[j];
+            if (u >= 0 && m->values[u].name[0] && !seen[u])
+                seen[stack[top++] = u] = 1;
+        }
+    }
+    return true;
+}
+
+/* Every shape-like value the taken nodes read and none of them writes, into out; their count. */
+static int shape_like_inputs(const xo_model *m, const bool *take, char *listed, int *out)
+{
+    int n = 0;
+    memset(listed, 0, (size_t)m->n_values);
+    for (int k = 0; k < m->n_nodes; k++)
+        for (int j = 0; take[k] && j < m->nodes[k].n_in; j++) {
+            int v = m->nodes[k].in[j], w = v >= 0 ? m->values[v].producer : -1;
+            if (v >= 0 && m->values[v].name[0] && !listed[v] && (w < 0 || !take[w]) && shape_like(&m->values[v]))
+                listed[v] = 1, out[n++] = v;
+        }
+    return n;
+}
+
+int xo_value_inputs(const xo_model *m, const bool *take, const char *report, int **vals)
+{
+    static const char needle[] = "') is not supported unless it is known at load time";
+    *vals = NULL;
+    char *seen = calloc((size_t)m->n_values + 1, 1);
+    int *stack = malloc(((size_t)m->n_values + 1) * sizeof *stack);
+    int *out = malloc(((size_t)m->n_values + 1) * sizeof *out), n = 0;
+    bool ok = seen && stack && out && report && strstr(report, needle);
+    for (const char *s = report; ok && (s = strstr(s, needle)); s += sizeof needle - 1) {
+        int v = named_value(m, report, s);
+        ok = v >= 0 && (seen[v] || trace(m, take, v, seen, stack));
+    }
+    /* all of them, not only those named: the importer names the first it misses on each path */
+    if (ok)
+        n = shape_like_inputs(m, take, seen, out);
+    free(seen), free(stack);
+    if (!out)
+        return -1;
+    if (!n) {
+        free(out);
+        return 0;
+    }
+    *vals = out;
+    return n;
+}
+
+xe_code xo_model_keep(const xo_api *a, xo_model *m, xe_status *st)
+{
+    for (int k = 0; k < m->n_values; k++) {
+        xo_value *v = &m->values[k];
+        if (embedded(v)) {
+            void *src = NULL;
+            size_t n = init_bytes(v);
+            if (xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v->init, &src), "GetTensorMutableData", st))
+                return st->code;
+            void *copy = malloc(n + 1);
+            if (!copy)
+                return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+            if (n)
+                memcpy(copy, src, n);
+            v->data = copy;
+            v->owned = true;
+        }
+        v->init = NULL;
+    }
+    return XE_OK;
 }

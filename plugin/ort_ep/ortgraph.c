@@ -433,6 +433,8 @@ void xo_model_free(xo_model *m)
 {
     for (int k = 0; k < m->n_values; k++) {
         free(m->values[k].name);
+        if (m->values[k].owned)
+            free((void *)m->values[k].data);
         for (int d = 0; d < XE_MAX_RANK; d++)
             free(m->values[k].params[d]);
     }
