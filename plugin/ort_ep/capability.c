@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "xlac/io.h"
+#include "xlac/op.h"
 #include "xo.h"
 
 #define XO_IMPORT_TRIES 4
@@ -160,7 +161,22 @@ static void note(int *where, int k, int c)
         where[k] = where[k] == -2 || where[k] == c ? c : -1;
 }
 
-/* where[k]: the cluster holding every xlac node of model node k; -1 when none does; -2 when it has none. */
+/* Whether a cluster computes nothing: casts and data movement alone (reshape, transpose, slice, concat,
+   broadcast_to). onnxruntime runs those as views and single copies; a fused node would add its launch and
+   a copy of each output for nothing fused (measured: docs/onnxruntime-ep.md). */
+static bool moves_only(const xe_graph *body)
+{
+    for (int j = 0; j < body->n_nodes; j++) {
+        const xe_op_def *d = xe_op_get(body->nodes[j]->op);
+        if (!d || (d->cls != XE_CLASS_SOURCE && d->cls != XE_CLASS_STRUCTURE && d->cls != XE_CLASS_CAST &&
+                   d->cls != XE_CLASS_SHAPE))
+            return false;
+    }
+    return true;
+}
+
+/* where[k]: the cluster holding every xlac node of model node k; -1 when none does (or it only moves data:
+   left to onnxruntime); -2 when it has none. */
 static void clusters_of(const plan *p, const xe_graph *g, int *where)
 {
     int launch = xo_g.state.launch_op, c = 0;
@@ -169,9 +185,13 @@ static void clusters_of(const plan *p, const xe_graph *g, int *where)
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
         if (n->op == launch && n->body) {
+            bool moves = moves_only(n->body);
+            if (moves && p->debug)
+                fprintf(stderr, "xlac: onnxruntime graph %d: cluster %d left to onnxruntime: only casts and data "
+                                "movement, nothing to fuse\n", p->id, c);
             for (int j = 0; j < n->body->n_nodes; j++)
                 if (n->body->nodes[j]->op != XE_OP_INPUT && n->body->nodes[j]->op != XE_OP_CONST)
-                    note(where, origin(&p->m, n->body->nodes[j]->name), c);
+                    note(where, origin(&p->m, n->body->nodes[j]->name), moves ? -1 : c);
             c++;
         } else if (n->op != XE_OP_INPUT && n->op != XE_OP_CONST && n->op != XE_OP_GET) {
             note(where, origin(&p->m, n->name), -1);
@@ -353,6 +373,16 @@ static xe_code check_groups(plan *p, xe_status *st)
 
 /* ---- 6. the groups to onnxruntime -------------------------------------------------------- */
 
+/* --clustering_debug: fused node k (group g) and onnxruntime's names of its n nodes. */
+static void print_group(const plan *p, int g, int k, size_t n)
+{
+    fprintf(stderr, "xlac: onnxruntime graph %d: fused node %d (group %d, %zu nodes):", p->id, k, g, n);
+    for (int j = 0; j < p->m.n_nodes; j++)
+        if (p->group[j] == g)
+            fprintf(stderr, " %s(%s)", p->m.nodes[j].name, p->m.nodes[j].op_type);
+    fputc('\n', stderr);
+}
+
 static xe_code hand_over(plan *p, OrtEpGraphSupportInfo *info, xe_status *st)
 {
     const OrtNode **nodes = malloc(((size_t)p->m.n_nodes + 1) * sizeof *nodes);
@@ -370,6 +400,8 @@ static xe_code hand_over(plan *p, OrtEpGraphSupportInfo *info, xe_status *st)
         if (n)
             c = xo_check(p->a, XO(p->a->ep, EpGraphSupportInfo_AddNodesToFuse)(info, nodes, n, &o),
                          "EpGraphSupportInfo_AddNodesToFuse", st);
+        if (n && c == XE_OK && p->debug)
+            print_group(p, g, groups, n);
         groups += n > 0;
         taken += (int)n;
     }

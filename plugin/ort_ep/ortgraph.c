@@ -275,15 +275,19 @@ static xe_code read_io(const xo_api *a, xo_model *m, xo_node *n, xe_status *st)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (nsub || nimp)
         n->refuse = "a node with a subgraph";
-    const OrtValueInfo **vi = calloc(ni + no + 1, sizeof *vi);
+    /* a subgraph's reads of this graph's values (implicit inputs) count as the node's own, after its inputs:
+       a value only a subgraph reads is still read, and a path through the node is still a path */
+    const OrtValueInfo **vi = calloc(ni + nimp + no + 1, sizeof *vi);
     if (!vi)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_code c = ni ? xo_check(a, XO(a->ort, Node_GetInputs)(n->node, vi, ni), "Node_GetInputs", st) : XE_OK;
+    if (c == XE_OK && nimp)
+        c = xo_check(a, XO(a->ort, Node_GetImplicitInputs)(n->node, vi + ni, nimp), "Node_GetImplicitInputs", st);
     if (c == XE_OK && no)
-        c = xo_check(a, XO(a->ort, Node_GetOutputs)(n->node, vi + ni, no), "Node_GetOutputs", st);
-    if (c == XE_OK && (c = read_values(a, m, vi, ni, &n->in, st)) == XE_OK)
-        c = read_values(a, m, vi + ni, no, &n->out, st);
-    n->n_in = (int)ni;
+        c = xo_check(a, XO(a->ort, Node_GetOutputs)(n->node, vi + ni + nimp, no), "Node_GetOutputs", st);
+    if (c == XE_OK && (c = read_values(a, m, vi, ni + nimp, &n->in, st)) == XE_OK)
+        c = read_values(a, m, vi + ni + nimp, no, &n->out, st);
+    n->n_in = (int)(ni + nimp);
     n->n_out = (int)no;
     free(vi);
     return c;

@@ -80,7 +80,8 @@ typedef struct xo_node {
     const OrtNode *node;
     char *op_type, *domain, *name;
     int n_in, n_out;
-    int *in, *out;        /* value indices; -1 for an absent optional input or output */
+    int *in, *out;        /* value indices; -1 for an absent optional input or output; in: then the values
+                             its subgraphs read (implicit inputs) */
     xe_text attrs;        /* field 5 of NodeProto, once per attribute */
     const char *refuse;   /* why xlac never takes it (a subgraph, an attribute it cannot read), or NULL */
 } xo_node;
