@@ -187,8 +187,8 @@ static void clusters_of(const plan *p, const xe_graph *g, int *where)
         if (n->op == launch && n->body) {
             bool moves = moves_only(n->body);
             if (moves && p->debug)
-                fprintf(stderr, "xlac: onnxruntime graph %d: cluster %d left to onnxruntime: only casts and data "
-                                "movement, nothing to fuse\n", p->id, c);
+                fprintf(stderr, "xlac: onnxruntime graph %d: %s left to onnxruntime: only casts and data "
+                                "movement, nothing to fuse\n", p->id, n->name);
             for (int j = 0; j < n->body->n_nodes; j++)
                 if (n->body->nodes[j]->op != XE_OP_INPUT && n->body->nodes[j]->op != XE_OP_CONST)
                     note(where, origin(&p->m, n->body->nodes[j]->name), moves ? -1 : c);

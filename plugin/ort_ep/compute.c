@@ -424,6 +424,19 @@ static xe_code build(xo_fused *f, xo_model *m, const OrtNode *fused, xe_status *
     return f->session ? XE_OK : st->code;
 }
 
+/*
+ * A fused node's session configuration: the EP's words, with --clustering_debug off. GetCapability
+ * printed the summary (and wrote the dumps) of the whole graph already; each fused node's session, and
+ * each of its signatures, would print it again for its part (and write dumps under session numbers
+ * that GetCapability's graph numbers share).
+ */
+static char *session_config(const char *config)
+{
+    xe_text t = {0};
+    xe_text_printf(&t, "%s%s--clustering_debug=0", config ? config : "", config && config[0] ? " " : "");
+    return xe_text_take(&t);
+}
+
 xe_code xo_compile(const xo_api *a, const OrtGraph *graph, const OrtNode *fused, const char *config,
                    OrtNodeComputeInfo **out, xe_status *st)
 {
@@ -432,7 +445,7 @@ xe_code xo_compile(const xo_api *a, const OrtGraph *graph, const OrtNode *fused,
     if (xo_model_read(a, graph, &m, st) != XE_OK)
         return st->code;
     xo_fused *f = calloc(1, sizeof *f);
-    xe_code c = f && (!config || (f->config = strdup(config))) ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = f && (f->config = session_config(config)) ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK) {
         f->info = (OrtNodeComputeInfo){.ort_version_supported = XO_ORT_API_VERSION, .CreateState = create_state,
                                        .Compute = compute, .ReleaseState = release_state};

@@ -7,7 +7,9 @@ outputs must agree with plain onnxruntime's at every feed.
 - arithmetic: Cast, Mul, Add, Tanh: one fused node;
 - shared_shapes: two groups on either side of an If (which onnxruntime keeps) that both reshape
   to a shape computed from a symbolic dim (shape arithmetic onnxruntime computes, shared by the
-  two): each is built per signature of its input shapes and those values, at two batch sizes (2).
+  two): each is built per signature of its input shapes and those values, at two batch sizes (2);
+- debug_once: with the provider option flags "--clustering_debug" (the arithmetic case alone), the
+  clustering summary is printed once: GetCapability's, not again by the fused node's session.
 
 All cases run in one child process (a crash fails them all). Closing line:
 
@@ -84,6 +86,8 @@ def shared_shapes():
 
 
 CASES = {"moves_only": moves_only, "arithmetic": arithmetic, "shared_shapes": shared_shapes}
+DEBUG_CASE = "arithmetic"
+SUMMARY = "xlac clustering summary"
 
 
 def fused_nodes(sess):
@@ -106,7 +110,8 @@ def child(lib):
         so = ort.SessionOptions()
         so.enable_profiling = True
         so.profile_file_prefix = os.path.join(tmp, name)
-        so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == EP], {})
+        flags = {"flags": "--clustering_debug"} if name == DEBUG_CASE else {}
+        so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == EP], flags)
         sess = ort.InferenceSession(path, sess_options=so)
         why = None
         for k, feed in enumerate(feeds):
@@ -137,10 +142,16 @@ def main():
             r = json.loads(line)
             seen[r["case"]] = r
     passed = failed = 0
+    results = []
     for name in CASES:
         r = seen.get(name)
         why = r["why"] if r else "not run (exit %d): %s" % (p.returncode, p.stderr.strip()[-600:])
-        print("%s %s: %s" % ("ok    " if not why else "FAILED", name, why or "%d fused nodes" % r["fused"]))
+        results.append((name, why, "%d fused nodes" % r["fused"] if r else ""))
+    summaries = p.stderr.count(SUMMARY)
+    results.append(("debug_once", None if summaries == 1 else "%d clustering summaries, want 1" % summaries,
+                    "1 clustering summary"))
+    for name, why, detail in results:
+        print("%s %s: %s" % ("ok    " if not why else "FAILED", name, why or detail))
         passed += not why
         failed += bool(why)
     print("ort ep rules: %d passed, %d failed" % (passed, failed))
