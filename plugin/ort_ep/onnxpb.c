@@ -202,8 +202,131 @@ typedef struct writer {
     const bool *take;
     bool *made, *listed;
     int *ins, n_ins;
+    int *unfold;      /* per node: a Gemm's x (unfold_gemm), -2 for its trailing Reshape, -1 */
     xe_text g;
 } writer;
+
+/* ---- onnxruntime's MatMulAddFusion, undone ---------------------------------------------------- */
+
+/* Whether z has x's dims but the last, then n: the shape a Linear layer on x gives. */
+static bool same_lead(const xo_value *x, const xo_value *z, int64_t n)
+{
+    if (z->rank != x->rank || z->dims[z->rank - 1] != n)
+        return false;
+    for (int d = 0; d < x->rank - 1; d++)
+        if (x->dims[d] >= 0 ? x->dims[d] != z->dims[d]
+                            : z->dims[d] >= 0 || !x->params[d] || !z->params[d] || strcmp(x->params[d], z->params[d]))
+            return false;
+    return true;
+}
+
+/* The one node reading value y, as input 0 of a taken Reshape with one output; -1 if it is not so. */
+static int reshape_reader(const writer *w, int y)
+{
+    const xo_model *m = w->m;
+    int reader = -1;
+    for (int q = 0; q < m->n_nodes; q++)
+        for (int j = 0; j < m->nodes[q].n_in; j++)
+            if (m->nodes[q].in[j] == y) {
+                if (reader >= 0 || j != 0)
+                    return -1;
+                reader = q;
+            }
+    if (reader < 0 || !w->take[reader] || strcmp(m->nodes[reader].op_type, "Reshape") ||
+        m->nodes[reader].n_out != 1 || m->nodes[reader].out[0] < 0)
+        return -1;
+    return reader;
+}
+
+/*
+ * onnxruntime's basic level rewrites a Linear layer on x [.., K] (MatMul +
+ * Add) as Reshape(x -> [M, K]) -> Gemm(W, C) -> Reshape(-> x's dims but the
+ * last, N), before it hands the graph over; xlac ran that form of a 2-layer
+ * encoder 1.4x slower than the MatMul + Add (bench/ort_ep_bench.py's
+ * encoder, docs/onnxruntime-ep.md). For such a Gemm k (its attributes the
+ * defaults, C of rank <= 1, the Gemm's only reader the trailing Reshape,
+ * both Reshapes taken): x, and *tail the trailing Reshape; else -1. The
+ * write then gives xlac MatMul(x, W) + C on x's dims and the trailing
+ * Reshape as an Identity; the leading one is left unread. Same nodes, same
+ * values: only how xlac reads them changes.
+ */
+static int unfold_gemm(const writer *w, int k, int *tail)
+{
+    const xo_model *m = w->m;
+    const xo_node *g = &m->nodes[k];
+    if (!g->plain_gemm || g->n_in < 2 || g->n_out != 1 || g->in[0] < 0 || g->in[1] < 0 || g->out[0] < 0)
+        return -1;
+    int a = g->in[0], c = g->n_in > 2 ? g->in[2] : -1, r = m->values[a].producer;
+    if (r < 0 || !w->take[r] || strcmp(m->nodes[r].op_type, "Reshape") || m->nodes[r].in[0] < 0)
+        return -1;
+    const xo_value *x = &m->values[m->nodes[r].in[0]], *av = &m->values[a], *wt = &m->values[g->in[1]];
+    if (x->rank < 3 || av->rank != 2 || wt->rank != 2 || x->dims[x->rank - 1] <= 0 ||
+        x->dims[x->rank - 1] != av->dims[1] || wt->dims[1] <= 0 || m->values[g->out[0]].graph_output ||
+        (c >= 0 && m->values[c].name[0] && (m->values[c].rank < 0 || m->values[c].rank > 1)))
+        return -1;
+    int t = reshape_reader(w, g->out[0]);
+    if (t < 0 || !same_lead(x, &m->values[m->nodes[t].out[0]], wt->dims[1]))
+        return -1;
+    *tail = t;
+    return m->nodes[r].in[0];
+}
+
+/* w->unfold for every taken node. */
+static void find_unfolds(writer *w)
+{
+    for (int k = 0; k < w->m->n_nodes; k++)
+        w->unfold[k] = -1;
+    for (int k = 0, t; k < w->m->n_nodes; k++)
+        if (w->take[k] && w->unfold[k] == -1 && (w->unfold[k] = unfold_gemm(w, k, &t)) >= 0)
+            w->unfold[t] = -2;
+}
+
+/* One NodeProto: op, name, inputs and outputs by name (no attributes), onnxruntime's name as doc_string. */
+static void simple_node(xe_text *g, const char *op, const char *name, const char *const *in, int n_in,
+                        const char *out, const char *doc)
+{
+    xe_text p = {0};
+    for (int j = 0; j < n_in; j++)
+        xo_pb_str(&p, 1, in[j]);
+    xo_pb_str(&p, 2, out);
+    xo_pb_str(&p, 3, name);
+    xo_pb_str(&p, 4, op);
+    xo_pb_str(&p, 6, doc);
+    xo_pb_str(&p, 7, "");
+    xo_pb_msg(g, 1, &p);
+}
+
+/* Gemm k unfolded on x: MatMul(x, W) (+ C), writing its output value; its trailing Reshape t an Identity. */
+static void unfolded_protos(const writer *w, int k, xe_text *g)
+{
+    const xo_model *m = w->m;
+    const xo_node *n = &m->nodes[k];
+    char x[32], wt[32], c[32], y[32], mm[40], name[32], name_mm[40];
+    bool bias = n->n_in > 2 && n->in[2] >= 0 && m->values[n->in[2]].name[0];
+    snprintf(x, sizeof x, "v%d", w->unfold[k]);
+    snprintf(wt, sizeof wt, "v%d", n->in[1]);
+    snprintf(c, sizeof c, "v%d", bias ? n->in[2] : 0);
+    snprintf(y, sizeof y, "v%d", n->out[0]);
+    snprintf(mm, sizeof mm, "v%d.mm", n->out[0]);
+    snprintf(name, sizeof name, "n%d", k);
+    snprintf(name_mm, sizeof name_mm, "n%d.mm", k);
+    const char *mm_in[2] = {x, wt}, *add_in[2] = {mm, c};
+    simple_node(g, "MatMul", bias ? name_mm : name, mm_in, 2, bias ? mm : y, n->name);
+    if (bias)
+        simple_node(g, "Add", name, add_in, 2, y, n->name);
+}
+
+/* The trailing Reshape t of an unfolded Gemm, as Identity(its input). */
+static void identity_proto(const writer *w, int t, xe_text *g)
+{
+    const xo_node *n = &w->m->nodes[t];
+    char in[32], out[32], name[32];
+    snprintf(in, sizeof in, "v%d", n->in[0]);
+    snprintf(out, sizeof out, "v%d", n->out[0]);
+    snprintf(name, sizeof name, "n%d", t);
+    const char *ins[1] = {in};
+    simple_node(g, "Identity", name, ins, 1, out, n->name);
+}
 
 /* Inputs: the values taken nodes read and none writes, first read first. */
 static xe_code graph_inputs(writer *w, xe_status *st)
@@ -293,8 +416,17 @@ char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const
         for (int j = 0; take[k] && j < m->nodes[k].n_out; j++)
             if (m->nodes[k].out[j] >= 0)
                 w.made[m->nodes[k].out[j]] = true;
+    w.unfold = malloc(((size_t)m->n_nodes + 1) * sizeof *w.unfold);
+    if (c == XE_OK && !w.unfold)
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK)
+        find_unfolds(&w);
     for (int k = 0; c == XE_OK && k < m->n_nodes; k++)
-        if (take[k])
+        if (take[k] && w.unfold[k] >= 0)
+            unfolded_protos(&w, k, &w.g);
+        else if (take[k] && w.unfold[k] == -2)
+            identity_proto(&w, k, &w.g);
+        else if (take[k])
             node_proto(m, k, &w.g);
     xo_pb_str(&w.g, 2, "onnxruntime");
     if (c == XE_OK)
@@ -305,7 +437,7 @@ char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const
     if (c == XE_OK && !out)
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_text_free(&w.g);
-    free(w.made), free(w.listed);
+    free(w.made), free(w.listed), free(w.unfold);
     if (out) {
         *in_values = w.ins;
         *n_in_values = w.n_ins;

@@ -179,15 +179,17 @@ static xe_code attr_list(const xo_api *a, const OrtOpAttr *at, int type, xe_text
     return XE_OK;
 }
 
-/* The value of attribute at into p (an AttributeProto under construction); *refuse when xlac cannot carry it. */
-static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_text *p, const char **refuse,
-                          xe_status *st)
+/* The value of attribute at into p (an AttributeProto under construction); *refuse when xlac cannot carry it;
+   a number that is not its Gemm default (alpha, beta 1; transA, transB 0) clears n->plain_gemm. */
+static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_text *p, xo_node *nd, xe_status *st)
 {
     size_t n;
     if (type == XO_ATTR_INT || type == XO_ATTR_FLOAT) {
         union { int64_t i; float f; } u = {0};
         if (xo_check(a, XO(a->ort, ReadOpAttr)(at, type, &u, type == XO_ATTR_INT ? 8 : 4, &n), "ReadOpAttr", st))
             return st->code;
+        if (type == XO_ATTR_INT ? u.i != 0 : u.f != 1.0f)
+            nd->plain_gemm = false;
         xo_pb_int(p, 20, type == XO_ATTR_INT ? 2 : 1);
         if (type == XO_ATTR_INT)
             xo_pb_int(p, 3, u.i);
@@ -197,8 +199,9 @@ static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_tex
     }
     if (type == XO_ATTR_STRING || type == XO_ATTR_INTS || type == XO_ATTR_FLOATS || type == XO_ATTR_STRINGS)
         return attr_list(a, at, type, p, st);
+    nd->plain_gemm = false;
     if (type != XO_ATTR_TENSOR) {
-        *refuse = "an attribute of a kind xlac does not read (a graph)";
+        nd->refuse = "an attribute of a kind xlac does not read (a graph)";
         return XE_OK;
     }
     OrtValue *t = NULL;
@@ -220,6 +223,7 @@ static xe_code read_attrs(const xo_api *a, xo_node *n, xe_status *st)
     const OrtOpAttr **at = calloc(count + 1, sizeof *at);
     if (!at)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    n->plain_gemm = !strcmp(n->op_type, "Gemm") && (!n->domain[0] || !strcmp(n->domain, "ai.onnx"));
     xe_code c = count ? xo_check(a, XO(a->ort, Node_GetAttributes)(n->node, at, count), "Node_GetAttributes", st)
                       : XE_OK;
     for (size_t k = 0; c == XE_OK && k < count; k++) {
@@ -230,7 +234,7 @@ static xe_code read_attrs(const xo_api *a, xo_node *n, xe_status *st)
             break;
         xe_text p = {0};
         xo_pb_str(&p, 1, name ? name : "");
-        c = attr_value(a, at[k], type, &p, &n->refuse, st);
+        c = attr_value(a, at[k], type, &p, n, st);
         xo_pb_msg(&n->attrs, 5, &p);
     }
     free(at);

@@ -84,6 +84,7 @@ typedef struct xo_node {
                              its subgraphs read (implicit inputs) */
     xe_text attrs;        /* field 5 of NodeProto, once per attribute */
     const char *refuse;   /* why xlac never takes it (a subgraph, an attribute it cannot read), or NULL */
+    bool plain_gemm;      /* a Gemm with alpha = beta = 1 and neither input transposed (onnxpb.c's rewrite) */
 } xo_node;
 
 typedef struct xo_model {

@@ -8,6 +8,9 @@ outputs must agree with plain onnxruntime's at every feed.
 - shared_shapes: two groups on either side of an If (which onnxruntime keeps) that both reshape
   to a shape computed from a symbolic dim (shape arithmetic onnxruntime computes, shared by the
   two): each is built per signature of its input shapes and those values, at two batch sizes (2);
+- linear: two MatMul + Add on [2, 3, 4] (onnxruntime's basic level makes each Reshape, Gemm,
+  Reshape, which the EP writes back as MatMul + Add for xlac), one followed by Relu, one by a
+  Reshape to four dims and a Transpose (that Gemm is not undone): two fused nodes, at two feeds;
 - debug_once: with the provider option flags "--clustering_debug" (the arithmetic case alone), the
   clustering summary is printed once: GetCapability's, not again by the fused node's session.
 
@@ -85,7 +88,27 @@ def shared_shapes():
     return graph_model(nodes, [x, cond], [y], inits), feeds, 2
 
 
-CASES = {"moves_only": moves_only, "arithmetic": arithmetic, "shared_shapes": shared_shapes}
+def linear():
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3, 4])  # static: onnxruntime makes the Gemm
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
+    z = helper.make_tensor_value_info("z", TensorProto.FLOAT, None)
+    rng = np.random.RandomState(2)
+    inits = [numpy_helper.from_array(rng.randn(4, 5).astype(np.float32), "w1"),
+             numpy_helper.from_array(rng.randn(5).astype(np.float32), "b1"),
+             numpy_helper.from_array(rng.randn(4, 6).astype(np.float32), "w2"),
+             numpy_helper.from_array(rng.randn(6).astype(np.float32), "b2"),
+             numpy_helper.from_array(np.array([0, 3, 2, 3], np.int64), "heads")]
+    nodes = [helper.make_node("MatMul", ["x", "w1"], ["m1"]), helper.make_node("Add", ["m1", "b1"], ["a1"]),
+             helper.make_node("Relu", ["a1"], ["y"]),
+             helper.make_node("MatMul", ["x", "w2"], ["m2"]), helper.make_node("Add", ["m2", "b2"], ["a2"]),
+             helper.make_node("Reshape", ["a2", "heads"], ["h"]),
+             helper.make_node("Transpose", ["h"], ["t"], perm=[0, 2, 1, 3]),
+             helper.make_node("Tanh", ["t"], ["z"])]
+    feeds = [{"x": rng.randn(2, 3, 4).astype(np.float32)} for _ in range(2)]
+    return graph_model(nodes, [x], [y, z], inits), feeds, 2
+
+
+CASES = {"moves_only": moves_only, "arithmetic": arithmetic, "shared_shapes": shared_shapes, "linear": linear}
 DEBUG_CASE = "arithmetic"
 SUMMARY = "xlac clustering summary"
 
