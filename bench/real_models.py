@@ -10,12 +10,14 @@ bench/out/real/ (keyed by the torch version; delete the folder to export again).
 
 Per model and batch, in this order:
 1. correctness: onnxruntime's outputs are the reference; xlac op by op, xlac clustered,
+   onnxruntime with xlac's execution provider (plugin/ort_ep: build's lib/libxlac_ort_ep.so,
+   registered in this process with XLAC_AUTO_JIT=2 and a disk cache of its own),
    OpenVINO (f32 hint and its default precision) and torch.compile are each compared with them
    (relative L2 error and max abs, as bench/models.py does; OpenVINO's default precision, bf16
    on CPUs that have it, with a looser bound). A runtime that disagrees is not timed: its cell
    says `WRONG` and the run ends with exit status 1 after writing the table.
 2. timing, in rounds; within a round the runtimes alternate (xlac op by op, xlac clustered,
-   onnxruntime, OpenVINO f32, OpenVINO default, torch.compile), each timed for at least
+   onnxruntime, onnxruntime + xlac EP, OpenVINO f32, OpenVINO default, torch.compile), each timed for at least
    --min-seconds; the table gives the median over rounds of each round's median ms.
 3. first run (xlac clustered): the wall clock of one xlac-run process with an empty xlac disk
    cache (cold) and with the cache it filled (warm), the process's load (an op-by-op process's
@@ -23,7 +25,8 @@ Per model and batch, in this order:
    (steady + load)" can be read off.
 
 The same thread count everywhere (--threads, default the CPU count): OMP_NUM_THREADS for
-xlac-run (and oneDNN and OpenBLAS in it), onnxruntime's intra_op_num_threads, OpenVINO's
+xlac-run (and oneDNN and OpenBLAS in it), onnxruntime's intra_op_num_threads (with the EP too;
+its fused nodes run on an OpenMP team of OMP_NUM_THREADS, set in this process), OpenVINO's
 INFERENCE_NUM_THREADS, torch.set_num_threads. The machine's f32 peak is measured in the same
 run by bench/peak.c (one 2048^3 oneDNN sgemm, best of 10), and each model's conv and product
 FLOPs are counted from its ONNX graph (Conv: 2*N*Cout*Hout*Wout*(Cin/groups)*kh*kw; MatMul and
@@ -62,10 +65,12 @@ from bench import Xlac  # noqa: E402
 HEADING = "## Real models (torch exports)"
 REL_TOL, ABS_TOL = 1e-4, 1e-3          # f32 runtimes against onnxruntime (bench/models.py's)
 LOOSE_REL_TOL, LOOSE_ABS_TOL = 5e-2, 1e-1  # OpenVINO's default precision (bf16 here)
-RUNTIMES = ["xlac_op", "xlac_cl", "ort", "ov_f32", "ov_default", "torch_compile"]
+RUNTIMES = ["xlac_op", "xlac_cl", "ort", "ort_ep", "ov_f32", "ov_default", "torch_compile"]
 LABELS = {"xlac_op": "xlac op by op", "xlac_cl": "xlac clustered", "ort": "onnxruntime",
+          "ort_ep": "onnxruntime + xlac EP",
           "ov_f32": "OpenVINO f32", "ov_default": "OpenVINO default", "torch_compile": "torch.compile"}
 COLD_TARGET_S, WARM_TARGET = 1.5, 1.1
+ORT_EP = "XlacExecutionProvider"
 SEQ = 128        # tokens of the text models
 VOCAB = 8192     # vocabulary of the text models (the embedding is a gather; its size does not matter)
 IMAGE = 224
@@ -319,6 +324,17 @@ class Runtimes:
         self.ort = ort.InferenceSession(self.path, so, providers=["CPUExecutionProvider"])
         return lambda: self.ort.run(None, self.inputs)[0]
 
+    # -- onnxruntime with xlac's execution provider, in this process
+    def ort_ep_session(self):
+        import onnxruntime as ort
+        register_ort_ep(ort, self.args)
+        so = ort.SessionOptions()
+        so.intra_op_num_threads = self.threads
+        so.inter_op_num_threads = 1
+        so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == ORT_EP], {})
+        self.ort_ep = ort.InferenceSession(self.path, so)
+        return lambda: self.ort_ep.run(None, self.inputs)[0]
+
     # -- OpenVINO
     def ov_model(self, precision):
         import openvino as ov
@@ -377,7 +393,8 @@ class Runtimes:
                     got = np.load(os.path.join(out, "y.npy"))
                     loose = False
                 else:
-                    fn = {"ort": self.ort_session, "ov_f32": lambda: self.ov_model("f32"),
+                    fn = {"ort": self.ort_session, "ort_ep": self.ort_ep_session,
+                          "ov_f32": lambda: self.ov_model("f32"),
                           "ov_default": lambda: self.ov_model(None),
                           "torch_compile": self.torch_compiled}[key]()
                     got = fn()
@@ -412,6 +429,35 @@ class Runtimes:
         est = max(self.est_ms.get(key, 1.0), 1e-3)
         iterations = max(3, int(math.ceil(self.args.min_seconds * 1e3 / est)))
         return self.xlac_run(key == "xlac_cl", iterations, 2)[0]
+
+
+def register_ort_ep(ort, args):
+    """Registers build's libxlac_ort_ep.so with onnxruntime once per process. The EP reads XLAC_AUTO_JIT
+    and XLAC_FLAGS when it is registered, and libgomp and OpenBLAS read theirs when it loads them: they
+    are set for that call alone (level 2, its own disk cache under the bench's temporary folder; as
+    xlac.ort.get_library_path() does, GOMP_SPINCOUNT=10000 unless OMP_WAIT_POLICY or GOMP_SPINCOUNT is
+    set, and OPENBLAS_NUM_THREADS=1), so that the xlac-run processes started later see the environment
+    as it was."""
+    if getattr(args, "ort_ep_registered", False):
+        return
+    lib = os.path.join(args.build, "lib", "libxlac_ort_ep.so")
+    if not os.path.exists(lib):
+        raise RuntimeError("%s not built (cmake --build %s --target xlac_ort_ep)" % (lib, args.build))
+    saved = {k: os.environ.get(k) for k in ("XLAC_AUTO_JIT", "XLAC_FLAGS", "GOMP_SPINCOUNT", "OPENBLAS_NUM_THREADS")}
+    if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+        os.environ["GOMP_SPINCOUNT"] = "10000"
+    os.environ["OPENBLAS_NUM_THREADS"] = "1"
+    os.environ["XLAC_AUTO_JIT"] = "2"
+    os.environ["XLAC_FLAGS"] = "--cache_dir=%s" % os.path.join(args.tmp, "ort-ep-cache")
+    try:
+        ort.register_execution_provider_library(ORT_EP, lib)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    args.ort_ep_registered = True
 
 
 def first_run(xlac, path, feed, tmp):
@@ -487,9 +533,9 @@ def cell(row, k):
 
 def table(rows, peak):
     """Two tables: the times, then FLOPs, fraction of peak and the first run."""
-    times = ["| model | batch | %s | clustered / onnxruntime | clustered / op by op | clusters | "
-             "worst rel. error |" % " | ".join(LABELS[k] + " ms" for k in RUNTIMES),
-             "|" + "---|" * (len(RUNTIMES) + 6)]
+    times = ["| model | batch | %s | clustered / onnxruntime | xlac EP / onnxruntime | clustered / op by op | "
+             "clusters | worst rel. error |" % " | ".join(LABELS[k] + " ms" for k in RUNTIMES),
+             "|" + "---|" * (len(RUNTIMES) + 7)]
     other = ["| model | batch | GFLOP conv + product | GFLOP/s clustered (% of peak) | "
              "GFLOP/s onnxruntime (% of peak) | first run cold s | first run warm s | steady + load ms | "
              "warm / (steady + load) | compiles in the warm run | torch.compile first call s |",
@@ -497,7 +543,7 @@ def table(rows, peak):
     for r in rows:
         if "error" in r:
             times.append("| %s | %d | failed: %s |%s" % (r["name"], r["batch"], r["error"].replace("|", "/"),
-                                                        " |" * (len(RUNTIMES) + 3)))
+                                                        " |" * (len(RUNTIMES) + 4)))
             continue
         ms = r["ms"]
         gflop = (r["conv_flops"] + r["prod_flops"]) * 1e-9
@@ -513,9 +559,10 @@ def table(rows, peak):
         cold_flag = " (over)" if r.get("cold_s", 0) > COLD_TARGET_S else ""
         warm_flag = " (over)" if warm_ratio > WARM_TARGET else ""
         rels = [v[0] for k, v in r["check"].items() if k != "ov_default" and v[0] == v[0]]
-        times.append("| %s | %d | %s | %s | %s | %s | %s |" % (
+        times.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
             r["label"], r["batch"], " | ".join(cell(r, k) for k in RUNTIMES),
-            ratio("xlac_cl", "ort"), ratio("xlac_cl", "xlac_op"), fmt(r.get("clusters"), "%.0f"),
+            ratio("xlac_cl", "ort"), ratio("ort_ep", "ort"), ratio("xlac_cl", "xlac_op"),
+            fmt(r.get("clusters"), "%.0f"),
             fmt(max(rels) if rels else float("nan"), "%.1e")))
         other.append("| %s | %d | %s + %s%s | %s | %s | %s%s | %s | %s | %s%s | %s | %s |" % (
             r["label"], r["batch"], fmt(r["conv_flops"] * 1e-9), fmt(r["prod_flops"] * 1e-9),
@@ -557,7 +604,10 @@ def markdown(rows, info, args):
           "apart, its default precision. torch.compile: default mode, "
           "`torch._inductor.config.freezing = True`, on the torch module that was exported, timed "
           "after warm-up (its first call in its own column). xlac: `xlac-run` op by op, and clustered "
-          "with `LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2` (warm disk cache). GFLOP counts convolutions "
+          "with `LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2` (warm disk cache). onnxruntime + xlac EP: the same "
+          "onnxruntime with `XlacExecutionProvider` (libxlac_ort_ep.so, XLAC_AUTO_JIT=2, in the bench's "
+          "process; its fused nodes run on an OpenMP team of the same thread count, timed warm; target "
+          "≥ 1.0× onnxruntime on every model, ≥ 1.15× on transformers at batch 1). GFLOP counts convolutions "
           "and products from the ONNX graph. First run: one clustered `xlac-run` process, wall clock "
           "from start to exit, with an empty xlac cache (cold) and the cache it filled (warm); load: an "
           "op-by-op process's wall clock minus its one run. Targets: clustered ≥ 1.0× onnxruntime "
@@ -585,7 +635,8 @@ def replace_section(path, text):
         f.write(new)
 
 
-SVG_COLORS = {"xlac_op": "#9bb7de", "xlac_cl": "#3b6fb6", "ov_f32": "#e8893a", "ov_default": "#f3c08f",
+SVG_COLORS = {"xlac_op": "#9bb7de", "xlac_cl": "#3b6fb6", "ort_ep": "#b63b8f", "ov_f32": "#e8893a",
+              "ov_default": "#f3c08f",
               "torch_compile": "#5aa25a"}
 
 
@@ -617,7 +668,7 @@ def svg_plot(rows, path):
                 v = r["ms"]["ort"] / r["ms"][k]
                 out.append('<rect x="%d" y="%d" width="%.1f" height="%d" fill="%s"/>' %
                            (left, y + i * bar, v * scale, bar - 1, SVG_COLORS[k]))
-                if k == "xlac_cl":
+                if k in ("xlac_cl", "ort_ep"):
                     out.append('<text x="%.1f" y="%d" font-size="9">%.2fx</text>' %
                                (left + v * scale + 3, y + i * bar + bar - 1, v))
         y += len(keys) * bar + gap
@@ -706,6 +757,7 @@ def main():
     info = machine_info(args, torch)
     load0 = os.getloadavg()[0]
     tmp = tempfile.mkdtemp(prefix="xlac-real-")
+    args.tmp = tmp
     rows = []
     try:
         info["peak"] = measure_peak(args, tmp)

@@ -7,7 +7,8 @@
 # runs the first-run and compile-latency part alone (bench/latency.py) and replaces its
 # section of RESULTS.md.
 # `--real` runs the real-models bench instead (bench/real_models.py: torch exports of
-# transformers and torchvision models against onnxruntime, OpenVINO and torch.compile); it
+# transformers and torchvision models against onnxruntime, onnxruntime with xlac's execution
+# provider (build-bench's libxlac_ort_ep.so), OpenVINO and torch.compile); it
 # adds onnxscript, openvino, torch, torchvision and transformers to the venv (torch from PyPI
 # is a few GB), or uses the interpreter given by `--python PATH` (a venv that has them).
 set -euo pipefail
@@ -26,7 +27,7 @@ done
 set -- ${args[@]+"${args[@]}"}
 scripts/deps.sh
 cmake -S . -B build-bench -DCMAKE_BUILD_TYPE=Release >/dev/null
-cmake --build build-bench -j"$(nproc)" --target xlac-run xlac xlac-compile xlac-stream >/dev/null
+cmake --build build-bench -j"$(nproc)" --target xlac-run xlac xlac-compile xlac-stream xlac_ort_ep >/dev/null
 venv=bench/.venv
 if [ "$real" = 1 ] && [ -n "$python" ]; then
     exec env -u OPENBLAS_CORETYPE -u OPENBLAS_L2_SIZE "$python" bench/real_models.py \

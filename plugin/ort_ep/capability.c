@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "xlac/io.h"
+#include "xlac/op.h"
 #include "xo.h"
 
 #define XO_IMPORT_TRIES 4
@@ -160,7 +161,22 @@ static void note(int *where, int k, int c)
         where[k] = where[k] == -2 || where[k] == c ? c : -1;
 }
 
-/* where[k]: the cluster holding every xlac node of model node k; -1 when none does; -2 when it has none. */
+/* Whether a cluster computes nothing: casts and data movement alone (reshape, transpose, slice, concat,
+   broadcast_to). onnxruntime runs those as views and single copies; a fused node would add its launch and
+   a copy of each output for nothing fused (measured: docs/onnxruntime-ep.md). */
+static bool moves_only(const xe_graph *body)
+{
+    for (int j = 0; j < body->n_nodes; j++) {
+        const xe_op_def *d = xe_op_get(body->nodes[j]->op);
+        if (!d || (d->cls != XE_CLASS_SOURCE && d->cls != XE_CLASS_STRUCTURE && d->cls != XE_CLASS_CAST &&
+                   d->cls != XE_CLASS_SHAPE))
+            return false;
+    }
+    return true;
+}
+
+/* where[k]: the cluster holding every xlac node of model node k; -1 when none does (or it only moves data:
+   left to onnxruntime); -2 when it has none. */
 static void clusters_of(const plan *p, const xe_graph *g, int *where)
 {
     int launch = xo_g.state.launch_op, c = 0;
@@ -169,9 +185,13 @@ static void clusters_of(const plan *p, const xe_graph *g, int *where)
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
         if (n->op == launch && n->body) {
+            bool moves = moves_only(n->body);
+            if (moves && p->debug)
+                fprintf(stderr, "xlac: onnxruntime graph %d: %s left to onnxruntime: only casts and data "
+                                "movement, nothing to fuse\n", p->id, n->name);
             for (int j = 0; j < n->body->n_nodes; j++)
                 if (n->body->nodes[j]->op != XE_OP_INPUT && n->body->nodes[j]->op != XE_OP_CONST)
-                    note(where, origin(&p->m, n->body->nodes[j]->name), c);
+                    note(where, origin(&p->m, n->body->nodes[j]->name), moves ? -1 : c);
             c++;
         } else if (n->op != XE_OP_INPUT && n->op != XE_OP_CONST && n->op != XE_OP_GET) {
             note(where, origin(&p->m, n->name), -1);
@@ -283,21 +303,35 @@ static bool leaves_and_returns(const plan *p, int g, int *stack, char *seen)
     return false;
 }
 
-/* Whether group g imports on its own, as Compile will read it. */
+/*
+ * Whether group g imports on its own, as Compile will read it: as it is, or
+ * once the values of some small integer inputs are known (shape arithmetic
+ * onnxruntime computes outside it, shared with another group): then Compile
+ * builds it per signature of its input shapes and those values (compute.c).
+ */
 static bool builds_alone(plan *p, int g, bool *take)
 {
     for (int k = 0; k < p->m.n_nodes; k++)
         take[k] = p->group[k] == g;
     xe_status st;
     xe_status_clear(&st);
-    int *ins = NULL, n_ins = 0;
-    xe_graph *body = xo_model_import(p->a, &p->m, take, NULL, 0, &ins, &n_ins, NULL, &st);
+    int *ins = NULL, n_ins = 0, *vals = NULL, n_vals = 0;
+    char *report = NULL;
+    xe_graph *body = xo_model_import(p->a, &p->m, take, NULL, 0, &ins, &n_ins, &report, &st);
     free(ins);
-    if (!body && p->debug)
+    if (!body)
+        n_vals = xo_value_inputs(&p->m, take, report ? report : st.msg, &vals);
+    free(report);
+    free(vals);
+    if (!body && n_vals > 0 && p->debug)
+        fprintf(stderr, "xlac: onnxruntime graph %d: group %d needs the values of %d of its inputs (shape "
+                        "arithmetic onnxruntime computes): built per signature of its input shapes and those "
+                        "values\n", p->id, g, n_vals);
+    else if (!body && p->debug)
         fprintf(stderr, "xlac: onnxruntime graph %d: group %d left to onnxruntime: alone it does not import: %s\n",
                 p->id, g, st.msg);
     xe_graph_destroy(body);
-    return body != NULL;
+    return body != NULL || n_vals > 0;
 }
 
 /* Drops group g (its nodes stay with onnxruntime). */
@@ -339,6 +373,16 @@ static xe_code check_groups(plan *p, xe_status *st)
 
 /* ---- 6. the groups to onnxruntime -------------------------------------------------------- */
 
+/* --clustering_debug: fused node k (group g) and onnxruntime's names of its n nodes. */
+static void print_group(const plan *p, int g, int k, size_t n)
+{
+    fprintf(stderr, "xlac: onnxruntime graph %d: fused node %d (group %d, %zu nodes):", p->id, k, g, n);
+    for (int j = 0; j < p->m.n_nodes; j++)
+        if (p->group[j] == g)
+            fprintf(stderr, " %s(%s)", p->m.nodes[j].name, p->m.nodes[j].op_type);
+    fputc('\n', stderr);
+}
+
 static xe_code hand_over(plan *p, OrtEpGraphSupportInfo *info, xe_status *st)
 {
     const OrtNode **nodes = malloc(((size_t)p->m.n_nodes + 1) * sizeof *nodes);
@@ -356,6 +400,8 @@ static xe_code hand_over(plan *p, OrtEpGraphSupportInfo *info, xe_status *st)
         if (n)
             c = xo_check(p->a, XO(p->a->ep, EpGraphSupportInfo_AddNodesToFuse)(info, nodes, n, &o),
                          "EpGraphSupportInfo_AddNodesToFuse", st);
+        if (n && c == XE_OK && p->debug)
+            print_group(p, g, groups, n);
         groups += n > 0;
         taken += (int)n;
     }

@@ -99,16 +99,22 @@ xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, c
     if (c != XE_OK)
         return c;
     size_t n = xo_elem_size(elem);
-    xe_text p = {0};
-    for (size_t d = 0; d < rank; d++) {
-        xo_pb_int(&p, 1, dims[d]);
+    for (size_t d = 0; d < rank; d++)
         n *= (size_t)(dims[d] > 0 ? dims[d] : 0);
-    }
+    xo_pb_tensor_raw(t, field, name, elem, (int)rank, dims, data, n);
+    return XE_OK;
+}
+
+void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int rank, const int64_t *dims,
+                      const void *data, size_t n)
+{
+    xe_text p = {0};
+    for (int d = 0; d < rank; d++)
+        xo_pb_int(&p, 1, dims[d]);
     xo_pb_int(&p, 2, elem);
     xo_pb_str(&p, 8, name);
     xo_pb_bytes(&p, 9, n ? data : "", n);
     xo_pb_msg(t, field, &p);
-    return XE_OK;
 }
 
 /* ---- the model ---------------------------------------------------------------- */
@@ -125,6 +131,15 @@ static size_t init_bytes(const xo_value *v)
 static bool embedded(const xo_value *v)
 {
     return v->init && v->rank >= 0 && xo_elem_size(v->elem) && init_bytes(v) <= XO_EMBED_MAX_BYTES;
+}
+
+/* Value v's TensorProto from its kept or fed bytes (v->data). */
+static void data_tensor(xe_text *g, const xo_value *v, const char *name)
+{
+    size_t n = xo_elem_size(v->elem);
+    for (int d = 0; d < v->rank; d++)
+        n *= (size_t)(v->dims[d] > 0 ? v->dims[d] : 0);
+    xo_pb_tensor_raw(g, 5, name, v->elem, v->rank, v->dims, v->data, n);
 }
 
 /* A ValueInfoProto of value j as field `field` of t. */
@@ -187,8 +202,131 @@ typedef struct writer {
     const bool *take;
     bool *made, *listed;
     int *ins, n_ins;
+    int *unfold;      /* per node: a Gemm's x (unfold_gemm), -2 for its trailing Reshape, -1 */
     xe_text g;
 } writer;
+
+/* ---- onnxruntime's MatMulAddFusion, undone ---------------------------------------------------- */
+
+/* Whether z has x's dims but the last, then n: the shape a Linear layer on x gives. */
+static bool same_lead(const xo_value *x, const xo_value *z, int64_t n)
+{
+    if (z->rank != x->rank || z->dims[z->rank - 1] != n)
+        return false;
+    for (int d = 0; d < x->rank - 1; d++)
+        if (x->dims[d] >= 0 ? x->dims[d] != z->dims[d]
+                            : z->dims[d] >= 0 || !x->params[d] || !z->params[d] || strcmp(x->params[d], z->params[d]))
+            return false;
+    return true;
+}
+
+/* The one node reading value y, as input 0 of a taken Reshape with one output; -1 if it is not so. */
+static int reshape_reader(const writer *w, int y)
+{
+    const xo_model *m = w->m;
+    int reader = -1;
+    for (int q = 0; q < m->n_nodes; q++)
+        for (int j = 0; j < m->nodes[q].n_in; j++)
+            if (m->nodes[q].in[j] == y) {
+                if (reader >= 0 || j != 0)
+                    return -1;
+                reader = q;
+            }
+    if (reader < 0 || !w->take[reader] || strcmp(m->nodes[reader].op_type, "Reshape") ||
+        m->nodes[reader].n_out != 1 || m->nodes[reader].out[0] < 0)
+        return -1;
+    return reader;
+}
+
+/*
+ * onnxruntime's basic level rewrites a Linear layer on x [.., K] (MatMul +
+ * Add) as Reshape(x -> [M, K]) -> Gemm(W, C) -> Reshape(-> x's dims but the
+ * last, N), before it hands the graph over; xlac ran that form of a 2-layer
+ * encoder 1.4x slower than the MatMul + Add (bench/ort_ep_bench.py's
+ * encoder, docs/onnxruntime-ep.md). For such a Gemm k (its attributes the
+ * defaults, C of rank <= 1, the Gemm's only reader the trailing Reshape,
+ * both Reshapes taken): x, and *tail the trailing Reshape; else -1. The
+ * write then gives xlac MatMul(x, W) + C on x's dims and the trailing
+ * Reshape as an Identity; the leading one is left unread. Same nodes, same
+ * values: only how xlac reads them changes.
+ */
+static int unfold_gemm(const writer *w, int k, int *tail)
+{
+    const xo_model *m = w->m;
+    const xo_node *g = &m->nodes[k];
+    if (!g->plain_gemm || g->n_in < 2 || g->n_out != 1 || g->in[0] < 0 || g->in[1] < 0 || g->out[0] < 0)
+        return -1;
+    int a = g->in[0], c = g->n_in > 2 ? g->in[2] : -1, r = m->values[a].producer;
+    if (r < 0 || !w->take[r] || strcmp(m->nodes[r].op_type, "Reshape") || m->nodes[r].in[0] < 0)
+        return -1;
+    const xo_value *x = &m->values[m->nodes[r].in[0]], *av = &m->values[a], *wt = &m->values[g->in[1]];
+    if (x->rank < 3 || av->rank != 2 || wt->rank != 2 || x->dims[x->rank - 1] <= 0 ||
+        x->dims[x->rank - 1] != av->dims[1] || wt->dims[1] <= 0 || m->values[g->out[0]].graph_output ||
+        (c >= 0 && m->values[c].name[0] && (m->values[c].rank < 0 || m->values[c].rank > 1)))
+        return -1;
+    int t = reshape_reader(w, g->out[0]);
+    if (t < 0 || !same_lead(x, &m->values[m->nodes[t].out[0]], wt->dims[1]))
+        return -1;
+    *tail = t;
+    return m->nodes[r].in[0];
+}
+
+/* w->unfold for every taken node. */
+static void find_unfolds(writer *w)
+{
+    for (int k = 0; k < w->m->n_nodes; k++)
+        w->unfold[k] = -1;
+    for (int k = 0, t; k < w->m->n_nodes; k++)
+        if (w->take[k] && w->unfold[k] == -1 && (w->unfold[k] = unfold_gemm(w, k, &t)) >= 0)
+            w->unfold[t] = -2;
+}
+
+/* One NodeProto: op, name, inputs and outputs by name (no attributes), onnxruntime's name as doc_string. */
+static void simple_node(xe_text *g, const char *op, const char *name, const char *const *in, int n_in,
+                        const char *out, const char *doc)
+{
+    xe_text p = {0};
+    for (int j = 0; j < n_in; j++)
+        xo_pb_str(&p, 1, in[j]);
+    xo_pb_str(&p, 2, out);
+    xo_pb_str(&p, 3, name);
+    xo_pb_str(&p, 4, op);
+    xo_pb_str(&p, 6, doc);
+    xo_pb_str(&p, 7, "");
+    xo_pb_msg(g, 1, &p);
+}
+
+/* Gemm k unfolded on x: MatMul(x, W) (+ C), writing its output value; its trailing Reshape t an Identity. */
+static void unfolded_protos(const writer *w, int k, xe_text *g)
+{
+    const xo_model *m = w->m;
+    const xo_node *n = &m->nodes[k];
+    char x[32], wt[32], c[32], y[32], mm[40], name[32], name_mm[40];
+    bool bias = n->n_in > 2 && n->in[2] >= 0 && m->values[n->in[2]].name[0];
+    snprintf(x, sizeof x, "v%d", w->unfold[k]);
+    snprintf(wt, sizeof wt, "v%d", n->in[1]);
+    snprintf(c, sizeof c, "v%d", bias ? n->in[2] : 0);
+    snprintf(y, sizeof y, "v%d", n->out[0]);
+    snprintf(mm, sizeof mm, "v%d.mm", n->out[0]);
+    snprintf(name, sizeof name, "n%d", k);
+    snprintf(name_mm, sizeof name_mm, "n%d.mm", k);
+    const char *mm_in[2] = {x, wt}, *add_in[2] = {mm, c};
+    simple_node(g, "MatMul", bias ? name_mm : name, mm_in, 2, bias ? mm : y, n->name);
+    if (bias)
+        simple_node(g, "Add", name, add_in, 2, y, n->name);
+}
+
+/* The trailing Reshape t of an unfolded Gemm, as Identity(its input). */
+static void identity_proto(const writer *w, int t, xe_text *g)
+{
+    const xo_node *n = &w->m->nodes[t];
+    char in[32], out[32], name[32];
+    snprintf(in, sizeof in, "v%d", n->in[0]);
+    snprintf(out, sizeof out, "v%d", n->out[0]);
+    snprintf(name, sizeof name, "n%d", t);
+    const char *ins[1] = {in};
+    simple_node(g, "Identity", name, ins, 1, out, n->name);
+}
 
 /* Inputs: the values taken nodes read and none writes, first read first. */
 static xe_code graph_inputs(writer *w, xe_status *st)
@@ -202,7 +340,9 @@ static xe_code graph_inputs(writer *w, xe_status *st)
                 continue;
             w->listed[v] = true;
             snprintf(name, sizeof name, "v%d", v);
-            if (embedded(&w->m->values[v])) {
+            if (w->m->values[v].data) {
+                data_tensor(&w->g, &w->m->values[v], name);
+            } else if (embedded(&w->m->values[v])) {
                 if (xo_pb_tensor(w->a, &w->g, 5, name, w->m->values[v].init, st) != XE_OK)
                     return st->code;
             } else if (value_info(w->m, v, &w->g, 11, st) != XE_OK) {
@@ -276,8 +416,17 @@ char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const
         for (int j = 0; take[k] && j < m->nodes[k].n_out; j++)
             if (m->nodes[k].out[j] >= 0)
                 w.made[m->nodes[k].out[j]] = true;
+    w.unfold = malloc(((size_t)m->n_nodes + 1) * sizeof *w.unfold);
+    if (c == XE_OK && !w.unfold)
+        c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (c == XE_OK)
+        find_unfolds(&w);
     for (int k = 0; c == XE_OK && k < m->n_nodes; k++)
-        if (take[k])
+        if (take[k] && w.unfold[k] >= 0)
+            unfolded_protos(&w, k, &w.g);
+        else if (take[k] && w.unfold[k] == -2)
+            identity_proto(&w, k, &w.g);
+        else if (take[k])
             node_proto(m, k, &w.g);
     xo_pb_str(&w.g, 2, "onnxruntime");
     if (c == XE_OK)
@@ -288,7 +437,7 @@ char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const
     if (c == XE_OK && !out)
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_text_free(&w.g);
-    free(w.made), free(w.listed);
+    free(w.made), free(w.listed), free(w.unfold);
     if (out) {
         *in_values = w.ins;
         *n_in_values = w.n_ins;
@@ -308,9 +457,113 @@ xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, 
     xe_onnx_options o = {.report = report};
     xe_graph *g = xe_onnx_load_memory(bytes, len, "<onnxruntime graph>", &o, st);
     free(bytes);
-    if (!g) {
-        free(*in_values);
-        *in_values = NULL;
-    }
     return g;
+}
+
+/* ---- what a failed import needs, and a model that outlives its graph -------------------- */
+
+/* The value named just before s in report ("'v<J>') is not ..." with s at its closing quote), -1 if none. */
+static int named_value(const xo_model *m, const char *report, const char *s)
+{
+    const char *q = s;
+    while (q > report && q[-1] >= '0' && q[-1] <= '9')
+        q--;
+    if (q == s || q - report < 2 || q[-1] != 'v' || q[-2] != '\'')
+        return -1;
+    long v = strtol(q, NULL, 10);
+    return v >= 0 && v < m->n_values ? (int)v : -1;
+}
+
+/* A value fed from outside the nodes taken whose value can be part of a signature: an integer tensor of rank
+   at most 1, no initializer (shape arithmetic computed outside). */
+static bool shape_like(const xo_value *x)
+{
+    return !x->init && !x->data && x->rank >= 0 && x->rank <= 1 && (x->elem == 7 || x->elem == 6); /* INT64, INT32 */
+}
+
+/* Whether value v traces back through the taken nodes (seen: per value) to shape-like values and constants. */
+static bool trace(const xo_model *m, const bool *take, int v, char *seen, int *stack)
+{
+    int top = 0;
+    stack[top++] = v;
+    seen[v] = 1;
+    while (top > 0) {
+        const xo_value *x = &m->values[v = stack[--top]];
+        int k = x->producer;
+        if (k < 0 || !take[k]) { /* a leaf: computed outside, a graph input or an initializer */
+            if (!x->init && !x->data && !shape_like(x))
+                return false;
+            continue;
+        }
+        if (!strcmp(m->nodes[k].op_type, "Shape") || !strcmp(m->nodes[k].op_type, "Size"))
+            continue;
+        for (int j = 0; j < m->nodes[k].n_in; j++) {
+            int u = m->nodes[k].in[j];
+            if (u >= 0 && m->values[u].name[0] && !seen[u])
+                seen[stack[top++] = u] = 1;
+        }
+    }
+    return true;
+}
+
+/* Every shape-like value the taken nodes read and none of them writes, into out; their count. */
+static int shape_like_inputs(const xo_model *m, const bool *take, char *listed, int *out)
+{
+    int n = 0;
+    memset(listed, 0, (size_t)m->n_values);
+    for (int k = 0; k < m->n_nodes; k++)
+        for (int j = 0; take[k] && j < m->nodes[k].n_in; j++) {
+            int v = m->nodes[k].in[j], w = v >= 0 ? m->values[v].producer : -1;
+            if (v >= 0 && m->values[v].name[0] && !listed[v] && (w < 0 || !take[w]) && shape_like(&m->values[v]))
+                listed[v] = 1, out[n++] = v;
+        }
+    return n;
+}
+
+int xo_value_inputs(const xo_model *m, const bool *take, const char *report, int **vals)
+{
+    static const char needle[] = "') is not supported unless it is known at load time";
+    *vals = NULL;
+    char *seen = calloc((size_t)m->n_values + 1, 1);
+    int *stack = malloc(((size_t)m->n_values + 1) * sizeof *stack);
+    int *out = malloc(((size_t)m->n_values + 1) * sizeof *out), n = 0;
+    bool ok = seen && stack && out && report && strstr(report, needle);
+    for (const char *s = report; ok && (s = strstr(s, needle)); s += sizeof needle - 1) {
+        int v = named_value(m, report, s);
+        ok = v >= 0 && (seen[v] || trace(m, take, v, seen, stack));
+    }
+    /* all of them, not only those named: the importer names the first it misses on each path */
+    if (ok)
+        n = shape_like_inputs(m, take, seen, out);
+    free(seen), free(stack);
+    if (!out)
+        return -1;
+    if (!n) {
+        free(out);
+        return 0;
+    }
+    *vals = out;
+    return n;
+}
+
+xe_code xo_model_keep(const xo_api *a, xo_model *m, xe_status *st)
+{
+    for (int k = 0; k < m->n_values; k++) {
+        xo_value *v = &m->values[k];
+        if (embedded(v)) {
+            void *src = NULL;
+            size_t n = init_bytes(v);
+            if (xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v->init, &src), "GetTensorMutableData", st))
+                return st->code;
+            void *copy = malloc(n + 1);
+            if (!copy)
+                return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+            if (n)
+                memcpy(copy, src, n);
+            v->data = copy;
+            v->owned = true;
+        }
+        v->init = NULL;
+    }
+    return XE_OK;
 }

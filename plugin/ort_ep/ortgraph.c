@@ -179,15 +179,17 @@ static xe_code attr_list(const xo_api *a, const OrtOpAttr *at, int type, xe_text
     return XE_OK;
 }
 
-/* The value of attribute at into p (an AttributeProto under construction); *refuse when xlac cannot carry it. */
-static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_text *p, const char **refuse,
-                          xe_status *st)
+/* The value of attribute at into p (an AttributeProto under construction); *refuse when xlac cannot carry it;
+   a number that is not its Gemm default (alpha, beta 1; transA, transB 0) clears n->plain_gemm. */
+static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_text *p, xo_node *nd, xe_status *st)
 {
     size_t n;
     if (type == XO_ATTR_INT || type == XO_ATTR_FLOAT) {
         union { int64_t i; float f; } u = {0};
         if (xo_check(a, XO(a->ort, ReadOpAttr)(at, type, &u, type == XO_ATTR_INT ? 8 : 4, &n), "ReadOpAttr", st))
             return st->code;
+        if (type == XO_ATTR_INT ? u.i != 0 : u.f != 1.0f)
+            nd->plain_gemm = false;
         xo_pb_int(p, 20, type == XO_ATTR_INT ? 2 : 1);
         if (type == XO_ATTR_INT)
             xo_pb_int(p, 3, u.i);
@@ -197,8 +199,9 @@ static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_tex
     }
     if (type == XO_ATTR_STRING || type == XO_ATTR_INTS || type == XO_ATTR_FLOATS || type == XO_ATTR_STRINGS)
         return attr_list(a, at, type, p, st);
+    nd->plain_gemm = false;
     if (type != XO_ATTR_TENSOR) {
-        *refuse = "an attribute of a kind xlac does not read (a graph)";
+        nd->refuse = "an attribute of a kind xlac does not read (a graph)";
         return XE_OK;
     }
     OrtValue *t = NULL;
@@ -220,6 +223,7 @@ static xe_code read_attrs(const xo_api *a, xo_node *n, xe_status *st)
     const OrtOpAttr **at = calloc(count + 1, sizeof *at);
     if (!at)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    n->plain_gemm = !strcmp(n->op_type, "Gemm") && (!n->domain[0] || !strcmp(n->domain, "ai.onnx"));
     xe_code c = count ? xo_check(a, XO(a->ort, Node_GetAttributes)(n->node, at, count), "Node_GetAttributes", st)
                       : XE_OK;
     for (size_t k = 0; c == XE_OK && k < count; k++) {
@@ -230,7 +234,7 @@ static xe_code read_attrs(const xo_api *a, xo_node *n, xe_status *st)
             break;
         xe_text p = {0};
         xo_pb_str(&p, 1, name ? name : "");
-        c = attr_value(a, at[k], type, &p, &n->refuse, st);
+        c = attr_value(a, at[k], type, &p, n, st);
         xo_pb_msg(&n->attrs, 5, &p);
     }
     free(at);
@@ -275,15 +279,19 @@ static xe_code read_io(const xo_api *a, xo_model *m, xo_node *n, xe_status *st)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (nsub || nimp)
         n->refuse = "a node with a subgraph";
-    const OrtValueInfo **vi = calloc(ni + no + 1, sizeof *vi);
+    /* a subgraph's reads of this graph's values (implicit inputs) count as the node's own, after its inputs:
+       a value only a subgraph reads is still read, and a path through the node is still a path */
+    const OrtValueInfo **vi = calloc(ni + nimp + no + 1, sizeof *vi);
     if (!vi)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xe_code c = ni ? xo_check(a, XO(a->ort, Node_GetInputs)(n->node, vi, ni), "Node_GetInputs", st) : XE_OK;
+    if (c == XE_OK && nimp)
+        c = xo_check(a, XO(a->ort, Node_GetImplicitInputs)(n->node, vi + ni, nimp), "Node_GetImplicitInputs", st);
     if (c == XE_OK && no)
-        c = xo_check(a, XO(a->ort, Node_GetOutputs)(n->node, vi + ni, no), "Node_GetOutputs", st);
-    if (c == XE_OK && (c = read_values(a, m, vi, ni, &n->in, st)) == XE_OK)
-        c = read_values(a, m, vi + ni, no, &n->out, st);
-    n->n_in = (int)ni;
+        c = xo_check(a, XO(a->ort, Node_GetOutputs)(n->node, vi + ni + nimp, no), "Node_GetOutputs", st);
+    if (c == XE_OK && (c = read_values(a, m, vi, ni + nimp, &n->in, st)) == XE_OK)
+        c = read_values(a, m, vi + ni + nimp, no, &n->out, st);
+    n->n_in = (int)(ni + nimp);
     n->n_out = (int)no;
     free(vi);
     return c;
@@ -433,6 +441,8 @@ void xo_model_free(xo_model *m)
 {
     for (int k = 0; k < m->n_values; k++) {
         free(m->values[k].name);
+        if (m->values[k].owned)
+            free((void *)m->values[k].data);
         for (int d = 0; d < XE_MAX_RANK; d++)
             free(m->values[k].params[d]);
     }

@@ -54,6 +54,9 @@ void xo_pb_str(xe_text *t, int field, const char *s);
 void xo_pb_msg(xe_text *t, int field, xe_text *sub);                   /* sub as a nested message (freed) */
 /* A TensorProto of v (name, dims, data_type, raw_data) as field `field` of t. */
 xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, const OrtValue *v, xe_status *st);
+/* The same from its parts (n bytes of data). */
+void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int rank, const int64_t *dims,
+                      const void *data, size_t n);
 /* Bytes per element of an ONNX element type xlac holds; 0 for the others (string, complex, 4-bit). */
 size_t xo_elem_size(int elem);
 
@@ -65,6 +68,9 @@ typedef struct xo_value {
     int64_t dims[XE_MAX_RANK]; /* -1 where not known */
     char *params[XE_MAX_RANK]; /* a symbolic dim's name, or NULL */
     const OrtValue *init;      /* a constant initializer's value, else NULL */
+    const void *data;          /* bytes written into the model in place of init: a small initializer's,
+                                  kept past Compile, or a value fed at Compute (see xo_value_inputs) */
+    bool owned;                /* data is the model's own copy (freed with it) */
     int producer;              /* the node that writes it, -1 for inputs and initializers */
     bool graph_output;         /* an output of the graph read */
 } xo_value;
@@ -74,9 +80,11 @@ typedef struct xo_node {
     const OrtNode *node;
     char *op_type, *domain, *name;
     int n_in, n_out;
-    int *in, *out;        /* value indices; -1 for an absent optional input or output */
+    int *in, *out;        /* value indices; -1 for an absent optional input or output; in: then the values
+                             its subgraphs read (implicit inputs) */
     xe_text attrs;        /* field 5 of NodeProto, once per attribute */
     const char *refuse;   /* why xlac never takes it (a subgraph, an attribute it cannot read), or NULL */
+    bool plain_gemm;      /* a Gemm with alpha = beta = 1 and neither input transposed (onnxpb.c's rewrite) */
 } xo_node;
 
 typedef struct xo_model {
@@ -110,9 +118,27 @@ int xo_model_find(const xo_model *m, const char *name);
  */
 char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs, int n_outputs, size_t *len,
                      int **in_values, int *n_in_values, xe_status *st);
-/* The same, imported by xlac (the ONNX front end): NULL with *st set (and *report its lines) on failure. */
+/* The same, imported by xlac (the ONNX front end): NULL with *st set (and *report its lines) on failure;
+   *in_values is set (free it) whenever the model could be written, even when the import fails. */
 xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, const int *outputs, int n_outputs,
                           int **in_values, int *n_in_values, char **report, xe_status *st);
+/*
+ * What an import of the nodes where take[k] failed for want of values
+ * (report: its "'v<J>') is not supported unless it is known at load time"
+ * lines) needs to succeed. Each named value is traced back through the
+ * taken nodes (a Shape or Size ends a trace: it folds once the input dims
+ * are known); every leaf must be a constant or shape-like: an integer
+ * tensor of rank at most 1 that is no initializer (shape arithmetic
+ * computed outside). Then every shape-like value the taken nodes read
+ * from outside is listed in *vals (malloc'd; all of them, as the importer
+ * names only the first value it misses on a path). Returns their count; 0
+ * when the report names no such value or a trace ends anywhere else; -1
+ * out of memory.
+ */
+int xo_value_inputs(const xo_model *m, const bool *take, const char *report, int **vals);
+/* Copies the bytes of every initializer small enough to be written in into the model (owned) and forgets
+   every OrtValue: the model outlives the graph it was read from (Compile's). */
+xe_code xo_model_keep(const xo_api *a, xo_model *m, xe_status *st);
 
 /* What a fused node keeps between Compile and its runs (compute.c). */
 typedef struct xo_fused xo_fused;

@@ -6,6 +6,7 @@
 #   run_models.py        the real exports (tests/models/exports, torch.onnx.export's; --all: also
 #                        the TorchScript exporter's .script ones), each checked to run fused nodes
 #   run_node_tests.py    a slice of ONNX's node tests against plain onnxruntime
+#   test_rules.py        what GetCapability takes and leaves, on small models built here
 # Each prints its closing line ("ort ep ...: N passed, N failed"). Usage:
 #   tests/ort_ep/run.sh [--build DIR] [--all] [--jobs N]
 set -euo pipefail
@@ -32,4 +33,5 @@ status=0
 $py "$here/test_abi.py" --lib "$lib" || status=1
 $py "$here/run_models.py" --lib "$lib" --jobs "$jobs" --filter "$filter" || status=1
 $py "$here/run_node_tests.py" --lib "$lib" --jobs "$jobs" --slice 24 || status=1
+$py "$here/test_rules.py" --lib "$lib" || status=1
 exit $status
