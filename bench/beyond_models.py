@@ -27,10 +27,11 @@ within its loose bound); int8 and fp16 models within the format's own error, as
 bench/quantized_probe.py bounds it: max |runtime - onnxruntime| / max |onnxruntime| <= max(2e-2,
 max |onnxruntime(int8 or fp16) - onnxruntime(f32)| / max |onnxruntime(f32)|), every output checked.
 Runtimes: xlac op by op, xlac clustered (LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2), onnxruntime,
-OpenVINO with the f32 hint and with its default (its int8 path for the quantized models),
+OpenVINO with the f32 hint and, on the int8 models, with its default (its int8 path; on every model
+with --ov-default-all),
 torch.compile where it runs the model (f32 models, and fp16 ones as module.half(); the ONNX int8
 models have no torch counterpart). A model a runtime cannot import or run is a cell that says
-FAILED, with the first error line below the table, never a crash of the bench.
+FAILED, with its first error line in the row and below the table, never a crash of the bench.
 
 Writes its own section of bench/RESULTS.md (replaced on each run; --results elsewhere) with the ISA
 and the machine's load, and prints it.
@@ -43,8 +44,10 @@ import contextlib
 import hashlib
 import inspect
 import os
+import re
 import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -498,9 +501,9 @@ class Runtimes(rm.Runtimes):
     models and torch.compile on a module of its own (None: no torch counterpart). Its timing
     (time_in_process, time_xlac) is real_models.py's, unchanged."""
 
-    def __init__(self, args, xlac, torch, tc_module, inputs, path, feed, work, outputs, bound):
+    def __init__(self, args, xlac, torch, tc_module, inputs, path, feed, work, outputs, bound, ov_default=True):
         super().__init__(args, xlac, torch, tc_module, inputs, path, feed, work)
-        self.outputs, self.bound = outputs, bound
+        self.outputs, self.bound, self.ov_default = outputs, bound, ov_default
 
     def ort_session(self):
         import onnxruntime as ort
@@ -554,6 +557,23 @@ class Runtimes(rm.Runtimes):
         self.first_call_s = time.perf_counter() - t0
         return run
 
+    def xlac_first_error(self, clustered):
+        """xlac-run's first error line (and, for an import failure, its first node's), from a run of its
+        own: bench.Xlac keeps only the end of stderr, where an import failure lists every node."""
+        cmd = [self.xlac.run_bin, self.path, "--iterations", "1", "--warmup", "0", "--feed", self.feed]
+        try:
+            p = subprocess.run(cmd, env=self.xlac.env(clustered), capture_output=True, text=True, timeout=1800)
+        except (OSError, subprocess.SubprocessError):
+            return None
+        lines = [ln.strip() for ln in p.stderr.splitlines()
+                 if ln.strip() and not ln.startswith(("xlac: stats", "xlac: timing"))]
+        if p.returncode == 0 or not lines:
+            return None
+        first = lines[0]
+        if "cannot import" in first and len(lines) > 1:
+            first += " — first: " + lines[1]
+        return first[:400]
+
     def verdict(self, key, want, got):
         if self.bound is None:  # f32: real_models.py's bounds, every output
             loose = (rm.LOOSE_REL_TOL, rm.LOOSE_ABS_TOL) if key == "ov_default" else ()
@@ -579,7 +599,7 @@ class Runtimes(rm.Runtimes):
                 calls[key] = self.ort_run
                 continue
             try:
-                if key == "torch_compile" and self.module is None:
+                if key == "torch_compile" and self.module is None or key == "ov_default" and not self.ov_default:
                     res[key] = (float("nan"), float("nan"), "not run")
                     continue
                 if key in ("xlac_op", "xlac_cl"):
@@ -596,7 +616,8 @@ class Runtimes(rm.Runtimes):
                     calls[key] = fn
                 r = self.verdict(key, want, got)
             except Exception as e:
-                msg = first_line(e).replace(os.path.dirname(self.path) + "/", "")
+                msg = (key.startswith("xlac") and self.xlac_first_error(key == "xlac_cl")) or first_line(e)
+                msg = msg.replace(os.path.dirname(self.path) + "/", "")
                 r = (float("nan"), float("nan"), "%s: %s" % (type(e).__name__, msg))
             res[key] = r
             if r[2]:
@@ -645,7 +666,8 @@ def bench_one(torch, name, batch, args, xlac, tmp):
         tc_module = None
     elif fmt == "fp16":
         tc_module = Half(torch, module)
-    rt = Runtimes(args, xlac, torch, tc_module, inputs, path, feed, work, outputs, bound)
+    rt = Runtimes(args, xlac, torch, tc_module, inputs, path, feed, work, outputs, bound,
+                  ov_default=fmt.startswith("int8") or args.ov_default_all)
     rt.ort_run = rt.ort_session()
     want = rt.ort_run()
     row["out_max"] = max(float(np.max(np.abs(w))) for w in want)
@@ -705,12 +727,13 @@ def cell(row, k):
 
 def table(rows):
     out = ["| model | batch | exporter | %s | clustered / onnxruntime | clustered / op by op | clusters | "
-           "worst error (bound) |" % " | ".join(LABELS[k] + " ms" for k in RUNTIMES),
-           "|" + "---|" * (len(RUNTIMES) + 7)]
+           "worst error (bound) | torch.compile first call s | why not run |" % " | ".join(
+               LABELS[k] + " ms" for k in RUNTIMES),
+           "|" + "---|" * (len(RUNTIMES) + 9)]
     for r in rows:
         if "error" in r:
             out.append("| %s | %d | failed: %s |%s" % (r["name"], r["batch"], r["error"].replace("|", "/"),
-                                                      " |" * (len(RUNTIMES) + 4)))
+                                                      " |" * (len(RUNTIMES) + 6)))
             continue
         ms = r["ms"]
         ratio = lambda a, b: rm.fmt(ms[b] / ms[a]) + "x" if a in ms and b in ms else "—"
@@ -718,10 +741,25 @@ def table(rows):
         bound = max(FORMAT_FLOOR, r["format_error"]) if "format_error" in r else None
         err = rm.fmt(max(errs) if errs else float("nan"), "%.1e")
         err += " (%.1e, max abs)" % bound if bound is not None else " (rel. L2)"
-        out.append("| %s | %d | %s | %s | %s | %s | %s | %s |" % (
+        out.append("| %s | %d | %s | %s | %s | %s | %s | %s | %s | %s |" % (
             r["label"], r["batch"], r["exporter"].split(" (")[0], " | ".join(cell(r, k) for k in RUNTIMES),
-            ratio("xlac_cl", "ort"), ratio("xlac_cl", "xlac_op"), rm.fmt(r.get("clusters"), "%.0f"), err))
+            ratio("xlac_cl", "ort"), ratio("xlac_cl", "xlac_op"), rm.fmt(r.get("clusters"), "%.0f"), err,
+            rm.fmt(r.get("first_call_s"), "%.1f"), why_not(r).replace("|", "/")))
     return "\n".join(out)
+
+
+def why_not(row):
+    """The row's failed cells, each runtime with its first error line (shortened), identical ones once."""
+    seen = {}
+    for k in RUNTIMES:
+        why = row["check"].get(k, (0, 0, None))[2]
+        if why and why != "not run":
+            short = why
+            if k.startswith("xlac") and "): " in why:  # the node's message, not its name
+                m = re.search(r"cannot import the model: ([^—]*) —", why)
+                short = ("%s; first: " % m.group(1).strip() if m else "") + why.rsplit("): ", 1)[-1]
+            seen.setdefault(short[:140], []).append(LABELS[k])
+    return "; ".join("%s: %s" % (" and ".join(ks), w) for w, ks in seen.items())
 
 
 def failures(rows):
@@ -757,11 +795,13 @@ def markdown(rows, info, args):
           "≤ max(%.0e, the same measure between onnxruntime on the int8 or fp16 model and on its f32 model). "
           "**WRONG** marks a disagreement, **FAILED** a runtime that could not import or run the model (first "
           "error line below), — one not run; neither is timed. OpenVINO: `PERFORMANCE_HINT=LATENCY`, "
-          "`INFERENCE_PRECISION_HINT=f32` and, apart, its default (its int8 path on the quantized models). "
+          "`INFERENCE_PRECISION_HINT=f32` and, apart, its default on the int8 models (its int8 path; %s). "
           "torch.compile: default mode, freezing on, on the torch module (fp16: `module.half()` with f32 "
           "inputs and outputs; the int8 ONNX models have no torch counterpart). xlac: `xlac-run` op by op, and "
           "clustered with `LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2`." % (
-              Calibration.CALIB_IMAGES, args.rounds, args.min_seconds, rm.REL_TOL, rm.LOOSE_REL_TOL, FORMAT_FLOOR),
+              Calibration.CALIB_IMAGES, args.rounds, args.min_seconds, rm.REL_TOL, rm.LOOSE_REL_TOL, FORMAT_FLOOR,
+              "and on every model, by --ov-default-all" if args.ov_default_all else
+              "on the others only with --ov-default-all"),
           "", table(rows), ""]
     bad = failures(rows)
     md += ["Disagreements and failures:", ""] + (bad or ["- none: every runtime agreed with onnxruntime"])
@@ -794,6 +834,8 @@ def main():
     ap.add_argument("--threads", type=int, default=int(os.environ.get("OMP_NUM_THREADS", os.cpu_count() or 1)))
     ap.add_argument("--runtimes", default=",".join(RUNTIMES), help="default: all of %s" % ",".join(RUNTIMES))
     ap.add_argument("--pause", type=float, default=0.2, help="seconds of rest before each runtime's timing")
+    ap.add_argument("--ov-default-all", action="store_true",
+                    help="OpenVINO's default precision on every model (default: on the int8 ones only)")
     ap.add_argument("--tiny", action="store_true", help="tiny sizes, for smoke tests (their own export cache)")
     ap.add_argument("--cache", default=os.path.join(HERE, "out", "beyond"),
                     help="export cache (a folder per torch version inside)")
