@@ -397,12 +397,22 @@ def export(torch, module, inputs, names, path):
             torch.onnx.export(module, args, path, dynamo=True, input_names=list(inputs), output_names=names)
             return "dynamo"
         except Exception as e:
-            log("   dynamo export failed (%s); the TorchScript exporter instead" % rm.error_line(e)[:200])
+            why = export_error(e)
+            log("   dynamo export failed (%s); the TorchScript exporter instead" % why)
             for f in os.listdir(os.path.dirname(path)):
                 os.remove(os.path.join(os.path.dirname(path), f))
             torch.onnx.export(module, args, path, dynamo=False, input_names=list(inputs), output_names=names,
                               opset_version=17)
-            return "TorchScript (dynamo failed: %s)" % rm.error_line(e)[:120]
+            return "TorchScript (dynamo failed: %s)" % why
+
+
+def export_error(e):
+    """The first line of the innermost cause of a failed export (torch.onnx's own message only says
+    which step failed and to read the stack trace)."""
+    while e.__cause__ is not None or e.__context__ is not None:
+        e = e.__cause__ or e.__context__
+    lines = [ln.strip() for ln in str(e).splitlines() if ln.strip()] or ["?"]
+    return ("%s: %s" % (type(e).__name__, lines[0]))[:160]
 
 
 def exported(torch, base, batch, cache):
