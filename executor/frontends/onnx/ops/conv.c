@@ -45,7 +45,31 @@ static bool pair(ox_b *b, const char *name, int64_t *v, int n, int64_t dflt)
     return true;
 }
 
-/* x must be [N,C,H,W] (a Conv: [N,C,L] to [N,C,D,H,W]) f32 or f64. */
+/*
+ * f16 and bf16 convolutions and pools compute in f32, as a model stored in half precision is run
+ * by onnxruntime's CPU EP where it has no half kernel: the float inputs widened (constant weights
+ * fold at load), the result rounded back once (out_as). Returns the input's own dtype.
+ */
+static xe_dtype widen_inputs(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    xe_dtype dt = x >= 0 ? ox_type(b, x)->dtype : XE_F32;
+    if (dt != XE_F16 && dt != XE_BF16)
+        return dt;
+    for (int k = 0; k < b->n_in; k++)
+        if (b->in[k] >= 0 && ox_type(b, b->in[k])->dtype == dt)
+            b->in[k] = ox_cast(b, b->in[k], XE_F32);
+    return dt;
+}
+
+/* Output k is y, rounded back to dt when the inputs were widened. */
+static void out_as(ox_b *b, int k, int y, xe_dtype dt)
+{
+    if (y >= 0)
+        ox_out(b, k, dt == XE_F16 || dt == XE_BF16 ? ox_cast(b, y, dt) : y);
+}
+
+/* x must be [N,C,H,W] (a Conv: [N,C,L] to [N,C,D,H,W]) f32 or f64 (f16 and bf16 arrive widened). */
 static bool is_2d(ox_b *b, int x, bool conv)
 {
     if (x < 0)
@@ -194,6 +218,7 @@ static int conv3d(ox_b *b, int x, int wt, int bias, win *w)
 
 xe_code ox_b_conv(ox_b *b)
 {
+    xe_dtype dt = widen_inputs(b);
     int x = ox_in(b, 0), wt = ox_in(b, 1), bias = ox_in(b, 2);
     win w = {0};
     if (!is_2d(b, x, true) || wt < 0)
@@ -220,13 +245,12 @@ xe_code ox_b_conv(ox_b *b)
         int y = conv2d(b, x, wt, bias, &w, 0);
         if (y >= 0 && xe_node_set_bool(b->c->g->nodes[y], "@bn_folded", true, &b->st) != XE_OK)
             b->failed = true;
-        return ox_out(b, 0, y), ox_status(b);
+        return out_as(b, 0, y, dt), ox_status(b);
     }
     int y = w.sp == 2 ? conv2d(b, x, wt, bias, &w, 0)
           : w.sp == 1 ? conv1d(b, x, wt, bias, &w)
                       : conv3d(b, x, wt, bias, &w);
-    if (y >= 0)
-        ox_out(b, 0, y);
+    out_as(b, 0, y, dt);
     return ox_status(b);
 }
 
@@ -298,6 +322,7 @@ static bool pool_window(ox_b *b, int x, win *w)
 /* MaxPool and AveragePool: the table entry's op names which. */
 xe_code ox_b_pool(ox_b *b)
 {
+    xe_dtype dt = widen_inputs(b);
     int x = ox_in(b, 0);
     bool max = b->entry->op == XE_OP_MAX_POOL2D;
     win w = {0};
@@ -308,14 +333,14 @@ xe_code ox_b_pool(ox_b *b)
     if (!pool_window(b, x, &w))
         return ox_status(b);
     int y = pool_nd(b, b->entry->op, x, &w, ox_int(b, "ceil_mode", 0), ox_int(b, "count_include_pad", 0));
-    if (y >= 0)
-        ox_out(b, 0, y);
+    out_as(b, 0, y, dt);
     return ox_status(b);
 }
 
 /* LpPool: (sum over the window of |x|^p)^(1/p), the sum an average pool (pads counted) times the window's size. */
 xe_code ox_b_lp_pool(ox_b *b)
 {
+    xe_dtype half = widen_inputs(b);
     int x = ox_in(b, 0);
     win w = {0};
     int64_t p = ox_int(b, "p", 2), vol = 1;
@@ -332,8 +357,7 @@ xe_code ox_b_lp_pool(ox_b *b)
     int ap = p == 1 ? a : p == 2 ? ox_bin(b, XE_OP_MUL, a, a) : ox_bin(b, XE_OP_POW, a, ox_scalar(b, dt, (double)p));
     int sum = ox_bin(b, XE_OP_MUL, pool_nd(b, XE_OP_AVG_POOL2D, ap, &w, 0, 1), ox_scalar(b, dt, (double)vol));
     int y = p == 1 ? sum : p == 2 ? ox_un(b, XE_OP_SQRT, sum) : ox_bin(b, XE_OP_POW, sum, ox_scalar(b, dt, 1.0 / (double)p));
-    if (y >= 0)
-        ox_out(b, 0, y);
+    out_as(b, 0, y, half);
     return ox_status(b);
 }
 
@@ -499,6 +523,7 @@ static int transposed(ox_b *b, int x, int wt, int bias, const twin *t)
 
 xe_code ox_b_conv_transpose(ox_b *b)
 {
+    xe_dtype dt = widen_inputs(b);
     int x = ox_in(b, 0), wt = ox_in(b, 1), bias = ox_in(b, 2);
     twin t = {0};
     if (!is_2d(b, x, true) || wt < 0)
@@ -520,8 +545,7 @@ xe_code ox_b_conv_transpose(ox_b *b)
     if (!transposed_window(b, x, wt, &t))
         return ox_status(b);
     int y = transposed(b, x, conv_weight(b, wt, g, &t), bias, &t);
-    if (y >= 0)
-        ox_out(b, 0, y);
+    out_as(b, 0, y, dt);
     return ox_status(b);
 }
 
