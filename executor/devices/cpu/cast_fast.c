@@ -1,5 +1,5 @@
 /*
- * Casts between f32, i32 and the 8-bit integers (u8, i8), when input and
+ * Casts between f32, i32, f16 and the 8-bit integers (u8, i8), when input and
  * output have one shape: one OpenMP loop per pair, with the rules of the
  * element-by-element cast (elementwise.c): a float to an integer truncates
  * toward zero, NaN gives 0, out of range saturates (xe_f64_to_range on the
@@ -57,5 +57,9 @@ bool xe_cpu_cast_fast(const xe_kernel_args *a)
         CAST_LOOP(int8_t, int32_t, (int32_t)x[i]);
     if (from == XE_I32 && to == XE_F32)
         CAST_LOOP(int32_t, float, (float)x[i]);
+    if (from == XE_F16 && to == XE_F32) /* the widening around half-precision convolutions */
+        CAST_LOOP(xe_f16, float, xe_f16_to_f32(x[i]));
+    if (from == XE_F32 && to == XE_F16)
+        CAST_LOOP(float, xe_f16, xe_f32_to_f16(x[i]));
     return false;
 }
