@@ -16,6 +16,10 @@
 # compared; not libFuzzer, the same ASan+UBSan build; a failing graph is
 # kept with its reason in build-fuzz/crashes/graph/: copy the .xg to
 # tests/data/fuzz/graph/, which test_graph_fuzz replays).
+# onnx and onnx_ext mutate models by structure (tests/fuzz/onnx_mutate*.c:
+# attribute values and kinds, tensors, declared shapes, names, wiring, op
+# types and domains, opsets, If/Loop nesting) three times in four, and by
+# bytes otherwise and whenever a model does not unpack.
 # Seeds come from the repo (examples, bench graphs, tests/data, tests/fuzz/
 # seeds: tests/fuzz/make_onnx_seeds.py writes issue 31's hostile models,
 # and a few small real exports of tests/models/exports); the growing corpus
