@@ -1,0 +1,97 @@
+/*
+ * What the fuzz campaigns found (scripts/fuzz.sh, docs/fuzzing.md), each a
+ * model written here by hand (tests/support/pb.h) and checked for the error
+ * the importer now gives; the inputs the fuzzers found are replayed as
+ * they are by test_fuzz_replay (tests/data/fuzz/TARGET/).
+ *
+ * - Resize to 1.5e9 positions along one axis (onnx_ext, 2026-12-01): the
+ *   importer built its position and weight tables (12 bytes a position) at
+ *   load before anything checked the size, a 12 GB allocation; a scale of
+ *   1e30 was converted to int64 unchecked. Now both are refused by name.
+ */
+#include <criterion/criterion.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "support/pb.h"
+#include "support/tmpdir.h"
+#include "xlac/xlac.h"
+
+static void tensor_i64(pb *t, const char *name, const int64_t *v, int n)
+{
+    pb_int(t, 1, (uint64_t)n); /* dims: [n] */
+    pb_int(t, 2, 7);           /* INT64 */
+    pb_str(t, 8, name);
+    pb_bytes(t, 9, v, (size_t)n * sizeof *v);
+}
+
+static void tensor_f32(pb *t, const char *name, const float *v, int n)
+{
+    pb_int(t, 1, (uint64_t)n);
+    pb_int(t, 2, 1); /* FLOAT */
+    pb_str(t, 8, name);
+    pb_bytes(t, 9, v, (size_t)n * sizeof *v);
+}
+
+/* x: f32[1,1,2,2] resized by Resize(x, "", scales or "", sizes) -> y, opset 13, written to path. */
+static void write_resize(const char *path, const float *scales, const int64_t *sizes)
+{
+    pb m = {0}, o = {0}, g = {0}, n = {0}, init = {0}, vx = {0}, vy = {0}, type = {0}, tt = {0}, shape = {0};
+    pb_str(&n, 1, "x");
+    pb_str(&n, 1, "");
+    pb_str(&n, 1, scales ? "scales" : "");
+    if (sizes)
+        pb_str(&n, 1, "sizes");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 3, "resize");
+    pb_str(&n, 4, "Resize");
+    if (scales)
+        tensor_f32(&init, "scales", scales, 4);
+    else
+        tensor_i64(&init, "sizes", sizes, 4);
+    for (int k = 0; k < 4; k++) {
+        pb d = {0};
+        pb_int(&d, 1, k < 2 ? 1 : 2);
+        pb_msg(&shape, 1, &d);
+    }
+    pb_int(&tt, 1, 1);
+    pb_msg(&tt, 2, &shape);
+    pb_msg(&type, 1, &tt);
+    pb_str(&vx, 1, "x");
+    pb_msg(&vx, 2, &type);
+    pb_str(&vy, 1, "y");
+    pb_msg(&g, 1, &n);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 5, &init);
+    pb_msg(&g, 11, &vx);
+    pb_msg(&g, 12, &vy);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 13);
+    pb_int(&m, 1, 8);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
+static void expect_refused(const char *path, const char *what)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xe_graph *g = xe_onnx_load(path, NULL, &st);
+    cr_expect_null(g, "%s loaded", what);
+    xe_graph_destroy(g);
+    cr_expect(strstr(st.msg, "resize") && strstr(st.msg, "beyond"), "%s: %s", what, st.msg);
+}
+
+Test(fuzz_findings, resize_to_billions_of_positions_is_refused_at_load, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    const int64_t sizes[4] = {1, 1, 2, 1500000000};
+    write_resize(xt_path("sizes.onnx"), NULL, sizes);
+    expect_refused(xt_path("sizes.onnx"), "sizes 1.5e9");
+    const float scales[4] = {1, 1, 1, 1e30f};
+    write_resize(xt_path("scales.onnx"), scales, NULL);
+    expect_refused(xt_path("scales.onnx"), "scale 1e30");
+    cr_assert(xt_tmp_remove());
+}
+
