@@ -1,16 +1,22 @@
 /*
  * What the fuzz campaigns found (scripts/fuzz.sh, docs/fuzzing.md), each a
- * model written here by hand (tests/support/pb.h) and checked for the error
- * the importer now gives; the inputs the fuzzers found are replayed as
+ * model (written here by hand with tests/support/pb.h) or a graph checked
+ * for what the loader now does; the inputs the fuzzers found are replayed as
  * they are by test_fuzz_replay (tests/data/fuzz/TARGET/).
  *
  * - Resize to 1.5e9 positions along one axis (onnx_ext, 2026-12-01): the
  *   importer built its position and weight tables (12 bytes a position) at
  *   load before anything checked the size, a 12 GB allocation; a scale of
  *   1e30 was converted to int64 unchecked. Now both are refused by name.
+ * - A 54-byte .xg line declaring a constant of 44 million i4 elements
+ *   filled from one value (xg, 2026-12-01): each element was converted on
+ *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
+ *   timeout). A one-value constant is now stored once and copied; this
+ *   checks that every element of such constants, of every dtype, holds it.
  */
 #include <criterion/criterion.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "support/pb.h"
@@ -95,3 +101,34 @@ Test(fuzz_findings, resize_to_billions_of_positions_is_refused_at_load, .timeout
     cr_assert(xt_tmp_remove());
 }
 
+/* The constant of a one-node graph "c = const(TYPE, VALUE)"; its value checked element by element. */
+static void check_splat(const char *type, int64_t numel, double want)
+{
+    char text[256];
+    snprintf(text, sizeof text, "xlac.graph v1\nc = const(%s, %g)\noutput c\n", type, want);
+    xe_status st;
+    xe_graph *g = xe_parse_string(text, "splat.xg", &st);
+    cr_assert_not_null(g, "%s: %s", type, st.msg);
+    const xe_tensor *v = g->nodes[0]->value;
+    cr_assert_eq(xe_tensor_numel(v), numel, "%s", type);
+    for (int64_t k = 0; k < numel; k += k < 64 || numel - k < 64 ? 1 : 9973)
+        cr_assert_eq(xe_load_f64(v->data, v->dtype, k), want, "%s: element %lld", type, (long long)k);
+    xe_graph_destroy(g);
+}
+
+Test(fuzz_findings, one_value_constants_fill_every_element, .timeout = 120)
+{
+    static const char *const types[] = {"f32", "f64", "f16", "bf16", "i32", "i64", "u64", "i16", "u16",
+                                        "i8", "u8", "i4", "u4", "i2", "u2", "bool"};
+    for (size_t k = 0; k < sizeof types / sizeof *types; k++) {
+        char type[64];
+        snprintf(type, sizeof type, "%s[3,5,7]", types[k]);
+        check_splat(type, 105, 1);
+        snprintf(type, sizeof type, "%s[1]", types[k]);
+        check_splat(type, 1, 1);
+        snprintf(type, sizeof type, "%s[1000003]", types[k]); /* a prime: the last copy is partial */
+        check_splat(type, 1000003, 1);
+    }
+    check_splat("f32[0,4]", 0, 1);
+    check_splat("i4[69,992,9,2,2,9,2]", 44354304, -3); /* the fuzzer's line, 44 million elements */
+}
