@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "xc.h"
+#include "xlac/escape.h"
 #include "xlac/op.h"
 #include "xlac/text.h"
 
@@ -44,19 +45,6 @@ xe_graph *xc_annotate(const xe_graph *g, const xc_clustering *c, xe_status *st)
     return a;
 }
 
-/* Appends s as the inside of a Graphviz double-quoted string. */
-static void emit_escaped(xe_text *b, const char *s)
-{
-    for (; *s; s++) {
-        if (*s == '"' || *s == '\\')
-            xe_text_printf(b, "\\%c", *s);
-        else if (*s == '\n')
-            xe_text_printf(b, "\\n");
-        else
-            xe_text_printf(b, "%c", *s);
-    }
-}
-
 /* ---- Graphviz ------------------------------------------------------------------ */
 
 static const char *const palette[] = {"#cfe2ff", "#d1f2d1", "#ffe5c2",
@@ -80,7 +68,7 @@ static void dot_node(xe_text *b, const xe_graph *g, const xc_clustering *c, int 
     if (!n->body)
         xe_type_str(&n->type, type, sizeof type);
     xe_text_printf(b, "%sn%d [label=\"", indent, i);
-    emit_escaped(b, n->name);
+    xe_esc_dot(b, n->name);
     xe_text_printf(b, "\\n%s",
                    n->body ? xe_node_attr_string(n, "@op", xe_op_name(n->op)) : xe_op_name(n->op));
     if (n->body)
@@ -91,7 +79,7 @@ static void dot_node(xe_text *b, const xe_graph *g, const xc_clustering *c, int 
     const char *why = c && i < c->n_nodes && c->cluster[i] < 0 ? c->reason[i] : NULL;
     if (why) {
         xe_text_printf(b, "\\n(");
-        emit_escaped(b, why);
+        xe_esc_dot(b, why);
         xe_text_printf(b, ")");
     }
     xe_text_printf(b, "\"");
@@ -111,7 +99,7 @@ static void dot_cluster(xe_text *b, const xe_graph *g, const xc_clustering *c, i
     const xc_cluster *cl = &c->clusters[k];
     xe_text_printf(b, "  subgraph cluster_%d {\n", k);
     xe_text_printf(b, "    label=\"");
-    emit_escaped(b, cl->name);
+    xe_esc_dot(b, cl->name);
     xe_text_printf(b, " (%s, %d ops%s)\";\n", xc_xla_device_name(cl->device), cl->n_nodes,
                    cl->must_compile ? ", must compile" : "");
     xe_text_printf(b, "    style=filled; color=\"#4a6fa5\"; fillcolor=\"%s\";\n",

@@ -18,7 +18,9 @@ typedef struct xe_specs xe_specs;           /* specialise.c: graphs per input-sh
 
 struct xe_session {
     xe_graph *graph;          /* as it runs, after passes */
-    xe_session_options opt;
+    xe_session_options opt;   /* the caller's, its strings the session's own copies (below) */
+    char *own_profile_path;   /* opt.profile_path points here */
+    char *own_plugin_config;  /* opt.plugin_config points here: the passes read it at every new shape */
     int id;                   /* process-wide session number */
     bool tracing;             /* opt.profile_path started the process's trace */
     atomic_bool placement_logged; /* a run logged placement lines (once per session, unless log_every) */

@@ -129,6 +129,22 @@ static xe_code place_session(const xe_session *s, xe_graph *g, xe_status *st)
     return xe_graph_place(g, s->opt.place, st);
 }
 
+/*
+ * The options, their strings copied: a graph pass runs at each new input shape's first run, long
+ * after the caller's strings (a Python temporary) may be gone.
+ */
+static xe_code own_options(xe_session *s, const xe_session_options *opt, xe_status *st)
+{
+    s->opt = *opt;
+    s->own_profile_path = opt->profile_path ? strdup(opt->profile_path) : NULL;
+    s->own_plugin_config = opt->plugin_config ? strdup(opt->plugin_config) : NULL;
+    s->opt.profile_path = s->own_profile_path;
+    s->opt.plugin_config = s->own_plugin_config;
+    if ((opt->profile_path && !s->own_profile_path) || (opt->plugin_config && !s->own_plugin_config))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory creating a session");
+    return XE_OK;
+}
+
 xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status *st)
 {
     xe_session *s = calloc(1, sizeof *s);
@@ -138,10 +154,10 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
         return NULL;
     }
     s->graph = g;
-    if (opt)
-        s->opt = *opt;
     s->id = atomic_fetch_add(&next_session_id, 1);
     pthread_mutex_init(&s->run_lock, NULL);
+    if (opt && own_options(s, opt, st) != XE_OK)
+        goto fail;
     if (s->opt.profile_path) {
         if (xe_trace_start(s->opt.profile_path, st) != XE_OK)
             goto fail;
@@ -198,6 +214,8 @@ void xe_session_destroy(xe_session *s)
     xe_specs_destroy(s->specs);
     xe_graph_destroy(s->graph);
     pthread_mutex_destroy(&s->run_lock);
+    free(s->own_profile_path);
+    free(s->own_plugin_config);
     free(s);
 }
 

@@ -86,9 +86,9 @@ static void dump_failed(xe_status *st)
 
 static xe_code write_text(const char *path, const char *text, xe_status *st)
 {
-    FILE *f = fopen(path, "w");
+    FILE *f = xe_fcreate(path, st);
     if (!f)
-        return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return st->code;
     bool ok = fputs(text, f) >= 0;
     ok = fclose(f) == 0 && ok;
     return ok ? XE_OK : xe_fail(st, XE_ERR_IO, "cannot write %s", path);
@@ -136,9 +136,9 @@ static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clusterin
     }
     char path[4096];
     snprintf(path, sizeof path, "%s/clustering_summary_%d.txt", dir, id);
-    FILE *f = fopen(path, "w");
+    FILE *f = xe_fcreate(path, st);
     if (!f)
-        return xe_fail(st, XE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
+        return st->code;
     xc_write_summary(f, g, c, id);
     return fclose(f) == 0 ? XE_OK : xe_fail(st, XE_ERR_IO, "cannot write %s", path);
 }

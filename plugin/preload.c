@@ -103,8 +103,9 @@ __attribute__((constructor)) static void xlac_preload_init(void)
  * and the trace, only in a process that ran a session (a wrapper such as
  * timeout or bash -c inherits LD_PRELOAD and XLAC_FLAGS, and must neither
  * print stats nor replace the files of the process it ran). A summary or
- * trace that could not be written is an error, and the exit status says
- * so (1, where the host would have exited 0 with the file missing).
+ * trace that could not be written is an error line on stderr; the exit
+ * status stays the host program's own (a destructor that called _exit
+ * would replace it, and skip the host's remaining atexit work).
  */
 __attribute__((destructor)) static void xlac_preload_fini(void)
 {
@@ -125,16 +126,13 @@ __attribute__((destructor)) static void xlac_preload_fini(void)
         xlac_print_stats(&state, stderr);
     xe_status st;
     xe_status_clear(&st);
-    bool failed = xlac_report_write(&state, 0, &st) != XE_OK;
-    if (failed)
+    if (xlac_report_write(&state, 0, &st) != XE_OK)
         fprintf(stderr, "xlac: error: %s\n", st.msg);
     xlac_plugin_shutdown(&state);
     pthread_mutex_unlock(&reports_lock);
     xe_status_clear(&st);
-    if (failed || xe_trace_failed(&st)) {
-        fflush(NULL);
-        _exit(1);
-    }
+    if (xe_trace_failed(&st))
+        fprintf(stderr, "xlac: error: %s\n", st.msg);
 }
 
 /*

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "xlac/escape.h"
 #include "xlac/io.h"
 #include "xlac_plugin.h"
 
@@ -47,13 +48,15 @@ static void plugin_path(char *buf, size_t len)
         snprintf(buf, len, "%s", info.dli_fname);
 }
 
-/* mkdir DIR/replay_NNNN.NAME for the first free NNNN. */
+/* mkdir DIR/replay_NNNN.NAME for the first free NNNN (NAME: the cluster's name made a file name). */
 static xe_code claim_dir(const char *dir, const char *name, char *out, size_t len, xe_status *st)
 {
+    char file[XE_ESC_MAX + 1];
+    xe_esc_file_name(file, sizeof file, name);
     if (xe_mkdirs(dir, 0777, st) != XE_OK)
         return st->code;
     for (long k = 0; k < MAX_REPLAY_DIRS; k++) {
-        snprintf(out, len, "%s/replay_%04ld.%s", dir, k, name);
+        snprintf(out, len, "%s/replay_%04ld.%s", dir, k, file);
         if (mkdir(out, 0777) == 0)
             return XE_OK;
         if (errno != EEXIST)
@@ -71,7 +74,8 @@ static xe_code write_inputs(const xe_graph *body, xe_tensor *const *in, const ch
         return st->code;
     for (int k = 0; k < body->n_inputs; k++) {
         const char *name = body->nodes[body->inputs[k]]->name;
-        if (strchr(name, '/') || name[0] == '.')
+        char file[XE_ESC_MAX + 1];
+        if (!xe_esc_file_name(file, sizeof file, name)) /* --feed reads inputs/NAME.npy back by name */
             return xe_fail(st, XE_ERR_IO, "input %s: its name is not a file name", name);
         xe_tensor *t = in[k]->device == XE_DEV_CPU ? xe_tensor_retain(in[k])
                                                    : xe_tensor_to_device(in[k], XE_DEV_CPU, st);
@@ -114,17 +118,25 @@ static void runner_path(const char *lib, char *buf, size_t len)
     snprintf(buf, len, "xlac-run");
 }
 
-/* The command line that replays folder dir; malloc'd. */
+/* The command line that replays folder dir, each path one shell word (xe_esc_shell_word); malloc'd. */
 static char *replay_command(const xlac_flags *f, const char *dir)
 {
-    char lib[2048], run[4096], *cmd = NULL;
+    char lib[2048], run[4096], graph[4200], feed[4200];
     plugin_path(lib, sizeof lib);
     runner_path(lib, run, sizeof run);
-    const char *fast = f->xg.fast_math ? " XLAC_FLAGS=--fast_math" : "";
-    if (asprintf(&cmd, "LD_PRELOAD=%s XLAC_AUTO_JIT=2%s %s %s/cluster.xg --feed %s/inputs --compare",
-                 *lib ? lib : "libxlac.so", fast, run, dir, dir) < 0)
-        return NULL;
-    return cmd;
+    snprintf(graph, sizeof graph, "%s/cluster.xg", dir);
+    snprintf(feed, sizeof feed, "%s/inputs", dir);
+    xe_text t = {0};
+    xe_text_printf(&t, "LD_PRELOAD=");
+    xe_esc_shell_word(&t, *lib ? lib : "libxlac.so");
+    xe_text_printf(&t, " XLAC_AUTO_JIT=2%s ", f->xg.fast_math ? " XLAC_FLAGS=--fast_math" : "");
+    xe_esc_shell_word(&t, run);
+    xe_text_printf(&t, " ");
+    xe_esc_shell_word(&t, graph);
+    xe_text_printf(&t, " --feed ");
+    xe_esc_shell_word(&t, feed);
+    xe_text_printf(&t, " --compare");
+    return xe_text_take(&t);
 }
 
 /* Writes the folder of one cluster; *command gets its replay command. */
@@ -143,11 +155,11 @@ static xe_code write_folder(const xlac_flags *f, const xe_graph *body, const cha
     size_t n = strlen(*command);
     (*command)[n] = '\n'; /* the file gets a line; the string is restored below */
     snprintf(path, sizeof path, "%s/command.txt", dir);
-    FILE *fp = fopen(path, "w");
+    FILE *fp = xe_fcreate(path, st);
     bool ok = fp && fwrite(*command, 1, n + 1, fp) == n + 1;
     ok = (fp && fclose(fp) == 0) && ok;
     (*command)[n] = '\0';
-    return ok ? XE_OK : xe_fail(st, XE_ERR_IO, "cannot write %s", path);
+    return ok ? XE_OK : fp ? xe_fail(st, XE_ERR_IO, "cannot write %s", path) : st->code;
 }
 
 /* The entry of fingerprint fp, NULL if none (lock held). */

@@ -230,11 +230,14 @@ Test(aot, a_seeded_cache_on_a_read_only_folder_is_used_for_loading)
             cr_skip_test("running as root: needs setpriv to run as another user");
         as = "setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent ";
     }
-    char cmd[1024];
+    char bin[300], lib[300], env[400], cmd[2048];
+    xt_build_for(as, bin, lib, sizeof bin, env, sizeof env); /* copies when the checkout is private */
+    cr_assert_eq(xt_sh("", "cp " SRC "examples/mlp.xg mlp.xg && chmod a+r mlp.xg", &o), 0, "%s", o);
+    free(o);
     snprintf(cmd, sizeof cmd,
-             "%sLD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=%s/seed --stats' " BIN
-             "xlac-run " SRC "examples/mlp.xg --seed 0",
-             as, xt_tmp);
+             "%s%sLD_PRELOAD=%s/libxlac.so XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=%s/seed --stats' %s/xlac-run "
+             "%s/mlp.xg --seed 0",
+             as, env, lib, xt_tmp, bin, xt_tmp);
     int rc = xt_sh("", cmd, &o);
     char *unused = NULL;
     xt_sh("", "chmod -R u+w seed", &unused); /* so that the folder can be removed */

@@ -297,6 +297,56 @@ Test(cache_hostile, symlinked_folder_is_not_used)
     hostile_fini(&h);
 }
 
+/* Issue 31: a cache folder inside a folder anyone may write (no sticky bit) could be swapped. */
+Test(cache_hostile, folder_under_a_world_writable_parent_without_sticky_bit_is_not_used)
+{
+    hostile h;
+    hostile_init(&h);
+    char open_dir[128], sub[160];
+    snprintf(open_dir, sizeof open_dir, "%s/open", h.c.dir);
+    snprintf(sub, sizeof sub, "%s/cache", open_dir);
+    cr_assert_eq(mkdir(open_dir, 0700), 0);
+    cr_assert_eq(chmod(open_dir, 0777), 0); /* not the umask's choice */
+    cr_assert_eq(mkdir(sub, 0700), 0);
+    folder_is_not_used(&h, sub);
+    cr_assert_eq(chmod(open_dir, 01777), 0); /* as /tmp: sticky, so others cannot rename ours */
+    h.c.o.cache_dir = sub;
+    xt_capture_begin(&h.err);
+    xe_status st;
+    xg_cache *c = xg_cache_new(&h.c.o, &st);
+    cr_assert(run_checked(c, h.c.g, 6));
+    xg_cache_destroy(c);
+    char *err = xt_capture_end(&h.err);
+    cr_assert_eq(xt_occurrences(err, "xlac: warning"), 0, "a sticky parent is fine: %s", err);
+    free(err);
+    cr_assert_eq(xt_module_count(sub), 1, "the cache was used");
+    hostile_fini(&h);
+}
+
+/* Issue 31: a compiler identity file that others may write was replaced without a word. */
+Test(cache_hostile, compiler_identity_file_others_may_write_is_one_warning)
+{
+    hostile h;
+    hostile_init(&h);
+    xe_status st;
+    xg_cache *c = xg_cache_new(&h.c.o, &st);
+    cr_assert(run_checked(c, h.c.g, 6));
+    xg_cache_destroy(c);
+    char cmd[300], *o = NULL;
+    snprintf(cmd, sizeof cmd, "chmod 0666 %s/compiler-*.id && ls %s/compiler-*.id", h.c.dir, h.c.dir);
+    cr_assert_eq(xt_sh("", cmd, &o), 0, "%s", o);
+    free(o);
+    xt_capture_begin(&h.err);
+    c = xg_cache_new(&h.c.o, &st);
+    cr_assert(run_checked(c, h.c.g, 6));
+    xg_cache_destroy(c);
+    char *err = xt_capture_end(&h.err);
+    cr_assert_eq(xt_occurrences(err, "compiler identity file"), 1, "%s", err);
+    cr_assert(strstr(err, "writable by group or others"), "%s", err);
+    free(err);
+    hostile_fini(&h);
+}
+
 /* Writes a file of size bytes named name in dir, last used `age` seconds ago. */
 static void old_file(const char *dir, const char *name, size_t size, int age)
 {

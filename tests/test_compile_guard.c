@@ -103,6 +103,27 @@ Test(compile_guard, hanging_compiler_is_killed_after_the_timeout, .timeout = 60)
     guard_fini(&k);
 }
 
+/* gcc's driver writes its temporaries (ccXXXXXX.s) to $TMPDIR: a killed compile left them behind. */
+Test(compile_guard, a_killed_compiler_leaves_no_temporary_in_tmpdir, .timeout = 60)
+{
+    guard k;
+    guard_init(&k);
+    char tmp[200], left[260], *old = getenv("TMPDIR") ? strdup(getenv("TMPDIR")) : NULL;
+    snprintf(tmp, sizeof tmp, "%s/tmp", k.dir);
+    cr_assert_eq(mkdir(tmp, 0700), 0);
+    setenv("TMPDIR", tmp, 1);
+    k.o.cc = script(&k, "tmpcc", "[ \"$1\" = --version ] && { echo tmpcc 1; exit 0; }\n"
+                                  "echo junk > \"${TMPDIR:-/tmp}/ccFAKE.s\"; sleep 30");
+    k.o.compile_timeout_s = 1;
+    char err[4096];
+    cr_assert_not(run_once(&k.o, k.g, err, sizeof err), "the cluster runs op by op");
+    old ? setenv("TMPDIR", old, 1) : unsetenv("TMPDIR");
+    free(old);
+    snprintf(left, sizeof left, "%s/ccFAKE.s", tmp);
+    cr_assert_neq(access(left, F_OK), 0, "the compiler's temporary was left in $TMPDIR");
+    guard_fini(&k);
+}
+
 Test(compile_guard, cc_path_with_spaces_works)
 {
     guard k;

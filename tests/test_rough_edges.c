@@ -189,12 +189,13 @@ Test(rough, a_seeded_cache_on_a_read_only_folder_is_used_for_loading)
     cr_assert_eq(xt_sh("", "chmod 0755 . && chmod -R a-w,a+rX seed", &o), 0, "%s", o);
     free(o);
     /* another user, who cannot write the folder and does not own it (regression: it was ignored) */
-    char cmd[1024];
+    const char *as = "setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent ";
+    char bin[300], lib[300], env[400], cmd[2048];
+    xt_build_for(as, bin, lib, sizeof bin, env, sizeof env); /* copies when the checkout is private */
     snprintf(cmd, sizeof cmd,
-             "setpriv --reuid=65534 --regid=65534 --clear-groups env HOME=/nonexistent "
-             "LD_PRELOAD=" LIBXLAC " XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=%s/seed --stats' " XLAC_RUN
+             "%s%sLD_PRELOAD=%s/libxlac.so XLAC_AUTO_JIT=2 XLAC_FLAGS='--cache_dir=%s/seed --stats' %s/xlac-run"
              " %s/w.xg --seed 1",
-             xt_tmp, xt_tmp);
+             as, env, lib, xt_tmp, bin, xt_tmp);
     cr_assert_eq(xt_sh("", cmd, &o), 0, "%s", o);
     cr_assert(strstr(o, "compiles=0") && strstr(o, "disk_hits=1"), "the seeded module was not loaded: %s", o);
     cr_assert(!strstr(o, "warning"), "a read-only seeded cache is no warning: %s", o);

@@ -247,3 +247,62 @@ Test(flags_help, code_generator_defaults_come_from_the_options_table)
     cr_expect(strstr(text, "--max_compiles_per_cluster=VALUE\n"), "%s", text);
     free(text);
 }
+
+/* A graph built per input shape (as an ONNX import with symbolic dims is): the plain text at x's rows. */
+static xe_graph *make_at_rows(void *user, const xe_shape *in, int n, xe_status *st)
+{
+    (void)user;
+    cr_assert_eq(n, 2);
+    char text[512];
+    snprintf(text, sizeof text,
+             "xlac.graph v1\ninput x: f32[%lld,48]\ninput y: f32[%lld,48]\nt0 = mul(x, y)\nt1 = add(t0, x)\n"
+             "t2 = tanh(t1)\ns = reduce_sum(t2, axes=[1], keepdims=false)\noutput s\noutput t2\n",
+             (long long)in[0].dims[0], (long long)in[1].dims[0]);
+    return xe_parse_string(text, "made.xg", st);
+}
+
+static xe_tensor *rows_of(int64_t rows, xe_status *st)
+{
+    xe_shape sh = xe_shape_make(2, (int64_t[]){rows, 48});
+    xe_tensor *t = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, st);
+    cr_assert(t, "%s", st->msg);
+    for (int64_t i = 0; i < rows * 48; i++)
+        ((float *)t->data)[i] = (float)(i % 13) / 13.0f;
+    return t;
+}
+
+/*
+ * Issue 31: the session copied its options shallowly, and the pass that runs at each new shape's
+ * first run read plugin_config after the caller (python/xlac/session.py's temporary) had freed it:
+ * garbage flags, or silently no clusters. The caller's strings are wiped and freed here before the
+ * first and the second shape's runs; both must be clustered.
+ */
+Test(session_config, the_session_owns_its_option_strings)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xe_graph *g = xe_parse_string("xlac.graph v1\ninput x: f32[?,48]\ninput y: f32[?,48]\n"
+                                  "s = reduce_sum(x, axes=[1], keepdims=false)\noutput s\noutput x\n",
+                                  "root.xg", &st);
+    cr_assert(g, "%s", st.msg);
+    xe_graph_maker *mk = calloc(1, sizeof *mk);
+    *mk = (xe_graph_maker){.make = make_at_rows};
+    xe_graph_set_maker(g, mk);
+    char *config = strdup("--auto_jit=2 --min_cluster_size=2");
+    xe_session_options o = {.place = XE_PLACE_CPU, .plugin_config = config};
+    xe_session *s = xe_session_new(g, &o, &st);
+    cr_assert(s, "%s", st.msg);
+    memset(config, 'X', strlen(config)); /* what a freed temporary may hold */
+    free(config);
+    for (int k = 0; k < 2; k++) {
+        unsigned long long before = atomic_load(&state.n_launches);
+        xe_tensor *in[2] = {rows_of(k ? 32 : 64, &st), rows_of(k ? 32 : 64, &st)}, *out[2];
+        cr_assert_eq(xe_session_run(s, in, out, &st), XE_OK, "shape %d: %s", k, st.msg);
+        cr_assert_gt(atomic_load(&state.n_launches), before, "shape %d ran without clusters", k);
+        for (int j = 0; j < 2; j++) {
+            xe_tensor_release(in[j]);
+            xe_tensor_release(out[j]);
+        }
+    }
+    xe_session_destroy(s);
+}

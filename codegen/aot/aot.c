@@ -17,6 +17,7 @@
 #include "compile.h"
 #include "cache_impl.h"
 #include "xg_impl.h"
+#include "xlac/escape.h"
 
 /* --seed-cache: the program stored in the disk cache at dir under the key the JIT looks up. */
 static xe_code seed(const char *dir, const char *key, const xg_artifact *a, const xg_options *o, xe_status *st)
@@ -35,11 +36,15 @@ static xe_code seed(const char *dir, const char *key, const xg_artifact *a, cons
     return c;
 }
 
-/* CLUSTER.so, CLUSTER.cubin or CLUSTER.ptx; a program compiled in parts: CLUSTER.partK.cubin per part. */
-static xe_code write_code(const xg_artifact *a, const xg_backend *b, const char *out_dir, const char *cluster_name,
+/*
+ * CLUSTER.so, CLUSTER.cubin or CLUSTER.ptx; a program compiled in parts: CLUSTER.partK.cubin per
+ * part (CLUSTER: the cluster's name made a file name).
+ */
+static xe_code write_code(const xg_artifact *a, const xg_backend *b, const char *out_dir, const char *cluster,
                           xe_status *st)
 {
-    char path[4096];
+    char path[4096], cluster_name[XE_ESC_MAX + 1];
+    xe_esc_file_name(cluster_name, sizeof cluster_name, cluster);
     int n = xg_cubins_count(a->code, a->code_len);
     if (n <= 0) {
         snprintf(path, sizeof path, "%s/%s.%s", out_dir, cluster_name, b->code_ext(a));

@@ -16,6 +16,7 @@
 #include "aot_impl.h"
 #include "compile.h"
 #include "plan.h"
+#include "xlac/escape.h"
 #include "xlac/op.h"
 
 const char *xg_aot_ctype(xe_dtype dt)
@@ -118,7 +119,9 @@ static void emit_matmul(xg_aot *a, const xg_plan *p, int node)
                  xg_matmul_operand(p->body, p->types, node, 1, &flip[1])};
     bool ta = xe_node_attr_bool(n, "transpose_a", false) != flip[0];
     bool tb = xe_node_attr_bool(n, "transpose_b", false) != flip[1];
-    xe_text_printf(&a->src, "    if (rc == 0) { /* %s = matmul */\n", n->name);
+    xe_text_printf(&a->src, "    if (rc == 0) { /* ");
+    xe_esc_c_comment(&a->src, n->name);
+    xe_text_printf(&a->src, " = matmul */\n");
     emit_dims(a, "da", &p->types[in[0]].shape);
     emit_dims(a, "db", &p->types[in[1]].shape);
     emit_dims(a, "dc", &p->types[node].shape);
@@ -168,8 +171,10 @@ static void emit_finish(xg_aot *a, const xg_plan *p)
 static void emit_launch(xg_aot *a, const xg_plan *p, const xe_node *n, int k)
 {
     emit_decls(a, p, k);
-    xe_text_printf(&a->src, "\n/* %s: %d ops */\nstatic int %s_cluster_%d(void *const *in, void *const *out)\n{\n",
-                   xe_node_attr_string(n, "@cluster", n->name), p->body->n_nodes - p->body->n_inputs, a->prefix, k);
+    xe_text_printf(&a->src, "\n/* ");
+    xe_esc_c_comment(&a->src, xe_node_attr_string(n, "@cluster", n->name));
+    xe_text_printf(&a->src, ": %d ops */\nstatic int %s_cluster_%d(void *const *in, void *const *out)\n{\n",
+                   p->body->n_nodes - p->body->n_inputs, a->prefix, k);
     xe_text_printf(&a->src, "    static const int64_t S[] = {");
     int64_t *S = calloc((size_t)p->n_sizes + 1, sizeof *S);
     if (S)

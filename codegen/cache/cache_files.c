@@ -93,6 +93,31 @@ xg_disk_read_result xg_disk_read(const char *path, size_t cap, void **data, size
     return XG_DISK_READ;
 }
 
+/*
+ * Why a folder above path lets others replace the cache folder; NULL when none does. A folder that
+ * anyone may write without the sticky bit (which /tmp has) lets anyone rename what is in it.
+ */
+static const char *parent_unsafe(const char *path)
+{
+    static _Thread_local char why[4200];
+    char real[4096];
+    if (!realpath(path, real))
+        return NULL; /* the folder itself was checked; a vanished parent is the next open's problem */
+    for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
+        *slash = '\0';
+        const char *dir = real[0] ? real : "/";
+        struct stat sb;
+        if (stat(dir, &sb) == 0 && (sb.st_mode & S_IWOTH) && !(sb.st_mode & S_ISVTX)) {
+            snprintf(why, sizeof why, "its parent folder %.3900s can be written by anyone and has no sticky bit, "
+                                      "so anyone could replace the cache folder", dir);
+            return why;
+        }
+        if (!real[0])
+            break;
+    }
+    return NULL;
+}
+
 const char *xg_disk_dir_unsafe(const char *path)
 {
     struct stat sb;
@@ -106,7 +131,7 @@ const char *xg_disk_dir_unsafe(const char *path)
         return "owned by another user";
     if (sb.st_mode & 022)
         return "writable by group or others";
-    return NULL;
+    return parent_unsafe(path);
 }
 
 typedef struct cached_file {

@@ -57,13 +57,21 @@ static bool memo_parse(const char *text, const xe_text *stamp, char *id, size_t 
     return true;
 }
 
-/* The id in the memo at path when it is there, ours (xg_disk_read's checks) and made under stamp. */
+/*
+ * The id in the memo at path when it is there, ours (xg_disk_read's checks) and made under stamp.
+ * A memo that is there but refused (another's, a link, writable by others) is one warning: it is
+ * not used, and the answer asked anew replaces it.
+ */
 static bool memo_read(const char *path, const xe_text *stamp, char *id, size_t len)
 {
     void *data = NULL;
     size_t n = 0;
     char why[200];
-    if (xg_disk_read(path, MEMO_MAX, &data, &n, why, sizeof why) != XG_DISK_READ)
+    xg_disk_read_result r = xg_disk_read(path, MEMO_MAX, &data, &n, why, sizeof why);
+    if (r == XG_DISK_BAD)
+        fprintf(stderr, "xlac: warning: compiler identity file %s not used (%s); the compiler is asked "
+                        "again and the file replaced\n", path, why);
+    if (r != XG_DISK_READ)
         return false;
     ((char *)data)[n] = '\0'; /* xg_disk_read leaves a byte past the end */
     bool ok = strlen(data) == n && memo_parse(data, stamp, id, len);

@@ -14,6 +14,7 @@
 #include "backend.h"
 #include "compile.h"
 #include "xg_impl.h"
+#include "xlac/escape.h"
 #include "xlac/io.h"
 
 static xe_code dump_one(const char *dir, int id, const char *cluster, const char *ext, const void *data,
@@ -68,10 +69,12 @@ static xe_code claim_module_number(const char *dir, const char *cluster_name, in
     return xe_fail(st, XE_ERR_IO, "%s: no free module number (%d in use)", dir, MAX_MODULES);
 }
 
-xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *cluster_name, const char *cache_key,
+xe_code xg_dump_artifact(const xg_artifact *a, const char *dir, const char *cluster, const char *cache_key,
                          xe_status *st)
 {
     int id = 0;
+    char cluster_name[XE_ESC_MAX + 1]; /* in the files' names: the cluster's name made a file name */
+    xe_esc_file_name(cluster_name, sizeof cluster_name, cluster);
     if (xe_mkdirs(dir, 0777, st) != XE_OK || claim_module_number(dir, cluster_name, &id, st) != XE_OK)
         return st->code;
     char *plan = NULL;

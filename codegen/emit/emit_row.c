@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "emit_impl.h"
+#include "xlac/escape.h"
 
 /* The header of one pass over row o's K elements: all of it (CPU), or a block-stride share (GPU). */
 static void row_pass_header(em *e)
@@ -175,8 +176,9 @@ static int row_cache_plan(em *e, const xg_step *s, const bool *mask, const red_o
         e->rc_first[i] = __builtin_ctz(ph);
         bytes += b;
         count++;
-        xg_out(e, "    _Alignas(64) %s rc%d[%lld]; /* %s: computed in phase %d, read by later ones */\n",
-            value_type(dt), i, (long long)K, e->p->body->nodes[i]->name, e->rc_first[i]);
+        xg_out(e, "    _Alignas(64) %s rc%d[%lld]; /* ", value_type(dt), i, (long long)K);
+        xe_esc_c_comment(&e->text, e->p->body->nodes[i]->name); /* a name is a model's text */
+        xg_out(e, ": computed in phase %d, read by later ones */\n", e->rc_first[i]);
     }
     return count;
 }

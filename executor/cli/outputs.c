@@ -15,6 +15,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "xlac/escape.h"
 #include "cli.h"
 
 #define PRINT_THRESHOLD 1000 /* numpy's threshold: summarise above this many elements */
@@ -158,12 +159,14 @@ xe_code cli_check_stdout(xe_status *st)
  * output's value name, kept as @output where the importer had to rename the
  * node: `x` for an input passed through as an output, whose node is x_1),
  * else the node's name; a name that is not a plain file name (a '/', a
- * leading '.') is never used as one.
+ * leading '.') is never used as one (xe_esc_file_name), into buf.
  */
-static const char *output_file_name(const xe_node *n)
+static const char *output_file_name(const xe_node *n, char *buf, size_t len)
 {
     const char *v = xe_node_attr_string(n, "@output", NULL);
-    return v && *v && !strchr(v, '/') && v[0] != '.' ? v : n->name;
+    if (!v || !xe_esc_file_name(buf, len, v))
+        xe_esc_file_name(buf, len, n->name);
+    return buf;
 }
 
 xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *const *outs,
@@ -177,7 +180,8 @@ xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *con
     if (xe_mkdirs(dir, 0777, st) != XE_OK)
         return st->code;
     for (int i = 0; i < g->n_outputs; i++) {
-        const char *name = output_file_name(g->nodes[g->outputs[i]]);
+        char file[XE_ESC_MAX + 1];
+        const char *name = output_file_name(g->nodes[g->outputs[i]], file, sizeof file);
         int n = o->save_all_ranks ? snprintf(path, sizeof path, "%s/%s.rank%d.npy", dir, name, cli_rank())
                                   : snprintf(path, sizeof path, "%s/%s.npy", dir, name);
         if (n >= (int)sizeof path)

@@ -280,10 +280,10 @@ xe_code xe_write_file_consts(const xe_graph *g, const char *path, int64_t min_el
     char *text = write_string(g, &cf, st);
     if (!text)
         return st->code;
-    FILE *f = fopen(path, "w");
+    FILE *f = xe_fcreate(path, st);
     if (!f) {
         free(text);
-        return xe_fail(st, XE_ERR_IO, "%s: cannot write: %m", path);
+        return st->code;
     }
     size_t len = strlen(text);
     bool ok = fwrite(text, 1, len, f) == len;

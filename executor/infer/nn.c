@@ -61,11 +61,19 @@ static int64_t window_out(const xe_window *p, int64_t in, int64_t k, int64_t s, 
 {
     if (in < 0)
         return XE_DIM_UNKNOWN;
-    int64_t ext = d * (k - 1) + 1, span = in + p0 + p1 - ext;
+    int64_t ext, padded, span;
+    if (__builtin_mul_overflow(d, k - 1, &ext) || __builtin_add_overflow(ext, 1, &ext) ||
+        __builtin_add_overflow(in, p0, &padded) || __builtin_add_overflow(padded, p1, &padded) ||
+        __builtin_sub_overflow(padded, ext, &span)) {
+        xe_fail(st, XE_ERR_GRAPH,
+                "%s: pads %lld and %lld, kernel %lld and dilation %lld on a size of %lld exceed 64-bit sizes",
+                dim, (long long)p0, (long long)p1, (long long)k, (long long)d, (long long)in);
+        return -1;
+    }
     if (span < 0) {
         xe_fail(st, XE_ERR_GRAPH,
                 "the kernel spans %lld %s (dilated) but the padded input has %lld", (long long)ext,
-                dim, (long long)(in + p0 + p1));
+                dim, (long long)padded);
         return -1;
     }
     int64_t out = span / s + 1;

@@ -10,7 +10,10 @@
  *   - a file named by a model (ONNX external data) is opened beneath the
  *     model's folder: openat2 with RESOLVE_BENEATH where the kernel has it
  *     (Linux 5.6), else both paths resolved with realpath and compared, so
- *     that neither "..", an absolute path nor a symbolic link leads out.
+ *     that neither "..", an absolute path nor a symbolic link leads out;
+ *   - a file xlac writes (a dump, a replay folder, a saved output, an
+ *     ahead-of-time build) is created through xe_fcreate: never through a
+ *     symbolic link planted at its name, never blocking on a FIFO there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -210,4 +213,34 @@ xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_st
         return c;
     }
     return put_in_place(tmp, path, family_start, used, used_len, st);
+}
+
+int xe_create(const char *path, unsigned mode, xe_status *st)
+{
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, (mode_t)mode);
+    if (fd < 0) {
+        int e = errno;
+        struct stat sb;
+        if (e == ELOOP || (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)))
+            xe_fail(st, XE_ERR_IO, "%s: not written: it is a symbolic link (xlac never writes through one)",
+                    path);
+        else
+            xe_fail(st, XE_ERR_IO, "%s: cannot write: %s", path, e == ENXIO ? "it is a FIFO" : strerror(e));
+        return -1;
+    }
+    fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+    return fd;
+}
+
+FILE *xe_fcreate(const char *path, xe_status *st)
+{
+    int fd = xe_create(path, 0644, st);
+    if (fd < 0)
+        return NULL;
+    FILE *f = fdopen(fd, "w");
+    if (!f) {
+        xe_fail(st, XE_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
 }

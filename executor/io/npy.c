@@ -445,10 +445,10 @@ xe_code xe_npy_write(const char *path, const xe_tensor *t, xe_status *st)
         return st->code;
     char dict[512];
     int n = header_dict(t, dict, sizeof dict);
-    FILE *f = fopen(path, "wb");
+    FILE *f = xe_fcreate(path, st);
     if (!f) {
         xe_tensor_release(host);
-        return xe_fail(st, XE_ERR_IO, "%s: cannot write: %s", path, strerror(errno));
+        return st->code;
     }
     bool ok = write_file(f, t, dict, (size_t)n);
     int err = ok ? 0 : errno;

@@ -5,8 +5,16 @@
  * fields hold nested messages), and stops at the first field that is
  * malformed: a truncated tag, varint or fixed-size value, a length that
  * runs past its message, an invalid wire type, or a wire type that does not
- * match the schema. It decodes no values: parsing is protobuf-c's job, and
- * this runs only after protobuf-c refused the file.
+ * match the schema. It decodes no values: parsing is protobuf-c's job.
+ *
+ * The same walk runs once before protobuf-c (ox_precheck), for what
+ * protobuf-c does not refuse but must be: nesting beyond OX_MAX_NESTING
+ * (protobuf-c unpacks nested messages recursively with no limit, so a
+ * model whose subgraphs nest thousands deep, If inside If inside ...,
+ * would overflow its stack) and strings with a NUL byte inside (the
+ * importer reads names as C strings: "t\0a" and "t\0b" would both be
+ * "t"). The walk itself descends no deeper than OX_MAX_NESTING messages,
+ * in either use.
  */
 #include <stdio.h>
 #include <string.h>
@@ -17,7 +25,8 @@ typedef struct scan {
     const uint8_t *data;
     char *buf;
     size_t cap;
-    bool found;
+    bool found;      /* the scan is over: buf says why */
+    bool depth_only; /* before unpacking: only nesting beyond OX_MAX_NESTING is reported */
 } scan;
 
 /* Reads a varint at *pos (< end); false when it is truncated or longer than 10 bytes. */
@@ -68,11 +77,15 @@ static bool wire_matches(const ProtobufCFieldDescriptor *fd, unsigned wt)
     }
 }
 
-static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescriptor *desc);
+static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescriptor *desc, int depth);
+
+/* Refused before unpacking too: protobuf-c keeps a string's bytes but the importer reads a C string. */
+static const char nul_inside[] = "a string with a NUL byte inside (a name would be cut there and could "
+                                 "become another)";
 
 /* One field whose tag ended at *pos; advances *pos past its value. NULL, or what is wrong. */
 static const char *field(scan *s, size_t *pos, size_t end, const ProtobufCFieldDescriptor *fd,
-                         uint64_t number, unsigned wt, char *what, size_t cap)
+                         uint64_t number, unsigned wt, int depth, char *what, size_t cap)
 {
     uint64_t v;
     if (number == 0)
@@ -96,20 +109,32 @@ static const char *field(scan *s, size_t *pos, size_t end, const ProtobufCFieldD
                  (unsigned long long)v, end - *pos);
         return what;
     }
+    if (fd && fd->type == PROTOBUF_C_TYPE_STRING && strcmp(fd->name, "doc_string") &&
+        memchr(s->data + *pos, 0, (size_t)v))
+        return nul_inside;
     if (fd && fd->type == PROTOBUF_C_TYPE_MESSAGE)
-        walk(s, *pos, *pos + v, fd->descriptor);
+        walk(s, *pos, *pos + v, fd->descriptor, depth + 1);
     *pos += v;
     return NULL;
 }
 
-static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescriptor *desc)
+/* The fields of one message of type desc in [pos, end), nested depth messages deep. */
+static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescriptor *desc, int depth)
 {
+    if (depth > OX_MAX_NESTING) {
+        snprintf(s->buf, s->cap, "byte %zu: a %s nested more than %d messages deep (subgraphs inside "
+                                 "subgraphs?): beyond the importer's limit", pos, desc->short_name, OX_MAX_NESTING);
+        s->found = true;
+        return;
+    }
     while (pos < end && !s->found) {
         size_t at = pos;
         uint64_t tag;
         if (!varint(s->data, &pos, end, &tag)) {
-            snprintf(s->buf, s->cap, "byte %zu: truncated field tag in %s", at, desc->short_name);
-            s->found = true;
+            if (!s->depth_only) {
+                snprintf(s->buf, s->cap, "byte %zu: truncated field tag in %s", at, desc->short_name);
+                s->found = true;
+            }
             return;
         }
         uint64_t number = tag >> 3;
@@ -117,17 +142,27 @@ static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescript
             number <= 0x1fffffff ? protobuf_c_message_descriptor_get_field(desc, (unsigned)number)
                                  : NULL;
         char what[128];
-        const char *bad = field(s, &pos, end, fd, number, (unsigned)(tag & 7), what, sizeof what);
-        if (bad && !s->found)
+        const char *bad = field(s, &pos, end, fd, number, (unsigned)(tag & 7), depth, what, sizeof what);
+        if (bad && !s->found && (!s->depth_only || bad == nul_inside))
             found(s, at, desc, fd, number, bad);
+        if (bad) /* the rest of this message cannot be walked; protobuf-c will refuse it */
+            return;
     }
+}
+
+bool ox_precheck(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
+                      size_t cap)
+{
+    scan s = {.data = data, .buf = buf, .cap = cap, .depth_only = true};
+    walk(&s, 0, len, desc, 0);
+    return !s.found;
 }
 
 void ox_diagnose(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
                  size_t cap)
 {
     scan s = {.data = data, .buf = buf, .cap = cap};
-    walk(&s, 0, len, desc);
+    walk(&s, 0, len, desc, 0);
     if (!s.found)
         snprintf(buf, cap, "no malformed field found by the wire scan of %zu bytes "
                            "(invalid UTF-8 in a string field, or an invalid enum value?)", len);

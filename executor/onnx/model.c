@@ -263,6 +263,10 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
     const Onnx__GraphProto *g = c->model->graph;
     for (size_t k = 0; k < g->n_initializer; k++) {
         const Onnx__TensorProto *t = g->initializer[k];
+        if (!t->name || !t->name[0]) { /* "" is how a node says an optional input is absent */
+            ox_error_add(&c->errs, false, "%s: initializer %zu has no name", c->path, k);
+            continue;
+        }
         char what[600];
         snprintf(what, sizeof what, "initializer '%.500s'", t->name ? t->name : "");
         xe_status ts;
@@ -289,6 +293,10 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
     for (size_t k = 0, pos = 0; k < g->n_input; k++) {
         const char *name = g->input[k]->name ? g->input[k]->name : "";
         xe_type t;
+        if (!name[0]) {
+            ox_error_add(&c->errs, false, "%s: graph input %zu has no name", c->path, k);
+            continue;
+        }
         if (is_initializer(g, name))
             continue;
         int x = -1;
@@ -340,7 +348,9 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
         bool found;
         const char *name = g->output[k]->name ? g->output[k]->name : "";
         ox_value_get(c, name, &found);
-        if (!found)
+        if (!name[0])
+            ox_error_add(&c->errs, false, "%s: graph output %zu has no name", c->path, k);
+        else if (!found)
             ox_error_add(&c->errs, false, "%s: graph output '%s' is produced by no node", c->path, name);
     }
     if (!g->n_output)
@@ -365,6 +375,13 @@ static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
     close(fd);
     if (len && data == MAP_FAILED) {
         xe_fail(st, XE_ERR_IO, "%s: cannot map the file: %s", path, strerror(errno));
+        return NULL;
+    }
+    char deep[600];
+    if (!ox_precheck(data, len, &onnx__model_proto__descriptor, deep, sizeof deep)) {
+        xe_fail(st, XE_ERR_PARSE, "%s: not imported: %s", path, deep);
+        if (data)
+            munmap(data, len);
         return NULL;
     }
     Onnx__ModelProto *m = onnx__model_proto__unpack(NULL, len, data ? data : (const uint8_t *)"");

@@ -28,6 +28,7 @@
 #define OX_MIN_OPSET 7   /* the oldest ai.onnx opset we import (numpy broadcasting since 7) */
 #define OX_MAX_OPSET 28  /* the newest (onnx 1.23 knows 28) */
 #define OX_MAX_IO 64     /* inputs or outputs of one ONNX node */
+#define OX_MAX_NESTING 128 /* protobuf messages inside one another (a subgraph is 3 levels deeper) */
 #define OX_FOLD_MAX (1 << 24) /* elements: bigger results are computed at run time */
 
 /* ONNX value name -> the executor node that holds it. */
@@ -129,6 +130,11 @@ void ox_error_add(ox_errors *e, bool unsupported, const char *fmt, ...)
 void ox_errors_free(ox_errors *e);
 
 /* diag.c: "byte N: field F of M: problem" for the first malformed field of a ModelProto. */
+/* Whether data can be handed to protobuf-c: no message nested deeper than OX_MAX_NESTING (it
+ * recurses without a limit), no string (but doc strings) with a NUL inside; false with buf saying
+ * where. */
+bool ox_precheck(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
+                      size_t cap);
 void ox_diagnose(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
                  size_t cap);
 

@@ -111,6 +111,23 @@ static int scores(ox_b *b, int q, int k, int bias, int *qk_out)
     return with;
 }
 
+/* Q's heads a whole multiple of K's (grouped-query attention), V's as many as K's, one head size. */
+static bool heads_fit(ox_b *b, const xe_shape *q, const xe_shape *k, const xe_shape *v)
+{
+    if (k->dims[1] <= 0 || q->dims[1] % k->dims[1] || v->dims[1] != k->dims[1]) {
+        ox_invalid(b, "%lld query heads do not group over %lld key and %lld value heads (a whole multiple of "
+                      "at least one is needed)",
+                   (long long)q->dims[1], (long long)k->dims[1], (long long)v->dims[1]);
+        return false;
+    }
+    if (q->dims[3] != k->dims[3] || q->dims[3] <= 0) {
+        ox_invalid(b, "the query's head size %lld and the key's %lld differ or are empty", (long long)q->dims[3],
+                   (long long)k->dims[3]);
+        return false;
+    }
+    return true;
+}
+
 xe_code ox_b_attention(ox_b *b)
 {
     int q = ox_in(b, 0), k = ox_in(b, 1), v = ox_in(b, 2), mask = ox_in(b, 3), qk_out;
@@ -138,7 +155,7 @@ xe_code ox_b_attention(ox_b *b)
     int pk[2] = {ox_in(b, 4), k}, pv[2] = {ox_in(b, 5), v};
     k = past ? ox_op(b, XE_OP_CONCAT, pk, 2, &cat, 1) : k;
     v = ox_in(b, 5) >= 0 && ox_type(b, ox_in(b, 5))->shape.dims[2] ? ox_op(b, XE_OP_CONCAT, pv, 2, &cat, 1) : v;
-    if (k < 0 || v < 0)
+    if (k < 0 || v < 0 || !heads_fit(b, qs, &ox_type(b, k)->shape, &ox_type(b, v)->shape))
         return ox_status(b);
     int64_t l = qs->dims[2], s = ox_type(b, k)->shape.dims[2], g = qs->dims[1] / ox_type(b, k)->shape.dims[1];
     bool causal = ox_int(b, "is_causal", 0) != 0;

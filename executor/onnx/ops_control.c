@@ -43,11 +43,14 @@ xe_code ox_b_if(ox_b *b)
         return ox_unsupported(b, "the %s branch has nodes that do not import (listed)", taken ? "then" : "else");
     for (size_t k = 0; k < g->n_output && !b->failed; k++) {
         bool found;
-        int x = ox_value_get(c, g->output[k]->name ? g->output[k]->name : "", &found);
+        const char *name = g->output[k]->name ? g->output[k]->name : "";
+        int x = name[0] ? ox_value_get(c, name, &found) : -1;
+        if (!name[0])
+            return ox_invalid(b, "branch output %zu has no name", k);
         if (!found)
-            return ox_invalid(b, "branch output '%s' is produced by no node", g->output[k]->name);
+            return ox_invalid(b, "branch output '%s' is produced by no node", name);
         if (x < 0) /* its producer did not import, and is listed */
-            return ox_unsupported(b, "branch output '%s' depends on nodes that do not import", g->output[k]->name);
+            return ox_unsupported(b, "branch output '%s' depends on nodes that do not import", name);
         ox_out(b, (int)k, x);
     }
     return ox_status(b);

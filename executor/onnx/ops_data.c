@@ -335,7 +335,12 @@ xe_code ox_b_trilu(ox_b *b)
     return done(b, ox_select(b, ox_const(b, m), x, ox_scalar(b, ox_type(b, x)->dtype, 0)));
 }
 
-/* GatherElements: out = sum over the axis' positions of select(index == position, data, 0). */
+/*
+ * GatherElements as two gathers, so that an index outside [-n, n) is the gather's own error naming
+ * it (ONNX: an error, never a value): the axis' strides P = [0, s, 2s, ...] gathered by the indices
+ * (negative ones counted from the end, range-checked), plus base, the flat offset of each index
+ * position with its axis coordinate 0, pick elements of the flattened data.
+ */
 xe_code ox_b_gather_elements(ox_b *b)
 {
     int x = ox_in(b, 0), idx = ox_in(b, 1), axis;
@@ -343,27 +348,35 @@ xe_code ox_b_gather_elements(ox_b *b)
         return ox_status(b);
     const xe_shape *ds = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
     int r = ds->rank;
-    if (is->rank != r || r + 1 > XE_MAX_RANK || !xe_shape_is_known(ds) || !xe_shape_is_known(is))
-        return ox_unsupported(b, "GatherElements needs known dims and rank at most 7");
-    int64_t n = ds->dims[axis], beg[XE_MAX_RANK] = {0}, end[XE_MAX_RANK], di[XE_MAX_RANK + 1],
-            dd[XE_MAX_RANK + 1], io[XE_MAX_RANK + 1], red[1] = {axis + 1};
+    if (is->rank != r || !xe_shape_is_known(ds) || !xe_shape_is_known(is))
+        return ox_unsupported(b, "GatherElements needs known dims and indices of the data's rank");
     for (int d = 0; d < r; d++)
-        end[d] = d == axis ? INT64_MAX : is->dims[d]; /* data cut to the indices' other dims */
-    for (int d = 0, j = 0; d <= r; d++) {
-        di[d] = d == axis + 1 ? 1 : is->dims[j];
-        dd[d] = d == axis ? 1 : d == axis + 1 ? n : is->dims[d > axis ? d - 1 : d];
-        io[d] = d == axis + 1 ? n : 1;
-        j += d != axis + 1;
+        if (d != axis && is->dims[d] > ds->dims[d])
+            return ox_invalid(b, "indices' dim %d is %lld, beyond the data's %lld", d, (long long)is->dims[d],
+                              (long long)ds->dims[d]);
+    int64_t stride[XE_MAX_RANK], n = ds->dims[axis], numel = xe_shape_numel(ds), m = xe_shape_numel(is);
+    xe_shape_strides(ds, stride);
+    xe_tensor *P = new_tensor(b, XE_I64, &n, 1), *base = new_tensor(b, XE_I64, is->dims, r);
+    for (int64_t k = 0; P && k < n; k++)
+        ((int64_t *)P->data)[k] = k * stride[axis];
+    for (int64_t k = 0; base && k < m; k++) {
+        int64_t rest = k, off = 0;
+        for (int d = r - 1; d >= 0; d--) {
+            off += d == axis ? 0 : (rest % is->dims[d]) * stride[d];
+            rest /= is->dims[d];
+        }
+        ((int64_t *)base->data)[k] = off;
     }
-    xe_dtype dt = ox_type(b, x)->dtype;
-    int data = ox_cast(b, ox_slice(b, x, beg, end), dt == XE_BOOL ? XE_I32 : dt);
-    int i = ox_cast(b, idx, XE_I64), nn = ox_scalar(b, XE_I64, (double)n);
-    i = ox_select(b, ox_bin(b, XE_OP_LESS, i, ox_scalar(b, XE_I64, 0)), ox_bin(b, XE_OP_ADD, i, nn), i);
-    ox_at at[3] = {OX_INTS("shape", io, r + 1), OX_I("axis", axis + 1), OX_DT("dtype", XE_I64)};
-    int hot = ox_bin(b, XE_OP_EQUAL, ox_reshape(b, i, di, r + 1), ox_op(b, XE_OP_IOTA, NULL, 0, at, 3));
-    int zero = data < 0 ? -1 : ox_scalar(b, ox_type(b, data)->dtype, 0);
-    int y = ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, hot, ox_reshape(b, data, dd, r + 1), zero), red, 1, false);
-    return done(b, ox_cast(b, y, dt));
+    if (!P || !base) {
+        xe_tensor_release(P);
+        xe_tensor_release(base);
+        return ox_status(b);
+    }
+    ox_at at = OX_I("axis", 0);
+    int pin[2] = {ox_const(b, P), idx};
+    int flat = ox_bin(b, XE_OP_ADD, ox_op(b, XE_OP_GATHER, pin, 2, &at, 1), ox_const(b, base));
+    int din[2] = {ox_reshape(b, x, &numel, 1), flat};
+    return done(b, ox_op(b, XE_OP_GATHER, din, 2, &at, 1));
 }
 
 /* DepthToSpace (DCR or CRD) and SpaceToDepth: a reshape, a transpose and a reshape. */

@@ -183,13 +183,26 @@ xe_code ox_b_split(ox_b *b)
     if (n < 0) {
         if (dim < 0)
             return ox_unsupported(b, "an even Split of an unknown dim is not supported");
-        int64_t parts = ox_int(b, "num_outputs", n_out), each = (dim + parts - 1) / parts;
+        int64_t parts = ox_int(b, "num_outputs", n_out);
+        if (parts < 1 || parts != n_out)
+            return ox_invalid(b, "num_outputs is %lld for a node of %d outputs (they must be equal, and at least 1)",
+                              (long long)parts, n_out);
+        int64_t each = (dim + parts - 1) / parts;
         for (n = 0; n < n_out; n++)
             split[n] = each * (n + 1) <= dim ? each : dim - each * n > 0 ? dim - each * n : 0;
     }
     if (n != n_out)
         return ox_invalid(b, "split has %d parts for %d outputs", n, n_out);
     int64_t at = 0;
+    for (int k = 0; k < n && dim >= 0; k++) {
+        if (split[k] < 0 || split[k] > dim - at)
+            return ox_invalid(b, "split's parts must be sizes that add up to the dim %lld (part %d is %lld)",
+                              (long long)dim, k, (long long)split[k]);
+        at += split[k];
+    }
+    if (dim >= 0 && at != dim)
+        return ox_invalid(b, "split's parts add up to %lld, not to the dim %lld", (long long)at, (long long)dim);
+    at = 0;
     for (int k = 0; k < n; k++) {
         ox_out(b, k, slice_axis(b, x, axis, at, at + split[k]));
         at += split[k];

@@ -184,3 +184,27 @@ xt_result xt_run_in(const char *cwd, bool preload, const char *const *env, const
     unlink(err);
     return r;
 }
+
+void xt_build_for(const char *as, char *bin, char *lib, size_t len, char *env, size_t env_len)
+{
+    char cmd[2048], *o = NULL;
+    snprintf(cmd, sizeof cmd, "%stest -x %s/bin/xlac-run -a -r %s/lib/libxlac.so", as, XLAC_BINARY_DIR,
+             XLAC_BINARY_DIR);
+    if (xt_sh("", cmd, &o) == 0) {
+        free(o);
+        snprintf(bin, len, "%s/bin", XLAC_BINARY_DIR);
+        snprintf(lib, len, "%s/lib", XLAC_BINARY_DIR);
+        snprintf(env, env_len, "%s", "");
+        return;
+    }
+    free(o);
+    snprintf(cmd, sizeof cmd,
+             "mkdir -p stage/bin stage/lib && cp %s/bin/xlac-run stage/bin/ && cp %s/lib/*.so stage/lib/ && "
+             "chmod -R a+rX stage",
+             XLAC_BINARY_DIR, XLAC_BINARY_DIR);
+    cr_assert_eq(xt_sh("", cmd, &o), 0, "staging the build for another user: %s", o);
+    free(o);
+    snprintf(bin, len, "%s/stage/bin", xt_tmp);
+    snprintf(lib, len, "%s/stage/lib", xt_tmp);
+    snprintf(env, env_len, "LD_LIBRARY_PATH=%s/stage/lib ", xt_tmp);
+}

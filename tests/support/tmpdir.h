@@ -44,6 +44,15 @@ const char *xt_last_line(const char *text);
  */
 int xt_sh(const char *env_words, const char *cmd, char **out);
 
+/*
+ * Where another user (the words `as`, e.g. "setpriv --reuid=65534 ... ") finds the build: the
+ * build's own bin/ and lib/ when that user can read them, else copies in xt_tmp/stage (a checkout
+ * in a folder of mode 0700, which only its owner may enter). bin and lib get the folders (no
+ * trailing '/'); env gets the words to put before the command ("LD_LIBRARY_PATH=..." for the
+ * copies: the binaries' RUNPATH names the unreachable build).
+ */
+void xt_build_for(const char *as, char *bin, char *lib, size_t len, char *env, size_t env_len);
+
 /* A program's exit status (128 + the signal when it did not exit) and its stdout and stderr (malloc'd). */
 typedef struct xt_result {
     int rc;

@@ -52,10 +52,8 @@ xe_code xg_write_fd(int fd, const char *path, const void *data, size_t len, xe_s
 
 xe_code xg_write_file(const char *path, const void *data, size_t len, xe_status *st)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return xe_fail(st, XE_ERR_IO, "%s: cannot create: %m", path);
-    return xg_write_fd(fd, path, data, len, st);
+    int fd = xe_create(path, 0600, st); /* never through a link planted at path */
+    return fd < 0 ? st->code : xg_write_fd(fd, path, data, len, st);
 }
 
 /* A new file in a private folder: never one that exists, never through a link. */
@@ -69,20 +67,25 @@ static xe_code create_new(const char *path, const void *data, size_t len, xe_sta
 
 /*
  * The environment for the compiler: ours without LD_PRELOAD and the XLAC_
- * variables, so the plugin does not load itself into cc, as and ld.
+ * variables, so the plugin does not load itself into cc, as and ld, and
+ * with TMPDIR set to the private folder of the compile (tmpdir_entry,
+ * "TMPDIR=DIR"), so that the driver's own temporaries (ccXXXXXX.s) are
+ * removed with that folder even when the compile is killed.
  */
-static char **tool_environment(void)
+static char **tool_environment(const char *tmpdir_entry)
 {
     size_t n = 0;
     while (environ[n])
         n++;
-    char **env = calloc(n + 1, sizeof *env);
+    char **env = calloc(n + 2, sizeof *env);
     if (!env)
         return NULL;
     size_t k = 0;
     for (size_t i = 0; i < n; i++)
-        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 && strncmp(environ[i], "XLAC_", 5) != 0)
+        if (strncmp(environ[i], "LD_PRELOAD=", 11) != 0 && strncmp(environ[i], "XLAC_", 5) != 0 &&
+            strncmp(environ[i], "TMPDIR=", 7) != 0)
             env[k++] = environ[i];
+    env[k] = (char *)tmpdir_entry;
     return env;
 }
 
@@ -157,7 +160,10 @@ static int wait_tool(pid_t pid, int timeout_s, char *why, size_t why_len)
  */
 static int run_tool(char *const *argv, const char *log_path, int timeout_s, char *why, size_t why_len)
 {
-    char **env = tool_environment();
+    char tmpdir[4200];
+    const char *slash = strrchr(log_path, '/');
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%.*s", slash ? (int)(slash - log_path) : 1, slash ? log_path : ".");
+    char **env = tool_environment(tmpdir);
     if (!env) {
         snprintf(why, why_len, "could not run: out of memory");
         return -1;

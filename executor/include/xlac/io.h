@@ -57,6 +57,15 @@ int xe_open_regular(const char *path, xe_status *st);
 int xe_open_beneath(const char *dir, const char *rel, xe_status *st);
 
 /*
+ * Creates (or truncates) path for writing: O_NOFOLLOW, so a symbolic link
+ * planted at that name is refused, not followed; a FIFO there is refused
+ * too (no reader: ENXIO) instead of blocking. Returns the descriptor
+ * (O_CLOEXEC) or -1 with *st naming the path (XE_ERR_IO); xe_fcreate is
+ * the same as a FILE * (mode 0644) or NULL.
+ */
+int xe_create(const char *path, unsigned mode, xe_status *st);
+FILE *xe_fcreate(const char *path, xe_status *st);
+/*
  * Writes a report file (a trace, a summary) whole or not at all: write()
  * fills a temp file beside path (mkstemp), which is flushed, synced and
  * renamed into place, so a full disk or a failed write leaves the previous

@@ -32,8 +32,8 @@ typedef struct xe_session_options {
                                 loops and oneDNN share them; 0: the calling thread's current count */
     const char *plugin_config; /* handed to the registered passes (xe_pass_ctx.plugin_config) as it is;
                                   for libxlac.so, XLAC_FLAGS words (--auto_jit=N among them) applied
-                                  over the process's configuration; NULL: the process's. Must live
-                                  while the session is being made */
+                                  over the process's configuration; NULL: the process's. The
+                                  session keeps copies of this and profile_path */
     bool outputs_on_device;  /* outputs stay on the device that computed them (the run still waits
                                 for them); the caller copies them with xe_tensor_to_device. Default:
                                 every output comes back to the host */
