@@ -8,6 +8,11 @@
  *   importer built its position and weight tables (12 bytes a position) at
  *   load before anything checked the size, a 12 GB allocation; a scale of
  *   1e30 was converted to int64 unchecked. Now both are refused by name.
+ * - Trilu over a declared a: i16[2, 2^31, 4] (onnx, 2026-12-01, inside two
+ *   Ifs the mutator wrapped): its mask, a constant of rows x cols, was
+ *   built at load, 8 GB. The
+ *   constants ops_data.c builds (Trilu, EyeLike, GatherElements' offsets)
+ *   now hold at most OX_FOLD_MAX elements, as folded ones do.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -79,14 +84,53 @@ static void write_resize(const char *path, const float *scales, const int64_t *s
     pb_write_file(&m, path);
 }
 
-static void expect_refused(const char *path, const char *what)
+/* The value info "name: f32[dims]" into vi. */
+static void value_info(pb *vi, const char *name, const int64_t *dims, int rank)
+{
+    pb type = {0}, tt = {0}, shape = {0};
+    for (int k = 0; k < rank; k++) {
+        pb d = {0};
+        pb_int(&d, 1, (uint64_t)dims[k]);
+        pb_msg(&shape, 1, &d);
+    }
+    pb_int(&tt, 1, 1);
+    pb_msg(&tt, 2, &shape);
+    pb_msg(&type, 1, &tt);
+    pb_str(vi, 1, name);
+    pb_msg(vi, 2, &type);
+}
+
+/* y = OP(x) for x: f32[dims], opset 17, the node named "node", written to path. */
+static void write_unary(const char *path, const char *op, const int64_t *dims, int rank)
+{
+    pb m = {0}, o = {0}, g = {0}, n = {0}, vx = {0}, vy = {0};
+    pb_str(&n, 1, "x");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 3, "node");
+    pb_str(&n, 4, op);
+    value_info(&vx, "x", dims, rank);
+    pb_str(&vy, 1, "y");
+    pb_msg(&g, 1, &n);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 11, &vx);
+    pb_msg(&g, 12, &vy);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 17);
+    pb_int(&m, 1, 8);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
+/* path does not load, and the message names the node and holds why. */
+static void expect_refused_as(const char *path, const char *node, const char *why)
 {
     xe_status st;
     xe_status_clear(&st);
     xe_graph *g = xe_onnx_load(path, NULL, &st);
-    cr_expect_null(g, "%s loaded", what);
+    cr_expect_null(g, "%s loaded", path);
     xe_graph_destroy(g);
-    cr_expect(strstr(st.msg, "resize") && strstr(st.msg, "beyond"), "%s: %s", what, st.msg);
+    cr_expect(strstr(st.msg, node) && strstr(st.msg, why), "%s: %s", path, st.msg);
 }
 
 Test(fuzz_findings, resize_to_billions_of_positions_is_refused_at_load, .timeout = 60)
@@ -94,10 +138,26 @@ Test(fuzz_findings, resize_to_billions_of_positions_is_refused_at_load, .timeout
     xt_tmp_make("/tmp/xlac-findings-XXXXXX");
     const int64_t sizes[4] = {1, 1, 2, 1500000000};
     write_resize(xt_path("sizes.onnx"), NULL, sizes);
-    expect_refused(xt_path("sizes.onnx"), "sizes 1.5e9");
+    expect_refused_as(xt_path("sizes.onnx"), "resize", "beyond"); /* sizes 1.5e9 */
     const float scales[4] = {1, 1, 1, 1e30f};
     write_resize(xt_path("scales.onnx"), scales, NULL);
-    expect_refused(xt_path("scales.onnx"), "scale 1e30");
+    expect_refused_as(xt_path("scales.onnx"), "resize", "beyond"); /* scale 1e30 */
+    cr_assert(xt_tmp_remove());
+}
+
+Test(fuzz_findings, load_time_masks_of_declared_dims_are_bounded, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    const int64_t huge[2] = {65536, 131072}, fine[2] = {64, 32};
+    write_unary(xt_path("trilu.onnx"), "Trilu", huge, 2);
+    expect_refused_as(xt_path("trilu.onnx"), "node", "more than");
+    write_unary(xt_path("eyelike.onnx"), "EyeLike", huge, 2);
+    expect_refused_as(xt_path("eyelike.onnx"), "node", "more than");
+    write_unary(xt_path("small.onnx"), "Trilu", fine, 2);
+    xe_status st;
+    xe_graph *g = xe_onnx_load(xt_path("small.onnx"), NULL, &st);
+    cr_expect_not_null(g, "a 64x32 Trilu: %s", st.msg);
+    xe_graph_destroy(g);
     cr_assert(xt_tmp_remove());
 }
 
