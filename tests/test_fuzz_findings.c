@@ -13,6 +13,10 @@
  *   built at load, 8 GB. The
  *   constants ops_data.c builds (Trilu, EyeLike, GatherElements' offsets)
  *   now hold at most OX_FOLD_MAX elements, as folded ones do.
+ * - MaxPool with a dilation of 9.2e18 (onnx, 2026-12-01): the pool's pad
+ *   check computed the dilated kernel, d * (k - 1) + 1, in a signed
+ *   product that overflowed (UBSan) before the window sizes, which are
+ *   checked, were reached. The extent now saturates and the sizes refuse it.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -159,6 +163,21 @@ Test(fuzz_findings, load_time_masks_of_declared_dims_are_bounded, .timeout = 60)
     cr_expect_not_null(g, "a 64x32 Trilu: %s", st.msg);
     xe_graph_destroy(g);
     cr_assert(xt_tmp_remove());
+}
+
+Test(fuzz_findings, pool_dilations_beyond_int64_are_refused, .timeout = 60)
+{
+    static const char *const lines[] = {"max_pool2d(x, kernel=[3,3], dilations=[9218315432181916514,1])",
+                                         "avg_pool2d(x, kernel=[3,9223372036854775807], dilations=[1,2])"};
+    for (size_t k = 0; k < 2; k++) {
+        char text[512];
+        snprintf(text, sizeof text, "xlac.graph v1\ninput x: f32[1,1,8,8]\ny = %s\noutput y\n", lines[k]);
+        xe_status st;
+        xe_graph *g = xe_parse_string(text, "pool.xg", &st); /* the parser infers as it reads */
+        bool refused = !g || xe_graph_infer(g, &st) != XE_OK;
+        cr_expect(refused && strstr(st.msg, "64-bit"), "%s: %s", lines[k], refused ? st.msg : "inferred");
+        xe_graph_destroy(g);
+    }
 }
 
 /* The constant of a one-node graph "c = const(TYPE, VALUE)"; its value checked element by element. */
