@@ -17,6 +17,9 @@
  *   check computed the dilated kernel, d * (k - 1) + 1, in a signed
  *   product that overflowed (UBSan) before the window sizes, which are
  *   checked, were reached. The extent now saturates and the sizes refuse it.
+ * - DepthToSpace and SpaceToDepth with a blocksize of INT64_MAX (onnx,
+ *   2026-12-01): blocksize squared, and the dims times it, overflowed
+ *   signed products; they are now checked and refused by node.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -24,6 +27,7 @@
  *   checks that every element of such constants, of every dtype, holds it.
  */
 #include <criterion/criterion.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -104,14 +108,23 @@ static void value_info(pb *vi, const char *name, const int64_t *dims, int rank)
     pb_msg(vi, 2, &type);
 }
 
-/* y = OP(x) for x: f32[dims], opset 17, the node named "node", written to path. */
-static void write_unary(const char *path, const char *op, const int64_t *dims, int rank)
+/* y = OP(x) for x: f32[dims], opset 17, the node named "node" with int attribute attr (unless
+   NULL) = v, written to path. */
+static void write_unary_attr(const char *path, const char *op, const int64_t *dims, int rank,
+                             const char *attr, int64_t v)
 {
     pb m = {0}, o = {0}, g = {0}, n = {0}, vx = {0}, vy = {0};
     pb_str(&n, 1, "x");
     pb_str(&n, 2, "y");
     pb_str(&n, 3, "node");
     pb_str(&n, 4, op);
+    if (attr) {
+        pb a = {0};
+        pb_str(&a, 1, attr);
+        pb_int(&a, 20, 2); /* INT */
+        pb_int(&a, 3, (uint64_t)v);
+        pb_msg(&n, 5, &a);
+    }
     value_info(&vx, "x", dims, rank);
     pb_str(&vy, 1, "y");
     pb_msg(&g, 1, &n);
@@ -124,6 +137,11 @@ static void write_unary(const char *path, const char *op, const int64_t *dims, i
     pb_msg(&m, 8, &o);
     pb_msg(&m, 7, &g);
     pb_write_file(&m, path);
+}
+
+static void write_unary(const char *path, const char *op, const int64_t *dims, int rank)
+{
+    write_unary_attr(path, op, dims, rank, NULL, 0);
 }
 
 /* path does not load, and the message names the node and holds why. */
@@ -178,6 +196,24 @@ Test(fuzz_findings, pool_dilations_beyond_int64_are_refused, .timeout = 60)
         cr_expect(refused && strstr(st.msg, "64-bit"), "%s: %s", lines[k], refused ? st.msg : "inferred");
         xe_graph_destroy(g);
     }
+}
+
+Test(fuzz_findings, blocksizes_beyond_int64_are_refused, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    const int64_t dims[4] = {1, 4, 2, 2};
+    static const char *const ops[] = {"DepthToSpace", "SpaceToDepth"};
+    const int64_t sizes[] = {INT64_MAX, (int64_t)1 << 32, (int64_t)1 << 62};
+    for (int k = 0; k < 6; k++) {
+        write_unary_attr(xt_path("m.onnx"), ops[k % 2], dims, 4, "blocksize", sizes[k / 2]);
+        expect_refused_as(xt_path("m.onnx"), "node", "64-bit");
+    }
+    write_unary_attr(xt_path("ok.onnx"), "DepthToSpace", dims, 4, "blocksize", 2);
+    xe_status st;
+    xe_graph *g = xe_onnx_load(xt_path("ok.onnx"), NULL, &st);
+    cr_expect_not_null(g, "blocksize 2: %s", st.msg);
+    xe_graph_destroy(g);
+    cr_assert(xt_tmp_remove());
 }
 
 /* The constant of a one-node graph "c = const(TYPE, VALUE)"; its value checked element by element. */

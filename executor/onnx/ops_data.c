@@ -400,7 +400,12 @@ xe_code ox_b_depth_space(ox_b *b)
     int64_t n = s->dims[0], c = s->dims[1], h = s->dims[2], w = s->dims[3];
     bool to_space = !strcmp(b->np->op_type, "DepthToSpace");
     const char *mode = ox_str(b, "mode", "DCR");
-    if (to_space ? c % (k * k) : (h % k || w % k))
+    int64_t kk, big; /* the block's size and the dims it multiplies, in 64 bits */
+    if (__builtin_mul_overflow(k, k, &kk) || (to_space ? __builtin_mul_overflow(h, k, &big) ||
+                                                             __builtin_mul_overflow(w, k, &big)
+                                                       : __builtin_mul_overflow(c, kk, &big)))
+        return ox_invalid(b, "blocksize %lld makes dims beyond 64-bit sizes", (long long)k);
+    if (to_space ? c % kk : (h % k || w % k))
         return ox_invalid(b, "dims are not multiples of the blocksize %lld", (long long)k);
     if (to_space && strcmp(mode, "DCR") && strcmp(mode, "CRD"))
         return ox_unsupported(b, "attribute mode='%s' is not supported", mode);
@@ -410,9 +415,9 @@ xe_code ox_b_depth_space(ox_b *b)
     if (!to_space) {
         memcpy(six, (int64_t[6]){n, c, h / k, k, w / k, k}, sizeof six);
         memcpy(perm, (int[6]){0, 3, 5, 1, 2, 4}, sizeof perm);
-        memcpy(out, (int64_t[4]){n, c * k * k, h / k, w / k}, sizeof out);
+        memcpy(out, (int64_t[4]){n, c * kk, h / k, w / k}, sizeof out);
     } else {
-        int64_t cc = c / (k * k);
+        int64_t cc = c / kk;
         memcpy(six, crd ? (int64_t[6]){n, cc, k, k, h, w} : (int64_t[6]){n, k, k, cc, h, w}, sizeof six);
         memcpy(perm, crd ? (int[6]){0, 1, 4, 2, 5, 3} : (int[6]){0, 3, 4, 1, 5, 2}, sizeof perm);
         memcpy(out, (int64_t[4]){n, cc, h * k, w * k}, sizeof out);
