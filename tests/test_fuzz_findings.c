@@ -20,6 +20,10 @@
  * - DepthToSpace and SpaceToDepth with a blocksize of INT64_MAX (onnx,
  *   2026-12-01): blocksize squared, and the dims times it, overflowed
  *   signed products; they are now checked and refused by node.
+ * - A 3-D Conv with a depth dilation of INT64_MAX (onnx, 2026-12-01): its
+ *   depth arithmetic (the dilated kernel, the output depth, the planes
+ *   padded after) overflowed signed products; so did auto_pad SAME's. Both
+ *   are computed with overflow checks now and refused by node.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -144,6 +148,56 @@ static void write_unary(const char *path, const char *op, const int64_t *dims, i
     write_unary_attr(path, op, dims, rank, NULL, 0);
 }
 
+/* y = Conv(x, w) for x: f32[1,1,4,4(,4)] and w of ones shaped wdims (rank 4 or 5), with dilations
+   dil, and auto_pad unless NULL; the node named "node", opset 17, written to path. */
+static void write_conv(const char *path, const int64_t *wdims, int rank, const int64_t *dil,
+                       const char *auto_pad)
+{
+    pb m = {0}, o = {0}, g = {0}, n = {0}, w = {0}, a = {0}, vx = {0}, vy = {0};
+    const int64_t xdims[5] = {1, 1, 4, 4, 4};
+    int64_t count = 1;
+    for (int k = 0; k < rank; k++) {
+        pb_int(&w, 1, (uint64_t)wdims[k]);
+        count *= wdims[k];
+    }
+    float ones[64];
+    for (int k = 0; k < 64; k++)
+        ones[k] = 1;
+    pb_int(&w, 2, 1);
+    pb_str(&w, 8, "w");
+    pb_bytes(&w, 9, ones, (size_t)count * sizeof *ones);
+    pb_str(&n, 1, "x");
+    pb_str(&n, 1, "w");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 3, "node");
+    pb_str(&n, 4, "Conv");
+    pb_str(&a, 1, "dilations");
+    pb_int(&a, 20, 7); /* INTS */
+    for (int k = 0; k < rank - 2; k++)
+        pb_int(&a, 8, (uint64_t)dil[k]);
+    pb_msg(&n, 5, &a);
+    if (auto_pad) {
+        pb s = {0};
+        pb_str(&s, 1, "auto_pad");
+        pb_int(&s, 20, 3); /* STRING */
+        pb_str(&s, 4, auto_pad);
+        pb_msg(&n, 5, &s);
+    }
+    value_info(&vx, "x", xdims, rank);
+    pb_str(&vy, 1, "y");
+    pb_msg(&g, 1, &n);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 5, &w);
+    pb_msg(&g, 11, &vx);
+    pb_msg(&g, 12, &vy);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 17);
+    pb_int(&m, 1, 8);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
 /* path does not load, and the message names the node and holds why. */
 static void expect_refused_as(const char *path, const char *node, const char *why)
 {
@@ -213,6 +267,27 @@ Test(fuzz_findings, blocksizes_beyond_int64_are_refused, .timeout = 60)
     xe_graph *g = xe_onnx_load(xt_path("ok.onnx"), NULL, &st);
     cr_expect_not_null(g, "blocksize 2: %s", st.msg);
     xe_graph_destroy(g);
+    cr_assert(xt_tmp_remove());
+}
+
+Test(fuzz_findings, conv_windows_beyond_int64_are_refused, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    const int64_t w3[5] = {1, 1, 3, 1, 1}, w2[4] = {1, 1, 3, 1};
+    const int64_t huge[3] = {INT64_MAX, 1, 1}, fine[3] = {1, 1, 1};
+    write_conv(xt_path("c3.onnx"), w3, 5, huge, NULL);
+    expect_refused_as(xt_path("c3.onnx"), "node", "64-bit");
+    write_conv(xt_path("same.onnx"), w2, 4, huge, "SAME_UPPER");
+    expect_refused_as(xt_path("same.onnx"), "node", "64-bit");
+    write_conv(xt_path("ok3.onnx"), w3, 5, fine, NULL);
+    write_conv(xt_path("ok2.onnx"), w2, 4, fine, "SAME_LOWER");
+    static const char *const ok[] = {"ok3.onnx", "ok2.onnx"};
+    for (int k = 0; k < 2; k++) {
+        xe_status st;
+        xe_graph *g = xe_onnx_load(xt_path(ok[k]), NULL, &st);
+        cr_expect_not_null(g, "%s: %s", ok[k], st.msg);
+        xe_graph_destroy(g);
+    }
     cr_assert(xt_tmp_remove());
 }
 
