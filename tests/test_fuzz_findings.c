@@ -10,9 +10,11 @@
  *   1e30 was converted to int64 unchecked. Now both are refused by name.
  * - Trilu over a declared a: i16[2, 2^31, 4] (onnx, 2026-12-01, inside two
  *   Ifs the mutator wrapped): its mask, a constant of rows x cols, was
- *   built at load, 8 GB. The
- *   constants ops_data.c builds (Trilu, EyeLike, GatherElements' offsets)
- *   now hold at most OX_FOLD_MAX elements, as folded ones do.
+ *   built at load, 8 GB; then ReverseSequence's positions over a declared
+ *   axis of 2^31 (16 GB). Every constant a builder computes at load (masks,
+ *   positions, CumSum's and DFT's matrices, attention masks, Col2Im's
+ *   weights) now comes from ox_new_tensor and holds at most OX_FOLD_MAX
+ *   elements, as folded ones do.
  * - MaxPool with a dilation of 9.2e18 (onnx, 2026-12-01): the pool's pad
  *   check computed the dilated kernel, d * (k - 1) + 1, in a signed
  *   product that overflowed (UBSan) before the window sizes, which are

@@ -171,6 +171,10 @@ int ox_bin(ox_b *b, int op, int x, int y);
 int ox_select(ox_b *b, int cond, int x, int y);
 int ox_cast(ox_b *b, int x, xe_dtype dt);
 int ox_scalar(ox_b *b, xe_dtype dt, double v);
+/* A constant a builder computes at load (a mask, positions, a matrix): its dims come from the model,
+   so it holds at most OX_FOLD_MAX elements, as folded ones do; beyond, or when b has failed, NULL
+   and the node unsupported. */
+xe_tensor *ox_new_tensor(ox_b *b, xe_dtype dt, const xe_shape *s);
 int ox_const(ox_b *b, xe_tensor *t); /* takes t */
 int ox_ints_const(ox_b *b, const int64_t *v, int n);
 int ox_reshape(ox_b *b, int x, const int64_t *dims, int rank);

@@ -600,7 +600,7 @@ xe_code ox_b_col2im(ox_b *b)
         xd[2 + i] = t.in[i], wd[2 + i] = blk[i];
     xe_shape ws = {.rank = 2 + t.sp};
     memcpy(ws.dims, wd, sizeof wd);
-    xe_tensor *w = xe_tensor_new(xt->dtype, &ws, XE_DEV_CPU, &b->st);
+    xe_tensor *w = ox_new_tensor(b, xt->dtype, &ws);
     if (!w)
         return b->failed = true, b->st.code;
     for (int64_t c = 0; c < ck; c++) /* channel c*K + k: one at block position k */

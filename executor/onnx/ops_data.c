@@ -18,22 +18,12 @@ static xe_code done(ox_b *b, int y)
     return ox_status(b);
 }
 
-/* A constant this file builds at load; sized by declared dims, so held to OX_FOLD_MAX elements as
-   folding is (a Trilu over a declared i16[2, 2^31, 4] input built an 8 GB mask). */
+/* A constant this file builds at load, bounded by ox_new_tensor (a Trilu over a declared
+   i16[2, 2^31, 4] input built an 8 GB mask before). */
 static xe_tensor *new_tensor(ox_b *b, xe_dtype dt, const int64_t *dims, int rank)
 {
-    if (b->failed)
-        return NULL;
-    int64_t n = 1;
-    for (int d = 0; d < rank; d++)
-        if (dims[d] >= 0 && (__builtin_mul_overflow(n, dims[d], &n) || n > OX_FOLD_MAX))
-            return ox_unsupported(b, "a constant built at load would hold more than %d elements", OX_FOLD_MAX),
-                   NULL;
     xe_shape s = xe_shape_make(rank, dims);
-    xe_tensor *t = xe_tensor_new(dt, &s, XE_DEV_CPU, &b->st);
-    if (!t)
-        b->failed = true;
-    return t;
+    return ox_new_tensor(b, dt, &s);
 }
 
 xe_code ox_b_constant(ox_b *b)
