@@ -26,6 +26,10 @@
  *   depth arithmetic (the dilated kernel, the output depth, the planes
  *   padded after) overflowed signed products; so did auto_pad SAME's. Both
  *   are computed with overflow checks now and refused by node.
+ * - Split of a dim not known at load into parts 1.6e18 and 9.2e18 (onnx,
+ *   2026-12-01): the parts were checked against the dim only when it was
+ *   known, and summed in a signed add that overflowed. They are summed
+ *   with overflow checks now, whether the dim is known or not.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -290,6 +294,52 @@ Test(fuzz_findings, conv_windows_beyond_int64_are_refused, .timeout = 60)
         cr_expect_not_null(g, "%s: %s", ok[k], st.msg);
         xe_graph_destroy(g);
     }
+    cr_assert(xt_tmp_remove());
+}
+
+/* a, b = Split(x, split) for x: f32[N] (symbolic), opset 13, the node named "node". */
+static void write_split(const char *path, const int64_t *parts)
+{
+    pb m = {0}, o = {0}, g = {0}, n = {0}, init = {0}, vx = {0}, va = {0}, vb = {0};
+    pb type = {0}, tt = {0}, shape = {0}, d = {0};
+    pb_str(&n, 1, "x");
+    pb_str(&n, 1, "split");
+    pb_str(&n, 2, "a");
+    pb_str(&n, 2, "b");
+    pb_str(&n, 3, "node");
+    pb_str(&n, 4, "Split");
+    tensor_i64(&init, "split", parts, 2);
+    pb_str(&d, 2, "N"); /* dim_param */
+    pb_msg(&shape, 1, &d);
+    pb_int(&tt, 1, 1);
+    pb_msg(&tt, 2, &shape);
+    pb_msg(&type, 1, &tt);
+    pb_str(&vx, 1, "x");
+    pb_msg(&vx, 2, &type);
+    pb_str(&va, 1, "a");
+    pb_str(&vb, 1, "b");
+    pb_msg(&g, 1, &n);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 5, &init);
+    pb_msg(&g, 11, &vx);
+    pb_msg(&g, 12, &va);
+    pb_msg(&g, 12, &vb);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 13);
+    pb_int(&m, 1, 8);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
+Test(fuzz_findings, split_parts_of_an_unknown_dim_are_checked, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    const int64_t huge[2] = {1632723774211150004, 9157489675850750998}, negative[2] = {3, -1};
+    write_split(xt_path("huge.onnx"), huge);
+    expect_refused_as(xt_path("huge.onnx"), "node", "add up");
+    write_split(xt_path("neg.onnx"), negative);
+    expect_refused_as(xt_path("neg.onnx"), "node", "add up");
     cr_assert(xt_tmp_remove());
 }
 
