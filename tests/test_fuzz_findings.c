@@ -30,6 +30,12 @@
  *   2026-12-01): the parts were checked against the dim only when it was
  *   known, and summed in a signed add that overflowed. They are summed
  *   with overflow checks now, whether the dim is known or not.
+ * - Thirty Expands, Pads and friends of 16M elements each in a 1.3 KB
+ *   model (onnx, 2026-12-01): every one was folded at load, 18 s under
+ *   the fuzzer (a larger model of the same kind: hours). Folds and
+ *   load-time constants above 65536 elements now share a budget of twice
+ *   the model's weights plus OX_FOLD_MAX; what does not fit runs at run
+ *   time.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -340,6 +346,62 @@ Test(fuzz_findings, split_parts_of_an_unknown_dim_are_checked, .timeout = 60)
     expect_refused_as(xt_path("huge.onnx"), "node", "add up");
     write_split(xt_path("neg.onnx"), negative);
     expect_refused_as(xt_path("neg.onnx"), "node", "add up");
+    cr_assert(xt_tmp_remove());
+}
+
+/* c = Constant(1.0); e = Expand(c, [4096, 4096]); y = Neg(e), written to path. */
+static void write_expand_neg(const char *path)
+{
+    pb m = {0}, o = {0}, g = {0}, k = {0}, a = {0}, t = {0}, ex = {0}, ng = {0}, init = {0}, vy = {0};
+    const float one = 1;
+    const int64_t to[2] = {4096, 4096};
+    pb_int(&t, 2, 1);
+    pb_bytes(&t, 9, &one, sizeof one);
+    pb_str(&a, 1, "value");
+    pb_int(&a, 20, 4); /* TENSOR */
+    pb_msg(&a, 5, &t);
+    pb_str(&k, 2, "c");
+    pb_str(&k, 4, "Constant");
+    pb_msg(&k, 5, &a);
+    pb_str(&ex, 1, "c");
+    pb_str(&ex, 1, "s");
+    pb_str(&ex, 2, "e");
+    pb_str(&ex, 4, "Expand");
+    pb_str(&ng, 1, "e");
+    pb_str(&ng, 2, "y");
+    pb_str(&ng, 4, "Neg");
+    tensor_i64(&init, "s", to, 2);
+    pb_str(&vy, 1, "y");
+    pb_msg(&g, 1, &k);
+    pb_msg(&g, 1, &ex);
+    pb_msg(&g, 1, &ng);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 5, &init);
+    pb_msg(&g, 12, &vy);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 17);
+    pb_int(&m, 1, 8);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
+Test(fuzz_findings, large_folds_share_a_budget_from_the_weights, .timeout = 120)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    write_expand_neg(xt_path("m.onnx"));
+    xe_status st;
+    xe_graph *g = xe_onnx_load(xt_path("m.onnx"), NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    int negs = 0, consts = 0;
+    for (int k = 0; k < g->n_nodes; k++) {
+        negs += g->nodes[k]->op == XE_OP_NEG;
+        consts += g->nodes[k]->op == XE_OP_CONST && g->nodes[k]->value &&
+                  xe_tensor_numel(g->nodes[k]->value) == 4096 * 4096;
+    }
+    cr_expect_eq(consts, 1, "the Expand (16M elements, the budget of a model without weights) is folded");
+    cr_expect_eq(negs, 1, "the Neg after it is left to run time");
+    xe_graph_destroy(g);
     cr_assert(xt_tmp_remove());
 }
 

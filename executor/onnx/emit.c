@@ -137,6 +137,10 @@ xe_tensor *ox_new_tensor(ox_b *b, xe_dtype dt, const xe_shape *s)
         if (s->dims[d] >= 0 && (__builtin_mul_overflow(n, s->dims[d], &n) || n > OX_FOLD_MAX))
             return ox_unsupported(b, "a constant built at load would hold more than %d elements", OX_FOLD_MAX),
                    NULL;
+    if (!ox_fold_charge(b->c, n))
+        return ox_unsupported(b, "the model's constants built at load exceed its budget (twice its weights "
+                                 "plus %d elements)", OX_FOLD_MAX),
+               NULL;
     xe_tensor *t = xe_tensor_new(dt, s, XE_DEV_CPU, &b->st);
     b->failed = !t;
     return t;

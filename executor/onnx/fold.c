@@ -5,13 +5,46 @@
  * shape arithmetic (Shape, Gather on shapes, Concat, Cast, Range, ...) into
  * the constants that Reshape, Expand, Slice and friends need, and it takes
  * weight transposes and casts out of every run. Stateful and data-dependent
- * ops are never folded, nor results above OX_FOLD_MAX elements.
+ * ops are never folded, nor results above OX_FOLD_MAX elements. Larger
+ * folds and the constants builders make at load (above OX_FOLD_SMALL
+ * elements) also share a budget per import, twice the model's own weights
+ * plus OX_FOLD_MAX: a weight transpose always fits, but a 1 KB model cannot
+ * make the importer fold thirty 16M-element Expands and Pads (18 s under
+ * the fuzzer, 2.8 s now; a bigger model, hours). What does not fit is
+ * computed at run time, as a result above OX_FOLD_MAX is.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "onnx_impl.h"
+
+void ox_fold_budget(ox_ctx *c)
+{
+    const Onnx__GraphProto *g = c->model ? c->model->graph : NULL;
+    int64_t weights = 0;
+    for (size_t k = 0; g && k < g->n_initializer; k++) {
+        int64_t n = 1;
+        for (size_t d = 0; d < g->initializer[k]->n_dims && n >= 0; d++) {
+            int64_t v = g->initializer[k]->dims[d];
+            n = v < 0 || __builtin_mul_overflow(n, v, &n) ? -1 : n;
+        }
+        if (n > 0 && __builtin_add_overflow(weights, n, &weights))
+            weights = INT64_MAX / 4;
+    }
+    weights = weights > INT64_MAX / 4 ? INT64_MAX / 4 : weights;
+    c->fold_left = (int64_t)OX_FOLD_MAX + 2 * weights;
+}
+
+bool ox_fold_charge(ox_ctx *c, int64_t numel)
+{
+    if (numel <= OX_FOLD_SMALL)
+        return true;
+    if (numel > c->fold_left)
+        return false;
+    c->fold_left -= numel;
+    return true;
+}
 
 static bool foldable(const xe_graph *g, const xe_node *n)
 {
@@ -50,7 +83,7 @@ xe_code ox_fold(ox_ctx *c, int node, xe_status *st)
     if (!foldable(g, n))
         return XE_OK;
     xe_tensor *in[OX_MAX_IO];
-    if (n->n_inputs > OX_MAX_IO)
+    if (n->n_inputs > OX_MAX_IO || !ox_fold_charge(c, xe_shape_numel(&n->type.shape)))
         return XE_OK;
     for (int k = 0; k < n->n_inputs; k++)
         in[k] = g->nodes[n->inputs[k]]->value;

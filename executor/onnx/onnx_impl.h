@@ -30,6 +30,7 @@
 #define OX_MAX_IO 64     /* inputs or outputs of one ONNX node */
 #define OX_MAX_NESTING 128 /* protobuf messages inside one another (a subgraph is 3 levels deeper) */
 #define OX_FOLD_MAX (1 << 24) /* elements: bigger results are computed at run time */
+#define OX_FOLD_SMALL (1 << 16) /* elements: a fold or load-time constant this small is always made */
 
 /* ONNX value name -> the executor node that holds it. */
 typedef struct ox_value {
@@ -67,6 +68,8 @@ typedef struct ox_ctx {
     const xe_shape *pin;          /* not NULL: per graph input, the shape its unknown dims take */
     xe_tensor **inits;            /* not NULL: initializer k's tensor, loaded once and kept here
                                      for every specialisation of the model (retained) */
+    int64_t fold_left;            /* elements larger folds and load-time constants may still make
+                                     (fold.c); set from the model's own weights by ox_fold_budget */
 } ox_ctx;
 
 /* One ONNX node being built. */
@@ -228,5 +231,9 @@ void ox_build_nodes(ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
 
 /* fold.c */
 xe_code ox_fold(ox_ctx *c, int node, xe_status *st);
+/* Sets c->fold_left: OX_FOLD_MAX plus twice the elements of the model's initializers. */
+void ox_fold_budget(ox_ctx *c);
+/* Whether a fold or load-time constant of numel elements fits what is left (then taken from it). */
+bool ox_fold_charge(ox_ctx *c, int64_t numel);
 
 #endif
