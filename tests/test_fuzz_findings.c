@@ -36,6 +36,10 @@
  *   load-time constants above 65536 elements now share a budget of twice
  *   the model's weights plus OX_FOLD_MAX; what does not fit runs at run
  *   time.
+ * - RotaryEmbedding, interleaved, with caches of the wrong shape (onnx,
+ *   2026-12-01): once the cache had failed, the builder's helpers took the
+ *   failed value's rank, 0, and wrote index -1 of a dims array. They now
+ *   return at once for a failed value, as every ox_* helper does.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -402,6 +406,47 @@ Test(fuzz_findings, large_folds_share_a_budget_from_the_weights, .timeout = 120)
     cr_expect_eq(consts, 1, "the Expand (16M elements, the budget of a model without weights) is folded");
     cr_expect_eq(negs, 1, "the Neg after it is left to run time");
     xe_graph_destroy(g);
+    cr_assert(xt_tmp_remove());
+}
+
+/* y = RotaryEmbedding(x: f32[1,2,3,8], cos, sin: f32[1,3,5]), interleaved, opset 23. */
+static void write_rotary(const char *path)
+{
+    pb m = {0}, o = {0}, g = {0}, n = {0}, a = {0}, vx = {0}, vc = {0}, vs = {0}, vy = {0};
+    const int64_t xd[4] = {1, 2, 3, 8}, cd[3] = {1, 3, 5};
+    pb_str(&n, 1, "x");
+    pb_str(&n, 1, "cos");
+    pb_str(&n, 1, "sin");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 3, "node");
+    pb_str(&n, 4, "RotaryEmbedding");
+    pb_str(&a, 1, "interleaved");
+    pb_int(&a, 20, 2);
+    pb_int(&a, 3, 1);
+    pb_msg(&n, 5, &a);
+    value_info(&vx, "x", xd, 4);
+    value_info(&vc, "cos", cd, 3);
+    value_info(&vs, "sin", cd, 3);
+    pb_str(&vy, 1, "y");
+    pb_msg(&g, 1, &n);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 11, &vx);
+    pb_msg(&g, 11, &vc);
+    pb_msg(&g, 11, &vs);
+    pb_msg(&g, 12, &vy);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 23);
+    pb_int(&m, 1, 10);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
+Test(fuzz_findings, rotary_after_a_failed_cache_is_an_error, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    write_rotary(xt_path("rot.onnx"));
+    expect_refused_as(xt_path("rot.onnx"), "node", "caches");
     cr_assert(xt_tmp_remove());
 }
 
