@@ -40,6 +40,9 @@
  *   2026-12-01): once the cache had failed, the builder's helpers took the
  *   failed value's rank, 0, and wrote index -1 of a dims array. They now
  *   return at once for a failed value, as every ox_* helper does.
+ * - Col2Im over an image of 2^34 x 2^34 (onnx, 2026-12-01): each dim was
+ *   in range but the number of blocks, their product, overflowed. It is
+ *   multiplied with overflow checks now and refused by node.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -447,6 +450,49 @@ Test(fuzz_findings, rotary_after_a_failed_cache_is_an_error, .timeout = 60)
     xt_tmp_make("/tmp/xlac-findings-XXXXXX");
     write_rotary(xt_path("rot.onnx"));
     expect_refused_as(xt_path("rot.onnx"), "node", "caches");
+    cr_assert(xt_tmp_remove());
+}
+
+/* y = Col2Im(x: f32[1,1,4], image_shape = img, block_shape = [1,1]), opset 18. */
+static void write_col2im(const char *path, const int64_t *img)
+{
+    pb m = {0}, o = {0}, g = {0}, n = {0}, ti = {0}, tb = {0}, vx = {0}, vy = {0};
+    const int64_t xd[3] = {1, 1, 4}, blk[2] = {1, 1};
+    pb_str(&n, 1, "x");
+    pb_str(&n, 1, "img");
+    pb_str(&n, 1, "blk");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 3, "node");
+    pb_str(&n, 4, "Col2Im");
+    tensor_i64(&ti, "img", img, 2);
+    tensor_i64(&tb, "blk", blk, 2);
+    value_info(&vx, "x", xd, 3);
+    pb_str(&vy, 1, "y");
+    pb_msg(&g, 1, &n);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 5, &ti);
+    pb_msg(&g, 5, &tb);
+    pb_msg(&g, 11, &vx);
+    pb_msg(&g, 12, &vy);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 18);
+    pb_int(&m, 1, 8);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
+Test(fuzz_findings, col2im_block_counts_beyond_int64_are_refused, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    const int64_t huge[2] = {(int64_t)1 << 34, (int64_t)1 << 34}, fine[2] = {2, 2};
+    write_col2im(xt_path("huge.onnx"), huge);
+    expect_refused_as(xt_path("huge.onnx"), "node", "64-bit");
+    write_col2im(xt_path("ok.onnx"), fine);
+    xe_status st;
+    xe_graph *g = xe_onnx_load(xt_path("ok.onnx"), NULL, &st);
+    cr_expect_not_null(g, "a 2x2 image of 1x1 blocks: %s", st.msg);
+    xe_graph_destroy(g);
     cr_assert(xt_tmp_remove());
 }
 

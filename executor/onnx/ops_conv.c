@@ -589,7 +589,9 @@ xe_code ox_b_col2im(ox_b *b)
             return ox_invalid(b, "Col2Im: the block does not fit the padded image");
         t.pb[i] = pads[i];
         t.pe[i] = t.s[i] * (t.in[i] - 1) + t.d[i] * (blk[i] - 1) + 1 - pads[i] - img[i];
-        kk *= blk[i], ll *= t.in[i];
+        kk *= blk[i]; /* at most 256^3 */
+        if (__builtin_mul_overflow(ll, t.in[i], &ll))
+            return ox_invalid(b, "Col2Im: the blocks of the padded image exceed 64-bit sizes");
     }
     int64_t ck = xt->shape.dims[1];
     if (ck < 0 || ck % kk || xt->shape.dims[2] != ll)
