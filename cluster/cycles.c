@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cycles.h"
+#include "xlac/vec.h"
 
 typedef struct xc_list {
     int n, cap;
@@ -39,14 +40,10 @@ struct xc_cycles {
 
 static bool list_push(xc_list *l, int x)
 {
-    if (l->n == l->cap) {
-        int cap = l->cap ? l->cap * 2 : 4;
-        int *v = realloc(l->v, (size_t)cap * sizeof *v);
-        if (!v)
-            return false;
-        l->v = v;
-        l->cap = cap;
-    }
+    int *v = XE_VEC_GROW(l->v, l->cap, l->n + 1, 4);
+    if (!v)
+        return false;
+    l->v = v;
     l->v[l->n++] = x;
     return true;
 }

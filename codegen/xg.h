@@ -43,6 +43,14 @@ xg_target xg_host_target(void);
 /* The compile step in words, for messages: "cc", "NVRTC to cubin", "NVRTC to PTX". */
 const char *xg_compiler_words(xg_target t, bool is_ptx);
 
+/* How much a line says, as XLAC_LOG names it (the plugin reads it, plugin/flags.c). */
+typedef enum xg_log_level {
+    XG_LOG_ERROR,   /* XLAC_LOG=error: errors only */
+    XG_LOG_WARNING, /* warning (the default): a cluster that fails to compile, a cache that is not used */
+    XG_LOG_INFO,    /* info: one line per compile and disk load (cluster, ops, ms), per fallback reason */
+    XG_LOG_DEBUG,   /* debug: every fallback */
+} xg_log_level;
+
 /* Defaults: plan/options.c's table (xg_options_table), the one place they are written. */
 typedef struct xg_options {
     bool fast_math;               /* --fast_math: may reassociate floating-point math (changes code) */
@@ -64,7 +72,13 @@ typedef struct xg_options {
     /* called before (begin) and after each compile or disk load, on the thread doing it; NULL: none */
     void (*on_compile)(void *user, const char *cluster_name, bool begin);
     void *on_compile_user;
+    /* every line the code generator gives (text without "xlac: LEVEL: " and newline), on any
+       thread; the callee filters by level. NULL: warnings and errors to stderr (xg_log) */
+    void (*log)(xg_log_level level, const char *text);
 } xg_options;
+
+/* One line through o->log: "cluster_0 failed to compile (...)"; see xg_options.log. */
+void xg_log(const xg_options *o, xg_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 typedef enum xg_option_kind {
     XG_OPT_BOOL,   /* a bool field */

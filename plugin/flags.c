@@ -180,7 +180,9 @@ void xlac_flags_help(FILE *out)
                  "  XLAC_AUTO_JIT=0|1|2     0 off (jit blocks only), 1 fusible ops, 2 every "
                  "compilable op (default %d)\n"
                  "  XLAC_DUMP_GRAPH_PREFIX=DIR  graph dumps with --clustering_debug\n"
-                 "  XLAC_DUMP_TO=DIR        generated programs (source, PTX, plan, log)\n",
+                 "  XLAC_DUMP_TO=DIR        generated programs (source, PTX, plan, log)\n"
+                 "  XLAC_LOG=LEVEL          error, warning (default), info (a line per compile and per "
+                 "fallback), debug\n",
             dflt.auto_jit);
     xlac_flags_free(&dflt);
 }
@@ -333,6 +335,20 @@ static xe_code parse_auto_jit(const char *v, int *out, xe_status *st)
     return XE_OK;
 }
 
+static xe_code parse_log(const char *v, xg_log_level *out, xe_status *st)
+{
+    static const char *const words[] = {"error", "warning", "info", "debug"};
+    *out = XG_LOG_WARNING;
+    if (!v || !*v)
+        return XE_OK;
+    for (int k = 0; k < 4; k++)
+        if (strcmp(v, words[k]) == 0) {
+            *out = (xg_log_level)k;
+            return XE_OK;
+        }
+    return xe_fail(st, XE_ERR_USAGE, "XLAC_LOG=%s: expected error, warning, info or debug", v);
+}
+
 void xlac_env_read(xlac_env *e)
 {
     *e = (xlac_env){
@@ -340,6 +356,7 @@ void xlac_env_read(xlac_env *e)
         .flags = getenv("XLAC_FLAGS"),
         .dump_graph_prefix = getenv("XLAC_DUMP_GRAPH_PREFIX"),
         .dump_to = getenv("XLAC_DUMP_TO"),
+        .log = getenv("XLAC_LOG"),
         .cc = getenv("CC"),
         .tmpdir = getenv("TMPDIR"),
         .xdg_cache_home = getenv("XDG_CACHE_HOME"),
@@ -453,6 +470,8 @@ xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st)
 {
     xlac_flags_default(f);
     xe_code c = parse_auto_jit(env->auto_jit, &f->auto_jit, st);
+    if (c == XE_OK)
+        c = parse_log(env->log, &f->log_level, st);
     if (c == XE_OK)
         c = parse_words(env->flags, f, st);
     if (c == XE_OK)

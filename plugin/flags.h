@@ -1,6 +1,6 @@
 /*
  * The plugin's configuration, read once from the environment (XLAC_AUTO_JIT,
- * XLAC_FLAGS, XLAC_DUMP_GRAPH_PREFIX, XLAC_DUMP_TO, and the defaults that
+ * XLAC_FLAGS, XLAC_DUMP_GRAPH_PREFIX, XLAC_DUMP_TO, XLAC_LOG, and the defaults that
  * come from CC, TMPDIR, XDG_CACHE_HOME and HOME) into one struct that is
  * passed down: xlac_env_read is the only getenv of the plugin and the code
  * generator, which receives what it needs in xlac_flags.xg.
@@ -28,6 +28,7 @@ typedef struct xlac_flags {
     bool codegen;              /* --codegen=0: launch ops always run per op */
     bool dump_inputs;          /* --dump_inputs: a replay folder per cluster in XLAC_DUMP_TO */
     bool help;                 /* --help: print the flags and exit 0 */
+    xg_log_level log_level;    /* XLAC_LOG=error|warning|info|debug (default warning) */
     char *trace_path;          /* --trace=FILE.json: the process's timeline; NULL: none */
     char *summary_path;        /* --summary=FILE.json: clustering and per-cluster report at exit; NULL: none */
     char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
@@ -44,6 +45,7 @@ typedef struct xlac_env {
     const char *flags;             /* XLAC_FLAGS */
     const char *dump_graph_prefix; /* XLAC_DUMP_GRAPH_PREFIX */
     const char *dump_to;           /* XLAC_DUMP_TO */
+    const char *log;               /* XLAC_LOG: error, warning, info or debug */
     const char *cc;                /* CC: the C compiler (default "cc") */
     const char *tmpdir;            /* TMPDIR: temp files (default /tmp) */
     const char *xdg_cache_home;    /* XDG_CACHE_HOME: the disk cache is in its xlac folder */

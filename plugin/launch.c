@@ -29,8 +29,7 @@ static xg_cache *get_cache(xlac_state *s, const xlac_flags *f)
         xe_status_clear(&st);
         if (!(s->cache = xg_cache_new(&s->flags.xg, &st))) {
             s->cache_failed = true;
-            fprintf(stderr, "xlac: warning: no compilation cache (%s); clusters run per op\n",
-                    st.msg);
+            xlac_log(XG_LOG_WARNING, "no compilation cache (%s); clusters run per op", st.msg);
         }
     }
     xg_cache *c = s->cache;
@@ -59,6 +58,36 @@ static void launch_info_init(xlac_launch_info *li, const xlac_flags *f, bool tim
     li->t0 = timed ? xe_now_us() : 0;
     li->t_fallback = 0;
     li->gpu = NULL;
+}
+
+static uint64_t hash_text(uint64_t h, const char *t)
+{
+    for (; *t; t++)
+        h = (h ^ (unsigned char)*t) * 1099511628211ULL; /* FNV-1a */
+    return h;
+}
+
+/* A launch ran per op: at info once per cluster and reason (the first 256), at debug every time. */
+static void say_fallback(xlac_state *s, const char *name, const char *why)
+{
+    if (!xlac_log_on(XG_LOG_INFO))
+        return;
+    if (xlac_log_on(XG_LOG_DEBUG)) {
+        xlac_log(XG_LOG_DEBUG, "%s ran op by op: %s", name, why);
+        return;
+    }
+    uint64_t h = hash_text(hash_text(14695981039346656037ULL, name) * 31, why);
+    bool fresh = true;
+    pthread_mutex_lock(&s->report_lock);
+    for (int i = 0; i < s->n_said && fresh; i++)
+        fresh = s->said[i] != h;
+    if (fresh && s->n_said < (int)(sizeof s->said / sizeof s->said[0]))
+        s->said[s->n_said++] = h;
+    else
+        fresh = false;
+    pthread_mutex_unlock(&s->report_lock);
+    if (fresh)
+        xlac_log(XG_LOG_INFO, "%s ran op by op: %s", name, why);
 }
 
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st)
@@ -105,6 +134,7 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
         }
     }
     atomic_fetch_add(&s->n_fallbacks, 1);
+    say_fallback(s, name, li.why ? li.why : "no reason given");
     xlac_replay_note_fallback(s, n, name);
     double t0 = xe_now_us();
     li.t_fallback = timed ? t0 : 0;

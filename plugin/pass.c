@@ -80,7 +80,7 @@ void xlac_cluster_options(const xlac_flags *f, xc_options *o)
 /* A graph dump that cannot be written warns (naming the file); the run goes on without it. */
 static void dump_failed(xe_status *st)
 {
-    fprintf(stderr, "xlac: warning: graph dump not written (%s); the run goes on\n", st->msg);
+    xlac_log(XG_LOG_WARNING, "graph dump not written (%s); the run goes on", st->msg);
     xe_status_clear(st);
 }
 
@@ -262,8 +262,8 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
     /* the opposite of dump_summary's note (so the same once-flag) */
     if (s->flags.dump_graph_prefix && !f->clustering_debug && f->auto_jit != 0 &&
         !atomic_exchange(&s->warned_no_prefix, true))
-        fprintf(stderr, "xlac: warning: XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
-                        "no graph dumps are written (XLAC_FLAGS=--clustering_debug writes them)\n");
+        xlac_log(XG_LOG_WARNING, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
+                 "no graph dumps are written (XLAC_FLAGS=--clustering_debug writes them)");
     if ((f->auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(s, f, *g, id, NULL, &ng, st) != XE_OK) {
         xe_graph_destroy(ng);
         return st->code;
@@ -281,14 +281,15 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
 
 /* ---- installation ---------------------------------------------------------------- */
 
-static xe_code register_all(xlac_state *s, xe_status *st)
+static xe_code register_all(xlac_state *s, const char *op_name, const char *pass_name, xe_graph_pass_fn pass,
+                            xe_status *st)
 {
     if (xe_plugin_abi_version() != XE_PLUGIN_ABI_VERSION)
         return xe_fail(st, XE_ERR_USAGE,
                        "libxlac.so was built for executor plugin ABI %d but the executor has %d",
                        XE_PLUGIN_ABI_VERSION, xe_plugin_abi_version());
     xe_op_def def = {
-        .name = "xlac_launch",
+        .name = op_name,
         .min_inputs = 0,
         .max_inputs = -1,
         .cls = XE_CLASS_COMPOSITE,
@@ -299,7 +300,7 @@ static xe_code register_all(xlac_state *s, xe_status *st)
     int op = xe_register_op(&def, st);
     if (op < 0)
         return st->code;
-    if (xe_register_graph_pass("xlac", xlac_pass, s, st) != XE_OK)
+    if (xe_register_graph_pass(pass_name, pass, s, st) != XE_OK)
         return st->code;
     s->launch_op = op;
     return XE_OK;
@@ -317,7 +318,13 @@ void xlac_state_init(xlac_state *s)
 
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
 {
-    if (s->launch_op < 0 && register_all(s, st) != XE_OK)
+    return xlac_plugin_install_as(s, f, "xlac_launch", "xlac", xlac_pass, st);
+}
+
+xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name, const char *pass_name,
+                               xe_graph_pass_fn pass, xe_status *st)
+{
+    if (s->launch_op < 0 && register_all(s, op_name, pass_name, pass, st) != XE_OK)
         return st->code;
     if (s->installed)
         xlac_flags_free(&s->flags);
@@ -329,6 +336,7 @@ xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
 
 void xlac_plugin_shutdown(xlac_state *s)
 {
+    xlac_progress_stop();
     xlac_launch_shutdown(s);
     xlac_replay_free(s);
     if (s->tracing && !atomic_load(&s->n_sessions)) { /* a wrapper (timeout, bash -c) that ran nothing */

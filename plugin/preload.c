@@ -157,3 +157,13 @@ __attribute__((visibility("default"))) size_t xlac_stats_text(char *buf, size_t 
     free(text);
     return n;
 }
+
+/*
+ * For hosts that route the log (the Python package, python/xlac/_log.py): sets the process's
+ * level (0 error, 1 warning, 2 info, 3 debug; -1 keeps it) and the sink that receives each line's
+ * level and text instead of stderr (NULL: stderr again); returns the level it had.
+ */
+__attribute__((visibility("default"))) int xlac_log_configure(int level, void (*sink)(int level, const char *text))
+{
+    return xlac_log_set(level, sink);
+}

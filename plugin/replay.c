@@ -29,6 +29,7 @@
 #include "xlac/escape.h"
 #include "xlac/io.h"
 #include "xlac_plugin.h"
+#include "xlac/vec.h"
 
 #define MAX_REPLAY_DIRS 100000
 
@@ -174,14 +175,10 @@ static xlac_replay *find(xlac_state *s, const char *fp)
 /* A new entry (lock held); NULL when out of memory. */
 static xlac_replay *add(xlac_state *s, const char *fp)
 {
-    if (s->n_replays == s->cap_replays) {
-        int cap = s->cap_replays ? 2 * s->cap_replays : 8;
-        xlac_replay *r = realloc(s->replays, sizeof *r * (size_t)cap);
-        if (!r)
-            return NULL;
-        s->replays = r;
-        s->cap_replays = cap;
-    }
+    xlac_replay *grown = XE_VEC_GROW(s->replays, s->cap_replays, s->n_replays + 1, 8);
+    if (!grown)
+        return NULL;
+    s->replays = grown;
     xlac_replay *r = &s->replays[s->n_replays++];
     *r = (xlac_replay){.command = NULL};
     snprintf(r->fp, sizeof r->fp, "%s", fp);
@@ -209,7 +206,7 @@ void xlac_replay_dump(xlac_state *s, const xe_node *n, const char *name, xe_tens
         xe_status st;
         xe_status_clear(&st);
         if (write_folder(&s->flags, n->body, name, in, &r->command, &st) != XE_OK)
-            fprintf(stderr, "xlac: warning: %s: replay folder not written: %s\n", name, st.msg);
+            xlac_log(XG_LOG_WARNING, "%s: replay folder not written: %s", name, st.msg);
         else
             fprintf(stderr, "xlac: note: %s dumped for replay: %s\n", name, r->command);
     }

@@ -7,8 +7,9 @@
  *     clustered graph's summary (nodes left out, by reason) and per cluster
  *     launches, cache hits, compile ms and mean launch time, and the share
  *     of the run's time spent in clusters, per-op kernels and compiling;
- *   - progress on a terminal while clusters compile ("compiling 3/7
- *     clusters..."), nothing when stderr is not a terminal.
+ *   - the log (log.c): XLAC_LOG's level, and the progress line on a
+ *     terminal while clusters compile (progress.c), nothing of it when
+ *     stderr is not a terminal.
  * Launch times are taken only while a trace or a summary is on: with both
  * off a launch pays one branch.
  */
@@ -20,27 +21,16 @@
 #include "xlac/trace.h"
 #include "xlac/text.h"
 #include "xlac_plugin.h"
+#include "xlac/vec.h"
 
 /* ---- setup ------------------------------------------------------------------------ */
 
-/* On a terminal: "xlac: compiling K/N clusters..." while one compiles, erased when it is done. */
-static void progress(void *user, const char *name, bool begin)
-{
-    xlac_state *s = user;
-    (void)name;
-    if (!begin) {
-        fputs("\r\033[K", stderr);
-        return;
-    }
-    unsigned long long k = atomic_fetch_add(&s->n_compiling, 1) + 1,
-                       n = atomic_load(&s->n_clusters);
-    fprintf(stderr, "\rxlac: compiling %llu/%llu clusters\xe2\x80\xa6", k, n > k ? n : k);
-}
-
 xe_code xlac_report_setup(xlac_state *s, xe_status *st)
 {
-    if (isatty(STDERR_FILENO)) {
-        s->flags.xg.on_compile = progress;
+    xlac_log_set(s->flags.log_level, NULL);
+    s->flags.xg.log = xlac_log_text;
+    if (isatty(STDERR_FILENO)) { /* progress.c */
+        s->flags.xg.on_compile = xlac_progress_compile;
         s->flags.xg.on_compile_user = s;
     }
     if (s->flags.summary_path)
@@ -72,7 +62,7 @@ void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c,
         return;
     }
     pthread_mutex_lock(&s->report_lock);
-    char **grown = realloc(s->graphs, (size_t)(s->n_graphs + 1) * sizeof *grown);
+    char **grown = XE_VEC_GROW(s->graphs, s->cap_graphs, s->n_graphs + 1, 8);
     if (grown) {
         s->graphs = grown;
         s->graphs[s->n_graphs++] = text;
@@ -90,7 +80,7 @@ static xlac_cluster_report *report_get(xlac_state *s, const char *name, int ops)
     for (int i = 0; i < s->n_reports; i++)
         if (strcmp(s->reports[i].name, name) == 0)
             return &s->reports[i];
-    xlac_cluster_report *grown = realloc(s->reports, (size_t)(s->n_reports + 1) * sizeof *grown);
+    xlac_cluster_report *grown = XE_VEC_GROW(s->reports, s->cap_reports, s->n_reports + 1, 8);
     if (!grown)
         return NULL;
     s->reports = grown;

@@ -135,4 +135,5 @@ void xlac_report_free(xlac_state *s)
     s->graphs = NULL;
     s->reports = NULL;
     s->n_graphs = s->n_reports = 0;
+    s->cap_graphs = s->cap_reports = 0;
 }

@@ -70,9 +70,11 @@ typedef struct xlac_state {
     bool tracing;                 /* --trace started the process's trace */
     pthread_mutex_t report_lock;  /* guards graphs and reports */
     char **graphs;                /* --summary: each clustered graph's summary as JSON */
-    int n_graphs;
+    int n_graphs, cap_graphs;
     xlac_cluster_report *reports; /* --summary: per cluster */
-    int n_reports;
+    int n_reports, cap_reports;
+    uint64_t said[256];           /* XLAC_LOG=info: the (cluster, reason) fallbacks logged already */
+    int n_said;                   /* under report_lock */
     pthread_mutex_t config_lock;  /* guards n_configs and the writing of configs */
     _Atomic(xlac_config *) configs[XLAC_MAX_CONFIGS]; /* configuration k+1 (config.c); 0 is flags */
     int n_configs;
@@ -87,6 +89,13 @@ void xlac_state_init(xlac_state *s);
  * flags. Checks the ABI version.
  */
 xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st);
+/*
+ * The same under other names, with another pass function (that calls
+ * xlac_pass): a second host of the plugin in one process (the onnxruntime
+ * EP beside libxlac.so) registers its own launch op and pass.
+ */
+xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name, const char *pass_name,
+                               xe_graph_pass_fn pass, xe_status *st);
 
 /*
  * The clustering predicate of the flags' level: level 1 only fusible ops
@@ -122,6 +131,20 @@ void xlac_replay_dump(xlac_state *s, const xe_node *n, const char *name, xe_tens
 /* After a launch of n ran per op: once per dumped cluster, a note naming its replay command. */
 void xlac_replay_note_fallback(xlac_state *s, const xe_node *n, const char *name);
 void xlac_replay_free(xlac_state *s);
+/* The log (log.c): a line "xlac: LEVEL: text" to stderr or the host's sink, when the level is on. */
+typedef void (*xlac_log_sink)(int level, const char *text);
+/* Sets the process's level (an xg_log_level; another value keeps it) and sink (NULL: stderr); returns
+   the level it had. */
+int xlac_log_set(int level, xlac_log_sink sink);
+bool xlac_log_on(xg_log_level level);
+void xlac_log_text(xg_log_level level, const char *text); /* xg_options.log */
+void xlac_log(xg_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* The progress line on a terminal (progress.c): xg_options.on_compile, and its end at shutdown. */
+void xlac_progress_compile(void *user, const char *name, bool begin);
+void xlac_progress_stop(void);
+bool xlac_progress_shown(void); /* the line is on the terminal now: a log line erases it first */
+
 /* Reports (report.c, summary.c): the trace, the progress line and the summary's state, at install. */
 xe_code xlac_report_setup(xlac_state *s, xe_status *st);
 /* --summary: keeps the clustering summary of g (owner: the composite whose body g is, or NULL). */

@@ -1,16 +1,27 @@
 #!/usr/bin/env bash
 # Installs the Debian packages xlac needs, when they are missing.
 # As root it runs apt-get; otherwise it prints the exact command to run.
+#   scripts/deps.sh --run   what building and running xlac needs (the CLI, the plugin, the Python wheel)
+#   scripts/deps.sh         that and what developing it needs: the tests, sanitizers, fuzzers, MPI
 set -euo pipefail
+# to build and run: a C compiler and CMake; OpenBLAS and oneDNN (libdnnl-dev: convolutions and f32
+# products, executor/devices/cpu/dnnl_*.c); xxHash and uthash; protobuf-c (the ONNX importer's parser,
+# executor/frontends/onnx/onnx.proto); python3-venv for the Python package
+run=(cmake gcc make pkg-config uthash-dev libopenblas-dev libxxhash-dev protobuf-c-compiler libprotobuf-c-dev
+     libdnnl-dev python3 python3-venv)
+# to develop: Criterion (the tests), g++ (test_cuda_emu), Graphviz (tests of the .dot dumps), clang-format
+# (scripts/check_format.sh);
+# clang + libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh) and --asan-clang; libomp-14-dev:
+# OpenMP for clang; OpenMPI: xlac-run as one rank of an MPI job, and tests/test_distributed
+dev=(g++ libcriterion-dev graphviz clang clang-format libclang-rt-14-dev libomp-14-dev libopenmpi-dev openmpi-bin)
+case "${1:-}" in
+    --run) want=("${run[@]}") ;;
+    "") want=("${run[@]}" "${dev[@]}") ;;
+    *) echo "usage: scripts/deps.sh [--run]" >&2; exit 2 ;;
+esac
 need=()
 have_pkg() { dpkg-query -W -f='${Status}' "$1" 2>/dev/null | grep -q "install ok installed"; }
-# clang + libclang-rt-14-dev: the libFuzzer targets (scripts/fuzz.sh) and --asan-clang; libomp-14-dev: OpenMP for clang
-# protobuf-c: the ONNX importer's parser (executor/onnx/onnx.proto)
-# libdnnl-dev: oneDNN, the CPU engine of convolutions and f32 products (executor/cpu/dnnl_*.c)
-# OpenMPI: xlac-run as one rank of an MPI job, and tests/test_distributed (docs/distributed.md)
-for p in cmake gcc g++ make pkg-config libcriterion-dev uthash-dev libopenblas-dev libxxhash-dev graphviz \
-    clang libclang-rt-14-dev libomp-14-dev python3 python3-venv protobuf-c-compiler libprotobuf-c-dev \
-    libopenmpi-dev openmpi-bin libdnnl-dev; do
+for p in "${want[@]}"; do
     have_pkg "$p" || need+=("$p")
 done
 if [ ${#need[@]} -eq 0 ]; then

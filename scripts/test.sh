@@ -9,7 +9,9 @@
 # the threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
 # --asan-gcc / --asan-clang: only that sanitizer build. --no-fuzz / --no-tsan skip those parts.
-# scripts/check_sizes.sh (STYLE.md's size rules) counts as one test.
+# scripts/check_sizes.sh (STYLE.md's size rules) and scripts/check_layers.sh
+# (docs/architecture.md's layers: no circle, no upward arrow) count as one test each;
+# README.md's shell blocks are run on the plain build (scripts/check_readme.py), each one a test.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -110,8 +112,44 @@ run_sizes() {
     fi
 }
 
+# The layers of docs/architecture.md (scripts/check_layers.sh: no circle, no upward arrow): one test.
+run_layers() {
+    local log=build/test-logs/check_layers.log
+    mkdir -p build/test-logs
+    if scripts/check_layers.sh >"$log" 2>&1; then
+        passed=$((passed + 1))
+        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_layers" 1 0 0
+    else
+        failed=$((failed + 1)); failed_names+=("check_layers")
+        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_layers" 0 1 0
+        grep -v '^    ' "$log" | head -n 40 | sed 's/^/    /'
+    fi
+}
+
+# README.md's shell blocks (scripts/check_readme.py), on the plain build: a wrong command or path fails;
+# its closing line "readme: N passed, N failed, N skipped" counts into the totals. At most 15 minutes.
+run_readme() {
+    local log=build/test-logs/readme.log start=$SECONDS line p_ f_ s_
+    mkdir -p build/test-logs
+    timeout 900 scripts/check_readme.py --timeout 300 >"$log" 2>&1
+    local rc=$?
+    line=$(grep -a "^readme:" "$log" | tail -n 1)
+    p_=$(sed -n 's/^readme: \([0-9]*\) passed.*/\1/p' <<<"$line")
+    f_=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
+    s_=$(sed -n 's/.* \([0-9]*\) skipped.*/\1/p' <<<"$line")
+    if [ -z "$line" ] || { [ "$rc" -ne 0 ] && [ "${f_:-0}" -eq 0 ]; }; then f_=1; fi
+    passed=$((passed + ${p_:-0})); failed=$((failed + ${f_:-0})); skipped=$((skipped + ${s_:-0}))
+    printf '%-28s %4d passed %3d failed %3d skipped  (%ds)\n' "readme" "${p_:-0}" "${f_:-0}" "${s_:-0}" $((SECONDS - start))
+    if [ "${f_:-0}" -ne 0 ]; then
+        failed_names+=("readme")
+        grep -a -A 12 "^FAILED" "$log" | head -n 40 | sed 's/^/    /'
+    fi
+}
+
 run_sizes
+run_layers
 run_suite build "plain" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DXLAC_DEVICE_CPU_DEBUG=ON  # + the test device (test_device_debug)
+run_readme
 run_python
 # ONNX's own node tests, op by op and clustered, through a CPU-only Release build of xlac-run and
 # the plugin (a CPU-only build, so that no run of the ~3800 processes depends on how a CUDA build
@@ -122,7 +160,7 @@ run_onnx() {
     echo "== onnx node tests (tests/onnx/run_node_tests.sh, build-onnx: CPU only)"
     mkdir -p build/test-logs
     if ! { cmake -S . -B build-onnx -DXLAC_CUDA=OFF -DCMAKE_BUILD_TYPE=Release >build-onnx.configure.log 2>&1 &&
-        cmake --build build-onnx -j"$jobs" --target xlac-run xlac >build-onnx.build.log 2>&1; }; then
+        cmake --build build-onnx -j"$jobs" --target xlac-run xlac xlac_ort_ep >build-onnx.build.log 2>&1; }; then
         tail -n 40 build-onnx.configure.log build-onnx.build.log; failed=$((failed + 1)); failed_names+=("onnx:build")
         return
     fi
@@ -162,6 +200,26 @@ run_exports() {
     fi
 }
 run_exports
+# xlac inside onnxruntime (tests/ort_ep/run.sh: the EP of build-onnx with onnxruntime 1.23.2 from PyPI): the
+# ABI check, the real exports and a slice of ONNX's node tests; each closing line counts into the totals.
+run_ort_ep() {
+    local start=$SECONDS log=build/test-logs/ort_ep.log line p_ f_
+    echo "== onnxruntime EP (tests/ort_ep/run.sh, build-onnx: CPU only)"
+    tests/ort_ep/run.sh --build build-onnx --jobs "$jobs" >"$log" 2>&1
+    for what in "ort ep abi" "ort ep real exports" "ort ep node tests"; do
+        line=$(grep -a "^$what:" "$log" | tail -n 1)
+        echo "${line:-$what: did not finish}"
+        p_=$(sed -n 's/^[^:]*: \([0-9]*\) \(passed\|checks passed\).*/\1/p' <<<"$line")
+        f_=$(sed -n 's/.* \([0-9]*\) failed.*/\1/p' <<<"$line")
+        [ -z "$line" ] || grep -q "FAILED" <<<"$line" && f_=$((${f_:-0} + 1))
+        [ "$what" = "ort ep abi" ] && [ -n "$p_" ] && p_=1
+        passed=$((passed + ${p_:-0})); failed=$((failed + ${f_:-0}))
+        [ "${f_:-0}" -ne 0 ] && failed_names+=("$what")
+    done
+    grep -a "^FAILED" "$log" | head -n 40 | sed 's/^/    /'
+    echo "onnxruntime EP: $((SECONDS - start))s"
+}
+run_ort_ep
 if [ "$quick" -eq 0 ]; then
     for asan_cc in $asan_ccs; do
         asan_dir=build-asan

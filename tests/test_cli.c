@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "xlac/xlac.h"
+#include "support/pb.h"
 #include "support/tmpdir.h"
 
 static xe_status st;
@@ -583,4 +584,58 @@ Test(cli, feed_folder_must_match_the_inputs, .init = setup, .fini = teardown)
     save("f/y.npy", XE_F32, 1, (int64_t[]){3}, NULL);
     WRITE("f/output_0.pb", "");
     cr_assert_eq(run("two.xg --feed f --save-outputs o"), 0, "outputs' files are fine: %s", err);
+}
+
+/*
+ * Issue 34: an import's error list was cut at the status's 2 KB, mid-word, and whether the whole
+ * list followed depended on the length of the model's path. 60 unsupported nodes in a folder
+ * 300 characters deep: every node is named, on a line of its own, and no line is cut.
+ */
+Test(cli, every_import_error_is_listed_whatever_the_path, .init = setup, .fini = teardown)
+{
+    char dir[400], path[450], cmd[1200];
+    snprintf(dir, sizeof dir, "%s/%0200d", xt_tmp, 0);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(dir + strlen(dir), sizeof dir - strlen(dir), "/%0100d", 1);
+    cr_assert_eq(mkdir(dir, 0700), 0);
+    snprintf(path, sizeof path, "%s/m.onnx", dir);
+    pb g = {0}, m = {0}, os = {0}, dom = {0};
+    for (int k = 0; k < 60; k++) {
+        pb n = {0};
+        char name[32], outv[32];
+        snprintf(name, sizeof name, "node_number_%d", k);
+        snprintf(outv, sizeof outv, "y%d", k);
+        pb_str(&n, 1, "x");
+        pb_str(&n, 2, outv);
+        pb_str(&n, 3, name);
+        pb_str(&n, 4, "Foo");
+        pb_str(&n, 7, "com.example");
+        pb_msg(&g, 1, &n);
+        pb vi = {0};
+        pb_str(&vi, 1, outv);
+        pb_msg(&g, 12, &vi);
+    }
+    pb x = {0};
+    pb_str(&x, 1, "x");
+    pb_msg(&g, 11, &x);
+    pb_int(&m, 1, 8);
+    pb_int(&os, 2, 17);
+    pb_msg(&m, 8, &os);
+    pb_str(&dom, 1, "com.example");
+    pb_int(&dom, 2, 1);
+    pb_msg(&m, 8, &dom);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+    snprintf(cmd, sizeof cmd, "%s '%s' --seed 1", XLAC_BINARY_DIR "/bin/xlac-run", path);
+    char *o = NULL;
+    cr_assert_eq(xt_sh("", cmd, &o), 2, "%s", o);
+    for (int k = 0; k < 60; k++) {
+        char want[64];
+        snprintf(want, sizeof want, "node 'node_number_%d' (Foo", k);
+        cr_assert_eq(xt_occurrences(o, want), 1, "node %d is not listed once: %.400s", k, o);
+    }
+    for (const char *line = o; *line; line = strchr(line, '\n') ? strchr(line, '\n') + 1 : "")
+        cr_assert(strncmp(line, dir, strlen(dir)) == 0 || strncmp(line, "xlac-run: ", 10) == 0,
+                  "a line cut or out of place: %.120s", line);
+    free(o);
 }

@@ -1,5 +1,5 @@
 /*
- * The CUDA kernels of the NN ops (executor/cuda/gather.cu, conv.cu,
+ * The CUDA kernels of the NN ops (executor/devices/cuda/gather.cu, conv.cu,
  * pool.cu) run on the host, so that their index math and host-side launch
  * code are tested on machines without a GPU (CI): the .cu text, with each
  * `<<<...>>>` launch rewritten to a plain call, is built by the host C++
@@ -28,13 +28,13 @@ typedef xe_code (*kernel_fn)(const xe_kernel_args *a, xe_status *st);
 
 static const char *const cu_files[] = {"gather", "conv", "pool"};
 
-/* Writes executor/cuda/NAME.cu to DIR/NAME.cc with every "<<<...>>>" removed. */
+/* Writes executor/devices/cuda/NAME.cu to DIR/NAME.cc with every "<<<...>>>" removed. */
 static void strip_launches(const char *name, const char *dir)
 {
     char path[512], out[512], *text = NULL;
     size_t len = 0;
     xe_status st;
-    snprintf(path, sizeof path, "%s/executor/cuda/%s.cu", XLAC_SOURCE_DIR, name);
+    snprintf(path, sizeof path, "%s/executor/devices/cuda/%s.cu", XLAC_SOURCE_DIR, name);
     snprintf(out, sizeof out, "%s/%s.cc", dir, name);
     cr_assert_eq(xe_read_file(path, &text, &len, &st), XE_OK, "%s", st.msg);
     FILE *f = fopen(out, "w");
@@ -62,8 +62,8 @@ static void *build_kernels(void)
     const char *cxx = getenv("CXX") && *getenv("CXX") ? getenv("CXX") : "c++";
     const char *src = XLAC_SOURCE_DIR;
     snprintf(cmd, sizeof cmd,
-             "%s -std=c++17 -O1 -w -fPIC -shared -I%s/tests/data/cuda_host -I%s/executor "
-             "-I%s/executor/include -I%s/executor/cuda -o %s/k.so %s/gather.cc %s/conv.cc "
+             "%s -std=c++17 -O1 -w -fPIC -shared -I%s/tests/data/cuda_host -I%s/executor/ir "
+             "-I%s/executor/include -I%s/executor/devices/cuda -o %s/k.so %s/gather.cc %s/conv.cc "
              "%s/pool.cc %s/tests/data/cuda_host/cuda_host.cc > %s/log.txt 2>&1",
              cxx, src, src, src, src, dir, dir, dir, dir, src, dir);
     cr_assert_eq(system(cmd), 0, "the host build of the .cu kernels failed: see %s/log.txt", dir);
@@ -127,7 +127,7 @@ static void run_case(void *dl, const char *text, int64_t dim)
     xe_kernel_args b = {g, n, n->n_inputs, in, out[1], NULL, NULL, NULL, NULL, NULL};
     xe_status_clear(&s1);
     xe_status_clear(&s2);
-    xe_code c1 = xe_op_get(n->op)->kernel[XE_DEV_CPU](&a, &s1), c2 = gpu(&b, &s2);
+    xe_code c1 = xe_op_kernel(xe_op_get(n->op), XE_DEV_CPU)(&a, &s1), c2 = gpu(&b, &s2);
     cr_assert_eq(c1, c2, "cpu: %s, gpu: %s\n%s", s1.msg, s2.msg, text);
     if (c1 != XE_OK)
         cr_assert_str_eq(s1.msg, s2.msg, "%s", text);

@@ -1,5 +1,5 @@
 /*
- * The cpu_debug device (executor/cpu_debug/, docs/adding-a-backend.md): a
+ * The cpu_debug device (executor/devices/cpu_debug/, docs/adding-a-backend.md): a
  * device added as one folder plus one registry line. Its freed buffers are
  * poisoned, and a graph placed on it runs through the executor's device
  * paths (every value copied to it and back) and agrees bit for bit with

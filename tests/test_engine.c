@@ -1,5 +1,5 @@
 /*
- * The CPU compute engine (executor/cpu/dnnl_*.c, oneDNN) as a session runs
+ * The CPU compute engine (executor/devices/cpu/dnnl_*.c, oneDNN) as a session runs
  * it: conv2d and matmul with constant weights (const nodes), where the
  * primitive is made once per node and shape and the weights are packed
  * into the engine's layout once. test_ops_window and test_ops cover the
@@ -445,7 +445,7 @@ static void *shared_slot_worker(void *arg)
     j->ok = true;
     for (int it = 0; it < 20 && j->ok; it++) {
         memset(y->data, 0, y->nbytes);
-        if (xe_op_get(XE_OP_CONV2D)->kernel[XE_DEV_CPU](&a, &ts) != XE_OK) {
+        if (xe_op_kernel(xe_op_get(XE_OP_CONV2D), XE_DEV_CPU)(&a, &ts) != XE_OK) {
             snprintf(j->why, sizeof j->why, "%s", ts.msg);
             j->ok = false;
         }

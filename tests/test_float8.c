@@ -1,5 +1,5 @@
 /*
- * The low-precision storage dtypes (executor/lowp.c) against references
+ * The low-precision storage dtypes (executor/ir/lowp.c) against references
  * written here from ONNX's definitions, in double:
  * - every bit pattern of each float8 kind (and of float4 e2m1, and e8m0) decodes to the value its fields
  *   say (the reference spells each kind out: bias, NaN, inf), and encodes

@@ -1,5 +1,5 @@
 /*
- * Differential tests of the per-op GPU kernels (executor/cuda/) against
+ * Differential tests of the per-op GPU kernels (executor/devices/cuda/) against
  * the per-op CPU kernels, which are the reference.
  *
  * Each case is a one-op graph in the text format. Its inputs get seeded
@@ -254,8 +254,8 @@ static run_result run_case_n(const char *text, const char *name, fill_mode mode,
     cr_assert_geq(idx, 0, "no node %s", name);
     const xe_node *n = g->nodes[idx];
     const xe_op_def *def = xe_op_get(n->op);
-    cr_assert(def && def->kernel[XE_DEV_CPU] && def->kernel[XE_DEV_GPU], "%s has no %s kernel",
-              xe_op_name(n->op), def && def->kernel[XE_DEV_CPU] ? "GPU" : "CPU");
+    cr_assert(def && xe_op_kernel(def, XE_DEV_CPU) && xe_op_kernel(def, XE_DEV_GPU), "%s has no %s kernel",
+              xe_op_name(n->op), def && xe_op_kernel(def, XE_DEV_CPU) ? "GPU" : "CPU");
     xe_tensor *cin[MAX_INPUTS] = {0}, *gin[MAX_INPUTS] = {0};
     cr_assert_leq(n->n_inputs, MAX_INPUTS);
     for (int k = 0; k < n->n_inputs; k++) {
@@ -274,8 +274,8 @@ static run_result run_case_n(const char *text, const char *name, fill_mode mode,
         xe_status cst, gst;
         xe_status_clear(&cst);
         xe_status_clear(&gst);
-        res.cpu = def->kernel[XE_DEV_CPU](&ca, &cst);
-        res.gpu = def->kernel[TEST_DEV](&ga, &gst);
+        res.cpu = xe_op_kernel(def, XE_DEV_CPU)(&ca, &cst);
+        res.gpu = xe_op_kernel(def, TEST_DEV)(&ga, &gst);
         snprintf(res.msg, sizeof res.msg, "%s", gst.msg);
         snprintf(what, sizeof what, "%s (%s %s, run %d)", name, xe_op_name(n->op),
                  xe_type_str(&n->type, (char[128]){0}, 128), r);
@@ -790,7 +790,7 @@ Test(gpu_ops, random_runs_differ)
         xe_tensor *out = xe_tensor_new(XE_F32, &n->type.shape, TEST_DEV, &st);
         cr_assert_not_null(out, "%s", st.msg);
         xe_kernel_args a = {g, n, 0, NULL, out, NULL, &state, NULL, NULL, NULL};
-        cr_assert_eq(xe_op_get(n->op)->kernel[TEST_DEV](&a, &st), XE_OK, "%s", st.msg);
+        cr_assert_eq(xe_op_kernel(xe_op_get(n->op), TEST_DEV)(&a, &st), XE_OK, "%s", st.msg);
         xe_tensor *host = xe_tensor_to_device(out, XE_DEV_CPU, &st);
         cr_assert_not_null(host, "%s", st.msg);
         memcpy(h[r], host->data, sizeof h[r]);

@@ -1,5 +1,5 @@
 /*
- * ONNX import (executor/onnx/): every mapped op runs as a tiny model from
+ * ONNX import (executor/frontends/onnx/): every mapped op runs as a tiny model from
  * tests/data/onnx/ (made by tests/onnx/make_test_models.py) and matches
  * the outputs numpy computed for it; opset variants (an attribute in old
  * opsets, an input in new ones) are among them. Truncated and malformed
@@ -264,7 +264,7 @@ static int count_op(const xe_graph *g, int op)
     return n;
 }
 
-/* Load-time rewrites (executor/onnx/rewrite.c); every_mapped_op_matches_numpy checks their values. */
+/* Load-time rewrites (executor/frontends/onnx/rewrite.c); every_mapped_op_matches_numpy checks their values. */
 Test(onnx, load_time_rewrites_batch_norm_pow_transpose)
 {
     xe_graph *g = xe_onnx_load(DATA "/ConvBatchNorm.onnx", NULL, &st);

@@ -1,7 +1,7 @@
 /*
  * The elementwise ops' shape functions and CPU kernels against references
  * computed here in double precision (or exactly, for integers, select,
- * cast, iota and const), written independently of executor/scalar.h.
+ * cast, iota and const), written independently of executor/ir/scalar.h.
  *
  * Every op runs on every dtype it accepts, on fixed shapes that cover
  * numpy broadcasting ([3,1,4] with [5,4], scalars, size-1 and zero-size

@@ -193,7 +193,7 @@ static xe_tensor *run_guarded(one_node o, xe_tensor **in, int n_in, xe_code *cod
     cr_assert_not_null(out, "%s", st.msg);
     uint64_t state = 0;
     xe_kernel_args a = {.graph = o.g, .node = o.n, .n_in = n_in, .in = in, .out = out, .state = &state};
-    xe_kernel_fn k = xe_op_get(o.n->op)->kernel[XE_DEV_CPU];
+    xe_kernel_fn k = xe_op_kernel(xe_op_get(o.n->op), XE_DEV_CPU);
     cr_assert_not_null(k, "no CPU kernel for %s", xe_op_name(o.n->op));
     xe_status_clear(&st);
     *code = k(&a, &st);
@@ -1103,7 +1103,7 @@ Test(structured, softmax_shape_functions)
 }
 
 /*
- * copy=[...] (graphs built per size, executor/generalise.c): a result dim
+ * copy=[...] (graphs built per size, executor/runtime/generalise.c): a result dim
  * takes an operand dim, known or not; the rest come from shape, with at
  * most one -1 for reshape.
  */

@@ -47,7 +47,8 @@ static bool aot_node(const xe_node *n)
 static bool per_op_node(const xe_node *n)
 {
     const xe_op_def *d = xe_op_get(n->op);
-    return !aot_node(n) && !n->body && d && d->kernel[XE_DEV_CPU] && !(d->flags & XE_OPF_DATA_DEPENDENT_SHAPE) &&
+    return !aot_node(n) && !n->body && d && xe_op_kernel(d, XE_DEV_CPU) &&
+           !(d->flags & XE_OPF_DATA_DEPENDENT_SHAPE) &&
            xe_shape_is_known(&n->type.shape);
 }
 
@@ -63,7 +64,7 @@ static const char *refusal(const xe_node *n)
         return "is a composite node outside every cluster";
     if (d && (d->flags & XE_OPF_DATA_DEPENDENT_SHAPE))
         return "has a data-dependent output shape";
-    return d && d->kernel[XE_DEV_CPU] ? "has unknown dims" : "has no CPU kernel";
+    return d && xe_op_kernel(d, XE_DEV_CPU) ? "has unknown dims" : "has no CPU kernel";
 }
 
 /* Every node that cannot be part of the entry point, named in one error. */

@@ -212,7 +212,7 @@ void xg_mark_failed(xg_cache *c, const char *key, const char *name, const char *
     xg_entry *e = NULL;
     HASH_FIND_STR(c->entries, key, e);
     if (e && !e->failed && what)
-        fprintf(stderr, "xlac: warning: %s failed to %s (%s); running it op by op\n", name, what, first);
+        xg_log(&c->o, XG_LOG_WARNING, "%s failed to %s (%s); running it op by op", name, what, first);
     if (e) {
         e->failed = true;
         e->compiling = false;

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "cache_impl.h"
+#include "xlac/vec.h"
 
 /* Why st (of the file at path) may not be loaded; NULL when it may. */
 static const char *unsafe_reason(const struct stat *sb, size_t cap)
@@ -169,12 +170,10 @@ static int list_modules(int dfd, DIR *d, cached_file **out, unsigned long long *
         if (len < 6 || len >= sizeof((cached_file *)0)->name || strcmp(e->d_name + len - 5, ".xlac") ||
             e->d_name[0] == '.' || fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
             continue;
-        if (n == cap) {
-            cached_file *m = realloc(*out, (size_t)(cap = cap ? 2 * cap : 64) * sizeof *m);
-            if (!m)
-                break;
-            *out = m;
-        }
+        cached_file *m = XE_VEC_GROW(*out, cap, n + 1, 64);
+        if (!m)
+            break;
+        *out = m;
         memcpy((*out)[n].name, e->d_name, len + 1); /* len < sizeof name: checked above */
         (*out)[n].size = sb.st_size;
         (*out)[n].used = sb.st_mtim;

@@ -125,7 +125,7 @@ static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, doub
         if (a && j->c->o.dump_dir) { /* a failed compile too: its source and log say why */
             xe_status ds;
             if (xg_dump_artifact(a, j->c->o.dump_dir, j->name, j->key, &ds) != XE_OK)
-                fprintf(stderr, "xlac: warning: dump failed: %s\n", ds.msg);
+                xg_log(o, XG_LOG_WARNING, "dump failed: %s", ds.msg);
         }
         if (code == XE_OK)
             code = xg_program_load(a, j->body, j->types, &j->c->o, prog, st);
@@ -143,7 +143,29 @@ static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, doub
     return code;
 }
 
-/* Records a finished compile under the lock; warns once on failure. */
+/* The ops of a cluster's body (its inputs left out). */
+static int body_ops(const xe_graph *body)
+{
+    return body->n_nodes - body->n_inputs;
+}
+
+/* After a compile (outside the lock): one warning for a failure, at info a line for the rest. */
+static void say_compiled(const job *j, xe_code code, bool disk_hit, double ms, const xe_status *st)
+{
+    const xg_options *o = &j->c->o;
+    if (code != XE_OK && !j->must) {
+        char first[400];
+        xg_first_line(st->msg, first, sizeof first);
+        xg_log(o, XG_LOG_WARNING, "%s failed to compile (%s); running it op by op", j->name, first);
+    } else if (code == XE_OK && disk_hit) {
+        xg_log(o, XG_LOG_INFO, "loaded %s (%d ops) from the disk cache in %.1f ms", j->name, body_ops(j->body), ms);
+    } else if (code == XE_OK) {
+        xg_log(o, XG_LOG_INFO, "compiled %s (%d ops%s, %s) in %.1f ms", j->name, body_ops(j->body),
+               j->generic ? ", shape-generic" : "", xg_target_get(j->target)->name, ms);
+    }
+}
+
+/* Records a finished compile under the lock; then warns on failure (once: the entry is marked failed). */
 static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, double ms, const xe_status *st)
 {
     xg_cache *c = j->c;
@@ -155,12 +177,8 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
         e->prog = prog;
         e->failed = code != XE_OK;
     }
-    if (code != XE_OK && !j->must) {
-        char first[400];
-        xg_first_line(st->msg, first, sizeof first);
-        fprintf(stderr, "xlac: warning: %s failed to compile (%s); running it op by op\n", j->name, first);
-    } else if (code != XE_OK) {
-        /* must-compile: the caller returns the error */
+    if (code != XE_OK) {
+        /* warned below; under must-compile the caller returns the error */
     } else if (disk_hit) {
         c->stats.disk_hits++;
         c->stats.disk_load_ms += ms;
@@ -173,6 +191,7 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
     if (!e)
         xg_program_destroy(prog);
     pthread_mutex_unlock(&c->lock);
+    say_compiled(j, code, disk_hit, ms, st);
 }
 
 static void *async_main(void *arg)
@@ -229,8 +248,8 @@ static bool over_budget(const xg_launch *l, xg_cluster_state *s)
     if (s->compiles < l->c->o.max_compiles_per_cluster || l->must)
         return false;
     if (!s->stopped_warned)
-        fprintf(stderr, "xlac: warning: %s compiled %d times; it now runs op by op "
-                        "(raise --max_compiles_per_cluster)\n", l->name, s->compiles);
+        xg_log(&l->c->o, XG_LOG_WARNING, "%s compiled %d times; it now runs op by op "
+               "(raise --max_compiles_per_cluster)", l->name, s->compiles);
     s->stopped_warned = true;
     return true;
 }
@@ -358,8 +377,8 @@ void xg_note_run(xg_cache *c, xg_entry *e, const char *name, double us)
     if (e->timed == XG_DEMOTE_RUNS + 1 && e->run_us > e->per_op_us * XG_DEMOTE_MARGIN) {
         e->slow = true;
         c->stats.demoted++;
-        fprintf(stderr, "xlac: %s ran slower compiled (%.3f ms) than per op (%.3f ms), best of its runs; "
-                "this signature runs per op from now on\n", name, e->run_us / 1e3, e->per_op_us / 1e3);
+        xg_log(&c->o, XG_LOG_WARNING, "%s ran slower compiled (%.3f ms) than per op (%.3f ms), best of its "
+               "runs; this signature runs per op from now on", name, e->run_us / 1e3, e->per_op_us / 1e3);
     }
     pthread_mutex_unlock(&c->lock);
 }

@@ -6,10 +6,12 @@
  * kernels); the scalar expressions and index maps are printed by the
  * same functions for both, so the CPU tests exercise the arithmetic the
  * GPU runs. Every generated program starts with the text of
- * executor/scalar.h, the arithmetic the per-op kernels use. This file
- * holds the sink, index maps, values and the program; the kernels are in
- * emit_loop.c, emit_reduce.c and emit_row.c, an op's text in
- * emit_scalar.c.
+ * executor/ir/scalar.h, the arithmetic the per-op kernels use. This file
+ * holds what every kernel's emitter takes from the walk: index maps,
+ * values, stores, a kernel's beginning and end. Below it: the sink
+ * (emit_out.c) and an op's text (emit_scalar.c); above it: the kernels
+ * (emit_loop.c, emit_reduce.c and emit_row.c) and the walk over a plan's
+ * steps that calls them (emit_program.c).
  *
  * Values are computed at a symbolic index: an idx holds, for each dim of
  * the value's shape, the name of a local variable (or "0"), and the flat
@@ -25,18 +27,6 @@
 #include <string.h>
 
 #include "emit_impl.h"
-
-/* The one printf-like sink of all generated text. */
-void xg_out(em *e, const char *fmt, ...)
-{
-    if (e->oom)
-        return;
-    va_list ap;
-    va_start(ap, fmt);
-    xe_text_vprintf(&e->text, fmt, ap);
-    va_end(ap);
-    e->oom = e->text.oom;
-}
 
 static void unsupported(em *e, const xe_node *n, const char *why)
 {
@@ -182,7 +172,7 @@ void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len)
     xg_flat_of(e, node, ix, off, sizeof off);
     new_var(e, var, len);
     if (dt == XE_F16)
-        xg_out(e, "    float %s = xe_h2f(p%d[%s]);\n", var, node, off);
+        xg_out(e, "    float %s = %s(p%d[%s]);\n", var, e->b->h2f, node, off);
     else
         xg_out(e, "    %s %s = p%d[%s];\n", value_type(dt), var, node, off);
 }
@@ -341,7 +331,7 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
     }
     new_var(e, var, len);
     if (dt == XE_F16) /* computed in float, rounded to f16 at every op, as op by op */
-        xg_out(e, "    float %s = xe_h2f(xe_f2h(%s));\n", var, text);
+        xg_out(e, "    float %s = %s(%s(%s));\n", var, e->b->h2f, e->b->f2h, text);
     else
         xg_out(e, "    %s %s = %s;\n", value_type(dt), var, text);
 }
@@ -406,7 +396,7 @@ void xg_emit_store(em *e, int node, const char *flat, const char *v)
 {
     xe_dtype dt = e->p->types[node].dtype;
     if (dt == XE_F16)
-        xg_out(e, "    p%d[%s] = xe_f2h(%s);\n", node, flat, v);
+        xg_out(e, "    p%d[%s] = %s(%s);\n", node, flat, e->b->f2h, v);
     else
         xg_out(e, "    p%d[%s] = %s;\n", node, flat, v);
 }
@@ -479,82 +469,4 @@ void xg_kernel_end(em *e)
     xg_out(e, "%s", body);
     free(body);
     free(used);
-}
-
-/* ---- the program ---------------------------------------------------------------- */
-
-/*
- * Whether a CUDA program can do its index math in 32 bits: fixed shapes,
- * every tensor of the cluster under 2^30 elements (so an index, a flat
- * offset and a grid-stride step past the end all fit). NVRTC compiles
- * such a program a third faster, and the GPU runs fewer instructions.
- */
-static bool fits_narrow_index(const xg_plan *p)
-{
-    if (p->generic)
-        return false;
-    for (int i = 0; i < p->body->n_nodes; i++)
-        if (xe_shape_numel(&p->types[i].shape) >= ((int64_t)1 << 30))
-            return false;
-    return true;
-}
-
-char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
-{
-    return xg_emit_program_shared(p, target, NULL, st);
-}
-
-char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shares, xe_status *st)
-{
-    em *e = calloc(1, sizeof *e);
-    if (!e) {
-        xe_fail(st, XE_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    e->p = p;
-    e->shares = shares;
-    e->b = xg_backend_for(target);
-    e->narrow = e->b->narrow_index && fits_narrow_index(p);
-    e->row_ph = -1;
-    e->rowvar = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rowvar);
-    e->rc_phases = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_phases);
-    e->rc_first = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_first);
-    if (!e->rowvar || !e->rc_phases || !e->rc_first) {
-        free(e->rowvar);
-        free(e->rc_phases);
-        free(e->rc_first);
-        free(e);
-        xe_fail(st, XE_ERR_NOMEM, "out of memory");
-        return NULL;
-    }
-    e->b->prelude(e);
-    for (int i = 0; i < p->n_steps; i++) {
-        const xg_step *s = &p->steps[i];
-        e->panel = s->panel && e->b->panel_rows_loop;
-        e->step = i;
-        e->kernel_at = e->text.len;
-        switch (s->kind) {
-        case XG_STEP_LOOP: xg_emit_loop_kernel(e, i, s); break;
-        case XG_STEP_REDUCE: xg_emit_reduce_kernel(e, i, s); break;
-        case XG_STEP_SOFTMAX: xg_emit_softmax_kernel(e, i, s); break;
-        case XG_STEP_ROW: xg_emit_row_kernel(e, i, s); break;
-        case XG_STEP_LIBRARY: continue;
-        }
-        xg_kernel_end(e);
-    }
-    char *text = xe_text_take(&e->text);
-    if (e->oom || e->unsupported) {
-        if (e->unsupported)
-            xe_fail(st, XE_ERR_UNSUPPORTED, "cannot generate code: %s", e->why);
-        else
-            xe_fail(st, XE_ERR_NOMEM, "out of memory generating code");
-        free(text);
-        text = NULL;
-    }
-    xg_kept_free(e);
-    free(e->rowvar);
-    free(e->rc_phases);
-    free(e->rc_first);
-    free(e);
-    return text;
 }

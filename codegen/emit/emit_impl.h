@@ -47,7 +47,7 @@ typedef struct em {
     int step;                 /* the current step */
     xg_shares *shares;        /* steps that run an earlier step's kernel (share.h); NULL: none looked for */
     struct kept_kernel *kept; /* the kernels kept so far, by identity (xg_kernel_end) */
-    int n_kept;
+    int n_kept, cap_kept;
     int var;
     int n_memo;
     memo m[MAX_MEMO];
@@ -69,10 +69,13 @@ typedef struct red_ops {
     bool key;            /* f32 max/min over int32 keys (scalar.h's xe_maxkey_f32): xe_of_key_f32 finishes */
 } red_ops;
 
-/* ---- emit.c ---- */
+/* ---- emit_out.c ---- */
 
 /* The one printf-like sink of all generated text. */
 void xg_out(em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* ---- emit.c ---- */
+
 /* Dim d of node's shape: a literal, or S[k] in shape-generic programs. */
 void xg_dim_text(const em *e, int node, int d, char *buf, size_t len);
 /* Elements of node's shape, as text. */

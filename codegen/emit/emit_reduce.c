@@ -4,7 +4,7 @@
  * the reduced value from the kept index o and the reduced index k, a
  * serial loop over k for one output. How the outputs and the reduced
  * range are shared among threads is the backend's reduce hook
- * (backend_c.c: OpenMP; backend_cuda.c: blocks, warps, split ranges).
+ * (targets/c/backend.c: OpenMP; targets/cuda/backend.c: blocks, warps, split ranges).
  */
 #include <stdio.h>
 #include <string.h>

@@ -2,7 +2,7 @@
  * An op's text in generated code beside the op table's (op_text.c, which
  * prints literals and the elementwise ops' ops.def expressions): casts,
  * which ops are costly (worth a buffer rather than a second computation),
- * and the part of executor/scalar.h a program starts with. The same text
+ * and the part of executor/ir/scalar.h a program starts with. The same text
  * serves C and CUDA: both call the functions of scalar.h.
  */
 #include <math.h>
@@ -34,7 +34,7 @@ bool xg_costly_op(int op)
     return (xe_op_get(op)->flags & XE_OPF_COSTLY) != 0;
 }
 
-/* executor/scalar.h's text: its common part and the sections of the ops the program uses. */
+/* executor/ir/scalar.h's text: its common part and the sections of the ops the program uses. */
 void xg_emit_scalar_text(em *e)
 {
     bool used[XE_OP_COUNT] = {false};

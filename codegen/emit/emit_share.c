@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "emit_impl.h"
+#include "xlac/vec.h"
 
 struct kept_kernel {
     char *key;
@@ -33,7 +34,7 @@ static char *identity(em *e, const char *body, int *order, int *n)
 
 static bool keep(em *e, char *key, const int *order, int n)
 {
-    struct kept_kernel *k = realloc(e->kept, sizeof *k * (size_t)(e->n_kept + 1));
+    struct kept_kernel *k = XE_VEC_GROW(e->kept, e->cap_kept, e->n_kept + 1, 8);
     if (!k)
         return false;
     e->kept = k;
@@ -77,5 +78,5 @@ void xg_kept_free(em *e)
     }
     free(e->kept);
     e->kept = NULL;
-    e->n_kept = 0;
+    e->n_kept = e->cap_kept = 0;
 }

@@ -24,7 +24,7 @@ void xg_literal(xe_dtype dt, double v, char *buf, size_t len);
 bool xg_op_text(const xe_node *n, xe_dtype dt, const char *a, const char *b, char *buf, size_t len);
 
 /*
- * executor/scalar.h's text for a program that uses the ops marked in
+ * executor/ir/scalar.h's text for a program that uses the ops marked in
  * used[XE_OP_COUNT]: the common part, then the section of each used op
  * that has one ("xe-op NAME:" up to "xe-op end", see scalar.h). NULL when
  * out of memory; the caller frees it.

@@ -20,6 +20,10 @@
  *                of rows per thread, after the engine's product (epilogue.c)
  *   8. layouts   values kept channels-last between convs (layout.c)
  *   9. verify    the plan's invariants (xg_plan_verify)
+ *
+ * What the steps' own files (attention.c, epilogue.c, locals.c) read back
+ * about values (a step's kind, a product's operands, a reduction's axes,
+ * what a value's computation reads) is values.c's, a leaf below them all.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -70,45 +74,6 @@ static bool is_index_map(int op)
            op == XE_OP_SLICE || op == XE_OP_IOTA;
 }
 
-static xg_step_kind step_kind(const xe_node *n)
-{
-    const xe_op_def *d = xe_op_get(n->op);
-    if (d->cls == XE_CLASS_REDUCE || d->cls == XE_CLASS_ARGMAX)
-        return XG_STEP_REDUCE;
-    if (d->cls == XE_CLASS_SOFTMAX)
-        return XG_STEP_SOFTMAX;
-    if (d->cls == XE_CLASS_MATMUL || n->op == XE_OP_CONV2D)
-        return XG_STEP_LIBRARY;
-    return XG_STEP_LOOP;
-}
-
-/*
- * The value matmul node reads as input k: a transpose that swaps only the last
- * two dims is read through, its input handed to BLAS with the operand's
- * transpose flag flipped (*flip), never copied.
- */
-int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip)
-{
-    int in = b->nodes[node]->inputs[k];
-    const xe_node *t = b->nodes[in];
-    *flip = false;
-    if (b->nodes[node]->op != XE_OP_MATMUL) /* a conv reads its operands as they are */
-        return in;
-    if (t->op != XE_OP_TRANSPOSE || types[t->inputs[0]].shape.rank < 2)
-        return in;
-    int r = types[t->inputs[0]].shape.rank, perm[XE_MAX_RANK];
-    xe_status st = {0};
-    if (xe_transpose_perm(t, r, perm, &st) != XE_OK)
-        return in;
-    for (int d = 0; d < r - 2; d++)
-        if (perm[d] != d)
-            return in;
-    if (perm[r - 2] != r - 1 || perm[r - 1] != r - 2)
-        return in;
-    *flip = true;
-    return t->inputs[0];
-}
-
 /*
  * Node i is an f32 (or f16) op whose arithmetic is a libm call that gcc
  * does not vectorize (sin, cos, pow): any loop holding it runs scalar, so
@@ -154,11 +119,11 @@ static void mark_materialized(xg_plan *p)
         const xe_node *n = b->nodes[i];
         if (n->op == XE_OP_INPUT || (n->op == XE_OP_CONST && !is_scalar_const(n)))
             p->mat[i] = true;
-        else if (n->op != XE_OP_CONST && step_kind(n) != XG_STEP_LOOP)
+        else if (n->op != XE_OP_CONST && xg_step_kind_of(n) != XG_STEP_LOOP)
             p->mat[i] = true;
         else if (p->uses[i] >= 2 && n->op != XE_OP_CONST && !is_index_map(n->op))
             p->mat[i] = true;
-        if (n->op != XE_OP_CONST && n->op != XE_OP_INPUT && step_kind(n) == XG_STEP_LIBRARY)
+        if (n->op != XE_OP_CONST && n->op != XE_OP_INPUT && xg_step_kind_of(n) == XG_STEP_LIBRARY)
             for (int k = 0; k < n->n_inputs; k++) { /* BLAS reads memory */
                 bool flip;
                 p->mat[xg_matmul_operand(b, p->types, i, k, &flip)] = true;
@@ -232,23 +197,6 @@ static void merge_loops(xg_plan *p)
 }
 
 /* ---- row kernels ---------------------------------------------------------------- */
-
-void xg_reduce_mask(const xe_node *n, int rank, bool *mask)
-{
-    if (n->op == XE_OP_ARGMAX) {
-        const xe_attr *a = xe_node_attr(n, "axis");
-        for (int d = 0; d < rank; d++)
-            mask[d] = !a;
-        if (a)
-            mask[a->i < 0 ? a->i + rank : a->i] = true;
-        return;
-    }
-    const xe_attr *a = xe_node_attr(n, "axes");
-    for (int d = 0; d < rank; d++)
-        mask[d] = !a;
-    for (int k = 0; a && k < a->n; k++)
-        mask[a->ints[k] < 0 ? a->ints[k] + rank : a->ints[k]] = true;
-}
 
 /* The rows of a ROW step: x's shape, its reduced dims (the innermost ones), and the reduced shape. */
 typedef struct rows {
@@ -382,25 +330,6 @@ static void row_phases(const xg_plan *p, xg_step *g, const bool *in_row, bool *r
         g->phase[k] = ph;
         g->n_phases = ph + 1 > g->n_phases ? ph + 1 : g->n_phases;
     }
-}
-
-bool xg_read_only_inside(const xg_plan *p, int node, const bool *in_row)
-{
-    const xe_graph *b = p->body;
-    for (int i = 0; i < b->n_outputs; i++)
-        if (b->outputs[i] == node)
-            return false;
-    for (int j = 0; j < b->n_nodes; j++) {
-        const xe_node *n = b->nodes[j];
-        for (int k = 0; k < n->n_inputs; k++) {
-            if (n->inputs[k] != node)
-                continue;
-            if (!in_row[j] && (p->mat[j] || !xg_read_only_inside(p, j, in_row)))
-                return false;
-            break;
-        }
-    }
-    return true;
 }
 
 /*
@@ -609,30 +538,6 @@ void xg_plan_destroy(xg_plan *p)
     free(p);
 }
 
-static void reads_through(const xg_plan *p, int node, bool root, void (*visit)(void *ctx, int buf), void *ctx)
-{
-    if (!root && p->mat[node]) {
-        visit(ctx, node);
-        return;
-    }
-    const xe_node *n = p->body->nodes[node];
-    for (int k = 0; k < n->n_inputs; k++)
-        reads_through(p, n->inputs[k], false, visit, ctx);
-}
-
-void xg_value_reads(const xg_plan *p, int node, void (*visit)(void *ctx, int buf), void *ctx)
-{
-    reads_through(p, node, true, visit, ctx);
-    if (step_kind(p->body->nodes[node]) != XG_STEP_LIBRARY)
-        return;
-    for (int k = 0; k < 2; k++) {
-        bool flip;
-        int src = xg_matmul_operand(p->body, p->types, node, k, &flip);
-        if (flip && p->mat[src]) /* read through a transpose that may have a buffer of its own */
-            visit(ctx, src);
-    }
-}
-
 typedef struct ready_check {
     const bool *ready;
     bool ok;
@@ -682,7 +587,7 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
                                 : s->role[k] == XG_ROW_REDUCE ? XG_STEP_REDUCE : XG_STEP_LOOP;
             if (!p->mat[o] || ready[o])
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes %s, not a fresh buffer", i, name);
-            else if (step_kind(b->nodes[o]) != want)
+            else if (xg_step_kind_of(b->nodes[o]) != want)
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d has the wrong kind for %s", i, name);
             else if (mixed >= 0)
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i, b->nodes[mixed]->name);
@@ -738,7 +643,7 @@ static xe_code plan_steps(xg_plan *p, xe_status *st)
         if (!p->mat[i] || nd->op == XE_OP_INPUT || nd->op == XE_OP_CONST)
             continue;
         xg_step *s = &p->steps[p->n_steps++];
-        s->kind = step_kind(nd);
+        s->kind = xg_step_kind_of(nd);
         s->n_outs = 1;
         s->outs[0] = i;
         s->column = s->kind == XG_STEP_REDUCE && is_column_reduce(p, nd);

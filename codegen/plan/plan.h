@@ -80,6 +80,8 @@ typedef struct xg_plan {
     bool *nhwc;       /* a rank-4 value kept channels-last in memory between convs (layout.c) */
 } xg_plan;
 
+/* values.c: the kind of step node n makes (loop, reduce, softmax, library). */
+xg_step_kind xg_step_kind_of(const xe_node *n);
 /* The node matmul node reads as input k, through a transpose of its last two dims (then *flip). */
 int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, bool *flip);
 /*

@@ -1,6 +1,6 @@
 /*
  * How a plan runs and reads: kernel names, the GPU's launch geometry and
- * argument block (what program_cuda.c launches with), and the plan text,
+ * argument block (what targets/cuda/program.c launches with), and the plan text,
  * the human-readable plan of the dumps that is also the artifact's
  * metadata (a loaded program re-derives it and must find the same). How
  * a step is launched is the backend's launch_text.

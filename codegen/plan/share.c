@@ -10,19 +10,16 @@
 
 #include "share.h"
 #include "xlac/text.h"
+#include "xlac/vec.h"
 
 #define MAX_LOCALS 4096 /* distinct locals of one prefix in a kernel; more: no key (never shared) */
 
 bool xg_shares_add(xg_shares *s, int step, int from, const int *theirs, const int *ours, int n)
 {
-    if (s->n == s->cap) {
-        int cap = s->cap ? 2 * s->cap : 8;
-        xg_share *v = realloc(s->v, sizeof *v * (size_t)cap);
-        if (!v)
-            return false;
-        s->v = v;
-        s->cap = cap;
-    }
+    xg_share *v = XE_VEC_GROW(s->v, s->cap, s->n + 1, 8);
+    if (!v)
+        return false;
+    s->v = v;
     xg_share *h = &s->v[s->n];
     *h = (xg_share){.step = step, .from = from, .n = n};
     h->theirs = malloc(sizeof *h->theirs * (size_t)(n + 1));

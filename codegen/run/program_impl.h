@@ -1,7 +1,7 @@
 /*
  * Private to codegen/: a loaded program, shared by program.c (the common
- * run loop) and the backends' load, launch and unload steps (backend_c.c,
- * program_cuda.c), which keep their own state in priv.
+ * run loop) and the backends' load, launch and unload steps (targets/c/backend.c,
+ * targets/cuda/program.c), which keep their own state in priv.
  */
 #ifndef XG_PROGRAM_IMPL_H
 #define XG_PROGRAM_IMPL_H
@@ -23,7 +23,7 @@ struct xg_program {
     int *born, *dies;   /* per node: the step that writes it and the last that reads it (lifetime.c; -1 and
                            INT_MAX for inputs, constants and outputs, which live the whole run) */
     xe_tensor **consts; /* per node: a materialized constant on the program's device, made at load */
-    void *priv;         /* the backend's own state (C: the dlopen handle; CUDA: program_cuda.c's) */
+    void *priv;         /* the backend's own state (C: the dlopen handle; CUDA: cuda/program.c's) */
     xe_kernel_cache *kcache; /* per node: a library step's kernel cache (its oneDNN primitive and
                                 packed weights), made on its first run, freed with the program */
 };
@@ -50,10 +50,10 @@ xe_code xg_c_attention(xg_program *p, int first, int pv, const xe_type *types, x
 /* Whether step i starts a fused attention this program's backend runs (xg_step.attention). */
 bool xg_runs_attention(const xg_program *p, int i);
 
-/* CUDA's load, launch and unload (program_cuda.c), the slots of xg_backend_cuda. */
+/* CUDA's load, launch and unload (targets/cuda/program.c), the slots of xg_backend_cuda. */
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);
 void xg_cuda_unload(xg_program *p);
-/* A matmul with its bias/ReLU/GELU epilogue as one cuBLASLt call (blaslt_cuda.c). */
+/* A matmul with its bias/ReLU/GELU epilogue as one cuBLASLt call (targets/cuda/blaslt.c). */
 xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st);
 xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
                        xe_status *st);

@@ -1,5 +1,5 @@
 """Differential test against onnxruntime on an ONNX model, loaded by the
-executor's content-sniffing loader (xe_load_graph, executor/onnx/); skipped
+executor's content-sniffing loader (xe_load_graph, executor/frontends/onnx/); skipped
 when onnx or onnxruntime cannot be installed, or the library predates it."""
 import json
 import subprocess

@@ -59,33 +59,95 @@ def test_disable_all_runs_op_by_op_and_all_clusters(graph, tmp_path):
     np.testing.assert_allclose(s2, s, rtol=1e-6)
 
 
-def test_unknown_and_unsupported_options_are_refused():
+def test_wrong_kinds_and_unknown_names_are_refused():
     so = xlac.SessionOptions()
     with pytest.raises(AttributeError, match="intra_op_num_thread"):
         so.intra_op_num_thread = 2  # a typo is not a new attribute
     with pytest.raises(xlac.XlacUsageError, match="execution_mode"):
-        so.execution_mode = xlac.ExecutionMode.ORT_PARALLEL
+        so.execution_mode = 7
     with pytest.raises(xlac.XlacUsageError, match="enable_mem_pattern"):
-        so.enable_mem_pattern = True
+        so.enable_mem_pattern = "yes"
     with pytest.raises(xlac.XlacUsageError, match="log_severity_level"):
-        so.log_severity_level = 3
+        so.log_severity_level = 5
     with pytest.raises(xlac.XlacUsageError, match="inter_op_num_threads"):
-        so.inter_op_num_threads = 4
+        so.inter_op_num_threads = -1
     with pytest.raises(xlac.XlacUnsupportedError, match="add_initializer"):
         so.add_initializer("w", np.zeros(2))
-    with pytest.raises(xlac.XlacUsageError, match="session.intra_op.allow_spinning"):
-        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
     with pytest.raises(xlac.XlacUsageError, match="optimized_model_filepath"):
-        so.optimized_model_filepath = "model.opt.onnx"
+        so.optimized_model_filepath = "model.opt.ort"
     ro = xlac.RunOptions()
     with pytest.raises(xlac.XlacUsageError, match="terminate"):
-        ro.terminate = True
-    with pytest.raises(xlac.XlacUsageError, match="only_execute_path_to_fetches"):
-        ro.only_execute_path_to_fetches = True
-    with pytest.raises(xlac.XlacUnsupportedError, match="add_run_config_entry"):
-        ro.add_run_config_entry("a", "b")
+        ro.terminate = 1
+    with pytest.raises(xlac.XlacUnsupportedError, match="add_active_adapter"):
+        ro.add_active_adapter(None)
     with pytest.raises(AttributeError):
         ro.no_such = 1
+
+
+def hinted_options():
+    """Every onnxruntime setting of the issue that xlac has no use for."""
+    so = xlac.SessionOptions()
+    so.inter_op_num_threads = 4
+    so.execution_mode = xlac.ExecutionMode.ORT_PARALLEL
+    so.enable_cpu_mem_arena = True
+    so.enable_mem_pattern = True
+    so.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    return so
+
+
+def test_settings_xlac_has_no_use_for_warn_once_naming_each(graph, caplog):
+    path = graph(GRAPH)
+    so = hinted_options()
+    assert so.inter_op_num_threads == 4 and so.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    with caplog.at_level("WARNING", logger="xlac"):
+        sess = xlac.InferenceSession(path, so, providers=["TensorrtExecutionProvider", "CPUExecutionProvider"],
+                                     provider_options=[{}, {}], auto_jit=0)
+        xlac.InferenceSession(path, so, auto_jit=0)  # the same settings again: no second warning
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    for name in ("inter_op_num_threads=4", "execution_mode", "enable_cpu_mem_arena=True",
+                 "enable_mem_pattern=True", "session.intra_op.allow_spinning", "TensorrtExecutionProvider"):
+        assert text.count(name) == 1, (name, text)
+    assert "strict mode" in text
+    assert sess.get_providers() == ["CPUExecutionProvider"]
+    np.testing.assert_allclose(sess.run(None, feeds())[0], ref(**feeds())[0], rtol=1e-5)
+
+
+def test_strict_mode_refuses_them(graph):
+    xlac.set_strict(True)
+    try:
+        with pytest.raises(xlac.XlacUsageError, match="inter_op_num_threads=4.*enable_cpu_mem_arena"):
+            xlac.InferenceSession(graph(GRAPH), hinted_options(), auto_jit=0)
+        with pytest.raises(xlac.XlacUsageError, match="TensorrtExecutionProvider"):
+            xlac.InferenceSession(graph(GRAPH), providers=["TensorrtExecutionProvider"], auto_jit=0)
+        xlac.InferenceSession(graph(GRAPH), auto_jit=0)  # nothing to refuse
+    finally:
+        xlac.set_strict(False)
+
+
+@pytest.mark.parametrize("severity", [3, 4])
+def test_log_severity_3_and_4_silence_the_warnings(graph, severity, caplog):
+    so = hinted_options()
+    so.inter_op_num_threads = 3 + severity  # a value not warned about yet
+    so.log_severity_level = severity
+    try:
+        xlac.InferenceSession(graph(GRAPH), so, providers=["NoSuchExecutionProvider"], auto_jit=0)
+        assert not [r for r in caplog.records if r.name == "xlac"], caplog.records
+    finally:
+        xlac.set_default_logger_severity(2)
+
+
+def test_run_options_hints_warn_at_run(graph, caplog):
+    sess = xlac.InferenceSession(graph(GRAPH), auto_jit=0)
+    ro = xlac.RunOptions()
+    ro.terminate = True
+    ro.only_execute_path_to_fetches = True
+    ro.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    assert ro.get_run_config_entry("memory.enable_memory_arena_shrinkage") == "cpu:0"
+    with caplog.at_level("WARNING", logger="xlac"):
+        s, _ = sess.run(None, feeds(), ro)
+    text = "\n".join(r.getMessage() for r in caplog.records)
+    assert "RunOptions.terminate=True" in text and "memory.enable_memory_arena_shrinkage" in text, text
+    np.testing.assert_allclose(s, ref(**feeds())[0], rtol=1e-5)
 
 
 def test_config_entries_are_xlac_flags(graph, tmp_path):
@@ -122,8 +184,13 @@ def test_providers_and_get_providers(graph):
     both = xlac.InferenceSession(path, providers=["CUDAExecutionProvider", "CPUExecutionProvider"])
     want = ["CUDAExecutionProvider", "CPUExecutionProvider"] if xlac._lib.has_gpu() else ["CPUExecutionProvider"]
     assert both.get_providers() == want  # the truth: CPU only without a GPU
-    with pytest.raises(xlac.XlacUsageError, match="TensorrtExecutionProvider"):
-        xlac.InferenceSession(path, providers=["TensorrtExecutionProvider"])
+    # a provider xlac lacks is left out with a warning, as onnxruntime does: the CPU runs it
+    assert xlac.InferenceSession(path, providers=["TensorrtExecutionProvider"]).get_providers() == [
+        "CPUExecutionProvider"]
+    with pytest.raises(xlac.XlacUsageError, match="device_id"):
+        xlac.InferenceSession(path, providers=["CPUExecutionProvider"], provider_options=[{"device_id": 1}])
+    with pytest.raises(xlac.XlacUsageError, match="one dict per provider"):
+        xlac.InferenceSession(path, providers=["CPUExecutionProvider"], provider_options=[{}, {}])
     if not xlac._lib.has_gpu():
         with pytest.raises(xlac.XlacError):
             xlac.InferenceSession(path, providers=["CUDAExecutionProvider"])
@@ -140,6 +207,15 @@ def test_profiling_writes_a_chrome_trace(graph, tmp_path):
     events = json.load(open(path))
     events = events["traceEvents"] if isinstance(events, dict) else events
     assert any(e.get("name") == "run 0" for e in events), events[:5]
+    # three sessions with one prefix, within a second (one trace at a time in a process): three
+    # names, three files
+    paths = []
+    for _ in range(3):
+        s = xlac.InferenceSession(graph(GRAPH), so, auto_jit=0)
+        s.run(None, feeds())
+        paths.append(s.end_profiling())
+    assert len(set(paths)) == 3 and all(os.path.exists(p) for p in paths), paths
+    assert all(p.endswith("_%d.json" % os.getpid()) or "_%d_" % os.getpid() in p for p in paths), paths
 
 
 def test_metadata_inputs_outputs(graph):
@@ -235,6 +311,7 @@ def test_model_from_bytes_and_modelproto(tmp_path):
     x = np.array([[-1, 2, -3]], np.float32)
     for source in (m, m.SerializeToString(), _save(onnx, m, tmp_path)):
         sess = xlac.InferenceSession(source, auto_jit=0)
+        assert [a.shape for a in sess.get_inputs()] == [["batch", 3]]  # onnxruntime's: the dim_param
         np.testing.assert_array_equal(sess.run(None, {"x": x})[0], np.maximum(x, 0))
         meta = sess.get_modelmeta()
         assert (meta.producer_name, meta.graph_name, meta.custom_metadata_map) == ("unit", "tiny", {"k": "v"})
@@ -243,6 +320,9 @@ def test_model_from_bytes_and_modelproto(tmp_path):
         xlac.InferenceSession(garbage)
     text = str(e.value)
     assert "<model bytes>" in text and "\\x" not in text and "/tmp" not in text and len(text) < 2000, text
+    with pytest.raises(xlac.XlacError) as e:
+        xlac.InferenceSession(b"GIF89a, not a model at all")
+    assert "neither an ONNX model nor a .xg graph" in str(e.value) and "<model bytes>" in str(e.value), e.value
 
 
 def _save(onnx, m, tmp_path):

@@ -20,7 +20,7 @@ import threading
 
 import numpy as np
 
-from . import errors
+from . import _log, errors
 
 _P = ctypes.c_void_p
 _I = ctypes.c_int
@@ -84,6 +84,7 @@ except ImportError:  # pragma: no cover - depends on the environment
 _lock = threading.Lock()
 _exe = None     # the loaded libxlac_executor.so
 _plugin = None  # the loaded libxlac.so
+_attached = False  # its log comes to _log.py
 
 
 def lib_dir():
@@ -166,21 +167,48 @@ def raise_for(code, message):
 
 def _check_env(plugin):
     """
-    The plugin's constructor ends the process on a bad XLAC_AUTO_JIT or XLAC_FLAGS in the
-    environment (exit 2) or on --help (exit 0): try it in a child first, so that here it
-    is an exception. (LD_LIBRARY_PATH: the child finds a wheel's bundled libraries there,
-    as _load_bundled does here.)
+    The plugin's constructor ends the process on a bad XLAC_AUTO_JIT, XLAC_FLAGS or XLAC_LOG in the
+    environment (exit 2) or on --help (exit 0): try it in a child first, so that here a bad value is
+    an exception, and --help prints the flags (to stdout, as the plugin does) and is then left out
+    of the XLAC_FLAGS the plugin reads here (returned: the words to load it with, or None to load
+    it with the environment as it is). (LD_LIBRARY_PATH: the child finds a wheel's bundled
+    libraries there, as _load_bundled does here.)
     """
     env = dict(os.environ, LD_LIBRARY_PATH=lib_dir() + os.pathsep + os.environ.get("LD_LIBRARY_PATH", ""))
     code = "import ctypes, sys; ctypes.CDLL(sys.argv[1], mode=ctypes.RTLD_GLOBAL)"
     r = subprocess.run([sys.executable, "-c", code, plugin], env=env, capture_output=True,
                        text=True, check=False)
-    if r.returncode != 0 or r.stdout:
-        text = (r.stderr.strip() or r.stdout.strip() or "exit status %d" % r.returncode)
+    if r.returncode == 0 and r.stdout:  # --help
+        sys.stdout.write(r.stdout)
+        sys.stdout.flush()
+        return " ".join(w for w in os.environ.get("XLAC_FLAGS", "").split() if w not in ("--help", "--help=1",
+                                                                                         "--help=true"))
+    if r.returncode != 0:
+        text = (r.stderr.strip() or "exit status %d" % r.returncode)
         if text.startswith("xlac: error: "):
             text = text[len("xlac: error: "):]
-        raise errors.XlacUsageError("the environment's XLAC_AUTO_JIT=%r XLAC_FLAGS=%r: %s" % (
-            os.environ.get("XLAC_AUTO_JIT", ""), os.environ.get("XLAC_FLAGS", ""), text))
+        raise errors.XlacUsageError("the environment's XLAC_AUTO_JIT=%r XLAC_FLAGS=%r XLAC_LOG=%r: %s" % (
+            os.environ.get("XLAC_AUTO_JIT", ""), os.environ.get("XLAC_FLAGS", ""),
+            os.environ.get("XLAC_LOG", ""), text))
+    return None
+
+
+def _load_plugin(path):
+    """Loads libxlac.so; flags: the XLAC_FLAGS it is to read, when not the environment's (--help left
+    out), set around the load and restored."""
+    flags = _check_env(path)
+    if flags is None:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    saved = os.environ.get("XLAC_FLAGS")
+    os.environ["XLAC_FLAGS"] = flags
+    try:
+        return ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL)
+    finally:
+        os.environ["XLAC_FLAGS"] = saved
+
+
+def plugin_path():
+    return _path("libxlac.so")
 
 
 def session_config(auto_jit, flags):
@@ -194,15 +222,17 @@ def ensure_plugin(auto_jit):
     preloaded);
     returns whether it is loaded. Each session then hands it its own configuration.
     """
-    global _plugin
+    global _plugin, _attached
     executor()
     with _lock:
         if _plugin is None:
             _plugin = _preloaded()
         if _plugin is None and auto_jit > 0:
-            path = _path("libxlac.so")
-            _check_env(path)
-            _plugin = _declare_plugin(ctypes.CDLL(path, mode=ctypes.RTLD_GLOBAL))
+            _plugin = _declare_plugin(_load_plugin(_path("libxlac.so")))
+            _log.attach(_plugin)
+        elif _plugin is not None and not _attached:
+            _log.attach(_plugin)
+        _attached = _plugin is not None
         return _plugin is not None
 
 

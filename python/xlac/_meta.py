@@ -86,3 +86,58 @@ def read(data, path):
     except (ValueError, IndexError):
         pass  # the C loader already accepted the model; a field it skips stays empty
     return m
+
+
+def _dims(value_info):
+    """(name, [dim_param or None per dim]) of a ValueInfoProto (name 1, type 2: tensor_type 1:
+    shape 2: dim 1: dim_value 1, dim_param 2)."""
+    name, dims = "", []
+    for num, v in _fields(value_info, {1, 2}):
+        if num == 1:
+            name = _text(v)
+            continue
+        for _, tensor in _fields(v, {1}):
+            for _, shape in _fields(tensor, {2}):
+                for _, dim in _fields(shape, {1}):
+                    params = [_text(p) for n, p in _fields(dim, {2}) if n == 2]
+                    dims.append(params[0] if params and params[0] else None)
+    return name, dims
+
+
+def _symbolic_of(view):
+    inputs, outputs = {}, {}
+    for num, graph in _fields(view, {7}):
+        for gnum, vi in _fields(graph, {11, 12}):
+            name, dims = _dims(vi)
+            (inputs if gnum == 11 else outputs)[name] = dims
+    return inputs, outputs
+
+
+def symbolic_dims(data, path):
+    """
+    ({input name: [dim_param or None]}, {output name: ...}) of an ONNX model (its bytes, or the file
+    at path, mapped, not read: the weights are skipped); ({}, {}) for a .xg graph or what this
+    reader cannot follow (the C loader has accepted the model: a name it lacks stays None).
+    """
+    import mmap
+    try:
+        if data is None:
+            with open(path, "rb") as f:
+                head = f.read(4096)
+        else:
+            head = data[:4096]
+        if not head or head.lstrip().startswith((b"xlac.graph", b"#")):
+            return {}, {}
+        if data is not None:
+            return _symbolic_of(memoryview(data))
+        with open(path, "rb") as f:
+            if os.fstat(f.fileno()).st_size == 0:
+                return {}, {}
+            with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                view = memoryview(m)
+                try:
+                    return _symbolic_of(view)
+                finally:
+                    view.release()
+    except (ValueError, IndexError, OSError, BufferError):
+        return {}, {}

@@ -1,12 +1,14 @@
-"""SessionOptions and RunOptions: onnxruntime's names, each either honoured, mapped to
-what xlac does, or refused with an error; never accepted and ignored.
+"""SessionOptions and RunOptions: onnxruntime's names, each honoured, mapped to what
+xlac does, accepted as a hint, or refused with an error; never silently ignored.
 
-An attribute that xlac cannot honour reads as what xlac actually does, and
-setting it to anything else raises XlacUsageError naming it; a method xlac
-does not have raises XlacUnsupportedError; a name onnxruntime does not have
-raises AttributeError (a typo is not silently a new attribute).
+A setting of onnxruntime's own machinery that xlac has no use for keeps the
+value set, and the session (or run) warns once naming it (hints.py; strict
+mode refuses it); a value of the wrong kind raises XlacUsageError naming it;
+a method xlac does not have raises XlacUnsupportedError; a name onnxruntime
+does not have raises AttributeError (a typo is not silently a new attribute).
 """
 import enum
+import os
 
 from . import errors
 
@@ -63,15 +65,6 @@ class _Checked:
         object.__setattr__(self, name, self._TABLE[name][1](name, value))
 
 
-def _only(*allowed, why):
-    def check(name, value):
-        if value not in allowed:
-            raise errors.XlacUsageError("%s=%r is not supported: %s (accepted: %s)" % (
-                name, value, why, ", ".join(repr(a) for a in allowed)))
-        return value
-    return check
-
-
 def _int_at_least(lo):
     def check(name, value):
         if not isinstance(value, int) or isinstance(value, bool) or value < lo:
@@ -98,59 +91,104 @@ def _level(name, value):
 
 
 def _optimized_path(name, value):
-    value = _text(name, str(value) if hasattr(value, "__fspath__") else value)
-    if value and not value.endswith(".xg"):
+    value = _text(name, os.fspath(value) if hasattr(value, "__fspath__") else value)
+    if value and not value.endswith((".xg", ".onnx")):
         raise errors.XlacUsageError(
-            "%s=%r: xlac writes the clustered graph as .xg text (not ONNX): give a path ending in .xg"
-            % (name, value))
+            "%s=%r: xlac writes the graph as it runs as .xg text (a path ending in .xg) or as an ONNX "
+            "model (.onnx)" % (name, value))
     return value
 
 
-_SEVERITY = "xlac prints warnings and errors only and cannot silence them; 0 (verbose) prints " \
-            "the placement of every op on the first run"
+def _severity(name, value):
+    if isinstance(value, bool) or not isinstance(value, int) or not -1 <= value <= 4:
+        raise errors.XlacUsageError("%s=%r: expected -1 (the default logger's), 0 (verbose), 1 (info), "
+                                    "2 (warning), 3 (error) or 4 (fatal)" % (name, value))
+    return value
 
 
-class SessionOptions(_Checked):
+def _enum(kind):
+    def check(name, value):
+        try:
+            return kind(int(value))
+        except (TypeError, ValueError):
+            raise errors.XlacUsageError("%s=%r: expected one of %s" % (
+                name, value, ", ".join(x.name for x in kind))) from None
+    return check
+
+
+class _Hinted(_Checked):
+    """_Checked with hints: _HINTS = {name: (xlac_does(value) -> bool, why)}. A value xlac does not
+    act on is kept (it reads back as set) and reported by hints() (hints.py warns or refuses)."""
+    _HINTS = {}
+
+    def hints(self):
+        """[(name, value, why)] of the settings whose value xlac has no use for."""
+        out = []
+        for name, (does, why) in self._HINTS.items():
+            value = getattr(self, name)
+            if not does(value):
+                out.append((name, value, why))
+        return out + list(getattr(self, "_extra_hints", ()))
+
+
+_ONE_AFTER_ANOTHER = "xlac runs one op after another (each op's work is split over intra_op_num_threads)"
+
+
+class SessionOptions(_Hinted):
     """
     onnxruntime.SessionOptions for xlac. Honoured: intra_op_num_threads, graph_optimization_level,
-    enable_profiling, profile_file_prefix, optimized_model_filepath, log_severity_level (-1, 0, 1, 2),
-    logid, add_session_config_entry("xlac.NAME", value) / ("xlac.flags", "--a=1 --b"). The others
-    read as what xlac does and refuse any other value.
+    enable_profiling, profile_file_prefix, optimized_model_filepath (.xg), log_severity_level (the
+    process's log level from the session's creation on), logid,
+    add_session_config_entry("xlac.NAME", value) / ("xlac.flags", "--a=1 --b"). The settings of
+    onnxruntime's own machinery (inter-op threads, arenas, other config entries, ...) are accepted as
+    hints: the session warns once for each (hints.py; strict mode refuses them).
     """
     _TABLE = {
         "intra_op_num_threads": (0, _int_at_least(0)),
-        "inter_op_num_threads": (0, _only(0, 1, why="xlac runs one op after another")),
+        "inter_op_num_threads": (0, _int_at_least(0)),
         "graph_optimization_level": (GraphOptimizationLevel.ORT_ENABLE_ALL, _level),
         "enable_profiling": (False, _bool),
         "profile_file_prefix": ("onnxruntime_profile_", _text),
         "optimized_model_filepath": ("", _optimized_path),
-        "log_severity_level": (-1, _only(-1, 0, 1, 2, why=_SEVERITY)),
-        "log_verbosity_level": (0, _only(0, why="xlac has no verbose log levels")),
+        "log_severity_level": (-1, _severity),
+        "log_verbosity_level": (0, _int_at_least(0)),
         "logid": ("", _text),
-        "execution_mode": (ExecutionMode.ORT_SEQUENTIAL,
-                           _only(ExecutionMode.ORT_SEQUENTIAL, why="xlac runs one op after another")),
-        "execution_order": (ExecutionOrder.DEFAULT,
-                            _only(ExecutionOrder.DEFAULT, why="xlac runs ops in the graph's order")),
-        "enable_cpu_mem_arena": (False, _only(False, why="xlac allocates each tensor on its own (no arena)")),
-        "enable_mem_pattern": (False, _only(False, why="xlac plans no memory patterns")),
-        "enable_mem_reuse": (False, _only(False, why="xlac plans no buffer reuse between ops")),
-        "use_deterministic_compute": (False, _only(False, why="xlac promises no bitwise determinism "
-                                                              "across thread counts")),
-        "use_per_session_threads": (False, _only(False, why="every xlac session runs on the one "
-                                                            "process-wide OpenMP thread pool")),
+        "execution_mode": (ExecutionMode.ORT_SEQUENTIAL, _enum(ExecutionMode)),
+        "execution_order": (ExecutionOrder.DEFAULT, _enum(ExecutionOrder)),
+        "enable_cpu_mem_arena": (False, _bool),
+        "enable_mem_pattern": (False, _bool),
+        "enable_mem_reuse": (False, _bool),
+        "use_deterministic_compute": (False, _bool),
+        "use_per_session_threads": (False, _bool),
+    }
+    _HINTS = {
+        "inter_op_num_threads": (lambda v: v in (0, 1), _ONE_AFTER_ANOTHER),
+        "execution_mode": (lambda v: v == ExecutionMode.ORT_SEQUENTIAL, _ONE_AFTER_ANOTHER),
+        "execution_order": (lambda v: v == ExecutionOrder.DEFAULT, "xlac runs ops in the graph's order"),
+        "log_verbosity_level": (lambda v: v == 0, "xlac has no verbose log levels beyond debug"),
+        "enable_cpu_mem_arena": (lambda v: not v, "xlac allocates each tensor on its own (no arena)"),
+        "enable_mem_pattern": (lambda v: not v, "xlac plans no memory patterns"),
+        "enable_mem_reuse": (lambda v: not v, "xlac plans no buffer reuse between ops"),
+        "use_deterministic_compute": (lambda v: not v, "xlac promises no bitwise determinism across "
+                                                       "thread counts"),
+        "use_per_session_threads": (lambda v: not v, "every xlac session runs on the one process-wide "
+                                                     "OpenMP thread pool"),
     }
 
     def __init__(self):
         super().__init__()
         object.__setattr__(self, "_entries", {})
+        object.__setattr__(self, "_extra_hints", [])
 
     def add_session_config_entry(self, key, value):
         """'xlac.NAME' -> the xlac flag --NAME=value (XLAC_FLAGS=--help lists them; 'xlac.auto_jit'
-        among them); 'xlac.flags' -> several flags as text. Other keys are refused."""
-        if not isinstance(key, str) or not key.startswith("xlac.") or len(key) <= 5:
-            raise errors.XlacUsageError(
-                "session config entry %r is not supported: xlac takes 'xlac.NAME' (its flag --NAME) "
-                "or 'xlac.flags'" % (key,))
+        among them); 'xlac.flags' -> several flags as text. onnxruntime's keys ('session.*', ...) are
+        kept and accepted as hints."""
+        if not isinstance(key, str) or not key:
+            raise errors.XlacUsageError("session config entry %r: the key must be a non-empty string" % (key,))
+        if key.startswith("xlac.") and len(key) <= 5:
+            raise errors.XlacUsageError("session config entry %r: xlac takes 'xlac.NAME' (its flag --NAME) "
+                                        "or 'xlac.flags'" % (key,))
         self._entries[key] = str(value)
 
     def get_session_config_entry(self, key):
@@ -159,46 +197,89 @@ class SessionOptions(_Checked):
         return self._entries[key]
 
     def xlac_flags(self):
-        """The XLAC_FLAGS words of the config entries, in the order they were added."""
+        """The XLAC_FLAGS words of the 'xlac.' config entries, in the order they were added."""
         words = []
         for key, value in self._entries.items():
-            words += value.split() if key == "xlac.flags" else ["--%s=%s" % (key[5:], value)]
+            if key == "xlac.flags":
+                words += value.split()
+            elif key.startswith("xlac."):
+                words.append("--%s=%s" % (key[5:], value))
         return " ".join(words)
+
+    def hints(self):
+        out = super().hints()
+        out += [("session config entry " + repr(k), v, "onnxruntime's setting; xlac's entries are 'xlac.NAME'")
+                for k, v in self._entries.items() if not k.startswith("xlac.")]
+        return out
 
     def has_providers(self):
         return False
 
+    def add_free_dimension_override_by_name(self, dim_name, dim_value):
+        """A hint: symbolic dims are decided by the fed arrays."""
+        self._extra_hints.append(("add_free_dimension_override_by_name(%r)" % (dim_name,), dim_value,
+                                  "symbolic dims are decided by the fed arrays"))
+
+    def add_free_dimension_override_by_denotation(self, dim_denotation, dim_value):
+        """A hint: symbolic dims are decided by the fed arrays."""
+        self._extra_hints.append(("add_free_dimension_override_by_denotation(%r)" % (dim_denotation,),
+                                  dim_value, "symbolic dims are decided by the fed arrays"))
+
+    def set_load_cancellation_flag(self, value):
+        """A hint: loading a model in xlac cannot be cancelled."""
+        if value:
+            self._extra_hints.append(("set_load_cancellation_flag()", value, "loading cannot be cancelled"))
+
     for _name in ("add_external_initializers", "add_external_initializers_from_files_in_memory",
                   "add_initializer"):
         locals()[_name] = _refused(_name, "initializers are the model's constants in xlac")
-    for _name in ("add_free_dimension_override_by_denotation", "add_free_dimension_override_by_name"):
-        locals()[_name] = _refused(_name, "symbolic dims are decided by the fed arrays")
     for _name in ("add_provider", "add_provider_for_devices", "set_provider_selection_policy",
                   "set_provider_selection_policy_delegate"):
         locals()[_name] = _refused(_name, "pass providers=[...] to InferenceSession")
     for _name in ("register_custom_ops_library", "set_ep_context_data_read_func",
-                  "clear_ep_context_data_read_func", "set_load_cancellation_flag"):
+                  "clear_ep_context_data_read_func"):
         locals()[_name] = _refused(_name, "xlac has no such mechanism")
     del _name
 
 
-class RunOptions(_Checked):
+class RunOptions(_Hinted):
     """
-    onnxruntime.RunOptions for xlac. Honoured: logid (prefixes the run's errors), log_severity_level
-    -1, 1, 2 (xlac's warnings and errors). Refused: terminate=True (a run cannot be stopped while
-    it runs), only_execute_path_to_fetches=True (the whole graph runs), run config entries.
+    onnxruntime.RunOptions for xlac. Honoured: logid (prefixes the run's errors). Accepted as hints
+    (one warning each, at run()): log_severity_level and log_verbosity_level (xlac's log is the
+    process's: set_default_logger_severity), only_execute_path_to_fetches=True (the whole graph runs;
+    the outputs asked for are the same), terminate=True (a run cannot be stopped while it runs),
+    run config entries.
     """
     _TABLE = {
-        "log_severity_level": (-1, _only(-1, 1, 2, why="per run, xlac prints warnings and errors only "
-                                                       "(SessionOptions.log_severity_level=0 prints "
-                                                       "the placement of every op)")),
-        "log_verbosity_level": (0, _only(0, why="xlac has no verbose log levels")),
+        "log_severity_level": (-1, _severity),
+        "log_verbosity_level": (0, _int_at_least(0)),
         "logid": ("", _text),
-        "only_execute_path_to_fetches": (False, _only(False, why="xlac runs the whole graph")),
-        "terminate": (False, _only(False, why="xlac cannot stop a run in progress; close() waits for "
-                                              "running calls")),
+        "only_execute_path_to_fetches": (False, _bool),
+        "terminate": (False, _bool),
+    }
+    _HINTS = {
+        "log_severity_level": (lambda v: v == -1, "xlac's log level is the process's "
+                                                  "(xlac.set_default_logger_severity)"),
+        "log_verbosity_level": (lambda v: v == 0, "xlac has no verbose log levels beyond debug"),
+        "only_execute_path_to_fetches": (lambda v: not v, "xlac runs the whole graph"),
+        "terminate": (lambda v: not v, "xlac cannot stop a run in progress; close() waits for running calls"),
     }
 
-    add_run_config_entry = _refused("add_run_config_entry", "xlac has no run config entries")
-    get_run_config_entry = _refused("get_run_config_entry", "xlac has no run config entries")
+    def __init__(self):
+        super().__init__()
+        object.__setattr__(self, "_entries", {})
+
+    def add_run_config_entry(self, key, value):
+        """Kept, and accepted as a hint (xlac has no run config entries)."""
+        self._entries[str(key)] = str(value)
+
+    def get_run_config_entry(self, key):
+        if key not in self._entries:
+            raise errors.XlacUsageError("no run config entry %r" % (key,))
+        return self._entries[key]
+
+    def hints(self):
+        return super().hints() + [("run config entry " + repr(k), v, "xlac has no run config entries")
+                                  for k, v in self._entries.items()]
+
     add_active_adapter = _refused("add_active_adapter", "xlac has no LoRA adapters")

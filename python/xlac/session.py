@@ -23,8 +23,9 @@ import time
 
 import numpy as np
 
-from . import _lib, _meta, errors
-from .iobinding import IOBinding
+from . import _lib, _log, _meta, _onnx_out, errors
+from . import hints as hints_mod
+from .iobinding import IOBinding, OrtValue
 from .options import RunOptions, SessionOptions, _refused, auto_jit_of
 
 # onnxruntime's type strings
@@ -42,8 +43,9 @@ _BYTES_NAME = "<model bytes>"
 
 
 class NodeArg:
-    """One input or output: onnxruntime's .name, .type ("tensor(float)"), .shape (None where a dim
-    is unknown); xlac's .dtype (numpy) and .xlac_type ("f32")."""
+    """One input or output: onnxruntime's .name, .type ("tensor(float)"), .shape (an int per known
+    dim; an unknown one is the ONNX model's dim_param, 'batch', or None without one); xlac's .dtype
+    (numpy) and .xlac_type ("f32")."""
 
     def __init__(self, name, dtype_name, shape):
         self.name = name
@@ -68,51 +70,118 @@ class _Owned:
         self._lib.xe_capi_tensor_free(self._handle)
 
 
-def _device_of(providers, device):
-    """The xlac device of onnxruntime's providers list (names or (name, options) pairs)."""
+def _provider_list(providers, provider_options):
+    """[(name, options)] of onnxruntime's providers (names or (name, options) pairs) and its
+    provider_options (one dict per provider, or None)."""
+    if provider_options is not None:
+        if providers is None or len(provider_options) != len(providers):
+            raise errors.XlacUsageError("provider_options must have one dict per provider (%d providers, "
+                                        "%d dicts)" % (len(providers or ()), len(provider_options)))
+    out = []
+    for k, p in enumerate(providers):
+        name, opts = (p if isinstance(p, (tuple, list)) else (p, {}))
+        opts = dict(opts or {})
+        if provider_options is not None:
+            opts.update(provider_options[k] or {})
+        out.append((name, opts))
+    return out
+
+
+def _device_of(providers, provider_options, device, hints):
+    """
+    The xlac device of onnxruntime's providers. A provider xlac does not have is left out with a
+    warning, as onnxruntime does, and the CPU runs what is left (strict mode refuses it); options
+    xlac has no use for go into hints; device_id other than 0 is an error (xlac uses device 0).
+    """
     if providers is None:
+        if provider_options:
+            raise errors.XlacUsageError("provider_options without providers")
         return device
     names = []
-    for p in providers:
-        name, opts = (p if isinstance(p, (tuple, list)) else (p, {}))
+    for name, opts in _provider_list(providers, provider_options):
         if name not in (_CPU, _CUDA):
-            raise errors.XlacUsageError("provider %r is not available in xlac (it has %s and %s)"
-                                        % (name, _CUDA, _CPU))
-        if opts and set(opts) - {"device_id"} or str(opts.get("device_id", 0)) != "0":
-            raise errors.XlacUsageError("provider options %r of %s are not supported (xlac uses "
-                                        "device 0)" % (opts, name))
+            if hints_mod.is_strict():
+                raise errors.XlacUsageError("provider %r is not available in xlac (it has %s and %s)"
+                                            % (name, _CUDA, _CPU))
+            _log.LOGGER.warning("provider %r is not available in xlac (it has %s and %s): left out, as "
+                                "onnxruntime does", name, _CUDA, _CPU)
+            continue
+        if str(opts.pop("device_id", 0)) != "0":
+            raise errors.XlacUsageError("provider options of %s: device_id other than 0 is not supported "
+                                        "(xlac uses device 0)" % name)
+        hints.extend(("provider option %s: %s" % (name, k), v, "xlac's %s has no such option" % name)
+                     for k, v in sorted(opts.items()))
         names.append(name)
     if not names:
-        raise errors.XlacUsageError("providers=[]: name at least one of %s, %s" % (_CUDA, _CPU))
+        if providers:
+            _log.LOGGER.warning("no provider xlac has was named: running on %s", _CPU)
+        return "cpu"
     if _CUDA in names:
         return "auto" if _CPU in names else "gpu"
     return "cpu"
+
+
+_profile_lock = threading.Lock()
+_profile_names = set()
+
+
+def _profile_path(prefix):
+    """PREFIX_DATE_TIME_MS_PID.json, unique in this process (a counter when two sessions start in one
+    millisecond) and across processes (the pid): sessions sharing a prefix never share a file."""
+    now = time.time()
+    stem = "%s_%s_%03d_%d" % (prefix, time.strftime("%Y-%m-%d_%H-%M-%S", time.localtime(now)),
+                              int(now * 1000) % 1000, os.getpid())
+    with _profile_lock:
+        name, k = stem, 1
+        while name in _profile_names:
+            name, k = "%s_%d" % (stem, k), k + 1
+        _profile_names.add(name)
+    return os.path.abspath(name + ".json")
 
 
 class _Model:
     """Where the model comes from: a path, or bytes written to a private temporary file."""
 
     def __init__(self, path_or_bytes):
-        self.data, self.tmp = None, None
+        self.data, self.tmp, self.source = None, None, None
         if hasattr(path_or_bytes, "SerializeToString"):  # onnx.ModelProto
             path_or_bytes = path_or_bytes.SerializeToString()
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self.data = bytes(path_or_bytes)
             if not self.data:
                 raise errors.XlacUsageError("the model's bytes are empty")
+            text = _onnx_out.read_back(self.data)
             fd, self.tmp = tempfile.mkstemp(suffix=".model")
             with os.fdopen(fd, "wb") as f:
-                f.write(self.data)
+                f.write(self.data if text is None else text.encode())
             self.path, self.name = self.tmp, _BYTES_NAME
         elif isinstance(path_or_bytes, (str, os.PathLike)):
-            self.path = self.name = os.fspath(path_or_bytes)
+            self.path = self.name = self.source = os.fspath(path_or_bytes)
+            self._read_back_file()
         else:
             raise errors.XlacUsageError("InferenceSession takes a path, the model's bytes or an "
                                         "onnx.ModelProto, not %s" % type(path_or_bytes).__name__)
 
+    def _read_back_file(self):
+        """An ONNX model xlac wrote (optimized_model_filepath .onnx): loaded as the .xg text it holds."""
+        import mmap
+        try:
+            with open(self.path, "rb") as f:
+                if os.fstat(f.fileno()).st_size == 0:
+                    return
+                with mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as m:
+                    text = _onnx_out.read_back(memoryview(m))
+        except (OSError, ValueError, BufferError):
+            return
+        if text is not None:
+            fd, self.tmp = tempfile.mkstemp(suffix=".xg")
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                f.write(text)
+            self.path = self.tmp
+
     def message(self, text):
         """A C message about the model, with the temporary file's name replaced (no bytes quoted)."""
-        return text.replace(self.tmp, _BYTES_NAME) if self.tmp else text
+        return text.replace(self.tmp, self.name) if self.tmp else text
 
     def remove(self):
         if self.tmp:
@@ -143,27 +212,33 @@ class InferenceSession:
         unknown = set(kwargs) - {"auto_jit", "flags", "device", "disabled_optimizers"}
         if unknown:
             raise errors.XlacUsageError("InferenceSession: unknown keyword %s" % ", ".join(sorted(unknown)))
-        if kwargs.get("disabled_optimizers") or provider_options:
-            raise errors.XlacUsageError("disabled_optimizers and provider_options are not supported "
-                                        "(xlac: SessionOptions.add_session_config_entry('xlac.NAME', v))")
         so = sess_options if sess_options is not None else SessionOptions()
         if not isinstance(so, SessionOptions):
             raise errors.XlacUsageError("sess_options must be an xlac.SessionOptions")
         self._options = so
+        _log.check_env()
+        if so.log_severity_level >= 0:  # the process's level from here on (_log.py)
+            _log.set_severity(so.log_severity_level, "SessionOptions.log_severity_level")
+        hints = [("SessionOptions." + n, v, why) for n, v, why in so.hints()]
+        if kwargs.get("disabled_optimizers"):
+            hints.append(("InferenceSession(disabled_optimizers)", list(kwargs["disabled_optimizers"]),
+                          "xlac has no onnxruntime graph optimizers (clustering: auto_jit, xlac.NAME entries)"))
         self._auto_jit = kwargs.get("auto_jit", auto_jit_of(so.graph_optimization_level))
         if self._auto_jit not in (0, 1, 2):
             raise errors.XlacUsageError("auto_jit=%r: expected 0, 1 or 2" % (self._auto_jit,))
         flags = " ".join(w for w in (so.xlac_flags(), kwargs.get("flags") or "") if w)
-        device = _device_of(providers, kwargs.get("device", "cpu"))
+        device = _device_of(providers, provider_options, kwargs.get("device", "cpu"), hints)
+        hints_mod.accept(hints, None)
         self._lib = _lib.executor()
         self._dtypes = _lib.dtype_names()
         self._model = _Model(path_or_bytes)
         try:
             self._open(flags, device)
+            names = _meta.symbolic_dims(self._model.data, self._model.source)
         finally:
             self._model.remove()
-        self._inputs = [self._arg(0, i) for i in range(self._lib.xe_capi_count(self._handle, 0))]
-        self._outputs = [self._arg(1, i) for i in range(self._lib.xe_capi_count(self._handle, 1))]
+        self._inputs = [self._arg(0, i, names[0]) for i in range(self._lib.xe_capi_count(self._handle, 0))]
+        self._outputs = [self._arg(1, i, names[1]) for i in range(self._lib.xe_capi_count(self._handle, 1))]
         if so.optimized_model_filepath:
             self._write_graph(so.optimized_model_filepath)
 
@@ -174,8 +249,7 @@ class InferenceSession:
         config = _lib.session_config(self._auto_jit, flags) if plugin else None
         self._profile = None
         if so.enable_profiling:
-            self._profile = os.path.abspath("%s_%s.json" % (
-                so.profile_file_prefix, time.strftime("%Y-%m-%d_%H-%M-%S")))
+            self._profile = _profile_path(so.profile_file_prefix)
         self._start_ns = time.time_ns()
         err = ctypes.create_string_buffer(8192)
         h = ctypes.c_void_p()
@@ -195,17 +269,38 @@ class InferenceSession:
         _lib.raise_for(code, text)
 
     def _write_graph(self, path):
-        err = ctypes.create_string_buffer(4096)
-        code = self._lib.xe_capi_write_graph(self._handle, os.fspath(path).encode(), err, len(err))
-        if code != 0:
-            self._raise(code, err.value.decode(errors="replace"))
+        """The graph as it runs: .xg text, or an ONNX model of xlac's domain (_onnx_out.py)."""
+        path = os.fspath(path)
+        onnx = path.endswith(".onnx")
+        target = path
+        if onnx:
+            fd, target = tempfile.mkstemp(suffix=".xg")
+            os.close(fd)
+        try:
+            err = ctypes.create_string_buffer(4096)
+            code = self._lib.xe_capi_write_graph(self._handle, target.encode(), err, len(err))
+            if code != 0:
+                self._raise(code, err.value.decode(errors="replace"))
+            if onnx:
+                with open(target, encoding="utf-8") as f:
+                    text = f.read()
+                from . import __version__, _onnx_out
+                _onnx_out.write(path, text, self._inputs, self._outputs, __version__)
+        finally:
+            if onnx:
+                os.unlink(target)
 
-    def _arg(self, io, i):
+    def _arg(self, io, i, symbolic):
+        """NodeArg of input (io 0) or output (1) i; an unknown dim is the model's dim_param (symbolic:
+        the ONNX model's, by name), else None."""
         lib, h = self._lib, self._handle
+        name = lib.xe_capi_name(h, io, i).decode()
         dims = [lib.xe_capi_dim(h, io, i, d) for d in range(lib.xe_capi_rank(h, io, i))]
-        return NodeArg(lib.xe_capi_name(h, io, i).decode(),
-                       self._dtypes[lib.xe_capi_dtype(h, io, i)],
-                       [d if d >= 0 else None for d in dims])
+        params = symbolic.get(name, [])
+        if len(params) != len(dims):
+            params = [None] * len(dims)
+        return NodeArg(name, self._dtypes[lib.xe_capi_dtype(h, io, i)],
+                       [d if d >= 0 else params[k] for k, d in enumerate(dims)])
 
     # ---- what the session is --------------------------------------------------------
 
@@ -223,9 +318,9 @@ class InferenceSession:
         if not hasattr(self, "_meta"):
             data = self._model.data
             if data is None:
-                with open(self._model.path, "rb") as f:
+                with open(self._model.source, "rb") as f:
                     data = f.read()
-            self._meta = _meta.read(data, self._model.path)
+            self._meta = _meta.read(data, self._model.source)
         return self._meta
 
     def get_providers(self):
@@ -275,6 +370,7 @@ class InferenceSession:
                 raise errors.XlacUsageError("input %s (%s %s) is not fed" % (
                     a.name, a.xlac_type, a.shape))
             x = input_feed[a.name]
+            x = x.numpy() if isinstance(x, OrtValue) else x
             x = np.asarray(x, dtype=a.dtype) if not isinstance(x, np.ndarray) else x
             if x.dtype != a.dtype:
                 raise errors.XlacUsageError("input %s: expected dtype %s (%s), got %s" % (
@@ -298,6 +394,8 @@ class InferenceSession:
         """Every output of one run as ndarrays, in the graph's order."""
         if run_options is not None and not isinstance(run_options, RunOptions):
             raise errors.XlacUsageError("run_options must be an xlac.RunOptions")
+        if run_options is not None:
+            hints_mod.accept(run_options.hints(), "RunOptions")
         arrays = self._feed(input_feed)
         n = max(1, len(arrays))
         codes = [self._dtypes.index(a.xlac_type) for a in self._inputs]
@@ -393,16 +491,25 @@ class InferenceSession:
     def __exit__(self, *exc):
         self.close()
 
-    run_with_ort_values = _refused("run_with_ort_values", "xlac has no OrtValue: use run()")
-    run_with_ortvaluevector = _refused("run_with_ortvaluevector", "xlac has no OrtValue: use run()")
+    def run_with_ort_values(self, output_names, input_dict_ort_values, run_options=None):
+        """run() with OrtValue inputs (numpy arrays too) and outputs."""
+        return [OrtValue(a) for a in self.run(output_names, input_dict_ort_values, run_options)]
+
+    run_with_ortvaluevector = _refused("run_with_ortvaluevector", "onnxruntime's internal form: use "
+                                                                  "run_with_ort_values()")
     set_providers = _refused("set_providers", "providers are fixed when the session is made: make a "
                                               "new session")
-    disable_fallback = _refused("disable_fallback", "xlac never moves a session to another provider")
-    enable_fallback = _refused("enable_fallback", "xlac never moves a session to another provider")
+    def disable_fallback(self):
+        """Nothing to do: xlac never moves a session to another provider."""
+
+    def enable_fallback(self):
+        """A hint: xlac never moves a session to another provider."""
+        hints_mod.one("InferenceSession", "enable_fallback()", True,
+                      "xlac never moves a session to another provider")
     get_tuning_results = _refused("get_tuning_results", "xlac has no kernel tuning results")
     set_tuning_results = _refused("set_tuning_results", "xlac has no kernel tuning results")
     create_ortvalue_from_shape_and_type = _refused("create_ortvalue_from_shape_and_type",
-                                                   "xlac has no OrtValue")
+                                                   "use OrtValue.ortvalue_from_shape_and_type")
     for _name in ("get_input_epdevices", "get_input_memory_infos", "get_output_memory_infos",
                   "get_provider_graph_assignment_info", "set_ep_dynamic_options",
                   "release_captured_graph"):

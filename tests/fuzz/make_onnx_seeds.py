@@ -10,7 +10,7 @@ a defect a hostile model author found, and a few more in the same vein:
     deep (protobuf-c unpacks recursively: a stack overflow without a limit);
   - nest-loop-20000.onnx: Loop bodies nested 20,000 deep, the innermost
     field truncated (protobuf-c refuses it, and the wire scan that says
-    where, executor/onnx/diag.c, walks all of it);
+    where, executor/frontends/onnx/diag.c, walks all of it);
   - nest-if-30.onnx, nest-if-100.onnx: valid If chains, each condition a
     constant, deep enough to reach the importer's own recursion;
   - attention-zero-kv-heads.onnx: Attention (opset 23), k and v [1,0,4,8];
@@ -69,7 +69,7 @@ def f_float(num, v):
     return varint(num << 3 | 5) + struct.pack("<f", v)
 
 
-# ---- ONNX messages (field numbers from executor/onnx/onnx.proto) ---------------------------
+# ---- ONNX messages (field numbers from executor/frontends/onnx/onnx.proto) ---------------------------
 
 def tensor(name, dtype, dims, raw):
     return b"".join(f_int(1, d) for d in dims) + f_int(2, dtype) + \

@@ -4,7 +4,7 @@
  * it, the walk that collects what mutations pick from, and the loop that
  * unpacks, applies one to three mutations, packs and checks the size.
  * The guard walks the wire format with our schema's descriptors, as
- * executor/onnx/diag.c does, but stops at XM_MAX_DEPTH nested messages:
+ * executor/frontends/onnx/diag.c does, but stops at XM_MAX_DEPTH nested messages:
  * its own recursion is bounded by the limit it checks.
  */
 #include <stdlib.h>

@@ -1,7 +1,7 @@
 /*
  * A structure-aware mutator of ONNX models for the onnx and onnx_ext fuzz
  * targets (onnx_hooks.c hands it to libFuzzer). A model is unpacked with
- * protobuf-c and our schema (executor/onnx/onnx.proto) after a guard of its
+ * protobuf-c and our schema (executor/frontends/onnx/onnx.proto) after a guard of its
  * own has bounded its nesting and size, changed where an importer looks
  * (attribute values and kinds, tensors and their dims and data, declared
  * shapes, names, node wiring, op types and domains, opsets, subgraph

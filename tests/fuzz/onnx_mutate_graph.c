@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "onnx/onnx_impl.h"
+#include "onnx_impl.h"
 #include "onnx_mutate_impl.h"
 
 static const char op_types[] =

@@ -36,7 +36,7 @@ UNSUPPORTED = re.compile(r"cannot import the model: (\d+) unsupported, 0 invalid
 
 
 def sanitize(name):
-    """The name xlac gives an ONNX value (executor/onnx/build.c: ox_sanitize)."""
+    """The name xlac gives an ONNX value (executor/frontends/onnx/build.c: ox_sanitize)."""
     s = re.sub(r"[^A-Za-z0-9_.]", "_", name)
     return "_" + s if not s or s[0].isdigit() or s[0] == "." else s
 

@@ -218,7 +218,7 @@ static int release_snapshot(unsigned char **snap, xe_tensor *const *in, int n_in
 static xe_code call_kernel(ref_op *o, xe_tensor *const *in, int n_in, xe_tensor *out,
                            xe_tensor **ret, uint64_t *state, xe_status *st)
 {
-    xe_kernel_fn fn = xe_op_get(o->node->op)->kernel[XE_DEV_CPU];
+    xe_kernel_fn fn = xe_op_kernel(xe_op_get(o->node->op), XE_DEV_CPU);
     if (!fn)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "%s has no CPU kernel", xe_op_name(o->node->op));
     xe_kernel_args a = {.graph = o->g, .node = o->node, .n_in = n_in, .in = in, .out = out,

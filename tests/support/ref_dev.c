@@ -20,8 +20,8 @@ static xe_tensor *run_gpu(ref_op *o, xe_tensor *const *in, int n_in, xe_status *
     cr_assert_not_null(dout, "%s", st->msg);
     xe_kernel_args a = {o->g, o->node, n_in, din, dout, NULL, NULL, NULL, NULL, NULL};
     const xe_op_def *d = xe_op_get(o->node->op);
-    cr_assert_not_null(d->kernel[XE_DEV_GPU], "%s has no GPU kernel", d->name);
-    if (d->kernel[XE_DEV_GPU](&a, st) == XE_OK)
+    cr_assert_not_null(xe_op_kernel(d, XE_DEV_GPU), "%s has no GPU kernel", d->name);
+    if (xe_op_kernel(d, XE_DEV_GPU)(&a, st) == XE_OK)
         res = xe_tensor_to_device(dout, XE_DEV_CPU, st);
     for (int k = 0; k < n_in; k++)
         xe_tensor_release(din[k]);

@@ -20,7 +20,7 @@
 /* the inherited variables that would change a child's behaviour */
 #define CLEAN_ENV                                                                                  \
     "env -u LD_PRELOAD -u XLAC_AUTO_JIT -u XLAC_FLAGS -u XLAC_DUMP_TO -u "                         \
-    "XLAC_DUMP_GRAPH_PREFIX " ASAN_ENV
+    "XLAC_DUMP_GRAPH_PREFIX -u XLAC_LOG " ASAN_ENV
 
 char xt_tmp[64];
 

@@ -1,7 +1,7 @@
 /*
  * The CUDA backend: CUDA C++ compiled by NVRTC (nvrtc.c) to a cubin, or
  * to PTX when NVRTC does not know the device's architecture, loaded and
- * launched through the CUDA runtime (program_cuda.c). A kernel is
+ * launched through the CUDA runtime (program.c). A kernel is
  * extern "C" __global__ void xg_kN(xg_args A), its argument block by
  * value or, when too large, through a device copy. Loops are grid-stride,
  * a row is a block's (its reductions combined with warp shuffles, passes
@@ -364,16 +364,6 @@ static char *assembly_cuda(const xg_artifact *a, const xg_options *o)
     return a->is_ptx ? strndup(a->code, a->code_len) : xg_nvrtc_ptx(a->source, a->arch, o->fast_math);
 }
 
-const xg_geometry xg_cuda_geometry = {
-    .threads = XG_THREADS,
-    .split_blocks = XG_SPLIT_BLOCKS,
-    .col_tile = XG_COL_TILE,
-    .col_split_max = XG_COL_SPLIT_MAX,
-    .col_min_rows = XG_COL_MIN_ROWS,
-    .row_min_chunk = XG_ROW_MIN_CHUNK,
-    .argmax_block_k = XG_ARGMAX_BLOCK_K,
-};
-
 /* cuBLAS runs the products: f32 and f64 only. */
 static const char *cuda_unsupported(const xe_node *n)
 {
@@ -389,6 +379,8 @@ const xg_backend xg_backend_cuda = {
     .unsupported = cuda_unsupported,
     .geometry = &xg_cuda_geometry,
     .restrict_kw = "__restrict__",
+    .h2f = "xe_h2f",
+    .f2h = "xe_f2h",
     .flat_loop = "    for (xg_idx i = blockIdx.x * (xg_idx)blockDim.x + threadIdx.x; i < n;\n"
                  "         i += (xg_idx)gridDim.x * blockDim.x) {\n",
     .rows_loop = "    for (xg_idx o = blockIdx.x; o < O; o += gridDim.x) {\n",

@@ -3,7 +3,7 @@
  * faster in parts on several threads (nvrtc.c), and each part is a cubin
  * of its own: non-relocatable cubins cannot be linked into one, so the
  * artifact holds them side by side and the loader loads each as a library
- * (program_cuda.c). A program compiled in one part stays a plain cubin.
+ * (program.c). A program compiled in one part stays a plain cubin.
  *
  * Layout: "XGCUBINS" | uint32 count | uint32 0 | count x uint64 length |
  * the images, each at an offset that is a multiple of 64 (the ELF loader's

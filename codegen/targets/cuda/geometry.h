@@ -1,6 +1,6 @@
 /*
  * Private to the CUDA target: its launch geometry and the layout of a
- * program's workspace, the numbers behind xg_cuda_geometry (backend.c) that
+ * program's workspace, the numbers behind xg_cuda_geometry (geometry.c) that
  * planning reads through the backend's geometry slot (plan.h).
  */
 #ifndef XG_CUDA_GEOMETRY_H

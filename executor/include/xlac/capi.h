@@ -94,7 +94,7 @@ const char *xe_capi_dtype_name(int dt);
 const char *xe_capi_code_name(int code);
 
 /*
- * For programs xlac-compile generated (executor/aot.c): C = matmul(A, B,
+ * For programs xlac-compile generated (executor/tools/aot/aot.c): C = matmul(A, B,
  * transpose_a, transpose_b) on host buffers in C order, dtype an xe_dtype,
  * with the executor's CPU kernel (BLAS for f32 and f64). Returns an xe_code.
  */

@@ -3,7 +3,7 @@
  * (all_reduce, all_gather, reduce_scatter, broadcast) and the engine that
  * moves the bytes. The executor library knows no MPI: by default it has
  * one rank (world size 1, every collective an identity or a copy). A
- * program launched by MPI (xlac-run, executor/mpi/comm_mpi.c) installs an
+ * program launched by MPI (xlac-run, executor/tools/cli/mpi/comm_mpi.c) installs an
  * xe_comm whose functions call MPI before it parses a graph, since the
  * world size is part of shape inference (all_gather, reduce_scatter).
  */

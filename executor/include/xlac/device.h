@@ -1,6 +1,6 @@
 /*
  * Devices the executor knows. A device is a table of functions
- * (xe_device_ops, executor/device_impl.h) filled in its own folder under
+ * (xe_device_ops, executor/ir/device_impl.h) filled in its own folder under
  * executor/ (cpu/, cuda/, ...); the build lists the folders it found and
  * a generated registry holds their tables. xe_device is a slot in that
  * registry: slot 0 is always the host CPU, slot 1 the GPU when the CUDA
@@ -21,9 +21,9 @@
 #include "xlac/status.h"
 
 typedef enum xe_device {
-    XE_DEV_CPU,   /* slot 0: host memory, CPU kernels (executor/cpu/) */
-    XE_DEV_GPU,   /* slot 1: the GPU (executor/cuda/ when the CUDA toolkit is found) */
-    XE_DEV_EXTRA, /* slot 2: a device built for tests (executor/cpu_debug/) */
+    XE_DEV_CPU,   /* slot 0: host memory, CPU kernels (executor/devices/cpu/) */
+    XE_DEV_GPU,   /* slot 1: the GPU (executor/devices/cuda/ when the CUDA toolkit is found) */
+    XE_DEV_EXTRA, /* slot 2: a device built for tests (executor/devices/cpu_debug/) */
     XE_DEV_COUNT
 } xe_device;
 

@@ -10,7 +10,7 @@
  * ops that ONNX defines on them (xe_dtype_narrow_ok in xlac/op.h says which
  * ops); any other op on them is refused as unsupported, never computed wrong.
  *
- * The low-precision storage types came last (executor/lowp.c): the four
+ * The low-precision storage types came last (executor/ir/lowp.c): the four
  * float8 kinds of ONNX (one byte, the bits), float4 e2m1 and the 4- and
  * 2-bit integers, the last two held one value per byte in memory
  * (sign-extended for the signed integers) and packed only in ONNX

@@ -14,7 +14,7 @@
  *   one word of POSIX shell text    xe_esc_shell_word
  *   Graphviz, a quoted string       xe_esc_dot
  *   JSON, a string's inside         xe_trace_json_escape (xlac/trace.h)
- *   .xg text, a string attribute    the writer's own (executor/format/write.c)
+ *   .xg text, a string attribute    the writer's own (executor/frontends/xg/write.c)
  *
  * The C functions never let a string end the comment or the literal it is
  * in, start a preprocessor line, splice lines (backslash-newline, the

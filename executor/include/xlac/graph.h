@@ -99,7 +99,7 @@ void xe_graph_set_maker(xe_graph *g, xe_graph_maker *maker);
 xe_graph *xe_graph_specialise(const xe_graph *g, const xe_shape *input_shapes, xe_status *st);
 /*
  * g's maker's graph built at input_shapes and rewritten, where it can be,
- * to serve every size (executor/generalise.c). *n_extras: 0 when it serves
+ * to serve every size (executor/runtime/generalise.c). *n_extras: 0 when it serves
  * every size with g's inputs alone; N > 0 when it needs N more inputs (values
  * computed from the sizes, which only a session feeds); -1 when the sizes
  * stay baked in. NULL with *st set when the build fails.

@@ -1,5 +1,5 @@
 /*
- * Clean stops on SIGINT, SIGTERM and SIGHUP (executor/interrupt.c). A host
+ * Clean stops on SIGINT, SIGTERM and SIGHUP (executor/runtime/interrupt.c). A host
  * program installs the handling once (xlac-run does); a plugin registers
  * what it must undo. When a signal comes, the registered functions run on
  * an ordinary thread (not in the signal handler), newest first, then the

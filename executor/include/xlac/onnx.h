@@ -1,6 +1,6 @@
 /*
  * ONNX import: an ONNX ModelProto (a `.onnx` file) becomes an executor
- * graph (executor/onnx/, see docs/onnx.md). Nothing else in the tree knows
+ * graph (executor/frontends/onnx/, see docs/onnx.md). Nothing else in the tree knows
  * ONNX. Initializers and Constant nodes become `const` nodes; ONNX ops map
  * onto executor ops, by decomposition where needed; shape arithmetic whose
  * inputs are known at load time is folded to constants.
@@ -35,6 +35,14 @@ typedef struct xe_onnx_options {
 
 /* Loads an ONNX model file; NULL with *st set on failure. opt may be NULL. */
 xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *st);
+
+/*
+ * The same from len bytes of a ModelProto held in memory (a host that has
+ * the model as its own objects writes them so): name stands for the file in
+ * messages; external data is refused. The bytes are not needed after.
+ */
+xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name, const xe_onnx_options *opt,
+                              xe_status *st);
 
 /* Reads an ONNX TensorProto file (`input_0.pb`); *name gets its name (malloc'd, "" if none). */
 xe_tensor *xe_onnx_read_tensor(const char *path, char **name, xe_status *st);

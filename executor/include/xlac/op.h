@@ -116,8 +116,9 @@ typedef struct xe_op_def {
     xe_op_class cls;
     unsigned flags;                   /* xe_op_flags */
     xe_infer_fn infer;                /* NULL for composite ops */
-    xe_kernel_fn kernel[XE_DEV_COUNT];/* NULL where the op has no kernel on that device (read it with
-                                         xe_op_kernel: a device library's entries come when it loads) */
+    xe_kernel_fn kernel[XE_DEV_COUNT];/* a registered op's kernels, NULL where it has none on a
+                                         device; a built-in op's live in the device tables alone:
+                                         read an op's kernel with xe_op_kernel */
     xe_composite_fn composite;        /* composite ops; NULL runs the body op by op */
     const char *device_prefix;        /* composite ops: "XLA_" in placement logs */
     void *user;                       /* a plugin's state for its kernels: xe_kernel_args.op_user */
@@ -142,7 +143,7 @@ void xe_cpu_row_blocks(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx
    a product with batch dims outb reads (dims broadcast as numpy's matmul does). */
 int64_t xe_matmul_batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat);
 /* c = op(a)·op(b), m×k times k×n, row-major f32 (op: a transpose where asked), on the calling thread
-   alone (OpenBLAS, one thread): a caller's own blocks of a product (executor/cpu/matmul.c says why). */
+   alone (OpenBLAS, one thread): a caller's own blocks of a product (executor/devices/cpu/matmul.c says why). */
 void xe_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float *c, int64_t ldc);
 
@@ -153,8 +154,8 @@ void xe_slice_bounds(int64_t begin, int64_t end, int64_t n, int64_t *b, int64_t 
 
 /* Definition of an op id; NULL if out of range. */
 const xe_op_def *xe_op_get(int op);
-/* d's kernel on dev, NULL where it has none. A device built as a library of its own
-   (libxlac_cuda.so) is loaded first: until then d->kernel[dev] reads NULL. */
+/* d's kernel on dev, NULL where it has none: a built-in op's entry in dev's table, a registered
+   op's d->kernel[dev]. A device built as a library of its own (libxlac_cuda.so) is loaded first. */
 xe_kernel_fn xe_op_kernel(const xe_op_def *d, xe_device dev);
 /* Id of an op by name, -1 if unknown. */
 int xe_op_find(const char *name, size_t len);

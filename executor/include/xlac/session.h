@@ -40,7 +40,7 @@ typedef struct xe_session_options {
 } xe_session_options;
 
 /*
- * The CPU's one thread count (executor/cpu/threads.c): per-op kernels,
+ * The CPU's one thread count (executor/devices/cpu/threads.c): per-op kernels,
  * generated OpenMP loops and oneDNN all run on the calling thread's OpenMP
  * team. xe_set_threads(n) sets it for the calling thread (n <= 0: left as
  * is); xe_threads() reads it; xe_physical_cores() is xlac-run's default.

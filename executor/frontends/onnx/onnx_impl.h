@@ -1,0 +1,242 @@
+/*
+ * Private to the ONNX importer (executor/frontends/onnx/). One import is an ox_ctx:
+ * the protobuf-c model, the graph being built, the ONNX value name -> node
+ * table and the list of nodes it cannot import. Each ONNX node is built by
+ * an ox_b: the op table's builder for its op type emits executor nodes
+ * through the ox_* helpers below, which chain (a helper given a failed input
+ * returns -1 at once), infer each node and fold it when its inputs are
+ * constants.
+ *
+ * Files: model.c (loading, opsets, inputs and outputs, the node loop, the
+ * final naming), diag.c (where protobuf-c's refusal lies), tensor.c
+ * (TensorProto <-> xe_tensor), extdata.c (external data), build.c (the ox_* helpers and
+ * load-time folding), errors.c (the collected error lines), table.c (op
+ * type -> builder), ops_*.c (the builders), sniff.c (file kind).
+ */
+#ifndef XE_ONNX_IMPL_H
+#define XE_ONNX_IMPL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "xe_hash.h"
+
+#include "onnx.pb-c.h"
+#include "xlac/onnx.h"
+#include "xlac/op.h"
+
+#define OX_MIN_OPSET 7   /* the oldest ai.onnx opset we import (numpy broadcasting since 7) */
+#define OX_MAX_OPSET 28  /* the newest (onnx 1.23 knows 28) */
+#define OX_MAX_IO 64     /* inputs or outputs of one ONNX node */
+#define OX_MAX_NESTING 128 /* protobuf messages inside one another (a subgraph is 3 levels deeper) */
+#define OX_FOLD_MAX (1 << 24) /* elements: bigger results are computed at run time */
+#define OX_FOLD_SMALL (1 << 16) /* elements: a fold or load-time constant this small is always made */
+
+/* ONNX value name -> the executor node that holds it. */
+typedef struct ox_value {
+    char *name;
+    int node; /* -1: produced by a node that could not be imported */
+    bool swapped; /* the value is node's last two dims swapped: a Transpose left to its one
+                     reader, a MatMul, as a transpose flag (rewrite.c) */
+    UT_hash_handle hh;
+} ox_value;
+
+/* Error lines collected over a whole import. */
+typedef struct ox_errors {
+    char *text; /* lines joined by '\n' */
+    size_t len, cap;
+    int n_unsupported; /* lines about unsupported ops, attributes or dtypes */
+    int n_other;       /* other errors (invalid models) */
+} ox_errors;
+
+/* The external data files of one model (extdata.c). */
+typedef struct ox_files ox_files;
+
+typedef struct ox_ctx {
+    const char *path;             /* the model file, for messages */
+    ox_files *files;              /* its external data files, beneath its folder */
+    const xe_onnx_options *opt;   /* bind callback (may be NULL) */
+    Onnx__ModelProto *model;
+    int opset;                    /* ai.onnx opset of the model */
+    xe_graph *g;                  /* the graph being built (temporary names) */
+    ox_value *values;             /* uthash */
+    char **want;                  /* per node: its final name (NULL: a temporary one) */
+    char **orig;                  /* per node: the ONNX node name when sanitising changed it */
+    unsigned char *final;         /* per node: 1 once it is an ONNX node's output */
+    int cap_names;
+    ox_errors errs;
+    const xe_shape *pin;          /* not NULL: per graph input, the shape its unknown dims take */
+    xe_tensor **inits;            /* not NULL: initializer k's tensor, loaded once and kept here
+                                     for every specialisation of the model (retained) */
+    int64_t fold_left;            /* elements larger folds and load-time constants may still make
+                                     (fold.c); set from the model's own weights by ox_fold_budget */
+    /* Builds every node of g (a graph or a subgraph) in c, errors to c->errs: the loader's own
+       walk (model.c), handed down so that a builder of a subgraph (If) never calls back up. */
+    void (*build_nodes)(struct ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
+} ox_ctx;
+
+/* One ONNX node being built. */
+typedef struct ox_b {
+    ox_ctx *c;
+    const Onnx__NodeProto *np;
+    const struct ox_entry *entry; /* the table row being built: table-driven builders read its op and p */
+    int opset;
+    int n_in;
+    int in[OX_MAX_IO]; /* node index per ONNX input, -1 where the input is absent ("") */
+    int first;         /* the first graph node made for this ONNX node */
+    int helpers;       /* helper nodes made so far */
+    bool failed;
+    xe_status st;      /* the first failure */
+    char sbuf[256];    /* ox_str's copy of a string attribute */
+} ox_b;
+
+/* An attribute for ox_op. */
+typedef struct ox_at {
+    const char *name;
+    xe_attr_kind kind;
+    int64_t i;
+    double f;
+    const int64_t *ints;
+    int n;
+    xe_dtype dt;
+    const char *s; /* XE_ATTR_STRING */
+} ox_at;
+
+#define OX_I(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_INT, .i = (v)})
+#define OX_BOOL(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_BOOL, .i = (v) ? 1 : 0})
+#define OX_INTS(nm, p, cnt) ((ox_at){.name = (nm), .kind = XE_ATTR_INTS, .ints = (p), .n = (cnt)})
+#define OX_DT(nm, d) ((ox_at){.name = (nm), .kind = XE_ATTR_DTYPE, .dt = (d)})
+#define OX_STR(nm, v) ((ox_at){.name = (nm), .kind = XE_ATTR_STRING, .s = (v)})
+
+typedef xe_code (*ox_build_fn)(ox_b *b);
+
+/* One entry of the op table. */
+typedef struct ox_entry {
+    const char *type;  /* ONNX op type */
+    int since, until;  /* opsets this entry covers (until 0: the newest) */
+    ox_build_fn build;
+    const char *attrs; /* the attributes it reads, space separated; any other is refused */
+    int op;            /* the executor op for table-driven builders, -1 if none */
+    double p;          /* a parameter for table-driven builders */
+} ox_entry;
+
+/* ops/shape.c: a reshape to dims where unknown (negative) entries become -1; more than one unknown
+   is refused as unsupported with the message too_many. */
+int ox_reshape_dims(ox_b *b, int x, const int64_t *dims, int rank, const char *too_many);
+
+/* table.c */
+const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
+/* The domain of xlac's own ops (the collectives), and their lookup. */
+#define OX_XLAC_DOMAIN "com.xlac"
+const ox_entry *ox_find_xlac_op(const char *type);
+
+/* errors.c */
+void ox_error_add(ox_errors *e, bool unsupported, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void ox_errors_free(ox_errors *e);
+
+/* diag.c: "byte N: field F of M: problem" for the first malformed field of a ModelProto. */
+/* order.c: g's nodes in a topological order (stable: a graph in order keeps it; a cycle's nodes
+ * last, in file order); malloc'd, NULL when out of memory. */
+size_t *ox_node_order(const Onnx__GraphProto *g);
+/* Whether data can be handed to protobuf-c: no message nested deeper than OX_MAX_NESTING (it
+ * recurses without a limit), no string (but doc strings) with a NUL inside; false with buf saying
+ * where. */
+bool ox_precheck(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
+                      size_t cap);
+void ox_diagnose(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
+                 size_t cap);
+
+/* tensor.c */
+bool ox_dtype(int32_t onnx_type, xe_dtype *out);
+const char *ox_dtype_name(int32_t onnx_type);
+int32_t ox_onnx_dtype(xe_dtype dt);
+/* files: the model's external data files (NULL: refuse external data). what: for messages. */
+xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *what, xe_status *st);
+
+/* extdata.c: the external data files of one model, mapped once each (see the file's comment). */
+ox_files *ox_files_new(const char *dir);
+void ox_files_free(ox_files *f); /* the mappings live on while tensors view them */
+/* The tensor of dtype dt and shape s (its data present checked) whose bytes t's keys locate. */
+xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, const xe_shape *s,
+                         const char *what, xe_status *st);
+
+/* build.c: values and nodes */
+int ox_value_get(ox_ctx *c, const char *name, bool *found);
+xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st);
+/* ox_value_set of a value that is node with its last two dims swapped (ox_value.swapped). */
+xe_code ox_value_set_swapped(ox_ctx *c, const char *name, int node, xe_status *st);
+/* Whether value `name` is a swapped one. */
+bool ox_value_swapped(ox_ctx *c, const char *name);
+/* Makes want/orig/final hold index node. */
+xe_code ox_names_reserve(ox_ctx *c, int node, xe_status *st);
+xe_code ox_want_name(ox_ctx *c, int node, const char *name, const char *orig, xe_status *st);
+char *ox_sanitize(const char *name);
+
+/* build.c: the helpers builders use. Every one returns -1 when b already failed. */
+int ox_op(ox_b *b, int op, const int *in, int n_in, const ox_at *at, int n_at);
+int ox_un(ox_b *b, int op, int x);
+int ox_bin(ox_b *b, int op, int x, int y);
+int ox_select(ox_b *b, int cond, int x, int y);
+int ox_cast(ox_b *b, int x, xe_dtype dt);
+int ox_scalar(ox_b *b, xe_dtype dt, double v);
+/* A constant a builder computes at load (a mask, positions, a matrix): its dims come from the model,
+   so it holds at most OX_FOLD_MAX elements, as folded ones do; beyond, or when b has failed, NULL
+   and the node unsupported. */
+xe_tensor *ox_new_tensor(ox_b *b, xe_dtype dt, const xe_shape *s);
+int ox_const(ox_b *b, xe_tensor *t); /* takes t */
+int ox_ints_const(ox_b *b, const int64_t *v, int n);
+int ox_reshape(ox_b *b, int x, const int64_t *dims, int rank);
+int ox_transpose(ox_b *b, int x, const int *perm, int rank);
+int ox_reduce(ox_b *b, int op, int x, const int64_t *axes, int n_axes, bool keepdims);
+int ox_slice(ox_b *b, int x, const int64_t *begin, const int64_t *end);
+/* x's positions idx[0..n) (normalised, in range) along axis, as slices and a concat. */
+int ox_take(ox_b *b, int x, int axis, const int64_t *idx, int64_t n);
+const xe_type *ox_type(ox_b *b, int x);
+int ox_rank(ox_b *b, int x);
+/* ONNX input k (-1 when absent or failed). */
+int ox_in(ox_b *b, int k);
+/* ONNX input k's value, which must be known at load time; NULL and b failed otherwise. */
+const xe_tensor *ox_need_const(ox_b *b, int k, const char *what);
+/* Reads a known integer tensor into v (up to cap); the count, -1 on failure. */
+int ox_const_ints(ox_b *b, int k, const char *what, int64_t *v, int cap);
+/* Makes node x ONNX output k. */
+xe_code ox_out(ox_b *b, int k, int x);
+int ox_n_out(ox_b *b);
+xe_code ox_unsupported(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+xe_code ox_status(ox_b *b);
+/* Normalises an axis into [0, rank); false (and b failed) when out of range. */
+bool ox_axis(ox_b *b, int64_t axis, int rank, int *out);
+
+/* rewrite.c: load-time rewrites; -1 (b not failed) where the rewrite does not apply */
+/* Conv builder: when the one reader of its output is a BatchNormalization with constant
+   parameters, *wt and *bias become the folded constants (true); the caller marks the conv2d. */
+bool ox_conv_fold_batch_norm(ox_b *b, int *wt, int *bias);
+/* BatchNormalization builder: whether its input x is a conv2d it was folded into. */
+bool ox_batch_norm_folded(ox_b *b, int x);
+/* Transpose builder: when perm swaps x's last two dims and its one reader is a MatMul, the
+   output is x marked swapped (no node; true). */
+bool ox_transpose_to_matmul(ox_b *b, int x, const int *perm, int r);
+/* pow(x, y) as products when y is a constant 1, 2, 3 or 4: the result, or -1. */
+int ox_pow_small(ox_b *b, int x, int y);
+
+/* ops/math.c: x rounded to the nearest integer, ties to even (ONNX Round), in x's float dtype. */
+int ox_round_even(ox_b *b, int x);
+
+/* build.c: attributes of the ONNX node */
+const Onnx__AttributeProto *ox_attr(ox_b *b, const char *name);
+int64_t ox_int(ox_b *b, const char *name, int64_t dflt);
+double ox_float(ox_b *b, const char *name, double dflt);
+const char *ox_str(ox_b *b, const char *name, const char *dflt);
+/* The ints attribute `name` into v (up to cap): the count, -1 when absent. */
+int ox_ints(ox_b *b, const char *name, int64_t *v, int cap);
+
+/* fold.c */
+xe_code ox_fold(ox_ctx *c, int node, xe_status *st);
+/* Sets c->fold_left: OX_FOLD_MAX plus twice the elements of the model's initializers. */
+void ox_fold_budget(ox_ctx *c);
+/* Whether a fold or load-time constant of numel elements fits what is left (then taken from it). */
+bool ox_fold_charge(ox_ctx *c, int64_t numel);
+
+#endif
