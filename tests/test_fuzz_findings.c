@@ -35,7 +35,8 @@
  *   the fuzzer (a larger model of the same kind: hours). Folds and
  *   load-time constants above 65536 elements now share a budget of twice
  *   the model's weights plus OX_FOLD_MAX; what does not fit runs at run
- *   time.
+ *   time. The weights are counted as stored: the campaign's one timeout
+ *   was the same model with an initializer declared [2^62] over 32 bytes.
  * - RotaryEmbedding, interleaved, with caches of the wrong shape (onnx,
  *   2026-12-01): once the cache had failed, the builder's helpers took the
  *   failed value's rank, 0, and wrote index -1 of a dims array. They now

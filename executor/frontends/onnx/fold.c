@@ -7,8 +7,9 @@
  * weight transposes and casts out of every run. Stateful and data-dependent
  * ops are never folded, nor results above OX_FOLD_MAX elements. Larger
  * folds and the constants builders make at load (above OX_FOLD_SMALL
- * elements) also share a budget per import, twice the model's own weights
- * plus OX_FOLD_MAX: a weight transpose always fits, but a 1 KB model cannot
+ * elements) also share a budget per import, in elements twice the bytes of
+ * the model's weights (as stored, not as declared) plus OX_FOLD_MAX: a
+ * weight transpose always fits, but a 1 KB model cannot
  * make the importer fold thirty 16M-element Expands and Pads (18 s under
  * the fuzzer, 2.8 s now; a bigger model, hours). What does not fit is
  * computed at run time, as a result above OX_FOLD_MAX is.
@@ -19,21 +20,27 @@
 
 #include "onnx_impl.h"
 
+/* The bytes of data tensor t holds (raw, typed, or the length of its external data), not what its
+   dims declare: a dim of 2^62 over 32 bytes must not buy a budget. At most 2^50. */
+static int64_t stored_bytes(const Onnx__TensorProto *t)
+{
+    uint64_t n = (uint64_t)t->raw_data.len + 4 * (uint64_t)(t->n_float_data + t->n_int32_data) +
+                 8 * (uint64_t)(t->n_int64_data + t->n_double_data + t->n_uint64_data);
+    for (size_t k = 0; k < t->n_external_data; k++) {
+        const Onnx__StringStringEntryProto *e = t->external_data[k];
+        if (e->key && e->value && !strcmp(e->key, "length") && strspn(e->value, "0123456789") == strlen(e->value))
+            n += strlen(e->value) > 15 ? (uint64_t)1 << 50 : strtoull(e->value, NULL, 10);
+    }
+    return n > (uint64_t)1 << 50 ? (int64_t)1 << 50 : (int64_t)n;
+}
+
 void ox_fold_budget(ox_ctx *c)
 {
     const Onnx__GraphProto *g = c->model ? c->model->graph : NULL;
-    int64_t weights = 0;
-    for (size_t k = 0; g && k < g->n_initializer; k++) {
-        int64_t n = 1;
-        for (size_t d = 0; d < g->initializer[k]->n_dims && n >= 0; d++) {
-            int64_t v = g->initializer[k]->dims[d];
-            n = v < 0 || __builtin_mul_overflow(n, v, &n) ? -1 : n;
-        }
-        if (n > 0 && __builtin_add_overflow(weights, n, &weights))
-            weights = INT64_MAX / 4;
-    }
-    weights = weights > INT64_MAX / 4 ? INT64_MAX / 4 : weights;
-    c->fold_left = (int64_t)OX_FOLD_MAX + 2 * weights;
+    int64_t bytes = 0;
+    for (size_t k = 0; g && k < g->n_initializer && bytes < (int64_t)1 << 50; k++)
+        bytes += stored_bytes(g->initializer[k]);
+    c->fold_left = (int64_t)OX_FOLD_MAX + 2 * bytes;
 }
 
 bool ox_fold_charge(ox_ctx *c, int64_t numel)

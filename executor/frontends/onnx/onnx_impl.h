@@ -234,7 +234,7 @@ int ox_ints(ox_b *b, const char *name, int64_t *v, int cap);
 
 /* fold.c */
 xe_code ox_fold(ox_ctx *c, int node, xe_status *st);
-/* Sets c->fold_left: OX_FOLD_MAX plus twice the elements of the model's initializers. */
+/* Sets c->fold_left: OX_FOLD_MAX plus twice the bytes the model's initializers hold. */
 void ox_fold_budget(ox_ctx *c);
 /* Whether a fold or load-time constant of numel elements fits what is left (then taken from it). */
 bool ox_fold_charge(ox_ctx *c, int64_t numel);
