@@ -44,6 +44,9 @@
  * - Col2Im over an image of 2^34 x 2^34 (onnx, 2026-12-01): each dim was
  *   in range but the number of blocks, their product, overflowed. It is
  *   multiplied with overflow checks now and refused by node.
+ * - OneHot with a float depth of 7e22 (onnx_ext campaign, 2026-12-01): the
+ *   depth was converted to int64 unchecked (UBSan). It is checked in
+ *   double now, 1 to OX_FOLD_MAX.
  * - A 54-byte .xg line declaring a constant of 44 million i4 elements
  *   filled from one value (xg, 2026-12-01): each element was converted on
  *   its own, over 11 s under the fuzzer's instrumentation (libFuzzer's
@@ -493,6 +496,60 @@ Test(fuzz_findings, col2im_block_counts_beyond_int64_are_refused, .timeout = 60)
     xe_status st;
     xe_graph *g = xe_onnx_load(xt_path("ok.onnx"), NULL, &st);
     cr_expect_not_null(g, "a 2x2 image of 1x1 blocks: %s", st.msg);
+    xe_graph_destroy(g);
+    cr_assert(xt_tmp_remove());
+}
+
+/* y = OneHot(idx: i64[3], depth: f32[] = depth, values: f32[2]), opset 11, written to path. */
+static void write_one_hot(const char *path, float depth)
+{
+    pb m = {0}, o = {0}, g = {0}, n = {0}, td = {0}, tv = {0}, vi = {0}, vy = {0};
+    pb type = {0}, tt = {0}, shape = {0}, d = {0};
+    const float values[2] = {0, 1};
+    pb_str(&n, 1, "idx");
+    pb_str(&n, 1, "depth");
+    pb_str(&n, 1, "values");
+    pb_str(&n, 2, "y");
+    pb_str(&n, 3, "node");
+    pb_str(&n, 4, "OneHot");
+    pb_int(&td, 2, 1); /* a float scalar */
+    pb_str(&td, 8, "depth");
+    pb_bytes(&td, 9, &depth, sizeof depth);
+    tensor_f32(&tv, "values", values, 2);
+    pb_int(&d, 1, 3);
+    pb_msg(&shape, 1, &d);
+    pb_int(&tt, 1, 7); /* INT64 */
+    pb_msg(&tt, 2, &shape);
+    pb_msg(&type, 1, &tt);
+    pb_str(&vi, 1, "idx");
+    pb_msg(&vi, 2, &type);
+    pb_str(&vy, 1, "y");
+    pb_msg(&g, 1, &n);
+    pb_str(&g, 2, "g");
+    pb_msg(&g, 5, &td);
+    pb_msg(&g, 5, &tv);
+    pb_msg(&g, 11, &vi);
+    pb_msg(&g, 12, &vy);
+    pb_str(&o, 1, "");
+    pb_int(&o, 2, 11);
+    pb_int(&m, 1, 8);
+    pb_msg(&m, 8, &o);
+    pb_msg(&m, 7, &g);
+    pb_write_file(&m, path);
+}
+
+Test(fuzz_findings, one_hot_depths_beyond_int64_are_refused, .timeout = 60)
+{
+    xt_tmp_make("/tmp/xlac-findings-XXXXXX");
+    const float bad[3] = {6.99e22f, -1e30f, 0.5f};
+    for (int k = 0; k < 3; k++) {
+        write_one_hot(xt_path("bad.onnx"), bad[k]);
+        expect_refused_as(xt_path("bad.onnx"), "node", "depth");
+    }
+    write_one_hot(xt_path("ok.onnx"), 5);
+    xe_status st;
+    xe_graph *g = xe_onnx_load(xt_path("ok.onnx"), NULL, &st);
+    cr_expect_not_null(g, "depth 5: %s", st.msg);
     xe_graph_destroy(g);
     cr_assert(xt_tmp_remove());
 }

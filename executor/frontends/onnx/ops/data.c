@@ -424,9 +424,10 @@ xe_code ox_b_one_hot(ox_b *b)
         return ox_status(b);
     const xe_shape *s = &ox_type(b, idx)->shape;
     int r = s->rank, axis;
-    int64_t depth = (int64_t)xe_load_f64(dt->data, dt->dtype, 0), di[XE_MAX_RANK], io[XE_MAX_RANK];
+    double want = xe_load_f64(dt->data, dt->dtype, 0); /* checked in double: 7e22 is no int64 */
+    int64_t depth = want >= 1 && want <= OX_FOLD_MAX ? (int64_t)want : 0, di[XE_MAX_RANK], io[XE_MAX_RANK];
     if (r + 1 > XE_MAX_RANK || !xe_shape_is_known(s) || depth < 1)
-        return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a positive depth");
+        return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a depth of 1 to %d", OX_FOLD_MAX);
     if (!ox_axis(b, ox_int(b, "axis", -1), r + 1, &axis))
         return ox_status(b);
     for (int d = 0, j = 0; d <= r; d++) {
