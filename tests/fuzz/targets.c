@@ -3,6 +3,9 @@
  * heap buffers so that AddressSanitizer sees any read past their end; text
  * parsers get a NUL-terminated copy.
  */
+#include <dirent.h>
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -164,31 +167,58 @@ static const char *const ext_names[] = {"model.onnx.data", "weights.bin", "exter
 static char ext_dir[64]; /* the private folder, made once a process (in /dev/shm when there is one: a file
                             system in memory writes these files 50 times faster than /tmp on a disk) */
 
-static void ext_remove(void)
+/* Removes what ext_folder and xf_onnx_ext put into dir, and dir. */
+static void ext_remove_dir(const char *dir)
 {
     static const char *const all[] = {"model.onnx", "model.onnx.data", "weights.bin", "external.weights.bin",
                                       "sub/w.bin", "link.bin", "fifo.bin"};
-    char p[128];
+    char p[512];
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-        snprintf(p, sizeof p, "%s/%s", ext_dir, all[i]);
+        snprintf(p, sizeof p, "%s/%s", dir, all[i]);
         unlink(p);
     }
-    snprintf(p, sizeof p, "%s/sub", ext_dir);
+    snprintf(p, sizeof p, "%s/sub", dir);
     rmdir(p);
-    rmdir(ext_dir);
+    rmdir(dir);
+}
+
+static void ext_remove(void)
+{
+    ext_remove_dir(ext_dir);
+}
+
+/* Removes the folders of fuzzing processes that died before their atexit ran (a crash, an
+   out-of-memory, a timeout, libFuzzer's minimising children): each names its process. */
+static void ext_sweep(const char *parent)
+{
+    DIR *d = opendir(parent);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        long pid;
+        char rest[16], p[512];
+        if (sscanf(e->d_name, "xlac-fuzz-ext-%ld-%15s", &pid, rest) != 2 || pid <= 0 || pid == (long)getpid() ||
+            kill((pid_t)pid, 0) == 0 || errno != ESRCH)
+            continue;
+        snprintf(p, sizeof p, "%s/%s", parent, e->d_name);
+        ext_remove_dir(p);
+    }
+    if (d)
+        closedir(d);
 }
 
 /*
  * The folder (mkdtemp: 0700, nobody else's names in it), with what a
  * hostile model could point at: link.bin, a symbolic link out of the folder
  * (to /etc/passwd), and fifo.bin, a FIFO (both must be refused, not read
- * or waited on), and a subfolder. Removed at exit.
+ * or waited on), and a subfolder. Removed at exit; a process that died
+ * first leaves it, and the next one removes it (its name holds the pid).
  */
 static const char *ext_folder(void)
 {
     if (ext_dir[0])
         return ext_dir;
-    snprintf(ext_dir, sizeof ext_dir, "%s/xlac-fuzz-ext-XXXXXX", access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp");
+    const char *parent = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    ext_sweep(parent);
+    snprintf(ext_dir, sizeof ext_dir, "%s/xlac-fuzz-ext-%ld-XXXXXX", parent, (long)getpid());
     if (!mkdtemp(ext_dir)) {
         ext_dir[0] = '\0';
         return NULL;

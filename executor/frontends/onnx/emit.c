@@ -128,6 +128,24 @@ int ox_const(ox_b *b, xe_tensor *t)
     return new_node(b, XE_OP_CONST, NULL, 0, NULL, 0, t);
 }
 
+xe_tensor *ox_new_tensor(ox_b *b, xe_dtype dt, const xe_shape *s)
+{
+    if (b->failed)
+        return NULL;
+    int64_t n = 1;
+    for (int d = 0; d < s->rank; d++)
+        if (s->dims[d] >= 0 && (__builtin_mul_overflow(n, s->dims[d], &n) || n > OX_FOLD_MAX))
+            return ox_unsupported(b, "a constant built at load would hold more than %d elements", OX_FOLD_MAX),
+                   NULL;
+    if (!ox_fold_charge(b->c, n))
+        return ox_unsupported(b, "the model's constants built at load exceed its budget (twice its weights "
+                                 "plus %d elements)", OX_FOLD_MAX),
+               NULL;
+    xe_tensor *t = xe_tensor_new(dt, s, XE_DEV_CPU, &b->st);
+    b->failed = !t;
+    return t;
+}
+
 int ox_scalar(ox_b *b, xe_dtype dt, double v)
 {
     if (b->failed)

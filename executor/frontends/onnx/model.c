@@ -451,6 +451,7 @@ static xe_graph *import(ox_model *m, const xe_onnx_options *opt, const xe_shape 
 {
     ox_ctx c = {.path = m->path, .files = m->files, .opt = opt, .model = m->model, .pin = pin,
                 .inits = m->inits, .build_nodes = build_nodes};
+    ox_fold_budget(&c);
     if (!(c.g = xe_graph_new(m->path))) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;

@@ -30,6 +30,7 @@
 #define OX_MAX_IO 64     /* inputs or outputs of one ONNX node */
 #define OX_MAX_NESTING 128 /* protobuf messages inside one another (a subgraph is 3 levels deeper) */
 #define OX_FOLD_MAX (1 << 24) /* elements: bigger results are computed at run time */
+#define OX_FOLD_SMALL (1 << 16) /* elements: a fold or load-time constant this small is always made */
 
 /* ONNX value name -> the executor node that holds it. */
 typedef struct ox_value {
@@ -67,6 +68,8 @@ typedef struct ox_ctx {
     const xe_shape *pin;          /* not NULL: per graph input, the shape its unknown dims take */
     xe_tensor **inits;            /* not NULL: initializer k's tensor, loaded once and kept here
                                      for every specialisation of the model (retained) */
+    int64_t fold_left;            /* elements larger folds and load-time constants may still make
+                                     (fold.c); set from the model's own weights by ox_fold_budget */
     /* Builds every node of g (a graph or a subgraph) in c, errors to c->errs: the loader's own
        walk (model.c), handed down so that a builder of a subgraph (If) never calls back up. */
     void (*build_nodes)(struct ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
@@ -177,6 +180,10 @@ int ox_bin(ox_b *b, int op, int x, int y);
 int ox_select(ox_b *b, int cond, int x, int y);
 int ox_cast(ox_b *b, int x, xe_dtype dt);
 int ox_scalar(ox_b *b, xe_dtype dt, double v);
+/* A constant a builder computes at load (a mask, positions, a matrix): its dims come from the model,
+   so it holds at most OX_FOLD_MAX elements, as folded ones do; beyond, or when b has failed, NULL
+   and the node unsupported. */
+xe_tensor *ox_new_tensor(ox_b *b, xe_dtype dt, const xe_shape *s);
 int ox_const(ox_b *b, xe_tensor *t); /* takes t */
 int ox_ints_const(ox_b *b, const int64_t *v, int n);
 int ox_reshape(ox_b *b, int x, const int64_t *dims, int rank);
@@ -227,5 +234,9 @@ int ox_ints(ox_b *b, const char *name, int64_t *v, int cap);
 
 /* fold.c */
 xe_code ox_fold(ox_ctx *c, int node, xe_status *st);
+/* Sets c->fold_left: OX_FOLD_MAX plus twice the bytes the model's initializers hold. */
+void ox_fold_budget(ox_ctx *c);
+/* Whether a fold or load-time constant of numel elements fits what is left (then taken from it). */
+bool ox_fold_charge(ox_ctx *c, int64_t numel);
 
 #endif

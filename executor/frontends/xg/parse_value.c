@@ -363,14 +363,25 @@ static xe_code check_const_elem(parser *p, const lit_elem *e, xe_dtype dt)
     return xe_parse_fail(p, e->col, "constant value %s %s for %s", val, why, xe_dtype_name(dt));
 }
 
-/* Checks every value of a literal, then fills tensor v with it (splat when it has one). */
+/* Copies element 0 of data (size bytes each) over all n elements, doubling the run copied. */
+static void splat(void *data, size_t size, int64_t n)
+{
+    char *d = data;
+    for (int64_t have = 1; have < n; have *= 2) {
+        int64_t more = have < n - have ? have : n - have;
+        memcpy(d + (size_t)have * size, d, (size_t)more * size);
+    }
+}
+
+/* Checks every value of a literal, then fills tensor v with it (splat when it has one: the value
+   is stored once and copied, so a short line declaring 2^26 elements is not 2^26 conversions). */
 static xe_code fill_const(parser *p, const literal *l, xe_tensor *v)
 {
     for (int k = 0; k < l->n; k++)
         if (check_const_elem(p, &l->e[k], v->dtype) != XE_OK)
             return p->st->code;
-    int64_t numel = xe_tensor_numel(v);
-    for (int64_t k = 0; k < numel; k++) {
+    int64_t numel = xe_tensor_numel(v), stored = l->n == 1 && numel > 1 ? 1 : numel;
+    for (int64_t k = 0; k < stored; k++) {
         const lit_elem *e = &l->e[l->n == 1 ? 0 : k];
         if (v->dtype == XE_I64 && e->is_int)
             ((int64_t *)v->data)[k] = e->i;
@@ -381,6 +392,8 @@ static xe_code fill_const(parser *p, const literal *l, xe_tensor *v)
         else
             xe_store_f64(v->data, v->dtype, k, e->f);
     }
+    if (stored < numel)
+        splat(v->data, xe_dtype_size(v->dtype), numel);
     return XE_OK;
 }
 

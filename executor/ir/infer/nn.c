@@ -132,10 +132,17 @@ static xe_code read_pool_kernel(const xe_node *n, xe_window *p, xe_status *st)
     return read_flag(n, "count_include_pad", &p->count_include_pad, st);
 }
 
+/* d * (k - 1) + 1 for d, k >= 1, saturated at INT64_MAX (window_out then refuses the sizes). */
+static int64_t dilated_extent(int64_t d, int64_t k)
+{
+    int64_t e;
+    return __builtin_mul_overflow(d, k - 1, &e) || __builtin_add_overflow(e, 1, &e) ? INT64_MAX : e;
+}
+
 /* Pools: each pad below the dilated kernel, so that a window reaches the input. */
 static xe_code check_pool_pads(const xe_window *p, xe_status *st)
 {
-    int64_t eh = p->dh * (p->kh - 1) + 1, ew = p->dw * (p->kw - 1) + 1;
+    int64_t eh = dilated_extent(p->dh, p->kh), ew = dilated_extent(p->dw, p->kw);
     if (p->pt >= eh || p->pb >= eh || p->pl >= ew || p->pr >= ew)
         return xe_fail(
             st, XE_ERR_GRAPH,

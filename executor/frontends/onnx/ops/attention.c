@@ -46,7 +46,7 @@ static int shape_bias(ox_b *b, xe_dtype dt, int64_t l, int64_t s, int64_t off, b
 {
     int64_t dims[2] = {l, s};
     xe_shape sh = xe_shape_make(2, dims);
-    xe_tensor *t = b->failed ? NULL : xe_tensor_new(dt, &sh, XE_DEV_CPU, &b->st);
+    xe_tensor *t = ox_new_tensor(b, dt, &sh);
     if (!t)
         return b->failed = true, -1;
     for (int64_t i = 0; i < l; i++)

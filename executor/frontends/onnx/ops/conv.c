@@ -98,8 +98,14 @@ static bool same_pads(ox_b *b, int x, win *w, bool upper)
             ox_unsupported(b, "auto_pad SAME needs known spatial dims");
             return false;
         }
-        int64_t out = (in + w->strides[d] - 1) / w->strides[d];
-        int64_t tot = (out - 1) * w->strides[d] + (w->k[d] - 1) * w->dil[d] + 1 - in;
+        int64_t out = in / w->strides[d] + (in % w->strides[d] != 0), tot, ext;
+        if (__builtin_mul_overflow(out - 1, w->strides[d], &tot) ||
+            __builtin_mul_overflow(w->k[d] - 1, w->dil[d], &ext) || __builtin_add_overflow(tot, ext, &tot) ||
+            __builtin_add_overflow(tot, 1 - in, &tot)) {
+            ox_invalid(b, "kernel %lld, stride %lld and dilation %lld exceed 64-bit sizes", (long long)w->k[d],
+                       (long long)w->strides[d], (long long)w->dil[d]);
+            return false;
+        }
         tot = tot < 0 ? 0 : tot;
         w->pads[d] = upper ? tot / 2 : tot - tot / 2;
         w->pads[d + w->sp] = tot - w->pads[d];
@@ -183,18 +189,39 @@ static int depth_tap(ox_b *b, int xt, const win *w, int64_t i, int64_t od, const
     return reshaped(b, v, r4, 4);
 }
 
+/* A 3-D conv's depth: the output depth *od (-1 when unknown) and the planes *tail to pad after the
+   input so that every tap's slice of OD*sd planes fits; false when a size leaves 64 bits. */
+static bool depth_sizes(const win *w, const xe_shape *xs, int64_t *od, int64_t *tail)
+{
+    int64_t d = xs->dims[2], span, front, padded, reach, t;
+    if (__builtin_mul_overflow(w->k[0] - 1, w->dil[0], &span) || __builtin_add_overflow(d, w->pads[0], &front) ||
+        __builtin_add_overflow(front, w->pads[3], &padded) || __builtin_sub_overflow(padded, span, &t) ||
+        __builtin_sub_overflow(t, 1, &t))
+        return false;
+    *od = d < 0 ? -1 : t / w->strides[0] + 1;
+    *tail = 0;
+    if (*od < 1)
+        return true;
+    return !__builtin_mul_overflow(*od, w->strides[0], &reach) && !__builtin_add_overflow(reach, span, &reach) &&
+           !__builtin_sub_overflow(reach, front, tail) &&
+           !__builtin_mul_overflow(xs->dims[0] > 0 ? xs->dims[0] : 1, *od, &t) &&
+           !__builtin_mul_overflow(xs->dims[1], xs->dims[3], &t) && !__builtin_mul_overflow(t, xs->dims[4], &t);
+}
+
 /* 3-D: a conv2d per depth tap over [N*OD, C, H, W], summed, back to [N,M,OD,OH,OW]. */
 static int conv3d(ox_b *b, int x, int wt, int bias, win *w)
 {
     const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
-    int64_t d = xs->dims[2], kd = w->k[0], span = (kd - 1) * w->dil[0] + 1;
-    int64_t od = d < 0 ? -1 : (d + w->pads[0] + w->pads[3] - span) / w->strides[0] + 1;
+    int64_t kd = w->k[0], od, tail;
+    if (!depth_sizes(w, xs, &od, &tail)) {
+        ox_invalid(b, "a 3-D Conv's depth (kernel %lld, dilation %lld, pads %lld and %lld) exceeds 64-bit sizes",
+                   (long long)kd, (long long)w->dil[0], (long long)w->pads[0], (long long)w->pads[3]);
+        return -1;
+    }
     if (od < 1 || xs->dims[1] < 0 || xs->dims[3] < 0 || xs->dims[4] < 0) {
         ox_unsupported(b, "a 3-D Conv needs known channels and spatial dims");
         return -1;
     }
-    /* depth padded so that every tap's slice of OD*sd planes fits */
-    int64_t tail = (kd - 1) * w->dil[0] + od * w->strides[0] - (d + w->pads[0]);
     int64_t pads[10] = {0, 0, w->pads[0], 0, 0, 0, 0, tail > 0 ? tail : 0, 0, 0};
     ox_at pa = OX_INTS("pads", pads, 10);
     int xp = ox_op(b, XE_OP_PAD, &x, 1, &pa, 1), perm[5] = {0, 2, 1, 3, 4};
@@ -586,7 +613,9 @@ xe_code ox_b_col2im(ox_b *b)
             return ox_invalid(b, "Col2Im: the block does not fit the padded image");
         t.pb[i] = pads[i];
         t.pe[i] = t.s[i] * (t.in[i] - 1) + t.d[i] * (blk[i] - 1) + 1 - pads[i] - img[i];
-        kk *= blk[i], ll *= t.in[i];
+        kk *= blk[i]; /* at most 256^3 */
+        if (__builtin_mul_overflow(ll, t.in[i], &ll))
+            return ox_invalid(b, "Col2Im: the blocks of the padded image exceed 64-bit sizes");
     }
     int64_t ck = xt->shape.dims[1];
     if (ck < 0 || ck % kk || xt->shape.dims[2] != ll)
@@ -597,7 +626,7 @@ xe_code ox_b_col2im(ox_b *b)
         xd[2 + i] = t.in[i], wd[2 + i] = blk[i];
     xe_shape ws = {.rank = 2 + t.sp};
     memcpy(ws.dims, wd, sizeof wd);
-    xe_tensor *w = xe_tensor_new(xt->dtype, &ws, XE_DEV_CPU, &b->st);
+    xe_tensor *w = ox_new_tensor(b, xt->dtype, &ws);
     if (!w)
         return b->failed = true, b->st.code;
     for (int64_t c = 0; c < ck; c++) /* channel c*K + k: one at block position k */

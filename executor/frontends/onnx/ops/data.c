@@ -4,6 +4,7 @@
  * at load time (slices and a concat), Pad in constant mode (concats and
  * slices), Trilu (a constant mask and a select), OneHot (a compare with an
  * iota), DepthToSpace and SpaceToDepth (reshape, transpose, reshape).
+ * A constant built here holds at most OX_FOLD_MAX elements.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -17,15 +18,12 @@ static xe_code done(ox_b *b, int y)
     return ox_status(b);
 }
 
+/* A constant this file builds at load, bounded by ox_new_tensor (a Trilu over a declared
+   i16[2, 2^31, 4] input built an 8 GB mask before). */
 static xe_tensor *new_tensor(ox_b *b, xe_dtype dt, const int64_t *dims, int rank)
 {
-    if (b->failed)
-        return NULL;
     xe_shape s = xe_shape_make(rank, dims);
-    xe_tensor *t = xe_tensor_new(dt, &s, XE_DEV_CPU, &b->st);
-    if (!t)
-        b->failed = true;
-    return t;
+    return ox_new_tensor(b, dt, &s);
 }
 
 xe_code ox_b_constant(ox_b *b)
@@ -392,7 +390,12 @@ xe_code ox_b_depth_space(ox_b *b)
     int64_t n = s->dims[0], c = s->dims[1], h = s->dims[2], w = s->dims[3];
     bool to_space = !strcmp(b->np->op_type, "DepthToSpace");
     const char *mode = ox_str(b, "mode", "DCR");
-    if (to_space ? c % (k * k) : (h % k || w % k))
+    int64_t kk, big; /* the block's size and the dims it multiplies, in 64 bits */
+    if (__builtin_mul_overflow(k, k, &kk) || (to_space ? __builtin_mul_overflow(h, k, &big) ||
+                                                             __builtin_mul_overflow(w, k, &big)
+                                                       : __builtin_mul_overflow(c, kk, &big)))
+        return ox_invalid(b, "blocksize %lld makes dims beyond 64-bit sizes", (long long)k);
+    if (to_space ? c % kk : (h % k || w % k))
         return ox_invalid(b, "dims are not multiples of the blocksize %lld", (long long)k);
     if (to_space && strcmp(mode, "DCR") && strcmp(mode, "CRD"))
         return ox_unsupported(b, "attribute mode='%s' is not supported", mode);
@@ -402,9 +405,9 @@ xe_code ox_b_depth_space(ox_b *b)
     if (!to_space) {
         memcpy(six, (int64_t[6]){n, c, h / k, k, w / k, k}, sizeof six);
         memcpy(perm, (int[6]){0, 3, 5, 1, 2, 4}, sizeof perm);
-        memcpy(out, (int64_t[4]){n, c * k * k, h / k, w / k}, sizeof out);
+        memcpy(out, (int64_t[4]){n, c * kk, h / k, w / k}, sizeof out);
     } else {
-        int64_t cc = c / (k * k);
+        int64_t cc = c / kk;
         memcpy(six, crd ? (int64_t[6]){n, cc, k, k, h, w} : (int64_t[6]){n, k, k, cc, h, w}, sizeof six);
         memcpy(perm, crd ? (int[6]){0, 1, 4, 2, 5, 3} : (int[6]){0, 3, 4, 1, 5, 2}, sizeof perm);
         memcpy(out, (int64_t[4]){n, cc, h * k, w * k}, sizeof out);
@@ -421,9 +424,10 @@ xe_code ox_b_one_hot(ox_b *b)
         return ox_status(b);
     const xe_shape *s = &ox_type(b, idx)->shape;
     int r = s->rank, axis;
-    int64_t depth = (int64_t)xe_load_f64(dt->data, dt->dtype, 0), di[XE_MAX_RANK], io[XE_MAX_RANK];
+    double want = xe_load_f64(dt->data, dt->dtype, 0); /* checked in double: 7e22 is no int64 */
+    int64_t depth = want >= 1 && want <= OX_FOLD_MAX ? (int64_t)want : 0, di[XE_MAX_RANK], io[XE_MAX_RANK];
     if (r + 1 > XE_MAX_RANK || !xe_shape_is_known(s) || depth < 1)
-        return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a positive depth");
+        return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a depth of 1 to %d", OX_FOLD_MAX);
     if (!ox_axis(b, ox_int(b, "axis", -1), r + 1, &axis))
         return ox_status(b);
     for (int d = 0, j = 0; d <= r; d++) {

@@ -42,7 +42,7 @@ static double turn(int64_t a, int64_t len, bool sine)
 static int matrix(ox_b *b, const dft *f, bool sine, xe_dtype dt)
 {
     xe_shape sh = {.rank = 2, .dims = {f->m, f->k}};
-    xe_tensor *t = b->failed ? NULL : xe_tensor_new(dt, &sh, XE_DEV_CPU, &b->st);
+    xe_tensor *t = ox_new_tensor(b, dt, &sh);
     for (int64_t j = 0; t && j < f->m; j++)
         for (int64_t k = 0; k < f->k; k++) {
             double v = 0;

@@ -79,7 +79,7 @@ xe_code ox_b_gather_nd(ox_b *b)
 static int cumsum_matrix(ox_b *b, xe_dtype dt, int64_t n, bool exclusive, bool reverse)
 {
     xe_shape sh = {.rank = 2, .dims = {n, n}};
-    xe_tensor *t = b->failed ? NULL : xe_tensor_new(dt, &sh, XE_DEV_CPU, &b->st);
+    xe_tensor *t = ox_new_tensor(b, dt, &sh);
     for (int64_t j = 0; t && j < n; j++)
         for (int64_t i = 0; i < n; i++) {
             bool in = reverse ? (exclusive ? i > j : i >= j) : (exclusive ? i < j : i <= j);
@@ -123,7 +123,7 @@ xe_code ox_b_cumsum(ox_b *b)
 static int positions(ox_b *b, int64_t n)
 {
     xe_shape sh = {.rank = 1, .dims = {n}};
-    xe_tensor *t = b->failed ? NULL : xe_tensor_new(XE_I64, &sh, XE_DEV_CPU, &b->st);
+    xe_tensor *t = ox_new_tensor(b, XE_I64, &sh);
     for (int64_t i = 0; t && i < n; i++)
         ((int64_t *)t->data)[i] = i;
     return ox_const(b, t);

@@ -11,7 +11,8 @@
  * The output sizes come from `sizes`, or `scales` times the input's dims,
  * which must be known at load (a graph built per input size has them).
  * Not supported: tf_crop_and_resize, antialias, keep_aspect_ratio_policy
- * other than stretch.
+ * other than stretch, and an axis resized to more than OX_FOLD_MAX
+ * positions (its position and weight tables are built at load).
  */
 #include <math.h>
 #include <stdio.h>
@@ -207,7 +208,10 @@ static bool out_sizes(ox_b *b, int x, int64_t *out, double *scale)
             return false;
         if (s->dims[d] < 0)
             return ox_unsupported(b, "Resize of an unknown dim is not supported"), false;
-        out[d] = n_sz > 0 ? sizes[k] : (int64_t)floor((double)s->dims[d] * sc[k]);
+        double want = n_sz > 0 ? (double)sizes[k] : floor((double)s->dims[d] * sc[k]);
+        if (want > OX_FOLD_MAX) /* its tables are built here: checked in double, before any conversion */
+            return ox_unsupported(b, "Resize to %g along axis %d is beyond %d positions", want, d, OX_FOLD_MAX), false;
+        out[d] = want >= 0 ? (int64_t)want : -1; /* negative or NaN: not valid, below */
         scale[d] = n_sz > 0 ? (double)sizes[k] / (double)s->dims[d] : sc[k];
         if (out[d] < 0 || scale[d] <= 0)
             return ox_invalid(b, "a resized dim of %lld (scale %g) is not valid", (long long)out[d], scale[d]), false;

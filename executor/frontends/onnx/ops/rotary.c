@@ -16,15 +16,17 @@
 
 #define WHY "RotaryEmbedding needs every dim but one known"
 
-/* x[..., from:to] along the last axis. */
+/* x[..., from:to] along the last axis (-1 when x failed: it has no last axis). */
 static int lastcut(ox_b *b, int x, int64_t from, int64_t to)
 {
     int r = ox_rank(b, x);
+    if (x < 0 || r < 1)
+        return -1;
     int64_t beg[XE_MAX_RANK] = {0}, end[XE_MAX_RANK];
     for (int d = 0; d < r; d++)
         end[d] = d == r - 1 ? to : INT64_MAX;
     beg[r - 1] = from;
-    return x < 0 ? -1 : ox_slice(b, x, beg, end);
+    return ox_slice(b, x, beg, end);
 }
 
 /* x [..., n] as [..., n / 2, 2] and its part p (0 even, 1 odd) as [..., n / 2]. */
@@ -32,6 +34,8 @@ static int strided(ox_b *b, int x, int p)
 {
     const xe_shape *s = &ox_type(b, x)->shape;
     int64_t d[XE_MAX_RANK];
+    if (x < 0 || s->rank < 1 || s->rank >= XE_MAX_RANK)
+        return -1;
     memcpy(d, s->dims, sizeof d);
     d[s->rank - 1] = s->dims[s->rank - 1] / 2, d[s->rank] = 2;
     int v = lastcut(b, ox_reshape_dims(b, x, d, s->rank + 1, WHY), p, p + 1);
@@ -44,6 +48,8 @@ static int woven(ox_b *b, int re, int im, bool interleaved)
     const xe_shape *s = &ox_type(b, re)->shape;
     int r = s->rank, parts[2] = {re, im};
     int64_t d[XE_MAX_RANK];
+    if (re < 0 || im < 0 || r < 1 || r >= XE_MAX_RANK)
+        return -1;
     memcpy(d, s->dims, sizeof d);
     ox_at ax = OX_I("axis", interleaved ? r : r - 1);
     if (!interleaved)

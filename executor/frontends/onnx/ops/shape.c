@@ -187,19 +187,19 @@ xe_code ox_b_split(ox_b *b)
         if (parts < 1 || parts != n_out)
             return ox_invalid(b, "num_outputs is %lld for a node of %d outputs (they must be equal, and at least 1)",
                               (long long)parts, n_out);
-        int64_t each = (dim + parts - 1) / parts;
-        for (n = 0; n < n_out; n++)
-            split[n] = each * (n + 1) <= dim ? each : dim - each * n > 0 ? dim - each * n : 0;
+        int64_t each = dim / parts + (dim % parts != 0); /* each * n <= dim: no overflow */
+        for (n = 0; n < n_out; n++) {
+            int64_t rest = dim - each * n;
+            split[n] = rest >= each ? each : rest > 0 ? rest : 0;
+        }
     }
     if (n != n_out)
         return ox_invalid(b, "split has %d parts for %d outputs", n, n_out);
     int64_t at = 0;
-    for (int k = 0; k < n && dim >= 0; k++) {
-        if (split[k] < 0 || split[k] > dim - at)
+    for (int k = 0; k < n; k++) /* sizes, summed in 64 bits even when the dim is unknown */
+        if (split[k] < 0 || __builtin_add_overflow(at, split[k], &at) || (dim >= 0 && at > dim))
             return ox_invalid(b, "split's parts must be sizes that add up to the dim %lld (part %d is %lld)",
                               (long long)dim, k, (long long)split[k]);
-        at += split[k];
-    }
     if (dim >= 0 && at != dim)
         return ox_invalid(b, "split's parts add up to %lld, not to the dim %lld", (long long)at, (long long)dim);
     at = 0;
