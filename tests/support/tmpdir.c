@@ -200,11 +200,14 @@ void xt_build_for(const char *as, char *bin, char *lib, size_t len, char *env, s
     free(o);
     snprintf(cmd, sizeof cmd,
              "mkdir -p stage/bin stage/lib && cp %s/bin/xlac-run stage/bin/ && cp %s/lib/*.so stage/lib/ && "
-             "chmod -R a+rX stage",
-             XLAC_BINARY_DIR, XLAC_BINARY_DIR);
+             "cp %s/tests/lsan.supp stage/ && chmod -R a+rX stage",
+             XLAC_BINARY_DIR, XLAC_BINARY_DIR, XLAC_SOURCE_DIR);
     cr_assert_eq(xt_sh("", cmd, &o), 0, "staging the build for another user: %s", o);
     free(o);
     snprintf(bin, len, "%s/stage/bin", xt_tmp);
     snprintf(lib, len, "%s/stage/lib", xt_tmp);
-    snprintf(env, env_len, "LD_LIBRARY_PATH=%s/stage/lib ", xt_tmp);
+    /* the sanitizers' suppressions too: LSAN_OPTIONS names the checkout's file, which that user
+       cannot read (clang's runtime refuses to start without it) */
+    snprintf(env, env_len, "LD_LIBRARY_PATH=%s/stage/lib LSAN_OPTIONS=suppressions=%s/stage/lsan.supp ", xt_tmp,
+             xt_tmp);
 }

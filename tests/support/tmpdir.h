@@ -49,7 +49,8 @@ int xt_sh(const char *env_words, const char *cmd, char **out);
  * build's own bin/ and lib/ when that user can read them, else copies in xt_tmp/stage (a checkout
  * in a folder of mode 0700, which only its owner may enter). bin and lib get the folders (no
  * trailing '/'); env gets the words to put before the command ("LD_LIBRARY_PATH=..." for the
- * copies: the binaries' RUNPATH names the unreachable build).
+ * copies: the binaries' RUNPATH names the unreachable build; LSAN_OPTIONS with a copy of
+ * tests/lsan.supp, which that user could not read either).
  */
 void xt_build_for(const char *as, char *bin, char *lib, size_t len, char *env, size_t env_len);
 
