@@ -30,10 +30,27 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st)
     return xg_emit_program_shared(p, target, NULL, st);
 }
 
-char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shares, xe_status *st)
+static void emitter_free(em *e)
+{
+    if (!e)
+        return;
+    free(e->rowvar);
+    free(e->rc_phases);
+    free(e->rc_first);
+    free(e);
+}
+
+/* The emitter's state for plan p on target; NULL (st set) when out of memory. */
+static em *emitter_new(const xg_plan *p, xg_target target, xg_shares *shares, xe_status *st)
 {
     em *e = calloc(1, sizeof *e);
-    if (!e) {
+    if (e) {
+        e->rowvar = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rowvar);
+        e->rc_phases = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_phases);
+        e->rc_first = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_first);
+    }
+    if (!e || !e->rowvar || !e->rc_phases || !e->rc_first) {
+        emitter_free(e);
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
         return NULL;
     }
@@ -42,17 +59,14 @@ char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shar
     e->b = xg_backend_for(target);
     e->narrow = e->b->render.narrow_index && fits_narrow_index(p);
     e->row_ph = -1;
-    e->rowvar = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rowvar);
-    e->rc_phases = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_phases);
-    e->rc_first = calloc((size_t)p->body->n_nodes + 1, sizeof *e->rc_first);
-    if (!e->rowvar || !e->rc_phases || !e->rc_first) {
-        free(e->rowvar);
-        free(e->rc_phases);
-        free(e->rc_first);
-        free(e);
-        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    return e;
+}
+
+char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shares, xe_status *st)
+{
+    em *e = emitter_new(p, target, shares, st);
+    if (!e)
         return NULL;
-    }
     e->b->render.prelude(e);
     for (int i = 0; i < p->n_steps; i++) {
         const xg_step *s = &p->steps[i];
@@ -78,9 +92,6 @@ char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shar
         text = NULL;
     }
     xg_kept_free(e);
-    free(e->rowvar);
-    free(e->rc_phases);
-    free(e->rc_first);
-    free(e);
+    emitter_free(e);
     return text;
 }

@@ -423,6 +423,29 @@ static void trace_step(const xg_program *p, int i, int next, double t0)
     xe_trace_slice(name, "cluster step", t0, xe_now_us() - t0, args);
 }
 
+/* Every step of the plan in order, each group's buffers made before it and released after. */
+static xe_code run_steps(xg_program *p, const xe_type *types, xe_tensor **bufs, void **ptrs, void **shared,
+                         const int64_t *S, xe_status *st)
+{
+    xe_code c = XE_OK;
+    xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
+    xg_fpenv_save(&env);
+    for (int i = 0, next = 0; c == XE_OK && i < p->plan->n_steps; i = next) {
+        int last = xg_group_last(p, i);
+        /* a fused attention's values before its product live in the threads' tiles */
+        if ((c = xg_buffers_make(p, types, xg_runs_attention(p, i) ? last : i, last, bufs, ptrs, st)) != XE_OK)
+            break;
+        share_ptrs(p, ptrs, shared, i, last);
+        double t0 = xe_device_is_host(p->device) && xe_trace_on() ? xe_now_us() : 0;
+        c = run_step(p, i, last, types, bufs, ptrs, shared, S, &next, st);
+        if (t0 > 0 && c == XE_OK)
+            trace_step(p, i, next, t0);
+        xg_buffers_release(p, next - 1, bufs, ptrs);
+    }
+    xg_fpenv_restore(&env);
+    return c;
+}
+
 xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs, int n_outputs,
                        xe_status *st)
 {
@@ -453,21 +476,8 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
     void **shared = p->shares.n ? malloc(sizeof *shared * ((size_t)b->n_nodes + 1) * (size_t)p->shares.n) : NULL;
     if (c == XE_OK && p->shares.n && !shared)
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
-    xg_fpenv_save(&env);
-    for (int i = 0, next = 0; c == XE_OK && i < p->plan->n_steps; i = next) {
-        int last = xg_group_last(p, i);
-        /* a fused attention's values before its product live in the threads' tiles */
-        if ((c = xg_buffers_make(p, types, xg_runs_attention(p, i) ? last : i, last, bufs, ptrs, st)) != XE_OK)
-            break;
-        share_ptrs(p, ptrs, shared, i, last);
-        double t0 = xe_device_is_host(p->device) && xe_trace_on() ? xe_now_us() : 0;
-        c = run_step(p, i, last, types, bufs, ptrs, shared, S, &next, st);
-        if (t0 > 0 && c == XE_OK)
-            trace_step(p, i, next, t0);
-        xg_buffers_release(p, next - 1, bufs, ptrs);
-    }
-    xg_fpenv_restore(&env);
+    if (c == XE_OK)
+        c = run_steps(p, types, bufs, ptrs, shared, S, st);
     free(shared);
     for (int k = 0; c == XE_OK && k < n_outputs; k++)
         outputs[k] = xe_tensor_retain(bufs[b->outputs[k]]);

@@ -17,7 +17,6 @@
  * bf16 computes the f32 expression as f16 does; u64 has its own few rows.
  */
 #include "broadcast.h"
-#include "cast_fast.h"
 #include "kernels.h"
 #include "scalar.h"
 #include "scalar_narrow.h"
@@ -521,104 +520,6 @@ static void select_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off
     }
 }
 
-/* ---- cast ------------------------------------------------------------------------ */
-
-/*
- * Cast, element by element. Integer to integer keeps the low bits (two's
- * complement wrap, as numpy's astype and C++'s static_cast); a float to an
- * integer truncates toward zero, NaN gives 0 and out of range saturates;
- * an integer to a float rounds once (to f16 and bf16 through f32); f32 to
- * bf16 and f16 rounds to nearest even; anything to bool is x != 0.
- * The storage dtypes (lowp.c): to float8 rounds once to nearest even from
- * the exact double (an i64 beyond 2^53 rounds twice) and saturates unless
- * the attribute saturate is false; the sub-byte integers wrap as the others.
- */
-
-/* The integer at p as 64 bits: signed types sign-extend, unsigned ones zero-extend. */
-static uint64_t int_bits(const void *p, xe_dtype dt)
-{
-    switch (dt) {
-    case XE_I32: return (uint64_t)(int64_t) * (const int32_t *)p;
-    case XE_I64: return (uint64_t) * (const int64_t *)p;
-    case XE_I8:
-    case XE_I4:
-    case XE_I2: return (uint64_t)(int64_t) * (const int8_t *)p;
-    case XE_I16: return (uint64_t)(int64_t) * (const int16_t *)p;
-    case XE_U16: return *(const uint16_t *)p;
-    case XE_U32: return *(const uint32_t *)p;
-    case XE_U64: return *(const uint64_t *)p;
-    default: return *(const uint8_t *)p; /* u8, bool */
-    }
-}
-
-/* Stores the low bits of v (an integer source) as dtype to; false for float targets. */
-static bool store_int_bits(void *out, xe_dtype to, int64_t k, uint64_t v)
-{
-    switch (to) {
-    case XE_I32: ((int32_t *)out)[k] = (int32_t)(uint32_t)v; return true;
-    case XE_I64: ((int64_t *)out)[k] = (int64_t)v; return true;
-    case XE_U8:
-    case XE_I8: ((uint8_t *)out)[k] = (uint8_t)v; return true;
-    case XE_I16:
-    case XE_U16: ((uint16_t *)out)[k] = (uint16_t)v; return true;
-    case XE_U32: ((uint32_t *)out)[k] = (uint32_t)v; return true;
-    case XE_U64: ((uint64_t *)out)[k] = v; return true;
-    case XE_BOOL: ((uint8_t *)out)[k] = v != 0; return true;
-    case XE_I4:
-    case XE_U4:
-    case XE_I2:
-    case XE_U2: ((uint8_t *)out)[k] = xe_subbyte_wrap((int64_t)v, to); return true;
-    default: return false;
-    }
-}
-
-/* An integer source to a float target: one rounding to f32 or f64 (f16 and bf16 round that f32). */
-static void int_to_float(const ew *c, int64_t k, uint64_t v, bool is_signed)
-{
-    float f = is_signed ? (float)(int64_t)v : (float)v;
-    void *out = c->out;
-    xe_dtype to = c->to;
-    if (xe_dtype_is_lowp_float(to)) {
-        ((uint8_t *)out)[k] = xe_f8_from_f64(is_signed ? (double)(int64_t)v : (double)v, to, c->saturate);
-        return;
-    }
-    switch (to) {
-    case XE_F64: ((double *)out)[k] = is_signed ? (double)(int64_t)v : (double)v; break;
-    case XE_F32: ((float *)out)[k] = f; break;
-    case XE_F16: ((xe_f16 *)out)[k] = xe_f32_to_f16(f); break;
-    case XE_BF16: ((uint16_t *)out)[k] = xe_f2bf(f); break;
-    default: break;
-    }
-}
-
-static void cast_one(const ew *c, const void *p, int64_t k)
-{
-    if (xe_dtype_is_integer(c->dt) || c->dt == XE_BOOL) {
-        uint64_t v = int_bits(p, c->dt);
-        if (!store_int_bits(c->out, c->to, k, v))
-            int_to_float(c, k, v, !xe_dtype_is_unsigned(c->dt) && c->dt != XE_BOOL);
-        return;
-    }
-    if (xe_dtype_is_lowp_float(c->to)) { /* exact double of any float source, one rounding */
-        ((uint8_t *)c->out)[k] = xe_f8_from_f64(xe_load_f64(p, c->dt, 0), c->to, c->saturate);
-        return;
-    }
-    if (c->dt == XE_F32 && c->to == XE_BF16) { /* one rounding, not two */
-        ((uint16_t *)c->out)[k] = xe_f2bf(*(const float *)p);
-        return;
-    }
-    xe_store_f64(c->out, c->to, k, xe_load_f64(p, c->dt, 0)); /* exact for f16 bf16 f32 f64 sources */
-}
-
-static void cast_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
-{
-    const ew *c = ctx;
-    const char *src = c->in[0];
-    size_t es = xe_dtype_size(c->dt);
-    for (int64_t i = 0; i < n; i++)
-        cast_one(c, src + (size_t)(off[0] + i * step[0]) * es, out_off + i);
-}
-
 /* ---- entry points ----------------------------------------------------------------- */
 
 static xe_code run_rows(const xe_kernel_args *a, xe_bcast_row_fn fn, ew *c)
@@ -670,14 +571,4 @@ xe_code xe_cpu_select(const xe_kernel_args *a, xe_status *st)
     (void)st;
     ew c = {.dt = a->in[1]->dtype};
     return run_rows(a, select_row, &c);
-}
-
-xe_code xe_cpu_cast(const xe_kernel_args *a, xe_status *st)
-{
-    (void)st;
-    if (xe_cpu_cast_fast(a)) /* the quantized models' casts over whole tensors */
-        return XE_OK;
-    ew c = {.dt = a->in[0]->dtype, .to = a->out->dtype,
-            .saturate = xe_node_attr_bool(a->node, "saturate", true)};
-    return run_rows(a, cast_row, &c);
 }

@@ -31,45 +31,31 @@ const char *ox_dtype_name(int32_t t)
                                                                            : "an unknown type";
 }
 
+/* Each dtype's TensorProto number (0: none); the types after onnx.proto's list by their numbers. */
+static const int32_t onnx_number[XE_DTYPE_COUNT] = {
+    [XE_F32] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,    [XE_F64] = ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE,
+    [XE_F16] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16,  [XE_I32] = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
+    [XE_I64] = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,    [XE_BOOL] = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
+    [XE_U8] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,     [XE_I8] = ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
+    [XE_I16] = ONNX__TENSOR_PROTO__DATA_TYPE__INT16,    [XE_U16] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+    [XE_U32] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT32,   [XE_U64] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT64,
+    [XE_BF16] = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, [XE_F8E4M3FN] = 17, [XE_F8E4M3FNUZ] = 18,
+    [XE_F8E5M2] = 19, [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_F4E2M1] = 23, [XE_F8E8M0] = 24,
+    [XE_U2] = 25, [XE_I2] = 26};
+
 bool ox_dtype(int32_t t, xe_dtype *out)
 {
-    switch (t) {
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT: *out = XE_F32; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE: *out = XE_F64; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16: *out = XE_F16; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT32: *out = XE_I32; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT64: *out = XE_I64; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BOOL: *out = XE_BOOL; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT8: *out = XE_U8; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT8: *out = XE_I8; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__INT16: *out = XE_I16; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT16: *out = XE_U16; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT32: *out = XE_U32; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__UINT64: *out = XE_U64; return true;
-    case ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16: *out = XE_BF16; return true;
-    /* types after onnx.proto's list here: their TensorProto numbers */
-    case 17: *out = XE_F8E4M3FN; return true;
-    case 18: *out = XE_F8E4M3FNUZ; return true;
-    case 19: *out = XE_F8E5M2; return true;
-    case 20: *out = XE_F8E5M2FNUZ; return true;
-    case 21: *out = XE_U4; return true;
-    case 22: *out = XE_I4; return true;
-    case 23: *out = XE_F4E2M1; return true;
-    case 24: *out = XE_F8E8M0; return true;
-    case 25: *out = XE_U2; return true;
-    case 26: *out = XE_I2; return true;
-    default: return false;
-    }
+    for (int d = 0; t > 0 && d < XE_DTYPE_COUNT; d++)
+        if (onnx_number[d] == t) {
+            *out = (xe_dtype)d;
+            return true;
+        }
+    return false;
 }
 
 int32_t ox_onnx_dtype(xe_dtype dt)
 {
-    static const int32_t map[XE_DTYPE_COUNT] = {
-        [XE_F32] = 1, [XE_F64] = 11, [XE_F16] = 10, [XE_I32] = 6, [XE_I64] = 7, [XE_BOOL] = 9,
-        [XE_U8] = 2,  [XE_I8] = 3,   [XE_I16] = 5,  [XE_U16] = 4, [XE_U32] = 12, [XE_U64] = 13,
-        [XE_BF16] = 16, [XE_F8E4M3FN] = 17, [XE_F8E4M3FNUZ] = 18, [XE_F8E5M2] = 19,
-        [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_U2] = 25, [XE_I2] = 26, [XE_F4E2M1] = 23, [XE_F8E8M0] = 24};
-    return dt < XE_DTYPE_COUNT ? map[dt] : 0;
+    return dt < XE_DTYPE_COUNT ? onnx_number[dt] : 0;
 }
 
 /* The shape, with the element count checked against overflow. */

@@ -128,6 +128,23 @@ static bool heads_fit(ox_b *b, const xe_shape *q, const xe_shape *k, const xe_sh
     return true;
 }
 
+/* Q, K and V as [batch, heads, seq, head size]: 3-D inputs split by q_num_heads and kv_num_heads. */
+static bool heads_of(ox_b *b, int *q, int *k, int *v)
+{
+    bool three = ox_rank(b, *q) == 3;
+    if (!xe_shape_is_known(&ox_type(b, *q)->shape) || !xe_shape_is_known(&ox_type(b, *k)->shape) ||
+        !xe_shape_is_known(&ox_type(b, *v)->shape) || (ox_rank(b, *q) != 4 && !three)) {
+        ox_unsupported(b, "Attention needs 3-D or 4-D inputs with known dims");
+        return false;
+    }
+    if (three) {
+        *q = split_heads(b, *q, ox_int(b, "q_num_heads", 0));
+        *k = split_heads(b, *k, ox_int(b, "kv_num_heads", 0));
+        *v = split_heads(b, *v, ox_int(b, "kv_num_heads", 0));
+    }
+    return !b->failed;
+}
+
 xe_code ox_b_attention(ox_b *b)
 {
     int q = ox_in(b, 0), k = ox_in(b, 1), v = ox_in(b, 2), mask = ox_in(b, 3), qk_out;
@@ -136,16 +153,8 @@ xe_code ox_b_attention(ox_b *b)
     if (ox_in(b, 6) >= 0)
         return ox_unsupported(b, "input 6 (nonpad_kv_seqlen) is not supported");
     bool three = ox_rank(b, q) == 3;
-    if (!xe_shape_is_known(&ox_type(b, q)->shape) || !xe_shape_is_known(&ox_type(b, k)->shape) ||
-        !xe_shape_is_known(&ox_type(b, v)->shape) || (ox_rank(b, q) != 4 && !three))
-        return ox_unsupported(b, "Attention needs 3-D or 4-D inputs with known dims");
-    if (three) {
-        q = split_heads(b, q, ox_int(b, "q_num_heads", 0));
-        k = split_heads(b, k, ox_int(b, "kv_num_heads", 0));
-        v = split_heads(b, v, ox_int(b, "kv_num_heads", 0));
-        if (b->failed)
-            return ox_status(b);
-    }
+    if (!heads_of(b, &q, &k, &v))
+        return ox_status(b);
     xe_dtype dt = ox_type(b, q)->dtype;
     const xe_shape *qs = &ox_type(b, q)->shape;
     double scale = ox_attr(b, "scale") ? ox_float(b, "scale", 1.0) : 1.0 / sqrt((double)qs->dims[3]);
