@@ -315,7 +315,8 @@ static void json_left_out(FILE *f, const xe_graph *g, const xc_clustering *c)
     hist_free(&h);
 }
 
-void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id, const char *owner)
+void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id,
+                           const char *owner)
 {
     int ops = 0;
     for (int i = 0; i < g->n_nodes; i++)

@@ -122,7 +122,6 @@ static xe_code order_units(encap *e, xe_status *st)
 
 /* ---- 3. emission ------------------------------------------------------------ */
 
-
 static const char *const stale[] = {"@cluster", "@device", "@reason"};
 
 /* Adds a copy of node s to dst with inputs remapped through map, without clustering annotations. */
@@ -137,7 +136,8 @@ static int copy_node(xe_graph *dst, const xe_node *s, const int *map, xe_status 
     free(in);
     if (idx >= 0 && xe_node_copy_payload(dst->nodes[idx], s, st) != XE_OK)
         return -1;
-    if (idx >= 0 && !s->body) /* annotations of an earlier clustering (a re-run dump) no longer hold */
+    if (idx >= 0 &&
+        !s->body) /* annotations of an earlier clustering (a re-run dump) no longer hold */
         for (size_t k = 0; k < sizeof stale / sizeof stale[0]; k++)
             xe_node_remove_attr(dst->nodes[idx], stale[k]);
     return idx;

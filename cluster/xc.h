@@ -118,6 +118,7 @@ void xc_write_summary(FILE *f, const xe_graph *g, const xc_clustering *c, int se
  * "ops":N,"clusters":[{"name","ops","device","must_compile"}],
  * "left_out":{"REASON":["node",...],...}}; owner: the composite node whose body g is, or NULL.
  */
-void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id, const char *owner);
+void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id,
+                           const char *owner);
 
 #endif

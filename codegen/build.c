@@ -29,7 +29,8 @@ void xg_artifact_destroy(xg_artifact *a)
 }
 
 /* The backend's compiler, timed; the assembly text too when dumps are on. */
-static xe_code compile_source(const xg_backend *b, xg_artifact *a, const xg_options *o, xe_status *st)
+static xe_code compile_source(const xg_backend *b, xg_artifact *a, const xg_options *o,
+                              xe_status *st)
 {
     double t0 = xe_now_us();
     xe_code c = b->compiler.compile(a, o, st);
@@ -39,8 +40,8 @@ static xe_code compile_source(const xg_backend *b, xg_artifact *a, const xg_opti
     return c;
 }
 
-xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_generic, xg_target target, int arch,
-                 const xg_options *o, xg_artifact **out, xe_status *st)
+xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_generic,
+                 xg_target target, int arch, const xg_options *o, xg_artifact **out, xe_status *st)
 {
     xg_plan *p = NULL;
     xg_artifact *a = calloc(1, sizeof *a);
@@ -53,8 +54,9 @@ xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_gener
     xe_code c = xg_plan_build(body, in_types, shape_generic, &p, st);
     if (c == XE_OK && !(a->source = xg_emit_program_shared(p, target, &shares, st)))
         c = st->code;
-    if (c == XE_OK && (!(a->plan_text = xg_plan_text(p, target)) || !xg_shares_append_text(&shares, &a->plan_text) ||
-                       !(a->meta = strdup(a->plan_text))))
+    if (c == XE_OK &&
+        (!(a->plan_text = xg_plan_text(p, target)) ||
+         !xg_shares_append_text(&shares, &a->plan_text) || !(a->meta = strdup(a->plan_text))))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xg_shares_free(&shares);
     if (c == XE_OK)

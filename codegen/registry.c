@@ -84,4 +84,3 @@ bool xg_compiler_stamp(xg_target target, const xg_options *o, xe_text *out)
     const xg_backend *b = xg_backend_for(target);
     return b->compiler.compiler_stamp && b->compiler.compiler_stamp(o, out);
 }
-

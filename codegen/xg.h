@@ -57,30 +57,34 @@ const char *xg_compiler_words(xg_target t, bool is_ptx);
 /* How much a line says, as XLAC_LOG names it (the plugin reads it, plugin/flags.c). */
 typedef enum xg_log_level {
     XG_LOG_ERROR,   /* XLAC_LOG=error: errors only */
-    XG_LOG_WARNING, /* warning (the default): a cluster that fails to compile, a cache that is not used */
-    XG_LOG_INFO,    /* info: one line per compile and disk load (cluster, ops, ms), per fallback reason */
-    XG_LOG_DEBUG,   /* debug: every fallback */
+    XG_LOG_WARNING, /* warning (the default): a cluster that fails to compile, a cache that is not
+                       used */
+    XG_LOG_INFO, /* info: one line per compile and disk load (cluster, ops, ms), per fallback reason
+                  */
+    XG_LOG_DEBUG, /* debug: every fallback */
 } xg_log_level;
 
 /* Defaults: plan/options.c's table (xg_options_table), the one place they are written. */
 typedef struct xg_options {
-    bool fast_math;               /* --fast_math: may reassociate floating-point math (changes code) */
-    int compile_threshold;        /* --compile_threshold */
-    int dynamic_after;            /* --dynamic_after */
+    bool fast_math;        /* --fast_math: may reassociate floating-point math (changes code) */
+    int compile_threshold; /* --compile_threshold */
+    int dynamic_after;     /* --dynamic_after */
     int max_compiles_per_cluster; /* --max_compiles_per_cluster */
     bool async_compilation;       /* --async_compilation */
     bool disk_cache;              /* --disk_cache */
-    const char *cache_dir;        /* the disk cache's folder; NULL: none (the plugin resolves --cache_dir,
-                                     $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
-    const char *dump_dir;         /* XLAC_DUMP_TO, NULL: no dumps */
-    bool level2;                  /* XLAC_AUTO_JIT=2: matmul (and on the CPU conv2d) is compilable */
-    bool library_conv;            /* conv2d may join CPU clusters as a library step (xlac-compile's programs
-                                     have no conv step yet: false) */
-    const char *cc;               /* C compiler command (the plugin puts $CC here) */
-    const char *tmp_dir;          /* folder for compiler and loader temp files (the plugin puts $TMPDIR here) */
-    int cache_max_mb;             /* --cache_max_mb (0: no limit): LRU eviction past it */
-    int compile_timeout_s;        /* --compile_timeout_s (0: none): the compiler is killed past it */
-    /* called before (begin) and after each compile or disk load, on the thread doing it; NULL: none */
+    const char *cache_dir; /* the disk cache's folder; NULL: none (the plugin resolves --cache_dir,
+                              $XDG_CACHE_HOME/xlac, ~/.cache/xlac) */
+    const char *dump_dir;  /* XLAC_DUMP_TO, NULL: no dumps */
+    bool level2;           /* XLAC_AUTO_JIT=2: matmul (and on the CPU conv2d) is compilable */
+    bool library_conv; /* conv2d may join CPU clusters as a library step (xlac-compile's programs
+                          have no conv step yet: false) */
+    const char *cc;    /* C compiler command (the plugin puts $CC here) */
+    const char
+        *tmp_dir;     /* folder for compiler and loader temp files (the plugin puts $TMPDIR here) */
+    int cache_max_mb; /* --cache_max_mb (0: no limit): LRU eviction past it */
+    int compile_timeout_s; /* --compile_timeout_s (0: none): the compiler is killed past it */
+    /* called before (begin) and after each compile or disk load, on the thread doing it; NULL: none
+     */
     void (*on_compile)(void *user, const char *cluster_name, bool begin);
     void *on_compile_user;
     /* every line the code generator gives (text without "xlac: LEVEL: " and newline), on any
@@ -89,7 +93,8 @@ typedef struct xg_options {
 } xg_options;
 
 /* One line through o->log: "cluster_0 failed to compile (...)"; see xg_options.log. */
-void xg_log(const xg_options *o, xg_log_level level, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+void xg_log(const xg_options *o, xg_log_level level, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 
 typedef enum xg_option_kind {
     XG_OPT_BOOL,   /* a bool field */
@@ -97,19 +102,21 @@ typedef enum xg_option_kind {
     XG_OPT_STRING, /* a const char * field */
 } xg_option_kind;
 
-/* One row of the options table: an xg_options field, its default, and whether it changes generated code. */
+/* One row of the options table: an xg_options field, its default, and whether it changes generated
+ * code. */
 typedef struct xg_option {
-    const char *name;      /* as the flag is called ("fast_math"), and in signature keys */
+    const char *name; /* as the flag is called ("fast_math"), and in signature keys */
     xg_option_kind kind;
     size_t field;          /* offsetof in xg_options */
     long long dflt;        /* XG_OPT_BOOL (0 or 1), XG_OPT_INT: the default */
     const char *dflt_text; /* XG_OPT_STRING: the default (NULL: none) */
-    bool changes_code;     /* the generated program depends on it: it is part of every signature key */
+    bool changes_code; /* the generated program depends on it: it is part of every signature key */
 } xg_option;
 
 /* The options table (every field but the callbacks); *n gets its length. */
 const xg_option *xg_options_table(int *n);
-/* Every option at its default (the table's); nothing is read from the environment (the caller resolves it). */
+/* Every option at its default (the table's); nothing is read from the environment (the caller
+ * resolves it). */
 void xg_options_default(xg_options *o);
 /* Row r's value in o as text ("0", "16", "cc"; a NULL string as ""). */
 void xg_option_value(const xg_options *o, const xg_option *r, char *buf, size_t len);
@@ -121,15 +128,17 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
                                   const xg_options *o);
 
 typedef struct xg_stats {
-    uint64_t launches;    /* xg_run_cluster calls that ran compiled code */
-    uint64_t compiles;    /* programs compiled (memory and disk misses) */
-    uint64_t cache_hits;  /* in-memory hits */
-    uint64_t disk_hits;   /* programs loaded from the disk cache */
-    uint64_t disk_rejects; /* disk cache files refused: unsafe, truncated, corrupt, foreign or stale */
-    uint64_t fallbacks;   /* calls answered XG_FALLBACK */
-    uint64_t demoted;     /* signatures sent per op: compiled slower than per op (xg_cluster_per_op_time) */
-    double compile_ms;    /* total time spent compiling */
-    double disk_load_ms;  /* total time spent loading programs from the disk cache */
+    uint64_t launches;   /* xg_run_cluster calls that ran compiled code */
+    uint64_t compiles;   /* programs compiled (memory and disk misses) */
+    uint64_t cache_hits; /* in-memory hits */
+    uint64_t disk_hits;  /* programs loaded from the disk cache */
+    uint64_t
+        disk_rejects;   /* disk cache files refused: unsafe, truncated, corrupt, foreign or stale */
+    uint64_t fallbacks; /* calls answered XG_FALLBACK */
+    uint64_t
+        demoted; /* signatures sent per op: compiled slower than per op (xg_cluster_per_op_time) */
+    double compile_ms;   /* total time spent compiling */
+    double disk_load_ms; /* total time spent loading programs from the disk cache */
 } xg_stats;
 
 typedef struct xg_cache xg_cache;
@@ -166,8 +175,7 @@ typedef struct xg_run_info {
  */
 xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint,
                        const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
-                       xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
-                       xe_status *st);
+                       xe_tensor **outputs, bool must_compile, xg_outcome *outcome, xe_status *st);
 /* The same, telling what it did in *info (hit or compile, the fallback's reason, the signature). */
 xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *fingerprint,
                             const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
@@ -181,8 +189,8 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
  * that signature runs per op from then on (a line on stderr,
  * xg_stats.demoted).
  */
-void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint, xe_device dev,
-                            xe_tensor *const *inputs, double us);
+void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint,
+                            xe_device dev, xe_tensor *const *inputs, double us);
 
 /*
  * Hex XXH3-128 of a cluster body's canonical text (ops, attributes, dtypes,
@@ -191,7 +199,8 @@ void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *finge
  * same body often compute it once.
  */
 void xg_fingerprint(const xe_graph *body, char out[40]);
-/* The cache key of body at input types (fixed shapes), as the JIT forms it; malloc'd, NULL if out of memory. */
+/* The cache key of body at input types (fixed shapes), as the JIT forms it; malloc'd, NULL if out
+ * of memory. */
 char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch,
                        const xg_options *o);
 
@@ -211,8 +220,8 @@ int xg_nvrtc_arch_for(int arch);
  * seed_dir (NULL: none): a disk cache folder that also receives the
  * program, under the key the JIT looks up (xlac-compile --seed-cache).
  */
-xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target,
-                         int arch, const char *out_dir, const char *seed_dir, const xg_options *o,
+xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target, int arch,
+                         const char *out_dir, const char *seed_dir, const xg_options *o,
                          double *compiler_ms, bool *is_ptx, xe_status *st);
 
 /*
@@ -227,7 +236,8 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
  * (xe_aot_graph_run); a node that cannot (a data-dependent shape, no CPU
  * kernel), or an input with `?` dims, is XE_ERR_UNSUPPORTED naming them.
  */
-xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir, const char *exec_lib_dir,
-                     const xg_options *o, char *so_path, size_t so_len, xe_status *st);
+xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir,
+                     const char *exec_lib_dir, const xg_options *o, char *so_path, size_t so_len,
+                     xe_status *st);
 
 #endif

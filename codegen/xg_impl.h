@@ -21,7 +21,8 @@ typedef struct xg_artifact {
     int arch;           /* CUDA: compute capability (90); C: 0 */
     bool shape_generic; /* sizes are kernel arguments, not constants */
     void *code;         /* .so bytes, cubin bytes, or PTX text (is_ptx) */
-    bool is_ptx;        /* CUDA: NVRTC did not know the architecture, so code is PTX for the newest it knows */
+    bool is_ptx; /* CUDA: NVRTC did not know the architecture, so code is PTX for the newest it
+                    knows */
     size_t code_len;
     char *meta;         /* plan metadata, NUL-terminated text */
     char *source;       /* generated source (for dumps); may be NULL when loaded from disk */
@@ -42,13 +43,14 @@ void xg_artifact_destroy(xg_artifact *a);
  * source, plan and log (no code) for the dumps, and the caller destroys it.
  */
 xe_code xg_build(const xe_graph *body, const xe_type *in_types, bool shape_generic,
-                 xg_target target, int arch, const xg_options *o, xg_artifact **out,
-                 xe_status *st);
+                 xg_target target, int arch, const xg_options *o, xg_artifact **out, xe_status *st);
 
-/* The compiler's identity in cache keys ("gcc (Debian 12.2.0-14) 12.2.0", "nvrtc 13.0"), asked of it (a
-   process, or NVRTC's load); *known (may be NULL): it answered. xg_cache_compiler_id remembers it. */
+/* The compiler's identity in cache keys ("gcc (Debian 12.2.0-14) 12.2.0", "nvrtc 13.0"), asked of
+   it (a process, or NVRTC's load); *known (may be NULL): it answered. xg_cache_compiler_id
+   remembers it. */
 const char *xg_compiler_id(xg_target target, const xg_options *o, bool *known);
-/* The target's compiler files as they are now, cheaply (backend.h's compiler_stamp); false: not told. */
+/* The target's compiler files as they are now, cheaply (backend.h's compiler_stamp); false: not
+ * told. */
 bool xg_compiler_stamp(xg_target target, const xg_options *o, xe_text *out);
 
 typedef struct xg_program xg_program;

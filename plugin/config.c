@@ -21,8 +21,8 @@
 #include "xlac_plugin.h"
 
 struct xlac_config {
-    char *text;        /* the session's words, as handed over */
-    xlac_flags flags;  /* the process's flags with them applied */
+    char *text;       /* the session's words, as handed over */
+    xlac_flags flags; /* the process's flags with them applied */
 };
 
 /* The number of text's configuration, when it has one already (under the lock); else -1. */
@@ -39,7 +39,8 @@ static int find(xlac_state *s, const char *text)
 static xe_code add(xlac_state *s, const char *text, int *id, xe_status *st)
 {
     if (s->n_configs == XLAC_MAX_CONFIGS)
-        return xe_fail(st, XE_ERR_USAGE, "at most %d distinct session configurations in one process",
+        return xe_fail(st, XE_ERR_USAGE,
+                       "at most %d distinct session configurations in one process",
                        XLAC_MAX_CONFIGS);
     xlac_config *c = calloc(1, sizeof *c);
     if (!c || !(c->text = strdup(text))) {

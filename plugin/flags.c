@@ -37,12 +37,12 @@ typedef enum flag_kind {
 typedef struct flag_row {
     const char *name;
     flag_kind kind;
-    size_t field;     /* offsetof the value in xlac_flags */
-    long long min;    /* FLAG_INT, FLAG_LLONG: smallest accepted value */
+    size_t field;      /* offsetof the value in xlac_flags */
+    long long min;     /* FLAG_INT, FLAG_LLONG: smallest accepted value */
     const char *unset; /* --help's words for a default that is no value (what a NULL string means);
                           "": none shown; NULL: --help prints the default struct's value */
     const char *help;
-    bool session;     /* a session may set it (xlac_flags_apply); else it is the process's, shared */
+    bool session; /* a session may set it (xlac_flags_apply); else it is the process's, shared */
 } flag_row;
 
 #define AT(member) offsetof(xlac_flags, member)
@@ -63,7 +63,8 @@ static const flag_row rows[] = {
      "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there", true},
     {"stats", FLAG_BOOL, AT(stats), 0, NULL,
      "at exit print two lines: 'xlac: stats' (clusters, launches, compiles, cache and disk hits, "
-     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)", false},
+     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)",
+     false},
     {"codegen", FLAG_BOOL, AT(codegen), 0, NULL,
      "false: clusters always run with the executor's per-op kernels", true},
     {"fast_math", FLAG_BOOL, AT(xg.fast_math), 0, NULL,
@@ -80,17 +81,27 @@ static const flag_row rows[] = {
     {"cache_dir", FLAG_STRING, AT(cache_dir), 0, "$XDG_CACHE_HOME/xlac or ~/.cache/xlac",
      "folder of the disk cache", false},
     {"cache_max_mb", FLAG_INT, AT(xg.cache_max_mb), 0, NULL,
-     "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: no limit", false},
+     "the disk cache's size limit in MiB: past it the least recently used modules are deleted; 0: "
+     "no limit",
+     false},
     {"compile_timeout_s", FLAG_INT, AT(xg.compile_timeout_s), 0, NULL,
-     "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no limit", false},
+     "a C compiler still running after N seconds is killed and the cluster runs op by op; 0: no "
+     "limit",
+     false},
     {"dump_inputs", FLAG_BOOL, AT(dump_inputs), 0, NULL,
-     "with XLAC_DUMP_TO=DIR: each launched cluster as DIR/replay_NNNN.CLUSTER/cluster.xg plus the .npy "
-     "inputs of its first launch (inputs/), replayable with xlac-run --compare", false},
+     "with XLAC_DUMP_TO=DIR: each launched cluster as DIR/replay_NNNN.CLUSTER/cluster.xg plus the "
+     ".npy "
+     "inputs of its first launch (inputs/), replayable with xlac-run --compare",
+     false},
     {"trace", FLAG_STRING, AT(trace_path), 0, NULL,
-     "write a timeline of the process to FILE.json at exit (Chrome trace-event JSON: ui.perfetto.dev)", false},
+     "write a timeline of the process to FILE.json at exit (Chrome trace-event JSON: "
+     "ui.perfetto.dev)",
+     false},
     {"summary", FLAG_STRING, AT(summary_path), 0, NULL,
-     "write FILE.json at exit: nodes left out by reason, per cluster launches, hits, compile and launch "
-     "times, and the run's share of time in clusters, per-op kernels and compiling", false},
+     "write FILE.json at exit: nodes left out by reason, per cluster launches, hits, compile and "
+     "launch "
+     "times, and the run's share of time in clusters, per-op kernels and compiling",
+     false},
     {"help", FLAG_BOOL, AT(help), 0, "", "print this list and exit", false},
 };
 #define N_ROWS ((int)(sizeof rows / sizeof rows[0]))
@@ -151,8 +162,9 @@ static void value_words(const flag_row *r, const xlac_flags *f, char *buf, size_
         buf[0] = '\0';
         for (int d = 0; d < xe_device_count() && used < len; d++)
             if (((const bool *)at)[d]) /* "gpu", "gpu:1" */
-                used += (size_t)snprintf(buf + used, len - used, xe_device_ordinal(d) ? "%s%s:%d" : "%s%s",
-                                         used ? "," : "", xe_device_word(d), xe_device_ordinal(d));
+                used += (size_t)snprintf(buf + used, len - used,
+                                         xe_device_ordinal(d) ? "%s%s:%d" : "%s%s", used ? "," : "",
+                                         xe_device_word(d), xe_device_ordinal(d));
         return;
     case FLAG_OPS:
         snprintf(buf, len, "%s", f->n_ops_to_exclude ? "(some)" : "(none)");
@@ -177,13 +189,14 @@ void xlac_flags_help(FILE *out)
             fprintf(out, " (default: %s)", value);
         fprintf(out, "\n");
     }
-    fprintf(out, "environment:\n"
-                 "  XLAC_AUTO_JIT=0|1|2     0 off (jit blocks only), 1 fusible ops, 2 every "
-                 "compilable op (default %d)\n"
-                 "  XLAC_DUMP_GRAPH_PREFIX=DIR  graph dumps with --clustering_debug\n"
-                 "  XLAC_DUMP_TO=DIR        generated programs (source, PTX, plan, log)\n"
-                 "  XLAC_LOG=LEVEL          error, warning (default), info (a line per compile and per "
-                 "fallback), debug\n",
+    fprintf(out,
+            "environment:\n"
+            "  XLAC_AUTO_JIT=0|1|2     0 off (jit blocks only), 1 fusible ops, 2 every "
+            "compilable op (default %d)\n"
+            "  XLAC_DUMP_GRAPH_PREFIX=DIR  graph dumps with --clustering_debug\n"
+            "  XLAC_DUMP_TO=DIR        generated programs (source, PTX, plan, log)\n"
+            "  XLAC_LOG=LEVEL          error, warning (default), info (a line per compile and per "
+            "fallback), debug\n",
             dflt.auto_jit);
     xlac_flags_free(&dflt);
 }
@@ -386,8 +399,10 @@ static void say_once(const xlac_env *env, const char *what, const char *value, c
     if (env->cache_noted || atomic_exchange(&said, true))
         return;
     setenv("XLAC_CACHE_NOTED", "1", 1);
-    fprintf(stderr, "xlac: note: %s%s%s%s; the disk cache is %s\n", what, value ? "=" : "", value ? value : "",
-                value ? " is a relative path, ignored (the XDG base directory rule)" : " is unset", where);
+    fprintf(stderr, "xlac: note: %s%s%s%s; the disk cache is %s\n", what, value ? "=" : "",
+            value ? value : "",
+            value ? " is a relative path, ignored (the XDG base directory rule)" : " is unset",
+            where);
 }
 
 /*
@@ -408,7 +423,8 @@ static xe_code default_cache_dir(xlac_flags *f, const xlac_env *env, xe_status *
     else if (absolute(env->passwd_home))
         xe_text_printf(&t, "%s/.cache/xlac", env->passwd_home);
     if (!t.buf && !t.oom) {
-        say_once(env, xdg ? "XDG_CACHE_HOME" : "HOME", xdg ? xdg : home, "off (no absolute home folder)");
+        say_once(env, xdg ? "XDG_CACHE_HOME" : "HOME", xdg ? xdg : home,
+                 "off (no absolute home folder)");
         return XE_OK;
     }
     if (!(f->cache_dir = xe_text_take(&t)))
@@ -445,7 +461,8 @@ static xe_code resolve_env(xlac_flags *f, const xlac_env *env, xe_status *st)
 static xe_code check_values(const xlac_flags *f, xe_status *st)
 {
     if (f->auto_jit > 2)
-        return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --auto_jit=%d: expected 0 (off), 1 or 2", f->auto_jit);
+        return xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --auto_jit=%d: expected 0 (off), 1 or 2",
+                       f->auto_jit);
     if (f->max_cluster_size > 0 && f->max_cluster_size < f->min_cluster_size)
         return xe_fail(st, XE_ERR_USAGE,
                        "XLAC_FLAGS: --max_cluster_size=%d is smaller than --min_cluster_size=%d",
@@ -480,8 +497,9 @@ xe_code xlac_flags_parse(xlac_flags *f, const xlac_env *env, xe_status *st)
     if (c == XE_OK)
         c = resolve_env(f, env, st);
     if (c == XE_OK && f->dump_inputs && !f->dump_to)
-        c = xe_fail(st, XE_ERR_USAGE, "XLAC_FLAGS: --dump_inputs needs XLAC_DUMP_TO=DIR (where the replay "
-                                      "folders go)");
+        c = xe_fail(st, XE_ERR_USAGE,
+                    "XLAC_FLAGS: --dump_inputs needs XLAC_DUMP_TO=DIR (where the replay "
+                    "folders go)");
     f->xg.level2 = f->auto_jit == 2;
     if (c != XE_OK)
         xlac_flags_free(f);
@@ -520,14 +538,16 @@ xe_code xlac_flags_copy(xlac_flags *f, const xlac_flags *from, xe_status *st)
     f->dump_graph_prefix = f->trace_path = f->summary_path = NULL;
     f->cache_dir = f->dump_to = f->cc = f->tmp_dir = NULL;
     xe_code c = XE_OK;
-    if (from->n_ops_to_exclude && !(f->ops_to_exclude = calloc((size_t)from->n_ops_to_exclude, sizeof(char *))))
+    if (from->n_ops_to_exclude &&
+        !(f->ops_to_exclude = calloc((size_t)from->n_ops_to_exclude, sizeof(char *))))
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     for (int i = 0; c == XE_OK && i < from->n_ops_to_exclude; i++, f->n_ops_to_exclude++)
         c = dup_string(&f->ops_to_exclude[i], from->ops_to_exclude[i], st);
-    char **mine[] = {&f->dump_graph_prefix, &f->trace_path, &f->summary_path, &f->cache_dir, &f->dump_to,
-                     &f->cc, &f->tmp_dir};
-    const char *theirs[] = {from->dump_graph_prefix, from->trace_path, from->summary_path, from->cache_dir,
-                            from->dump_to, from->cc, from->tmp_dir};
+    char **mine[] = {&f->dump_graph_prefix, &f->trace_path, &f->summary_path, &f->cache_dir,
+                     &f->dump_to,           &f->cc,         &f->tmp_dir};
+    const char *theirs[] = {
+        from->dump_graph_prefix, from->trace_path, from->summary_path, from->cache_dir,
+        from->dump_to,           from->cc,         from->tmp_dir};
     for (size_t i = 0; c == XE_OK && i < sizeof mine / sizeof mine[0]; i++)
         c = dup_string(mine[i], theirs[i], st);
     repoint_xg(f, from);
@@ -564,13 +584,15 @@ xe_code xlac_flags_apply(xlac_flags *f, const xlac_flags *process, const char *t
         return st->code;
     xe_code c = parse_words(text, f, st);
     if (c == XE_OK && f->help)
-        c = xe_fail(st, XE_ERR_USAGE, "--help is not a session option (XLAC_FLAGS=--help lists the flags)");
+        c = xe_fail(st, XE_ERR_USAGE,
+                    "--help is not a session option (XLAC_FLAGS=--help lists the flags)");
     for (int i = 0; c == XE_OK && i < N_ROWS; i++)
         if (!rows[i].session && !same_value(&rows[i], f, process))
-            c = xe_fail(st, XE_ERR_USAGE,
-                        "--%s is the process's, shared by every session (its compilation cache, trace or "
-                        "report): set it in XLAC_FLAGS before the first session, not per session",
-                        rows[i].name);
+            c = xe_fail(
+                st, XE_ERR_USAGE,
+                "--%s is the process's, shared by every session (its compilation cache, trace or "
+                "report): set it in XLAC_FLAGS before the first session, not per session",
+                rows[i].name);
     if (c == XE_OK)
         c = check_values(f, st);
     f->xg.level2 = f->auto_jit == 2;

@@ -16,11 +16,11 @@
 #include "xlac/status.h"
 
 typedef struct xlac_flags {
-    int auto_jit;               /* XLAC_AUTO_JIT: 0 off, 1 conservative, 2 aggressive */
-    int min_cluster_size;       /* --min_cluster_size (default 2) */
-    int max_cluster_size;       /* --max_cluster_size (default 0: no limit) */
+    int auto_jit;             /* XLAC_AUTO_JIT: 0 off, 1 conservative, 2 aggressive */
+    int min_cluster_size;     /* --min_cluster_size (default 2) */
+    int max_cluster_size;     /* --max_cluster_size (default 0: no limit) */
     bool devices[XE_DEV_MAX]; /* --devices=cpu,gpu,gpu:1 by instance (default every one) */
-    char **ops_to_exclude;      /* --ops_to_exclude=a,b */
+    char **ops_to_exclude;    /* --ops_to_exclude=a,b */
     int n_ops_to_exclude;
     long long clustering_fuel; /* --clustering_fuel (default -1: no limit) */
     bool clustering_debug;     /* --clustering_debug: dumps and summary */
@@ -30,13 +30,14 @@ typedef struct xlac_flags {
     bool help;                 /* --help: print the flags and exit 0 */
     xg_log_level log_level;    /* XLAC_LOG=error|warning|info|debug (default warning) */
     char *trace_path;          /* --trace=FILE.json: the process's timeline; NULL: none */
-    char *summary_path;        /* --summary=FILE.json: clustering and per-cluster report at exit; NULL: none */
-    char *dump_graph_prefix;   /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
-    xg_options xg;             /* the code generator's flags */
-    char *cache_dir;           /* owns xg.cache_dir (--cache_dir or its default) */
-    char *dump_to;             /* owns xg.dump_dir (XLAC_DUMP_TO) */
-    char *cc;                  /* owns xg.cc when $CC is set */
-    char *tmp_dir;             /* owns xg.tmp_dir when $TMPDIR is set */
+    char *summary_path; /* --summary=FILE.json: clustering and per-cluster report at exit; NULL:
+                           none */
+    char *dump_graph_prefix; /* XLAC_DUMP_GRAPH_PREFIX, NULL if unset */
+    xg_options xg;           /* the code generator's flags */
+    char *cache_dir;         /* owns xg.cache_dir (--cache_dir or its default) */
+    char *dump_to;           /* owns xg.dump_dir (XLAC_DUMP_TO) */
+    char *cc;                /* owns xg.cc when $CC is set */
+    char *tmp_dir;           /* owns xg.tmp_dir when $TMPDIR is set */
 } xlac_flags;
 
 /* The environment variables the plugin reads, each NULL when unset. */
@@ -50,9 +51,9 @@ typedef struct xlac_env {
     const char *tmpdir;            /* TMPDIR: temp files (default /tmp) */
     const char *xdg_cache_home;    /* XDG_CACHE_HOME: the disk cache is in its xlac folder */
     const char *home;              /* HOME: else the disk cache is ~/.cache/xlac */
-    const char *run_start;         /* XLAC_RUN_START: when the run this process is a part of began */
-    bool cache_noted;              /* XLAC_CACHE_NOTED: the note on HOME was given in this run already */
-    const char *passwd_home;       /* the user's home in the password database (HOME unset or relative) */
+    const char *run_start;   /* XLAC_RUN_START: when the run this process is a part of began */
+    bool cache_noted;        /* XLAC_CACHE_NOTED: the note on HOME was given in this run already */
+    const char *passwd_home; /* the user's home in the password database (HOME unset or relative) */
 } xlac_env;
 
 /* Reads the variables above from the process's environment. */

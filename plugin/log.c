@@ -45,7 +45,8 @@ void xlac_log_text(xg_log_level level, const char *text)
         return;
     }
     char line[1200];
-    snprintf(line, sizeof line, "%sxlac: %s: %s\n", xlac_progress_shown() ? "\r\033[K" : "", words[level], text);
+    snprintf(line, sizeof line, "%sxlac: %s: %s\n", xlac_progress_shown() ? "\r\033[K" : "",
+             words[level], text);
     fputs(line, stderr);
 }
 

@@ -117,8 +117,8 @@ static xe_code dump_stage(const char *dir, const char *stage, int id, const xe_g
 }
 
 /* The summary on stderr and, when the dump folder is there (dir_ok), in it. */
-static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, const char *owner,
-                            bool dir_ok, xe_status *st)
+static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id,
+                            const char *owner, bool dir_ok, xe_status *st)
 {
     const char *dir = s->flags.dump_graph_prefix;
     if (owner)
@@ -145,7 +145,8 @@ static xe_code dump_summary(xlac_state *s, const xe_graph *g, const xc_clusterin
 
 /* ---- the pass ------------------------------------------------------------------ */
 
-/* A composite's body gets clusters named after it: "f.cluster_0" (names stay unique in a process). */
+/* A composite's body gets clusters named after it: "f.cluster_0" (names stay unique in a process).
+ */
 static xe_code prefix_clusters(xc_clustering *c, const char *owner, xe_status *st)
 {
     for (int k = 0; owner && k < c->n_clusters; k++) {
@@ -164,8 +165,8 @@ static xe_code prefix_clusters(xc_clustering *c, const char *owner, xe_status *s
  * Steps 2-4 on g; *out receives the encapsulated graph (NULL: unchanged).
  * owner: the composite node whose body g is (no dumps then), NULL for the session's graph.
  */
-static xe_code cluster_graph(xlac_state *s, const xlac_flags *f, const xe_graph *g, int id, const char *owner,
-                             xe_graph **out, xe_status *st)
+static xe_code cluster_graph(xlac_state *s, const xlac_flags *f, const xe_graph *g, int id,
+                             const char *owner, xe_graph **out, xe_status *st)
 {
     const char *dir = s->flags.dump_graph_prefix;
     bool dumps = f->clustering_debug && dir && !owner;
@@ -183,11 +184,14 @@ static xe_code cluster_graph(xlac_state *s, const xlac_flags *f, const xe_graph 
     xe_code code = prefix_clusters(c, owner, st);
     if (c->n_clusters && !(*out = xc_encapsulate(g, c, s->launch_op, st))) /* 3. */
         code = st->code;
-    if (code == XE_OK && dumps && dump_stage(dir, "mark_for_compilation", id, g, c, st) != XE_OK) /* 4. */
+    if (code == XE_OK && dumps &&
+        dump_stage(dir, "mark_for_compilation", id, g, c, st) != XE_OK) /* 4. */
         dump_failed(st);
-    if (code == XE_OK && dumps && dump_stage(dir, "after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK)
+    if (code == XE_OK && dumps &&
+        dump_stage(dir, "after_encapsulation", id, *out ? *out : g, NULL, st) != XE_OK)
         dump_failed(st);
-    if (code == XE_OK && f->clustering_debug && dump_summary(s, g, c, id, owner, dumps, st) != XE_OK)
+    if (code == XE_OK && f->clustering_debug &&
+        dump_summary(s, g, c, id, owner, dumps, st) != XE_OK)
         dump_failed(st);
     if (code == XE_OK)
         xlac_report_graph(s, g, c, id, owner);
@@ -200,7 +204,8 @@ static xe_code cluster_graph(xlac_state *s, const xlac_flags *f, const xe_graph 
  * run by the executor op by op) are clustered on their own, innermost
  * first; their clusters are named after the node ("f.cluster_0").
  */
-static xe_code cluster_bodies(xlac_state *s, const xlac_flags *f, xe_graph *g, int id, xe_status *st)
+static xe_code cluster_bodies(xlac_state *s, const xlac_flags *f, xe_graph *g, int id,
+                              xe_status *st)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         xe_node *n = g->nodes[i];
@@ -240,7 +245,8 @@ static xe_code stamp_launch_nodes(xlac_state *s, xe_graph *g, int config, xe_sta
         xg_fingerprint(n->body, fp);
         if (xe_node_set_string(n, "@fingerprint", fp, st) != XE_OK)
             return st->code;
-        if ((config || xe_node_attr_int(n, "@config", 0)) && xe_node_set_int(n, "@config", config, st) != XE_OK)
+        if ((config || xe_node_attr_int(n, "@config", 0)) &&
+            xe_node_set_int(n, "@config", config, st) != XE_OK)
             return st->code;
         clusters++;
     }
@@ -262,9 +268,11 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
     /* the opposite of dump_summary's note (so the same once-flag) */
     if (s->flags.dump_graph_prefix && !f->clustering_debug && f->auto_jit != 0 &&
         !atomic_exchange(&s->warned_no_prefix, true))
-        xlac_log(XG_LOG_WARNING, "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
+        xlac_log(XG_LOG_WARNING,
+                 "XLAC_DUMP_GRAPH_PREFIX is set without --clustering_debug: "
                  "no graph dumps are written (XLAC_FLAGS=--clustering_debug writes them)");
-    if ((f->auto_jit != 0 || (*g)->n_jit != 0) && cluster_graph(s, f, *g, id, NULL, &ng, st) != XE_OK) {
+    if ((f->auto_jit != 0 || (*g)->n_jit != 0) &&
+        cluster_graph(s, f, *g, id, NULL, &ng, st) != XE_OK) {
         xe_graph_destroy(ng);
         return st->code;
     }
@@ -281,8 +289,8 @@ xe_code xlac_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *s
 
 /* ---- installation ---------------------------------------------------------------- */
 
-static xe_code register_all(xlac_state *s, const char *op_name, const char *pass_name, xe_graph_pass_fn pass,
-                            xe_status *st)
+static xe_code register_all(xlac_state *s, const char *op_name, const char *pass_name,
+                            xe_graph_pass_fn pass, xe_status *st)
 {
     if (xe_plugin_abi_version() != XE_PLUGIN_ABI_VERSION)
         return xe_fail(st, XE_ERR_USAGE,
@@ -321,8 +329,8 @@ xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st)
     return xlac_plugin_install_as(s, f, "xlac_launch", "xlac", xlac_pass, st);
 }
 
-xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name, const char *pass_name,
-                               xe_graph_pass_fn pass, xe_status *st)
+xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name,
+                               const char *pass_name, xe_graph_pass_fn pass, xe_status *st)
 {
     if (s->launch_op < 0 && register_all(s, op_name, pass_name, pass, st) != XE_OK)
         return st->code;
@@ -339,7 +347,8 @@ void xlac_plugin_shutdown(xlac_state *s)
     xlac_progress_stop();
     xlac_launch_shutdown(s);
     xlac_replay_free(s);
-    if (s->tracing && !atomic_load(&s->n_sessions)) { /* a wrapper (timeout, bash -c) that ran nothing */
+    if (s->tracing &&
+        !atomic_load(&s->n_sessions)) { /* a wrapper (timeout, bash -c) that ran nothing */
         xe_trace_discard();
         s->tracing = false;
     } else if (s->tracing) { /* after the cache: background compiles are in it */

@@ -6,9 +6,9 @@
  * place the plugin may end its host, because a misconfigured run must
  * stop before it starts rather than silently run without the JIT.
  * `XLAC_FLAGS=--help` prints the flags and exits 0. A destructor waits for
- * background compiles, prints the --stats lines (only where a session ran) and frees the plugin's state, of which this file holds
- * the one instance; xlac_stats_text gives hosts that load libxlac.so
- * themselves (the Python package's xlac.stats()) the same counters.
+ * background compiles, prints the --stats lines (only where a session ran) and frees the plugin's
+ * state, of which this file holds the one instance; xlac_stats_text gives hosts that load
+ * libxlac.so themselves (the Python package's xlac.stats()) the same counters.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -50,14 +50,16 @@ static double run_start(const xlac_env *env)
  * the summary so far written, marked interrupted. The executor then writes
  * the trace and ends the process.
  */
-static pthread_mutex_t reports_lock = PTHREAD_MUTEX_INITIALIZER; /* the reports, by the destructor or here */
+static pthread_mutex_t reports_lock =
+    PTHREAD_MUTEX_INITIALIZER; /* the reports, by the destructor or here */
 static bool reports_done;
 
 static void interrupted(int signo, void *user)
 {
     xlac_state *s = user;
     xg_cleanup_interrupted(); /* first: the destructor may be waiting for a compile */
-    pthread_mutex_lock(&reports_lock); /* held until the process ends: the destructor frees nothing now */
+    pthread_mutex_lock(
+        &reports_lock); /* held until the process ends: the destructor frees nothing now */
     if (reports_done)
         return;
     reports_done = true;
@@ -113,7 +115,8 @@ __attribute__((destructor)) static void xlac_preload_fini(void)
         return;
     /* the stats count the background compiles too: they finish first */
     xlac_launch_drain(&state);
-    xe_interrupt_hold(); /* a signal is being handled: its watcher writes the reports and ends the process */
+    xe_interrupt_hold(); /* a signal is being handled: its watcher writes the reports and ends the
+                            process */
     pthread_mutex_lock(&reports_lock);
     if (reports_done) { /* the watcher has them */
         pthread_mutex_unlock(&reports_lock);
@@ -163,7 +166,8 @@ __attribute__((visibility("default"))) size_t xlac_stats_text(char *buf, size_t 
  * level (0 error, 1 warning, 2 info, 3 debug; -1 keeps it) and the sink that receives each line's
  * level and text instead of stderr (NULL: stderr again); returns the level it had.
  */
-__attribute__((visibility("default"))) int xlac_log_configure(int level, void (*sink)(int level, const char *text))
+__attribute__((visibility("default"))) int
+xlac_log_configure(int level, void (*sink)(int level, const char *text))
 {
     return xlac_log_set(level, sink);
 }

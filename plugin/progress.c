@@ -46,18 +46,21 @@ static void draw(bool with_times)
 {
     char line[512];
     unsigned long long n = atomic_load(&P.s->n_clusters);
-    size_t used = (size_t)snprintf(line, sizeof line, "\rxlac: compiling %llu/%llu clusters:", P.begun,
-                                   n > P.begun ? n : P.begun);
+    size_t used =
+        (size_t)snprintf(line, sizeof line, "\rxlac: compiling %llu/%llu clusters:", P.begun,
+                         n > P.begun ? n : P.begun);
     double t = now_s();
     for (int i = 0; i < P.n && i < SHOWN_MAX && used < sizeof line; i++) {
         if (with_times)
-            used += (size_t)snprintf(line + used, sizeof line - used, "%s %s (%.1f s)", i ? "," : "",
-                                     P.r[i].name, t - P.r[i].t0);
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s %s (%.1f s)",
+                                     i ? "," : "", P.r[i].name, t - P.r[i].t0);
         else
-            used += (size_t)snprintf(line + used, sizeof line - used, "%s %s", i ? "," : "", P.r[i].name);
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s %s", i ? "," : "",
+                                     P.r[i].name);
     }
     if (used < sizeof line)
-        snprintf(line + used, sizeof line - used, "%s\xe2\x80\xa6\033[K", P.n > SHOWN_MAX ? ", ..." : "");
+        snprintf(line + used, sizeof line - used, "%s\xe2\x80\xa6\033[K",
+                 P.n > SHOWN_MAX ? ", ..." : "");
     fputs(line, stderr);
     fflush(stderr);
     P.shown = true;

@@ -90,15 +90,17 @@ static xe_code mismatch(const xe_graph *g, int launch_op, const int64_t *all, in
                        "graph, with the same flags and plugin)";
     int me = xe_comm_rank();
     if (j == 0)
-        return xe_fail(st, XE_ERR_RUNTIME,
-                       "%s: rank 0 and rank %d have the same clusters but differ in the ops between them",
-                       what, r);
+        return xe_fail(
+            st, XE_ERR_RUNTIME,
+            "%s: rank 0 and rank %d have the same clusters but differ in the ops between them",
+            what, r);
     long long n0 = (long long)all[1], nr = (long long)all[r * RANK_HASHES + 1];
     int k = j == 1 ? RANK_HASHES - 2 : j - 2;
-    return xe_fail(st, XE_ERR_RUNTIME,
-                   "%s: first differing cluster: launch %d in run order (%s on rank %d); rank 0 has "
-                   "%lld clusters, rank %d has %lld",
-                   what, k, launch_name(g, launch_op, k), me, n0, r, nr);
+    return xe_fail(
+        st, XE_ERR_RUNTIME,
+        "%s: first differing cluster: launch %d in run order (%s on rank %d); rank 0 has "
+        "%lld clusters, rank %d has %lld",
+        what, k, launch_name(g, launch_op, k), me, n0, r, nr);
 }
 
 xe_code xlac_check_ranks(const xe_graph *g, int launch_op, xe_status *st)

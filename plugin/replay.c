@@ -35,9 +35,9 @@
 
 /* One dumped cluster. */
 struct xlac_replay {
-    char fp[40];     /* the body's fingerprint */
-    char *command;   /* the replay command */
-    bool noted;      /* its fallback note was printed */
+    char fp[40];   /* the body's fingerprint */
+    char *command; /* the replay command */
+    bool noted;    /* its fallback note was printed */
 };
 
 /* The folder of this library (for LD_PRELOAD in the command), or "" when unknown. */
@@ -49,7 +49,8 @@ static void plugin_path(char *buf, size_t len)
         snprintf(buf, len, "%s", info.dli_fname);
 }
 
-/* mkdir DIR/replay_NNNN.NAME for the first free NNNN (NAME: the cluster's name made a file name). */
+/* mkdir DIR/replay_NNNN.NAME for the first free NNNN (NAME: the cluster's name made a file name).
+ */
 static xe_code claim_dir(const char *dir, const char *name, char *out, size_t len, xe_status *st)
 {
     char file[XE_ESC_MAX + 1];
@@ -66,8 +67,10 @@ static xe_code claim_dir(const char *dir, const char *name, char *out, size_t le
     return xe_fail(st, XE_ERR_IO, "%s: no free replay folder number", dir);
 }
 
-/* inputs/NAME.npy for every body input, from the launch's tensors (copied to the host when on a GPU). */
-static xe_code write_inputs(const xe_graph *body, xe_tensor *const *in, const char *dir, xe_status *st)
+/* inputs/NAME.npy for every body input, from the launch's tensors (copied to the host when on a
+ * GPU). */
+static xe_code write_inputs(const xe_graph *body, xe_tensor *const *in, const char *dir,
+                            xe_status *st)
 {
     char path[8192];
     snprintf(path, sizeof path, "%s/inputs", dir);
@@ -76,10 +79,12 @@ static xe_code write_inputs(const xe_graph *body, xe_tensor *const *in, const ch
     for (int k = 0; k < body->n_inputs; k++) {
         const char *name = body->nodes[body->inputs[k]]->name;
         char file[XE_ESC_MAX + 1];
-        if (!xe_esc_file_name(file, sizeof file, name)) /* --feed reads inputs/NAME.npy back by name */
+        if (!xe_esc_file_name(file, sizeof file,
+                              name)) /* --feed reads inputs/NAME.npy back by name */
             return xe_fail(st, XE_ERR_IO, "input %s: its name is not a file name", name);
-        xe_tensor *t = xe_device_is_host(in[k]->device) ? xe_tensor_retain(in[k])
-                                                   : xe_tensor_to_device(in[k], XE_DEV_CPU, st);
+        xe_tensor *t = xe_device_is_host(in[k]->device)
+                           ? xe_tensor_retain(in[k])
+                           : xe_tensor_to_device(in[k], XE_DEV_CPU, st);
         if (!t)
             return st->code;
         snprintf(path, sizeof path, "%s/inputs/%s.npy", dir, name);
@@ -110,8 +115,9 @@ static void runner_path(const char *lib, char *buf, size_t len)
         }
     }
     const char *slash = strrchr(lib, '/');
-    if (slash && snprintf(beside, sizeof beside, "%.*s/../bin/xlac-run", (int)(slash - lib), lib) <
-                     (int)sizeof beside &&
+    if (slash &&
+        snprintf(beside, sizeof beside, "%.*s/../bin/xlac-run", (int)(slash - lib), lib) <
+            (int)sizeof beside &&
         realpath(beside, self)) {
         snprintf(buf, len, "%s", self);
         return;
@@ -119,7 +125,8 @@ static void runner_path(const char *lib, char *buf, size_t len)
     snprintf(buf, len, "xlac-run");
 }
 
-/* The command line that replays folder dir, each path one shell word (xe_esc_shell_word); malloc'd. */
+/* The command line that replays folder dir, each path one shell word (xe_esc_shell_word); malloc'd.
+ */
 static char *replay_command(const xlac_flags *f, const char *dir)
 {
     char lib[2048], run[4096], graph[4200], feed[4200];
@@ -141,15 +148,16 @@ static char *replay_command(const xlac_flags *f, const char *dir)
 }
 
 /* Writes the folder of one cluster; *command gets its replay command. */
-static xe_code write_folder(const xlac_flags *f, const xe_graph *body, const char *name, xe_tensor *const *in,
-                            char **command, xe_status *st)
+static xe_code write_folder(const xlac_flags *f, const xe_graph *body, const char *name,
+                            xe_tensor *const *in, char **command, xe_status *st)
 {
     char dir[4096], path[4200];
     if (claim_dir(f->dump_to, name, dir, sizeof dir, st) != XE_OK)
         return st->code;
     snprintf(path, sizeof path, "%s/cluster.xg", dir);
     /* constants of 16 elements and more (weights) as binary .npy beside it, exact and compact */
-    if (xe_write_file_consts(body, path, 16, st) != XE_OK || write_inputs(body, in, dir, st) != XE_OK)
+    if (xe_write_file_consts(body, path, 16, st) != XE_OK ||
+        write_inputs(body, in, dir, st) != XE_OK)
         return st->code;
     if (!(*command = replay_command(f, dir)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
@@ -223,7 +231,8 @@ void xlac_replay_note_fallback(xlac_state *s, const xe_node *n, const char *name
     xlac_replay *r = find(s, fp);
     if (r && r->command && !r->noted) {
         r->noted = true;
-        fprintf(stderr, "xlac: note: %s ran op by op (fallback); replay it with: %s\n", name, r->command);
+        fprintf(stderr, "xlac: note: %s ran op by op (fallback); replay it with: %s\n", name,
+                r->command);
     }
     pthread_mutex_unlock(&s->replay_lock);
 }

@@ -111,15 +111,19 @@ static xe_code write_summary(FILE *f, void *user, xe_status *st)
 
 xe_code xlac_report_write(xlac_state *s, int interrupted, xe_status *st)
 {
-    if (!s->flags.summary_path || !atomic_load(&s->n_sessions)) /* a wrapper that ran nothing writes nothing */
+    if (!s->flags.summary_path ||
+        !atomic_load(&s->n_sessions)) /* a wrapper that ran nothing writes nothing */
         return XE_OK;
     char used[4200];
     summary_job j = {s, interrupted};
-    xe_code c = xe_publish(s->flags.summary_path, write_summary, &j, s->family_start, used, sizeof used, st);
+    xe_code c = xe_publish(s->flags.summary_path, write_summary, &j, s->family_start, used,
+                           sizeof used, st);
     if (c != XE_OK)
         return xe_status_prefix(st, "--summary: ");
     if (strcmp(used, s->flags.summary_path) != 0)
-        fprintf(stderr, "xlac: note: --summary %s was written by another process of this run; this one's is %s\n",
+        fprintf(stderr,
+                "xlac: note: --summary %s was written by another process of this run; this one's "
+                "is %s\n",
                 s->flags.summary_path, used);
     return XE_OK;
 }

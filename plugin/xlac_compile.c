@@ -41,12 +41,12 @@
 typedef struct args {
     const char **graphs; /* GRAPH.xg... */
     int n_graphs;
-    xg_target target;  /* --target */
+    xg_target target; /* --target */
     bool have_target;
-    int arch;        /* --arch sm_NN (CUDA) */
+    int arch; /* --arch sm_NN (CUDA) */
     bool have_arch;
-    const char *out; /* --out DIR */
-    int level;       /* --level 1|2 (default 2) */
+    const char *out;        /* --out DIR */
+    int level;              /* --level 1|2 (default 2) */
     const char *seed_cache; /* --seed-cache DIR; NULL: none */
     const char **shapes;    /* --shape NAME=d0,d1,... (repeatable) */
     int n_shapes;
@@ -54,13 +54,15 @@ typedef struct args {
 
 static void usage(FILE *f)
 {
-    fprintf(f, "usage: xlac-compile GRAPH.xg|MODEL.onnx... --target cuda|c [--arch sm_90] --out DIR "
-               "[--level 1|2] [--seed-cache DIR]\n"
-               "  --target c: also NAME.so + NAME.h, one entry point int NAME_run(inputs..., outputs...)\n"
-               "  --seed-cache DIR: also store the programs in the plugin's disk cache at DIR\n"
-               "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n"
-               "  --shape NAME=d0,d1,...: pin input NAME's dims (repeatable; needed for a model that\n"
-               "    computes shapes from symbolic dims)\n");
+    fprintf(
+        f,
+        "usage: xlac-compile GRAPH.xg|MODEL.onnx... --target cuda|c [--arch sm_90] --out DIR "
+        "[--level 1|2] [--seed-cache DIR]\n"
+        "  --target c: also NAME.so + NAME.h, one entry point int NAME_run(inputs..., outputs...)\n"
+        "  --seed-cache DIR: also store the programs in the plugin's disk cache at DIR\n"
+        "  several graphs: one process, each graph's files in DIR/NAME (NAME.xg)\n"
+        "  --shape NAME=d0,d1,...: pin input NAME's dims (repeatable; needed for a model that\n"
+        "    computes shapes from symbolic dims)\n");
 }
 
 /* sm_XY, compute_XY (taken as sm_XY) or XY. */
@@ -81,7 +83,8 @@ static bool parse_arch(const char *v, int *arch)
 /* One option with its value; returns false on a usage error (message printed). */
 static bool parse_option(args *a, const char *opt, const char *v)
 {
-    static const char *const known[] = {"--target", "--arch", "--out", "--level", "--seed-cache", "--shape"};
+    static const char *const known[] = {"--target", "--arch",       "--out",
+                                        "--level",  "--seed-cache", "--shape"};
     bool is_known = false;
     for (size_t k = 0; k < sizeof known / sizeof known[0]; k++)
         is_known |= strcmp(opt, known[k]) == 0;
@@ -270,7 +273,8 @@ static void executor_dir(char *buf, size_t len)
     }
 }
 
-/* --target c: NAME.so + NAME.h, one entry point for graph g (clustered), or a warning saying why not. */
+/* --target c: NAME.so + NAME.h, one entry point for graph g (clustered), or a warning saying why
+ * not. */
 static void entry_point(const xe_graph *g, const char *path, const char *out, const xlac_flags *f)
 {
     char name[1024], lib[4096], so[4096];
@@ -278,7 +282,8 @@ static void entry_point(const xe_graph *g, const char *path, const char *out, co
     executor_dir(lib, sizeof lib);
     xe_status st;
     xe_status_clear(&st);
-    if (xe_mkdirs(out, 0777, &st) == XE_OK && xg_aot_graph(g, name, out, lib, &f->xg, so, sizeof so, &st) == XE_OK)
+    if (xe_mkdirs(out, 0777, &st) == XE_OK &&
+        xg_aot_graph(g, name, out, lib, &f->xg, so, sizeof so, &st) == XE_OK)
         printf("xlac-compile: %s: the whole graph as one entry point (declared in %.*s.h)\n", so,
                (int)strlen(so) - 3, so);
     else
@@ -295,8 +300,10 @@ static bool distinct_out_dirs(const args *a)
             graph_out_dir(a->out, a->graphs[i], di, sizeof di);
             graph_out_dir(a->out, a->graphs[j], dj, sizeof dj);
             if (strcmp(di, dj) == 0) {
-                fprintf(stderr, "xlac-compile: %s and %s would both be written to %s; compile them into "
-                                "different --out folders\n", a->graphs[j], a->graphs[i], di);
+                fprintf(stderr,
+                        "xlac-compile: %s and %s would both be written to %s; compile them into "
+                        "different --out folders\n",
+                        a->graphs[j], a->graphs[i], di);
                 return false;
             }
         }
@@ -318,7 +325,8 @@ static bool parse_dims(const char *v, xe_shape *s)
     return !*v;
 }
 
-/* Input k's pinned shape: its --shape, else its declared one; false (message in st) if neither serves. */
+/* Input k's pinned shape: its --shape, else its declared one; false (message in st) if neither
+ * serves. */
 static bool pinned(const xe_graph *g, int k, const args *a, xe_shape *out, xe_status *st)
 {
     const xe_node *in = g->nodes[g->inputs[k]];
@@ -341,8 +349,10 @@ static bool pinned(const xe_graph *g, int k, const args *a, xe_shape *out, xe_st
         return true;
     for (int d = 0; d < out->rank; d++)
         if (out->dims[d] < 0) {
-            xe_fail(st, XE_ERR_USAGE, "%s: the model computes shapes from input %s's symbolic dims: pin "
-                    "them with --shape %s=d0,d1,...", g->file, in->name, in->name);
+            xe_fail(st, XE_ERR_USAGE,
+                    "%s: the model computes shapes from input %s's symbolic dims: pin "
+                    "them with --shape %s=d0,d1,...",
+                    g->file, in->name, in->name);
             return false;
         }
     return true;
@@ -397,7 +407,8 @@ static int compile_graph(const char *path, const char *out, const args *a, xlac_
     return status;
 }
 
-/* The target this build can compile for, at an architecture NVRTC knows; false (said on stderr) if not. */
+/* The target this build can compile for, at an architecture NVRTC knows; false (said on stderr) if
+ * not. */
 static bool target_usable(const args *a)
 {
     const xg_target_info *ti = xg_target_get(a->target);

@@ -36,7 +36,8 @@ typedef struct xlac_launch_info {
     const char *why;   /* !ran: the reason */
     double t0;         /* the launch began (xe_now_us) */
     double t_fallback; /* !ran: the per-op run began */
-    xe_device_timer *gpu; /* the compiled kernels' device time (tracing, on a device that keeps one), or NULL */
+    xe_device_timer
+        *gpu; /* the compiled kernels' device time (tracing, on a device that keeps one), or NULL */
 } xlac_launch_info;
 
 /*
@@ -51,31 +52,32 @@ typedef struct xlac_config xlac_config; /* config.c: one session's configuration
 #define XLAC_MAX_CONFIGS 64 /* distinct session configurations in one process */
 
 typedef struct xlac_state {
-    xlac_flags flags;             /* the configuration, once installed */
-    bool installed;               /* flags hold the configuration */
-    int launch_op;                /* xlac_launch's op id, -1 before registration */
-    atomic_bool warned_no_prefix; /* the note on --clustering_debug vs XLAC_DUMP_GRAPH_PREFIX: once */
-    pthread_mutex_t cache_lock;   /* guards cache and cache_failed */
-    xg_cache *cache;              /* created by the first launch from flags.xg */
-    bool cache_failed;            /* creation failed once: clusters stay per op */
-    atomic_ullong n_sessions;     /* sessions the pass saw: none, and the process writes no report */
-    double family_start;          /* when the run began ($XLAC_RUN_START): xe_publish's rule for reports */
-    atomic_ullong n_clusters;     /* clusters built by the pass */
-    atomic_ullong n_launches;     /* launch op executions */
-    atomic_ullong n_fallbacks;    /* of which ran per op */
-    pthread_mutex_t replay_lock;  /* guards the replay entries */
-    xlac_replay *replays;         /* clusters dumped for replay (--dump_inputs) */
+    xlac_flags flags; /* the configuration, once installed */
+    bool installed;   /* flags hold the configuration */
+    int launch_op;    /* xlac_launch's op id, -1 before registration */
+    atomic_bool
+        warned_no_prefix;       /* the note on --clustering_debug vs XLAC_DUMP_GRAPH_PREFIX: once */
+    pthread_mutex_t cache_lock; /* guards cache and cache_failed */
+    xg_cache *cache;            /* created by the first launch from flags.xg */
+    bool cache_failed;          /* creation failed once: clusters stay per op */
+    atomic_ullong n_sessions;   /* sessions the pass saw: none, and the process writes no report */
+    double family_start; /* when the run began ($XLAC_RUN_START): xe_publish's rule for reports */
+    atomic_ullong n_clusters;    /* clusters built by the pass */
+    atomic_ullong n_launches;    /* launch op executions */
+    atomic_ullong n_fallbacks;   /* of which ran per op */
+    pthread_mutex_t replay_lock; /* guards the replay entries */
+    xlac_replay *replays;        /* clusters dumped for replay (--dump_inputs) */
     int n_replays, cap_replays;
-    atomic_ullong n_compiling;    /* compiles begun (the terminal's progress line) */
-    bool tracing;                 /* --trace started the process's trace */
-    pthread_mutex_t report_lock;  /* guards graphs and reports */
-    char **graphs;                /* --summary: each clustered graph's summary as JSON */
+    atomic_ullong n_compiling;   /* compiles begun (the terminal's progress line) */
+    bool tracing;                /* --trace started the process's trace */
+    pthread_mutex_t report_lock; /* guards graphs and reports */
+    char **graphs;               /* --summary: each clustered graph's summary as JSON */
     int n_graphs, cap_graphs;
     xlac_cluster_report *reports; /* --summary: per cluster */
     int n_reports, cap_reports;
-    uint64_t said[256];           /* XLAC_LOG=info: the (cluster, reason) fallbacks logged already */
-    int n_said;                   /* under report_lock */
-    pthread_mutex_t config_lock;  /* guards n_configs and the writing of configs */
+    uint64_t said[256];          /* XLAC_LOG=info: the (cluster, reason) fallbacks logged already */
+    int n_said;                  /* under report_lock */
+    pthread_mutex_t config_lock; /* guards n_configs and the writing of configs */
     _Atomic(xlac_config *) configs[XLAC_MAX_CONFIGS]; /* configuration k+1 (config.c); 0 is flags */
     int n_configs;
 } xlac_state;
@@ -94,8 +96,8 @@ xe_code xlac_plugin_install(xlac_state *s, xlac_flags *f, xe_status *st);
  * xlac_pass): a second host of the plugin in one process (the onnxruntime
  * EP beside libxlac.so) registers its own launch op and pass.
  */
-xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name, const char *pass_name,
-                               xe_graph_pass_fn pass, xe_status *st);
+xe_code xlac_plugin_install_as(xlac_state *s, xlac_flags *f, const char *op_name,
+                               const char *pass_name, xe_graph_pass_fn pass, xe_status *st);
 
 /*
  * The clustering predicate of the flags' level: level 1 only fusible ops
@@ -131,10 +133,11 @@ void xlac_replay_dump(xlac_state *s, const xe_node *n, const char *name, xe_tens
 /* After a launch of n ran per op: once per dumped cluster, a note naming its replay command. */
 void xlac_replay_note_fallback(xlac_state *s, const xe_node *n, const char *name);
 void xlac_replay_free(xlac_state *s);
-/* The log (log.c): a line "xlac: LEVEL: text" to stderr or the host's sink, when the level is on. */
+/* The log (log.c): a line "xlac: LEVEL: text" to stderr or the host's sink, when the level is on.
+ */
 typedef void (*xlac_log_sink)(int level, const char *text);
-/* Sets the process's level (an xg_log_level; another value keeps it) and sink (NULL: stderr); returns
-   the level it had. */
+/* Sets the process's level (an xg_log_level; another value keeps it) and sink (NULL: stderr);
+   returns the level it had. */
 int xlac_log_set(int level, xlac_log_sink sink);
 bool xlac_log_on(xg_log_level level);
 void xlac_log_text(xg_log_level level, const char *text); /* xg_options.log */
@@ -145,12 +148,15 @@ void xlac_progress_compile(void *user, const char *name, bool begin);
 void xlac_progress_stop(void);
 bool xlac_progress_shown(void); /* the line is on the terminal now: a log line erases it first */
 
-/* Reports (report.c, summary.c): the trace, the progress line and the summary's state, at install. */
+/* Reports (report.c, summary.c): the trace, the progress line and the summary's state, at install.
+ */
 xe_code xlac_report_setup(xlac_state *s, xe_status *st);
 /* --summary: keeps the clustering summary of g (owner: the composite whose body g is, or NULL). */
-void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id, const char *owner);
+void xlac_report_graph(xlac_state *s, const xe_graph *g, const xc_clustering *c, int id,
+                       const char *owner);
 /* A launch of node n is over: its trace slices and its counts. Call only when li->t0 was taken. */
-void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name, const xlac_launch_info *li);
+void xlac_report_launch(xlac_state *s, const xe_node *n, const char *name,
+                        const xlac_launch_info *li);
 /* Whether launches are timed (a trace or a summary is on): with both off, one load and one test. */
 static inline bool xlac_report_timed(const xlac_state *s)
 {
@@ -164,7 +170,8 @@ void xlac_report_free(xlac_state *s);
 bool xlac_made_clusters(xlac_state *s);
 /* "xlac: stats clusters=... launches=... ..." */
 void xlac_print_stats(xlac_state *s, FILE *out);
-/* Waits for the background compiles still running (--async_compilation), so that stats are final. */
+/* Waits for the background compiles still running (--async_compilation), so that stats are final.
+ */
 void xlac_launch_drain(xlac_state *s);
 /* Frees the compilation cache (launch.c). */
 void xlac_launch_shutdown(xlac_state *s);

@@ -20,18 +20,22 @@
 #include "xlac/escape.h"
 
 /* --seed-cache: the program stored in the disk cache at dir under the key the JIT looks up. */
-static xe_code seed(const char *dir, const char *key, const xg_artifact *a, const xg_options *o, xe_status *st)
+static xe_code seed(const char *dir, const char *key, const xg_artifact *a, const xg_options *o,
+                    xe_status *st)
 {
     xg_disk d = {.dir = NULL};
     xg_disk_open(&d, dir); /* warns and stays closed when dir is unusable */
     if (!d.dir)
-        return xe_fail(st, XE_ERR_IO, "--seed-cache %s: the folder cannot be used as a disk cache", dir);
+        return xe_fail(st, XE_ERR_IO, "--seed-cache %s: the folder cannot be used as a disk cache",
+                       dir);
     d.max_bytes = (unsigned long long)o->cache_max_mb << 20;
     xg_disk_store(&d, key, a);
     char name[64], path[4200];
     xg_disk_name(key, name, sizeof name);
     snprintf(path, sizeof path, "%s/%s", d.dir, name);
-    xe_code c = access(path, R_OK) == 0 ? XE_OK : xe_fail(st, XE_ERR_IO, "--seed-cache: %s was not written", path);
+    xe_code c = access(path, R_OK) == 0
+                    ? XE_OK
+                    : xe_fail(st, XE_ERR_IO, "--seed-cache: %s was not written", path);
     xg_disk_close(&d);
     return c;
 }
@@ -40,8 +44,8 @@ static xe_code seed(const char *dir, const char *key, const xg_artifact *a, cons
  * CLUSTER.so, CLUSTER.cubin or CLUSTER.ptx; a program compiled in parts: CLUSTER.partK.cubin per
  * part (CLUSTER: the cluster's name made a file name).
  */
-static xe_code write_code(const xg_artifact *a, const xg_backend *b, const char *out_dir, const char *cluster,
-                          xe_status *st)
+static xe_code write_code(const xg_artifact *a, const xg_backend *b, const char *out_dir,
+                          const char *cluster, xe_status *st)
 {
     char path[4096], cluster_name[XE_ESC_MAX + 1];
     xe_esc_file_name(cluster_name, sizeof cluster_name, cluster);
@@ -54,15 +58,16 @@ static xe_code write_code(const xg_artifact *a, const xg_backend *b, const char 
     for (int i = 0; i < n && c == XE_OK; i++) {
         size_t len;
         const void *image = xg_cubins_get(a->code, i, &len);
-        snprintf(path, sizeof path, "%s/%s.part%d.%s", out_dir, cluster_name, i, b->compiler.code_ext(a));
+        snprintf(path, sizeof path, "%s/%s.part%d.%s", out_dir, cluster_name, i,
+                 b->compiler.code_ext(a));
         c = xg_write_file(path, image, len, st);
     }
     return c;
 }
 
 xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_target target, int arch,
-                         const char *out_dir, const char *seed_dir, const xg_options *o, double *compiler_ms,
-                         bool *is_ptx, xe_status *st)
+                         const char *out_dir, const char *seed_dir, const xg_options *o,
+                         double *compiler_ms, bool *is_ptx, xe_status *st)
 {
     xe_type *types = calloc((size_t)body->n_inputs + 1, sizeof *types);
     if (!types)
@@ -71,8 +76,10 @@ xe_code xg_compile_ahead(const xe_graph *body, const char *cluster_name, xg_targ
         types[k] = body->nodes[body->inputs[k]]->type;
         if (!xe_shape_is_known(&types[k].shape)) {
             free(types);
-            return xe_fail(st, XE_ERR_USAGE, "%s: input %d has unknown dims; ahead-of-time compilation needs "
-                                             "declared shapes", cluster_name, k);
+            return xe_fail(st, XE_ERR_USAGE,
+                           "%s: input %d has unknown dims; ahead-of-time compilation needs "
+                           "declared shapes",
+                           cluster_name, k);
         }
     }
     xg_options opt = *o;

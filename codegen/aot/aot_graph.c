@@ -30,26 +30,27 @@
 /* Per top-level node: the C expression of its buffer ("in_x", "c0_o1", "mlp_const3"). */
 typedef struct walk {
     const xe_graph *g;
-    char **expr;    /* per node, malloc'd, NULL for launch nodes */
-    int *cluster;   /* per launch node: its cluster number K, else -1 */
-    bool *per_op;   /* per node: a step run per op through libxlac_executor */
-    char **params;  /* per graph input, then per graph output: the parameter's name */
+    char **expr;   /* per node, malloc'd, NULL for launch nodes */
+    int *cluster;  /* per launch node: its cluster number K, else -1 */
+    bool *per_op;  /* per node: a step run per op through libxlac_executor */
+    char **params; /* per graph input, then per graph output: the parameter's name */
 } walk;
 
-/* Inputs, constants, clusters and the gets of their outputs: what the entry point binds or runs itself. */
+/* Inputs, constants, clusters and the gets of their outputs: what the entry point binds or runs
+ * itself. */
 static bool aot_node(const xe_node *n)
 {
     return n->op == XE_OP_INPUT || n->op == XE_OP_CONST || n->op == XE_OP_GET ||
            (n->body && xe_node_attr_string(n, "@cluster", NULL));
 }
 
-/* An op between clusters that the entry point runs per op (xe_aot_graph_run): a CPU kernel, a fixed shape. */
+/* An op between clusters that the entry point runs per op (xe_aot_graph_run): a CPU kernel, a fixed
+ * shape. */
 static bool per_op_node(const xe_node *n)
 {
     const xe_op_def *d = xe_op_get(n->op);
     return !aot_node(n) && !n->body && d && xe_op_kernel(d, XE_DEV_CPU) &&
-           !(d->flags & XE_OPF_DATA_DEPENDENT_SHAPE) &&
-           xe_shape_is_known(&n->type.shape);
+           !(d->flags & XE_OPF_DATA_DEPENDENT_SHAPE) && xe_shape_is_known(&n->type.shape);
 }
 
 /* Why node n keeps the graph from having an entry point, or NULL. */
@@ -57,7 +58,9 @@ static const char *refusal(const xe_node *n)
 {
     const xe_op_def *d = xe_op_get(n->op);
     if (n->op == XE_OP_INPUT)
-        return xe_shape_is_known(&n->type.shape) ? NULL : "has unknown dims (give it a fixed shape in the graph)";
+        return xe_shape_is_known(&n->type.shape)
+                   ? NULL
+                   : "has unknown dims (give it a fixed shape in the graph)";
     if (aot_node(n) || per_op_node(n))
         return NULL;
     if (n->body)
@@ -76,12 +79,12 @@ static xe_code check_graph(const xe_graph *g, xe_status *st)
         const xe_node *n = g->nodes[i];
         const char *why = refusal(n);
         if (why && bad++ < 8)
-            xe_text_printf(&t, "%snode %s (%s) at %s:%d %s", bad > 1 ? "; " : "", n->name, xe_node_op_name(n),
-                           g->file, n->line, why);
+            xe_text_printf(&t, "%snode %s (%s) at %s:%d %s", bad > 1 ? "; " : "", n->name,
+                           xe_node_op_name(n), g->file, n->line, why);
     }
     char *why = xe_text_take(&t);
-    xe_code c = bad ? xe_fail(st, XE_ERR_UNSUPPORTED, "%s: no ahead-of-time entry point: %s%s", g->file,
-                              why ? why : "", bad > 8 ? "; ..." : "")
+    xe_code c = bad ? xe_fail(st, XE_ERR_UNSUPPORTED, "%s: no ahead-of-time entry point: %s%s",
+                              g->file, why ? why : "", bad > 8 ? "; ..." : "")
                     : XE_OK;
     free(why);
     return c;
@@ -150,7 +153,8 @@ static xe_code bind_nodes(xg_aot *a, walk *w, xe_status *st)
             xg_aot_bytes(&a->src, buf, n->value);
             snprintf(buf, sizeof buf, "(void *)%s_const%d", a->prefix, i);
         } else if (n->op == XE_OP_GET) {
-            snprintf(buf, sizeof buf, "c%d_o%lld", w->cluster[n->inputs[0]], (long long)xe_node_attr_int(n, "index", 0));
+            snprintf(buf, sizeof buf, "c%d_o%lld", w->cluster[n->inputs[0]],
+                     (long long)xe_node_attr_int(n, "index", 0));
         } else if (per_op_node(n)) {
             snprintf(buf, sizeof buf, "p%d", i);
             w->per_op[i] = a->uses_executor = true;
@@ -172,14 +176,16 @@ static void emit_params(xe_text *t, const walk *w)
         bool in = k < g->n_inputs;
         const xe_node *n = g->nodes[in ? g->inputs[k] : g->outputs[k - g->n_inputs]];
         char ty[128];
-        xe_text_printf(t, "%s\n    %s%s *%s /* %s */", k ? "," : "", in ? "const " : "", xg_aot_ctype(n->type.dtype),
-                       w->params[k], xe_type_str(&n->type, ty, sizeof ty));
+        xe_text_printf(t, "%s\n    %s%s *%s /* %s */", k ? "," : "", in ? "const " : "",
+                       xg_aot_ctype(n->type.dtype), w->params[k],
+                       xe_type_str(&n->type, ty, sizeof ty));
     }
     if (g->n_inputs + g->n_outputs == 0)
         xe_text_printf(t, "void");
 }
 
-/* The output parameter that takes variable var directly (the first graph output that is it), or -1. */
+/* The output parameter that takes variable var directly (the first graph output that is it), or -1.
+ */
 static int direct_output(const walk *w, const char *var)
 {
     const xe_graph *g = w->g;
@@ -196,14 +202,18 @@ static void emit_var(xg_aot *a, const walk *w, const char *var, const xe_type *t
 {
     int k = direct_output(w, var);
     if (k >= 0)
-        xe_text_printf(&a->src, "    void *%s = %s;\n    int own_%s = 0;\n", var, w->params[w->g->n_inputs + k], var);
+        xe_text_printf(&a->src, "    void *%s = %s;\n    int own_%s = 0;\n", var,
+                       w->params[w->g->n_inputs + k], var);
     else
-        xe_text_printf(&a->src, "    void *%s = malloc(%zu);\n    int own_%s = 1;\n    if (!%s)\n        rc = %d;\n", var,
-                       type_bytes(t) ? type_bytes(t) : 1, var, var, (int)XE_ERR_NOMEM);
+        xe_text_printf(
+            &a->src,
+            "    void *%s = malloc(%zu);\n    int own_%s = 1;\n    if (!%s)\n        rc = %d;\n",
+            var, type_bytes(t) ? type_bytes(t) : 1, var, var, (int)XE_ERR_NOMEM);
 }
 
 /* Calls fn(a, var, type) for every value a cluster or a per-op step produces. */
-static void each_var(xg_aot *a, const walk *w, void (*fn)(xg_aot *, const walk *, const char *, const xe_type *))
+static void each_var(xg_aot *a, const walk *w,
+                     void (*fn)(xg_aot *, const walk *, const char *, const xe_type *))
 {
     const xe_graph *g = w->g;
     for (int i = 0; i < g->n_nodes; i++) {
@@ -226,7 +236,8 @@ static void emit_free(xg_aot *a, const walk *w, const char *var, const xe_type *
     xe_text_printf(&a->src, "    if (own_%s)\n        free(%s);\n", var, var);
 }
 
-/* Node n alone as a graph: its inputs NAME.in0, ... of its producers' types, n itself (attributes kept). */
+/* Node n alone as a graph: its inputs NAME.in0, ... of its producers' types, n itself (attributes
+ * kept). */
 static char *step_text(const xe_graph *g, const xe_node *n, xe_status *st)
 {
     xe_graph *s = xe_graph_new(g->file);
@@ -260,19 +271,25 @@ static xe_code emit_step(xg_aot *a, const walk *w, int i, xe_status *st)
         return st->code;
     xe_text_printf(&a->src, "    if (rc == 0) { /* ");
     xe_esc_c_comment(&a->src, n->name);
-    xe_text_printf(&a->src, " = %s, per op (libxlac_executor) */\n        static void *h;\n"
-                            "        static const char text[] =\n        ", xe_node_op_name(n));
+    xe_text_printf(&a->src,
+                   " = %s, per op (libxlac_executor) */\n        static void *h;\n"
+                   "        static const char text[] =\n        ",
+                   xe_node_op_name(n));
     xe_esc_c_string(&a->src, text);
     free(text);
     xe_text_printf(&a->src, ";\n        void *in[] = {");
     for (int j = 0; j < n->n_inputs; j++)
         xe_text_printf(&a->src, "%s, ", w->expr[n->inputs[j]]);
-    xe_text_printf(&a->src, "NULL};\n        void *out[] = {p%d, NULL};\n        rc = xe_aot_graph_run(&h, text, in, out);\n"
-                            "    }\n", i);
+    xe_text_printf(&a->src,
+                   "NULL};\n        void *out[] = {p%d, NULL};\n        rc = xe_aot_graph_run(&h, "
+                   "text, in, out);\n"
+                   "    }\n",
+                   i);
     return XE_OK;
 }
 
-/* Clusters and per-op steps in graph order, then the outputs that are not a step's own buffer are copied. */
+/* Clusters and per-op steps in graph order, then the outputs that are not a step's own buffer are
+ * copied. */
 static xe_code emit_body(xg_aot *a, const walk *w, xe_status *st)
 {
     const xe_graph *g = w->g;
@@ -291,12 +308,14 @@ static xe_code emit_body(xg_aot *a, const walk *w, xe_status *st)
         xe_text_printf(&a->src, "NULL};\n        void *out[] = {");
         for (int j = 0; j < n->n_tuple; j++)
             xe_text_printf(&a->src, "c%d_o%d, ", K, j);
-        xe_text_printf(&a->src, "NULL};\n        rc = %s_cluster_%d(in, out);\n    }\n", a->prefix, K);
+        xe_text_printf(&a->src, "NULL};\n        rc = %s_cluster_%d(in, out);\n    }\n", a->prefix,
+                       K);
     }
     for (int k = 0; k < g->n_outputs; k++) {
         const xe_node *o = g->nodes[g->outputs[k]];
         const char *p = w->params[g->n_inputs + k];
-        xe_text_printf(&a->src, "    if (rc == 0 && (void *)%s != %s)\n        memcpy(%s, %s, %zu);\n", p,
+        xe_text_printf(&a->src,
+                       "    if (rc == 0 && (void *)%s != %s)\n        memcpy(%s, %s, %zu);\n", p,
                        w->expr[g->outputs[k]], p, w->expr[g->outputs[k]], type_bytes(&o->type));
     }
     each_var(a, w, emit_free);
@@ -314,14 +333,16 @@ static char *upper(const char *name)
 }
 
 /* PREFIX_NAME_RANK, _SIZE (elements), _DIM0... of one buffer. */
-static void emit_shape_macros(xe_text *t, const char *prefix, const char *param, const xe_node *n, bool in)
+static void emit_shape_macros(xe_text *t, const char *prefix, const char *param, const xe_node *n,
+                              bool in)
 {
     char ty[128], *P = upper(prefix), *up = upper(param);
     const char *a = P ? P : "", *b = up ? up : "";
     xe_text_printf(t, "/* %s ", in ? "input" : "output");
     xe_esc_c_comment(t, n->name);
-    xe_text_printf(t, ": %s */\n#define %s_%s_RANK %d\n#define %s_%s_SIZE %lld\n", xe_type_str(&n->type, ty, sizeof ty),
-                   a, b, n->type.shape.rank, a, b, (long long)xe_shape_numel(&n->type.shape));
+    xe_text_printf(t, ": %s */\n#define %s_%s_RANK %d\n#define %s_%s_SIZE %lld\n",
+                   xe_type_str(&n->type, ty, sizeof ty), a, b, n->type.shape.rank, a, b,
+                   (long long)xe_shape_numel(&n->type.shape));
     for (int d = 0; d < n->type.shape.rank; d++)
         xe_text_printf(t, "#define %s_%s_DIM%d %lld\n", a, b, d, (long long)n->type.shape.dims[d]);
     free(P);
@@ -336,18 +357,24 @@ static char *header_text(const xg_aot *a, const walk *w)
     char *P = upper(a->prefix);
     xe_text_printf(&t, "/*\n * Generated by xlac-compile from ");
     xe_esc_c_comment(&t, g->file);
-    xe_text_printf(&t, " (target c): the whole graph as one function.\n"
-                       " * Buffers are dense, C order, of the dtype and shape given; outputs are written.\n"
-                       " * Returns 0, or an xe_code (nonzero) when a step failed (out of memory).\n"
-                       " * Link with %s.so; it finds the libxlac_executor.so copied beside it (RUNPATH $ORIGIN)\n"
-                       " * when the graph has a matmul or a per-op step: copy the folder as a whole.\n */\n",
-                   a->prefix);
-    xe_text_printf(&t, "#ifndef %s_XLAC_H\n#define %s_XLAC_H\n\n#include <stdint.h>\n\n#ifdef __cplusplus\n"
-                       "extern \"C\" {\n#endif\n\n", P ? P : "", P ? P : "");
+    xe_text_printf(
+        &t,
+        " (target c): the whole graph as one function.\n"
+        " * Buffers are dense, C order, of the dtype and shape given; outputs are written.\n"
+        " * Returns 0, or an xe_code (nonzero) when a step failed (out of memory).\n"
+        " * Link with %s.so; it finds the libxlac_executor.so copied beside it (RUNPATH $ORIGIN)\n"
+        " * when the graph has a matmul or a per-op step: copy the folder as a whole.\n */\n",
+        a->prefix);
+    xe_text_printf(
+        &t,
+        "#ifndef %s_XLAC_H\n#define %s_XLAC_H\n\n#include <stdint.h>\n\n#ifdef __cplusplus\n"
+        "extern \"C\" {\n#endif\n\n",
+        P ? P : "", P ? P : "");
     free(P);
     for (int k = 0; k < g->n_inputs + g->n_outputs; k++) {
         bool in = k < g->n_inputs;
-        emit_shape_macros(&t, a->prefix, w->params[k], g->nodes[in ? g->inputs[k] : g->outputs[k - g->n_inputs]], in);
+        emit_shape_macros(&t, a->prefix, w->params[k],
+                          g->nodes[in ? g->inputs[k] : g->outputs[k - g->n_inputs]], in);
     }
     xe_text_printf(&t, "\nint %s_run(", a->prefix);
     emit_params(&t, w);
@@ -355,11 +382,13 @@ static char *header_text(const xg_aot *a, const walk *w)
     return xe_text_take(&t);
 }
 
-static xe_code write_text(const char *dir, const char *name, const char *ext, char *text, xe_status *st)
+static xe_code write_text(const char *dir, const char *name, const char *ext, char *text,
+                          xe_status *st)
 {
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.%s", dir, name, ext);
-    xe_code c = text ? xg_write_file(path, text, strlen(text), st) : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = text ? xg_write_file(path, text, strlen(text), st)
+                     : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     free(text);
     return c;
 }
@@ -381,9 +410,10 @@ static xe_code copy_file(const char *from, const char *to, xe_status *st)
 }
 
 /*
- * cc -shared -o NAME.so NAME.c NAME.cluster_*.c [-lxlac_executor]; the log goes to NAME.log on failure.
- * A program that calls the executor (a matmul, a per-op step) gets a copy of libxlac_executor.so
- * beside it and RUNPATH $ORIGIN: the folder runs wherever it is copied, with no path of the build.
+ * cc -shared -o NAME.so NAME.c NAME.cluster_*.c [-lxlac_executor]; the log goes to NAME.log on
+ * failure. A program that calls the executor (a matmul, a per-op step) gets a copy of
+ * libxlac_executor.so beside it and RUNPATH $ORIGIN: the folder runs wherever it is copied, with no
+ * path of the build.
  */
 static xe_code compile_all(xg_aot *a, const char *exec_lib_dir, const xg_options *o, xe_status *st)
 {
@@ -400,7 +430,8 @@ static xe_code compile_all(xg_aot *a, const char *exec_lib_dir, const xg_options
         args[n++] = a->sources[i];
     if (a->uses_executor) {
         args[n++] = libdir;
-        args[n++] = "-Wl,-rpath,$ORIGIN"; /* no shell between: $ORIGIN reaches the linker as it is */
+        args[n++] =
+            "-Wl,-rpath,$ORIGIN"; /* no shell between: $ORIGIN reaches the linker as it is */
         args[n++] = "-lxlac_executor";
     }
     args[n] = NULL;
@@ -420,14 +451,18 @@ static void emit_opening(xg_aot *a, const xe_graph *g)
 {
     xe_text_printf(&a->src, "/* generated by xlac-compile from ");
     xe_esc_c_comment(&a->src, g->file);
-    xe_text_printf(&a->src, ": every cluster of the graph and %s_run, which runs "
-                            "them in order (see %s.h) */\n#include <stdint.h>\n#include <stdlib.h>\n#include <string.h>\n\n"
-                            "#include \"%s.h\"\n\n"
-                            "int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int ta, "
-                            "const void *b, int b_rank,\n                  const int64_t *b_dims, int tb, void *c, "
-                            "int c_rank, const int64_t *c_dims); /* libxlac_executor */\n"
-                            "int xe_aot_graph_run(void **handle, const char *text, void *const *in, void *const *out);\n\n",
-                   a->prefix, a->prefix, a->prefix);
+    xe_text_printf(
+        &a->src,
+        ": every cluster of the graph and %s_run, which runs "
+        "them in order (see %s.h) */\n#include <stdint.h>\n#include <stdlib.h>\n#include "
+        "<string.h>\n\n"
+        "#include \"%s.h\"\n\n"
+        "int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int ta, "
+        "const void *b, int b_rank,\n                  const int64_t *b_dims, int tb, void *c, "
+        "int c_rank, const int64_t *c_dims); /* libxlac_executor */\n"
+        "int xe_aot_graph_run(void **handle, const char *text, void *const *in, void *const "
+        "*out);\n\n",
+        a->prefix, a->prefix, a->prefix);
 }
 
 static xe_code generate(xg_aot *a, walk *w, const xg_options *o, xe_status *st)
@@ -446,7 +481,8 @@ static xe_code generate(xg_aot *a, walk *w, const xg_options *o, xe_status *st)
     emit_params(&a->src, w);
     xe_text_printf(&a->src, ")\n{\n    int rc = 0;\n");
     each_var(a, w, emit_var);
-    if ((c = emit_body(a, w, st)) != XE_OK || (c = write_text(a->dir, a->prefix, "h", header_text(a, w), st)) != XE_OK)
+    if ((c = emit_body(a, w, st)) != XE_OK ||
+        (c = write_text(a->dir, a->prefix, "h", header_text(a, w), st)) != XE_OK)
         return c;
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.c", a->dir, a->prefix);
@@ -455,8 +491,9 @@ static xe_code generate(xg_aot *a, walk *w, const xg_options *o, xe_status *st)
     return xg_aot_add_source(a, path, st);
 }
 
-xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir, const char *exec_lib_dir,
-                     const xg_options *o, char *so_path, size_t so_len, xe_status *st)
+xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir,
+                     const char *exec_lib_dir, const xg_options *o, char *so_path, size_t so_len,
+                     xe_status *st)
 {
     if (check_graph(g, st) != XE_OK)
         return st->code;
@@ -467,7 +504,9 @@ xe_code xg_aot_graph(const xe_graph *g, const char *name, const char *out_dir, c
               .per_op = calloc((size_t)g->n_nodes + 1, sizeof(bool)),
               .params = calloc((size_t)(g->n_inputs + g->n_outputs) + 1, sizeof(char *))};
     xg_aot a = {.prefix = prefix, .dir = out_dir};
-    xe_code c = prefix && w.expr && w.cluster && w.per_op && w.params ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = prefix && w.expr && w.cluster && w.per_op && w.params
+                    ? XE_OK
+                    : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
         c = generate(&a, &w, o, st);
     if (c == XE_OK)

@@ -40,8 +40,8 @@ static void fingerprint_of(const xe_graph *body, const char *fingerprint, char f
         xg_fingerprint(body, fp);
 }
 
-void xg_launch_init(xg_launch *l, xg_cache *c, const xe_graph *body, const char *fingerprint, xe_device dev,
-                    xe_tensor *const *inputs)
+void xg_launch_init(xg_launch *l, xg_cache *c, const xe_graph *body, const char *fingerprint,
+                    xe_device dev, xe_tensor *const *inputs)
 {
     *l = (xg_launch){.c = c, .body = body, .inputs = inputs, .n = body->n_inputs, .key = ""};
     l->target = xg_target_for_device(dev);
@@ -55,12 +55,14 @@ void xg_launch_key(const xg_launch *l, const char *pattern, xe_text *key)
               xg_cache_compiler_id(l->c, l->target), key);
 }
 
-char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch, const xg_options *o)
+char *xg_signature_key(const xe_graph *body, const xe_type *types, xg_target target, int arch,
+                       const xg_options *o)
 {
     char fp[40];
     xe_text key = {0};
     xg_fingerprint(body, fp);
-    xg_key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o, xg_compiler_id(target, o, NULL), &key);
+    xg_key_of(fp, NULL, types, body->n_inputs, NULL, target, arch, o,
+              xg_compiler_id(target, o, NULL), &key);
     return xe_text_take(&key);
 }
 
@@ -108,14 +110,16 @@ void xg_cache_destroy(xg_cache *c)
         return;
     xg_cache_wait(c); /* background compiles finish first */
     xg_entry *e, *t;
-    HASH_ITER(hh, c->entries, e, t) {
+    HASH_ITER(hh, c->entries, e, t)
+    {
         HASH_DEL(c->entries, e);
         xg_program_destroy(e->prog);
         free(e->key);
         free(e);
     }
     xg_cluster_state *s, *u;
-    HASH_ITER(hh, c->clusters, s, u) {
+    HASH_ITER(hh, c->clusters, s, u)
+    {
         HASH_DEL(c->clusters, s);
         free(s->hit_key);
         free(s->hit_types);
@@ -179,7 +183,8 @@ xg_cluster_state *xg_cluster_get(xg_cache *c, const char *fp, const char *name)
 }
 
 /* Counts a new signature under its shape pattern; true when the pattern has gone generic. */
-bool xg_pattern_is_dynamic(const xg_cache *c, xg_cluster_state *s, const char *pattern, bool new_signature)
+bool xg_pattern_is_dynamic(const xg_cache *c, xg_cluster_state *s, const char *pattern,
+                           bool new_signature)
 {
     int k = 0;
     while (k < s->n_patterns && strcmp(s->patterns[k], pattern))
@@ -204,7 +209,8 @@ void xg_cache_count(xg_cache *c, uint64_t *counter)
 }
 
 /* Marks a signature failed (it runs per op from now on); warns once when what is given. */
-void xg_mark_failed(xg_cache *c, const char *key, const char *name, const char *what, const xe_status *st)
+void xg_mark_failed(xg_cache *c, const char *key, const char *name, const char *what,
+                    const xe_status *st)
 {
     char first[400];
     xg_first_line(st->msg, first, sizeof first);
@@ -212,7 +218,8 @@ void xg_mark_failed(xg_cache *c, const char *key, const char *name, const char *
     xg_entry *e = NULL;
     HASH_FIND_STR(c->entries, key, e);
     if (e && !e->failed && what)
-        xg_log(&c->o, XG_LOG_WARNING, "%s failed to %s (%s); running it op by op", name, what, first);
+        xg_log(&c->o, XG_LOG_WARNING, "%s failed to %s (%s); running it op by op", name, what,
+               first);
     if (e) {
         e->failed = true;
         e->compiling = false;

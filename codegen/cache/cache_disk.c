@@ -10,12 +10,11 @@
  * checksum, the full key, which holds the compiler's identity, and the
  * target) before anything in it is used: the cache holds code, so a bad,
  * truncated or foreign file is never loaded; it is counted, warned about
- * (once per run), recompiled and replaced. Files are written to a temp file (0600) in the same folder
- * and renamed into place, so readers never see half a file. They are not fsync'ed: that made every
- * cold compile wait for the disk (25 ms under load here), and a file that a crash leaves short or
- * empty fails the checks above and is rebuilt. A folder the process cannot
- * write (a seeded cache deployed read-only) is used for loading only:
- * nothing is stored, locked or evicted there.
+ * (once per run), recompiled and replaced. Files are written to a temp file (0600) in the same
+ * folder and renamed into place, so readers never see half a file. They are not fsync'ed: that made
+ * every cold compile wait for the disk (25 ms under load here), and a file that a crash leaves
+ * short or empty fails the checks above and is rebuilt. A folder the process cannot write (a seeded
+ * cache deployed read-only) is used for loading only: nothing is stored, locked or evicted there.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -43,21 +42,28 @@ void xg_disk_open(xg_disk *d, const char *dir)
     xe_status ms;
     xe_status_clear(&ms);
     if (xe_mkdirs(path, 0700, &ms) != XE_OK) {
-        fprintf(stderr, "xlac: warning: cache folder %s cannot be created (%s); running without the disk cache\n",
+        fprintf(stderr,
+                "xlac: warning: cache folder %s cannot be created (%s); running without the disk "
+                "cache\n",
                 path, ms.msg);
         return;
     }
     const char *unsafe = xg_disk_dir_unsafe(path);
     if (unsafe) {
-        fprintf(stderr, "xlac: warning: cache folder %s is not a folder of yours that only you can write "
-                        "(%s); running without the disk cache\n", path, unsafe);
+        fprintf(stderr,
+                "xlac: warning: cache folder %s is not a folder of yours that only you can write "
+                "(%s); running without the disk cache\n",
+                path, unsafe);
         return;
     }
-    /* a seeded cache on a read-only folder (a deployment, docs/aot.md): used for loading, quietly */
+    /* a seeded cache on a read-only folder (a deployment, docs/aot.md): used for loading, quietly
+     */
     d->readonly = access(path, W_OK | X_OK) != 0;
     if (d->readonly && access(path, R_OK | X_OK) != 0) {
-        fprintf(stderr, "xlac: warning: cache folder %s is neither writable nor readable; running without "
-                        "the disk cache\n", path);
+        fprintf(stderr,
+                "xlac: warning: cache folder %s is neither writable nor readable; running without "
+                "the disk cache\n",
+                path);
         return;
     }
     d->dir = strdup(path);
@@ -86,7 +92,8 @@ static bool take(const unsigned char *buf, size_t len, size_t *pos, void *dst, s
     return true;
 }
 
-bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target, xg_artifact *a)
+bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target,
+                   xg_artifact *a)
 {
     size_t pos = 0;
     char magic[8];
@@ -104,11 +111,12 @@ bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_tar
         memcmp(buf + pos, key, klen) != 0)
         return false;
     pos += klen;
-    if (!take(buf, len, &pos, &tgt, 4) || !take(buf, len, &pos, &arch, 4) || tgt != (uint32_t)target ||
-        !take(buf, len, &pos, &clen, 8) || clen > len - pos)
+    if (!take(buf, len, &pos, &tgt, 4) || !take(buf, len, &pos, &arch, 4) ||
+        tgt != (uint32_t)target || !take(buf, len, &pos, &clen, 8) || clen > len - pos)
         return false;
     a->code = malloc(clen + 1);
-    if (!a->code || !take(buf, len, &pos, a->code, clen) || !take(buf, len, &pos, &mlen, 8) || mlen > len - pos)
+    if (!a->code || !take(buf, len, &pos, a->code, clen) || !take(buf, len, &pos, &mlen, 8) ||
+        mlen > len - pos)
         return false;
     a->code_len = clen;
     a->meta = malloc(mlen + 1);
@@ -126,8 +134,10 @@ void xg_disk_reject(xg_disk *d, const char *key, const char *why)
     xg_disk_name(key, name, sizeof name);
     atomic_fetch_add(&d->rejects, 1);
     if (!atomic_exchange(&d->warned, true))
-        fprintf(stderr, "xlac: warning: disk cache file %s/%s not loaded (%s); it is rebuilt and replaced "
-                        "(further refused files are counted in --stats disk_rejects)\n", d->dir, name, why);
+        fprintf(stderr,
+                "xlac: warning: disk cache file %s/%s not loaded (%s); it is rebuilt and replaced "
+                "(further refused files are counted in --stats disk_rejects)\n",
+                d->dir, name, why);
 }
 
 bool xg_disk_load(xg_disk *d, const char *key, xg_target target, xg_artifact **out)
@@ -150,7 +160,8 @@ bool xg_disk_load(xg_disk *d, const char *key, xg_target target, xg_artifact **o
     free(buf);
     if (!ok) {
         if (a)
-            xg_disk_reject(d, key, "truncated, corrupt, or built for another key, target or compiler");
+            xg_disk_reject(d, key,
+                           "truncated, corrupt, or built for another key, target or compiler");
         xg_artifact_destroy(a);
         return false;
     }
@@ -164,11 +175,15 @@ static bool put(FILE *f, const void *p, size_t n, XXH3_state_t *h)
     return fwrite(p, 1, n, f) == n;
 }
 
-/* A module that could not be written (disk full, a file-size limit): the run goes on, one warning. */
+/* A module that could not be written (disk full, a file-size limit): the run goes on, one warning.
+ */
 static void store_failed(xg_disk *d, const char *path, int err)
 {
-    if (!atomic_load(&d->warned) && !atomic_exchange(&d->store_warned, true)) /* one disk warning a run */
-        fprintf(stderr, "xlac: warning: cannot write disk cache file %s (%s); the module is used but not stored\n",
+    if (!atomic_load(&d->warned) &&
+        !atomic_exchange(&d->store_warned, true)) /* one disk warning a run */
+        fprintf(stderr,
+                "xlac: warning: cannot write disk cache file %s (%s); the module is used but not "
+                "stored\n",
                 path, strerror(err));
 }
 
@@ -190,12 +205,13 @@ void xg_disk_store(xg_disk *d, const char *key, const xg_artifact *a)
     bool ok = f && h && XXH3_128bits_reset(h) == XXH_OK;
     uint32_t klen = (uint32_t)strlen(key), tgt = (uint32_t)a->target, arch = (uint32_t)a->arch;
     uint64_t clen = a->code_len, mlen = a->meta ? strlen(a->meta) : 0;
-    ok = ok && put(f, MAGIC, 8, h) && put(f, &klen, 4, h) && put(f, key, klen, h) && put(f, &tgt, 4, h) &&
-         put(f, &arch, 4, h) && put(f, &clen, 8, h) && put(f, a->code, clen, h) && put(f, &mlen, 8, h) &&
-         put(f, a->meta ? a->meta : "", mlen, h);
+    ok = ok && put(f, MAGIC, 8, h) && put(f, &klen, 4, h) && put(f, key, klen, h) &&
+         put(f, &tgt, 4, h) && put(f, &arch, 4, h) && put(f, &clen, 8, h) &&
+         put(f, a->code, clen, h) && put(f, &mlen, 8, h) && put(f, a->meta ? a->meta : "", mlen, h);
     if (ok) {
         XXH128_hash_t sum = XXH3_128bits_digest(h);
-        ok = fwrite(&sum.high64, 8, 1, f) == 1 && fwrite(&sum.low64, 8, 1, f) == 1 && fflush(f) == 0;
+        ok =
+            fwrite(&sum.high64, 8, 1, f) == 1 && fwrite(&sum.low64, 8, 1, f) == 1 && fflush(f) == 0;
     }
     if (h)
         XXH3_freeState(h);

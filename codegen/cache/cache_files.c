@@ -60,13 +60,15 @@ static bool read_all(int fd, unsigned char *buf, size_t len)
     return true;
 }
 
-xg_disk_read_result xg_disk_read(const char *path, size_t cap, void **data, size_t *len, char *why, size_t why_len)
+xg_disk_read_result xg_disk_read(const char *path, size_t cap, void **data, size_t *len, char *why,
+                                 size_t why_len)
 {
     struct stat sb;
     *data = NULL;
     *len = 0;
     if (lstat(path, &sb) != 0)
-        return errno == ENOENT ? XG_DISK_ABSENT : (snprintf(why, why_len, "%s", strerror(errno)), XG_DISK_BAD);
+        return errno == ENOENT ? XG_DISK_ABSENT
+                               : (snprintf(why, why_len, "%s", strerror(errno)), XG_DISK_BAD);
     const char *bad = unsafe_reason(&sb, cap); /* before opening: a device is never opened */
     int fd = bad ? -1 : open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
     if (!bad && fd < 0)
@@ -103,14 +105,17 @@ static const char *parent_unsafe(const char *path)
     static _Thread_local char why[4200];
     char real[4096];
     if (!realpath(path, real))
-        return NULL; /* the folder itself was checked; a vanished parent is the next open's problem */
+        return NULL; /* the folder itself was checked; a vanished parent is the next open's problem
+                      */
     for (char *slash = strrchr(real, '/'); slash; slash = strrchr(real, '/')) {
         *slash = '\0';
         const char *dir = real[0] ? real : "/";
         struct stat sb;
         if (stat(dir, &sb) == 0 && (sb.st_mode & S_IWOTH) && !(sb.st_mode & S_ISVTX)) {
-            snprintf(why, sizeof why, "its parent folder %.3900s can be written by anyone and has no sticky bit, "
-                                      "so anyone could replace the cache folder", dir);
+            snprintf(why, sizeof why,
+                     "its parent folder %.3900s can be written by anyone and has no sticky bit, "
+                     "so anyone could replace the cache folder",
+                     dir);
             return why;
         }
         if (!real[0])
@@ -143,7 +148,8 @@ typedef struct cached_file {
 
 static int older_first(const void *a, const void *b)
 {
-    const struct timespec *x = &((const cached_file *)a)->used, *y = &((const cached_file *)b)->used;
+    const struct timespec *x = &((const cached_file *)a)->used,
+                          *y = &((const cached_file *)b)->used;
     if (x->tv_sec != y->tv_sec)
         return x->tv_sec < y->tv_sec ? -1 : 1;
     return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
@@ -153,8 +159,9 @@ static int older_first(const void *a, const void *b)
 static void drop_if_stale_temp(int dfd, const char *name)
 {
     struct stat sb;
-    if (name[0] == '.' && strstr(name, ".xlac.") && fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISREG(sb.st_mode) && sb.st_mtime < time(NULL) - 3600)
+    if (name[0] == '.' && strstr(name, ".xlac.") &&
+        fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
+        sb.st_mtime < time(NULL) - 3600)
         unlinkat(dfd, name, 0);
 }
 
@@ -167,8 +174,9 @@ static int list_modules(int dfd, DIR *d, cached_file **out, unsigned long long *
         size_t len = strlen(e->d_name);
         struct stat sb;
         drop_if_stale_temp(dfd, e->d_name);
-        if (len < 6 || len >= sizeof((cached_file *)0)->name || strcmp(e->d_name + len - 5, ".xlac") ||
-            e->d_name[0] == '.' || fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
+        if (len < 6 || len >= sizeof((cached_file *)0)->name ||
+            strcmp(e->d_name + len - 5, ".xlac") || e->d_name[0] == '.' ||
+            fstatat(dfd, e->d_name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode))
             continue;
         cached_file *m = XE_VEC_GROW(*out, cap, n + 1, 64);
         if (!m)

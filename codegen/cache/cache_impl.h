@@ -18,8 +18,8 @@
  * slice of the trace, started at t0_ms (CLOCK_MONOTONIC) and lasting ms
  * (cache_trace.c). Call only while xe_trace_on().
  */
-void xg_trace_compile(const char *name, xg_target target, const char *cc, bool disk_hit, const char *key,
-                      double t0_ms, double ms, bool ok);
+void xg_trace_compile(const char *name, xg_target target, const char *cc, bool disk_hit,
+                      const char *key, double t0_ms, double ms, bool ok);
 
 /*
  * Shape pattern of a call of body with inputs in (cache_key.c): ranks and
@@ -32,20 +32,20 @@ void xg_shape_pattern(const xe_graph *body, xe_tensor *const *in, int n, char ou
  * tensors in (or of types when in is NULL), or, pattern given, the
  * shape-generic program's pattern, and compiler, the compiler's id (cache_key.c).
  */
-void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
-               xg_target target, int arch, const xg_options *o, const char *compiler, xe_text *key);
+void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n,
+               const char *pattern, xg_target target, int arch, const xg_options *o,
+               const char *compiler, xe_text *key);
 
 /* The XXH3 128-bit hash of len bytes as 32 hex digits (out holds 33). */
 void xg_hash_hex(const void *data, size_t len, char out[33]);
 
-
 typedef struct xg_disk {
-    char *dir;                    /* NULL: the disk cache is off */
-    bool readonly;                /* a seeded folder we cannot write: modules are loaded, never stored */
+    char *dir;     /* NULL: the disk cache is off */
+    bool readonly; /* a seeded folder we cannot write: modules are loaded, never stored */
     unsigned long long max_bytes; /* --cache_max_mb in bytes; 0: no limit */
     atomic_ullong rejects;        /* files refused (unsafe, truncated, corrupt, foreign, stale) */
     atomic_bool warned;           /* the one warning per run about a refused file is out */
-    atomic_bool store_warned;     /* the one warning per run about a file that could not be written */
+    atomic_bool store_warned; /* the one warning per run about a file that could not be written */
 } xg_disk;
 
 /* Largest cache file read at all (checked with fstat before reading). */
@@ -53,8 +53,8 @@ typedef struct xg_disk {
 
 /*
  * Opens (creating 0700) the cache folder dir; NULL or "": the disk cache
- * stays off (the plugin resolves the default folder). A folder that is not the user's own or is writable by
- * group or others is not used: one warning, and the disk cache stays off.
+ * stays off (the plugin resolves the default folder). A folder that is not the user's own or is
+ * writable by group or others is not used: one warning, and the disk cache stays off.
  */
 void xg_disk_open(xg_disk *d, const char *dir);
 void xg_disk_close(xg_disk *d);
@@ -71,7 +71,8 @@ void xg_disk_reject(xg_disk *d, const char *key, const char *why);
  * the target match, with the code and metadata copied into a (which the
  * caller destroys either way). Exposed for the fuzz target.
  */
-bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target, xg_artifact *a);
+bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target,
+                   xg_artifact *a);
 
 /* cache_lock.c: one build per signature across the processes of one cache folder. */
 typedef enum xg_claim {
@@ -97,10 +98,13 @@ typedef enum xg_disk_read_result {
  * is never opened), then open with O_NOFOLLOW | O_NONBLOCK and fstat on the
  * descriptor. A hit touches the file (its mtime is the eviction's clock).
  */
-xg_disk_read_result xg_disk_read(const char *path, size_t cap, void **data, size_t *len, char *why, size_t why_len);
-/* Why the folder may not hold the cache (a link, not a folder, another user's, writable by others); NULL if fine. */
+xg_disk_read_result xg_disk_read(const char *path, size_t cap, void **data, size_t *len, char *why,
+                                 size_t why_len);
+/* Why the folder may not hold the cache (a link, not a folder, another user's, writable by others);
+ * NULL if fine. */
 const char *xg_disk_dir_unsafe(const char *path);
-/* Deletes the least recently used "*.xlac" files of dir until they total at most max_bytes; how many went. */
+/* Deletes the least recently used "*.xlac" files of dir until they total at most max_bytes; how
+ * many went. */
 int xg_disk_evict(const char *dir, unsigned long long max_bytes);
 
 #endif

@@ -72,8 +72,9 @@ static void append_code_options(const xg_options *o, xe_text *key)
  * when in is NULL), or (pattern given) its shape-generic program's pattern;
  * compiler is the target's compiler id (xg_cache_compiler_id).
  */
-void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n, const char *pattern,
-               xg_target target, int arch, const xg_options *o, const char *compiler, xe_text *key)
+void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n,
+               const char *pattern, xg_target target, int arch, const xg_options *o,
+               const char *compiler, xe_text *key)
 {
     xe_text_printf(key, "%s-%s|%s|", KEY_VERSION, xg_codegen_id, fp);
     if (pattern) {
@@ -89,4 +90,3 @@ void xg_key_of(const char *fp, xe_tensor *const *in, const xe_type *types, int n
     append_code_options(o, key);
     xe_text_printf(key, "|%s", compiler);
 }
-

@@ -55,7 +55,7 @@ static bool lock_create(const char *path)
     bool ok = write(fd, text, (size_t)n) == n;
     close(fd);
     xg_live_lock(path); /* removed by an interrupt's cleanup too */
-    (void)ok; /* an empty lock is judged by its age */
+    (void)ok;           /* an empty lock is judged by its age */
     return true;
 }
 
@@ -78,7 +78,8 @@ static bool lock_stale(const char *path)
     if (f)
         fclose(f);
     gethostname(mine, sizeof mine - 1);
-    return got == 2 && pid > 0 && strcmp(host, mine) == 0 && kill((pid_t)pid, 0) != 0 && errno == ESRCH;
+    return got == 2 && pid > 0 && strcmp(host, mine) == 0 && kill((pid_t)pid, 0) != 0 &&
+           errno == ESRCH;
 }
 
 xg_claim xg_disk_claim(xg_disk *d, const char *key, xg_target target, xg_artifact **out)
@@ -105,8 +106,10 @@ xg_claim xg_disk_claim(xg_disk *d, const char *key, xg_target target, xg_artifac
         if (lock_stale(path))
             unlink(path);
         else if (now_s() > deadline) {
-            fprintf(stderr, "xlac: warning: waited %.0f s for another process to build %s; building it here\n",
-                    XG_LOCK_WAIT_S, path);
+            fprintf(
+                stderr,
+                "xlac: warning: waited %.0f s for another process to build %s; building it here\n",
+                XG_LOCK_WAIT_S, path);
             return XG_CLAIM_NONE;
         } else
             nanosleep(&(struct timespec){.tv_nsec = 10 * 1000 * 1000}, NULL);

@@ -37,23 +37,23 @@
 /* One signature key's program and history. */
 typedef struct xg_entry {
     char *key;
-    xg_program *prog;     /* loaded program, NULL until compiled */
-    int seen;             /* times this signature was asked for */
+    xg_program *prog; /* loaded program, NULL until compiled */
+    int seen;         /* times this signature was asked for */
     bool failed, compiling;
-    bool slow;            /* demoted: its compiled runs were slower than its per-op runs */
-    double per_op_us;     /* fastest per-op run reported (xg_cluster_per_op_time), 0: none */
-    double run_us;        /* fastest compiled run timed, the first excluded */
-    int timed;            /* compiled runs timed so far */
+    bool slow;        /* demoted: its compiled runs were slower than its per-op runs */
+    double per_op_us; /* fastest per-op run reported (xg_cluster_per_op_time), 0: none */
+    double run_us;    /* fastest compiled run timed, the first excluded */
+    int timed;        /* compiled runs timed so far */
     UT_hash_handle hh;
 } xg_entry;
 
 /* Per cluster (its name and fingerprint: twin clusters share programs, not budgets). */
 typedef struct xg_cluster_state {
-    char id[200];         /* key: "fingerprint|name" */
+    char id[200]; /* key: "fingerprint|name" */
     int compiles;
     int n_patterns;
-    char patterns[16][40];  /* shape_pattern hashes */
-    int pattern_sigs[16]; /* signatures seen per pattern */
+    char patterns[16][40]; /* shape_pattern hashes */
+    int pattern_sigs[16];  /* signatures seen per pattern */
     bool stopped_warned;
     /* the signature that ran last (the hot path of a loop that repeats one shape skips
        formatting and hashing its key): entry, key, input types, target */
@@ -67,7 +67,8 @@ typedef struct xg_cluster_state {
 
 struct xg_cache {
     xg_options o;
-    char *owned[4];       /* copies of o's strings (cache_dir, dump_dir, cc, tmp_dir): the caller's may go first */
+    char *owned[4]; /* copies of o's strings (cache_dir, dump_dir, cc, tmp_dir): the caller's may go
+                       first */
     xg_disk disk;
     pthread_mutex_t lock;
     xg_entry *entries;
@@ -77,13 +78,15 @@ struct xg_cache {
     pthread_cond_t async_done;
     int compiling_now;          /* compile_job calls under way, on any thread (under lock) */
     double last_compile_end_us; /* when the last one ended (xe_now_us), 0: none yet */
-    /* each target's compiler id, once told (compiler_memo.c; under compiler_lock, taken after lock) */
+    /* each target's compiler id, once told (compiler_memo.c; under compiler_lock, taken after lock)
+     */
     pthread_mutex_t compiler_lock;
     bool compiler_told[XG_TARGET_MAX];
     char compiler_id[XG_TARGET_MAX][256];
 };
 
-/* The compiler id of target t in c's keys: asked once a process, remembered on disk (compiler_memo.c). */
+/* The compiler id of target t in c's keys: asked once a process, remembered on disk
+ * (compiler_memo.c). */
 const char *xg_cache_compiler_id(xg_cache *c, xg_target t);
 
 /* One launch of a cluster: what xg_run_cluster_info was asked, and what it has found so far. */
@@ -94,12 +97,12 @@ typedef struct xg_launch {
     char fp[40];              /* body's fingerprint */
     xe_tensor *const *inputs; /* n of them (body->n_inputs), on the target's device */
     int n;
-    xe_tensor **outputs;      /* body->n_outputs; NULL when nothing runs (xg_cluster_per_op_time) */
+    xe_tensor **outputs; /* body->n_outputs; NULL when nothing runs (xg_cluster_per_op_time) */
     xg_target target;
     int arch;
-    bool must;                /* must-compile: a failure is the caller's error, not a warning */
-    const char *key;          /* the signature key decided on ("" until then) */
-    xg_run_info *info;        /* what the call did; NULL when nothing runs */
+    bool must;         /* must-compile: a failure is the caller's error, not a warning */
+    const char *key;   /* the signature key decided on ("" until then) */
+    xg_run_info *info; /* what the call did; NULL when nothing runs */
 } xg_launch;
 
 typedef enum xg_decision {
@@ -116,20 +119,25 @@ double xg_now_ms(void);
  * l for a launch of body (fingerprint: xg_fingerprint(body) or NULL) on
  * dev with inputs; must, outputs and info start false and NULL, key "".
  */
-void xg_launch_init(xg_launch *l, xg_cache *c, const xe_graph *body, const char *fingerprint, xe_device dev,
-                    xe_tensor *const *inputs);
+void xg_launch_init(xg_launch *l, xg_cache *c, const xe_graph *body, const char *fingerprint,
+                    xe_device dev, xe_tensor *const *inputs);
 /* Appends l's signature key to key; pattern given, its shape-generic program's key. */
 void xg_launch_key(const xg_launch *l, const char *pattern, xe_text *key);
 /* Under the lock: key's entry, made on first use; NULL when out of memory. */
 xg_entry *xg_entry_get(xg_cache *c, const char *key);
-/* Under the lock: the state of cluster name of fingerprint fp, made on first use; NULL when out of memory. */
+/* Under the lock: the state of cluster name of fingerprint fp, made on first use; NULL when out of
+ * memory. */
 xg_cluster_state *xg_cluster_get(xg_cache *c, const char *fp, const char *name);
-/* Under the lock: counts a new signature under its shape pattern; true when the pattern has gone generic. */
-bool xg_pattern_is_dynamic(const xg_cache *c, xg_cluster_state *s, const char *pattern, bool new_signature);
+/* Under the lock: counts a new signature under its shape pattern; true when the pattern has gone
+ * generic. */
+bool xg_pattern_is_dynamic(const xg_cache *c, xg_cluster_state *s, const char *pattern,
+                           bool new_signature);
 /* Adds one to a counter of c->stats (takes the lock). */
 void xg_cache_count(xg_cache *c, uint64_t *counter);
-/* Marks a signature failed (it runs per op from now on); warns once when what is given. Takes the lock. */
-void xg_mark_failed(xg_cache *c, const char *key, const char *name, const char *what, const xe_status *st);
+/* Marks a signature failed (it runs per op from now on); warns once when what is given. Takes the
+ * lock. */
+void xg_mark_failed(xg_cache *c, const char *key, const char *name, const char *what,
+                    const xe_status *st);
 
 /* ---- compile_policy.c: decide, claim, compile (here or in the background), demote ---------- */
 
@@ -149,7 +157,8 @@ bool xg_claim_compile(const xg_launch *l, xg_cluster_state *s, xg_entry *e);
 xe_code xg_compile_signature(const xg_launch *l, const char *key, xg_program **prog, xe_status *st);
 /* Under the lock: whether e's next compiled run is timed for a verdict. */
 bool xg_wants_timing(const xg_entry *e);
-/* A timed compiled run of e (takes the lock); after XG_DEMOTE_RUNS of them (the first excluded), the verdict. */
+/* A timed compiled run of e (takes the lock); after XG_DEMOTE_RUNS of them (the first excluded),
+ * the verdict. */
 void xg_note_run(xg_cache *c, xg_entry *e, const char *name, double us);
 
 #endif

@@ -17,9 +17,9 @@ void xg_trace_compile(const char *name, xg_target target, const char *cc, bool d
     xe_trace_json_escape(name, ename, sizeof ename);
     xe_trace_json_escape(key, ekey, sizeof ekey);
     const xg_target_info *t = xg_target_get(target);
-    xe_trace_json_escape(disk_hit                      ? "disk cache"
+    xe_trace_json_escape(disk_hit                  ? "disk cache"
                          : t && t->system_cc && cc ? cc
-                                                       : xg_compiler_words(target, false),
+                                                   : xg_compiler_words(target, false),
                          ecc, sizeof ecc);
     snprintf(slice, sizeof slice, "%s %s", disk_hit ? "disk load" : "compile", name);
     snprintf(

@@ -24,9 +24,9 @@
 #define XG_MAX_LIVE 256 /* compiles at once: the compile queue's threads, far fewer */
 
 typedef struct live {
-    pid_t child;         /* a running compiler (its process group), 0: none */
-    char path[600];      /* a temp folder or a lock file, "" : none */
-    bool folder;         /* path is a temp folder (removed with its files) */
+    pid_t child;    /* a running compiler (its process group), 0: none */
+    char path[600]; /* a temp folder or a lock file, "" : none */
+    bool folder;    /* path is a temp folder (removed with its files) */
 } live;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -51,7 +51,8 @@ static void drop(pid_t child, const char *path)
 {
     pthread_mutex_lock(&lock);
     for (int i = 0; i < XG_MAX_LIVE; i++) {
-        if ((child && items[i].child == child) || (path && items[i].path[0] && !strcmp(items[i].path, path))) {
+        if ((child && items[i].child == child) ||
+            (path && items[i].path[0] && !strcmp(items[i].path, path))) {
             items[i] = (live){0};
             break;
         }
@@ -68,11 +69,26 @@ bool xg_live_child(pid_t child)
         add(child, NULL, false);
     return ok;
 }
-void xg_live_child_done(pid_t child) { drop(child, NULL); }
-void xg_live_folder(const char *path) { add(0, path, true); }
-void xg_live_folder_done(const char *path) { drop(0, path); }
-void xg_live_lock(const char *path) { add(0, path, false); }
-void xg_live_lock_done(const char *path) { drop(0, path); }
+void xg_live_child_done(pid_t child)
+{
+    drop(child, NULL);
+}
+void xg_live_folder(const char *path)
+{
+    add(0, path, true);
+}
+void xg_live_folder_done(const char *path)
+{
+    drop(0, path);
+}
+void xg_live_lock(const char *path)
+{
+    add(0, path, false);
+}
+void xg_live_lock_done(const char *path)
+{
+    drop(0, path);
+}
 
 /* Removes folder dir's files (it holds no folders) and the folder. */
 static void remove_folder(const char *dir)

@@ -38,12 +38,12 @@
 typedef struct job {
     xg_cache *c;
     char *key, *name;
-    char fp[40];      /* the cluster's fingerprint, as in the key */
-    xe_graph *body;   /* owned clone */
+    char fp[40];    /* the cluster's fingerprint, as in the key */
+    xe_graph *body; /* owned clone */
     xe_type *types;
     int n_in;
     bool generic;
-    bool must;        /* must-compile: a failure is the caller's error, not a warning */
+    bool must; /* must-compile: a failure is the caller's error, not a warning */
     xg_target target;
     int arch;
 } job;
@@ -85,7 +85,8 @@ static void compiling(xg_cache *c, bool begin)
 /* Under the lock: whether a run that ended now and took us microseconds overlapped no compile. */
 static bool quiet_run(const xg_cache *c, double us)
 {
-    return c->compiling_now == 0 && (c->last_compile_end_us == 0 || c->last_compile_end_us < xe_now_us() - us);
+    return c->compiling_now == 0 &&
+           (c->last_compile_end_us == 0 || c->last_compile_end_us < xe_now_us() - us);
 }
 
 /*
@@ -93,7 +94,8 @@ static bool quiet_run(const xg_cache *c, double us)
  * disk miss the build is claimed across processes (cache_lock.c): one
  * process sharing the folder builds, the others wait and load its file.
  */
-static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st);
+static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, double *ms,
+                                 xe_status *st);
 
 static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
 {
@@ -103,17 +105,20 @@ static xe_code compile_job(job *j, xg_program **prog, bool *disk_hit, double *ms
     return code;
 }
 
-static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, double *ms, xe_status *st)
+static xe_code compile_job_inner(job *j, xg_program **prog, bool *disk_hit, double *ms,
+                                 xe_status *st)
 {
     xg_artifact *a = NULL;
     const xg_options *o = &j->c->o;
     if (o->on_compile)
         o->on_compile(o->on_compile_user, j->name, true);
     double t0 = xg_now_ms();
-    /* with a dump folder every signature is built here, so that its dump is whole (source, plan, log) */
+    /* with a dump folder every signature is built here, so that its dump is whole (source, plan,
+     * log) */
     bool disk = !j->c->o.dump_dir;
     unsigned long long rejects = atomic_load(&j->c->disk.rejects);
-    *disk_hit = disk && xg_disk_load(&j->c->disk, j->key, j->target, &a) && load_from_disk(j, &a, prog, st);
+    *disk_hit =
+        disk && xg_disk_load(&j->c->disk, j->key, j->target, &a) && load_from_disk(j, &a, prog, st);
     /* a refused file is rebuilt here and replaced, without waiting for anyone */
     bool claim_it = disk && !*disk_hit && atomic_load(&j->c->disk.rejects) == rejects;
     xg_claim claim = claim_it ? xg_disk_claim(&j->c->disk, j->key, j->target, &a) : XG_CLAIM_NONE;
@@ -158,15 +163,18 @@ static void say_compiled(const job *j, xe_code code, bool disk_hit, double ms, c
         xg_first_line(st->msg, first, sizeof first);
         xg_log(o, XG_LOG_WARNING, "%s failed to compile (%s); running it op by op", j->name, first);
     } else if (code == XE_OK && disk_hit) {
-        xg_log(o, XG_LOG_INFO, "loaded %s (%d ops) from the disk cache in %.1f ms", j->name, body_ops(j->body), ms);
+        xg_log(o, XG_LOG_INFO, "loaded %s (%d ops) from the disk cache in %.1f ms", j->name,
+               body_ops(j->body), ms);
     } else if (code == XE_OK) {
         xg_log(o, XG_LOG_INFO, "compiled %s (%d ops%s, %s) in %.1f ms", j->name, body_ops(j->body),
                j->generic ? ", shape-generic" : "", xg_target_get(j->target)->name, ms);
     }
 }
 
-/* Records a finished compile under the lock; then warns on failure (once: the entry is marked failed). */
-static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, double ms, const xe_status *st)
+/* Records a finished compile under the lock; then warns on failure (once: the entry is marked
+ * failed). */
+static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, double ms,
+                       const xe_status *st)
 {
     xg_cache *c = j->c;
     pthread_mutex_lock(&c->lock);
@@ -248,8 +256,10 @@ static bool over_budget(const xg_launch *l, xg_cluster_state *s)
     if (s->compiles < l->c->o.max_compiles_per_cluster || l->must)
         return false;
     if (!s->stopped_warned)
-        xg_log(&l->c->o, XG_LOG_WARNING, "%s compiled %d times; it now runs op by op "
-               "(raise --max_compiles_per_cluster)", l->name, s->compiles);
+        xg_log(&l->c->o, XG_LOG_WARNING,
+               "%s compiled %d times; it now runs op by op "
+               "(raise --max_compiles_per_cluster)",
+               l->name, s->compiles);
     s->stopped_warned = true;
     return true;
 }
@@ -257,12 +267,13 @@ static bool over_budget(const xg_launch *l, xg_cluster_state *s)
 /* Whether l's inputs are the types of s's last signature that ran, and it still can. */
 static bool same_as_last_hit(const xg_cluster_state *s, const xg_launch *l)
 {
-    if (!s->hit || !s->hit->prog || s->hit->failed || s->hit_n != l->n || s->hit_target != l->target ||
-        s->hit_arch != l->arch)
+    if (!s->hit || !s->hit->prog || s->hit->failed || s->hit_n != l->n ||
+        s->hit_target != l->target || s->hit_arch != l->arch)
         return false;
     xe_tensor *const *in = l->inputs;
     for (int k = 0; k < l->n; k++)
-        if (in[k]->dtype != s->hit_types[k].dtype || !xe_shape_equal(&in[k]->shape, &s->hit_types[k].shape))
+        if (in[k]->dtype != s->hit_types[k].dtype ||
+            !xe_shape_equal(&in[k]->shape, &s->hit_types[k].shape))
             return false;
     return true;
 }
@@ -343,8 +354,8 @@ xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out)
     return xg_claim_compile(l, s, e) ? XG_DECIDE_COMPILE : XG_DECIDE_FALLBACK;
 }
 
-void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint, xe_device dev,
-                            xe_tensor *const *inputs, double us)
+void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint,
+                            xe_device dev, xe_tensor *const *inputs, double us)
 {
     xg_launch l;
     xg_launch_init(&l, c, body, fingerprint, dev, inputs);
@@ -353,7 +364,8 @@ void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *finge
     xg_launch_key(&l, NULL, &key);
     xg_entry *e = key.oom ? NULL : xg_entry_get(c, key.buf);
     /* only the runs before --compile_threshold, and none that shared the machine with a compile */
-    bool comparable = c->o.compile_threshold > 1 && e && !e->prog && !e->compiling && quiet_run(c, us);
+    bool comparable =
+        c->o.compile_threshold > 1 && e && !e->prog && !e->compiling && quiet_run(c, us);
     if (comparable && us > 0 && (e->per_op_us == 0 || us < e->per_op_us))
         e->per_op_us = us;
     pthread_mutex_unlock(&c->lock);
@@ -368,7 +380,8 @@ bool xg_wants_timing(const xg_entry *e)
 void xg_note_run(xg_cache *c, xg_entry *e, const char *name, double us)
 {
     pthread_mutex_lock(&c->lock);
-    if (!quiet_run(c, us)) { /* another thread compiled meanwhile: not like the per-op runs, not counted */
+    if (!quiet_run(
+            c, us)) { /* another thread compiled meanwhile: not like the per-op runs, not counted */
         pthread_mutex_unlock(&c->lock);
         return;
     }
@@ -377,8 +390,10 @@ void xg_note_run(xg_cache *c, xg_entry *e, const char *name, double us)
     if (e->timed == XG_DEMOTE_RUNS + 1 && e->run_us > e->per_op_us * XG_DEMOTE_MARGIN) {
         e->slow = true;
         c->stats.demoted++;
-        xg_log(&c->o, XG_LOG_WARNING, "%s ran slower compiled (%.3f ms) than per op (%.3f ms), best of its "
-               "runs; this signature runs per op from now on", name, e->run_us / 1e3, e->per_op_us / 1e3);
+        xg_log(&c->o, XG_LOG_WARNING,
+               "%s ran slower compiled (%.3f ms) than per op (%.3f ms), best of its "
+               "runs; this signature runs per op from now on",
+               name, e->run_us / 1e3, e->per_op_us / 1e3);
     }
     pthread_mutex_unlock(&c->lock);
 }

@@ -69,8 +69,10 @@ static bool memo_read(const char *path, const xe_text *stamp, char *id, size_t l
     char why[200];
     xg_disk_read_result r = xg_disk_read(path, MEMO_MAX, &data, &n, why, sizeof why);
     if (r == XG_DISK_BAD)
-        fprintf(stderr, "xlac: warning: compiler identity file %s not used (%s); the compiler is asked "
-                        "again and the file replaced\n", path, why);
+        fprintf(stderr,
+                "xlac: warning: compiler identity file %s not used (%s); the compiler is asked "
+                "again and the file replaced\n",
+                path, why);
     if (r != XG_DISK_READ)
         return false;
     ((char *)data)[n] = '\0'; /* xg_disk_read leaves a byte past the end */
@@ -79,13 +81,15 @@ static bool memo_read(const char *path, const xe_text *stamp, char *id, size_t l
     return ok;
 }
 
-/* Writes the memo (a temp file renamed into place: readers never see half of one); failures are quiet. */
+/* Writes the memo (a temp file renamed into place: readers never see half of one); failures are
+ * quiet. */
 static void memo_write(const char *path, const xe_text *stamp, const char *id)
 {
     char tmp[4400];
     const char *slash = strrchr(path, '/');
     snprintf(tmp, sizeof tmp, "%.*s/.%s.xlac.XXXXXX", (int)(slash - path), path, slash + 1);
-    int fd = mkstemp(tmp); /* 0600; a ".xlac." temp left by a killed writer is swept after an hour */
+    int fd =
+        mkstemp(tmp); /* 0600; a ".xlac." temp left by a killed writer is swept after an hour */
     if (fd < 0)
         return;
     xe_text t = {0};

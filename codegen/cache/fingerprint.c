@@ -17,10 +17,18 @@ static void attr_text(xe_text *t, const xe_attr *a)
     xe_text_printf(t, " %s=", a->name);
     switch (a->kind) {
     case XE_ATTR_INT:
-    case XE_ATTR_BOOL: xe_text_printf(t, "%lld", (long long)a->i); break;
-    case XE_ATTR_FLOAT: xe_text_printf(t, "%a", a->f); break;
-    case XE_ATTR_STRING: xe_text_printf(t, "\"%s\"", a->s); break;
-    case XE_ATTR_DTYPE: xe_text_printf(t, "%s", xe_dtype_name(a->dtype)); break;
+    case XE_ATTR_BOOL:
+        xe_text_printf(t, "%lld", (long long)a->i);
+        break;
+    case XE_ATTR_FLOAT:
+        xe_text_printf(t, "%a", a->f);
+        break;
+    case XE_ATTR_STRING:
+        xe_text_printf(t, "\"%s\"", a->s);
+        break;
+    case XE_ATTR_DTYPE:
+        xe_text_printf(t, "%s", xe_dtype_name(a->dtype));
+        break;
     case XE_ATTR_INTS:
         for (int k = 0; k < a->n; k++)
             xe_text_printf(t, "%s%lld", k ? "," : "[", (long long)a->ints[k]);
@@ -52,7 +60,8 @@ static void canonical_text(xe_text *t, const xe_graph *b)
         if (n->value) {
             char hex[33];
             xg_hash_hex(n->value->data, n->value->nbytes, hex);
-            xe_text_printf(t, " value=%s:%s", xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
+            xe_text_printf(t, " value=%s:%s",
+                           xe_type_str(&(xe_type){n->value->dtype, n->value->shape}, ty, sizeof ty),
                            hex);
         }
         xe_text_printf(t, "\n");

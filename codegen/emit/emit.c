@@ -200,8 +200,8 @@ static void idx_for_shape_op(em *e, const xe_node *n, int node, const idx *ix, i
             if (e->p->generic && begin < 0) { /* from the end of this call's dim, clamped at 0 */
                 char dim[32];
                 xg_dim_text(e, in, d, dim, sizeof dim);
-                xg_let_index(e, r->d[d], sizeof r->d[d], "%s + (%s + %lld%s < 0 ? 0 : %s + %lld%s)", ix->d[d],
-                          dim, (long long)begin, LL(e), dim, (long long)begin, LL(e));
+                xg_let_index(e, r->d[d], sizeof r->d[d], "%s + (%s + %lld%s < 0 ? 0 : %s + %lld%s)",
+                             ix->d[d], dim, (long long)begin, LL(e), dim, (long long)begin, LL(e));
             } else if (e->p->generic) { /* a begin past the dim leaves nothing to index */
                 lo = begin;
             }
@@ -210,7 +210,8 @@ static void idx_for_shape_op(em *e, const xe_node *n, int node, const idx *ix, i
             if (lo == 0)
                 snprintf(r->d[d], sizeof r->d[d], "%s", ix->d[d]);
             else
-                xg_let_index(e, r->d[d], sizeof r->d[d], "%s + %lld%s", ix->d[d], (long long)lo, LL(e));
+                xg_let_index(e, r->d[d], sizeof r->d[d], "%s + %lld%s", ix->d[d], (long long)lo,
+                             LL(e));
         }
     } else { /* reshape: same flat offset */
         char flat[24];
@@ -320,10 +321,18 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         if (!xg_op_text(n, in_dt, a[0], n->n_inputs > 1 ? a[1] : NULL, text, sizeof text))
             unsupported(e, n, "no emitter");
         break;
-    case XE_CLASS_SELECT: snprintf(text, sizeof text, "%s ? %s : %s", a[0], a[1], a[2]); break;
-    case XE_CLASS_CAST: xg_cast_text(in_dt, dt, a[0], text, sizeof text); break;
-    case XE_CLASS_SOURCE: source_text(n, dt, ix, text, sizeof text); break;
-    case XE_CLASS_SHAPE: emit_shape_op(e, n, node, ix, var, len); return;
+    case XE_CLASS_SELECT:
+        snprintf(text, sizeof text, "%s ? %s : %s", a[0], a[1], a[2]);
+        break;
+    case XE_CLASS_CAST:
+        xg_cast_text(in_dt, dt, a[0], text, sizeof text);
+        break;
+    case XE_CLASS_SOURCE:
+        source_text(n, dt, ix, text, sizeof text);
+        break;
+    case XE_CLASS_SHAPE:
+        emit_shape_op(e, n, node, ix, var, len);
+        return;
     default:
         unsupported(e, n, "no emitter for this op inside a fused loop");
         snprintf(text, sizeof text, "0");
@@ -417,13 +426,15 @@ void xg_kernel_begin(em *e, int step)
         e->rowvar[i][0] = '\0';
     e->sig_at = e->text.len;
     e->b->render.kernel_signature(e, name);
-    e->decl_at = e->text.len; /* the buffer pointers go here once the body is known (xg_kernel_end) */
+    e->decl_at =
+        e->text.len; /* the buffer pointers go here once the body is known (xg_kernel_end) */
 }
 
 /* Whether text[at..] starts the token pN (not part of a longer name); *node gets N. */
 static bool pointer_token(const char *text, size_t at, int *node)
 {
-    if (text[at] != 'p' || (at > 0 && (isalnum((unsigned char)text[at - 1]) || text[at - 1] == '_')))
+    if (text[at] != 'p' ||
+        (at > 0 && (isalnum((unsigned char)text[at - 1]) || text[at - 1] == '_')))
         return false;
     char *end;
     if (!isdigit((unsigned char)text[at + 1]))
@@ -464,8 +475,8 @@ void xg_kernel_end(em *e)
     xe_text_truncate(&e->text, e->decl_at);
     for (int i = 0; i < n; i++)
         if (e->p->mat[i] && used[i])
-            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype), e->b->render.restrict_kw, i,
-                   store_type(e->p->types[i].dtype), i);
+            xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype),
+                   e->b->render.restrict_kw, i, store_type(e->p->types[i].dtype), i);
     xg_out(e, "%s", body);
     free(body);
     free(used);

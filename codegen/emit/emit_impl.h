@@ -40,12 +40,15 @@ typedef struct em {
     char why[160];
     const xg_plan *p;
     const xg_backend *b; /* the target's dialect and hooks */
-    bool panel;  /* the kernel runs over a panel's rows [r0, r1) on one thread (a panel step, backend's panel_rows_loop) */
-    bool narrow; /* index math in 32 bits (xg_idx is int): CUDA, fixed shapes, every tensor under 2^30 */
+    bool panel;     /* the kernel runs over a panel's rows [r0, r1) on one thread (a panel step,
+                       backend's panel_rows_loop) */
+    bool narrow;    /* index math in 32 bits (xg_idx is int): CUDA, fixed shapes, every tensor under
+                       2^30 */
     size_t decl_at; /* where the current kernel's pointer declarations go (xg_kernel_end) */
     size_t kernel_at, sig_at; /* where the current step's text and its kernel's signature begin */
     int step;                 /* the current step */
-    xg_shares *shares;        /* steps that run an earlier step's kernel (share.h); NULL: none looked for */
+    xg_shares
+        *shares; /* steps that run an earlier step's kernel (share.h); NULL: none looked for */
     struct kept_kernel *kept; /* the kernels kept so far, by identity (xg_kernel_end) */
     int n_kept, cap_kept;
     int var;
@@ -65,8 +68,9 @@ typedef struct em {
 /* The reduction's combine step, init value and OpenMP reduction identifier. */
 typedef struct red_ops {
     const char *acc_type, *init, *omp;
-    const char *combine; /* printf format of the combined value: %1$s the accumulator, %2$s the value */
-    bool key;            /* f32 max/min over int32 keys (scalar.h's xe_maxkey_f32): xe_of_key_f32 finishes */
+    const char
+        *combine; /* printf format of the combined value: %1$s the accumulator, %2$s the value */
+    bool key; /* f32 max/min over int32 keys (scalar.h's xe_maxkey_f32): xe_of_key_f32 finishes */
 } red_ops;
 
 /* ---- emit_out.c ---- */
@@ -81,7 +85,8 @@ void xg_dim_text(const em *e, int node, int d, char *buf, size_t len);
 /* Elements of node's shape, as text. */
 void xg_numel_text(const em *e, int node, char *buf, size_t len);
 /* xg_idx vN = expr; (name gets vN) */
-void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
 void xg_idx_from_flat(em *e, int node, const char *flat, idx *ix);
 void xg_flat_of(em *e, int node, const idx *ix, char *buf, size_t len);
 void xg_memo_add(em *e, int node, const idx *ix, const char *var);
@@ -90,7 +95,8 @@ const char *xg_emit_val(em *e, int node, const idx *ix, char *var, size_t len);
 void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len);
 void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len);
 void xg_emit_store(em *e, int node, const char *flat, const char *v);
-/* A kernel's signature (the backend's); xg_kernel_end, once its body is printed, declares the buffers it uses. */
+/* A kernel's signature (the backend's); xg_kernel_end, once its body is printed, declares the
+ * buffers it uses. */
 void xg_kernel_begin(em *e, int step);
 void xg_kernel_end(em *e);
 
@@ -112,11 +118,14 @@ red_ops xg_red_ops_for(int op, xe_dtype dt);
 red_ops xg_red_ops_vec(const em *e, int op, xe_dtype dt);
 void xg_emit_combine(em *e, const red_ops *r, const char *acc, const char *v);
 void xg_part_size(const em *e, int x, const bool *mask, bool want, char *buf, size_t len);
-void xg_reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k, bool column, idx *ix);
-void xg_emit_accumulate(em *e, int x, const bool *mask, const char *o, bool column, const red_ops *ro,
-                        const char *acc);
-void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf, size_t len);
-void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int node, bool column, bool simd);
+void xg_reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k, bool column,
+                   idx *ix);
+void xg_emit_accumulate(em *e, int x, const bool *mask, const char *o, bool column,
+                        const red_ops *ro, const char *acc);
+void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf,
+                    size_t len);
+void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int node, bool column,
+                           bool simd);
 
 /* ---- small helpers ---- */
 
@@ -135,12 +144,14 @@ static inline const char *LL(const em *e)
 static inline const char *store_type(xe_dtype dt)
 {
     static const char *const t[XE_DTYPE_COUNT] = {
-        [XE_F32] = "float",    [XE_F64] = "double",   [XE_F16] = "uint16_t", [XE_I32] = "int32_t",
-        [XE_I64] = "int64_t",  [XE_BOOL] = "uint8_t", [XE_U8] = "uint8_t",   [XE_I8] = "int8_t",
-        [XE_I16] = "int16_t",  [XE_U16] = "uint16_t", [XE_U32] = "uint32_t", [XE_U64] = "uint64_t",
-        [XE_BF16] = "uint16_t", [XE_F8E4M3FN] = "uint8_t", [XE_F8E4M3FNUZ] = "uint8_t",
-        [XE_F8E5M2] = "uint8_t", [XE_F8E5M2FNUZ] = "uint8_t", [XE_I4] = "int8_t", [XE_U4] = "uint8_t",
-        [XE_I2] = "int8_t", [XE_U2] = "uint8_t", [XE_F4E2M1] = "uint8_t", [XE_F8E8M0] = "uint8_t"};
+        [XE_F32] = "float",      [XE_F64] = "double",         [XE_F16] = "uint16_t",
+        [XE_I32] = "int32_t",    [XE_I64] = "int64_t",        [XE_BOOL] = "uint8_t",
+        [XE_U8] = "uint8_t",     [XE_I8] = "int8_t",          [XE_I16] = "int16_t",
+        [XE_U16] = "uint16_t",   [XE_U32] = "uint32_t",       [XE_U64] = "uint64_t",
+        [XE_BF16] = "uint16_t",  [XE_F8E4M3FN] = "uint8_t",   [XE_F8E4M3FNUZ] = "uint8_t",
+        [XE_F8E5M2] = "uint8_t", [XE_F8E5M2FNUZ] = "uint8_t", [XE_I4] = "int8_t",
+        [XE_U4] = "uint8_t",     [XE_I2] = "int8_t",          [XE_U2] = "uint8_t",
+        [XE_F4E2M1] = "uint8_t", [XE_F8E8M0] = "uint8_t"};
     return dt < XE_DTYPE_COUNT ? t[dt] : "void";
 }
 
@@ -155,10 +166,14 @@ static inline const char *value_type(xe_dtype dt)
 static inline const char *sfx(xe_dtype dt)
 {
     switch (dt) {
-    case XE_F64: return "f64";
-    case XE_I32: return "i32";
-    case XE_I64: return "i64";
-    default: return "f32";
+    case XE_F64:
+        return "f64";
+    case XE_I32:
+        return "i32";
+    case XE_I64:
+        return "i64";
+    default:
+        return "f32";
     }
 }
 

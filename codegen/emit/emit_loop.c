@@ -34,12 +34,14 @@ static bool writes(const xg_step *s, int node)
     return false;
 }
 
-/* Whether the text after '=' mentions i, j, a loop-dependent variable, or a buffer the step writes. */
+/* Whether the text after '=' mentions i, j, a loop-dependent variable, or a buffer the step writes.
+ */
 static bool depends_on_loop(const char *t, const bool *dep, int n_vars, const xg_step *s)
 {
     while (*t) {
         if (*t >= '0' && *t <= '9') { /* a number, hex floats included */
-            while (*t == '.' || *t == '_' || (*t >= '0' && *t <= '9') || ((*t | 32) >= 'a' && (*t | 32) <= 'z'))
+            while (*t == '.' || *t == '_' || (*t >= '0' && *t <= '9') ||
+                   ((*t | 32) >= 'a' && (*t | 32) <= 'z'))
                 t++;
             continue;
         }
@@ -54,7 +56,8 @@ static bool depends_on_loop(const char *t, const bool *dep, int n_vars, const xg
         int num = -1;
         if (n == 1 && (*w == 'i' || *w == 'j'))
             return true;
-        if ((*w == 'v' || *w == 'p') && n > 1 && sscanf(w + 1, "%d", &num) == 1 && strspn(w + 1, "0123456789") == n - 1) {
+        if ((*w == 'v' || *w == 'p') && n > 1 && sscanf(w + 1, "%d", &num) == 1 &&
+            strspn(w + 1, "0123456789") == n - 1) {
             if (*w == 'v' && num >= 0 && num < n_vars && dep[num])
                 return true;
             if (*w == 'p' && *t == '[' && writes(s, num))
@@ -147,8 +150,8 @@ void xg_emit_loop_kernel(em *e, int step, const xg_step *s)
     }
     if (inner) { /* the row's invariants first, then the simd loop along the last dim */
         char *rest = hoist_row_invariants(e, mark, s);
-        xg_out(e, "%s    for (xg_idx j = 0; j < L; j++) {\n    const xg_idx i = r * L + j;\n%s", inner,
-            rest ? rest : "");
+        xg_out(e, "%s    for (xg_idx j = 0; j < L; j++) {\n    const xg_idx i = r * L + j;\n%s",
+               inner, rest ? rest : "");
         free(rest);
     }
     xg_out(e, nest ? "    }\n    }\n}\n\n" : "    }\n}\n\n");

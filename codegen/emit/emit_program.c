@@ -74,11 +74,20 @@ char *xg_emit_program_shared(const xg_plan *p, xg_target target, xg_shares *shar
         e->step = i;
         e->kernel_at = e->text.len;
         switch (s->kind) {
-        case XG_STEP_LOOP: xg_emit_loop_kernel(e, i, s); break;
-        case XG_STEP_REDUCE: xg_emit_reduce_kernel(e, i, s); break;
-        case XG_STEP_SOFTMAX: xg_emit_softmax_kernel(e, i, s); break;
-        case XG_STEP_ROW: xg_emit_row_kernel(e, i, s); break;
-        case XG_STEP_LIBRARY: continue;
+        case XG_STEP_LOOP:
+            xg_emit_loop_kernel(e, i, s);
+            break;
+        case XG_STEP_REDUCE:
+            xg_emit_reduce_kernel(e, i, s);
+            break;
+        case XG_STEP_SOFTMAX:
+            xg_emit_softmax_kernel(e, i, s);
+            break;
+        case XG_STEP_ROW:
+            xg_emit_row_kernel(e, i, s);
+            break;
+        case XG_STEP_LIBRARY:
+            continue;
         }
         xg_kernel_end(e);
     }

@@ -14,7 +14,8 @@
 red_ops xg_red_ops_for(int op, xe_dtype dt)
 {
     red_ops r = {0};
-    bool fl = xe_dtype_is_float(dt), f64 = dt == XE_F64 || dt == XE_F16; /* f16 accumulates in double */
+    bool fl = xe_dtype_is_float(dt),
+         f64 = dt == XE_F64 || dt == XE_F16; /* f16 accumulates in double */
     r.acc_type = dt == XE_F16 ? "double" : fl ? value_type(dt) : "int64_t";
     switch (op) {
     case XE_OP_REDUCE_SUM:
@@ -31,12 +32,16 @@ red_ops xg_red_ops_for(int op, xe_dtype dt)
     case XE_OP_REDUCE_MAX:
         r.init = fl ? "(-1.0 / 0.0)" : "INT64_MIN";
         r.omp = fl ? (dt == XE_F32 ? "xg_max_f32" : "xg_max_f64") : "max";
-        r.combine = !fl ? "(%2$s > %1$s ? %2$s : %1$s)" : f64 ? "xe_max_f64(%1$s, %2$s)" : "xe_max_f32(%1$s, %2$s)";
+        r.combine = !fl   ? "(%2$s > %1$s ? %2$s : %1$s)"
+                    : f64 ? "xe_max_f64(%1$s, %2$s)"
+                          : "xe_max_f32(%1$s, %2$s)";
         break;
     default: /* min */
         r.init = fl ? "(1.0 / 0.0)" : "INT64_MAX";
         r.omp = fl ? (dt == XE_F32 ? "xg_min_f32" : "xg_min_f64") : "min";
-        r.combine = !fl ? "(%2$s < %1$s ? %2$s : %1$s)" : f64 ? "xe_min_f64(%1$s, %2$s)" : "xe_min_f32(%1$s, %2$s)";
+        r.combine = !fl   ? "(%2$s < %1$s ? %2$s : %1$s)"
+                    : f64 ? "xe_min_f64(%1$s, %2$s)"
+                          : "xe_min_f32(%1$s, %2$s)";
         break;
     }
     return r;
@@ -50,7 +55,8 @@ red_ops xg_red_ops_for(int op, xe_dtype dt)
 red_ops xg_red_ops_vec(const em *e, int op, xe_dtype dt)
 {
     red_ops r = xg_red_ops_for(op, dt);
-    if (e->b->render.block_reduce || dt != XE_F32 || (op != XE_OP_REDUCE_MAX && op != XE_OP_REDUCE_MIN))
+    if (e->b->render.block_reduce || dt != XE_F32 ||
+        (op != XE_OP_REDUCE_MAX && op != XE_OP_REDUCE_MIN))
         return r;
     bool max = op == XE_OP_REDUCE_MAX;
     r.acc_type = "int32_t";
@@ -91,7 +97,8 @@ void xg_part_size(const em *e, int x, const bool *mask, bool want, char *buf, si
 }
 
 /* The idx of x from the kept index o and the reduced index k (div/mod over each part). */
-void xg_reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k, bool column, idx *ix)
+void xg_reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k, bool column,
+                   idx *ix)
 {
     const xe_shape *s = shape_of(e, x);
     ix->rank = s->rank;
@@ -149,8 +156,8 @@ void xg_reduce_idx(em *e, int x, const bool *mask, const char *o, const char *k,
  * acc = COMBINE(acc, x at (o, k)) inside a loop over k: x's inline
  * producers are computed there, and forgotten after (loop-scoped).
  */
-void xg_emit_accumulate(em *e, int x, const bool *mask, const char *o, bool column, const red_ops *ro,
-                            const char *acc)
+void xg_emit_accumulate(em *e, int x, const bool *mask, const char *o, bool column,
+                        const red_ops *ro, const char *acc)
 {
     idx ix;
     char v[16];
@@ -161,13 +168,14 @@ void xg_emit_accumulate(em *e, int x, const bool *mask, const char *o, bool colu
     xg_emit_combine(e, ro, acc, v);
 }
 
-void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf, size_t len)
+void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf,
+                    size_t len)
 {
     /* f16: rounded to f16, as the per-op kernel stores it */
     const char *pre = dt == XE_F16 ? "xe_h2f(xe_f2h(" : "", *post = dt == XE_F16 ? "))" : "";
     if (r->op == XE_OP_REDUCE_MEAN && xe_dtype_is_float(dt))
-        snprintf(buf, len, "%s(%s)(%s / (%s)(%s))%s", pre, value_type(dt), acc, dt == XE_F32 ? "float" : "double",
-                 K, post);
+        snprintf(buf, len, "%s(%s)(%s / (%s)(%s))%s", pre, value_type(dt), acc,
+                 dt == XE_F32 ? "float" : "double", K, post);
     else if (r->op == XE_OP_REDUCE_MEAN) /* ints: 0 over an empty axis, as the per-op kernel */
         snprintf(buf, len, "%s(%s)((%s) ? %s / (%s) : 0)%s", pre, value_type(dt), K, acc, K, post);
     else
@@ -180,7 +188,8 @@ void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const
  * thread: accumulator, loop over the reduced index k (with an OpenMP simd
  * reduction when simd), the value of x at (o, k), and the store of out[o].
  */
-void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int node, bool column, bool simd)
+void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int node, bool column,
+                           bool simd)
 {
     xe_dtype dt = e->p->types[x].dtype;
     red_ops ro = xg_red_ops_for(r->op, dt);
@@ -199,7 +208,10 @@ void xg_emit_serial_reduce(em *e, const xe_node *r, int x, const bool *mask, int
     xg_emit_val(e, x, &ix, v, sizeof v);
     e->n_memo = saved;
     if (argmax)
-        xg_out(e, "    if (k == 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = k;\n    }\n", v, v, v, v);
+        xg_out(e,
+               "    if (k == 0 || (bv == bv && (%s > bv || %s != %s))) {\n    bv = %s;\n    best = "
+               "k;\n    }\n",
+               v, v, v, v);
     else
         xg_emit_combine(e, &ro, "acc", v);
     xg_out(e, "    }\n");

@@ -13,7 +13,8 @@
 #include "emit_impl.h"
 #include "xlac/escape.h"
 
-/* The header of one pass over row o's K elements: all of it (CPU), or a block-stride share (GPU). */
+/* The header of one pass over row o's K elements: all of it (CPU), or a block-stride share (GPU).
+ */
 static void row_pass_header(em *e)
 {
     xg_out(e, "%s", e->b->render.pass_loop);
@@ -85,7 +86,8 @@ static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, co
             snprintf(sh, sizeof sh, "sh%d", k);
             if (e->b->render.block_reduce)
                 e->b->render.block_reduce(e, &ro[k], acc, sh);
-            xg_emit_finish(e, e->p->body->nodes[node], e->p->types[node].dtype, acc, "K", fin, sizeof fin);
+            xg_emit_finish(e, e->p->body->nodes[node], e->p->types[node].dtype, acc, "K", fin,
+                           sizeof fin);
             new_var(e, v, sizeof v);
             xg_out(e, "    %s %s = %s;\n", value_type(e->p->types[node].dtype), v, fin);
         } else {
@@ -98,7 +100,6 @@ static void emit_row_after(em *e, const xg_step *s, int ph, const bool *mask, co
         xg_emit_store(e, node, "o", v);
     }
 }
-
 
 static void row_phases(em *e, const xg_step *s, const bool *mask, const red_ops *ro)
 {
@@ -286,7 +287,8 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     softmax_pass(e, x, mask, saved, simd, &sum, "sum", &ix);
     xg_emit_val(e, x, &ix, v, sizeof v);
     xg_flat_of(e, x, &ix, off, sizeof off);
-    xg_out(e, "    %s ev = %s(%s - m);\n    sum += ev;\n", vt, dt == XE_F64 ? "exp" : "xe_exp_f32", v);
+    xg_out(e, "    %s ev = %s(%s - m);\n    sum += ev;\n", vt, dt == XE_F64 ? "exp" : "xe_exp_f32",
+           v);
     xg_emit_store(e, node, off, "ev");
     xg_out(e, "    }\n");
     if (e->b->render.block_reduce)
@@ -304,4 +306,3 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    }\n}\n\n");
     e->n_memo = saved;
 }
-

@@ -37,12 +37,14 @@ void xg_literal(xe_dtype dt, double v, char *buf, size_t len)
 {
     bool f = dt == XE_F32 || dt == XE_F16 || dt == XE_BF16;
     static const char *const it[XE_DTYPE_COUNT] = {
-        [XE_I32] = "int32_t", [XE_I64] = "int64_t", [XE_BOOL] = "uint8_t", [XE_U8] = "uint8_t",
-        [XE_I8] = "int8_t",   [XE_I16] = "int16_t", [XE_U16] = "uint16_t", [XE_U32] = "uint32_t",
-        [XE_U64] = "uint64_t", [XE_F32] = "float",  [XE_F64] = "double",   [XE_F16] = "float",
-        [XE_BF16] = "float", [XE_F8E4M3FN] = "uint8_t", [XE_F8E4M3FNUZ] = "uint8_t",
-        [XE_F8E5M2] = "uint8_t", [XE_F8E5M2FNUZ] = "uint8_t", [XE_I4] = "int8_t", [XE_U4] = "uint8_t",
-        [XE_I2] = "int8_t", [XE_U2] = "uint8_t", [XE_F4E2M1] = "uint8_t", [XE_F8E8M0] = "uint8_t"};
+        [XE_I32] = "int32_t",    [XE_I64] = "int64_t",        [XE_BOOL] = "uint8_t",
+        [XE_U8] = "uint8_t",     [XE_I8] = "int8_t",          [XE_I16] = "int16_t",
+        [XE_U16] = "uint16_t",   [XE_U32] = "uint32_t",       [XE_U64] = "uint64_t",
+        [XE_F32] = "float",      [XE_F64] = "double",         [XE_F16] = "float",
+        [XE_BF16] = "float",     [XE_F8E4M3FN] = "uint8_t",   [XE_F8E4M3FNUZ] = "uint8_t",
+        [XE_F8E5M2] = "uint8_t", [XE_F8E5M2FNUZ] = "uint8_t", [XE_I4] = "int8_t",
+        [XE_U4] = "uint8_t",     [XE_I2] = "int8_t",          [XE_U2] = "uint8_t",
+        [XE_F4E2M1] = "uint8_t", [XE_F8E8M0] = "uint8_t"};
     if (isnan(v))
         snprintf(buf, len, f ? "(0.0f / 0.0f)" : "(0.0 / 0.0)");
     else if (isinf(v))

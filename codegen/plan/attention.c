@@ -92,7 +92,8 @@ int xg_attention_mismatch(const xg_plan *p, int i, const xe_type *types)
     int pm = xg_matmul_operand(p->body, types, pv, 0, &flip);
     const xe_shape *s = &types[qk].shape, *o = &types[pv].shape;
     int64_t rows = xg_panel_rows(types, qk), lk = s->dims[s->rank - 1];
-    if (!xe_shape_equal(&types[pm].shape, s) || o->rank != s->rank || o->dims[o->rank - 2] != s->dims[s->rank - 2])
+    if (!xe_shape_equal(&types[pm].shape, s) || o->rank != s->rank ||
+        o->dims[o->rank - 2] != s->dims[s->rank - 2])
         return pm;
     for (int d = 0; d + 2 < s->rank; d++)
         if (o->dims[d] != s->dims[d])
@@ -111,8 +112,10 @@ int xg_attention_mismatch(const xg_plan *p, int i, const xe_type *types)
 static int attention_at(const xg_plan *p, int i, bool *group)
 {
     int qk = p->steps[i].outs[0];
-    int pv_step = p->steps[i].kind == XG_STEP_LIBRARY && f32_matmul(p, qk) && p->types[qk].shape.rank >= 3
-                      ? product_after_panels(p, i) : -1;
+    int pv_step =
+        p->steps[i].kind == XG_STEP_LIBRARY && f32_matmul(p, qk) && p->types[qk].shape.rank >= 3
+            ? product_after_panels(p, i)
+            : -1;
     if (pv_step < 0 || (pv_step + 1 < p->n_steps && p->steps[pv_step + 1].panel))
         return -1;
     int pv = p->steps[pv_step].outs[0];
@@ -121,8 +124,8 @@ static int attention_at(const xg_plan *p, int i, bool *group)
     int vm = xg_matmul_operand(p->body, p->types, pv, 1, &flip_v);
     int km = xg_matmul_operand(p->body, p->types, qk, 1, &flip_k);
     mark_group(p, i, pv_step, group);
-    if (!group[pm] || flip_p || xe_node_attr_bool(p->body->nodes[pv], "transpose_a", false) || group[vm] ||
-        p->types[vm].shape.rank < 2 || p->types[pm].dtype != XE_F32 ||
+    if (!group[pm] || flip_p || xe_node_attr_bool(p->body->nodes[pv], "transpose_a", false) ||
+        group[vm] || p->types[vm].shape.rank < 2 || p->types[pm].dtype != XE_F32 ||
         p->body->nodes[km]->op == XE_OP_CONST || p->body->nodes[vm]->op == XE_OP_CONST)
         return -1;
     if (xg_attention_mismatch(p, i, p->types) >= 0 || read_outside(p, pv_step, group))

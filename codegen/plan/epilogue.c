@@ -33,7 +33,8 @@
  * their own shape; at the root, a reduction or softmax over the last dim
  * reads its operand of the row shape at the row's element.
  */
-static bool reads_at_own_element(const xg_plan *p, int node, const bool *group, bool same, bool root)
+static bool reads_at_own_element(const xg_plan *p, int node, const bool *group, bool same,
+                                 bool root)
 {
     if (!root && group[node])
         return same;
@@ -52,7 +53,8 @@ static bool reads_at_own_element(const xg_plan *p, int node, const bool *group, 
     return true;
 }
 
-/* The matmul's product qualifies: f32 or f64, operands (as BLAS reads them) and product of rank >= 2. */
+/* The matmul's product qualifies: f32 or f64, operands (as BLAS reads them) and product of rank
+ * >= 2. */
 static bool panel_matmul(const xg_plan *p, int m)
 {
     const xe_node *n = p->body->nodes[m];
@@ -200,7 +202,8 @@ bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e)
     *e = (xg_blas_epi){.matmul = m, .bias = -1, .out = o, .act = XG_EPI_NONE};
     const xe_node *n = p->body->nodes[o];
     int x = o;
-    if (n->op == XE_OP_RELU || (n->op == XE_OP_GELU && xe_node_attr_bool(n, "approximate", false))) {
+    if (n->op == XE_OP_RELU ||
+        (n->op == XE_OP_GELU && xe_node_attr_bool(n, "approximate", false))) {
         e->act = n->op == XE_OP_RELU ? XG_EPI_RELU : XG_EPI_GELU;
         x = n->inputs[0];
         if (x == m)
@@ -269,10 +272,15 @@ static xg_conv_act activation(const xg_plan *p, int o, int *x)
     xg_conv_act a = XG_CONV_NONE;
     *x = n->n_inputs ? n->inputs[0] : o;
     switch (n->op) {
-    case XE_OP_SIGMOID: return XG_CONV_SIGMOID;
-    case XE_OP_GELU: return xe_node_attr_bool(n, "approximate", false) ? XG_CONV_GELU_TANH : XG_CONV_GELU;
-    case XE_OP_MUL: a = gated(p, n, x); break;
-    default: break;
+    case XE_OP_SIGMOID:
+        return XG_CONV_SIGMOID;
+    case XE_OP_GELU:
+        return xe_node_attr_bool(n, "approximate", false) ? XG_CONV_GELU_TANH : XG_CONV_GELU;
+    case XE_OP_MUL:
+        a = gated(p, n, x);
+        break;
+    default:
+        break;
     }
     if (a == XG_CONV_NONE)
         *x = o;
@@ -288,11 +296,16 @@ bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
     if (p->body->nodes[m]->op != XE_OP_CONV2D || p->types[m].dtype != XE_F32 || is_output(p, m) ||
         !xe_shape_equal(&p->types[o].shape, &p->types[m].shape))
         return false;
-    *e = (xg_conv_epi){.conv = m, .out = o, .residual = -1, .act = activation(p, o, &x),
-                       .src_nhwc = p->nhwc[p->body->nodes[m]->inputs[0]], .dst_nhwc = p->nhwc[o]};
+    *e = (xg_conv_epi){.conv = m,
+                       .out = o,
+                       .residual = -1,
+                       .act = activation(p, o, &x),
+                       .src_nhwc = p->nhwc[p->body->nodes[m]->inputs[0]],
+                       .dst_nhwc = p->nhwc[o]};
     if (p->nhwc[m] != p->nhwc[o]) /* the primitive writes o in the conv's layout */
         return false;
-    int uses = e->act == XG_CONV_SILU || e->act == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
+    int uses =
+        e->act == XG_CONV_SILU || e->act == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
     if (e->act != XG_CONV_NONE && x == m)
         return p->uses[m] == uses;
     if (p->uses[m] != 1 || (x != o && (p->mat[x] || p->uses[x] != uses)))
@@ -309,7 +322,11 @@ bool xg_conv_layout(const xg_plan *p, int i, xg_conv_epi *e)
     const xe_node *n = p->body->nodes[m];
     if (n->op != XE_OP_CONV2D || !(p->nhwc[m] || p->nhwc[n->inputs[0]]))
         return false;
-    *e = (xg_conv_epi){.conv = m, .out = m, .residual = -1, .act = XG_CONV_NONE,
-                       .src_nhwc = p->nhwc[n->inputs[0]], .dst_nhwc = p->nhwc[m]};
+    *e = (xg_conv_epi){.conv = m,
+                       .out = m,
+                       .residual = -1,
+                       .act = XG_CONV_NONE,
+                       .src_nhwc = p->nhwc[n->inputs[0]],
+                       .dst_nhwc = p->nhwc[m]};
     return true;
 }

@@ -45,7 +45,8 @@ xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *ty
         }
         const xe_op_def *d = xe_op_get(n->op);
         if (!d || !d->infer)
-            return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (%s) cannot be planned: no shape function", n->name,
+            return xe_fail(st, XE_ERR_UNSUPPORTED,
+                           "node %s (%s) cannot be planned: no shape function", n->name,
                            xe_op_name(n->op));
         xe_type few[16], *in = n->n_inputs > 16 ? malloc(sizeof *in * (size_t)n->n_inputs) : few;
         if (!in)
@@ -152,7 +153,6 @@ static bool is_column_reduce(const xg_plan *p, const xe_node *n)
     return true;
 }
 
-
 /*
  * Whether node (computed inline at the loop's index when `same` holds)
  * reads an output of step prev only at the same index, so that one loop
@@ -198,7 +198,8 @@ static void merge_loops(xg_plan *p)
 
 /* ---- row kernels ---------------------------------------------------------------- */
 
-/* The rows of a ROW step: x's shape, its reduced dims (the innermost ones), and the reduced shape. */
+/* The rows of a ROW step: x's shape, its reduced dims (the innermost ones), and the reduced shape.
+ */
 typedef struct rows {
     xe_shape xs, rs;
     bool mask[XE_MAX_RANK];
@@ -237,7 +238,8 @@ static bool row_reduce(const xe_node *n, const xe_type *types, rows *r)
  * its own row position; elementwise ops pass that on to operands of
  * their shape, and from the row shape to the reduced shape (broadcast).
  */
-static bool reads_aligned(const xg_plan *p, int node, const bool *in_row, const rows *r, bool aligned, bool root)
+static bool reads_aligned(const xg_plan *p, int node, const bool *in_row, const rows *r,
+                          bool aligned, bool root)
 {
     if (!root && in_row[node])
         return aligned;
@@ -245,7 +247,8 @@ static bool reads_aligned(const xg_plan *p, int node, const bool *in_row, const 
         return true;
     const xe_node *n = p->body->nodes[node];
     const xe_shape *s = &p->types[node].shape;
-    bool elementwise = xe_op_is_elementwise(n->op), reduce = xe_op_get(n->op)->cls == XE_CLASS_REDUCE;
+    bool elementwise = xe_op_is_elementwise(n->op),
+         reduce = xe_op_get(n->op)->cls == XE_CLASS_REDUCE;
     for (int k = 0; k < n->n_inputs; k++) {
         const xe_shape *si = &p->types[n->inputs[k]].shape;
         bool a = false;
@@ -274,8 +277,8 @@ static void row_reads(const xg_plan *p, int node, const bool *in_row, bool *read
 }
 
 /* Whether step s can join the row step g with rows r; sets the roles it would get. */
-static bool row_joins(const xg_plan *p, const xg_step *g, const xg_step *s, const bool *in_row, const rows *r,
-                      xg_row_role *role)
+static bool row_joins(const xg_plan *p, const xg_step *g, const xg_step *s, const bool *in_row,
+                      const rows *r, xg_row_role *role)
 {
     if (g->n_outs + s->n_outs > XG_MAX_OUTS)
         return false;
@@ -283,7 +286,8 @@ static bool row_joins(const xg_plan *p, const xg_step *g, const xg_step *s, cons
         rows r2;
         const xe_node *n = p->body->nodes[s->outs[0]];
         if (s->column || !row_reduce(n, p->types, &r2) || !xe_shape_equal(&r2.xs, &r->xs) ||
-            memcmp(r2.mask, r->mask, sizeof r->mask) != 0 || !reads_aligned(p, s->outs[0], in_row, r, true, true))
+            memcmp(r2.mask, r->mask, sizeof r->mask) != 0 ||
+            !reads_aligned(p, s->outs[0], in_row, r, true, true))
             return false;
         role[0] = XG_ROW_REDUCE;
         return true;
@@ -364,7 +368,8 @@ static void row_drop_buffers(xg_plan *p, xg_step *g, bool *in_row)
 static xe_code row_groups(xg_plan *p, xe_status *st)
 {
     int n = p->body->n_nodes;
-    bool *in_row = calloc((size_t)n + 1, sizeof *in_row), *reads = calloc((size_t)n + 1, sizeof *reads);
+    bool *in_row = calloc((size_t)n + 1, sizeof *in_row),
+         *reads = calloc((size_t)n + 1, sizeof *reads);
     if (!in_row || !reads) {
         free(in_row);
         free(reads);
@@ -374,7 +379,8 @@ static xe_code row_groups(xg_plan *p, xe_status *st)
     for (int i = 0; i < p->n_steps;) {
         rows r;
         xg_step g = p->steps[i];
-        if (g.kind != XG_STEP_REDUCE || g.column || !row_reduce(p->body->nodes[g.outs[0]], p->types, &r)) {
+        if (g.kind != XG_STEP_REDUCE || g.column ||
+            !row_reduce(p->body->nodes[g.outs[0]], p->types, &r)) {
             p->steps[w++] = p->steps[i++];
             continue;
         }
@@ -424,7 +430,9 @@ int xg_step_shape_mismatch(const xg_plan *p, int i, const xe_type *types)
     for (int k = 0; k < s->n_outs; k++) {
         int o = s->outs[k];
         const xe_shape *want = s->role[k] == XG_ROW_SCALAR ? &r.rs : &r.xs;
-        const xe_shape *got = s->role[k] == XG_ROW_REDUCE ? &types[p->body->nodes[o]->inputs[0]].shape : &types[o].shape;
+        const xe_shape *got = s->role[k] == XG_ROW_REDUCE
+                                  ? &types[p->body->nodes[o]->inputs[0]].shape
+                                  : &types[o].shape;
         if (!xe_shape_equal(got, want))
             return o;
     }
@@ -446,7 +454,8 @@ static int64_t reduced_count(const xe_shape *x, const xe_shape *out)
 }
 
 /* Work items of step i at types: elements (loop), outputs (reduce), rows (softmax, row kernels). */
-int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, bool *block_per_item)
+int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g,
+                      bool *block_per_item)
 {
     const xg_step *s = &p->steps[i];
     const xe_node *n = p->body->nodes[s->outs[0]];
@@ -477,12 +486,15 @@ int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, const xg_ge
         if (s->column && g) /* a block per tile of outputs */
             return (xe_shape_numel(os) + g->col_tile - 1) / g->col_tile;
         return xe_shape_numel(os);
-    default: return xe_shape_numel(os);
+    default:
+        return xe_shape_numel(os);
     }
 }
 
-/* Chunks a split over `items` block items of `each` elements: enough to fill max_blocks, each of at least min. */
-static int64_t chunks_for(int64_t items, int64_t each, int64_t min, int64_t max_blocks, int64_t max_total)
+/* Chunks a split over `items` block items of `each` elements: enough to fill max_blocks, each of at
+ * least min. */
+static int64_t chunks_for(int64_t items, int64_t each, int64_t min, int64_t max_blocks,
+                          int64_t max_total)
 {
     if (items <= 0 || items >= max_blocks)
         return 1;
@@ -494,7 +506,8 @@ static int64_t chunks_for(int64_t items, int64_t each, int64_t min, int64_t max_
     return chunks > 1 ? chunks : 1;
 }
 
-int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks)
+int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g,
+                       int64_t max_blocks)
 {
     const xg_step *s = &p->steps[i];
     const xe_node *n = p->body->nodes[s->outs[0]];
@@ -503,8 +516,8 @@ int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, const xg_g
     const xe_shape *os = &types[s->outs[0]].shape;
     int64_t outputs = xe_shape_numel(os), each = reduced_count(&types[n->inputs[0]].shape, os);
     if (s->column)
-        return chunks_for((outputs + g->col_tile - 1) / g->col_tile, each, g->col_min_rows, max_blocks,
-                          g->col_split_max);
+        return chunks_for((outputs + g->col_tile - 1) / g->col_tile, each, g->col_min_rows,
+                          max_blocks, g->col_split_max);
     return chunks_for(outputs, each, g->row_min_chunk, max_blocks, g->col_split_max);
 }
 
@@ -579,24 +592,30 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
         for (int k = 0; c == XE_OK && k < s->n_outs; k++) {
             int o = s->outs[k];
             if (o < 0 || o >= b->n_nodes) {
-                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes node %d of %d", i, o, b->n_nodes);
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes node %d of %d", i, o,
+                            b->n_nodes);
                 break;
             }
             const char *name = b->nodes[o]->name;
-            xg_step_kind want = s->kind != XG_STEP_ROW ? s->kind
-                                : s->role[k] == XG_ROW_REDUCE ? XG_STEP_REDUCE : XG_STEP_LOOP;
+            xg_step_kind want = s->kind != XG_STEP_ROW        ? s->kind
+                                : s->role[k] == XG_ROW_REDUCE ? XG_STEP_REDUCE
+                                                              : XG_STEP_LOOP;
             if (!p->mat[o] || ready[o])
-                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes %s, not a fresh buffer", i, name);
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d writes %s, not a fresh buffer", i,
+                            name);
             else if (xg_step_kind_of(b->nodes[o]) != want)
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d has the wrong kind for %s", i, name);
             else if (mixed >= 0)
-                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i, b->nodes[mixed]->name);
+                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d mixes shapes (%s)", i,
+                            b->nodes[mixed]->name);
             else if (s->kind == XG_STEP_ROW && (s->phase[k] < 0 || s->phase[k] >= s->n_phases))
                 c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d computes %s in no phase", i, name);
             else if (!reads_ready(p, o, ready))
-                c = xe_fail(st, XE_ERR_RUNTIME, "plan: step %d reads a buffer before it is written (%s)", i, name);
+                c = xe_fail(st, XE_ERR_RUNTIME,
+                            "plan: step %d reads a buffer before it is written (%s)", i, name);
             else
-                ready[o] = true; /* later outputs of a multi-output loop may read it, at the same index */
+                ready[o] =
+                    true; /* later outputs of a multi-output loop may read it, at the same index */
         }
     }
     for (int i = 0; c == XE_OK && i < b->n_nodes; i++) {
@@ -619,7 +638,8 @@ xe_code xg_plan_verify(const xg_plan *p, xe_status *st)
 static xe_code bound_inline_depth(xg_plan *p, xe_status *st)
 {
     int n = p->body->n_nodes;
-    int *depth = calloc((size_t)n + 1, sizeof *depth); /* inline levels under a node; 0 when it has a buffer */
+    int *depth = calloc((size_t)n + 1,
+                        sizeof *depth); /* inline levels under a node; 0 when it has a buffer */
     if (!depth)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory planning a cluster");
     for (int i = 0; i < n; i++) {
@@ -633,7 +653,8 @@ static xe_code bound_inline_depth(xg_plan *p, xe_status *st)
     return XE_OK;
 }
 
-/* Steps 4 to 9 of the plan (the file's top comment) on p, whose types and materialization are set. */
+/* Steps 4 to 9 of the plan (the file's top comment) on p, whose types and materialization are set.
+ */
 static xe_code plan_steps(xg_plan *p, xe_status *st)
 {
     const xe_graph *body = p->body;

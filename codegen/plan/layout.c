@@ -37,8 +37,10 @@ static bool elementwise(const xe_node *n)
     case XE_CLASS_COMPARE:
     case XE_CLASS_LOGICAL:
     case XE_CLASS_SELECT:
-    case XE_CLASS_CAST: return true;
-    default: return false;
+    case XE_CLASS_CAST:
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -70,7 +72,8 @@ static bool drop_breakers(const xg_plan *p, bool *s)
         bool conv = n->op == XE_OP_CONV2D;
         for (int k = 0; k < n->n_inputs; k++) {
             int v = n->inputs[k];
-            if (s[v] && !(conv ? k == 0 : s[j])) { /* (b): a conv's weights or bias are no activation */
+            if (s[v] &&
+                !(conv ? k == 0 : s[j])) { /* (b): a conv's weights or bias are no activation */
                 s[v] = false;
                 dropped = true;
             }
@@ -83,7 +86,8 @@ static bool drop_breakers(const xg_plan *p, bool *s)
     return dropped;
 }
 
-/* Whether any conv reads or writes an NHWC value: else the set is dropped whole (nothing to gain). */
+/* Whether any conv reads or writes an NHWC value: else the set is dropped whole (nothing to gain).
+ */
 static bool any_conv_side(const xg_plan *p, const bool *s)
 {
     for (int i = 0; i < p->body->n_nodes; i++) {

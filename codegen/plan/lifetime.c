@@ -56,7 +56,8 @@ xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
 
 bool xg_runs_attention(const xg_program *p, int i)
 {
-    return p->plan->steps[i].attention && p->backend->runner.attention && p->backend->runner.run_rows;
+    return p->plan->steps[i].attention && p->backend->runner.attention &&
+           p->backend->runner.run_rows;
 }
 
 /* The last step that runs with step i: the panel steps after its matmul (and the product after them
@@ -81,8 +82,8 @@ int xg_group_last(const xg_program *p, int i)
     return p->backend->runner.matmul_epilogue && xg_blas_epilogue(plan, i, &e) ? i + 1 : i;
 }
 
-xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs, void **ptrs,
-                        xe_status *st)
+xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs,
+                        void **ptrs, xe_status *st)
 {
     for (int j = 0; j < p->body->n_nodes; j++) {
         if (p->born[j] < first || p->born[j] > last || bufs[j])

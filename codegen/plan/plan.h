@@ -15,7 +15,8 @@
 #include "xg.h"
 
 #define XG_MAX_OUTS 16
-#define XG_MAX_INLINE 32 /* ops in an inline chain before a value gets a buffer (bounds recursion) */
+#define XG_MAX_INLINE                                                                              \
+    32 /* ops in an inline chain before a value gets a buffer (bounds recursion) */
 
 /*
  * How a GPU target covers a step with blocks of threads: a data slot of its
@@ -34,7 +35,7 @@ typedef struct xg_geometry {
 } xg_geometry;
 
 typedef enum xg_step_kind {
-    XG_STEP_LOOP,    /* elementwise and shape ops fused into one loop; several outputs of one shape */
+    XG_STEP_LOOP, /* elementwise and shape ops fused into one loop; several outputs of one shape */
     XG_STEP_REDUCE,  /* reduce_* or argmax, its producers computed inline */
     XG_STEP_SOFTMAX, /* softmax along one axis, one row at a time */
     XG_STEP_LIBRARY, /* matmul: a BLAS call */
@@ -69,15 +70,15 @@ typedef struct xg_step {
 
 typedef struct xg_plan {
     const xe_graph *body;
-    xe_type *types;   /* concrete type of each body node */
-    bool *mat;        /* materialized: has a buffer */
-    int *uses;        /* consumers of each node (body outputs count) */
+    xe_type *types; /* concrete type of each body node */
+    bool *mat;      /* materialized: has a buffer */
+    int *uses;      /* consumers of each node (body outputs count) */
     int n_steps;
     xg_step *steps;
-    bool generic;     /* sizes read from S[] instead of literals */
-    int *soff;        /* offset of each node's dims in S[] */
+    bool generic; /* sizes read from S[] instead of literals */
+    int *soff;    /* offset of each node's dims in S[] */
     int n_sizes;
-    bool *nhwc;       /* a rank-4 value kept channels-last in memory between convs (layout.c) */
+    bool *nhwc; /* a rank-4 value kept channels-last in memory between convs (layout.c) */
 } xg_plan;
 
 /* values.c: the kind of step node n makes (loop, reduce, softmax, library). */
@@ -92,10 +93,13 @@ int xg_matmul_operand(const xe_graph *b, const xe_type *types, int node, int k, 
  * A buffer may be visited more than once.
  */
 void xg_value_reads(const xg_plan *p, int node, void (*visit)(void *ctx, int buf), void *ctx);
-/* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read through as flags. */
-xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_status *st);
+/* Runs LIBRARY step node (a matmul) with dev's kernel on the plan's buffers, transposes read
+ * through as flags. */
+xe_code xg_run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs,
+                      xe_status *st);
 
-/* Whether every read of node happens inside a step (the nodes marked in inside[], and what they compute inline). */
+/* Whether every read of node happens inside a step (the nodes marked in inside[], and what they
+ * compute inline). */
 bool xg_read_only_inside(const xg_plan *p, int node, const bool *inside);
 /*
  * locals.c: inline ops under node i (0 when it has a buffer), from the depths of the nodes before
@@ -105,13 +109,15 @@ int xg_inline_depth(const xg_plan *p, int i, const int *depth);
 /* locals.c: drops the buffers of loop values that only their own multi-output loop reads. */
 xe_code xg_plan_locals(xg_plan *p, xe_status *st);
 
-/* epilogue.c: marks the steps that run on the rows of the matmul before them, a range per thread. */
+/* epilogue.c: marks the steps that run on the rows of the matmul before them, a range per thread.
+ */
 xe_code xg_plan_panels(xg_plan *p, xe_status *st);
 /* The matmul node whose panels step i runs on, or -1 when it is no panel step. */
 int xg_panel_matmul(const xg_plan *p, int i);
 /* Rows of node m's value (every dim but the last, flat): what a panel's r0, r1 count. */
 int64_t xg_panel_rows(const xe_type *types, int m);
-/* A panel step whose value no longer has its matmul's shape at these types (shape-generic calls): the node, or -1. */
+/* A panel step whose value no longer has its matmul's shape at these types (shape-generic calls):
+ * the node, or -1. */
 int xg_panel_mismatch(const xg_plan *p, int i, const xe_type *types);
 
 /* attention.c: marks the matmul steps that start a fused attention (xg_step.attention). */
@@ -137,7 +143,8 @@ typedef struct xg_blas_epi {
     xg_epi_act act;
 } xg_blas_epi;
 
-/* Whether LIBRARY step i and the panel step after it are one f32 2-D matmul with a BLAS epilogue. */
+/* Whether LIBRARY step i and the panel step after it are one f32 2-D matmul with a BLAS epilogue.
+ */
 bool xg_blas_epilogue(const xg_plan *p, int i, xg_blas_epi *e);
 
 /* The activation of a conv epilogue (oneDNN's eltwise post-op). */
@@ -161,7 +168,8 @@ typedef struct xg_conv_epi {
 
 /* Whether LIBRARY step i is an f32 conv2d whose next step the library can apply as post-ops. */
 bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e);
-/* Whether LIBRARY step i is a conv2d that reads or writes a channels-last value: e, the conv alone. */
+/* Whether LIBRARY step i is a conv2d that reads or writes a channels-last value: e, the conv alone.
+ */
 bool xg_conv_layout(const xg_plan *p, int i, xg_conv_epi *e);
 
 /* layout.c: which rank-4 values stay channels-last between the convs of the cluster (p->nhwc). */
@@ -173,7 +181,8 @@ xe_code xg_body_types(const xe_graph *body, const xe_type *in_types, xe_type *ty
 xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generic, xg_plan **out,
                       xe_status *st);
 void xg_plan_destroy(xg_plan *p);
-/* The plan's invariants (buffers written once, in order; one shape per loop); run by xg_plan_build. */
+/* The plan's invariants (buffers written once, in order; one shape per loop); run by xg_plan_build.
+ */
 xe_code xg_plan_verify(const xg_plan *p, xe_status *st);
 /* Fills S[] (n_sizes entries) from the plan's types. */
 void xg_plan_sizes(const xg_plan *p, int64_t *S);
@@ -189,27 +198,30 @@ bool xg_step_is_split(const xg_plan *p, int i, const xe_type *types);
  * item gets a block (cooperative reductions) rather than a thread. g NULL:
  * host threads (no tiles, no blocks).
  */
-int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, bool *block_per_item);
+int64_t xg_step_items(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g,
+                      bool *block_per_item);
 /*
  * GPU, a reduction (step i) to fewer block items (column tiles, or
  * outputs in row order) than max_blocks blocks fill: the chunks each
  * item's reduced range is split into (1: not split). The kernel reads it
  * back from the grid: chunks = gridDim.x / items.
  */
-int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks);
+int64_t xg_step_chunks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g,
+                       int64_t max_blocks);
 /*
  * GPU: the blocks (of g->threads threads) step i is launched with at the
  * given types, on a device that holds max_blocks of them at once; 0:
  * nothing to launch.
  */
-int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks);
+int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g,
+                         int64_t max_blocks);
 /*
  * GPU: the bytes of a kernel's argument block (struct xg_args: the buffer
  * pointers, the sizes, the workspace), written to args (cap bytes); 0 when
  * it does not fit. With args NULL, only the size.
  */
-size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace, char *args,
-                    size_t cap);
+size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace,
+                    char *args, size_t cap);
 /*
  * GPU: whether the kernels take their argument block through a device
  * pointer (const xg_args *) rather than by value: a cluster whose block
@@ -235,6 +247,7 @@ char *xg_emit_program(const xg_plan *p, xg_target target, xe_status *st);
 struct xg_shares;
 /* The same, each kernel that is an earlier one's on other buffers left out and listed in shares
    (share.h), which the caller frees. */
-char *xg_emit_program_shared(const xg_plan *p, xg_target target, struct xg_shares *shares, xe_status *st);
+char *xg_emit_program_shared(const xg_plan *p, xg_target target, struct xg_shares *shares,
+                             xe_status *st);
 
 #endif

@@ -21,11 +21,16 @@ void xg_step_name(int i, char *buf, size_t len)
 static const char *kind_name(const xg_step *s)
 {
     switch (s->kind) {
-    case XG_STEP_LOOP: return s->n_outs > 1 ? "loop (multi-output)" : "loop";
-    case XG_STEP_REDUCE: return s->column ? "reduce (column order)" : "reduce (row order)";
-    case XG_STEP_SOFTMAX: return "softmax rows";
-    case XG_STEP_LIBRARY: return "library call (BLAS, oneDNN)";
-    case XG_STEP_ROW: return "row kernel";
+    case XG_STEP_LOOP:
+        return s->n_outs > 1 ? "loop (multi-output)" : "loop";
+    case XG_STEP_REDUCE:
+        return s->column ? "reduce (column order)" : "reduce (row order)";
+    case XG_STEP_SOFTMAX:
+        return "softmax rows";
+    case XG_STEP_LIBRARY:
+        return "library call (BLAS, oneDNN)";
+    case XG_STEP_ROW:
+        return "row kernel";
     }
     return "?";
 }
@@ -57,13 +62,15 @@ static char *plan_type_str(const xg_plan *p, int node, char *buf, size_t len)
     const xe_type *t = &p->types[node];
     size_t u = (size_t)snprintf(buf, len, "%s[", xe_dtype_name(t->dtype));
     for (int d = 0; d < t->shape.rank && u < len; d++)
-        u += (size_t)snprintf(buf + u, len - u, "%s%s", d ? "," : "", t->shape.dims[d] == 1 ? "1" : "?");
+        u += (size_t)snprintf(buf + u, len - u, "%s%s", d ? "," : "",
+                              t->shape.dims[d] == 1 ? "1" : "?");
     if (u < len)
         snprintf(buf + u, len - u, "]");
     return buf;
 }
 
-int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g, int64_t max_blocks)
+int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, const xg_geometry *g,
+                         int64_t max_blocks)
 {
     bool per_block;
     int64_t items = xg_step_items(p, i, types, g, &per_block);
@@ -76,7 +83,8 @@ int64_t xg_launch_blocks(const xg_plan *p, int i, const xe_type *types, const xg
     return want < max_blocks ? want : max_blocks;
 }
 
-/* Bytes of the argument block, as emit_prelude declares struct xg_args: pointers, sizes, workspace. */
+/* Bytes of the argument block, as emit_prelude declares struct xg_args: pointers, sizes, workspace.
+ */
 static size_t args_bytes(const xg_plan *p)
 {
     return ((size_t)p->body->n_nodes + (size_t)(p->n_sizes ? p->n_sizes : 1) + 1) * 8;
@@ -87,8 +95,8 @@ bool xg_args_in_memory(const xg_plan *p)
     return args_bytes(p) > XG_ARGS_BY_VALUE;
 }
 
-size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace, char *args,
-                    size_t cap)
+size_t xg_pack_args(const xg_plan *p, void *const *ptrs, const int64_t *S, void *workspace,
+                    char *args, size_t cap)
 {
     size_t nb = (size_t)p->body->n_nodes, ns = (size_t)(p->n_sizes ? p->n_sizes : 1);
     size_t len = args_bytes(p);
@@ -140,14 +148,15 @@ char *xg_plan_text(const xg_plan *p, xg_target target)
                                              : s->outs[0];
         char launch[512];
         b->render.launch_text(p, i, launch, sizeof launch);
-        u += (size_t)snprintf(buf + u, cap - u, "%s: %s over %s, ops:%s\n  launch: %s\n", name, kind_name(s),
-                              plan_type_str(p, over, ty, sizeof ty), ops, launch);
+        u += (size_t)snprintf(buf + u, cap - u, "%s: %s over %s, ops:%s\n  launch: %s\n", name,
+                              kind_name(s), plan_type_str(p, over, ty, sizeof ty), ops, launch);
         for (int ph = 0; s->kind == XG_STEP_ROW && ph < s->n_phases && u < cap; ph++) {
             static const char *role[] = {"", "reduce ", "then "};
             u += (size_t)snprintf(buf + u, cap - u, "  phase %d (one pass over the row):", ph);
             for (int k = 0; k < s->n_outs && u < cap; k++)
                 if (s->phase[k] == ph)
-                    u += (size_t)snprintf(buf + u, cap - u, " %s%s", role[s->role[k]], p->body->nodes[s->outs[k]]->name);
+                    u += (size_t)snprintf(buf + u, cap - u, " %s%s", role[s->role[k]],
+                                          p->body->nodes[s->outs[k]]->name);
             if (u < cap)
                 u += (size_t)snprintf(buf + u, cap - u, "\n");
         }

@@ -12,7 +12,8 @@
 #include "xlac/text.h"
 #include "xlac/vec.h"
 
-#define MAX_LOCALS 4096 /* distinct locals of one prefix in a kernel; more: no key (never shared) */
+/* distinct locals of one prefix in a kernel; more: no key (never shared) */
+#define MAX_LOCALS 4096
 
 bool xg_shares_add(xg_shares *s, int step, int from, const int *theirs, const int *ours, int n)
 {
@@ -72,7 +73,8 @@ bool xg_shares_append_text(const xg_shares *s, char **text)
     xe_text_printf(&t, "%s", *text);
     for (int i = 0; i < s->n; i++) {
         const xg_share *h = &s->v[i];
-        xe_text_printf(&t, "shared: xg_k%d runs the kernel of xg_k%d with buffers ", h->step, h->from);
+        xe_text_printf(&t, "shared: xg_k%d runs the kernel of xg_k%d with buffers ", h->step,
+                       h->from);
         list_text(&t, h->ours, h->n);
         xe_text_printf(&t, " in place of ");
         list_text(&t, h->theirs, h->n);
@@ -86,7 +88,8 @@ bool xg_shares_append_text(const xg_shares *s, char **text)
     return true;
 }
 
-/* A comma-separated list of at most max node numbers at *s (advanced past it), each a materialized node. */
+/* A comma-separated list of at most max node numbers at *s (advanced past it), each a materialized
+ * node. */
 static int parse_list(const char **s, const xg_plan *p, int *v, int max)
 {
     int n = 0;
@@ -112,7 +115,9 @@ static bool generated(const xg_plan *p, int step)
 static bool parse_line(const char **s, const xg_plan *p, xg_shares *out, int *ours, int *theirs)
 {
     int step, from, used = 0;
-    if (sscanf(*s, "shared: xg_k%d runs the kernel of xg_k%d with buffers %n", &step, &from, &used) != 2 || !used)
+    if (sscanf(*s, "shared: xg_k%d runs the kernel of xg_k%d with buffers %n", &step, &from,
+               &used) != 2 ||
+        !used)
         return false;
     *s += used;
     int n = parse_list(s, p, ours, p->body->n_nodes);
@@ -153,7 +158,7 @@ enum { N_PREFIXES = sizeof prefixes / sizeof prefixes[0] };
 typedef struct renumber {
     long *seen[N_PREFIXES]; /* per prefix: the numbers met so far, in order */
     int n[N_PREFIXES];
-    int cap;                /* room in each: a body of L bytes names fewer than L / 2 + 1 */
+    int cap; /* room in each: a body of L bytes names fewer than L / 2 + 1 */
 } renumber;
 
 /* Which prefix the identifier tok (len bytes) is, with its number in *num; -1 if none. */
@@ -206,7 +211,8 @@ static bool key_text(const char *body, int n_nodes, renumber *r, xe_text *t)
         }
         if (isalpha((unsigned char)*s) || *s == '_' || isdigit((unsigned char)*s)) {
             size_t len = 1; /* an identifier, or a number (whose letters are not a name) */
-            while (isalnum((unsigned char)s[len]) || s[len] == '_' || (isdigit((unsigned char)*s) && s[len] == '.'))
+            while (isalnum((unsigned char)s[len]) || s[len] == '_' ||
+                   (isdigit((unsigned char)*s) && s[len] == '.'))
                 len++;
             long num;
             int k = isdigit((unsigned char)*s) ? -1 : prefix_of(s, len, &num);

@@ -32,7 +32,8 @@ static bool emits_text(const xe_graph *g, const xe_node *n, const xe_op_def *d)
  */
 static bool conv_step(const xe_node *n, const xg_backend *b, const xg_options *o)
 {
-    return b->runner.conv_epilogue && o && o->level2 && o->library_conv && /* the target runs conv steps */
+    return b->runner.conv_epilogue && o && o->level2 &&
+           o->library_conv && /* the target runs conv steps */
            (n->type.dtype == XE_F32 || n->type.dtype == XE_F64);
 }
 
@@ -45,7 +46,8 @@ static bool touches_narrow(const xe_graph *g, const xe_node *n)
     return narrow;
 }
 
-const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device dev, const xg_options *o)
+const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device dev,
+                                  const xg_options *o)
 {
     const xe_op_def *d = xe_op_get(n->op);
     if (!d)
@@ -59,10 +61,11 @@ const char *xg_unsupported_reason(const xe_graph *g, const xe_node *n, xe_device
     if (n->body || n->op == XE_OP_INPUT || n->op == XE_OP_GET || n->op >= XE_OP_COUNT)
         return "no code generator";
     if (touches_narrow(g, n)) /* op_text.c has no columns for them: they run op by op */
-        return "the code generator has no narrow dtypes (u8 i8 i16 u16 u32 u64 bf16, float8, f4e2m1, i4 u4 i2 u2)";
+        return "the code generator has no narrow dtypes (u8 i8 i16 u16 u32 u64 bf16, float8, "
+               "f4e2m1, i4 u4 i2 u2)";
     const xg_backend *b = xg_backend_for(xg_target_for_device(dev));
     if (n->op == XE_OP_CONV2D && conv_step(n, b, o))
-        return NULL; /* a library step: the engine's conv primitive (run/program.c) */
+        return NULL;           /* a library step: the engine's conv primitive (run/program.c) */
     if (d->cls == XE_CLASS_NN) /* gather tile pad pools, conv2d where the target has no conv step */
         return "no code generator";
     if (d->cls == XE_CLASS_MATMUL && !(o && o->level2))

@@ -85,7 +85,8 @@ bool xg_read_only_inside(const xg_plan *p, int node, const bool *in_row)
     return true;
 }
 
-static void reads_through(const xg_plan *p, int node, bool root, void (*visit)(void *ctx, int buf), void *ctx)
+static void reads_through(const xg_plan *p, int node, bool root, void (*visit)(void *ctx, int buf),
+                          void *ctx)
 {
     if (!root && p->mat[node]) {
         visit(ctx, node);

@@ -23,7 +23,8 @@
 #include "xlac/session.h"
 #include "xlac/trace.h"
 
-/* Every materialized constant on the program's device: the node's own tensor, or a copy made once. */
+/* Every materialized constant on the program's device: the node's own tensor, or a copy made once.
+ */
 static xe_code load_consts(xg_program *p, xe_status *st)
 {
     if (!(p->consts = calloc((size_t)p->body->n_nodes + 1, sizeof *p->consts)))
@@ -32,7 +33,8 @@ static xe_code load_consts(xg_program *p, xe_status *st)
         xe_tensor *v = p->body->nodes[i]->value;
         if (!p->plan->mat[i] || p->body->nodes[i]->op != XE_OP_CONST)
             continue;
-        p->consts[i] = v->device == p->device ? xe_tensor_retain(v) : xe_tensor_to_device(v, p->device, st);
+        p->consts[i] =
+            v->device == p->device ? xe_tensor_retain(v) : xe_tensor_to_device(v, p->device, st);
         if (!p->consts[i])
             return st->code;
     }
@@ -46,9 +48,12 @@ static xe_code check_meta(xg_program *p, const xg_artifact *a, xe_status *st)
     if (!text)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     size_t len = strlen(text);
-    bool ok = a->meta && strncmp(text, a->meta, len) == 0 && xg_shares_parse(a->meta + len, p->plan, &p->shares);
+    bool ok = a->meta && strncmp(text, a->meta, len) == 0 &&
+              xg_shares_parse(a->meta + len, p->plan, &p->shares);
     free(text);
-    return ok ? XE_OK : xe_fail(st, XE_ERR_COMPILE, "the compiled module does not match this cluster's plan");
+    return ok ? XE_OK
+              : xe_fail(st, XE_ERR_COMPILE,
+                        "the compiled module does not match this cluster's plan");
 }
 
 int xg_program_kernel_step(const xg_program *p, int i)
@@ -79,8 +84,8 @@ void xg_program_destroy(xg_program *p)
     free(p);
 }
 
-xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types, const xg_options *o,
-                        xg_program **out, xe_status *st)
+xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_type *in_types,
+                        const xg_options *o, xg_program **out, xe_status *st)
 {
     xg_program *p = calloc(1, sizeof *p);
     if (!p)
@@ -119,7 +124,8 @@ xe_code xg_program_load(const xg_artifact *a, const xe_graph *body, const xe_typ
  * The node xg_run_matmul hands the kernel: n itself, or (a transpose read through,
  * xg_matmul_operand) a shallow copy whose transpose_a/_b attrs are flipped in attrs[].
  */
-static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node *copy, xe_attr *attrs)
+static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node *copy,
+                                   xe_attr *attrs)
 {
     static const char *const names[2] = {"transpose_a", "transpose_b"};
     if (!flip[0] && !flip[1])
@@ -130,7 +136,8 @@ static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node
         if (strcmp(n->attrs[i].name, names[0]) != 0 && strcmp(n->attrs[i].name, names[1]) != 0)
             attrs[na++] = n->attrs[i];
     for (int k = 0; k < 2; k++)
-        attrs[na++] = (xe_attr){.name = (char *)names[k], .kind = XE_ATTR_BOOL,
+        attrs[na++] = (xe_attr){.name = (char *)names[k],
+                                .kind = XE_ATTR_BOOL,
                                 .i = xe_node_attr_bool(n, names[k], false) != flip[k]};
     copy->attrs = attrs;
     copy->n_attrs = na;
@@ -141,8 +148,8 @@ static const xe_node *flagged_node(const xe_node *n, const bool flip[2], xe_node
  * The matmul node's kernel on dev, with kernel cache slot cache (which may be NULL), transposes
  * as flags.
  */
-static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs, xe_kernel_cache *cache,
-                          xe_status *st)
+static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tensor **bufs,
+                          xe_kernel_cache *cache, xe_status *st)
 {
     const xe_node *n = plan->body->nodes[node];
     const xe_op_def *d = xe_op_get(n->op);
@@ -154,11 +161,16 @@ static xe_code run_matmul(const xg_plan *plan, xe_device dev, int node, xe_tenso
     xe_attr *attrs = malloc(sizeof *attrs * (size_t)(n->n_attrs + 2));
     if (!attrs)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    xe_kernel_args a = {.graph = plan->body, .node = flagged_node(n, flip, &copy, attrs), .n_in = 2, .in = in,
-                        .out = bufs[node], .cache = cache};
+    xe_kernel_args a = {.graph = plan->body,
+                        .node = flagged_node(n, flip, &copy, attrs),
+                        .n_in = 2,
+                        .in = in,
+                        .out = bufs[node],
+                        .cache = cache};
     xe_kernel_fn kernel = xe_op_kernel(d, dev);
-    xe_code c = kernel ? kernel(&a, st)
-                       : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
+    xe_code c =
+        kernel ? kernel(&a, st)
+               : xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(dev), n->name);
     free(attrs);
     return c;
 }
@@ -191,7 +203,8 @@ static void *const *step_ptrs(const xg_program *p, int i, void *const *ptrs, voi
     return ptrs;
 }
 
-/* What each panel of a matmul runs: the program's panel steps [first, last] over the panel's rows. */
+/* What each panel of a matmul runs: the program's panel steps [first, last] over the panel's rows.
+ */
 typedef struct panel_ctx {
     xg_program *p;
     int first, last;
@@ -204,7 +217,8 @@ static void run_panel(void *ctx, int64_t r0, int64_t r1)
 {
     const panel_ctx *c = ctx;
     for (int i = c->first; i <= c->last; i++)
-        c->p->backend->runner.run_rows(c->p, i, step_ptrs(c->p, i, c->ptrs, c->shared), c->S, r0, r1);
+        c->p->backend->runner.run_rows(c->p, i, step_ptrs(c->p, i, c->ptrs, c->shared), c->S, r0,
+                                       r1);
 }
 
 /*
@@ -217,8 +231,8 @@ static void run_panel(void *ctx, int64_t r0, int64_t r1)
  * same task lost to this: OpenBLAS repacked the weights for every panel
  * and ran below the engine on each.
  */
-static xe_code run_panels(xg_program *p, int i, int last, xe_tensor **bufs, void *const *ptrs, void **shared,
-                          const int64_t *S, xe_status *st)
+static xe_code run_panels(xg_program *p, int i, int last, xe_tensor **bufs, void *const *ptrs,
+                          void **shared, const int64_t *S, xe_status *st)
 {
     panel_ctx c = {.p = p, .first = i + 1, .last = last, .ptrs = ptrs, .shared = shared, .S = S};
     int m = p->plan->steps[i].outs[0];
@@ -230,7 +244,8 @@ static xe_code run_panels(xg_program *p, int i, int last, xe_tensor **bufs, void
     return XE_OK;
 }
 
-/* Whether step i and the next ran as one library call with an epilogue (cuBLASLt); else nothing ran. */
+/* Whether step i and the next ran as one library call with an epilogue (cuBLASLt); else nothing
+ * ran. */
 static bool library_epilogue(xg_program *p, int i, xe_tensor **bufs, xe_status *st)
 {
     xg_blas_epi e;
@@ -242,14 +257,16 @@ static bool library_epilogue(xg_program *p, int i, xe_tensor **bufs, xe_status *
     return false;
 }
 
-/* The inputs' and constants' buffers, borrowed for the run; the others are made as steps need them (lifetime.c). */
+/* The inputs' and constants' buffers, borrowed for the run; the others are made as steps need them
+ * (lifetime.c). */
 static void borrow_buffers(xg_program *p, xe_tensor *const *inputs, xe_tensor **bufs)
 {
     const xe_graph *b = p->body;
     for (int k = 0; k < b->n_inputs; k++)
         bufs[b->inputs[k]] = xe_tensor_retain(inputs[k]);
     for (int i = 0; i < b->n_nodes; i++)
-        if (p->plan->mat[i] && b->nodes[i]->op == XE_OP_CONST) /* on the program's device since load */
+        if (p->plan->mat[i] &&
+            b->nodes[i]->op == XE_OP_CONST) /* on the program's device since load */
             bufs[i] = xe_tensor_retain(p->consts[i]);
 }
 
@@ -287,34 +304,44 @@ static xe_code check_empty_reductions(const xe_graph *b, const xe_type *types, x
     return XE_OK;
 }
 
-static xe_code check_types(const xg_program *p, const xe_type *in_types, const xe_type *types, xe_status *st)
+static xe_code check_types(const xg_program *p, const xe_type *in_types, const xe_type *types,
+                           xe_status *st)
 {
     const xe_graph *b = p->body;
     char want[128], got[128];
     if (check_empty_reductions(b, types, st) != XE_OK)
         return st->code;
     for (int k = 0; !p->plan->generic && k < b->n_inputs; k++)
-        if (in_types[k].dtype != p->in_types[k].dtype || !xe_shape_equal(&in_types[k].shape, &p->in_types[k].shape))
-            return xe_fail(st, XE_ERR_RUNTIME, "compiled cluster built for input %d as %s, called with %s", k,
-                           xe_type_str(&p->in_types[k], want, sizeof want), xe_type_str(&in_types[k], got, sizeof got));
+        if (in_types[k].dtype != p->in_types[k].dtype ||
+            !xe_shape_equal(&in_types[k].shape, &p->in_types[k].shape))
+            return xe_fail(st, XE_ERR_RUNTIME,
+                           "compiled cluster built for input %d as %s, called with %s", k,
+                           xe_type_str(&p->in_types[k], want, sizeof want),
+                           xe_type_str(&in_types[k], got, sizeof got));
     if (!p->plan->generic)
         return XE_OK;
     for (int i = 0; i < b->n_nodes; i++)
         if (!same_pattern(&types[i], &p->plan->types[i]))
-            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: node %s is %s, outside the pattern of %s",
+            return xe_fail(st, XE_ERR_UNSUPPORTED,
+                           "shape-generic cluster: node %s is %s, outside the pattern of %s",
                            b->nodes[i]->name, xe_type_str(&types[i], got, sizeof got),
                            xe_type_str(&p->plan->types[i], want, sizeof want));
     for (int i = 0; i < p->plan->n_steps; i++) {
         int bad = xg_step_shape_mismatch(p->plan, i, types);
         if (bad < 0 && (bad = xg_panel_mismatch(p->plan, i, types)) >= 0)
-            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s is no longer of its matmul's shape",
+            return xe_fail(st, XE_ERR_UNSUPPORTED,
+                           "shape-generic cluster: %s is no longer of its matmul's shape",
                            b->nodes[bad]->name);
-        if (bad < 0 && xg_runs_attention(p, i) && (bad = xg_attention_mismatch(p->plan, i, types)) >= 0)
-            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s no longer fits its fused attention",
+        if (bad < 0 && xg_runs_attention(p, i) &&
+            (bad = xg_attention_mismatch(p->plan, i, types)) >= 0)
+            return xe_fail(st, XE_ERR_UNSUPPORTED,
+                           "shape-generic cluster: %s no longer fits its fused attention",
                            b->nodes[bad]->name);
         if (bad >= 0)
-            return xe_fail(st, XE_ERR_UNSUPPORTED, "shape-generic cluster: %s shares a kernel with %s but no longer its shape",
-                           b->nodes[bad]->name, b->nodes[p->plan->steps[i].outs[0]]->name);
+            return xe_fail(
+                st, XE_ERR_UNSUPPORTED,
+                "shape-generic cluster: %s shares a kernel with %s but no longer its shape",
+                b->nodes[bad]->name, b->nodes[p->plan->steps[i].outs[0]]->name);
     }
     return XE_OK;
 }
@@ -332,11 +359,16 @@ static xe_code run_conv(xg_program *p, int node, xe_tensor **bufs, xe_status *st
     xe_tensor *in[3] = {NULL, NULL, NULL};
     for (int k = 0; k < n->n_inputs && k < 3; k++)
         in[k] = bufs[n->inputs[k]];
-    xe_kernel_args a = {.graph = p->body, .node = n, .n_in = n->n_inputs, .in = in, .out = bufs[node],
+    xe_kernel_args a = {.graph = p->body,
+                        .node = n,
+                        .n_in = n->n_inputs,
+                        .in = in,
+                        .out = bufs[node],
                         .cache = &p->kcache[node]};
     xe_kernel_fn kernel = xe_op_kernel(d, p->device);
     if (!kernel)
-        return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device), n->name);
+        return xe_fail(st, XE_ERR_RUNTIME, "no %s kernel for %s", xe_device_name(p->device),
+                       n->name);
     return kernel(&a, st); /* the slot's entries are made once, under the engine's lock */
 }
 
@@ -352,7 +384,8 @@ static xe_code run_conv_step(xg_program *p, int i, xe_tensor **bufs, xe_status *
     xg_conv_epi ce;
     if (!p->backend->runner.conv_epilogue || !xg_conv_layout(p->plan, i, &ce))
         return run_conv(p, p->plan->steps[i].outs[0], bufs, st);
-    if (p->backend->runner.conv_epilogue(p, &ce, bufs, st) == XE_OK || st->code != XE_ERR_UNSUPPORTED)
+    if (p->backend->runner.conv_epilogue(p, &ce, bufs, st) == XE_OK ||
+        st->code != XE_ERR_UNSUPPORTED)
         return st->code;
     st->code = XE_ERR_RUNTIME;
     return xe_status_prefix(st, "a channels-last conv step: ");
@@ -362,8 +395,9 @@ static xe_code run_conv_step(xg_program *p, int i, xe_tensor **bufs, xe_status *
  * Step i, or (a matmul with its epilogue: xg_group_last gave last) the
  * steps that run with it; *next: the step after those that ran.
  */
-static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe_tensor **bufs, void *const *ptrs,
-                        void **shared, const int64_t *S, int *next, xe_status *st)
+static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe_tensor **bufs,
+                        void *const *ptrs, void **shared, const int64_t *S, int *next,
+                        xe_status *st)
 {
     const xg_step *s = &p->plan->steps[i];
     xg_conv_epi ce;
@@ -386,13 +420,15 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
         *next = last + 1;
         return run_panels(p, i, last, bufs, ptrs, shared, S, st);
     }
-    if (s->kind == XG_STEP_LIBRARY && p->backend->runner.matmul_epilogue && library_epilogue(p, i, bufs, st)) {
+    if (s->kind == XG_STEP_LIBRARY && p->backend->runner.matmul_epilogue &&
+        library_epilogue(p, i, bufs, st)) {
         *next = i + 2;
         return XE_OK;
     }
     if (s->kind == XG_STEP_LIBRARY && p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D)
         return run_conv_step(p, i, bufs, st);
-    if (s->kind == XG_STEP_LIBRARY && xe_device_is_host(p->device)) /* the engine's primitive, kept */
+    if (s->kind == XG_STEP_LIBRARY &&
+        xe_device_is_host(p->device)) /* the engine's primitive, kept */
         return run_matmul(p->plan, p->device, s->outs[0], bufs, &p->kcache[s->outs[0]], st);
     if (s->kind == XG_STEP_LIBRARY)
         return xg_run_matmul(p->plan, p->device, s->outs[0], bufs, st);
@@ -402,30 +438,35 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
 /*
  * With a trace on, steps [i, next) of a CPU program as one slice inside its cluster launch
  * ("cluster step": the kernel name, what it is, and its output's name), so a trace shows where
- * a cluster's time goes (bench/trace_profile.py sums them). GPU steps are asynchronous: not timed here.
+ * a cluster's time goes (bench/trace_profile.py sums them). GPU steps are asynchronous: not timed
+ * here.
  */
 static void trace_step(const xg_program *p, int i, int next, double t0)
 {
-    static const char *const kinds[] = {[XG_STEP_LOOP] = "loop", [XG_STEP_REDUCE] = "reduce",
-                                        [XG_STEP_SOFTMAX] = "softmax", [XG_STEP_LIBRARY] = "library",
+    static const char *const kinds[] = {[XG_STEP_LOOP] = "loop",
+                                        [XG_STEP_REDUCE] = "reduce",
+                                        [XG_STEP_SOFTMAX] = "softmax",
+                                        [XG_STEP_LIBRARY] = "library",
                                         [XG_STEP_ROW] = "row"};
     const xg_step *s = &p->plan->steps[i];
     const xe_node *out = p->body->nodes[s->outs[0]];
-    const char *what = xg_runs_attention(p, i)         ? "fused attention"
+    const char *what = xg_runs_attention(p, i)      ? "fused attention"
                        : s->kind == XG_STEP_LIBRARY ? xe_op_name(out->op)
                                                     : kinds[s->kind];
     char name[96], ename[256], args[400];
     xg_step_name(i, name, sizeof name);
     size_t u = strlen(name);
-    snprintf(name + u, sizeof name - u, " %s%s", what, next - i > 1 && !s->attention ? " + epilogue" : "");
+    snprintf(name + u, sizeof name - u, " %s%s", what,
+             next - i > 1 && !s->attention ? " + epilogue" : "");
     xe_trace_json_escape(out->name, ename, sizeof ename);
-    snprintf(args, sizeof args, "\"kind\":\"%s\",\"steps\":%d,\"out\":\"%s\"", what, next - i, ename);
+    snprintf(args, sizeof args, "\"kind\":\"%s\",\"steps\":%d,\"out\":\"%s\"", what, next - i,
+             ename);
     xe_trace_slice(name, "cluster step", t0, xe_now_us() - t0, args);
 }
 
 /* Every step of the plan in order, each group's buffers made before it and released after. */
-static xe_code run_steps(xg_program *p, const xe_type *types, xe_tensor **bufs, void **ptrs, void **shared,
-                         const int64_t *S, xe_status *st)
+static xe_code run_steps(xg_program *p, const xe_type *types, xe_tensor **bufs, void **ptrs,
+                         void **shared, const int64_t *S, xe_status *st)
 {
     xe_code c = XE_OK;
     xg_fpenv env; /* the process's floating-point mode outlives no kernel's */
@@ -433,7 +474,8 @@ static xe_code run_steps(xg_program *p, const xe_type *types, xe_tensor **bufs, 
     for (int i = 0, next = 0; c == XE_OK && i < p->plan->n_steps; i = next) {
         int last = xg_group_last(p, i);
         /* a fused attention's values before its product live in the threads' tiles */
-        if ((c = xg_buffers_make(p, types, xg_runs_attention(p, i) ? last : i, last, bufs, ptrs, st)) != XE_OK)
+        if ((c = xg_buffers_make(p, types, xg_runs_attention(p, i) ? last : i, last, bufs, ptrs,
+                                 st)) != XE_OK)
             break;
         share_ptrs(p, ptrs, shared, i, last);
         double t0 = xe_device_is_host(p->device) && xe_trace_on() ? xe_now_us() : 0;
@@ -446,18 +488,21 @@ static xe_code run_steps(xg_program *p, const xe_type *types, xe_tensor **bufs, 
     return c;
 }
 
-xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs, int n_outputs,
-                       xe_status *st)
+xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe_tensor **outputs,
+                       int n_outputs, xe_status *st)
 {
     const xe_graph *b = p->body;
     if (n_inputs != b->n_inputs || n_outputs != b->n_outputs)
-        return xe_fail(st, XE_ERR_RUNTIME, "compiled cluster called with the wrong number of values");
+        return xe_fail(st, XE_ERR_RUNTIME,
+                       "compiled cluster called with the wrong number of values");
     xe_type *types = calloc((size_t)b->n_nodes + 1, sizeof *types);
     xe_tensor **bufs = calloc((size_t)b->n_nodes + 1, sizeof *bufs);
     void **ptrs = calloc((size_t)b->n_nodes + 1, sizeof *ptrs);
     int64_t *S = calloc((size_t)p->plan->n_sizes + 1, sizeof *S);
     xe_type *in_types = calloc((size_t)n_inputs + 1, sizeof *in_types);
-    xe_code c = (types && bufs && ptrs && S && in_types) ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = (types && bufs && ptrs && S && in_types)
+                    ? XE_OK
+                    : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     for (int k = 0; c == XE_OK && k < n_inputs; k++)
         in_types[k] = (xe_type){inputs[k]->dtype, inputs[k]->shape};
     if (c == XE_OK && p->plan->generic)
@@ -473,7 +518,9 @@ xe_code xg_program_run(xg_program *p, xe_tensor *const *inputs, int n_inputs, xe
         for (int d = 0; d < types[i].shape.rank; d++)
             S[p->plan->soff[i] + d] = types[i].shape.dims[d];
     }
-    void **shared = p->shares.n ? malloc(sizeof *shared * ((size_t)b->n_nodes + 1) * (size_t)p->shares.n) : NULL;
+    void **shared = p->shares.n
+                        ? malloc(sizeof *shared * ((size_t)b->n_nodes + 1) * (size_t)p->shares.n)
+                        : NULL;
     if (c == XE_OK && p->shares.n && !shared)
         c = xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)

@@ -15,15 +15,17 @@
 struct xg_program {
     const xg_backend *backend;
     xe_device device;
-    xe_graph *body;     /* our own copy */
-    xe_type *in_types;  /* the types the program was built for */
+    xe_graph *body;    /* our own copy */
+    xe_type *in_types; /* the types the program was built for */
     xg_plan *plan;
-    void **fn;          /* per step: the backend's kernel (a C function, a cudaKernel_t) */
-    xg_shares shares;   /* steps that run an earlier step's kernel on their own buffers (share.h) */
-    int *born, *dies;   /* per node: the step that writes it and the last that reads it (lifetime.c; -1 and
-                           INT_MAX for inputs, constants and outputs, which live the whole run) */
-    xe_tensor **consts; /* per node: a materialized constant on the program's device, made at load */
-    void *priv;         /* the backend's own state (C: the dlopen handle; CUDA: cuda/program.c's) */
+    void **fn;        /* per step: the backend's kernel (a C function, a cudaKernel_t) */
+    xg_shares shares; /* steps that run an earlier step's kernel on their own buffers (share.h) */
+    int *born,
+        *dies; /* per node: the step that writes it and the last that reads it (lifetime.c; -1 and
+                  INT_MAX for inputs, constants and outputs, which live the whole run) */
+    xe_tensor *
+        *consts; /* per node: a materialized constant on the program's device, made at load */
+    void *priv;  /* the backend's own state (C: the dlopen handle; CUDA: cuda/program.c's) */
     xe_kernel_cache *kcache; /* per node: a library step's kernel cache (its oneDNN primitive and
                                 packed weights), made on its first run, freed with the program */
 };
@@ -33,11 +35,12 @@ int xg_program_kernel_step(const xg_program *p, int i);
 
 /* Each buffer's lifetime (lifetime.c): p->born and p->dies. */
 xe_code xg_lifetimes_build(xg_program *p, xe_status *st);
-/* The last step that runs together with step i (a matmul's panel or cuBLASLt epilogue steps), else i. */
+/* The last step that runs together with step i (a matmul's panel or cuBLASLt epilogue steps), else
+ * i. */
 int xg_group_last(const xg_program *p, int i);
 /* Makes the buffers steps [first, last] write that do not exist yet, their pointers in ptrs. */
-xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs, void **ptrs,
-                        xe_status *st);
+xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs,
+                        void **ptrs, xe_status *st);
 /* Releases the made buffers that no step after step done reads. */
 void xg_buffers_release(const xg_program *p, int done, xe_tensor **bufs, void **ptrs);
 
@@ -54,8 +57,9 @@ bool xg_runs_attention(const xg_program *p, int i);
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st);
 void xg_cuda_unload(xg_program *p);
 /* A matmul with its bias/ReLU/GELU epilogue as one cuBLASLt call (targets/cuda/blaslt.c). */
-xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st);
-xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
-                       xe_status *st);
+xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs,
+                                xe_status *st);
+xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs,
+                       const int64_t *S, xe_status *st);
 
 #endif

@@ -39,14 +39,17 @@ static xg_program *specific_program(const xg_launch *l, xe_code *code, xe_status
     return prog;
 }
 
-/* Step 2: xg_compile_signature of l's key, telling l->info how long it took and, when nothing is ready, why. */
+/* Step 2: xg_compile_signature of l's key, telling l->info how long it took and, when nothing is
+ * ready, why. */
 static xe_code timed_compile(const xg_launch *l, xg_program **prog, xe_status *st)
 {
     double t0 = xg_now_ms();
     xe_code code = xg_compile_signature(l, l->key, prog, st);
     l->info->compile_ms = xg_now_ms() - t0;
     l->info->compiled = *prog != NULL;
-    l->info->reason = *prog ? NULL : l->c->o.async_compilation && !l->must ? WHY_ASYNC : WHY_COMPILE;
+    l->info->reason = *prog                                   ? NULL
+                      : l->c->o.async_compilation && !l->must ? WHY_ASYNC
+                                                              : WHY_COMPILE;
     return code;
 }
 
@@ -69,7 +72,9 @@ static xe_code run_step(const xg_launch *l, xg_program **prog, xg_entry *timed, 
         xe_status_clear(st);
         *prog = specific_program(l, &code, st);
         bool again = code == XE_OK && *prog;
-        r = again ? xg_program_run(*prog, l->inputs, body->n_inputs, l->outputs, body->n_outputs, st) : XE_OK;
+        r = again
+                ? xg_program_run(*prog, l->inputs, body->n_inputs, l->outputs, body->n_outputs, st)
+                : XE_OK;
     }
     if (code != XE_OK || r == XE_OK)
         return code;
@@ -86,17 +91,18 @@ static xe_code run_step(const xg_launch *l, xg_program **prog, xg_entry *timed, 
     return code;
 }
 
-xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
-                       xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
-                       xg_outcome *outcome, xe_status *st)
+xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint,
+                       const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
+                       xe_tensor **outputs, bool must_compile, xg_outcome *outcome, xe_status *st)
 {
     xg_run_info info = {.want_signature = false};
-    return xg_run_cluster_info(c, body, fingerprint, cluster_name, dev, inputs, outputs, must_compile, outcome,
-                               &info, st);
+    return xg_run_cluster_info(c, body, fingerprint, cluster_name, dev, inputs, outputs,
+                               must_compile, outcome, &info, st);
 }
 
 /* Step 1, under the lock: the policy's decision, the program to run (RUN) and the entry to time. */
-static xg_decision decide_step(xg_launch *l, xe_text *key, xg_program **prog, xg_entry **timed, bool *failed_before)
+static xg_decision decide_step(xg_launch *l, xe_text *key, xg_program **prog, xg_entry **timed,
+                               bool *failed_before)
 {
     xg_cache *c = l->c;
     xg_entry *e = NULL;
@@ -111,9 +117,10 @@ static xg_decision decide_step(xg_launch *l, xe_text *key, xg_program **prog, xg
     return d;
 }
 
-xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *fingerprint, const char *cluster_name,
-                            xe_device dev, xe_tensor *const *inputs, xe_tensor **outputs, bool must_compile,
-                            xg_outcome *outcome, xg_run_info *info, xe_status *st)
+xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *fingerprint,
+                            const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
+                            xe_tensor **outputs, bool must_compile, xg_outcome *outcome,
+                            xg_run_info *info, xe_status *st)
 {
     xg_launch l;
     xg_launch_init(&l, c, body, fingerprint, dev, inputs);

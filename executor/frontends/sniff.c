@@ -70,10 +70,13 @@ xe_graph *xe_load_graph(const char *path, const xe_onnx_options *opt, xe_status 
         k = XE_FILE_ONNX;
     if (k == XE_FILE_ONNX)
         return xe_onnx_load(path, opt, st);
-    if (k == XE_FILE_UNKNOWN && !(len > 3 && !strcmp(path + len - 3, ".xg")) && first_byte(path) >= 0) {
-        xe_fail(st, XE_ERR_PARSE, "%s is neither an ONNX model nor a .xg graph: its first byte 0x%02x is no "
-                "field of an ONNX ModelProto, and a .xg graph starts with the header 'xlac.graph v1'",
-                path, first_byte(path));
+    if (k == XE_FILE_UNKNOWN && !(len > 3 && !strcmp(path + len - 3, ".xg")) &&
+        first_byte(path) >= 0) {
+        xe_fail(
+            st, XE_ERR_PARSE,
+            "%s is neither an ONNX model nor a .xg graph: its first byte 0x%02x is no "
+            "field of an ONNX ModelProto, and a .xg graph starts with the header 'xlac.graph v1'",
+            path, first_byte(path));
         return NULL;
     }
     return xe_parse_file(path, st); /* .xg (named so, or empty), or the parser's own error for it */

@@ -55,7 +55,7 @@ void xe_bcast_init(xe_bcast *b, const xe_shape *out, const xe_shape *const *ins,
             acc *= n;
         }
     }
-    xe_bcast_init_strided(b, out, n_ins, (const int64_t (*)[XE_MAX_RANK])st);
+    xe_bcast_init_strided(b, out, n_ins, (const int64_t(*)[XE_MAX_RANK])st);
 }
 
 /* Walks output elements [lo, hi) row by row. */

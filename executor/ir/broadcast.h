@@ -18,8 +18,8 @@
 #define XE_PARALLEL_MIN 32768 /* elements below which kernels stay on one thread */
 
 typedef struct xe_bcast {
-    int rank;                                          /* after merging; >= 1 */
-    int n_ops;                                         /* operands (inputs) */
+    int rank;  /* after merging; >= 1 */
+    int n_ops; /* operands (inputs) */
     int64_t dims[XE_MAX_RANK];
     int64_t stride[XE_BCAST_MAX_OPERANDS][XE_MAX_RANK]; /* element strides, 0 = broadcast */
     int64_t numel;

@@ -29,7 +29,8 @@ static xe_code check_reduce(const xe_node *n, xe_dtype dt, xe_status *st)
 {
     const char *r = xe_node_attr_string(n, "reduce", "sum");
     if (xe_reduce_op_parse(r) < 0)
-        return xe_fail(st, XE_ERR_GRAPH, "reduce=\"%s\" must be \"sum\", \"mean\", \"max\" or \"min\"", r);
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "reduce=\"%s\" must be \"sum\", \"mean\", \"max\" or \"min\"", r);
     if (dt != XE_F32 && dt != XE_F64 && dt != XE_I32 && dt != XE_I64)
         return xe_fail(st, XE_ERR_GRAPH, "%s reduces f32, f64, i32 or i64, not %s",
                        xe_op_row_of(n->op)->name, xe_dtype_name(dt));
@@ -110,8 +111,12 @@ xe_code xe_collective_run(const xe_kernel_args *a, const void *in, void *out, xe
     xe_reduce_op eop = op == XE_REDUCE_MEAN ? XE_REDUCE_SUM : op;
     xe_code rc = XE_OK;
     switch (n->op) {
-    case XE_OP_ALL_REDUCE: rc = c->all_reduce(c->self, in, out, count, dt, eop, st); break;
-    case XE_OP_ALL_GATHER: rc = c->all_gather(c->self, in, out, count, dt, st); break;
+    case XE_OP_ALL_REDUCE:
+        rc = c->all_reduce(c->self, in, out, count, dt, eop, st);
+        break;
+    case XE_OP_ALL_GATHER:
+        rc = c->all_gather(c->self, in, out, count, dt, st);
+        break;
     case XE_OP_REDUCE_SCATTER:
         count = (size_t)xe_tensor_numel(a->out);
         rc = c->reduce_scatter(c->self, in, out, count, dt, eop, st);

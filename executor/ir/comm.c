@@ -30,7 +30,8 @@ static xe_code single_broadcast(void *self, void *buf, size_t count, xe_dtype dt
 {
     (void)self, (void)buf, (void)count, (void)dt;
     if (root != 0)
-        return xe_fail(st, XE_ERR_RUNTIME, "broadcast: root %d is not a rank of a world of 1", root);
+        return xe_fail(st, XE_ERR_RUNTIME, "broadcast: root %d is not a rank of a world of 1",
+                       root);
     return XE_OK;
 }
 

@@ -36,47 +36,91 @@ uint16_t xe_f32_to_bf16(float f)
 double xe_load_f64(const void *buf, xe_dtype dt, int64_t i)
 {
     switch (dt) {
-    case XE_F32: return ((const float *)buf)[i];
-    case XE_F64: return ((const double *)buf)[i];
-    case XE_F16: return xe_f16_to_f32(((const xe_f16 *)buf)[i]);
-    case XE_I32: return ((const int32_t *)buf)[i];
-    case XE_I64: return (double)((const int64_t *)buf)[i];
-    case XE_BOOL: return ((const uint8_t *)buf)[i] != 0;
-    case XE_U8: return ((const uint8_t *)buf)[i];
-    case XE_I8: return ((const int8_t *)buf)[i];
-    case XE_I16: return ((const int16_t *)buf)[i];
-    case XE_U16: return ((const uint16_t *)buf)[i];
-    case XE_U32: return ((const uint32_t *)buf)[i];
-    case XE_U64: return (double)((const uint64_t *)buf)[i];
-    case XE_BF16: return xe_bf2f(((const uint16_t *)buf)[i]);
+    case XE_F32:
+        return ((const float *)buf)[i];
+    case XE_F64:
+        return ((const double *)buf)[i];
+    case XE_F16:
+        return xe_f16_to_f32(((const xe_f16 *)buf)[i]);
+    case XE_I32:
+        return ((const int32_t *)buf)[i];
+    case XE_I64:
+        return (double)((const int64_t *)buf)[i];
+    case XE_BOOL:
+        return ((const uint8_t *)buf)[i] != 0;
+    case XE_U8:
+        return ((const uint8_t *)buf)[i];
+    case XE_I8:
+        return ((const int8_t *)buf)[i];
+    case XE_I16:
+        return ((const int16_t *)buf)[i];
+    case XE_U16:
+        return ((const uint16_t *)buf)[i];
+    case XE_U32:
+        return ((const uint32_t *)buf)[i];
+    case XE_U64:
+        return (double)((const uint64_t *)buf)[i];
+    case XE_BF16:
+        return xe_bf2f(((const uint16_t *)buf)[i]);
     case XE_I4:
-    case XE_I2: return ((const int8_t *)buf)[i];
+    case XE_I2:
+        return ((const int8_t *)buf)[i];
     case XE_U4:
-    case XE_U2: return ((const uint8_t *)buf)[i];
-    default: return xe_f8_to_f64(((const uint8_t *)buf)[i], dt); /* NaN for none */
+    case XE_U2:
+        return ((const uint8_t *)buf)[i];
+    default:
+        return xe_f8_to_f64(((const uint8_t *)buf)[i], dt); /* NaN for none */
     }
 }
 
 void xe_store_f64(void *buf, xe_dtype dt, int64_t i, double v)
 {
     switch (dt) {
-    case XE_F32: ((float *)buf)[i] = (float)v; break;
-    case XE_F64: ((double *)buf)[i] = v; break;
-    case XE_F16: ((xe_f16 *)buf)[i] = xe_f32_to_f16((float)v); break;
-    case XE_I32: ((int32_t *)buf)[i] = xe_f64_to_i32(v); break; /* NaN and out of range: as cast does */
-    case XE_I64: ((int64_t *)buf)[i] = xe_f64_to_i64(v); break;
-    case XE_BOOL: ((uint8_t *)buf)[i] = v != 0; break;
-    case XE_U8: ((uint8_t *)buf)[i] = (uint8_t)xe_f64_to_range(v, 0, UINT8_MAX); break;
-    case XE_I8: ((int8_t *)buf)[i] = (int8_t)xe_f64_to_range(v, INT8_MIN, INT8_MAX); break;
-    case XE_I16: ((int16_t *)buf)[i] = (int16_t)xe_f64_to_range(v, INT16_MIN, INT16_MAX); break;
-    case XE_U16: ((uint16_t *)buf)[i] = (uint16_t)xe_f64_to_range(v, 0, UINT16_MAX); break;
-    case XE_U32: ((uint32_t *)buf)[i] = (uint32_t)xe_f64_to_range(v, 0, UINT32_MAX); break;
-    case XE_U64: ((uint64_t *)buf)[i] = xe_f64_to_u64(v); break;
-    case XE_BF16: ((uint16_t *)buf)[i] = xe_f2bf((float)v); break;
+    case XE_F32:
+        ((float *)buf)[i] = (float)v;
+        break;
+    case XE_F64:
+        ((double *)buf)[i] = v;
+        break;
+    case XE_F16:
+        ((xe_f16 *)buf)[i] = xe_f32_to_f16((float)v);
+        break;
+    case XE_I32:
+        ((int32_t *)buf)[i] = xe_f64_to_i32(v);
+        break; /* NaN and out of range: as cast does */
+    case XE_I64:
+        ((int64_t *)buf)[i] = xe_f64_to_i64(v);
+        break;
+    case XE_BOOL:
+        ((uint8_t *)buf)[i] = v != 0;
+        break;
+    case XE_U8:
+        ((uint8_t *)buf)[i] = (uint8_t)xe_f64_to_range(v, 0, UINT8_MAX);
+        break;
+    case XE_I8:
+        ((int8_t *)buf)[i] = (int8_t)xe_f64_to_range(v, INT8_MIN, INT8_MAX);
+        break;
+    case XE_I16:
+        ((int16_t *)buf)[i] = (int16_t)xe_f64_to_range(v, INT16_MIN, INT16_MAX);
+        break;
+    case XE_U16:
+        ((uint16_t *)buf)[i] = (uint16_t)xe_f64_to_range(v, 0, UINT16_MAX);
+        break;
+    case XE_U32:
+        ((uint32_t *)buf)[i] = (uint32_t)xe_f64_to_range(v, 0, UINT32_MAX);
+        break;
+    case XE_U64:
+        ((uint64_t *)buf)[i] = xe_f64_to_u64(v);
+        break;
+    case XE_BF16:
+        ((uint16_t *)buf)[i] = xe_f2bf((float)v);
+        break;
     case XE_I4:
     case XE_U4:
     case XE_I2:
-    case XE_U2: ((uint8_t *)buf)[i] = xe_subbyte_wrap(xe_f64_to_i64(v), dt); break; /* wraps, as cast does */
+    case XE_U2:
+        ((uint8_t *)buf)[i] = xe_subbyte_wrap(xe_f64_to_i64(v), dt);
+        break; /* wraps, as cast does */
     default:
         if (xe_dtype_is_lowp_float(dt))
             ((uint8_t *)buf)[i] = xe_f8_from_f64(v, dt, true); /* saturates: ONNX's default */
@@ -165,7 +209,8 @@ char *xe_shape_str(const xe_shape *s, char *buf, size_t len)
 char *xe_type_str(const xe_type *t, char *buf, size_t len)
 {
     char shape[256];
-    snprintf(buf, len, "%s%s", xe_dtype_name(t->dtype), xe_shape_str(&t->shape, shape, sizeof shape));
+    snprintf(buf, len, "%s%s", xe_dtype_name(t->dtype),
+             xe_shape_str(&t->shape, shape, sizeof shape));
     return buf;
 }
 

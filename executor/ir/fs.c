@@ -30,7 +30,8 @@
 static xe_code make_dir(const char *path, unsigned mode, xe_status *st)
 {
     struct stat sb;
-    if (mkdir(path, (mode_t)mode) == 0 || (errno == EEXIST && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)))
+    if (mkdir(path, (mode_t)mode) == 0 ||
+        (errno == EEXIST && stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)))
         return XE_OK;
     return xe_fail(st, XE_ERR_IO, "%s: cannot create the folder: %s", path,
                    errno == EEXIST ? "a file of that name exists" : strerror(errno));
@@ -52,7 +53,8 @@ xe_code xe_mkdirs(const char *path, unsigned mode, xe_status *st)
     return make_dir(buf, mode, st);
 }
 
-/* fd (opened O_NONBLOCK) as a blocking descriptor of a regular file; closed, -1 with *st set, if not one. */
+/* fd (opened O_NONBLOCK) as a blocking descriptor of a regular file; closed, -1 with *st set, if
+ * not one. */
 static int regular_only(int fd, const char *path, xe_status *st)
 {
     struct stat sb;
@@ -60,7 +62,7 @@ static int regular_only(int fd, const char *path, xe_status *st)
     if (fstat(fd, &sb) != 0)
         why = strerror(errno);
     else if (!S_ISREG(sb.st_mode))
-        why = S_ISFIFO(sb.st_mode) ? "not a regular file (a FIFO)"
+        why = S_ISFIFO(sb.st_mode)  ? "not a regular file (a FIFO)"
               : S_ISDIR(sb.st_mode) ? "not a regular file (a folder)"
                                     : "not a regular file";
     else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) != 0)
@@ -111,7 +113,8 @@ static int open_beneath_kernel(const char *dir, const char *rel)
 #endif
 }
 
-/* Without openat2: both paths resolved, the file's inside the folder's; fd or -1 (EXDEV: outside). */
+/* Without openat2: both paths resolved, the file's inside the folder's; fd or -1 (EXDEV: outside).
+ */
 static int open_beneath_realpath(const char *dir, const char *path)
 {
     char rdir[PATH_MAX], rfile[PATH_MAX];
@@ -135,11 +138,14 @@ int xe_open_beneath(const char *dir, const char *rel, xe_status *st)
         return -1;
     }
     int fd = rel[0] == '/' ? (errno = EXDEV, -1) : open_beneath_kernel(dir, rel);
-    if (fd < 0 && (errno == ENOSYS || errno == EPERM) && rel[0] != '/') /* EPERM: a seccomp filter */
+    if (fd < 0 && (errno == ENOSYS || errno == EPERM) &&
+        rel[0] != '/') /* EPERM: a seccomp filter */
         fd = open_beneath_realpath(dir, path);
     if (fd < 0 && (errno == EXDEV || errno == ELOOP)) {
-        xe_fail(st, XE_ERR_GRAPH, "%s: resolves outside the model's folder %s (through '..', an absolute "
-                "path or a symbolic link): refused", path, dir);
+        xe_fail(st, XE_ERR_GRAPH,
+                "%s: resolves outside the model's folder %s (through '..', an absolute "
+                "path or a symbolic link): refused",
+                path, dir);
         return -1;
     }
     if (fd < 0) {
@@ -149,7 +155,8 @@ int xe_open_beneath(const char *dir, const char *rel, xe_status *st)
     return regular_only(fd, path, st);
 }
 
-/* path with ".PID" before its extension: s.json -> s.1234.json (the extension after the last '/'). */
+/* path with ".PID" before its extension: s.json -> s.1234.json (the extension after the last '/').
+ */
 static void pid_name(const char *path, char *out, size_t len)
 {
     const char *slash = strrchr(path, '/'), *dot = strrchr(path, '.');
@@ -158,9 +165,10 @@ static void pid_name(const char *path, char *out, size_t len)
     snprintf(out, len, "%.*s.%ld%s", (int)(dot - path), path, (long)getpid(), dot);
 }
 
-/* The temp file, complete, becomes path (or its .PID name, per the rule of xe_publish); *used says which. */
-static xe_code put_in_place(const char *tmp, const char *path, double family_start, char *used, size_t len,
-                            xe_status *st)
+/* The temp file, complete, becomes path (or its .PID name, per the rule of xe_publish); *used says
+ * which. */
+static xe_code put_in_place(const char *tmp, const char *path, double family_start, char *used,
+                            size_t len, xe_status *st)
 {
     struct stat sb;
     snprintf(used, len, "%s", path);
@@ -177,21 +185,22 @@ static xe_code put_in_place(const char *tmp, const char *path, double family_sta
     if (rename(tmp, used) != 0) {
         int e = errno;
         unlink(tmp);
-        return xe_fail(st, XE_ERR_IO, "%s: not written (%s); the previous file is left as it was", used,
-                       strerror(e));
+        return xe_fail(st, XE_ERR_IO, "%s: not written (%s); the previous file is left as it was",
+                       used, strerror(e));
     }
     return XE_OK;
 }
 
-xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_status *st), void *user,
-                   double family_start, char *used, size_t used_len, xe_status *st)
+xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_status *st),
+                   void *user, double family_start, char *used, size_t used_len, xe_status *st)
 {
     char tmp[PATH_MAX];
     if (snprintf(tmp, sizeof tmp, "%s.tmp-XXXXXX", path) >= (int)sizeof tmp)
         return xe_fail(st, XE_ERR_USAGE, "%s: path too long", path);
     int fd = mkstemp(tmp); /* beside path: the rename stays on one file system */
     if (fd < 0)
-        return xe_fail(st, XE_ERR_IO, "%s: not written (cannot create %s: %s)", path, tmp, strerror(errno));
+        return xe_fail(st, XE_ERR_IO, "%s: not written (cannot create %s: %s)", path, tmp,
+                       strerror(errno));
     fchmod(fd, 0644);
     FILE *f = fdopen(fd, "w");
     if (!f) {
@@ -206,8 +215,8 @@ xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_st
     if (fclose(f) != 0 && !err && c == XE_OK)
         err = errno;
     if (c == XE_OK && err)
-        c = xe_fail(st, XE_ERR_IO, "%s: not written (%s); the previous file is left as it was", path,
-                    strerror(err));
+        c = xe_fail(st, XE_ERR_IO, "%s: not written (%s); the previous file is left as it was",
+                    path, strerror(err));
     if (c != XE_OK) {
         unlink(tmp);
         return c;
@@ -217,15 +226,17 @@ xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_st
 
 int xe_create(const char *path, unsigned mode, xe_status *st)
 {
-    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, (mode_t)mode);
+    int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC,
+                  (mode_t)mode);
     if (fd < 0) {
         int e = errno;
         struct stat sb;
         if (e == ELOOP || (lstat(path, &sb) == 0 && S_ISLNK(sb.st_mode)))
-            xe_fail(st, XE_ERR_IO, "%s: not written: it is a symbolic link (xlac never writes through one)",
-                    path);
+            xe_fail(st, XE_ERR_IO,
+                    "%s: not written: it is a symbolic link (xlac never writes through one)", path);
         else
-            xe_fail(st, XE_ERR_IO, "%s: cannot write: %s", path, e == ENXIO ? "it is a FIFO" : strerror(e));
+            xe_fail(st, XE_ERR_IO, "%s: cannot write: %s", path,
+                    e == ENXIO ? "it is a FIFO" : strerror(e));
         return -1;
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);

@@ -86,7 +86,8 @@ void xe_graph_destroy(xe_graph *g)
         return;
     maker_release(g->maker);
     xe_name_entry *e, *tmp;
-    HASH_ITER(hh, g->names, e, tmp) {
+    HASH_ITER(hh, g->names, e, tmp)
+    {
         HASH_DEL(g->names, e);
         free(e);
     }
@@ -260,7 +261,8 @@ void xe_node_remove_attr(xe_node *n, const char *name)
     for (int i = 0; i < n->n_attrs; i++) {
         if (strcmp(n->attrs[i].name, name) == 0) {
             attr_free(&n->attrs[i]);
-            memmove(&n->attrs[i], &n->attrs[i + 1], (size_t)(n->n_attrs - i - 1) * sizeof *n->attrs);
+            memmove(&n->attrs[i], &n->attrs[i + 1],
+                    (size_t)(n->n_attrs - i - 1) * sizeof *n->attrs);
             n->n_attrs--;
             return;
         }
@@ -345,8 +347,7 @@ xe_code xe_node_set_ints(xe_node *n, const char *name, const int64_t *v, int cou
     return attr_set(n, name, (xe_attr){.kind = XE_ATTR_INTS, .n = count, .ints = copy}, st);
 }
 
-xe_code xe_node_set_floats(xe_node *n, const char *name, const double *v, int count,
-                           xe_status *st)
+xe_code xe_node_set_floats(xe_node *n, const char *name, const double *v, int count, xe_status *st)
 {
     void *copy;
     if (!copy_array(v, count, sizeof *v, &copy))
@@ -357,13 +358,20 @@ xe_code xe_node_set_floats(xe_node *n, const char *name, const double *v, int co
 xe_code xe_node_copy_attr(xe_node *dst, const xe_attr *a, xe_status *st)
 {
     switch (a->kind) {
-    case XE_ATTR_INT: return xe_node_set_int(dst, a->name, a->i, st);
-    case XE_ATTR_FLOAT: return xe_node_set_float(dst, a->name, a->f, st);
-    case XE_ATTR_BOOL: return xe_node_set_bool(dst, a->name, a->i != 0, st);
-    case XE_ATTR_STRING: return xe_node_set_string(dst, a->name, a->s, st);
-    case XE_ATTR_DTYPE: return xe_node_set_dtype(dst, a->name, a->dtype, st);
-    case XE_ATTR_INTS: return xe_node_set_ints(dst, a->name, a->ints, a->n, st);
-    case XE_ATTR_FLOATS: return xe_node_set_floats(dst, a->name, a->floats, a->n, st);
+    case XE_ATTR_INT:
+        return xe_node_set_int(dst, a->name, a->i, st);
+    case XE_ATTR_FLOAT:
+        return xe_node_set_float(dst, a->name, a->f, st);
+    case XE_ATTR_BOOL:
+        return xe_node_set_bool(dst, a->name, a->i != 0, st);
+    case XE_ATTR_STRING:
+        return xe_node_set_string(dst, a->name, a->s, st);
+    case XE_ATTR_DTYPE:
+        return xe_node_set_dtype(dst, a->name, a->dtype, st);
+    case XE_ATTR_INTS:
+        return xe_node_set_ints(dst, a->name, a->ints, a->n, st);
+    case XE_ATTR_FLOATS:
+        return xe_node_set_floats(dst, a->name, a->floats, a->n, st);
     }
     return xe_fail(st, XE_ERR_GRAPH, "attribute '%s' has an unknown kind", a->name);
 }

@@ -34,11 +34,11 @@ typedef struct f8_kind {
 static const f8_kind *kind_of(xe_dtype dt)
 {
     static const f8_kind k[5] = {
-        {8, 3, 7, false, false, true, 0x7e},  /* e4m3fn: 448 */
-        {8, 3, 8, false, true, true, 0x7f},   /* e4m3fnuz: 240 */
-        {8, 2, 15, true, false, true, 0x7b},  /* e5m2: 57344 */
-        {8, 2, 16, false, true, true, 0x7f},  /* e5m2fnuz: 57344 */
-        {4, 1, 1, false, false, false, 0x7},  /* e2m1: 6 */
+        {8, 3, 7, false, false, true, 0x7e}, /* e4m3fn: 448 */
+        {8, 3, 8, false, true, true, 0x7f},  /* e4m3fnuz: 240 */
+        {8, 2, 15, true, false, true, 0x7b}, /* e5m2: 57344 */
+        {8, 2, 16, false, true, true, 0x7f}, /* e5m2fnuz: 57344 */
+        {4, 1, 1, false, false, false, 0x7}, /* e2m1: 6 */
     };
     return xe_dtype_is_float8(dt) ? &k[dt - XE_F8E4M3FN] : dt == XE_F4E2M1 ? &k[4] : NULL;
 }
@@ -68,7 +68,8 @@ double xe_f8_to_f64(uint8_t bits, xe_dtype dt)
     const f8_kind *k = kind_of(dt);
     if (!k)
         return NAN;
-    int sign = 1 << (k->nbits - 1), mag = bits & (sign - 1), e = mag >> k->mbits, m = mag & ((1 << k->mbits) - 1);
+    int sign = 1 << (k->nbits - 1), mag = bits & (sign - 1), e = mag >> k->mbits,
+        m = mag & ((1 << k->mbits) - 1);
     bool neg = bits & sign;
     if (k->fnuz && bits == 0x80)
         return NAN;
@@ -76,7 +77,8 @@ double xe_f8_to_f64(uint8_t bits, xe_dtype dt)
         return neg ? -NAN : NAN;
     if (k->ieee && e == (1 << (7 - k->mbits)) - 1)
         return m ? (neg ? -NAN : NAN) : neg ? -INFINITY : INFINITY;
-    double v = e == 0 ? ldexp(m, 1 - k->bias - k->mbits) : ldexp(m + (1 << k->mbits), e - k->bias - k->mbits);
+    double v = e == 0 ? ldexp(m, 1 - k->bias - k->mbits)
+                      : ldexp(m + (1 << k->mbits), e - k->bias - k->mbits);
     return neg ? -v : v;
 }
 

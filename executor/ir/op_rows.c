@@ -28,12 +28,14 @@ bool xe_op_variant(const xe_node *n)
 {
     switch (n->op) {
 #define X(ENUM, nm, min_in, max_in, cls, fl)
-#define XV(ENUM, attr, f32, f64)                                                           \
-    case XE_OP_##ENUM: return xe_op_attr_value(n, #attr) != 0;
+#define XV(ENUM, attr, f32, f64)                                                                   \
+    case XE_OP_##ENUM:                                                                             \
+        return xe_op_attr_value(n, #attr) != 0;
 #include "xlac/ops.def"
 #undef XV
 #undef X
-    default: return false;
+    default:
+        return false;
     }
 }
 
@@ -79,12 +81,18 @@ const xe_op_attr *xe_op_attr_find(int op, const char *name, size_t len)
 const char *xe_attr_kind_what(xe_attr_kind k)
 {
     switch (k) {
-    case XE_ATTR_INT: return "an integer";
-    case XE_ATTR_FLOAT: return "a number";
-    case XE_ATTR_BOOL: return "true or false";
-    case XE_ATTR_STRING: return "a \"string\"";
-    case XE_ATTR_DTYPE: return "a dtype such as f32";
-    default: return "a list";
+    case XE_ATTR_INT:
+        return "an integer";
+    case XE_ATTR_FLOAT:
+        return "a number";
+    case XE_ATTR_BOOL:
+        return "true or false";
+    case XE_ATTR_STRING:
+        return "a \"string\"";
+    case XE_ATTR_DTYPE:
+        return "a dtype such as f32";
+    default:
+        return "a list";
     }
 }
 

@@ -15,41 +15,65 @@
 
 #define XE_MAX_OPS 128
 
-/* A built-in op's shape function and the kernel (by xe_kernel_id) that every device runs it with. */
+/* A built-in op's shape function and the kernel (by xe_kernel_id) that every device runs it with.
+ */
 typedef struct builtin_impl {
     xe_infer_fn infer;
     xe_kernel_id kernel;
 } builtin_impl;
 
-#define IMPL(infer_name, kernel_name) ((builtin_impl){xe_infer_##infer_name, XE_KERNEL_##kernel_name})
+#define IMPL(infer_name, kernel_name)                                                              \
+    ((builtin_impl){xe_infer_##infer_name, XE_KERNEL_##kernel_name})
 
 /* Built-in op `op` by its name (shape and data-movement ops, nn ops, collectives). */
 static builtin_impl impl_by_op(int op)
 {
     switch (op) {
-    case XE_OP_INPUT: return (builtin_impl){xe_infer_source, XE_KERNEL_NONE};
-    case XE_OP_CONST: return IMPL(source, const);
-    case XE_OP_IOTA: return IMPL(iota, iota);
-    case XE_OP_GET: return (builtin_impl){NULL, XE_KERNEL_NONE}; /* the executor resolves get itself */
-    case XE_OP_RESHAPE: return IMPL(reshape, reshape);
-    case XE_OP_TRANSPOSE: return IMPL(transpose, transpose);
-    case XE_OP_BROADCAST_TO: return IMPL(broadcast_to, broadcast_to);
-    case XE_OP_CONCAT: return IMPL(concat, concat);
-    case XE_OP_SLICE: return IMPL(slice, slice);
+    case XE_OP_INPUT:
+        return (builtin_impl){xe_infer_source, XE_KERNEL_NONE};
+    case XE_OP_CONST:
+        return IMPL(source, const);
+    case XE_OP_IOTA:
+        return IMPL(iota, iota);
+    case XE_OP_GET:
+        return (builtin_impl){NULL, XE_KERNEL_NONE}; /* the executor resolves get itself */
+    case XE_OP_RESHAPE:
+        return IMPL(reshape, reshape);
+    case XE_OP_TRANSPOSE:
+        return IMPL(transpose, transpose);
+    case XE_OP_BROADCAST_TO:
+        return IMPL(broadcast_to, broadcast_to);
+    case XE_OP_CONCAT:
+        return IMPL(concat, concat);
+    case XE_OP_SLICE:
+        return IMPL(slice, slice);
     /* neural-network ops */
-    case XE_OP_GATHER: return IMPL(gather, gather);
-    case XE_OP_TILE: return IMPL(tile, tile);
-    case XE_OP_PAD: return IMPL(pad, pad);
-    case XE_OP_CONV2D: return IMPL(conv2d, conv2d);
-    case XE_OP_MAX_POOL2D: return IMPL(pool2d, max_pool2d);
-    case XE_OP_AVG_POOL2D: return IMPL(pool2d, avg_pool2d);
-    case XE_OP_ALL_REDUCE: return IMPL(collective, all_reduce);
-    case XE_OP_ALL_GATHER: return IMPL(collective, all_gather);
-    case XE_OP_REDUCE_SCATTER: return IMPL(collective, reduce_scatter);
-    case XE_OP_BROADCAST: return IMPL(collective, broadcast);
-    case XE_OP_UNIQUE: return IMPL(unique, unique);
-    case XE_OP_NONZERO: return IMPL(nonzero, nonzero);
-    default: return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
+    case XE_OP_GATHER:
+        return IMPL(gather, gather);
+    case XE_OP_TILE:
+        return IMPL(tile, tile);
+    case XE_OP_PAD:
+        return IMPL(pad, pad);
+    case XE_OP_CONV2D:
+        return IMPL(conv2d, conv2d);
+    case XE_OP_MAX_POOL2D:
+        return IMPL(pool2d, max_pool2d);
+    case XE_OP_AVG_POOL2D:
+        return IMPL(pool2d, avg_pool2d);
+    case XE_OP_ALL_REDUCE:
+        return IMPL(collective, all_reduce);
+    case XE_OP_ALL_GATHER:
+        return IMPL(collective, all_gather);
+    case XE_OP_REDUCE_SCATTER:
+        return IMPL(collective, reduce_scatter);
+    case XE_OP_BROADCAST:
+        return IMPL(collective, broadcast);
+    case XE_OP_UNIQUE:
+        return IMPL(unique, unique);
+    case XE_OP_NONZERO:
+        return IMPL(nonzero, nonzero);
+    default:
+        return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
     }
 }
 
@@ -57,18 +81,30 @@ static builtin_impl impl_by_op(int op)
 static builtin_impl impl_by_class(xe_op_class cls)
 {
     switch (cls) {
-    case XE_CLASS_BINARY: return IMPL(binary, binary);
-    case XE_CLASS_COMPARE: return IMPL(compare, compare);
-    case XE_CLASS_LOGICAL: return IMPL(logical, logical);
-    case XE_CLASS_UNARY: return IMPL(unary, unary);
-    case XE_CLASS_SELECT: return IMPL(select, select);
-    case XE_CLASS_CAST: return IMPL(cast, cast);
-    case XE_CLASS_REDUCE: return IMPL(reduce, reduce);
-    case XE_CLASS_ARGMAX: return IMPL(argmax, argmax);
-    case XE_CLASS_MATMUL: return IMPL(matmul, matmul);
-    case XE_CLASS_SOFTMAX: return IMPL(softmax, softmax);
-    case XE_CLASS_RANDOM: return IMPL(random, random);
-    default: return (builtin_impl){NULL, XE_KERNEL_NONE};
+    case XE_CLASS_BINARY:
+        return IMPL(binary, binary);
+    case XE_CLASS_COMPARE:
+        return IMPL(compare, compare);
+    case XE_CLASS_LOGICAL:
+        return IMPL(logical, logical);
+    case XE_CLASS_UNARY:
+        return IMPL(unary, unary);
+    case XE_CLASS_SELECT:
+        return IMPL(select, select);
+    case XE_CLASS_CAST:
+        return IMPL(cast, cast);
+    case XE_CLASS_REDUCE:
+        return IMPL(reduce, reduce);
+    case XE_CLASS_ARGMAX:
+        return IMPL(argmax, argmax);
+    case XE_CLASS_MATMUL:
+        return IMPL(matmul, matmul);
+    case XE_CLASS_SOFTMAX:
+        return IMPL(softmax, softmax);
+    case XE_CLASS_RANDOM:
+        return IMPL(random, random);
+    default:
+        return (builtin_impl){NULL, XE_KERNEL_NONE};
     }
 }
 
@@ -89,7 +125,10 @@ static void ensure_builtins(void)
     for (int op = 0; op < XE_OP_COUNT; op++) {
         const xe_op_row *r = xe_op_row_of(op);
         xe_op_def *d = &op_table[op];
-        *d = (xe_op_def){.name = r->name, .min_inputs = r->min_in, .max_inputs = r->max_in, .cls = r->cls,
+        *d = (xe_op_def){.name = r->name,
+                         .min_inputs = r->min_in,
+                         .max_inputs = r->max_in,
+                         .cls = r->cls,
                          .flags = r->flags};
         d->infer = impl_of(d, op).infer;
     }
@@ -166,12 +205,15 @@ static const char *storage_reason(int op, const xe_op_def *d)
     case XE_CLASS_COMPOSITE:
     case XE_CLASS_SELECT:
     case XE_CLASS_CAST:
-    case XE_CLASS_SHAPE: return NULL;
-    case XE_CLASS_SOURCE: return op == XE_OP_IOTA ? "iota has no storage dtypes" : NULL;
+    case XE_CLASS_SHAPE:
+        return NULL;
+    case XE_CLASS_SOURCE:
+        return op == XE_OP_IOTA ? "iota has no storage dtypes" : NULL;
     default:
         return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
                    ? NULL
-                   : "the storage dtypes (float8, f4e2m1, i4 u4 i2 u2) have no kernel for this op (cast them first)";
+                   : "the storage dtypes (float8, f4e2m1, i4 u4 i2 u2) have no kernel for this op "
+                     "(cast them first)";
     }
 }
 
@@ -190,10 +232,13 @@ const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_ty
     case XE_CLASS_UNARY:
     case XE_CLASS_SELECT:
     case XE_CLASS_CAST:
-    case XE_CLASS_SHAPE: return NULL;
-    case XE_CLASS_SOURCE: return op == XE_OP_IOTA ? "iota has no narrow dtypes" : NULL;
+    case XE_CLASS_SHAPE:
+        return NULL;
+    case XE_CLASS_SOURCE:
+        return op == XE_OP_IOTA ? "iota has no narrow dtypes" : NULL;
     case XE_CLASS_BINARY:
-        return op == XE_OP_POW && n_in > 0 && in[0].dtype == XE_U64 ? "pow has no u64 kernel" : NULL;
+        return op == XE_OP_POW && n_in > 0 && in[0].dtype == XE_U64 ? "pow has no u64 kernel"
+                                                                    : NULL;
     case XE_CLASS_NN:
         return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
                    ? NULL
@@ -203,7 +248,8 @@ const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_ty
                        (in[1].dtype == XE_U8 || in[1].dtype == XE_I8) && out->dtype == XE_I32
                    ? NULL
                    : "matmul's narrow dtypes are u8 and i8 operands (an i32 product)";
-    default: return "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
+    default:
+        return "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
     }
 }
 
@@ -218,8 +264,10 @@ bool xe_op_is_elementwise(int op)
     case XE_CLASS_LOGICAL:
     case XE_CLASS_UNARY:
     case XE_CLASS_SELECT:
-    case XE_CLASS_CAST: return true;
-    default: return false;
+    case XE_CLASS_CAST:
+        return true;
+    default:
+        return false;
     }
 }
 

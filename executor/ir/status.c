@@ -52,16 +52,26 @@ xe_code xe_status_prefix(xe_status *st, const char *fmt, ...)
 const char *xe_code_name(xe_code code)
 {
     switch (code) {
-    case XE_OK: return "ok";
-    case XE_ERR_USAGE: return "usage error";
-    case XE_ERR_PARSE: return "parse error";
-    case XE_ERR_GRAPH: return "graph error";
-    case XE_ERR_IO: return "I/O error";
-    case XE_ERR_NOMEM: return "out of memory";
-    case XE_ERR_UNSUPPORTED: return "unsupported";
-    case XE_ERR_DEVICE: return "device error";
-    case XE_ERR_RUNTIME: return "runtime error";
-    case XE_ERR_COMPILE: return "compile error";
+    case XE_OK:
+        return "ok";
+    case XE_ERR_USAGE:
+        return "usage error";
+    case XE_ERR_PARSE:
+        return "parse error";
+    case XE_ERR_GRAPH:
+        return "graph error";
+    case XE_ERR_IO:
+        return "I/O error";
+    case XE_ERR_NOMEM:
+        return "out of memory";
+    case XE_ERR_UNSUPPORTED:
+        return "unsupported";
+    case XE_ERR_DEVICE:
+        return "device error";
+    case XE_ERR_RUNTIME:
+        return "runtime error";
+    case XE_ERR_COMPILE:
+        return "compile error";
     }
     return "error";
 }
@@ -69,10 +79,13 @@ const char *xe_code_name(xe_code code)
 int xe_code_exit_status(xe_code code)
 {
     switch (code) {
-    case XE_OK: return 0;
+    case XE_OK:
+        return 0;
     case XE_ERR_USAGE:
     case XE_ERR_PARSE:
-    case XE_ERR_GRAPH: return 2;
-    default: return 1;
+    case XE_ERR_GRAPH:
+        return 2;
+    default:
+        return 1;
     }
 }

@@ -39,7 +39,8 @@ xe_tensor *xe_tensor_new(xe_dtype dt, const xe_shape *shape, xe_device dev, xe_s
     if (!t->data && st->code == XE_ERR_NOMEM) {
         char ty[160];
         xe_fail(st, XE_ERR_NOMEM, "out of memory allocating %s (%zu bytes) on %s",
-                xe_type_str(&(xe_type){.dtype = dt, .shape = *shape}, ty, sizeof ty), bytes, xe_device_name(dev));
+                xe_type_str(&(xe_type){.dtype = dt, .shape = *shape}, ty, sizeof ty), bytes,
+                xe_device_name(dev));
     }
     if (!t->data) {
         free(t);

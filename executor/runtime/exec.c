@@ -14,10 +14,10 @@
 #include "xlac/op.h"
 
 typedef struct value {
-    xe_tensor *on[XE_DEV_MAX];   /* the value on each device instance where it exists */
-    xe_tensor **tuple;           /* composite nodes: one tensor per element */
+    xe_tensor *on[XE_DEV_MAX]; /* the value on each device instance where it exists */
+    xe_tensor **tuple;         /* composite nodes: one tensor per element */
     int n_tuple;
-    int uses_left;               /* released when it reaches zero */
+    int uses_left; /* released when it reaches zero */
 } value;
 
 typedef struct run {
@@ -49,7 +49,8 @@ void xe_exec_trace(xe_exec *ex, const char *name, const char *cat, double start_
  * The trace's slice of an op run per op: its op, device, output type and,
  * inside a cluster that fell back, the cluster. Only called while tracing.
  */
-static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, double t0, xe_device_timer *gt)
+static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, double t0,
+                     xe_device_timer *gt)
 {
     double t1 = xe_now_us();
     char type[128] = "", label[256] = "", args[600];
@@ -57,8 +58,8 @@ static void trace_op(const run *r, const xe_node *n, const xe_tensor *out, doubl
         xe_type_str(&(xe_type){out->dtype, out->shape}, type, sizeof type);
     xe_trace_json_escape(r->label ? r->label : "", label, sizeof label);
     snprintf(args, sizeof args, "\"op\":\"%s\",\"device\":\"%s%s\",\"type\":\"%s\"%s%s%s",
-             xe_op_name(n->op), r->prefix, xe_device_name(n->device), type, r->label ? ",\"cluster\":\"" : "",
-             label, r->label ? "\"" : "");
+             xe_op_name(n->op), r->prefix, xe_device_name(n->device), type,
+             r->label ? ",\"cluster\":\"" : "", label, r->label ? "\"" : "");
     xe_trace_slice(n->name, xe_op_name(n->op), t0, t1 - t0, args);
     double gs, gd;
     if (gt && xe_device_timer_read(gt, &gs, &gd)) /* the kernel's own time, on the stream's track */
@@ -116,8 +117,7 @@ static xe_code node_fail(const run *r, const xe_node *n, xe_status *st)
 }
 
 /* Inputs of n on its device (borrowed references). */
-static xe_code gather_inputs(run *r, const xe_node *n, xe_device dev, xe_tensor **in,
-                             xe_status *st)
+static xe_code gather_inputs(run *r, const xe_node *n, xe_device dev, xe_tensor **in, xe_status *st)
 {
     for (int i = 0; i < n->n_inputs; i++) {
         if (!(in[i] = value_on(&r->vals[n->inputs[i]], dev, st)))
@@ -164,8 +164,14 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
         return st->code;
     xe_tensor *ret = NULL;
     xe_kernel_args a = {
-        .graph = r->g, .node = n, .n_in = n->n_inputs, .in = in, .out = out,
-        .out_ret = &ret, .exec = r->ex, .op_user = d->user,
+        .graph = r->g,
+        .node = n,
+        .n_in = n->n_inputs,
+        .in = in,
+        .out = out,
+        .out_ret = &ret,
+        .exec = r->ex,
+        .op_user = d->user,
     };
     if ((d->flags & XE_OPF_STATEFUL) && !(a.state = xe_node_state_counter(r->ex->states, n))) {
         xe_tensor_release(out);
@@ -188,8 +194,8 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
 }
 
 /* Runs a composite node: its registered kernel, or its body op by op. */
-static xe_code run_composite(run *r, const xe_node *n, const xe_op_def *d, xe_tensor **in,
-                             value *v, xe_status *st)
+static xe_code run_composite(run *r, const xe_node *n, const xe_op_def *d, xe_tensor **in, value *v,
+                             xe_status *st)
 {
     v->tuple = calloc((size_t)(n->n_tuple ? n->n_tuple : 1), sizeof *v->tuple);
     if (!v->tuple)
@@ -199,8 +205,8 @@ static xe_code run_composite(run *r, const xe_node *n, const xe_op_def *d, xe_te
     if (!d->composite)
         return xe_exec_graph(r->ex, n->body, in, v->tuple, d->device_prefix ? label : r->label,
                              d->device_prefix ? d->device_prefix : r->prefix, st);
-    xe_kernel_args a = {.graph = r->g, .node = n, .n_in = n->n_inputs, .in = in, .exec = r->ex,
-                        .op_user = d->user};
+    xe_kernel_args a = {
+        .graph = r->g, .node = n, .n_in = n->n_inputs, .in = in, .exec = r->ex, .op_user = d->user};
     return d->composite(&a, v->tuple, n->n_tuple, st);
 }
 
@@ -284,9 +290,8 @@ static void release_inputs(run *r, int i)
         value_clear(&r->vals[i]);
 }
 
-xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs,
-                      xe_tensor **outputs, const char *label, const char *device_prefix,
-                      xe_status *st)
+xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs, xe_tensor **outputs,
+                      const char *label, const char *device_prefix, xe_status *st)
 {
     run r = {.ex = ex, .g = g, .label = label, .prefix = device_prefix ? device_prefix : ""};
     int *uses = xe_graph_use_counts(g);

@@ -19,23 +19,26 @@ typedef struct xe_node_state xe_node_state; /* uthash: node pointer -> run count
 typedef struct xe_specs xe_specs;           /* specialise.c: graphs per input-shape signature */
 
 struct xe_session {
-    xe_graph *graph;          /* as it runs, after passes */
-    xe_session_options opt;   /* the caller's, its strings the session's own copies (below) */
-    char *own_profile_path;   /* opt.profile_path points here */
-    char *own_plugin_config;  /* opt.plugin_config points here: the passes read it at every new shape */
-    int id;                   /* process-wide session number */
-    bool tracing;             /* opt.profile_path started the process's trace */
-    atomic_bool placement_logged; /* a run logged placement lines (once per session, unless log_every) */
-    atomic_int runs;          /* runs so far (the trace's "run K") */
-    xe_node_state *states;    /* per-node state of stateful ops */
-    bool stateful;            /* the graph holds a stateful op (random): its runs take run_lock */
-    pthread_mutex_t run_lock; /* serialises the runs of a stateful graph (each draws the next numbers) */
-    xe_specs *specs;          /* graph->maker: the prepared graph of each signature fed */
+    xe_graph *graph;         /* as it runs, after passes */
+    xe_session_options opt;  /* the caller's, its strings the session's own copies (below) */
+    char *own_profile_path;  /* opt.profile_path points here */
+    char *own_plugin_config; /* opt.plugin_config points here: the passes read it at every new shape
+                              */
+    int id;                  /* process-wide session number */
+    bool tracing;            /* opt.profile_path started the process's trace */
+    atomic_bool
+        placement_logged;  /* a run logged placement lines (once per session, unless log_every) */
+    atomic_int runs;       /* runs so far (the trace's "run K") */
+    xe_node_state *states; /* per-node state of stateful ops */
+    bool stateful;         /* the graph holds a stateful op (random): its runs take run_lock */
+    pthread_mutex_t
+        run_lock;    /* serialises the runs of a stateful graph (each draws the next numbers) */
+    xe_specs *specs; /* graph->maker: the prepared graph of each signature fed */
 };
 
 struct xe_exec {
-    xe_node_state **states;   /* the session's per-node state store (node_state.c) */
-    FILE *log;                /* placement log, NULL when off */
+    xe_node_state **states; /* the session's per-node state store (node_state.c) */
+    FILE *log;              /* placement log, NULL when off */
 };
 
 /* node_state.c: the counter of stateful node n in *states (0 on first use); NULL on OOM. */
@@ -56,7 +59,7 @@ typedef struct xe_spec_use {
     xe_graph *graph;
     xe_tensor **extras;
     int n_extras;
-    int slot;           /* -1: not cached (own holds it) */
+    int slot; /* -1: not cached (own holds it) */
     struct spec *own;
 } xe_spec_use;
 /* The prepared graph for the shapes of in (built on a miss); give it back with xe_specs_put. */
@@ -65,7 +68,7 @@ void xe_specs_put(xe_session *s, xe_spec_use *u);
 /* generalise.c: a (built at the fed shapes) rewritten to serve every size, b the same model
    built with each symbolic dim of tmpl one larger; NULL when what differs cannot be rewritten.
    *extras: the values of the inputs it adds after tmpl's. */
-xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl, xe_tensor ***extras,
-                        int *n_extras);
+xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl,
+                        xe_tensor ***extras, int *n_extras);
 
 #endif

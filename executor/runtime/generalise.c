@@ -39,19 +39,27 @@ static bool same_attr(const xe_attr *x, const xe_attr *y)
     if (strcmp(x->name, y->name) || x->kind != y->kind)
         return false;
     switch (x->kind) {
-    case XE_ATTR_INTS: return x->n == y->n && (!x->n || !memcmp(x->ints, y->ints, (size_t)x->n * sizeof *x->ints));
-    case XE_ATTR_FLOATS: return x->n == y->n && (!x->n || !memcmp(x->floats, y->floats, (size_t)x->n * sizeof *x->floats));
-    case XE_ATTR_FLOAT: return x->f == y->f || (x->f != x->f && y->f != y->f);
-    case XE_ATTR_STRING: return !strcmp(x->s, y->s);
-    case XE_ATTR_DTYPE: return x->dtype == y->dtype;
-    default: return x->i == y->i;
+    case XE_ATTR_INTS:
+        return x->n == y->n && (!x->n || !memcmp(x->ints, y->ints, (size_t)x->n * sizeof *x->ints));
+    case XE_ATTR_FLOATS:
+        return x->n == y->n &&
+               (!x->n || !memcmp(x->floats, y->floats, (size_t)x->n * sizeof *x->floats));
+    case XE_ATTR_FLOAT:
+        return x->f == y->f || (x->f != x->f && y->f != y->f);
+    case XE_ATTR_STRING:
+        return !strcmp(x->s, y->s);
+    case XE_ATTR_DTYPE:
+        return x->dtype == y->dtype;
+    default:
+        return x->i == y->i;
     }
 }
 
 /* Same op, operands and attribute names (values may differ). */
 static bool same_structure(const xe_node *x, const xe_node *y)
 {
-    if (x->op != y->op || x->n_inputs != y->n_inputs || x->n_attrs != y->n_attrs || !!x->body != !!y->body ||
+    if (x->op != y->op || x->n_inputs != y->n_inputs || x->n_attrs != y->n_attrs ||
+        !!x->body != !!y->body ||
         (x->n_inputs && memcmp(x->inputs, y->inputs, (size_t)x->n_inputs * sizeof *x->inputs)))
         return false;
     for (int k = 0; k < x->n_attrs; k++)
@@ -62,8 +70,8 @@ static bool same_structure(const xe_node *x, const xe_node *y)
 
 typedef struct gen {
     const xe_graph *a, *b;
-    xe_graph *c;              /* the rewrite of a */
-    xe_tensor **extras;       /* values of the constants made inputs */
+    xe_graph *c;        /* the rewrite of a */
+    xe_tensor **extras; /* values of the constants made inputs */
     int n_extras;
     xe_status st;
 } gen;
@@ -158,10 +166,11 @@ static bool general_node(gen *g, int i)
         const xe_attr *p = &x->attrs[k], *q = &y->attrs[k];
         if (p->name[0] == '@' || same_attr(p, q))
             continue;
-        bool ok = p->kind == XE_ATTR_INTS &&
-                  (((x->op == XE_OP_RESHAPE || x->op == XE_OP_BROADCAST_TO) && !strcmp(p->name, "shape") &&
-                    general_shape(g, i, p, q, x->op == XE_OP_RESHAPE)) ||
-                   (x->op == XE_OP_SLICE && !strcmp(p->name, "end") && general_end(g, i, p, q)));
+        bool ok =
+            p->kind == XE_ATTR_INTS &&
+            (((x->op == XE_OP_RESHAPE || x->op == XE_OP_BROADCAST_TO) &&
+              !strcmp(p->name, "shape") && general_shape(g, i, p, q, x->op == XE_OP_RESHAPE)) ||
+             (x->op == XE_OP_SLICE && !strcmp(p->name, "end") && general_end(g, i, p, q)));
         if (!ok)
             return false;
     }
@@ -184,8 +193,9 @@ static bool check_types(gen *g, const xe_graph *tmpl)
     }
     bool ok = xe_graph_infer(c, &g->st) == XE_OK;
     for (int i = 0; ok && i < c->n_nodes; i++)
-        ok = c->nodes[i]->body || (c->nodes[i]->type.dtype == g->a->nodes[i]->type.dtype &&
-                                   xe_shape_equal(&c->nodes[i]->type.shape, &g->a->nodes[i]->type.shape));
+        ok = c->nodes[i]->body ||
+             (c->nodes[i]->type.dtype == g->a->nodes[i]->type.dtype &&
+              xe_shape_equal(&c->nodes[i]->type.shape, &g->a->nodes[i]->type.shape));
     for (int k = 0; k < tmpl->n_inputs; k++)
         c->nodes[c->inputs[k]]->type = tmpl->nodes[tmpl->inputs[k]]->type;
     for (int k = 0; k < g->n_extras; k++)
@@ -194,15 +204,16 @@ static bool check_types(gen *g, const xe_graph *tmpl)
     return ok && xe_graph_infer(c, &g->st) == XE_OK;
 }
 
-xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl, xe_tensor ***extras,
-                        int *n_extras)
+xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl,
+                        xe_tensor ***extras, int *n_extras)
 {
     gen g = {.a = a, .b = b};
     xe_status_clear(&g.st);
     *extras = NULL;
     *n_extras = 0;
-    bool ok = a->n_nodes == b->n_nodes && a->n_inputs == tmpl->n_inputs && b->n_inputs == a->n_inputs &&
-              a->n_outputs == b->n_outputs && (g.c = xe_graph_clone(a, &g.st)) != NULL;
+    bool ok = a->n_nodes == b->n_nodes && a->n_inputs == tmpl->n_inputs &&
+              b->n_inputs == a->n_inputs && a->n_outputs == b->n_outputs &&
+              (g.c = xe_graph_clone(a, &g.st)) != NULL;
     for (int i = 0; ok && i < a->n_nodes; i++)
         ok = general_node(&g, i);
     ok = ok && check_types(&g, tmpl);

@@ -51,7 +51,8 @@ xe_kernel_cache *xe_node_state_cache(xe_node_state **states, const xe_node *n)
 void xe_node_states_free(xe_node_state **states)
 {
     struct xe_node_state *e, *tmp;
-    HASH_ITER(hh, *states, e, tmp) {
+    HASH_ITER(hh, *states, e, tmp)
+    {
         HASH_DEL(*states, e);
         if (e->cache.free)
             e->cache.free(e->cache.data);

@@ -60,7 +60,8 @@ xe_code xe_graph_place_on(xe_graph *g, xe_device dev, xe_status *st)
 
 xe_code xe_graph_place(xe_graph *g, xe_place_mode mode, xe_status *st)
 {
-    if (mode == XE_PLACE_CPU) { /* no accelerator is asked about: none of their libraries is loaded */
+    if (mode ==
+        XE_PLACE_CPU) { /* no accelerator is asked about: none of their libraries is loaded */
         place_graph(g, XE_DEV_CPU);
         return XE_OK;
     }

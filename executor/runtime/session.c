@@ -22,7 +22,8 @@ static bool has_stateful(const xe_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_op_def *d = xe_op_get(g->nodes[i]->op);
-        if ((d && (d->flags & XE_OPF_STATEFUL)) || (g->nodes[i]->body && has_stateful(g->nodes[i]->body)))
+        if ((d && (d->flags & XE_OPF_STATEFUL)) ||
+            (g->nodes[i]->body && has_stateful(g->nodes[i]->body)))
             return true;
     }
     return false;
@@ -39,7 +40,8 @@ static xe_code own_options(xe_session *s, const xe_session_options *opt, xe_stat
     s->own_plugin_config = opt->plugin_config ? strdup(opt->plugin_config) : NULL;
     s->opt.profile_path = s->own_profile_path;
     s->opt.plugin_config = s->own_plugin_config;
-    if ((opt->profile_path && !s->own_profile_path) || (opt->plugin_config && !s->own_plugin_config))
+    if ((opt->profile_path && !s->own_profile_path) ||
+        (opt->plugin_config && !s->own_plugin_config))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory creating a session");
     return XE_OK;
 }
@@ -142,8 +144,7 @@ static void trace_run(xe_session *s, int mode, double t0)
     xe_trace_slice(name, "run", t0, t1 - t0, args);
 }
 
-xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs,
-                       xe_status *st)
+xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs, xe_status *st)
 {
     const xe_graph *g = s->graph;
     for (int i = 0; i < g->n_inputs; i++)
@@ -170,7 +171,8 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
 static xe_code run_graph(xe_session *s, const xe_graph *g, xe_tensor *const *inputs,
                          xe_tensor **outputs, xe_status *st)
 {
-    bool log = s->opt.log_placement && (s->opt.log_every || !atomic_exchange(&s->placement_logged, true));
+    bool log =
+        s->opt.log_placement && (s->opt.log_every || !atomic_exchange(&s->placement_logged, true));
     xe_exec ex = {.states = &s->states, .log = log ? (s->opt.log ? s->opt.log : stderr) : NULL};
     for (int i = 0; i < g->n_outputs; i++)
         outputs[i] = NULL;

@@ -6,11 +6,10 @@
  * shapes, with every shape computation folded to constants, and again with
  * each symbolic dim one larger, so that what depends on the sizes can be
  * rewritten out of it (generalise.c; its extra inputs' values are kept
- * here and fed on each run); the session prepares it like any other graph (inference, placement, the
- * registered passes: clustering). A run borrows its signature's graph and
- * gives it back; the least recently used one that no run holds makes room
- * for a new one. Compiled programs live in the plugin's process-wide cache,
- * so an evicted graph's clusters find their programs again.
+ * here and fed on each run); the session prepares it like any other graph (inference, placement,
+ * the registered passes: clustering). A run borrows its signature's graph and gives it back; the
+ * least recently used one that no run holds makes room for a new one. Compiled programs live in the
+ * plugin's process-wide cache, so an evicted graph's clusters find their programs again.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -25,8 +24,8 @@ typedef struct spec {
     xe_graph *graph;    /* prepared */
     xe_tensor **extras; /* values of its inputs after the model's (generalise.c) */
     int n_extras;
-    int busy;           /* runs holding it */
-    uint64_t used;      /* tick of its last use */
+    int busy;      /* runs holding it */
+    uint64_t used; /* tick of its last use */
 } spec;
 
 struct xe_specs {
@@ -143,8 +142,10 @@ static void lend(xe_specs *c, int k, xe_spec_use *u)
 {
     c->slot[k].busy++;
     c->slot[k].used = ++c->tick;
-    *u = (xe_spec_use){.graph = c->slot[k].graph, .extras = c->slot[k].extras,
-                       .n_extras = c->slot[k].n_extras, .slot = k};
+    *u = (xe_spec_use){.graph = c->slot[k].graph,
+                       .extras = c->slot[k].extras,
+                       .n_extras = c->slot[k].n_extras,
+                       .slot = k};
 }
 
 xe_code xe_specs_get(xe_session *s, xe_tensor *const *in, xe_spec_use *u, xe_status *st)
@@ -177,7 +178,8 @@ xe_code xe_specs_get(xe_session *s, xe_tensor *const *in, xe_spec_use *u, xe_sta
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
     *own = e;
-    *u = (xe_spec_use){.graph = e.graph, .extras = e.extras, .n_extras = e.n_extras, .slot = -1, .own = own};
+    *u = (xe_spec_use){
+        .graph = e.graph, .extras = e.extras, .n_extras = e.n_extras, .slot = -1, .own = own};
     return XE_OK;
 }
 
@@ -193,7 +195,6 @@ void xe_specs_put(xe_session *s, xe_spec_use *u)
     pthread_mutex_unlock(&s->specs->lock);
 }
 
-
 xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *shapes, int *n_extras, xe_status *st)
 {
     spec e = {0};
@@ -202,7 +203,8 @@ xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *shapes, int *n_ext
     if (out && !e.n_extras && out->n_inputs == g->n_inputs) {
         bool general = true; /* a generalised graph has g's symbolic input types */
         for (int k = 0; k < g->n_inputs; k++)
-            general &= xe_shape_equal(&out->nodes[out->inputs[k]]->type.shape, &g->nodes[g->inputs[k]]->type.shape);
+            general &= xe_shape_equal(&out->nodes[out->inputs[k]]->type.shape,
+                                      &g->nodes[g->inputs[k]]->type.shape);
         *n_extras = general ? 0 : -1;
     }
     e.graph = NULL;

@@ -263,16 +263,19 @@ static xe_code write_events(FILE *f, void *user, xe_status *st)
             fputc('}', f);
     }
     if (T.interrupted) /* the run was cut short: what came before the signal */
-        fprintf(f, ",\n{\"name\":\"interrupted\",\"ph\":\"i\",\"s\":\"g\",\"ts\":%.3f,\"pid\":1,\"tid\":0,"
-                   "\"args\":{\"signal\":%d}}",
-                xe_now_us() - origin, T.interrupted);
+        fprintf(
+            f,
+            ",\n{\"name\":\"interrupted\",\"ph\":\"i\",\"s\":\"g\",\"ts\":%.3f,\"pid\":1,\"tid\":0,"
+            "\"args\":{\"signal\":%d}}",
+            xe_now_us() - origin, T.interrupted);
     fprintf(f, "\n],\"displayTimeUnit\":\"ms\"%s}\n", T.interrupted ? ",\"interrupted\":true" : "");
     return XE_OK;
 }
 
 static xe_code write_file(const char *path, xe_status *st)
 {
-    static char last[4200]; /* this process's last trace (under the lock): a later one replaces it */
+    static char
+        last[4200]; /* this process's last trace (under the lock): a later one replaces it */
     char used[4200];
     double family = strcmp(last, path) ? T.family_start : 0;
     xe_code c = xe_publish(path, write_events, NULL, family, used, sizeof used, st);
@@ -282,8 +285,10 @@ static xe_code write_file(const char *path, xe_status *st)
         T.failed = true;
         snprintf(T.why, sizeof T.why, "%s", st->msg);
     } else if (strcmp(used, path) != 0) {
-        fprintf(stderr, "xlac: note: trace %s was written by another process of this run; this one's is %s\n",
-                path, used);
+        fprintf(
+            stderr,
+            "xlac: note: trace %s was written by another process of this run; this one's is %s\n",
+            path, used);
     }
     return c;
 }

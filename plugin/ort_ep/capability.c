@@ -36,13 +36,13 @@
 typedef struct plan {
     const xo_api *a;
     xo_model m;
-    bool *take;  /* per node: a candidate (1., 2.) */
+    bool *take;    /* per node: a candidate (1., 2.) */
     bool *refused; /* per node: the importer refused it (2.) */
-    int *group;  /* per node: its group, -1 none (4.) */
+    int *group;    /* per node: its group, -1 none (4.) */
     int n_groups;
     int *first, *readers; /* the nodes reading value v: readers[first[v] .. first[v + 1]) */
-    int id;      /* this graph's number (dump file names) */
-    bool debug;  /* --clustering_debug */
+    int id;               /* this graph's number (dump file names) */
+    bool debug;           /* --clustering_debug */
 } plan;
 
 /* ---- 1. candidates ------------------------------------------------------------ */
@@ -57,7 +57,8 @@ static bool typed(const xo_value *v)
     return xo_elem_size(v->elem) && v->rank >= 0;
 }
 
-/* take[k] for every node xlac could import; a node reading an untyped value of a node left out is left out. */
+/* take[k] for every node xlac could import; a node reading an untyped value of a node left out is
+ * left out. */
 static void candidates(plan *p)
 {
     const xo_model *m = &p->m;
@@ -89,7 +90,8 @@ static bool leave_out_reported(plan *p, const char *report)
     return any;
 }
 
-/* DIR/ort_graph_ID.onnx: the model xlac read from onnxruntime's graph (--clustering_debug), every node. */
+/* DIR/ort_graph_ID.onnx: the model xlac read from onnxruntime's graph (--clustering_debug), every
+ * node. */
 static void dump_model(plan *p)
 {
     const char *dir = xo_g.state.flags.dump_graph_prefix;
@@ -97,10 +99,12 @@ static void dump_model(plan *p)
     int *ins = NULL, n_ins;
     xe_status st;
     xe_status_clear(&st);
-    bool *all = malloc((size_t)p->m.n_nodes + 1); /* every node read (a refused one has no attributes) */
+    bool *all =
+        malloc((size_t)p->m.n_nodes + 1); /* every node read (a refused one has no attributes) */
     for (int k = 0; all && k < p->m.n_nodes; k++)
         all[k] = !p->m.nodes[k].refuse;
-    char *bytes = dir && all ? xo_model_write(p->a, &p->m, all, NULL, 0, &len, &ins, &n_ins, &st) : NULL;
+    char *bytes =
+        dir && all ? xo_model_write(p->a, &p->m, all, NULL, 0, &len, &ins, &n_ins, &st) : NULL;
     free(all);
     char path[4096];
     snprintf(path, sizeof path, "%s/ort_graph_%d.onnx", dir ? dir : ".", p->id);
@@ -134,15 +138,18 @@ static xe_graph *import_all(plan *p, xe_status *st)
             break;
     }
     if (p->debug)
-        fprintf(stderr, "xlac: onnxruntime graph %d: xlac cannot import it (%s): onnxruntime runs all of it\n",
-                p->id, st->msg);
+        fprintf(
+            stderr,
+            "xlac: onnxruntime graph %d: xlac cannot import it (%s): onnxruntime runs all of it\n",
+            p->id, st->msg);
     xe_status_clear(st);
     return NULL;
 }
 
 /* ---- 3. the pass, 4. clusters back to onnxruntime's nodes ------------------------------ */
 
-/* The model node an xlac node of the import comes from (its name: n<K>[.I] or v<J>[...]), -1 if none. */
+/* The model node an xlac node of the import comes from (its name: n<K>[.I] or v<J>[...]), -1 if
+ * none. */
 static int origin(const xo_model *m, const char *name)
 {
     char *end;
@@ -154,29 +161,30 @@ static int origin(const xo_model *m, const char *name)
     return k < m->n_values ? m->values[k].producer : -1;
 }
 
-/* Node k's xlac nodes seen in cluster c (-1: outside every cluster): its cluster, or -1 once they disagree. */
+/* Node k's xlac nodes seen in cluster c (-1: outside every cluster): its cluster, or -1 once they
+ * disagree. */
 static void note(int *where, int k, int c)
 {
     if (k >= 0)
         where[k] = where[k] == -2 || where[k] == c ? c : -1;
 }
 
-/* Whether a cluster computes nothing: casts and data movement alone (reshape, transpose, slice, concat,
-   broadcast_to). onnxruntime runs those as views and single copies; a fused node would add its launch and
-   a copy of each output for nothing fused (measured: docs/onnxruntime-ep.md). */
+/* Whether a cluster computes nothing: casts and data movement alone (reshape, transpose, slice,
+   concat, broadcast_to). onnxruntime runs those as views and single copies; a fused node would add
+   its launch and a copy of each output for nothing fused (measured: docs/onnxruntime-ep.md). */
 static bool moves_only(const xe_graph *body)
 {
     for (int j = 0; j < body->n_nodes; j++) {
         const xe_op_def *d = xe_op_get(body->nodes[j]->op);
-        if (!d || (d->cls != XE_CLASS_SOURCE && d->cls != XE_CLASS_STRUCTURE && d->cls != XE_CLASS_CAST &&
-                   d->cls != XE_CLASS_SHAPE))
+        if (!d || (d->cls != XE_CLASS_SOURCE && d->cls != XE_CLASS_STRUCTURE &&
+                   d->cls != XE_CLASS_CAST && d->cls != XE_CLASS_SHAPE))
             return false;
     }
     return true;
 }
 
-/* where[k]: the cluster holding every xlac node of model node k; -1 when none does (or it only moves data:
-   left to onnxruntime); -2 when it has none. */
+/* where[k]: the cluster holding every xlac node of model node k; -1 when none does (or it only
+   moves data: left to onnxruntime); -2 when it has none. */
 static void clusters_of(const plan *p, const xe_graph *g, int *where)
 {
     int launch = xo_g.state.launch_op, c = 0;
@@ -187,8 +195,10 @@ static void clusters_of(const plan *p, const xe_graph *g, int *where)
         if (n->op == launch && n->body) {
             bool moves = moves_only(n->body);
             if (moves && p->debug)
-                fprintf(stderr, "xlac: onnxruntime graph %d: %s left to onnxruntime: only casts and data "
-                                "movement, nothing to fuse\n", p->id, n->name);
+                fprintf(stderr,
+                        "xlac: onnxruntime graph %d: %s left to onnxruntime: only casts and data "
+                        "movement, nothing to fuse\n",
+                        p->id, n->name);
             for (int j = 0; j < n->body->n_nodes; j++)
                 if (n->body->nodes[j]->op != XE_OP_INPUT && n->body->nodes[j]->op != XE_OP_CONST)
                     note(where, origin(&p->m, n->body->nodes[j]->name), moves ? -1 : c);
@@ -199,7 +209,8 @@ static void clusters_of(const plan *p, const xe_graph *g, int *where)
     }
 }
 
-/* A node whose xlac nodes all folded joins the group that reads everything it writes (readers first). */
+/* A node whose xlac nodes all folded joins the group that reads everything it writes (readers
+ * first). */
 static void attach_folded(plan *p, const int *where)
 {
     const xo_model *m = &p->m;
@@ -227,7 +238,8 @@ static xe_code make_groups(plan *p, xe_graph *g, const char *config, xe_status *
 {
     xe_pass_ctx ctx = {.session_id = p->id, .place_mode = XE_PLACE_CPU, .plugin_config = config};
     unsigned long long before = atomic_load(&xo_g.state.n_clusters);
-    if (xe_graph_place(g, XE_PLACE_CPU, st) != XE_OK || xlac_pass(&g, &ctx, &xo_g.state, st) != XE_OK) {
+    if (xe_graph_place(g, XE_PLACE_CPU, st) != XE_OK ||
+        xlac_pass(&g, &ctx, &xo_g.state, st) != XE_OK) {
         xe_graph_destroy(g);
         return st->code;
     }
@@ -269,7 +281,8 @@ static xe_code index_readers(plan *p, xe_status *st)
     for (int v = 0; v < m->n_values; v++)
         p->first[v + 1] += p->first[v];
     for (int k = 0; k < m->n_nodes; k++)
-        for (int j = 0; j < m->nodes[k].n_in; j++) /* a node reading a value twice is listed twice */
+        for (int j = 0; j < m->nodes[k].n_in;
+             j++) /* a node reading a value twice is listed twice */
             if (m->nodes[k].in[j] >= 0)
                 p->readers[p->first[m->nodes[k].in[j]] + fill[m->nodes[k].in[j]]++] = k;
     free(fill);
@@ -286,13 +299,15 @@ static bool leaves_and_returns(const plan *p, int g, int *stack, char *seen)
     memset(seen, 0, (size_t)m->n_nodes);
     for (int k = 0; k < m->n_nodes; k++) /* start: the readers outside g of what g writes */
         for (int j = 0; p->group[k] == g && j < m->nodes[k].n_out; j++)
-            for (int v = m->nodes[k].out[j], r = v >= 0 ? p->first[v] : 0; v >= 0 && r < p->first[v + 1]; r++)
+            for (int v = m->nodes[k].out[j], r = v >= 0 ? p->first[v] : 0;
+                 v >= 0 && r < p->first[v + 1]; r++)
                 if (p->group[p->readers[r]] != g && !seen[p->readers[r]])
                     seen[stack[top++] = p->readers[r]] = 1;
     while (top > 0) {
         int k = stack[--top];
         for (int j = 0; j < m->nodes[k].n_out; j++)
-            for (int v = m->nodes[k].out[j], r = v >= 0 ? p->first[v] : 0; v >= 0 && r < p->first[v + 1]; r++) {
+            for (int v = m->nodes[k].out[j], r = v >= 0 ? p->first[v] : 0;
+                 v >= 0 && r < p->first[v + 1]; r++) {
                 int q = p->readers[r];
                 if (p->group[q] == g)
                     return true;
@@ -324,11 +339,16 @@ static bool builds_alone(plan *p, int g, bool *take)
     free(report);
     free(vals);
     if (!body && n_vals > 0 && p->debug)
-        fprintf(stderr, "xlac: onnxruntime graph %d: group %d needs the values of %d of its inputs (shape "
-                        "arithmetic onnxruntime computes): built per signature of its input shapes and those "
-                        "values\n", p->id, g, n_vals);
+        fprintf(
+            stderr,
+            "xlac: onnxruntime graph %d: group %d needs the values of %d of its inputs (shape "
+            "arithmetic onnxruntime computes): built per signature of its input shapes and those "
+            "values\n",
+            p->id, g, n_vals);
     else if (!body && p->debug)
-        fprintf(stderr, "xlac: onnxruntime graph %d: group %d left to onnxruntime: alone it does not import: %s\n",
+        fprintf(stderr,
+                "xlac: onnxruntime graph %d: group %d left to onnxruntime: alone it does not "
+                "import: %s\n",
                 p->id, g, st.msg);
     xe_graph_destroy(body);
     return body != NULL || n_vals > 0;
@@ -360,8 +380,11 @@ static xe_code check_groups(plan *p, xe_status *st)
             continue;
         if (leaves_and_returns(p, g, stack, seen)) {
             if (p->debug)
-                fprintf(stderr, "xlac: onnxruntime graph %d: group %d left to onnxruntime: a path leaves it "
-                                "and comes back\n", p->id, g);
+                fprintf(
+                    stderr,
+                    "xlac: onnxruntime graph %d: group %d left to onnxruntime: a path leaves it "
+                    "and comes back\n",
+                    p->id, g);
             drop(p, g);
         } else if (!builds_alone(p, g, take)) {
             drop(p, g);
@@ -376,7 +399,8 @@ static xe_code check_groups(plan *p, xe_status *st)
 /* --clustering_debug: fused node k (group g) and onnxruntime's names of its n nodes. */
 static void print_group(const plan *p, int g, int k, size_t n)
 {
-    fprintf(stderr, "xlac: onnxruntime graph %d: fused node %d (group %d, %zu nodes):", p->id, k, g, n);
+    fprintf(stderr, "xlac: onnxruntime graph %d: fused node %d (group %d, %zu nodes):", p->id, k, g,
+            n);
     for (int j = 0; j < p->m.n_nodes; j++)
         if (p->group[j] == g)
             fprintf(stderr, " %s(%s)", p->m.nodes[j].name, p->m.nodes[j].op_type);
@@ -388,8 +412,10 @@ static xe_code hand_over(plan *p, OrtEpGraphSupportInfo *info, xe_status *st)
     const OrtNode **nodes = malloc(((size_t)p->m.n_nodes + 1) * sizeof *nodes);
     if (!nodes)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    /* constant initializers stay inputs of the fused node: onnxruntime keeps them, xlac copies none */
-    OrtNodeFusionOptions o = {.ort_version_supported = XO_ORT_API_VERSION, .drop_constant_initializers = false};
+    /* constant initializers stay inputs of the fused node: onnxruntime keeps them, xlac copies none
+     */
+    OrtNodeFusionOptions o = {.ort_version_supported = XO_ORT_API_VERSION,
+                              .drop_constant_initializers = false};
     int groups = 0, taken = 0;
     xe_code c = XE_OK;
     for (int g = 0; c == XE_OK && g < p->n_groups; g++) {
@@ -407,8 +433,11 @@ static xe_code hand_over(plan *p, OrtEpGraphSupportInfo *info, xe_status *st)
     }
     free(nodes);
     if (c == XE_OK && p->debug)
-        fprintf(stderr, "xlac: onnxruntime graph %d: %d of its %d nodes in %d fused nodes, the rest left to "
-                        "onnxruntime\n", p->id, taken, p->m.n_nodes, groups);
+        fprintf(
+            stderr,
+            "xlac: onnxruntime graph %d: %d of its %d nodes in %d fused nodes, the rest left to "
+            "onnxruntime\n",
+            p->id, taken, p->m.n_nodes, groups);
     return c;
 }
 
@@ -418,8 +447,8 @@ static void plan_free(plan *p)
     free(p->take), free(p->refused), free(p->group), free(p->first), free(p->readers);
 }
 
-xe_code xo_capability(const xo_api *a, const OrtGraph *graph, OrtEpGraphSupportInfo *info, const char *config,
-                      xe_status *st)
+xe_code xo_capability(const xo_api *a, const OrtGraph *graph, OrtEpGraphSupportInfo *info,
+                      const char *config, xe_status *st)
 {
     const OrtNode *parent = NULL;
     if (xo_check(a, XO(a->ort, Graph_GetParentNode)(graph, &parent), "Graph_GetParentNode", st))
@@ -428,13 +457,15 @@ xe_code xo_capability(const xo_api *a, const OrtGraph *graph, OrtEpGraphSupportI
     if (parent || xlac_config_for(&xo_g.state, config, &config_id, st) != XE_OK ||
         xlac_config_flags(&xo_g.state, config_id)->auto_jit == 0)
         return st->code; /* a subgraph of If or Loop, or clustering off: onnxruntime runs it all */
-    plan p = {.a = a, .id = atomic_fetch_add(&xo_g.graphs, 1),
+    plan p = {.a = a,
+              .id = atomic_fetch_add(&xo_g.graphs, 1),
               .debug = xlac_config_flags(&xo_g.state, config_id)->clustering_debug};
     if (xo_model_read(a, graph, &p.m, st) != XE_OK)
         return st->code;
     size_t n = (size_t)p.m.n_nodes + 1;
     p.take = calloc(n, 1), p.refused = calloc(n, 1), p.group = malloc(n * sizeof *p.group);
-    xe_code c = p.take && p.refused && p.group ? index_readers(&p, st) : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = p.take && p.refused && p.group ? index_readers(&p, st)
+                                               : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK) {
         candidates(&p);
         if (p.debug)

@@ -33,31 +33,32 @@
 
 /* One build of a fused node made per signature. */
 typedef struct xo_sig {
-    xe_shape *shapes;        /* per key: the fed shape */
-    unsigned char *values;   /* the value inputs' fed bytes, one after the other */
+    xe_shape *shapes;      /* per key: the fed shape */
+    unsigned char *values; /* the value inputs' fed bytes, one after the other */
     size_t n_values;
-    xe_session *session;     /* NULL: the slot is free */
+    xe_session *session; /* NULL: the slot is free */
     int n_in;
-    int *in_pos;             /* per session input: its key */
-    int busy;                /* runs holding it */
-    uint64_t used;           /* tick of its last use */
+    int *in_pos;   /* per session input: its key */
+    int busy;      /* runs holding it */
+    uint64_t used; /* tick of its last use */
 } xo_sig;
 
 struct xo_fused {
     OrtNodeComputeInfo info; /* first: onnxruntime's pointer is ours */
     const xo_api *a;
-    xe_session *session;     /* NULL when built per signature (below) */
+    xe_session *session; /* NULL when built per signature (below) */
     int n_in, n_out;
-    int *in_pos;             /* per session input (per key, below): its position among the fused node's inputs */
-    int *out_pos;            /* per session output: its position among the fused node's outputs */
-    char *config;            /* the session's XLAC_FLAGS words (kept: graphs are made per signature later) */
-    /* built per signature: the model kept (xo_model_keep), its inputs (keys: n_in of them, as values) and
-       whether each one's value is part of the signature */
+    int *
+        in_pos; /* per session input (per key, below): its position among the fused node's inputs */
+    int *out_pos; /* per session output: its position among the fused node's outputs */
+    char *config; /* the session's XLAC_FLAGS words (kept: graphs are made per signature later) */
+    /* built per signature: the model kept (xo_model_keep), its inputs (keys: n_in of them, as
+       values) and whether each one's value is part of the signature */
     xo_model m;
     int *keys;
     bool *is_value;
     pthread_mutex_t lock;
-    bool locked;             /* lock initialised */
+    bool locked; /* lock initialised */
     xo_sig sigs[XO_MAX_SIGNATURES];
     uint64_t tick;
 };
@@ -65,9 +66,10 @@ struct xo_fused {
 /* The xlac dtype of an ONNX element type; false for one xlac does not hold. */
 static bool dtype_of(int elem, xe_dtype *dt)
 {
-    static const int map[][2] = {{1, XE_F32}, {2, XE_U8}, {3, XE_I8}, {4, XE_U16}, {5, XE_I16}, {6, XE_I32},
-                                 {7, XE_I64}, {9, XE_BOOL}, {10, XE_F16}, {11, XE_F64}, {12, XE_U32},
-                                 {13, XE_U64}, {16, XE_BF16}};
+    static const int map[][2] = {{1, XE_F32},  {2, XE_U8},   {3, XE_I8},   {4, XE_U16},
+                                 {5, XE_I16},  {6, XE_I32},  {7, XE_I64},  {9, XE_BOOL},
+                                 {10, XE_F16}, {11, XE_F64}, {12, XE_U32}, {13, XE_U64},
+                                 {16, XE_BF16}};
     for (size_t k = 0; k < sizeof map / sizeof map[0]; k++)
         if (map[k][0] == elem) {
             *dt = (xe_dtype)map[k][1];
@@ -89,31 +91,38 @@ static xe_tensor *wrap_input(const xo_fused *f, OrtKernelContext *ctx, int k, xe
     xe_shape s = {0};
     void *data = NULL;
     xe_dtype dt = XE_F32;
-    if (xo_check(a, XO(a->ort, KernelContext_GetInput)(ctx, (size_t)f->in_pos[k], &v), "KernelContext_GetInput", st) ||
+    if (xo_check(a, XO(a->ort, KernelContext_GetInput)(ctx, (size_t)f->in_pos[k], &v),
+                 "KernelContext_GetInput", st) ||
         xo_check(a, XO(a->ort, GetTensorTypeAndShape)(v, &info), "GetTensorTypeAndShape", st))
         return NULL;
-    xe_code c = xo_check(a, XO(a->ort, GetTensorElementType)(info, &elem), "GetTensorElementType", st);
+    xe_code c =
+        xo_check(a, XO(a->ort, GetTensorElementType)(info, &elem), "GetTensorElementType", st);
     if (c == XE_OK)
         c = xo_check(a, XO(a->ort, GetDimensionsCount)(info, &rank), "GetDimensionsCount", st);
     if (c == XE_OK && (rank > XE_MAX_RANK || !dtype_of(elem, &dt)))
-        c = xe_fail(st, XE_ERR_UNSUPPORTED, "input %d: a type or rank xlac does not hold", f->in_pos[k]);
+        c = xe_fail(st, XE_ERR_UNSUPPORTED, "input %d: a type or rank xlac does not hold",
+                    f->in_pos[k]);
     if (c == XE_OK)
         c = xo_check(a, XO(a->ort, GetDimensions)(info, s.dims, rank), "GetDimensions", st);
     XO(a->ort, ReleaseTensorTypeAndShapeInfo)(info);
     if (c == XE_OK)
-        c = xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v, &data), "GetTensorMutableData", st);
+        c = xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v, &data),
+                     "GetTensorMutableData", st);
     s.rank = (int)rank;
     return c == XE_OK ? xe_tensor_wrap(dt, &s, XE_DEV_CPU, data, st) : NULL;
 }
 
 /* Output t into the buffer onnxruntime allocates for output k of the fused node. */
-static xe_code copy_output(const xo_fused *f, OrtKernelContext *ctx, int k, const xe_tensor *t, xe_status *st)
+static xe_code copy_output(const xo_fused *f, OrtKernelContext *ctx, int k, const xe_tensor *t,
+                           xe_status *st)
 {
     const xo_api *a = f->a;
     OrtValue *v = NULL;
     void *data = NULL;
-    if (xo_check(a, XO(a->ort, KernelContext_GetOutput)(ctx, (size_t)f->out_pos[k], t->shape.dims,
-                                                         (size_t)t->shape.rank, &v), "KernelContext_GetOutput", st) ||
+    if (xo_check(a,
+                 XO(a->ort, KernelContext_GetOutput)(ctx, (size_t)f->out_pos[k], t->shape.dims,
+                                                     (size_t)t->shape.rank, &v),
+                 "KernelContext_GetOutput", st) ||
         xo_check(a, XO(a->ort, GetTensorMutableData)(v, &data), "GetTensorMutableData", st))
         return st->code;
     if (t->nbytes)
@@ -139,7 +148,8 @@ static bool sig_matches(const xo_fused *f, const xo_sig *e, xe_tensor *const *in
         if (a->rank != b->rank || memcmp(a->dims, b->dims, (size_t)a->rank * sizeof *a->dims))
             return false;
         if (f->is_value[k]) {
-            if (at + in[k]->nbytes > e->n_values || memcmp(e->values + at, in[k]->data, in[k]->nbytes))
+            if (at + in[k]->nbytes > e->n_values ||
+                memcmp(e->values + at, in[k]->data, in[k]->nbytes))
                 return false;
             at += in[k]->nbytes;
         }
@@ -156,7 +166,8 @@ static int key_of(const xo_fused *f, int v)
     return -1;
 }
 
-/* The model at the fed shapes, with the value inputs' fed values written in, imported (called locked). */
+/* The model at the fed shapes, with the value inputs' fed values written in, imported (called
+ * locked). */
 static xe_graph *sig_import(xo_fused *f, xe_tensor *const *in, int **ins, int *n_ins, xe_status *st)
 {
     bool *take = malloc((size_t)f->m.n_nodes + 1);
@@ -171,9 +182,11 @@ static xe_graph *sig_import(xo_fused *f, xe_tensor *const *in, int **ins, int *n
         memcpy(v->dims, in[k]->shape.dims, (size_t)v->rank * sizeof *v->dims);
         v->data = f->is_value[k] ? in[k]->data : NULL;
     }
-    xe_graph *g = xo_model_import(f->a, &f->m, take, f->m.outputs, f->m.n_outputs, ins, n_ins, NULL, st);
+    xe_graph *g =
+        xo_model_import(f->a, &f->m, take, f->m.outputs, f->m.n_outputs, ins, n_ins, NULL, st);
     for (int k = 0; k < f->n_in; k++)
-        f->m.values[f->keys[k]].data = NULL; /* the fed buffers are onnxruntime's, for this run only */
+        f->m.values[f->keys[k]].data =
+            NULL; /* the fed buffers are onnxruntime's, for this run only */
     free(take);
     return g;
 }
@@ -189,10 +202,13 @@ static xe_code sig_build(xo_fused *f, xo_sig *e, xe_tensor *const *in, xe_status
     e->shapes = malloc(((size_t)f->n_in + 1) * sizeof *e->shapes);
     e->values = malloc(n + 1);
     e->in_pos = malloc(((size_t)n_ins + 1) * sizeof *e->in_pos);
-    xe_code c = !g ? st->code : e->shapes && e->values && e->in_pos ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = !g                                    ? st->code
+                : e->shapes && e->values && e->in_pos ? XE_OK
+                                                      : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     for (int j = 0; c == XE_OK && j < n_ins; j++)
         if ((e->in_pos[j] = key_of(f, ins[j])) < 0)
-            c = xe_fail(st, XE_ERR_RUNTIME, "an input of the signature's graph is none of the fused node's");
+            c = xe_fail(st, XE_ERR_RUNTIME,
+                        "an input of the signature's graph is none of the fused node's");
     free(ins);
     for (int k = 0; c == XE_OK && k < f->n_in; k++) {
         e->shapes[k] = in[k]->shape;
@@ -211,8 +227,9 @@ static xe_code sig_build(xo_fused *f, xo_sig *e, xe_tensor *const *in, xe_status
     return c;
 }
 
-/* The slot for these inputs, held (busy) for one run: found, or built into a free or the least recently used
-   idle slot; *tmp when every slot is held by a run (then built for this run alone). NULL with *st set. */
+/* The slot for these inputs, held (busy) for one run: found, or built into a free or the least
+   recently used idle slot; *tmp when every slot is held by a run (then built for this run alone).
+   NULL with *st set. */
 static xo_sig *sig_take(xo_fused *f, xe_tensor *const *in, xo_sig *tmp, xe_status *st)
 {
     xo_sig *e = NULL, *idle = NULL;
@@ -259,13 +276,15 @@ static xe_code run_signature(xo_fused *f, xe_tensor **in, xe_tensor **out, xe_st
     return c;
 }
 
-static xe_code run(xo_fused *f, OrtKernelContext *ctx, xe_tensor **in, xe_tensor **out, xe_status *st)
+static xe_code run(xo_fused *f, OrtKernelContext *ctx, xe_tensor **in, xe_tensor **out,
+                   xe_status *st)
 {
     for (int k = 0; k < f->n_in; k++)
         if (!(in[k] = wrap_input(f, ctx, k, st)))
             return st->code;
     xo_enter(true);
-    xe_code c = f->session ? xe_session_run(f->session, in, out, st) : run_signature(f, in, out, st);
+    xe_code c =
+        f->session ? xe_session_run(f->session, in, out, st) : run_signature(f, in, out, st);
     xo_enter(false);
     for (int k = 0; c == XE_OK && k < f->n_out; k++)
         c = copy_output(f, ctx, k, out[k], st);
@@ -278,7 +297,8 @@ static OrtStatus *compute(OrtNodeComputeInfo *self, void *state, OrtKernelContex
     (void)state;
     xe_status st;
     xe_status_clear(&st);
-    xe_tensor **in = calloc((size_t)f->n_in + 1, sizeof *in), **out = calloc((size_t)f->n_out + 1, sizeof *out);
+    xe_tensor **in = calloc((size_t)f->n_in + 1, sizeof *in),
+              **out = calloc((size_t)f->n_out + 1, sizeof *out);
     xe_code c = in && out ? run(f, ctx, in, out, &st) : xe_fail(&st, XE_ERR_NOMEM, "out of memory");
     for (int k = 0; in && k < f->n_in; k++)
         xe_tensor_release(in[k]);
@@ -318,30 +338,34 @@ void xo_compute_info_free(OrtNodeComputeInfo *info)
 /* ---- Compile ---------------------------------------------------------------------------- */
 
 /* pos[k]: where value vals[k]'s name lies among the fused node's inputs (or outputs). */
-static xe_code positions(const xo_api *a, const OrtNode *fused, bool outputs, const xo_model *m, const int *vals,
-                         int n, int *pos, xe_status *st)
+static xe_code positions(const xo_api *a, const OrtNode *fused, bool outputs, const xo_model *m,
+                         const int *vals, int n, int *pos, xe_status *st)
 {
     size_t count = 0;
-    OrtStatus *s = outputs ? XO(a->ort, Node_GetNumOutputs)(fused, &count) : XO(a->ort, Node_GetNumInputs)(fused, &count);
+    OrtStatus *s = outputs ? XO(a->ort, Node_GetNumOutputs)(fused, &count)
+                           : XO(a->ort, Node_GetNumInputs)(fused, &count);
     if (xo_check(a, s, "the fused node's Node_GetNum*", st))
         return st->code;
     const OrtValueInfo **vi = calloc(count + 1, sizeof *vi);
     if (!vi)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    s = !count ? NULL : outputs ? XO(a->ort, Node_GetOutputs)(fused, vi, count) : XO(a->ort, Node_GetInputs)(fused, vi, count);
+    s = !count    ? NULL
+        : outputs ? XO(a->ort, Node_GetOutputs)(fused, vi, count)
+                  : XO(a->ort, Node_GetInputs)(fused, vi, count);
     xe_code c = xo_check(a, s, "the fused node's Node_Get*", st);
     for (int k = 0; c == XE_OK && k < n; k++) {
         pos[k] = -1;
         for (size_t j = 0; pos[k] < 0 && j < count; j++) {
             const char *name = NULL;
-            if (vi[j] && (c = xo_check(a, XO(a->ort, GetValueInfoName)(vi[j], &name), "GetValueInfoName", st)))
+            if (vi[j] && (c = xo_check(a, XO(a->ort, GetValueInfoName)(vi[j], &name),
+                                       "GetValueInfoName", st)))
                 break;
             if (name && !strcmp(name, m->values[vals[k]].name))
                 pos[k] = (int)j;
         }
         if (c == XE_OK && pos[k] < 0)
-            c = xe_fail(st, XE_ERR_RUNTIME, "the fused node has no %s %s", outputs ? "output" : "input",
-                        m->values[vals[k]].name);
+            c = xe_fail(st, XE_ERR_RUNTIME, "the fused node has no %s %s",
+                        outputs ? "output" : "input", m->values[vals[k]].name);
     }
     free(vi);
     return c;
@@ -375,10 +399,10 @@ static xe_code defer(xo_fused *f, xo_model *m, int *ins, const int *vals, int n_
     return XE_OK;
 }
 
-/* The fused node's graph, read as m, imported: *g its session's graph, or NULL when it needs input values
-   (then *vals, *n_vals name them). ins: its inputs. */
-static xe_code import_fused(xo_fused *f, const xo_model *m, xe_graph **g, int **ins, int **vals, int *n_vals,
-                            xe_status *st)
+/* The fused node's graph, read as m, imported: *g its session's graph, or NULL when it needs input
+   values (then *vals, *n_vals name them). ins: its inputs. */
+static xe_code import_fused(xo_fused *f, const xo_model *m, xe_graph **g, int **ins, int **vals,
+                            int *n_vals, xe_status *st)
 {
     bool *take = malloc((size_t)m->n_nodes + 1);
     char *report = NULL;
@@ -390,7 +414,9 @@ static xe_code import_fused(xo_fused *f, const xo_model *m, xe_graph **g, int **
     if (!*g && *ins && (*n_vals = xo_value_inputs(m, take, report ? report : st->msg, vals)) > 0)
         xe_status_clear(st);
     free(take), free(report);
-    return *g || *n_vals > 0 ? XE_OK : st->code ? st->code : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    return *g || *n_vals > 0 ? XE_OK
+           : st->code        ? st->code
+                             : xe_fail(st, XE_ERR_NOMEM, "out of memory");
 }
 
 /* The session of the fused node's graph, read as m (or what building it per signature needs). */
@@ -420,20 +446,22 @@ static xe_code build(xo_fused *f, xo_model *m, const OrtNode *fused, xe_status *
         return c;
     }
     xe_session_options o = {.place = XE_PLACE_CPU, .plugin_config = f->config};
-    f->session = xe_session_new(g, &o, st); /* takes g; the pass runs here (or per signature at a first run) */
+    f->session = xe_session_new(
+        g, &o, st); /* takes g; the pass runs here (or per signature at a first run) */
     return f->session ? XE_OK : st->code;
 }
 
 /*
  * A fused node's session configuration: the EP's words, with --clustering_debug off. GetCapability
- * printed the summary (and wrote the dumps) of the whole graph already; each fused node's session, and
- * each of its signatures, would print it again for its part (and write dumps under session numbers
- * that GetCapability's graph numbers share).
+ * printed the summary (and wrote the dumps) of the whole graph already; each fused node's session,
+ * and each of its signatures, would print it again for its part (and write dumps under session
+ * numbers that GetCapability's graph numbers share).
  */
 static char *session_config(const char *config)
 {
     xe_text t = {0};
-    xe_text_printf(&t, "%s%s--clustering_debug=0", config ? config : "", config && config[0] ? " " : "");
+    xe_text_printf(&t, "%s%s--clustering_debug=0", config ? config : "",
+                   config && config[0] ? " " : "");
     return xe_text_take(&t);
 }
 
@@ -445,10 +473,14 @@ xe_code xo_compile(const xo_api *a, const OrtGraph *graph, const OrtNode *fused,
     if (xo_model_read(a, graph, &m, st) != XE_OK)
         return st->code;
     xo_fused *f = calloc(1, sizeof *f);
-    xe_code c = f && (f->config = session_config(config)) ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_code c = f && (f->config = session_config(config))
+                    ? XE_OK
+                    : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK) {
-        f->info = (OrtNodeComputeInfo){.ort_version_supported = XO_ORT_API_VERSION, .CreateState = create_state,
-                                       .Compute = compute, .ReleaseState = release_state};
+        f->info = (OrtNodeComputeInfo){.ort_version_supported = XO_ORT_API_VERSION,
+                                       .CreateState = create_state,
+                                       .Compute = compute,
+                                       .ReleaseState = release_state};
         f->a = a;
         c = build(f, &m, fused, st);
     }

@@ -32,7 +32,8 @@
 /* ---- the plugin's state, once per process ----------------------------------------- */
 
 static pthread_once_t setup_once = PTHREAD_ONCE_INIT;
-static char setup_error[XE_STATUS_MSG_MAX]; /* why the plugin could not be set up ("" when it was) */
+static char
+    setup_error[XE_STATUS_MSG_MAX]; /* why the plugin could not be set up ("" when it was) */
 
 /* The pass of the EP's own graphs: the plugin's pass; other hosts' sessions are left alone. */
 static xe_code ep_pass(xe_graph **g, const xe_pass_ctx *ctx, void *user, xe_status *st)
@@ -58,7 +59,8 @@ static void setup(void)
         return;
     }
     xlac_state_init(&xo_g.state);
-    if (xlac_plugin_install_as(&xo_g.state, &f, "xlac_ep_launch", "xlac_ep", ep_pass, &st) != XE_OK) {
+    if (xlac_plugin_install_as(&xo_g.state, &f, "xlac_ep_launch", "xlac_ep", ep_pass, &st) !=
+        XE_OK) {
         xlac_flags_free(&f);
         snprintf(setup_error, sizeof setup_error, "%s", st.msg);
         return;
@@ -113,9 +115,9 @@ static const char *probe(const xo_api *a)
 /* ---- the EP -------------------------------------------------------------------------- */
 
 typedef struct xo_ep {
-    OrtEp ep;          /* first: onnxruntime's pointer is ours */
+    OrtEp ep; /* first: onnxruntime's pointer is ours */
     const xo_api *a;
-    char *config;      /* the session's XLAC_FLAGS words (provider option "flags"), or NULL */
+    char *config; /* the session's XLAC_FLAGS words (provider option "flags"), or NULL */
 } xo_ep;
 
 static const char *ep_name(const OrtEp *self)
@@ -135,8 +137,8 @@ static OrtStatus *ep_capability(OrtEp *self, const OrtGraph *graph, OrtEpGraphSu
     return c == XE_OK ? NULL : xo_status(e->a, XO_ORT_EP_FAIL, "%s", st.msg);
 }
 
-static OrtStatus *ep_compile(OrtEp *self, const OrtGraph **graphs, const OrtNode **fused, size_t count,
-                             OrtNodeComputeInfo **infos, OrtNode **ep_context_nodes)
+static OrtStatus *ep_compile(OrtEp *self, const OrtGraph **graphs, const OrtNode **fused,
+                             size_t count, OrtNodeComputeInfo **infos, OrtNode **ep_context_nodes)
 {
     xo_ep *e = (xo_ep *)self;
     (void)ep_context_nodes; /* no EPContext models: onnxruntime asks for them only when told to */
@@ -171,7 +173,8 @@ static const char *ep_compat(OrtEp *self, const OrtGraph *graph)
     return "xlac " XO_EP_VERSION;
 }
 
-/* Provider option key (onnxruntime puts them in the session's config as "ep.<name>.<key>"), malloc'd or NULL. */
+/* Provider option key (onnxruntime puts them in the session's config as "ep.<name>.<key>"),
+ * malloc'd or NULL. */
 static char *session_option(const xo_api *a, const OrtSessionOptions *o, const char *key)
 {
     int has = 0;
@@ -272,8 +275,9 @@ static OrtStatus *f_devices(OrtEpFactory *self, const OrtHardwareDevice *const *
 }
 
 static OrtStatus *f_create_ep(OrtEpFactory *self, const OrtHardwareDevice *const *devices,
-                              const OrtKeyValuePairs *const *metadata, size_t n, const OrtSessionOptions *options,
-                              const OrtLogger *logger, OrtEp **out)
+                              const OrtKeyValuePairs *const *metadata, size_t n,
+                              const OrtSessionOptions *options, const OrtLogger *logger,
+                              OrtEp **out)
 {
     xo_factory *f = (xo_factory *)self;
     (void)devices, (void)metadata, (void)n, (void)logger;
@@ -290,16 +294,17 @@ static void f_release_ep(OrtEpFactory *self, OrtEp *ep)
     free(e);
 }
 
-static OrtStatus *f_validate(OrtEpFactory *self, const OrtHardwareDevice *const *devices, size_t n, const char *info,
-                             int *compatibility)
+static OrtStatus *f_validate(OrtEpFactory *self, const OrtHardwareDevice *const *devices, size_t n,
+                             const char *info, int *compatibility)
 {
     (void)self, (void)devices, (void)n, (void)info;
-    *compatibility = 0; /* OrtCompiledModelCompatibility_EP_NOT_APPLICABLE: xlac writes no compiled models */
+    *compatibility =
+        0; /* OrtCompiledModelCompatibility_EP_NOT_APPLICABLE: xlac writes no compiled models */
     return NULL;
 }
 
-static OrtStatus *f_allocator(OrtEpFactory *self, const OrtMemoryInfo *info, const OrtKeyValuePairs *options,
-                              OrtAllocator **out)
+static OrtStatus *f_allocator(OrtEpFactory *self, const OrtMemoryInfo *info,
+                              const OrtKeyValuePairs *options, OrtAllocator **out)
 {
     (void)self, (void)info, (void)options;
     *out = NULL; /* onnxruntime's CPU allocator */
@@ -325,21 +330,22 @@ static bool f_stream_aware(const OrtEpFactory *self)
 }
 
 static xo_factory factory = {
-    .f = {
-        .ort_version_supported = XO_ORT_API_VERSION,
-        .GetName = f_name,
-        .GetVendor = f_vendor,
-        .GetSupportedDevices = f_devices,
-        .CreateEp = f_create_ep,
-        .ReleaseEp = f_release_ep,
-        .GetVendorId = f_vendor_id,
-        .GetVersion = f_version,
-        .ValidateCompiledModelCompatibilityInfo = f_validate,
-        .CreateAllocator = f_allocator,
-        .ReleaseAllocator = f_release_allocator,
-        .CreateDataTransfer = f_data_transfer,
-        .IsStreamAware = f_stream_aware,
-    },
+    .f =
+        {
+            .ort_version_supported = XO_ORT_API_VERSION,
+            .GetName = f_name,
+            .GetVendor = f_vendor,
+            .GetSupportedDevices = f_devices,
+            .CreateEp = f_create_ep,
+            .ReleaseEp = f_release_ep,
+            .GetVendorId = f_vendor_id,
+            .GetVersion = f_version,
+            .ValidateCompiledModelCompatibilityInfo = f_validate,
+            .CreateAllocator = f_allocator,
+            .ReleaseAllocator = f_release_allocator,
+            .CreateDataTransfer = f_data_transfer,
+            .IsStreamAware = f_stream_aware,
+        },
 };
 
 /* ---- the library's entry points ----------------------------------------------------------- */
@@ -348,7 +354,8 @@ static xo_factory factory = {
 static OrtStatus *refuse(const OrtApiBase *base, const char *fmt, const char *what)
 {
     const xo_fn *old = base && base->GetApi ? base->GetApi(1) : NULL;
-    const char *version = base && base->GetVersionString ? base->GetVersionString() : "of unknown version";
+    const char *version =
+        base && base->GetVersionString ? base->GetVersionString() : "of unknown version";
     char msg[1024];
     snprintf(msg, sizeof msg, fmt, version, what);
     fprintf(stderr, "%s\n", msg);
@@ -356,23 +363,28 @@ static OrtStatus *refuse(const OrtApiBase *base, const char *fmt, const char *wh
 }
 
 XO_EXPORT OrtStatus *CreateEpFactories(const char *registered_name, const OrtApiBase *base,
-                                       const OrtLogger *logger, OrtEpFactory **factories, size_t max,
-                                       size_t *n_factories)
+                                       const OrtLogger *logger, OrtEpFactory **factories,
+                                       size_t max, size_t *n_factories)
 {
     (void)registered_name, (void)logger;
     *n_factories = 0;
     const xo_fn *ort = base && base->GetApi ? base->GetApi(XO_ORT_API_VERSION) : NULL;
     if (!ort)
-        return refuse(base, "xlac: XlacExecutionProvider needs onnxruntime " XO_ORT_MIN_RELEASE
-                            " or newer (its C API version 23); this onnxruntime is %s%s: not registered", "");
+        return refuse(base,
+                      "xlac: XlacExecutionProvider needs onnxruntime " XO_ORT_MIN_RELEASE
+                      " or newer (its C API version 23); this onnxruntime is %s%s: not registered",
+                      "");
     xo_api a = {.base = base, .ort = ort, .ep = XO(ort, GetEpApi)()};
     const char *bad = a.ep ? probe(&a) : "GetEpApi";
     if (bad)
-        return refuse(base, "xlac: onnxruntime %s does not answer as plugin/ort_ep/ort_api.def records "
-                            "(entry %s): XlacExecutionProvider not registered", bad);
+        return refuse(base,
+                      "xlac: onnxruntime %s does not answer as plugin/ort_ep/ort_api.def records "
+                      "(entry %s): XlacExecutionProvider not registered",
+                      bad);
     pthread_once(&setup_once, setup);
     if (!xo_g.ready)
-        return refuse(base, "xlac: XlacExecutionProvider not registered (onnxruntime %s): %s", setup_error);
+        return refuse(base, "xlac: XlacExecutionProvider not registered (onnxruntime %s): %s",
+                      setup_error);
     if (max < 1)
         return refuse(base, "xlac: onnxruntime %s offers no room for a factory%s", "");
     factory.api = a;

@@ -71,13 +71,14 @@ void xo_pb_msg(xe_text *t, int field, xe_text *sub)
 
 size_t xo_elem_size(int elem)
 {
-    /* TensorProto.DataType: FLOAT UINT8 INT8 UINT16 INT16 INT32 INT64 STRING BOOL FLOAT16 DOUBLE UINT32 UINT64
-       COMPLEX64 COMPLEX128 BFLOAT16 */
+    /* TensorProto.DataType: FLOAT UINT8 INT8 UINT16 INT16 INT32 INT64 STRING BOOL FLOAT16 DOUBLE
+       UINT32 UINT64 COMPLEX64 COMPLEX128 BFLOAT16 */
     static const unsigned char size[] = {0, 4, 1, 1, 2, 2, 4, 8, 0, 1, 2, 8, 4, 8, 0, 0, 2};
     return elem > 0 && elem < (int)sizeof size ? size[elem] : 0;
 }
 
-xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, const OrtValue *v, xe_status *st)
+xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, const OrtValue *v,
+                     xe_status *st)
 {
     OrtTensorTypeAndShapeInfo *info = NULL;
     int elem = 0;
@@ -86,7 +87,8 @@ xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, c
     void *data = NULL;
     if (xo_check(a, XO(a->ort, GetTensorTypeAndShape)(v, &info), "GetTensorTypeAndShape", st))
         return st->code;
-    xe_code c = xo_check(a, XO(a->ort, GetTensorElementType)(info, &elem), "GetTensorElementType", st);
+    xe_code c =
+        xo_check(a, XO(a->ort, GetTensorElementType)(info, &elem), "GetTensorElementType", st);
     if (c == XE_OK)
         c = xo_check(a, XO(a->ort, GetDimensionsCount)(info, &rank), "GetDimensionsCount", st);
     if (c == XE_OK && (rank > XE_MAX_RANK || !xo_elem_size(elem)))
@@ -95,7 +97,8 @@ xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, c
         c = xo_check(a, XO(a->ort, GetDimensions)(info, dims, rank), "GetDimensions", st);
     XO(a->ort, ReleaseTensorTypeAndShapeInfo)(info);
     if (c == XE_OK)
-        c = xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v, &data), "GetTensorMutableData", st);
+        c = xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v, &data),
+                     "GetTensorMutableData", st);
     if (c != XE_OK)
         return c;
     size_t n = xo_elem_size(elem);
@@ -105,8 +108,8 @@ xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, c
     return XE_OK;
 }
 
-void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int rank, const int64_t *dims,
-                      const void *data, size_t n)
+void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int rank,
+                      const int64_t *dims, const void *data, size_t n)
 {
     xe_text p = {0};
     for (int d = 0; d < rank; d++)
@@ -187,7 +190,8 @@ static void node_proto(const xo_model *m, int k, xe_text *g)
     snprintf(name, sizeof name, "n%d", k);
     xo_pb_str(&p, 3, name);
     xo_pb_str(&p, 4, n->op_type);
-    xo_pb_str(&p, 6, n->name); /* doc_string: onnxruntime's name of the node, for a reader of the dump */
+    xo_pb_str(&p, 6,
+              n->name); /* doc_string: onnxruntime's name of the node, for a reader of the dump */
     xo_pb_str(&p, 7, n->domain);
     xe_text_append(&p, n->attrs.buf ? n->attrs.buf : "", n->attrs.len);
     if (n->attrs.oom)
@@ -202,11 +206,12 @@ typedef struct writer {
     const bool *take;
     bool *made, *listed;
     int *ins, n_ins;
-    int *unfold;      /* per node: a Gemm's x (unfold_gemm), -2 for its trailing Reshape, -1 */
+    int *unfold; /* per node: a Gemm's x (unfold_gemm), -2 for its trailing Reshape, -1 */
     xe_text g;
 } writer;
 
-/* ---- onnxruntime's MatMulAddFusion, undone ---------------------------------------------------- */
+/* ---- onnxruntime's MatMulAddFusion, undone ----------------------------------------------------
+ */
 
 /* Whether z has x's dims but the last, then n: the shape a Linear layer on x gives. */
 static bool same_lead(const xo_value *x, const xo_value *z, int64_t n)
@@ -215,12 +220,14 @@ static bool same_lead(const xo_value *x, const xo_value *z, int64_t n)
         return false;
     for (int d = 0; d < x->rank - 1; d++)
         if (x->dims[d] >= 0 ? x->dims[d] != z->dims[d]
-                            : z->dims[d] >= 0 || !x->params[d] || !z->params[d] || strcmp(x->params[d], z->params[d]))
+                            : z->dims[d] >= 0 || !x->params[d] || !z->params[d] ||
+                                  strcmp(x->params[d], z->params[d]))
             return false;
     return true;
 }
 
-/* The one node reading value y, as input 0 of a taken Reshape with one output; -1 if it is not so. */
+/* The one node reading value y, as input 0 of a taken Reshape with one output; -1 if it is not so.
+ */
 static int reshape_reader(const writer *w, int y)
 {
     const xo_model *m = w->m;
@@ -254,14 +261,17 @@ static int unfold_gemm(const writer *w, int k, int *tail)
 {
     const xo_model *m = w->m;
     const xo_node *g = &m->nodes[k];
-    if (!g->plain_gemm || g->n_in < 2 || g->n_out != 1 || g->in[0] < 0 || g->in[1] < 0 || g->out[0] < 0)
+    if (!g->plain_gemm || g->n_in < 2 || g->n_out != 1 || g->in[0] < 0 || g->in[1] < 0 ||
+        g->out[0] < 0)
         return -1;
     int a = g->in[0], c = g->n_in > 2 ? g->in[2] : -1, r = m->values[a].producer;
     if (r < 0 || !w->take[r] || strcmp(m->nodes[r].op_type, "Reshape") || m->nodes[r].in[0] < 0)
         return -1;
-    const xo_value *x = &m->values[m->nodes[r].in[0]], *av = &m->values[a], *wt = &m->values[g->in[1]];
+    const xo_value *x = &m->values[m->nodes[r].in[0]], *av = &m->values[a],
+                   *wt = &m->values[g->in[1]];
     if (x->rank < 3 || av->rank != 2 || wt->rank != 2 || x->dims[x->rank - 1] <= 0 ||
-        x->dims[x->rank - 1] != av->dims[1] || wt->dims[1] <= 0 || m->values[g->out[0]].graph_output ||
+        x->dims[x->rank - 1] != av->dims[1] || wt->dims[1] <= 0 ||
+        m->values[g->out[0]].graph_output ||
         (c >= 0 && m->values[c].name[0] && (m->values[c].rank < 0 || m->values[c].rank > 1)))
         return -1;
     int t = reshape_reader(w, g->out[0]);
@@ -281,9 +291,10 @@ static void find_unfolds(writer *w)
             w->unfold[t] = -2;
 }
 
-/* One NodeProto: op, name, inputs and outputs by name (no attributes), onnxruntime's name as doc_string. */
-static void simple_node(xe_text *g, const char *op, const char *name, const char *const *in, int n_in,
-                        const char *out, const char *doc)
+/* One NodeProto: op, name, inputs and outputs by name (no attributes), onnxruntime's name as
+ * doc_string. */
+static void simple_node(xe_text *g, const char *op, const char *name, const char *const *in,
+                        int n_in, const char *out, const char *doc)
 {
     xe_text p = {0};
     for (int j = 0; j < n_in; j++)
@@ -296,7 +307,8 @@ static void simple_node(xe_text *g, const char *op, const char *name, const char
     xo_pb_msg(g, 1, &p);
 }
 
-/* Gemm k unfolded on x: MatMul(x, W) (+ C), writing its output value; its trailing Reshape t an Identity. */
+/* Gemm k unfolded on x: MatMul(x, W) (+ C), writing its output value; its trailing Reshape t an
+ * Identity. */
 static void unfolded_protos(const writer *w, int k, xe_text *g)
 {
     const xo_model *m = w->m;
@@ -369,7 +381,8 @@ static void graph_output(writer *w, int v)
     xo_pb_msg(&w->g, 12, &vi);
 }
 
-/* Outputs: those asked for, else every written value a node not taken reads or the graph returns. */
+/* Outputs: those asked for, else every written value a node not taken reads or the graph returns.
+ */
 static void graph_outputs(writer *w, const int *outputs, int n_outputs)
 {
     if (outputs) {
@@ -404,8 +417,8 @@ static char *model_proto(const xo_model *m, xe_text *g, size_t *len)
     return t.oom ? (xe_text_free(&t), NULL) : t.buf ? t.buf : calloc(1, 1);
 }
 
-char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs, int n_outputs,
-                     size_t *len, int **in_values, int *n_in_values, xe_status *st)
+char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
+                     int n_outputs, size_t *len, int **in_values, int *n_in_values, xe_status *st)
 {
     writer w = {.a = a, .m = m, .take = take};
     w.made = calloc((size_t)m->n_values + 1, 1);
@@ -448,7 +461,8 @@ char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const
 }
 
 xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
-                          int n_outputs, int **in_values, int *n_in_values, char **report, xe_status *st)
+                          int n_outputs, int **in_values, int *n_in_values, char **report,
+                          xe_status *st)
 {
     size_t len = 0;
     char *bytes = xo_model_write(a, m, take, outputs, n_outputs, &len, in_values, n_in_values, st);
@@ -462,7 +476,8 @@ xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, 
 
 /* ---- what a failed import needs, and a model that outlives its graph -------------------- */
 
-/* The value named just before s in report ("'v<J>') is not ..." with s at its closing quote), -1 if none. */
+/* The value named just before s in report ("'v<J>') is not ..." with s at its closing quote), -1 if
+ * none. */
 static int named_value(const xo_model *m, const char *report, const char *s)
 {
     const char *q = s;
@@ -474,14 +489,16 @@ static int named_value(const xo_model *m, const char *report, const char *s)
     return v >= 0 && v < m->n_values ? (int)v : -1;
 }
 
-/* A value fed from outside the nodes taken whose value can be part of a signature: an integer tensor of rank
-   at most 1, no initializer (shape arithmetic computed outside). */
+/* A value fed from outside the nodes taken whose value can be part of a signature: an integer
+   tensor of rank at most 1, no initializer (shape arithmetic computed outside). */
 static bool shape_like(const xo_value *x)
 {
-    return !x->init && !x->data && x->rank >= 0 && x->rank <= 1 && (x->elem == 7 || x->elem == 6); /* INT64, INT32 */
+    return !x->init && !x->data && x->rank >= 0 && x->rank <= 1 &&
+           (x->elem == 7 || x->elem == 6); /* INT64, INT32 */
 }
 
-/* Whether value v traces back through the taken nodes (seen: per value) to shape-like values and constants. */
+/* Whether value v traces back through the taken nodes (seen: per value) to shape-like values and
+ * constants. */
 static bool trace(const xo_model *m, const bool *take, int v, char *seen, int *stack)
 {
     int top = 0;
@@ -514,7 +531,8 @@ static int shape_like_inputs(const xo_model *m, const bool *take, char *listed, 
     for (int k = 0; k < m->n_nodes; k++)
         for (int j = 0; take[k] && j < m->nodes[k].n_in; j++) {
             int v = m->nodes[k].in[j], w = v >= 0 ? m->values[v].producer : -1;
-            if (v >= 0 && m->values[v].name[0] && !listed[v] && (w < 0 || !take[w]) && shape_like(&m->values[v]))
+            if (v >= 0 && m->values[v].name[0] && !listed[v] && (w < 0 || !take[w]) &&
+                shape_like(&m->values[v]))
                 listed[v] = 1, out[n++] = v;
         }
     return n;
@@ -553,7 +571,8 @@ xe_code xo_model_keep(const xo_api *a, xo_model *m, xe_status *st)
         if (embedded(v)) {
             void *src = NULL;
             size_t n = init_bytes(v);
-            if (xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v->init, &src), "GetTensorMutableData", st))
+            if (xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v->init, &src),
+                         "GetTensorMutableData", st))
                 return st->code;
             void *copy = malloc(n + 1);
             if (!copy)

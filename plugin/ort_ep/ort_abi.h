@@ -47,11 +47,25 @@ typedef struct OrtEpFactory OrtEpFactory;
 typedef struct OrtEp OrtEp;
 
 /* OrtErrorCode */
-enum { XO_ORT_OK = 0, XO_ORT_FAIL = 1, XO_ORT_INVALID_ARGUMENT = 2, XO_ORT_NOT_IMPLEMENTED = 9,
-       XO_ORT_EP_FAIL = 11 };
+enum {
+    XO_ORT_OK = 0,
+    XO_ORT_FAIL = 1,
+    XO_ORT_INVALID_ARGUMENT = 2,
+    XO_ORT_NOT_IMPLEMENTED = 9,
+    XO_ORT_EP_FAIL = 11
+};
 /* OrtOpAttrType */
-enum { XO_ATTR_UNDEFINED, XO_ATTR_INT, XO_ATTR_INTS, XO_ATTR_FLOAT, XO_ATTR_FLOATS, XO_ATTR_STRING,
-       XO_ATTR_STRINGS, XO_ATTR_GRAPH, XO_ATTR_TENSOR };
+enum {
+    XO_ATTR_UNDEFINED,
+    XO_ATTR_INT,
+    XO_ATTR_INTS,
+    XO_ATTR_FLOAT,
+    XO_ATTR_FLOATS,
+    XO_ATTR_STRING,
+    XO_ATTR_STRINGS,
+    XO_ATTR_GRAPH,
+    XO_ATTR_TENSOR
+};
 /* ONNXType */
 enum { XO_ONNX_TYPE_TENSOR = 1 };
 /* OrtHardwareDeviceType */
@@ -65,8 +79,12 @@ typedef struct OrtApiBase {
 
 typedef void (*xo_fn)(void);
 
-#define XO_API(index, since, ret, name, params) typedef ret(*xo_t_##name) params; enum { XO_I_##name = index };
-#define XO_EPAPI(index, since, ret, name, params) typedef ret(*xo_t_##name) params; enum { XO_I_##name = index };
+#define XO_API(index, since, ret, name, params)                                                    \
+    typedef ret(*xo_t_##name) params;                                                              \
+    enum { XO_I_##name = index };
+#define XO_EPAPI(index, since, ret, name, params)                                                  \
+    typedef ret(*xo_t_##name) params;                                                              \
+    enum { XO_I_##name = index };
 typedef struct OrtNodeFusionOptions OrtNodeFusionOptions;
 #include "ort_api.def"
 
@@ -93,17 +111,19 @@ struct OrtEp {
     uint32_t ort_version_supported;
     const char *(*GetName)(const OrtEp *self);
     OrtStatus *(*GetCapability)(OrtEp *self, const OrtGraph *graph, OrtEpGraphSupportInfo *info);
-    OrtStatus *(*Compile)(OrtEp *self, const OrtGraph **graphs, const OrtNode **fused_nodes, size_t count,
-                          OrtNodeComputeInfo **infos, OrtNode **ep_context_nodes);
+    OrtStatus *(*Compile)(OrtEp *self, const OrtGraph **graphs, const OrtNode **fused_nodes,
+                          size_t count, OrtNodeComputeInfo **infos, OrtNode **ep_context_nodes);
     void (*ReleaseNodeComputeInfos)(OrtEp *self, OrtNodeComputeInfo **infos, size_t count);
     OrtStatus *(*GetPreferredDataLayout)(OrtEp *self, int *layout);
-    OrtStatus *(*ShouldConvertDataLayoutForOp)(OrtEp *self, const char *domain, const char *op_type, int layout,
-                                               int *should_convert);
-    OrtStatus *(*SetDynamicOptions)(OrtEp *self, const char *const *keys, const char *const *values, size_t n);
+    OrtStatus *(*ShouldConvertDataLayoutForOp)(OrtEp *self, const char *domain, const char *op_type,
+                                               int layout, int *should_convert);
+    OrtStatus *(*SetDynamicOptions)(OrtEp *self, const char *const *keys, const char *const *values,
+                                    size_t n);
     OrtStatus *(*OnRunStart)(OrtEp *self, const OrtRunOptions *options);
     OrtStatus *(*OnRunEnd)(OrtEp *self, const OrtRunOptions *options, bool sync_stream);
     OrtStatus *(*CreateAllocator)(OrtEp *self, const OrtMemoryInfo *info, OrtAllocator **out);
-    OrtStatus *(*CreateSyncStreamForDevice)(OrtEp *self, const OrtMemoryDevice *device, OrtSyncStreamImpl **out);
+    OrtStatus *(*CreateSyncStreamForDevice)(OrtEp *self, const OrtMemoryDevice *device,
+                                            OrtSyncStreamImpl **out);
     const char *(*GetCompiledModelCompatibilityInfo)(OrtEp *self, const OrtGraph *graph);
 };
 
@@ -112,23 +132,27 @@ struct OrtEpFactory {
     uint32_t ort_version_supported;
     const char *(*GetName)(const OrtEpFactory *self);
     const char *(*GetVendor)(const OrtEpFactory *self);
-    OrtStatus *(*GetSupportedDevices)(OrtEpFactory *self, const OrtHardwareDevice *const *devices, size_t n,
-                                      OrtEpDevice **ep_devices, size_t max, size_t *n_ep_devices);
+    OrtStatus *(*GetSupportedDevices)(OrtEpFactory *self, const OrtHardwareDevice *const *devices,
+                                      size_t n, OrtEpDevice **ep_devices, size_t max,
+                                      size_t *n_ep_devices);
     OrtStatus *(*CreateEp)(OrtEpFactory *self, const OrtHardwareDevice *const *devices,
-                           const OrtKeyValuePairs *const *metadata, size_t n, const OrtSessionOptions *options,
-                           const OrtLogger *logger, OrtEp **out);
+                           const OrtKeyValuePairs *const *metadata, size_t n,
+                           const OrtSessionOptions *options, const OrtLogger *logger, OrtEp **out);
     void (*ReleaseEp)(OrtEpFactory *self, OrtEp *ep);
     uint32_t (*GetVendorId)(const OrtEpFactory *self);
     const char *(*GetVersion)(const OrtEpFactory *self);
-    OrtStatus *(*ValidateCompiledModelCompatibilityInfo)(OrtEpFactory *self, const OrtHardwareDevice *const *devices,
-                                                         size_t n, const char *info, int *compatibility);
-    OrtStatus *(*CreateAllocator)(OrtEpFactory *self, const OrtMemoryInfo *info, const OrtKeyValuePairs *options,
-                                  OrtAllocator **out);
+    OrtStatus *(*ValidateCompiledModelCompatibilityInfo)(OrtEpFactory *self,
+                                                         const OrtHardwareDevice *const *devices,
+                                                         size_t n, const char *info,
+                                                         int *compatibility);
+    OrtStatus *(*CreateAllocator)(OrtEpFactory *self, const OrtMemoryInfo *info,
+                                  const OrtKeyValuePairs *options, OrtAllocator **out);
     void (*ReleaseAllocator)(OrtEpFactory *self, OrtAllocator *allocator);
     OrtStatus *(*CreateDataTransfer)(OrtEpFactory *self, OrtDataTransferImpl **out);
     bool (*IsStreamAware)(const OrtEpFactory *self);
     OrtStatus *(*CreateSyncStreamForDevice)(OrtEpFactory *self, const OrtMemoryDevice *device,
-                                            const OrtKeyValuePairs *options, OrtSyncStreamImpl **out);
+                                            const OrtKeyValuePairs *options,
+                                            OrtSyncStreamImpl **out);
 };
 
 #endif

@@ -55,7 +55,8 @@ static xe_code slot_add(xo_model *m, int v, xe_status *st)
                     break;
                 }
     }
-    for (size_t j = name_hash(m->values[v].name) & (m->n_slots - 1);; j = (j + 1) & (m->n_slots - 1))
+    for (size_t j = name_hash(m->values[v].name) & (m->n_slots - 1);;
+         j = (j + 1) & (m->n_slots - 1))
         if (m->slots[j] < 0) {
             m->slots[j] = v;
             return XE_OK;
@@ -73,17 +74,22 @@ static xe_code read_type(const xo_api *a, const OrtValueInfo *vi, xo_value *v, x
     v->rank = -1;
     if (xo_check(a, XO(a->ort, GetValueInfoTypeInfo)(vi, &ti), "GetValueInfoTypeInfo", st) != XE_OK)
         return st->code;
-    if (!ti || xo_check(a, XO(a->ort, GetOnnxTypeFromTypeInfo)(ti, &kind), "GetOnnxTypeFromTypeInfo", st) ||
+    if (!ti ||
+        xo_check(a, XO(a->ort, GetOnnxTypeFromTypeInfo)(ti, &kind), "GetOnnxTypeFromTypeInfo",
+                 st) ||
         kind != XO_ONNX_TYPE_TENSOR)
         return st->code;
-    if (xo_check(a, XO(a->ort, CastTypeInfoToTensorInfo)(ti, &tt), "CastTypeInfoToTensorInfo", st) || !tt ||
+    if (xo_check(a, XO(a->ort, CastTypeInfoToTensorInfo)(ti, &tt), "CastTypeInfoToTensorInfo",
+                 st) ||
+        !tt ||
         xo_check(a, XO(a->ort, GetTensorElementType)(tt, &v->elem), "GetTensorElementType", st) ||
         xo_check(a, XO(a->ort, GetDimensionsCount)(tt, &rank), "GetDimensionsCount", st))
         return st->code;
     if (rank > XE_MAX_RANK)
         return XE_OK; /* more dims than xlac holds: the rank stays unknown */
     if (xo_check(a, XO(a->ort, GetDimensions)(tt, v->dims, rank), "GetDimensions", st) ||
-        xo_check(a, XO(a->ort, GetSymbolicDimensions)(tt, params, rank), "GetSymbolicDimensions", st))
+        xo_check(a, XO(a->ort, GetSymbolicDimensions)(tt, params, rank), "GetSymbolicDimensions",
+                 st))
         return st->code;
     for (size_t d = 0; d < rank; d++)
         if (params[d] && params[d][0] && !(v->params[d] = strdup(params[d])))
@@ -121,8 +127,8 @@ static int value_of(const xo_api *a, xo_model *m, const OrtValueInfo *vi, xe_sta
     m->n_values++;
     bool is_const = false;
     if (read_type(a, vi, v, st) != XE_OK ||
-        xo_check(a, XO(a->ort, ValueInfo_IsConstantInitializer)(vi, &is_const), "ValueInfo_IsConstantInitializer",
-                 st) != XE_OK)
+        xo_check(a, XO(a->ort, ValueInfo_IsConstantInitializer)(vi, &is_const),
+                 "ValueInfo_IsConstantInitializer", st) != XE_OK)
         return -1;
     if (is_const && xo_check(a, XO(a->ort, ValueInfo_GetInitializerValue)(vi, &v->init),
                              "ValueInfo_GetInitializerValue", st) != XE_OK)
@@ -179,14 +185,20 @@ static xe_code attr_list(const xo_api *a, const OrtOpAttr *at, int type, xe_text
     return XE_OK;
 }
 
-/* The value of attribute at into p (an AttributeProto under construction); *refuse when xlac cannot carry it;
-   a number that is not its Gemm default (alpha, beta 1; transA, transB 0) clears n->plain_gemm. */
-static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_text *p, xo_node *nd, xe_status *st)
+/* The value of attribute at into p (an AttributeProto under construction); *refuse when xlac cannot
+   carry it; a number that is not its Gemm default (alpha, beta 1; transA, transB 0) clears
+   n->plain_gemm. */
+static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_text *p, xo_node *nd,
+                          xe_status *st)
 {
     size_t n;
     if (type == XO_ATTR_INT || type == XO_ATTR_FLOAT) {
-        union { int64_t i; float f; } u = {0};
-        if (xo_check(a, XO(a->ort, ReadOpAttr)(at, type, &u, type == XO_ATTR_INT ? 8 : 4, &n), "ReadOpAttr", st))
+        union {
+            int64_t i;
+            float f;
+        } u = {0};
+        if (xo_check(a, XO(a->ort, ReadOpAttr)(at, type, &u, type == XO_ATTR_INT ? 8 : 4, &n),
+                     "ReadOpAttr", st))
             return st->code;
         if (type == XO_ATTR_INT ? u.i != 0 : u.f != 1.0f)
             nd->plain_gemm = false;
@@ -197,7 +209,8 @@ static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_tex
             xo_pb_float(p, 2, u.f);
         return XE_OK;
     }
-    if (type == XO_ATTR_STRING || type == XO_ATTR_INTS || type == XO_ATTR_FLOATS || type == XO_ATTR_STRINGS)
+    if (type == XO_ATTR_STRING || type == XO_ATTR_INTS || type == XO_ATTR_FLOATS ||
+        type == XO_ATTR_STRINGS)
         return attr_list(a, at, type, p, st);
     nd->plain_gemm = false;
     if (type != XO_ATTR_TENSOR) {
@@ -205,8 +218,8 @@ static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_tex
         return XE_OK;
     }
     OrtValue *t = NULL;
-    if (xo_check(a, XO(a->ort, OpAttr_GetTensorAttributeAsOrtValue)(at, &t), "OpAttr_GetTensorAttributeAsOrtValue",
-                 st))
+    if (xo_check(a, XO(a->ort, OpAttr_GetTensorAttributeAsOrtValue)(at, &t),
+                 "OpAttr_GetTensorAttributeAsOrtValue", st))
         return st->code;
     xo_pb_int(p, 20, 4);
     xe_code c = t ? xo_pb_tensor(a, p, 5, "", t, st) : XE_OK;
@@ -218,19 +231,23 @@ static xe_code attr_value(const xo_api *a, const OrtOpAttr *at, int type, xe_tex
 static xe_code read_attrs(const xo_api *a, xo_node *n, xe_status *st)
 {
     size_t count = 0;
-    if (xo_check(a, XO(a->ort, Node_GetNumAttributes)(n->node, &count), "Node_GetNumAttributes", st))
+    if (xo_check(a, XO(a->ort, Node_GetNumAttributes)(n->node, &count), "Node_GetNumAttributes",
+                 st))
         return st->code;
     const OrtOpAttr **at = calloc(count + 1, sizeof *at);
     if (!at)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     n->plain_gemm = !strcmp(n->op_type, "Gemm") && (!n->domain[0] || !strcmp(n->domain, "ai.onnx"));
-    xe_code c = count ? xo_check(a, XO(a->ort, Node_GetAttributes)(n->node, at, count), "Node_GetAttributes", st)
+    xe_code c = count ? xo_check(a, XO(a->ort, Node_GetAttributes)(n->node, at, count),
+                                 "Node_GetAttributes", st)
                       : XE_OK;
     for (size_t k = 0; c == XE_OK && k < count; k++) {
         const char *name = NULL;
         int type = 0;
-        if ((c = xo_check(a, XO(a->ort, OpAttr_GetName)(at[k], &name), "OpAttr_GetName", st)) != XE_OK ||
-            (c = xo_check(a, XO(a->ort, OpAttr_GetType)(at[k], &type), "OpAttr_GetType", st)) != XE_OK)
+        if ((c = xo_check(a, XO(a->ort, OpAttr_GetName)(at[k], &name), "OpAttr_GetName", st)) !=
+                XE_OK ||
+            (c = xo_check(a, XO(a->ort, OpAttr_GetType)(at[k], &type), "OpAttr_GetType", st)) !=
+                XE_OK)
             break;
         xe_text p = {0};
         xo_pb_str(&p, 1, name ? name : "");
@@ -244,8 +261,8 @@ static xe_code read_attrs(const xo_api *a, xo_node *n, xe_status *st)
 /* ---- nodes -------------------------------------------------------------------------- */
 
 /* Values of count value infos into *out (malloc'd; -1 for an absent one). */
-static xe_code read_values(const xo_api *a, xo_model *m, const OrtValueInfo **vi, size_t count, int **out,
-                           xe_status *st)
+static xe_code read_values(const xo_api *a, xo_model *m, const OrtValueInfo **vi, size_t count,
+                           int **out, xe_status *st)
 {
     if (!(*out = malloc((count + 1) * sizeof **out)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
@@ -273,22 +290,28 @@ static xe_code read_io(const xo_api *a, xo_model *m, xo_node *n, xe_status *st)
         xo_check(a, XO(a->ort, Node_GetNumInputs)(n->node, &ni), "Node_GetNumInputs", st) ||
         xo_check(a, XO(a->ort, Node_GetNumOutputs)(n->node, &no), "Node_GetNumOutputs", st) ||
         xo_check(a, XO(a->ort, Node_GetNumSubgraphs)(n->node, &nsub), "Node_GetNumSubgraphs", st) ||
-        xo_check(a, XO(a->ort, Node_GetNumImplicitInputs)(n->node, &nimp), "Node_GetNumImplicitInputs", st))
+        xo_check(a, XO(a->ort, Node_GetNumImplicitInputs)(n->node, &nimp),
+                 "Node_GetNumImplicitInputs", st))
         return st->code;
-    if (!(n->op_type = dup_or_empty(op)) || !(n->domain = dup_or_empty(dom)) || !(n->name = dup_or_empty(name)))
+    if (!(n->op_type = dup_or_empty(op)) || !(n->domain = dup_or_empty(dom)) ||
+        !(n->name = dup_or_empty(name)))
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (nsub || nimp)
         n->refuse = "a node with a subgraph";
-    /* a subgraph's reads of this graph's values (implicit inputs) count as the node's own, after its inputs:
-       a value only a subgraph reads is still read, and a path through the node is still a path */
+    /* a subgraph's reads of this graph's values (implicit inputs) count as the node's own, after
+       its inputs: a value only a subgraph reads is still read, and a path through the node is still
+       a path */
     const OrtValueInfo **vi = calloc(ni + nimp + no + 1, sizeof *vi);
     if (!vi)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    xe_code c = ni ? xo_check(a, XO(a->ort, Node_GetInputs)(n->node, vi, ni), "Node_GetInputs", st) : XE_OK;
+    xe_code c =
+        ni ? xo_check(a, XO(a->ort, Node_GetInputs)(n->node, vi, ni), "Node_GetInputs", st) : XE_OK;
     if (c == XE_OK && nimp)
-        c = xo_check(a, XO(a->ort, Node_GetImplicitInputs)(n->node, vi + ni, nimp), "Node_GetImplicitInputs", st);
+        c = xo_check(a, XO(a->ort, Node_GetImplicitInputs)(n->node, vi + ni, nimp),
+                     "Node_GetImplicitInputs", st);
     if (c == XE_OK && no)
-        c = xo_check(a, XO(a->ort, Node_GetOutputs)(n->node, vi + ni + nimp, no), "Node_GetOutputs", st);
+        c = xo_check(a, XO(a->ort, Node_GetOutputs)(n->node, vi + ni + nimp, no), "Node_GetOutputs",
+                     st);
     if (c == XE_OK && (c = read_values(a, m, vi, ni + nimp, &n->in, st)) == XE_OK)
         c = read_values(a, m, vi + ni + nimp, no, &n->out, st);
     n->n_in = (int)(ni + nimp);
@@ -297,7 +320,8 @@ static xe_code read_io(const xo_api *a, xo_model *m, xo_node *n, xe_status *st)
     return c;
 }
 
-/* Node order: each node after the writers of the values it reads (Kahn's, stable in onnxruntime's order). */
+/* Node order: each node after the writers of the values it reads (Kahn's, stable in onnxruntime's
+ * order). */
 static xe_code topo_sort(xo_model *m, xe_status *st)
 {
     int n = m->n_nodes, done = 0;
@@ -342,16 +366,20 @@ static xe_code topo_sort(xo_model *m, xe_status *st)
 }
 
 /* The graph's inputs (or outputs) as values into *out. */
-static xe_code read_ends(const xo_api *a, xo_model *m, const OrtGraph *g, bool outputs, xe_status *st)
+static xe_code read_ends(const xo_api *a, xo_model *m, const OrtGraph *g, bool outputs,
+                         xe_status *st)
 {
     size_t n = 0;
-    OrtStatus *s = outputs ? XO(a->ort, Graph_GetNumOutputs)(g, &n) : XO(a->ort, Graph_GetNumInputs)(g, &n);
+    OrtStatus *s =
+        outputs ? XO(a->ort, Graph_GetNumOutputs)(g, &n) : XO(a->ort, Graph_GetNumInputs)(g, &n);
     if (xo_check(a, s, outputs ? "Graph_GetNumOutputs" : "Graph_GetNumInputs", st))
         return st->code;
     const OrtValueInfo **vi = calloc(n + 1, sizeof *vi);
     if (!vi)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    s = !n ? NULL : outputs ? XO(a->ort, Graph_GetOutputs)(g, vi, n) : XO(a->ort, Graph_GetInputs)(g, vi, n);
+    s = !n        ? NULL
+        : outputs ? XO(a->ort, Graph_GetOutputs)(g, vi, n)
+                  : XO(a->ort, Graph_GetInputs)(g, vi, n);
     int *vals = NULL;
     xe_code c = xo_check(a, s, outputs ? "Graph_GetOutputs" : "Graph_GetInputs", st);
     if (c == XE_OK)
@@ -373,7 +401,8 @@ static xe_code read_opsets(const xo_api *a, xo_model *m, const OrtGraph *g, xe_s
 {
     size_t n = 0;
     const char **dom = NULL;
-    if (xo_check(a, XO(a->ort, Graph_GetOnnxIRVersion)(g, &m->ir_version), "Graph_GetOnnxIRVersion", st) ||
+    if (xo_check(a, XO(a->ort, Graph_GetOnnxIRVersion)(g, &m->ir_version), "Graph_GetOnnxIRVersion",
+                 st) ||
         xo_check(a, XO(a->ort, Graph_GetNumOperatorSets)(g, &n), "Graph_GetNumOperatorSets", st))
         return st->code;
     m->opset_domains = calloc(n + 1, sizeof *m->opset_domains);
@@ -403,7 +432,8 @@ static xe_code read_nodes(const xo_api *a, xo_model *m, const OrtGraph *g, xe_st
         free(nodes);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
-    xe_code c = n ? xo_check(a, XO(a->ort, Graph_GetNodes)(g, nodes, n), "Graph_GetNodes", st) : XE_OK;
+    xe_code c =
+        n ? xo_check(a, XO(a->ort, Graph_GetNodes)(g, nodes, n), "Graph_GetNodes", st) : XE_OK;
     for (size_t k = 0; c == XE_OK && k < n; k++) {
         xo_node *nd = &m->nodes[m->n_nodes++];
         nd->node = nodes[k];
@@ -453,7 +483,8 @@ void xo_model_free(xo_model *m)
     }
     for (int k = 0; k < m->n_opsets; k++)
         free(m->opset_domains[k]);
-    free(m->opset_domains), free(m->opset_versions), free(m->values), free(m->slots), free(m->nodes);
+    free(m->opset_domains), free(m->opset_versions), free(m->values), free(m->slots),
+        free(m->nodes);
     free(m->inputs), free(m->outputs);
     memset(m, 0, sizeof *m);
 }

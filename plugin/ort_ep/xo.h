@@ -30,7 +30,8 @@
 #define XO_EP_VENDOR "xlac"
 #define XO_EP_VERSION "0.1.0"
 /* An initializer of at most this many bytes is written into the models xlac imports (shapes, axes,
-   scalars fold at import as they do from a file); a bigger one is a graph input, fed at each run. */
+   scalars fold at import as they do from a file); a bigger one is a graph input, fed at each run.
+ */
 #define XO_EMBED_MAX_BYTES 65536
 
 /* The tables of one onnxruntime (the factory's, shared by its EPs). */
@@ -41,23 +42,26 @@ typedef struct xo_api {
 } xo_api;
 
 /* An error status for onnxruntime with xlac's prefix (never NULL unless out of memory). */
-OrtStatus *xo_status(const xo_api *a, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+OrtStatus *xo_status(const xo_api *a, int code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* s (released) into *st as an XE_ERR_RUNTIME naming what was asked; XE_OK when s is NULL. */
 xe_code xo_check(const xo_api *a, OrtStatus *s, const char *what, xe_status *st);
 
 /* ---- protobuf's wire format, appended to an xe_text (onnxpb.c) ---- */
 void xo_pb_varint(xe_text *t, uint64_t v);
-void xo_pb_int(xe_text *t, int field, int64_t v);                      /* a varint field */
-void xo_pb_float(xe_text *t, int field, float f);                      /* a 32-bit field */
-void xo_pb_bytes(xe_text *t, int field, const void *data, size_t n);   /* a length-delimited field */
+void xo_pb_int(xe_text *t, int field, int64_t v);                    /* a varint field */
+void xo_pb_float(xe_text *t, int field, float f);                    /* a 32-bit field */
+void xo_pb_bytes(xe_text *t, int field, const void *data, size_t n); /* a length-delimited field */
 void xo_pb_str(xe_text *t, int field, const char *s);
-void xo_pb_msg(xe_text *t, int field, xe_text *sub);                   /* sub as a nested message (freed) */
+void xo_pb_msg(xe_text *t, int field, xe_text *sub); /* sub as a nested message (freed) */
 /* A TensorProto of v (name, dims, data_type, raw_data) as field `field` of t. */
-xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, const OrtValue *v, xe_status *st);
+xe_code xo_pb_tensor(const xo_api *a, xe_text *t, int field, const char *name, const OrtValue *v,
+                     xe_status *st);
 /* The same from its parts (n bytes of data). */
-void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int rank, const int64_t *dims,
-                      const void *data, size_t n);
-/* Bytes per element of an ONNX element type xlac holds; 0 for the others (string, complex, 4-bit). */
+void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int rank,
+                      const int64_t *dims, const void *data, size_t n);
+/* Bytes per element of an ONNX element type xlac holds; 0 for the others (string, complex, 4-bit).
+ */
 size_t xo_elem_size(int elem);
 
 /* One value (a tensor) of the graph read. */
@@ -68,11 +72,11 @@ typedef struct xo_value {
     int64_t dims[XE_MAX_RANK]; /* -1 where not known */
     char *params[XE_MAX_RANK]; /* a symbolic dim's name, or NULL */
     const OrtValue *init;      /* a constant initializer's value, else NULL */
-    const void *data;          /* bytes written into the model in place of init: a small initializer's,
-                                  kept past Compile, or a value fed at Compute (see xo_value_inputs) */
-    bool owned;                /* data is the model's own copy (freed with it) */
-    int producer;              /* the node that writes it, -1 for inputs and initializers */
-    bool graph_output;         /* an output of the graph read */
+    const void *data;  /* bytes written into the model in place of init: a small initializer's,
+                          kept past Compile, or a value fed at Compute (see xo_value_inputs) */
+    bool owned;        /* data is the model's own copy (freed with it) */
+    int producer;      /* the node that writes it, -1 for inputs and initializers */
+    bool graph_output; /* an output of the graph read */
 } xo_value;
 
 /* One node, its attributes already as AttributeProto bytes. */
@@ -80,11 +84,13 @@ typedef struct xo_node {
     const OrtNode *node;
     char *op_type, *domain, *name;
     int n_in, n_out;
-    int *in, *out;        /* value indices; -1 for an absent optional input or output; in: then the values
-                             its subgraphs read (implicit inputs) */
-    xe_text attrs;        /* field 5 of NodeProto, once per attribute */
-    const char *refuse;   /* why xlac never takes it (a subgraph, an attribute it cannot read), or NULL */
-    bool plain_gemm;      /* a Gemm with alpha = beta = 1 and neither input transposed (onnxpb.c's rewrite) */
+    int *in, *out; /* value indices; -1 for an absent optional input or output; in: then the values
+                      its subgraphs read (implicit inputs) */
+    xe_text attrs; /* field 5 of NodeProto, once per attribute */
+    const char
+        *refuse; /* why xlac never takes it (a subgraph, an attribute it cannot read), or NULL */
+    bool plain_gemm; /* a Gemm with alpha = beta = 1 and neither input transposed (onnxpb.c's
+                        rewrite) */
 } xo_node;
 
 typedef struct xo_model {
@@ -94,10 +100,10 @@ typedef struct xo_model {
     int64_t *opset_versions;
     int n_values, cap_values;
     xo_value *values;
-    int *slots;           /* open-addressing table of value indices by name (-1: empty) */
-    size_t n_slots;       /* a power of two */
+    int *slots;     /* open-addressing table of value indices by name (-1: empty) */
+    size_t n_slots; /* a power of two */
     int n_nodes;
-    xo_node *nodes;       /* in a topological order */
+    xo_node *nodes; /* in a topological order */
     int n_inputs, n_outputs;
     int *inputs, *outputs; /* the graph's inputs (initializers left out) and outputs, as values */
 } xo_model;
@@ -116,12 +122,14 @@ int xo_model_find(const xo_model *m, const char *name);
  * that a node not taken reads or that is a graph output). Returns the
  * bytes (free), NULL with *st set.
  */
-char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs, int n_outputs, size_t *len,
-                     int **in_values, int *n_in_values, xe_status *st);
-/* The same, imported by xlac (the ONNX front end): NULL with *st set (and *report its lines) on failure;
-   *in_values is set (free it) whenever the model could be written, even when the import fails. */
-xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, const int *outputs, int n_outputs,
-                          int **in_values, int *n_in_values, char **report, xe_status *st);
+char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
+                     int n_outputs, size_t *len, int **in_values, int *n_in_values, xe_status *st);
+/* The same, imported by xlac (the ONNX front end): NULL with *st set (and *report its lines) on
+ *failure; in_values is set (free it) whenever the model could be written, even when the import
+ *fails. */
+xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
+                          int n_outputs, int **in_values, int *n_in_values, char **report,
+                          xe_status *st);
 /*
  * What an import of the nodes where take[k] failed for want of values
  * (report: its "'v<J>') is not supported unless it is known at load time"
@@ -136,8 +144,8 @@ xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, 
  * out of memory.
  */
 int xo_value_inputs(const xo_model *m, const bool *take, const char *report, int **vals);
-/* Copies the bytes of every initializer small enough to be written in into the model (owned) and forgets
-   every OrtValue: the model outlives the graph it was read from (Compile's). */
+/* Copies the bytes of every initializer small enough to be written in into the model (owned) and
+   forgets every OrtValue: the model outlives the graph it was read from (Compile's). */
 xe_code xo_model_keep(const xo_api *a, xo_model *m, xe_status *st);
 
 /* What a fused node keeps between Compile and its runs (compute.c). */
@@ -145,21 +153,22 @@ typedef struct xo_fused xo_fused;
 
 /* The EP's process-wide state: one xlac plugin state, shared by every EP and session. */
 typedef struct xo_global {
-    xlac_state state;    /* the plugin's: flags, launch op, cache, counters, reports */
-    bool ready;          /* installed */
-    atomic_int graphs;   /* onnxruntime graphs seen (their numbers name dump files) */
+    xlac_state state;  /* the plugin's: flags, launch op, cache, counters, reports */
+    bool ready;        /* installed */
+    atomic_int graphs; /* onnxruntime graphs seen (their numbers name dump files) */
 } xo_global;
 
 extern xo_global xo_g;
 
 /* GetCapability's work (capability.c): each cluster of graph as one group of nodes to fuse. */
-xe_code xo_capability(const xo_api *a, const OrtGraph *graph, OrtEpGraphSupportInfo *info, const char *config,
-                      xe_status *st);
+xe_code xo_capability(const xo_api *a, const OrtGraph *graph, OrtEpGraphSupportInfo *info,
+                      const char *config, xe_status *st);
 /* Compile's work for one fused node (compute.c): *out gets its compute info. */
 xe_code xo_compile(const xo_api *a, const OrtGraph *graph, const OrtNode *fused, const char *config,
                    OrtNodeComputeInfo **out, xe_status *st);
 void xo_compute_info_free(OrtNodeComputeInfo *info);
-/* Whether the running thread is inside one of the EP's own xlac calls (its pass clusters only those). */
+/* Whether the running thread is inside one of the EP's own xlac calls (its pass clusters only
+ * those). */
 bool xo_in_ep(void);
 void xo_enter(bool on);
 

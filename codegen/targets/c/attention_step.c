@@ -26,7 +26,7 @@
 #include "xlac/op.h"
 
 enum { TILE_SCORES = 32768, TILE_ROWS = 64 }; /* elements of a block's scores; rows of a block */
-enum { TILE_ALIGN = 64 };                      /* each value's tile starts on a cache line */
+enum { TILE_ALIGN = 64 };                     /* each value's tile starts on a cache line */
 
 /* Bytes of one value's tile: block rows of row_bytes, rounded up to TILE_ALIGN. */
 static size_t tile_size(size_t row_bytes, int64_t block)
@@ -34,7 +34,8 @@ static size_t tile_size(size_t row_bytes, int64_t block)
     return (row_bytes * (size_t)block + TILE_ALIGN - 1) / TILE_ALIGN * TILE_ALIGN;
 }
 
-/* A matrix operand as stored: the buffer, its shape, and whether the product reads it transposed. */
+/* A matrix operand as stored: the buffer, its shape, and whether the product reads it transposed.
+ */
 typedef struct operand {
     const float *data;
     const xe_shape *shape;
@@ -43,7 +44,7 @@ typedef struct operand {
 
 typedef struct att_run {
     xg_program *p;
-    int first, pv;          /* the Q·Kᵀ step and the product's */
+    int first, pv; /* the Q·Kᵀ step and the product's */
     operand q, k, v;
     const xe_shape *scores; /* [batch..., Lq, Lk] */
     float *out;             /* [batch..., Lq, dv] */
@@ -51,7 +52,8 @@ typedef struct att_run {
     void *const *ptrs;
     const int64_t *S;
     int64_t lq, lk, dv, depth, block;
-    const int64_t *per_row; /* per node of the group: elements per scores' row (0: not in the group) */
+    const int64_t
+        *per_row; /* per node of the group: elements per scores' row (0: not in the group) */
     size_t tile_bytes;
     atomic_bool failed;
 } att_run;
@@ -62,7 +64,8 @@ static operand operand_of(const xg_program *p, const xe_type *types, int m, int 
     bool flip;
     int b = xg_matmul_operand(p->body, types, m, k, &flip);
     const char *attr = k ? "transpose_b" : "transpose_a";
-    return (operand){bufs[b]->data, &bufs[b]->shape, xe_node_attr_bool(p->body->nodes[m], attr, false) != flip};
+    return (operand){bufs[b]->data, &bufs[b]->shape,
+                     xe_node_attr_bool(p->body->nodes[m], attr, false) != flip};
 }
 
 /* Elements from x's start to its matrix of the product's batch index b (batch dims broadcast). */
@@ -75,7 +78,8 @@ static int64_t batch_offset(const xe_shape *x, const xe_shape *prod, int64_t b)
 }
 
 /* Row r0 of op(x)'s matrix b (rows of op(x) are columns of a transposed x) and its leading dim. */
-static const float *rows_of(const operand *x, const xe_shape *prod, int64_t b, int64_t r0, int64_t *ld)
+static const float *rows_of(const operand *x, const xe_shape *prod, int64_t b, int64_t r0,
+                            int64_t *ld)
 {
     *ld = x->shape->dims[x->shape->rank - 1];
     const float *m = x->data + batch_offset(x->shape, prod, b);
@@ -116,7 +120,8 @@ static void run_block(const att_run *a, void **tp, void **scratch, int64_t b, in
     xe_cpu_sgemm(a->q.trans, a->k.trans, n, a->lk, a->depth, q, ldq, k, ldk, s, a->lk);
     for (int j = a->first + 1; j < a->pv; j++)
         a->p->backend->runner.run_rows(a->p, j, step_pointers(a->p, j, tp, scratch), a->S, r, e);
-    const float *pm = (const float *)tp[a->p_node] + r * a->lk, *v = rows_of(&a->v, a->scores, b, 0, &ldv);
+    const float *pm = (const float *)tp[a->p_node] + r * a->lk,
+                *v = rows_of(&a->v, a->scores, b, 0, &ldv);
     float *o = a->out + (b * a->lq + q0) * a->dv;
     xe_cpu_sgemm(false, a->v.trans, n, a->dv, a->lk, pm, a->lk, v, ldv, o, a->dv);
 }
@@ -144,8 +149,8 @@ static void attention_rows(void *ctx, int64_t r0, int64_t r1)
 }
 
 /* per_row[] and the bytes of a thread's tiles: each value the group writes, block rows of it. */
-static int64_t *group_rows(const xg_program *p, int first, int pv, const xe_type *types, int64_t rows,
-                           int64_t block, size_t *bytes)
+static int64_t *group_rows(const xg_program *p, int first, int pv, const xe_type *types,
+                           int64_t rows, int64_t block, size_t *bytes)
 {
     int64_t *per_row = calloc((size_t)p->body->n_nodes + 1, sizeof *per_row);
     *bytes = 0;
@@ -166,17 +171,31 @@ xe_code xg_c_attention(xg_program *p, int first, int pv, const xe_type *types, x
     const xe_shape *sc = &types[qk].shape, *os = &types[out].shape;
     int64_t rows = xg_panel_rows(types, qk), lk = sc->dims[sc->rank - 1];
     if (rows == 0 || lk == 0 || xe_tensor_numel(bufs[out]) == 0)
-        return xe_fail(st, XE_ERR_UNSUPPORTED, "fused attention %s: an empty product", plan->body->nodes[qk]->name);
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "fused attention %s: an empty product",
+                       plan->body->nodes[qk]->name);
     bool flip;
-    att_run a = {.p = p, .first = first, .pv = pv, .scores = sc, .out = bufs[out]->data, .ptrs = ptrs, .S = S,
-                 .q = operand_of(p, types, qk, 0, bufs), .k = operand_of(p, types, qk, 1, bufs),
+    att_run a = {.p = p,
+                 .first = first,
+                 .pv = pv,
+                 .scores = sc,
+                 .out = bufs[out]->data,
+                 .ptrs = ptrs,
+                 .S = S,
+                 .q = operand_of(p, types, qk, 0, bufs),
+                 .k = operand_of(p, types, qk, 1, bufs),
                  .v = operand_of(p, types, out, 1, bufs),
                  .p_node = xg_matmul_operand(p->body, types, out, 0, &flip),
-                 .lq = sc->dims[sc->rank - 2], .lk = lk, .dv = os->dims[os->rank - 1]};
-    a.depth = a.q.trans ? a.q.shape->dims[a.q.shape->rank - 2] : a.q.shape->dims[a.q.shape->rank - 1];
+                 .lq = sc->dims[sc->rank - 2],
+                 .lk = lk,
+                 .dv = os->dims[os->rank - 1]};
+    a.depth =
+        a.q.trans ? a.q.shape->dims[a.q.shape->rank - 2] : a.q.shape->dims[a.q.shape->rank - 1];
     if (a.depth == 0) /* BLAS refuses a leading dim of 0 (and writes nothing): per op */
-        return xe_fail(st, XE_ERR_UNSUPPORTED, "fused attention %s: heads of width 0", plan->body->nodes[qk]->name);
-    a.block = TILE_SCORES / lk < 1 ? 1 : TILE_SCORES / lk > TILE_ROWS ? TILE_ROWS : TILE_SCORES / lk;
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "fused attention %s: heads of width 0",
+                       plan->body->nodes[qk]->name);
+    a.block = TILE_SCORES / lk < 1           ? 1
+              : TILE_SCORES / lk > TILE_ROWS ? TILE_ROWS
+                                             : TILE_SCORES / lk;
     atomic_init(&a.failed, false);
     int64_t *per_row = group_rows(p, first, pv, types, rows, a.block, &a.tile_bytes);
     if (!per_row)

@@ -33,11 +33,15 @@ typedef void (*xg_c_kernel)(void *const *B, const int64_t *S);
 static const char libc_declarations[] =
     "#if defined(__GNUC__)\n"
     "#define XE_SCALAR_NO_LIBC_HEADERS 1\n"
-    "typedef __INT8_TYPE__ int8_t;\ntypedef __UINT8_TYPE__ uint8_t;\ntypedef __INT16_TYPE__ int16_t;\n"
-    "typedef __UINT16_TYPE__ uint16_t;\ntypedef __INT32_TYPE__ int32_t;\ntypedef __UINT32_TYPE__ uint32_t;\n"
-    "typedef __INT64_TYPE__ int64_t;\ntypedef __UINT64_TYPE__ uint64_t;\ntypedef __SIZE_TYPE__ size_t;\n"
+    "typedef __INT8_TYPE__ int8_t;\ntypedef __UINT8_TYPE__ uint8_t;\ntypedef __INT16_TYPE__ "
+    "int16_t;\n"
+    "typedef __UINT16_TYPE__ uint16_t;\ntypedef __INT32_TYPE__ int32_t;\ntypedef __UINT32_TYPE__ "
+    "uint32_t;\n"
+    "typedef __INT64_TYPE__ int64_t;\ntypedef __UINT64_TYPE__ uint64_t;\ntypedef __SIZE_TYPE__ "
+    "size_t;\n"
     "#define INT64_MAX __INT64_MAX__\n#define INT64_MIN (-__INT64_MAX__ - 1)\n"
-    "#define INT32_MAX __INT32_MAX__\n#define INT32_MIN (-__INT32_MAX__ - 1)\n#define UINT32_MAX __UINT32_MAX__\n"
+    "#define INT32_MAX __INT32_MAX__\n#define INT32_MIN (-__INT32_MAX__ - 1)\n#define UINT32_MAX "
+    "__UINT32_MAX__\n"
     "#define NULL ((void *)0)\nvoid *malloc(size_t);\nvoid free(void *);\n"
     "#define INFINITY (__builtin_inff())\n#define NAN (__builtin_nanf(\"\"))\n"
     "#define HUGE_VAL (__builtin_huge_val())\n#define HUGE_VALF (__builtin_huge_valf())\n"
@@ -45,19 +49,25 @@ static const char libc_declarations[] =
     "#define isfinite(x) __builtin_isfinite(x)\n#define signbit(x) __builtin_signbit(x)\n"
     "#define XG_M1(f) double f(double); float f##f(float);\n"
     "#define XG_M2(f) double f(double, double); float f##f(float, float);\n"
-    "XG_M1(acos) XG_M1(acosh) XG_M1(asin) XG_M1(asinh) XG_M1(atan) XG_M1(atanh) XG_M1(cbrt) XG_M1(ceil)\n"
-    "XG_M1(cos) XG_M1(cosh) XG_M1(erf) XG_M1(erfc) XG_M1(exp) XG_M1(exp2) XG_M1(expm1) XG_M1(fabs)\n"
+    "XG_M1(acos) XG_M1(acosh) XG_M1(asin) XG_M1(asinh) XG_M1(atan) XG_M1(atanh) XG_M1(cbrt) "
+    "XG_M1(ceil)\n"
+    "XG_M1(cos) XG_M1(cosh) XG_M1(erf) XG_M1(erfc) XG_M1(exp) XG_M1(exp2) XG_M1(expm1) "
+    "XG_M1(fabs)\n"
     "XG_M1(floor) XG_M1(lgamma) XG_M1(log) XG_M1(log10) XG_M1(log1p) XG_M1(log2) XG_M1(logb)\n"
-    "XG_M1(nearbyint) XG_M1(rint) XG_M1(round) XG_M1(sin) XG_M1(sinh) XG_M1(sqrt) XG_M1(tan) XG_M1(tanh)\n"
+    "XG_M1(nearbyint) XG_M1(rint) XG_M1(round) XG_M1(sin) XG_M1(sinh) XG_M1(sqrt) XG_M1(tan) "
+    "XG_M1(tanh)\n"
     "XG_M1(tgamma) XG_M1(trunc)\n"
     "XG_M2(atan2) XG_M2(copysign) XG_M2(fdim) XG_M2(fmax) XG_M2(fmin) XG_M2(fmod) XG_M2(hypot)\n"
     "XG_M2(nextafter) XG_M2(pow) XG_M2(remainder)\n"
     "double fma(double, double, double); float fmaf(float, float, float);\n"
-    "double ldexp(double, int); float ldexpf(float, int); double scalbn(double, int); float scalbnf(float, int);\n"
-    "double frexp(double, int *); float frexpf(float, int *); int ilogb(double); int ilogbf(float);\n"
+    "double ldexp(double, int); float ldexpf(float, int); double scalbn(double, int); float "
+    "scalbnf(float, int);\n"
+    "double frexp(double, int *); float frexpf(float, int *); int ilogb(double); int "
+    "ilogbf(float);\n"
     "double modf(double, double *); float modff(float, float *);\n"
     "long lrint(double); long lrintf(float); long lround(double); long lroundf(float);\n"
-    "long long llrint(double); long long llrintf(float); long long llround(double); long long llroundf(float);\n"
+    "long long llrint(double); long long llrintf(float); long long llround(double); long long "
+    "llroundf(float);\n"
     "#undef XG_M1\n#undef XG_M2\n"
     "#else\n#include <math.h>\n#include <stdint.h>\n#include <stdlib.h>\n#endif\n";
 
@@ -67,29 +77,38 @@ static void prelude_c(em *e)
     xg_emit_scalar_text(e);
     xg_out(e, "typedef int64_t xg_idx; /* index math */\n");
     /* NaN-propagating max/min and wrapping integer sums as OpenMP reductions */
-    xg_out(e, "#pragma omp declare reduction(xg_max_f32 : float : omp_out = xe_max_f32(omp_out, omp_in)) "
-           "initializer(omp_priv = -1.0f / 0.0f)\n"
-           "#pragma omp declare reduction(xg_min_f32 : float : omp_out = xe_min_f32(omp_out, omp_in)) "
-           "initializer(omp_priv = 1.0f / 0.0f)\n"
-           "#pragma omp declare reduction(xg_max_f64 : double : omp_out = xe_max_f64(omp_out, omp_in)) "
-           "initializer(omp_priv = -1.0 / 0.0)\n"
-           "#pragma omp declare reduction(xg_min_f64 : double : omp_out = xe_min_f64(omp_out, omp_in)) "
-           "initializer(omp_priv = 1.0 / 0.0)\n"
-           "#pragma omp declare reduction(xg_add_i64 : int64_t : omp_out = xe_add_i64(omp_out, omp_in)) "
-           "initializer(omp_priv = 0)\n"
-           "#pragma omp declare reduction(xg_mul_i64 : int64_t : omp_out = xe_mul_i64(omp_out, omp_in)) "
-           "initializer(omp_priv = 1)\n\n");
+    xg_out(
+        e,
+        "#pragma omp declare reduction(xg_max_f32 : float : omp_out = xe_max_f32(omp_out, omp_in)) "
+        "initializer(omp_priv = -1.0f / 0.0f)\n"
+        "#pragma omp declare reduction(xg_min_f32 : float : omp_out = xe_min_f32(omp_out, omp_in)) "
+        "initializer(omp_priv = 1.0f / 0.0f)\n"
+        "#pragma omp declare reduction(xg_max_f64 : double : omp_out = xe_max_f64(omp_out, "
+        "omp_in)) "
+        "initializer(omp_priv = -1.0 / 0.0)\n"
+        "#pragma omp declare reduction(xg_min_f64 : double : omp_out = xe_min_f64(omp_out, "
+        "omp_in)) "
+        "initializer(omp_priv = 1.0 / 0.0)\n"
+        "#pragma omp declare reduction(xg_add_i64 : int64_t : omp_out = xe_add_i64(omp_out, "
+        "omp_in)) "
+        "initializer(omp_priv = 0)\n"
+        "#pragma omp declare reduction(xg_mul_i64 : int64_t : omp_out = xe_mul_i64(omp_out, "
+        "omp_in)) "
+        "initializer(omp_priv = 1)\n\n");
 }
-
 
 /* A panel step's kernel also takes the panel's rows [r0, r1) (epilogue.c). */
 static void signature_c(em *e, const char *name)
 {
     if (e->panel)
-        xg_out(e, "void %s(void *const *restrict B, const int64_t *restrict S, int64_t r0, int64_t r1)\n{\n"
-               "    (void)S;\n", name);
+        xg_out(e,
+               "void %s(void *const *restrict B, const int64_t *restrict S, int64_t r0, int64_t "
+               "r1)\n{\n"
+               "    (void)S;\n",
+               name);
     else
-        xg_out(e, "void %s(void *const *restrict B, const int64_t *restrict S)\n{\n    (void)S;\n", name);
+        xg_out(e, "void %s(void *const *restrict B, const int64_t *restrict S)\n{\n    (void)S;\n",
+               name);
 }
 
 /*
@@ -102,7 +121,8 @@ static const char *nest_begin_c(em *e, int root, idx *ix)
     const xe_shape *sh = shape_of(e, root);
     char L[32];
     int64_t rows = xe_shape_numel(sh) / (sh->dims[sh->rank - 1] ? sh->dims[sh->rank - 1] : 1);
-    bool outer = rows >= 16 || e->panel; /* enough rows to share among the threads (a panel: its own) */
+    bool outer =
+        rows >= 16 || e->panel; /* enough rows to share among the threads (a panel: its own) */
     xg_dim_text(e, root, sh->rank - 1, L, sizeof L);
     xg_out(e, "    const xg_idx L = %s, R = L ? n / L : 0;\n", L);
     if (e->panel)
@@ -128,7 +148,8 @@ static const char *nest_begin_c(em *e, int root, idx *ix)
     }
     snprintf(ix->d[sh->rank - 1], sizeof ix->d[0], "%s", sh->dims[sh->rank - 1] == 1 ? "0" : "j");
     snprintf(ix->flat, sizeof ix->flat, "i");
-    return outer ? "#pragma omp simd\n" : "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n";
+    return outer ? "#pragma omp simd\n"
+                 : "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n";
 }
 
 /*
@@ -145,22 +166,30 @@ static void emit_column_reduce_c(em *e, const xe_node *r, int x, const bool *mas
 {
     red_ops ro = xg_red_ops_for(r->op, e->p->types[x].dtype);
     char fin[512], v[64];
-    xg_out(e, "    const int64_t T = O <= XE_COL_WIDE ? O : XE_COL_TILE, tiles = T ? (O + T - 1) / T : 0;\n");
+    xg_out(e, "    const int64_t T = O <= XE_COL_WIDE ? O : XE_COL_TILE, tiles = T ? (O + T - 1) / "
+              "T : 0;\n");
     xg_out(e, "    int64_t C = xe_column_chunks(tiles, K);\n");
-    xg_out(e, "    %s *part = C > 1 ? malloc(sizeof(%s) * (size_t)(C * O)) : NULL;\n    if (!part)\n    C = 1;\n",
-        ro.acc_type, ro.acc_type);
+    xg_out(e,
+           "    %s *part = C > 1 ? malloc(sizeof(%s) * (size_t)(C * O)) : NULL;\n    if (!part)\n  "
+           "  C = 1;\n",
+           ro.acc_type, ro.acc_type);
     xg_out(e, "#pragma omp parallel for collapse(2) if (O * K >= 32768) schedule(static)\n");
-    xg_out(e, "    for (int64_t tile = 0; tile < tiles; tile++)\n    for (int64_t c = 0; c < C; c++) {\n");
+    xg_out(e, "    for (int64_t tile = 0; tile < tiles; tile++)\n    for (int64_t c = 0; c < C; "
+              "c++) {\n");
     xg_out(e, "    const int64_t ob = tile * T, oe = ob + T < O ? ob + T : O;\n");
-    xg_out(e, "    const int64_t kb = xe_chunk_begin(K, C, c), ke = xe_chunk_begin(K, C, c + 1);\n");
-    xg_out(e, "    %s accs[XE_COL_WIDE];\n    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n", ro.acc_type,
-        ro.init);
+    xg_out(e,
+           "    const int64_t kb = xe_chunk_begin(K, C, c), ke = xe_chunk_begin(K, C, c + 1);\n");
+    xg_out(e,
+           "    %s accs[XE_COL_WIDE];\n    for (int64_t o = ob; o < oe; o++) accs[o - ob] = %s;\n",
+           ro.acc_type, ro.init);
     xg_out(e, "    for (int64_t k = kb; k < ke; k++) {\n#pragma omp simd\n");
     xg_out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
     xg_emit_accumulate(e, x, mask, "o", true, &ro, "acc");
     xg_out(e, "    accs[o - ob] = acc;\n    }\n    }\n");
-    xg_out(e, "    if (C > 1) {\n    for (int64_t o = ob; o < oe; o++) part[c * O + o] = accs[o - ob];\n"
-           "    continue;\n    }\n");
+    xg_out(
+        e,
+        "    if (C > 1) {\n    for (int64_t o = ob; o < oe; o++) part[c * O + o] = accs[o - ob];\n"
+        "    continue;\n    }\n");
     xg_out(e, "    for (int64_t o = ob; o < oe; o++) {\n    %s acc = accs[o - ob];\n", ro.acc_type);
     xg_emit_finish(e, r, e->p->types[node].dtype, "acc", "K", fin, sizeof fin);
     xg_emit_store(e, node, "o", fin);
@@ -190,7 +219,10 @@ static void reduce_c(em *e, int step, const xg_step *s, const xe_node *r, int x,
     bool full = xe_shape_numel(&e->p->types[node].shape) == 1 && !argmax;
     if (full) { /* one output: threads and lanes split K */
         xg_out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
-        xg_out(e, "#pragma omp parallel for simd reduction(%s : acc) if (K >= 32768) schedule(static)\n", ro.omp);
+        xg_out(
+            e,
+            "#pragma omp parallel for simd reduction(%s : acc) if (K >= 32768) schedule(static)\n",
+            ro.omp);
         xg_out(e, "    for (int64_t k = 0; k < K; k++) {\n");
         xg_emit_accumulate(e, x, mask, "0", false, &ro, "acc");
         xg_out(e, "    }\n");
@@ -219,20 +251,23 @@ static void library_text(const xg_plan *p, int i, char *buf, size_t len)
         xg_conv_epi ce;
         int m = s->outs[0];
         bool src = p->nhwc[p->body->nodes[m]->inputs[0]], dst = p->nhwc[m];
-        snprintf(buf, len, "oneDNN convolution primitive (f64: im2col and OpenBLAS), made once per program "
+        snprintf(buf, len,
+                 "oneDNN convolution primitive (f64: im2col and OpenBLAS), made once per program "
                  "with its constant weights packed once, on the OpenMP team%s%s",
                  xg_conv_epilogue(p, i, &ce) ? "; the next step runs inside it as post-ops" : "",
                  src && dst ? "; input and output channels-last (NHWC), no conversion"
                  : src      ? "; input channels-last (NHWC), output converted to NCHW"
                  : dst      ? "; input converted from NCHW, output channels-last (NHWC)"
                             : "");
-    }
-    else if (i + 1 < p->n_steps && p->steps[i + 1].panel)
-        snprintf(buf, len, "oneDNN matmul primitive (f32; f64: OpenBLAS), the whole product on the OpenMP "
-                 "team; then its epilogue (the next step%s) over the product's rows, a range per thread",
-                 i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
+    } else if (i + 1 < p->n_steps && p->steps[i + 1].panel)
+        snprintf(
+            buf, len,
+            "oneDNN matmul primitive (f32; f64: OpenBLAS), the whole product on the OpenMP "
+            "team; then its epilogue (the next step%s) over the product's rows, a range per thread",
+            i + 2 < p->n_steps && p->steps[i + 2].panel ? "s" : "");
     else
-        snprintf(buf, len, "oneDNN matmul primitive (f32), or OpenBLAS gemm (one thread each) over batch "
+        snprintf(buf, len,
+                 "oneDNN matmul primitive (f32), or OpenBLAS gemm (one thread each) over batch "
                  "elements and row or column blocks in an OpenMP loop (f64)");
 }
 
@@ -247,16 +282,27 @@ static bool attention_text(const xg_plan *p, int i, char *buf, size_t len)
     xg_step_name(first, a, sizeof a);
     xg_step_name(pv, b, sizeof b);
     if (i == first)
-        snprintf(buf, len, "fused attention with the steps up to %s: each thread takes a range of the scores' "
-                 "rows in blocks (at most 64 rows and 128 KiB of scores, inside one batch matrix); per block, "
-                 "a single-threaded OpenBLAS sgemm writes the block's scores into the thread's tile, the steps up to %s run on "
-                 "it, and %s multiplies it by V into the output; the scores are never written whole", b, b, b);
+        snprintf(
+            buf, len,
+            "fused attention with the steps up to %s: each thread takes a range of the scores' "
+            "rows in blocks (at most 64 rows and 128 KiB of scores, inside one batch matrix); per "
+            "block, "
+            "a single-threaded OpenBLAS sgemm writes the block's scores into the thread's tile, "
+            "the steps up to %s run on "
+            "it, and %s multiplies it by V into the output; the scores are never written whole",
+            b, b, b);
     else if (i == pv)
-        snprintf(buf, len, "the product of the fused attention %s with V, a block of rows at a time (OpenBLAS "
-                 "sgemm on the thread's tile)", a);
+        snprintf(
+            buf, len,
+            "the product of the fused attention %s with V, a block of rows at a time (OpenBLAS "
+            "sgemm on the thread's tile)",
+            a);
     else
-        snprintf(buf, len, "on each block of rows of the fused attention %s, in the thread's tiles, simd along "
-                 "each row", a);
+        snprintf(
+            buf, len,
+            "on each block of rows of the fused attention %s, in the thread's tiles, simd along "
+            "each row",
+            a);
     return true;
 }
 
@@ -270,7 +316,8 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     if (attention_text(p, i, buf, len))
         return;
     if (s->panel) {
-        snprintf(buf, len, "on the matmul's rows, with the steps beside it, a range of rows per thread, simd "
+        snprintf(buf, len,
+                 "on the matmul's rows, with the steps beside it, a range of rows per thread, simd "
                  "along each row");
         return;
     }
@@ -288,10 +335,14 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
             snprintf(buf, len, "OpenMP parallel for simd reduction over %s", n);
         } else if (s->column) {
             xg_items_text(p, xe_shape_numel(os), "outputs", n, sizeof n);
-            snprintf(buf, len, "OpenMP parallel for over tiles of %s (one tile up to %d, else tiles of %d), each "
-                     "accumulating its rows, simd across the tile; with fewer than %d tiles and %d rows or more, "
-                     "the rows split into up to %d chunks whose partials are combined in chunk order",
-                     n, XE_COL_WIDE, XE_COL_TILE, XE_COL_FEW_TILES, 2 * XE_COL_CHUNK_ROWS, XE_COL_CHUNKS);
+            snprintf(
+                buf, len,
+                "OpenMP parallel for over tiles of %s (one tile up to %d, else tiles of %d), each "
+                "accumulating its rows, simd across the tile; with fewer than %d tiles and %d rows "
+                "or more, "
+                "the rows split into up to %d chunks whose partials are combined in chunk order",
+                n, XE_COL_WIDE, XE_COL_TILE, XE_COL_FEW_TILES, 2 * XE_COL_CHUNK_ROWS,
+                XE_COL_CHUNKS);
         } else {
             xg_items_text(p, items, "outputs", n, sizeof n);
             snprintf(buf, len, "OpenMP parallel for over %s, simd over each reduced range", n);
@@ -348,7 +399,8 @@ static const char *compiler_words_c(bool is_ptx)
 
 static xe_code compile_c(xg_artifact *a, const xg_options *o, xe_status *st)
 {
-    return xg_cc_compile(o->cc, o->tmp_dir, a->source, o->fast_math, o->compile_timeout_s, &a->code, &a->code_len, &a->log, st);
+    return xg_cc_compile(o->cc, o->tmp_dir, a->source, o->fast_math, o->compile_timeout_s, &a->code,
+                         &a->code_len, &a->log, st);
 }
 
 /*
@@ -374,7 +426,8 @@ static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, 
     const char *tmp = o->tmp_dir;
     char path[512];
     snprintf(path, sizeof path, "%s/xlac-so-XXXXXX", tmp);
-    int fd = mkstemp(path); /* written through its descriptor: the name is never opened again for writing */
+    int fd = mkstemp(
+        path); /* written through its descriptor: the name is never opened again for writing */
     if (fd < 0)
         return xe_fail(st, XE_ERR_COMPILE, "cannot create a temp file in %s: %m", tmp);
     xe_code c = xg_write_fd(fd, path, a->code, a->code_len, st);
@@ -397,8 +450,8 @@ static xe_code load_c(xg_program *p, const xg_artifact *a, const xg_options *o, 
     return c;
 }
 
-static xe_code launch_c(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
-                        xe_status *st)
+static xe_code launch_c(xg_program *p, int step, const xe_type *types, void *const *ptrs,
+                        const int64_t *S, xe_status *st)
 {
     (void)types, (void)st;
     ((xg_c_kernel)p->fn[step])(ptrs, S);
@@ -407,7 +460,8 @@ static xe_code launch_c(xg_program *p, int step, const xe_type *types, void *con
 
 typedef void (*xg_c_panel_kernel)(void *const *B, const int64_t *S, int64_t r0, int64_t r1);
 
-static void run_rows_c(xg_program *p, int step, void *const *ptrs, const int64_t *S, int64_t r0, int64_t r1)
+static void run_rows_c(xg_program *p, int step, void *const *ptrs, const int64_t *S, int64_t r0,
+                       int64_t r1)
 {
     ((xg_c_panel_kernel)p->fn[step])(ptrs, S, r0, r1);
 }
@@ -420,49 +474,54 @@ static void unload_c(xg_program *p)
 }
 
 const xg_backend xg_backend_c = {
-    .info = {.name = "c", .device = "cpu", .uses_arch = false, .system_cc = true, .host_program = true},
-    .render = {
-        .source_ext = "c",
-        .restrict_kw = "restrict",
-        .h2f = "xe_h2f_vec", /* xe_h2f's branches kept a fused f16 loop scalar: 100 ms where the per-op kernels took 11 */
-        .f2h = "xe_f2h_vec",
-        .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
-                     "    for (xg_idx i = 0; i < n; i++) {\n",
-        .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
-                     "    for (xg_idx o = 0; o < O; o++) {\n",
-        .panel_rows_loop = "    for (xg_idx o = r0; o < r1; o++) {\n",
-        .pass_loop = "    for (xg_idx k = 0; k < K; k++) {\n",
-        .barrier = NULL,
-        .first_thread = "",
-        .shared_kw = NULL,
-        .simd_pragmas = true,
-        .row_cache = true,
-        .narrow_index = false,
-        .prelude = prelude_c,
-        .kernel_signature = signature_c,
-        .nest_begin = nest_begin_c,
-        .reduce = reduce_c,
-        .block_reduce = NULL,
-        .plan_header = NULL,
-        .launch_text = launch_text_c,
-    },
-    .compiler = {
-        .arch = no_arch,
-        .compiler_id = compiler_id_c,
-        .compiler_stamp = compiler_stamp_c,
-        .target_text = target_text_c,
-        .code_ext = code_ext_c,
-        .compiler_words = compiler_words_c,
-        .compile = compile_c,
-        .assembly = NULL,
-    },
-    .runner = {
-        .device_arch = no_device_arch,
-        .load = load_c,
-        .launch = launch_c,
-        .run_rows = run_rows_c,
-        .conv_epilogue = xg_c_conv_epilogue,
-        .attention = xg_c_attention,
-        .unload = unload_c,
-    },
+    .info =
+        {.name = "c", .device = "cpu", .uses_arch = false, .system_cc = true, .host_program = true},
+    .render =
+        {
+            .source_ext = "c",
+            .restrict_kw = "restrict",
+            .h2f = "xe_h2f_vec", /* xe_h2f's branches kept a fused f16 loop scalar: 100 ms where the
+                                    per-op kernels took 11 */
+            .f2h = "xe_f2h_vec",
+            .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
+                         "    for (xg_idx i = 0; i < n; i++) {\n",
+            .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
+                         "    for (xg_idx o = 0; o < O; o++) {\n",
+            .panel_rows_loop = "    for (xg_idx o = r0; o < r1; o++) {\n",
+            .pass_loop = "    for (xg_idx k = 0; k < K; k++) {\n",
+            .barrier = NULL,
+            .first_thread = "",
+            .shared_kw = NULL,
+            .simd_pragmas = true,
+            .row_cache = true,
+            .narrow_index = false,
+            .prelude = prelude_c,
+            .kernel_signature = signature_c,
+            .nest_begin = nest_begin_c,
+            .reduce = reduce_c,
+            .block_reduce = NULL,
+            .plan_header = NULL,
+            .launch_text = launch_text_c,
+        },
+    .compiler =
+        {
+            .arch = no_arch,
+            .compiler_id = compiler_id_c,
+            .compiler_stamp = compiler_stamp_c,
+            .target_text = target_text_c,
+            .code_ext = code_ext_c,
+            .compiler_words = compiler_words_c,
+            .compile = compile_c,
+            .assembly = NULL,
+        },
+    .runner =
+        {
+            .device_arch = no_device_arch,
+            .load = load_c,
+            .launch = launch_c,
+            .run_rows = run_rows_c,
+            .conv_epilogue = xg_c_conv_epilogue,
+            .attention = xg_c_attention,
+            .unload = unload_c,
+        },
 };

@@ -1,8 +1,8 @@
 /*
  * The CPU compiler: generated C11 is compiled by the system compiler ($CC,
- * split into words as make does, or cc) into a shared object, in a private temporary folder, with the
- * compiler run directly (posix_spawn, no shell) and its output captured
- * for the error message. The result is the shared object's bytes.
+ * split into words as make does, or cc) into a shared object, in a private temporary folder, with
+ * the compiler run directly (posix_spawn, no shell) and its output captured for the error message.
+ * The result is the shared object's bytes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -97,7 +97,8 @@ static int kill_tool(pid_t pid, int timeout_s, char *why, size_t why_len)
     kill(pid, SIGKILL);
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
         ;
-    snprintf(why, why_len, "killed after the compile timeout of %d s (--compile_timeout_s)", timeout_s);
+    snprintf(why, why_len, "killed after the compile timeout of %d s (--compile_timeout_s)",
+             timeout_s);
     return -1;
 }
 
@@ -144,7 +145,8 @@ static int wait_tool(pid_t pid, int timeout_s, char *why, size_t why_len)
             return -1;
         }
         clock_gettime(CLOCK_MONOTONIC, &now);
-        long left = timeout_s * 1000L - ((now.tv_sec - t0.tv_sec) * 1000L + (now.tv_nsec - t0.tv_nsec) / 1000000);
+        long left = timeout_s * 1000L -
+                    ((now.tv_sec - t0.tv_sec) * 1000L + (now.tv_nsec - t0.tv_nsec) / 1000000);
         if (timeout_s > 0 && left <= 0)
             return kill_tool(pid, timeout_s, why, why_len);
         if (r == 0)
@@ -158,11 +160,13 @@ static int wait_tool(pid_t pid, int timeout_s, char *why, size_t why_len)
  * Returns 0 when it exits 0; otherwise -1 with why set: "exit status 1",
  * "killed by signal 11", or "could not run: No such file or directory".
  */
-static int run_tool(char *const *argv, const char *log_path, int timeout_s, char *why, size_t why_len)
+static int run_tool(char *const *argv, const char *log_path, int timeout_s, char *why,
+                    size_t why_len)
 {
     char tmpdir[4200];
     const char *slash = strrchr(log_path, '/');
-    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%.*s", slash ? (int)(slash - log_path) : 1, slash ? log_path : ".");
+    snprintf(tmpdir, sizeof tmpdir, "TMPDIR=%.*s", slash ? (int)(slash - log_path) : 1,
+             slash ? log_path : ".");
     char **env = tool_environment(tmpdir);
     if (!env) {
         snprintf(why, why_len, "could not run: out of memory");
@@ -170,7 +174,8 @@ static int run_tool(char *const *argv, const char *log_path, int timeout_s, char
     }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW, 0600);
+    posix_spawn_file_actions_addopen(&fa, 1, log_path, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW,
+                                     0600);
     posix_spawn_file_actions_adddup2(&fa, 1, 2);
     posix_spawnattr_t at; /* its own process group, so that a timeout kills all of it */
     posix_spawnattr_init(&at);
@@ -219,7 +224,8 @@ static int cc_words(const char *cc, char *buf, size_t len, char **words, int max
         words[n] = NULL;
         return n;
     }
-    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w && n < max - 1; w = strtok_r(NULL, " \t", &save))
+    for (char *save = NULL, *w = strtok_r(buf, " \t", &save); w && n < max - 1;
+         w = strtok_r(NULL, " \t", &save))
         words[n++] = w;
     if (n == 0) /* an empty $CC: cc */
         words[n++] = "cc";
@@ -262,8 +268,8 @@ static void private_folder_done(const char *dir)
     xg_live_folder_done(dir);
 }
 
-xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool fast_math, int timeout_s, void **so,
-                      size_t *so_len, char **log, xe_status *st)
+xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool fast_math,
+                      int timeout_s, void **so, size_t *so_len, char **log, xe_status *st)
 {
     char dir[512], src[600], out[600], logp[600];
     if (private_folder(tmp, dir, sizeof dir, st) != XE_OK)
@@ -273,15 +279,19 @@ xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool 
     snprintf(logp, sizeof logp, "%s/log.txt", dir);
     xe_code c = create_new(src, source, strlen(source), st);
     if (c == XE_OK) {
-        /* -nodefaultlibs (with -lgcc after the source): the shared object is not linked against libc, whose
-           linker script cost a third of the link; its few libc and libm calls (malloc, erff) bind at dlopen to
-           the process's own, as its libm calls always did. -fopenmp still links libgomp. */
-        static const char *const flags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-w",
-                                            /* after -fno-fast-math, which would turn errno back on: sqrt vectorises */
-                                            "-fno-math-errno", "-ffp-contract=fast", "-nodefaultlibs", "-o"};
-        /* --fast_math is reassociation only: never -ffast-math, whose link of a shared object pulls in
-           crtfastmath.o (FTZ/DAZ set for the whole process at dlopen) and assumes no NaN or infinity */
-        static const char *const fast[] = {"-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"};
+        /* -nodefaultlibs (with -lgcc after the source): the shared object is not linked against
+           libc, whose linker script cost a third of the link; its few libc and libm calls (malloc,
+           erff) bind at dlopen to the process's own, as its libm calls always did. -fopenmp still
+           links libgomp. */
+        static const char *const flags[] = {
+            "-std=c11", "-O3", "-march=native", "-fPIC", "-shared", "-fopenmp", "-w",
+            /* after -fno-fast-math, which would turn errno back on: sqrt vectorises */
+            "-fno-math-errno", "-ffp-contract=fast", "-nodefaultlibs", "-o"};
+        /* --fast_math is reassociation only: never -ffast-math, whose link of a shared object pulls
+           in crtfastmath.o (FTZ/DAZ set for the whole process at dlopen) and assumes no NaN or
+           infinity */
+        static const char *const fast[] = {"-fassociative-math", "-fno-signed-zeros",
+                                           "-fno-trapping-math"};
         char words[1024], why[300], *argv[48];
         int n = cc_words(cc, words, sizeof words, argv, 24);
         argv[n++] = "-fno-fast-math";
@@ -301,7 +311,8 @@ xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool 
         if (rc != 0) {
             char first[300];
             xg_error_line(*log, first, sizeof first);
-            c = xe_fail(st, XE_ERR_COMPILE, "%s failed (%s)%s%s", cc, why, *first ? ": " : "", first);
+            c = xe_fail(st, XE_ERR_COMPILE, "%s failed (%s)%s%s", cc, why, *first ? ": " : "",
+                        first);
         } else {
             c = xg_read_file(out, so, so_len, st);
         }
@@ -319,12 +330,13 @@ xe_code xg_cc_compile(const char *cc, const char *tmp, const char *source, bool 
  * the log's first error line. For the ahead-of-time build, whose sources
  * and output are the user's files.
  */
-xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, bool fast_math, int timeout_s,
-                  char **log, xe_status *st)
+xe_code xg_cc_run(const char *cc, const char *tmp_dir, const char *const *args, bool fast_math,
+                  int timeout_s, char **log, xe_status *st)
 {
-    static const char *const flags[] = {"-std=c11", "-O3", "-march=native", "-fPIC", "-fopenmp", "-w",
-                                        "-fno-math-errno", "-ffp-contract=fast"};
-    static const char *const fast[] = {"-fassociative-math", "-fno-signed-zeros", "-fno-trapping-math"};
+    static const char *const flags[] = {"-std=c11", "-O3", "-march=native",   "-fPIC",
+                                        "-fopenmp", "-w",  "-fno-math-errno", "-ffp-contract=fast"};
+    static const char *const fast[] = {"-fassociative-math", "-fno-signed-zeros",
+                                       "-fno-trapping-math"};
     char dir[512], logp[600], words[1024], why[300], *argv[64];
     if (private_folder(tmp_dir, dir, sizeof dir, st) != XE_OK)
         return st->code;
@@ -429,9 +441,10 @@ bool xg_stamp_file(const char *path, xe_text *out)
     struct stat sb;
     if (!realpath(path, real) || stat(real, &sb) != 0)
         return false;
-    xe_text_printf(out, " %s %llu:%llu:%lld:%lld.%09ld:%lld.%09ld", real, (unsigned long long)sb.st_dev,
-                   (unsigned long long)sb.st_ino, (long long)sb.st_size, (long long)sb.st_mtim.tv_sec,
-                   sb.st_mtim.tv_nsec, (long long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
+    xe_text_printf(out, " %s %llu:%llu:%lld:%lld.%09ld:%lld.%09ld", real,
+                   (unsigned long long)sb.st_dev, (unsigned long long)sb.st_ino,
+                   (long long)sb.st_size, (long long)sb.st_mtim.tv_sec, sb.st_mtim.tv_nsec,
+                   (long long)sb.st_ctim.tv_sec, sb.st_ctim.tv_nsec);
     return true;
 }
 

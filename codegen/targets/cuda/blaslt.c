@@ -47,13 +47,17 @@ static cublasLtEpilogue_t lt_epilogue(const xg_blas_epi *e)
 {
     bool bias = e->bias >= 0;
     switch (e->act) {
-    case XG_EPI_RELU: return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
-    case XG_EPI_GELU: return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
-    default: return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
+    case XG_EPI_RELU:
+        return bias ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_RELU;
+    case XG_EPI_GELU:
+        return bias ? CUBLASLT_EPILOGUE_GELU_BIAS : CUBLASLT_EPILOGUE_GELU;
+    default:
+        return bias ? CUBLASLT_EPILOGUE_BIAS : CUBLASLT_EPILOGUE_DEFAULT;
     }
 }
 
-/* An operand as cuBLASLt sees it (column-major): stored rows x cols of the row-major tensor, swapped. */
+/* An operand as cuBLASLt sees it (column-major): stored rows x cols of the row-major tensor,
+ * swapped. */
 static cublasStatus_t lt_layout(cublasLtMatrixLayout_t *l, const xe_shape *s)
 {
     uint64_t rows = (uint64_t)s->dims[1], cols = (uint64_t)s->dims[0];
@@ -61,7 +65,8 @@ static cublasStatus_t lt_layout(cublasLtMatrixLayout_t *l, const xe_shape *s)
 }
 
 /* The descriptor: transposes (of the swapped operands), epilogue, bias. */
-static cublasStatus_t lt_desc(cublasLtMatmulDesc_t *d, bool tb, bool ta, const xg_blas_epi *e, const void *bias)
+static cublasStatus_t lt_desc(cublasLtMatmulDesc_t *d, bool tb, bool ta, const xg_blas_epi *e,
+                              const void *bias)
 {
     cublasOperation_t opx = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opy = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     cublasLtEpilogue_t epi = lt_epilogue(e);
@@ -73,17 +78,20 @@ static cublasStatus_t lt_desc(cublasLtMatmulDesc_t *d, bool tb, bool ta, const x
     if (s == CUBLAS_STATUS_SUCCESS)
         s = cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_EPILOGUE, &epi, sizeof epi);
     if (s == CUBLAS_STATUS_SUCCESS && bias)
-        s = cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias, sizeof bias);
+        s = cublasLtMatmulDescSetAttribute(*d, CUBLASLT_MATMUL_DESC_BIAS_POINTER, &bias,
+                                           sizeof bias);
     return s;
 }
 
-/* Whether node's transpose attribute is set, flipped when the operand was a transpose read through. */
+/* Whether node's transpose attribute is set, flipped when the operand was a transpose read through.
+ */
 static bool op_transposed(const xe_node *n, const char *attr, bool flip)
 {
     return xe_node_attr_bool(n, attr, false) != flip;
 }
 
-xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st)
+xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs,
+                                xe_status *st)
 {
     const lt_state *lt = xe_device_state(p->device, &lt_key, lt_make);
     if (!lt || lt->status != CUBLAS_STATUS_SUCCESS)
@@ -107,8 +115,9 @@ xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor *
         s = lt_layout(&ld, cs);
     const float one = 1.0f, zero = 0.0f;
     if (s == CUBLAS_STATUS_SUCCESS)
-        s = cublasLtMatmul(lt->handle, d, &one, bufs[ib]->data, lx, bufs[ia]->data, ly, &zero, bufs[e->out]->data, ld,
-                           bufs[e->out]->data, ld, NULL, NULL, 0, (cudaStream_t)xe_device_stream(p->device));
+        s = cublasLtMatmul(lt->handle, d, &one, bufs[ib]->data, lx, bufs[ia]->data, ly, &zero,
+                           bufs[e->out]->data, ld, bufs[e->out]->data, ld, NULL, NULL, 0,
+                           (cudaStream_t)xe_device_stream(p->device));
     if (ld)
         cublasLtMatrixLayoutDestroy(ld);
     if (ly)
@@ -117,11 +126,14 @@ xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor *
         cublasLtMatrixLayoutDestroy(lx);
     if (d)
         cublasLtMatmulDescDestroy(d);
-    return s == CUBLAS_STATUS_SUCCESS ? XE_OK
-           : xe_fail(st, XE_ERR_UNSUPPORTED, "cuBLASLt matmul with epilogue: %s", cublasLtGetStatusString(s));
+    return s == CUBLAS_STATUS_SUCCESS
+               ? XE_OK
+               : xe_fail(st, XE_ERR_UNSUPPORTED, "cuBLASLt matmul with epilogue: %s",
+                         cublasLtGetStatusString(s));
 }
 #else
-xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs, xe_status *st)
+xe_code xg_cuda_matmul_epilogue(xg_program *p, const xg_blas_epi *e, xe_tensor **bufs,
+                                xe_status *st)
 {
     (void)p, (void)e, (void)bufs;
     return xe_fail(st, XE_ERR_UNSUPPORTED, "xlac was built without CUDA");

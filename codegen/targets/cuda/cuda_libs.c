@@ -29,10 +29,13 @@ typedef struct lib {
     char why[400];
 } lib;
 
-static lib cudart = {XG_CUDART_SONAME, XG_CUDART_PATH, "the CUDA runtime", PTHREAD_ONCE_INIT, false, ""};
-static lib cublaslt = {XG_CUBLASLT_SONAME, XG_CUBLASLT_PATH, "cuBLASLt", PTHREAD_ONCE_INIT, false, ""};
+static lib cudart = {XG_CUDART_SONAME,  XG_CUDART_PATH, "the CUDA runtime",
+                     PTHREAD_ONCE_INIT, false,          ""};
+static lib cublaslt = {
+    XG_CUBLASLT_SONAME, XG_CUBLASLT_PATH, "cuBLASLt", PTHREAD_ONCE_INIT, false, ""};
 
-/* The process's copy, else the toolkit's file, else the loader's; NULL (and l->why) when none opens. */
+/* The process's copy, else the toolkit's file, else the loader's; NULL (and l->why) when none
+ * opens. */
 static void *open_lib(lib *l)
 {
     void *h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD);
@@ -42,7 +45,8 @@ static void *open_lib(lib *l)
         h = dlopen(l->soname, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
         const char *e = dlerror();
-        snprintf(l->why, sizeof l->why, "%s (%s) could not be loaded: %s", l->label, l->soname, e ? e : "?");
+        snprintf(l->why, sizeof l->why, "%s (%s) could not be loaded: %s", l->label, l->soname,
+                 e ? e : "?");
     }
     return h;
 }

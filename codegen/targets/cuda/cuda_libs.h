@@ -22,13 +22,26 @@
 
 #include "xlac/status.h"
 
-#define XG_CUDART_FUNCS(X)                                                                                             \
-    X(cudaFree) X(cudaGetErrorString) X(cudaGetLastError) X(cudaLaunchKernel) X(cudaLibraryGetKernel)                 \
-    X(cudaLibraryLoadData) X(cudaLibraryUnload) X(cudaMalloc) X(cudaMemcpyAsync) X(cudaMemsetAsync)                   \
+#define XG_CUDART_FUNCS(X)                                                                         \
+    X(cudaFree)                                                                                    \
+    X(cudaGetErrorString)                                                                          \
+    X(cudaGetLastError)                                                                            \
+    X(cudaLaunchKernel)                                                                            \
+    X(cudaLibraryGetKernel)                                                                        \
+    X(cudaLibraryLoadData)                                                                         \
+    X(cudaLibraryUnload)                                                                           \
+    X(cudaMalloc)                                                                                  \
+    X(cudaMemcpyAsync)                                                                             \
+    X(cudaMemsetAsync)                                                                             \
     X(cudaOccupancyMaxActiveBlocksPerMultiprocessor)
-#define XG_CUBLASLT_FUNCS(X)                                                                                           \
-    X(cublasLtCreate) X(cublasLtGetStatusString) X(cublasLtMatmul) X(cublasLtMatmulDescCreate)                        \
-    X(cublasLtMatmulDescDestroy) X(cublasLtMatmulDescSetAttribute) X(cublasLtMatrixLayoutCreate)                      \
+#define XG_CUBLASLT_FUNCS(X)                                                                       \
+    X(cublasLtCreate)                                                                              \
+    X(cublasLtGetStatusString)                                                                     \
+    X(cublasLtMatmul)                                                                              \
+    X(cublasLtMatmulDescCreate)                                                                    \
+    X(cublasLtMatmulDescDestroy)                                                                   \
+    X(cublasLtMatmulDescSetAttribute)                                                              \
+    X(cublasLtMatrixLayoutCreate)                                                                  \
     X(cublasLtMatrixLayoutDestroy)
 
 #define XG_CUDA_DECLARE(f) extern __typeof__(&f) xg_p_##f;
@@ -63,7 +76,8 @@ xe_code xg_cublaslt_ready(xe_status *st);
 #undef cudaMemsetAsync
 #define cudaMemsetAsync xg_p_cudaMemsetAsync
 #undef cudaOccupancyMaxActiveBlocksPerMultiprocessor
-#define cudaOccupancyMaxActiveBlocksPerMultiprocessor xg_p_cudaOccupancyMaxActiveBlocksPerMultiprocessor
+#define cudaOccupancyMaxActiveBlocksPerMultiprocessor                                              \
+    xg_p_cudaOccupancyMaxActiveBlocksPerMultiprocessor
 #undef cublasLtCreate
 #define cublasLtCreate xg_p_cublasLtCreate
 #undef cublasLtGetStatusString

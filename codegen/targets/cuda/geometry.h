@@ -32,13 +32,14 @@
 #define XG_SPLIT_BLOCKS 1024
 #define XG_COL_TILE 32
 #define XG_COL_SPLIT_MAX 2048
-#define XG_COL_MIN_ROWS 64 /* rows of a chunk, at least */
+#define XG_COL_MIN_ROWS 64    /* rows of a chunk, at least */
 #define XG_ROW_MIN_CHUNK 2048 /* row order: elements of a chunk, at least */
 #define XG_WS_COUNTERS (XG_COL_SPLIT_MAX * XG_COL_TILE * 8)
 #define XG_WS_SPLIT_COUNTER XG_COL_SPLIT_MAX /* index of the one-value split's counter */
 #define XG_WORKSPACE_BYTES (XG_WS_COUNTERS + (XG_COL_SPLIT_MAX + 1) * 4)
 
-/* GPU argmax: a block per output over rows of at least this many elements, else a thread per output. */
+/* GPU argmax: a block per output over rows of at least this many elements, else a thread per
+ * output. */
 #define XG_ARGMAX_BLOCK_K 128
 
 /* The numbers above as the backend's data slot. */

@@ -30,10 +30,20 @@
  * 30 ms of CPU (and 90 ms of wall clock on a loaded machine), CPU-only
  * runs and runs served from the disk cache included.
  */
-#define NVRTC_FUNCS(X)                                                                                                 \
-    X(nvrtcCompileProgram) X(nvrtcCreateProgram) X(nvrtcDestroyProgram) X(nvrtcGetCUBIN) X(nvrtcGetCUBINSize)       \
-    X(nvrtcGetErrorString) X(nvrtcGetNumSupportedArchs) X(nvrtcGetPTX) X(nvrtcGetPTXSize) X(nvrtcGetProgramLog)       \
-    X(nvrtcGetProgramLogSize) X(nvrtcGetSupportedArchs) X(nvrtcVersion)
+#define NVRTC_FUNCS(X)                                                                             \
+    X(nvrtcCompileProgram)                                                                         \
+    X(nvrtcCreateProgram)                                                                          \
+    X(nvrtcDestroyProgram)                                                                         \
+    X(nvrtcGetCUBIN)                                                                               \
+    X(nvrtcGetCUBINSize)                                                                           \
+    X(nvrtcGetErrorString)                                                                         \
+    X(nvrtcGetNumSupportedArchs)                                                                   \
+    X(nvrtcGetPTX)                                                                                 \
+    X(nvrtcGetPTXSize)                                                                             \
+    X(nvrtcGetProgramLog)                                                                          \
+    X(nvrtcGetProgramLogSize)                                                                      \
+    X(nvrtcGetSupportedArchs)                                                                      \
+    X(nvrtcVersion)
 #define DECLARE_FN(f) static __typeof__(&f) p_##f;
 NVRTC_FUNCS(DECLARE_FN)
 #define nvrtcCompileProgram p_nvrtcCompileProgram
@@ -67,13 +77,15 @@ static void nvrtc_load(void)
     if (!h)
         h = dlopen(XG_NVRTC_SONAME, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        snprintf(nvrtc_lib.why, sizeof nvrtc_lib.why, "NVRTC (%s) could not be loaded: %s", XG_NVRTC_SONAME, dlerror());
+        snprintf(nvrtc_lib.why, sizeof nvrtc_lib.why, "NVRTC (%s) could not be loaded: %s",
+                 XG_NVRTC_SONAME, dlerror());
         return;
     }
-#define LOAD_FN(f)                                                                                                     \
-    if (!(p_##f = (__typeof__(p_##f))dlsym(h, #f))) {                                                                \
-        snprintf(nvrtc_lib.why, sizeof nvrtc_lib.why, "NVRTC (%s) has no %s", XG_NVRTC_SONAME, #f);                          \
-        return;                                                                                                        \
+#define LOAD_FN(f)                                                                                 \
+    if (!(p_##f = (__typeof__(p_##f))dlsym(h, #f))) {                                              \
+        snprintf(nvrtc_lib.why, sizeof nvrtc_lib.why, "NVRTC (%s) has no %s", XG_NVRTC_SONAME,     \
+                 #f);                                                                              \
+        return;                                                                                    \
     }
     NVRTC_FUNCS(LOAD_FN)
     nvrtc_lib.loaded = true;
@@ -120,12 +132,14 @@ static char *program_log(nvrtcProgram prog)
 static bool has_minimal(void)
 {
     int major = 0, minor = 0;
-    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS && (major > 12 || (major == 12 && minor >= 4));
+    return nvrtcVersion(&major, &minor) == NVRTC_SUCCESS &&
+           (major > 12 || (major == 12 && minor >= 4));
 }
 
-/* Compiles for "-arch=<target>" (verbose: ptxas's resource report in the log); fills code and log. */
-static nvrtcResult compile_opts(const char *source, const char *target, bool fast_math, bool verbose, bool ptx,
-                                void **code, size_t *len, char **log)
+/* Compiles for "-arch=<target>" (verbose: ptxas's resource report in the log); fills code and log.
+ */
+static nvrtcResult compile_opts(const char *source, const char *target, bool fast_math,
+                                bool verbose, bool ptx, void **code, size_t *len, char **log)
 {
     nvrtcProgram prog;
     nvrtcResult r = nvrtcCreateProgram(&prog, source, "xlac_cluster.cu", 0, NULL, NULL);
@@ -133,7 +147,8 @@ static nvrtcResult compile_opts(const char *source, const char *target, bool fas
         return r;
     char arch[64];
     snprintf(arch, sizeof arch, "-arch=%s", target);
-    /* index variables an index map computes but a load does not use are fine: no warnings 177, 550 for them */
+    /* index variables an index map computes but a load does not use are fine: no warnings 177, 550
+     * for them */
     const char *opts[6] = {"--std=c++17", arch, "--diag-suppress=177,550"};
     int n = 3;
     if (has_minimal())
@@ -158,8 +173,8 @@ static nvrtcResult compile_opts(const char *source, const char *target, bool fas
     return r;
 }
 
-static nvrtcResult compile(const char *source, const char *target, bool fast_math, bool ptx, void **code,
-                           size_t *len, char **log)
+static nvrtcResult compile(const char *source, const char *target, bool fast_math, bool ptx,
+                           void **code, size_t *len, char **log)
 {
     return compile_opts(source, target, fast_math, false, ptx, code, len, log);
 }
@@ -255,7 +270,8 @@ static char *joined_logs(const part *pts, int n)
     return log;
 }
 
-/* Compiles the parts, the first on this thread, the others on their own; the first failure, or success. */
+/* Compiles the parts, the first on this thread, the others on their own; the first failure, or
+ * success. */
 static nvrtcResult compile_parts(part *pts, int n)
 {
     pthread_t th[XG_MAX_CUBINS];
@@ -292,8 +308,8 @@ static nvrtcResult pack_parts(part *pts, int n, void **code, size_t *len)
     return *code ? NVRTC_SUCCESS : NVRTC_ERROR_OUT_OF_MEMORY;
 }
 
-static nvrtcResult compile_split(const char *source, const char *target, bool fast_math, int parts, void **code,
-                                 size_t *len, char **log)
+static nvrtcResult compile_split(const char *source, const char *target, bool fast_math, int parts,
+                                 void **code, size_t *len, char **log)
 {
     size_t at[256];
     int nk = kernel_starts(source, at, 256);
@@ -332,15 +348,18 @@ static nvrtcResult compile_split(const char *source, const char *target, bool fa
 static int compile_threads(void)
 {
     cpu_set_t set;
-    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : (int)sysconf(_SC_NPROCESSORS_ONLN);
+    int n = sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set)
+                                                        : (int)sysconf(_SC_NPROCESSORS_ONLN);
     double load;
     if (getloadavg(&load, 1) == 1)
         n = n - (int)(load + 0.5) + 1;
     return n < 1 ? 1 : n > 8 ? 8 : n;
 }
 
-/* A compile's result as a status: on failure the code is freed and the log's first error line named. */
-static xe_code compile_result(nvrtcResult r, const char *target, void **code, char **log, xe_status *st)
+/* A compile's result as a status: on failure the code is freed and the log's first error line
+ * named. */
+static xe_code compile_result(nvrtcResult r, const char *target, void **code, char **log,
+                              xe_status *st)
 {
     if (r == NVRTC_SUCCESS)
         return XE_OK;
@@ -352,8 +371,8 @@ static xe_code compile_result(nvrtcResult r, const char *target, void **code, ch
                    *first ? first : "no log");
 }
 
-xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int parts, void **code, size_t *len,
-                               char **log, xe_status *st)
+xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int parts, void **code,
+                               size_t *len, char **log, xe_status *st)
 {
     char target[32];
     snprintf(target, sizeof target, "sm_%d", arch);
@@ -366,8 +385,8 @@ xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int
     return compile_result(r, target, code, log, st);
 }
 
-xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len, bool *is_ptx,
-                         char **log, xe_status *st)
+xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len,
+                         bool *is_ptx, char **log, xe_status *st)
 {
     char target[32];
     if (!nvrtc_ready()) {
@@ -382,10 +401,12 @@ xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **co
         *code = NULL;
         if (log)
             *log = NULL;
-        return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s) knows no architecture up to sm_%d", xg_nvrtc_version(NULL), arch);
+        return xe_fail(st, XE_ERR_COMPILE, "NVRTC (%s) knows no architecture up to sm_%d",
+                       xg_nvrtc_version(NULL), arch);
     }
     if (!*is_ptx) /* a cubin: the kernels in parts, on the CPUs there are */
-        return xg_nvrtc_compile_parts(source, arch, fast_math, compile_threads(), code, len, log, st);
+        return xg_nvrtc_compile_parts(source, arch, fast_math, compile_threads(), code, len, log,
+                                      st);
     snprintf(target, sizeof target, "compute_%d", known);
     *code = NULL;
     nvrtcResult r = compile(source, target, fast_math, true, code, len, log);
@@ -454,8 +475,8 @@ int xg_nvrtc_arch_for(int arch)
     return 0;
 }
 
-xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len, bool *is_ptx,
-                         char **log, xe_status *st)
+xe_code xg_nvrtc_compile(const char *source, int arch, bool fast_math, void **code, size_t *len,
+                         bool *is_ptx, char **log, xe_status *st)
 {
     (void)source, (void)arch, (void)fast_math, (void)len, (void)is_ptx;
     *code = NULL;
@@ -475,8 +496,8 @@ char *xg_nvrtc_resource_report(const char *source, int arch, bool fast_math)
     return NULL;
 }
 
-xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int parts, void **code, size_t *len,
-                               char **log, xe_status *st)
+xe_code xg_nvrtc_compile_parts(const char *source, int arch, bool fast_math, int parts, void **code,
+                               size_t *len, char **log, xe_status *st)
 {
     (void)source, (void)arch, (void)fast_math, (void)parts, (void)len;
     *code = NULL;

@@ -25,9 +25,9 @@
 typedef struct cuda_state {
     cudaLibrary_t libs[XG_MAX_CUBINS]; /* one per cubin of the artifact (a pack holds several) */
     int n_libs;
-    void *workspace;           /* XG_WORKSPACE_BYTES of device memory (split reductions), zeroed */
-    int64_t *max_blocks;       /* per step: blocks resident on the device at once (SMs x occupancy) */
-    void *dargs;               /* xg_args_in_memory: the argument block's device copy, written per launch */
+    void *workspace;     /* XG_WORKSPACE_BYTES of device memory (split reductions), zeroed */
+    int64_t *max_blocks; /* per step: blocks resident on the device at once (SMs x occupancy) */
+    void *dargs; /* xg_args_in_memory: the argument block's device copy, written per launch */
     pthread_mutex_t args_lock; /* ... and held from that write to the launch that reads it */
 } cuda_state;
 
@@ -39,11 +39,13 @@ static xe_code cuda_check(cudaError_t e, const char *what, xe_status *st)
     return xe_fail(st, XE_ERR_COMPILE, "%s: %s", what, cudaGetErrorString(e));
 }
 
-/* Blocks of kernel k resident on the device at once: the SM count times its occupancy (at least 1 each). */
+/* Blocks of kernel k resident on the device at once: the SM count times its occupancy (at least 1
+ * each). */
 static int64_t resident_blocks(xe_device dev, cudaKernel_t k)
 {
     int per_sm = 1;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, XG_THREADS, 0) != cudaSuccess) {
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, (const void *)k, XG_THREADS, 0) !=
+        cudaSuccess) {
         cudaGetLastError(); /* not left for the next launch check */
         per_sm = 1;
     }
@@ -83,8 +85,8 @@ static xe_code load_libraries(cuda_state *cs, const xg_artifact *a, xe_status *s
     for (int i = 0; i < (n ? n : 1); i++) {
         size_t len = a->code_len;
         const void *image = n ? xg_cubins_get(a->code, i, &len) : a->code;
-        if (cuda_check(cudaLibraryLoadData(&cs->libs[i], image, NULL, NULL, 0, NULL, NULL, 0), "cudaLibraryLoadData",
-                       st) != XE_OK)
+        if (cuda_check(cudaLibraryLoadData(&cs->libs[i], image, NULL, NULL, 0, NULL, NULL, 0),
+                       "cudaLibraryLoadData", st) != XE_OK)
             return st->code;
         cs->n_libs = i + 1;
     }
@@ -95,7 +97,8 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, x
 {
     (void)o;
     if (!xe_device_available(p->device))
-        return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s", xe_device_unavailable_reason(p->device));
+        return xe_fail(st, XE_ERR_DEVICE, "no CUDA device: %s",
+                       xe_device_unavailable_reason(p->device));
     if (xg_cudart_ready(st) != XE_OK)
         return st->code;
     cuda_state *cs = calloc(1, sizeof *cs);
@@ -103,8 +106,10 @@ xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, x
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (load_libraries(cs, a, st) != XE_OK)
         return st->code;
-    if (cuda_check(cudaMalloc(&cs->workspace, XG_WORKSPACE_BYTES), "cudaMalloc (workspace)", st) != XE_OK ||
-        cuda_check(cudaMemsetAsync(cs->workspace, 0, XG_WORKSPACE_BYTES, (cudaStream_t)xe_device_stream(p->device)),
+    if (cuda_check(cudaMalloc(&cs->workspace, XG_WORKSPACE_BYTES), "cudaMalloc (workspace)", st) !=
+            XE_OK ||
+        cuda_check(cudaMemsetAsync(cs->workspace, 0, XG_WORKSPACE_BYTES,
+                                   (cudaStream_t)xe_device_stream(p->device)),
                    "cudaMemsetAsync (workspace)", st) != XE_OK)
         return st->code;
     if (xg_args_in_memory(p->plan)) {
@@ -158,11 +163,12 @@ static cudaError_t launch_with(xg_program *p, int step, unsigned blocks, char *a
     return e;
 }
 
-xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
-                       xe_status *st)
+xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs,
+                       const int64_t *S, xe_status *st)
 {
     cuda_state *cs = p->priv;
-    int64_t blocks = xg_launch_blocks(p->plan, step, types, &xg_cuda_geometry, cs->max_blocks[step]);
+    int64_t blocks =
+        xg_launch_blocks(p->plan, step, types, &xg_cuda_geometry, cs->max_blocks[step]);
     if (blocks <= 0)
         return XE_OK;
     size_t need = xg_pack_args(p->plan, NULL, NULL, NULL, NULL, 0);
@@ -177,7 +183,9 @@ xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *cons
         e = cudaGetLastError();
     else
         cudaGetLastError(); /* not left for the per-op fallback's launch check */
-    return e == cudaSuccess ? XE_OK : xe_fail(st, XE_ERR_DEVICE, "launch of xg_k%d: %s", step, cudaGetErrorString(e));
+    return e == cudaSuccess
+               ? XE_OK
+               : xe_fail(st, XE_ERR_DEVICE, "launch of xg_k%d: %s", step, cudaGetErrorString(e));
 }
 #else
 xe_code xg_cuda_load(xg_program *p, const xg_artifact *a, const xg_options *o, xe_status *st)
@@ -191,8 +199,8 @@ void xg_cuda_unload(xg_program *p)
     (void)p;
 }
 
-xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs, const int64_t *S,
-                       xe_status *st)
+xe_code xg_cuda_launch(xg_program *p, int step, const xe_type *types, void *const *ptrs,
+                       const int64_t *S, xe_status *st)
 {
     (void)p, (void)step, (void)types, (void)ptrs, (void)S;
     return xe_fail(st, XE_ERR_COMPILE, "xlac was built without CUDA");

@@ -38,16 +38,24 @@ typedef struct cast_job {
 static uint64_t int_bits(const void *p, xe_dtype dt)
 {
     switch (dt) {
-    case XE_I32: return (uint64_t)(int64_t) * (const int32_t *)p;
-    case XE_I64: return (uint64_t) * (const int64_t *)p;
+    case XE_I32:
+        return (uint64_t)(int64_t) * (const int32_t *)p;
+    case XE_I64:
+        return (uint64_t) * (const int64_t *)p;
     case XE_I8:
     case XE_I4:
-    case XE_I2: return (uint64_t)(int64_t) * (const int8_t *)p;
-    case XE_I16: return (uint64_t)(int64_t) * (const int16_t *)p;
-    case XE_U16: return *(const uint16_t *)p;
-    case XE_U32: return *(const uint32_t *)p;
-    case XE_U64: return *(const uint64_t *)p;
-    default: return *(const uint8_t *)p; /* u8, bool */
+    case XE_I2:
+        return (uint64_t)(int64_t) * (const int8_t *)p;
+    case XE_I16:
+        return (uint64_t)(int64_t) * (const int16_t *)p;
+    case XE_U16:
+        return *(const uint16_t *)p;
+    case XE_U32:
+        return *(const uint32_t *)p;
+    case XE_U64:
+        return *(const uint64_t *)p;
+    default:
+        return *(const uint8_t *)p; /* u8, bool */
     }
 }
 
@@ -55,20 +63,37 @@ static uint64_t int_bits(const void *p, xe_dtype dt)
 static bool store_int_bits(void *out, xe_dtype to, int64_t k, uint64_t v)
 {
     switch (to) {
-    case XE_I32: ((int32_t *)out)[k] = (int32_t)(uint32_t)v; return true;
-    case XE_I64: ((int64_t *)out)[k] = (int64_t)v; return true;
+    case XE_I32:
+        ((int32_t *)out)[k] = (int32_t)(uint32_t)v;
+        return true;
+    case XE_I64:
+        ((int64_t *)out)[k] = (int64_t)v;
+        return true;
     case XE_U8:
-    case XE_I8: ((uint8_t *)out)[k] = (uint8_t)v; return true;
+    case XE_I8:
+        ((uint8_t *)out)[k] = (uint8_t)v;
+        return true;
     case XE_I16:
-    case XE_U16: ((uint16_t *)out)[k] = (uint16_t)v; return true;
-    case XE_U32: ((uint32_t *)out)[k] = (uint32_t)v; return true;
-    case XE_U64: ((uint64_t *)out)[k] = v; return true;
-    case XE_BOOL: ((uint8_t *)out)[k] = v != 0; return true;
+    case XE_U16:
+        ((uint16_t *)out)[k] = (uint16_t)v;
+        return true;
+    case XE_U32:
+        ((uint32_t *)out)[k] = (uint32_t)v;
+        return true;
+    case XE_U64:
+        ((uint64_t *)out)[k] = v;
+        return true;
+    case XE_BOOL:
+        ((uint8_t *)out)[k] = v != 0;
+        return true;
     case XE_I4:
     case XE_U4:
     case XE_I2:
-    case XE_U2: ((uint8_t *)out)[k] = xe_subbyte_wrap((int64_t)v, to); return true;
-    default: return false;
+    case XE_U2:
+        ((uint8_t *)out)[k] = xe_subbyte_wrap((int64_t)v, to);
+        return true;
+    default:
+        return false;
     }
 }
 
@@ -79,15 +104,25 @@ static void int_to_float(const cast_job *c, int64_t k, uint64_t v, bool is_signe
     void *out = c->out;
     xe_dtype to = c->to;
     if (xe_dtype_is_lowp_float(to)) {
-        ((uint8_t *)out)[k] = xe_f8_from_f64(is_signed ? (double)(int64_t)v : (double)v, to, c->saturate);
+        ((uint8_t *)out)[k] =
+            xe_f8_from_f64(is_signed ? (double)(int64_t)v : (double)v, to, c->saturate);
         return;
     }
     switch (to) {
-    case XE_F64: ((double *)out)[k] = is_signed ? (double)(int64_t)v : (double)v; break;
-    case XE_F32: ((float *)out)[k] = f; break;
-    case XE_F16: ((xe_f16 *)out)[k] = xe_f32_to_f16(f); break;
-    case XE_BF16: ((uint16_t *)out)[k] = xe_f2bf(f); break;
-    default: break;
+    case XE_F64:
+        ((double *)out)[k] = is_signed ? (double)(int64_t)v : (double)v;
+        break;
+    case XE_F32:
+        ((float *)out)[k] = f;
+        break;
+    case XE_F16:
+        ((xe_f16 *)out)[k] = xe_f32_to_f16(f);
+        break;
+    case XE_BF16:
+        ((uint16_t *)out)[k] = xe_f2bf(f);
+        break;
+    default:
+        break;
     }
 }
 
@@ -107,7 +142,8 @@ static void cast_one(const cast_job *c, const void *p, int64_t k)
         ((uint16_t *)c->out)[k] = xe_f2bf(*(const float *)p);
         return;
     }
-    xe_store_f64(c->out, c->to, k, xe_load_f64(p, c->dt, 0)); /* exact for f16 bf16 f32 f64 sources */
+    xe_store_f64(c->out, c->to, k,
+                 xe_load_f64(p, c->dt, 0)); /* exact for f16 bf16 f32 f64 sources */
 }
 
 /* Below this many elements, one thread. */
@@ -117,8 +153,8 @@ static void cast_one(const cast_job *c, const void *p, int64_t k)
     do {                                                                                           \
         const TI *x = a->in[0]->data;                                                              \
         TO *y = a->out->data;                                                                      \
-        _Pragma("omp parallel for schedule(static) if (n >= PARALLEL_MIN)")                        \
-        for (int64_t i = 0; i < n; i++)                                                            \
+        _Pragma("omp parallel for schedule(static) if (n >= PARALLEL_MIN)") for (int64_t i = 0;    \
+                                                                                 i < n; i++)       \
             y[i] = EXPR;                                                                           \
         return true;                                                                               \
     } while (0)
@@ -165,7 +201,9 @@ xe_code xe_cpu_cast(const xe_kernel_args *a, xe_status *st)
     (void)st;
     if (cast_fast(a))
         return XE_OK;
-    cast_job c = {.dt = a->in[0]->dtype, .to = a->out->dtype, .out = a->out->data,
+    cast_job c = {.dt = a->in[0]->dtype,
+                  .to = a->out->dtype,
+                  .out = a->out->data,
                   .saturate = xe_node_attr_bool(a->node, "saturate", true)};
     const char *src = a->in[0]->data;
     size_t es = xe_dtype_size(c.dt);

@@ -82,7 +82,6 @@ __attribute__((destructor)) static void cache_drain(void)
     cache.bytes = 0;
 }
 
-
 static void *host_alloc(void *ctx, size_t bytes, xe_status *st)
 {
     (void)ctx;
@@ -96,7 +95,7 @@ const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT] = {
 #define CPU_KERNEL(k) [XE_KERNEL_##k] = xe_cpu_##k,
     XE_KERNEL_LIST(CPU_KERNEL)
 #undef CPU_KERNEL
-    [XE_KERNEL_unique] = xe_cpu_unique,
+        [XE_KERNEL_unique] = xe_cpu_unique,
     [XE_KERNEL_nonzero] = xe_cpu_nonzero,
 };
 

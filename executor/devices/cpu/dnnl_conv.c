@@ -11,11 +11,10 @@
  * the output back, through per-thread scratch buffers, except where the
  * caller says a side is already NHWC (XE_DNNL_SRC_NHWC, _DST_NHWC: the
  * convs of a compiled cluster's chain hand each other channels-last
- * values, codegen/plan/layout.c), which nhwc primitives read in place. Constant weights (a const node of the
- * graph: model weights) are converted once, when the primitive is made,
- * and kept beside it; other weights are converted per run. Groups are
- * oneDNN's grouped weights [g, M/g, C/g, kh, kw]; depthwise is the case
- * C/g = M/g = 1. The algorithm is always direct: the Winograd variant
+ * values, codegen/plan/layout.c), which nhwc primitives read in place. Constant weights (a const
+ * node of the graph: model weights) are converted once, when the primitive is made, and kept beside
+ * it; other weights are converted per run. Groups are oneDNN's grouped weights [g, M/g, C/g, kh,
+ * kw]; depthwise is the case C/g = M/g = 1. The algorithm is always direct: the Winograd variant
  * rounds differently and is not what the reference computes.
  *
  * What oneDNN refuses (status unimplemented) comes back as
@@ -30,15 +29,15 @@
 
 /* One node's primitive for one geometry, and everything made with it. */
 typedef struct conv_prim {
-    xe_window p;                     /* the geometry it was made for */
-    bool bias;                       /* made with a bias input */
-    unsigned post;                   /* XE_DNNL_POST_* applied to the output */
-    const void *w_const;             /* constant weights packed into w_packed; NULL: per run */
+    xe_window p;         /* the geometry it was made for */
+    bool bias;           /* made with a bias input */
+    unsigned post;       /* XE_DNNL_POST_* applied to the output */
+    const void *w_const; /* constant weights packed into w_packed; NULL: per run */
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t conv, src_in, w_in, dst_out; /* reorders NULL where layouts agree */
-    dnnl_primitive_t dst_in;         /* XE_DNNL_POST_SUM: the residual into dst's layout (NULL: same) */
+    dnnl_primitive_t dst_in; /* XE_DNNL_POST_SUM: the residual into dst's layout (NULL: same) */
     dnnl_memory_desc_t src_plain, src_md, w_plain, w_md, b_md, dst_plain, dst_md;
-    void *w_packed;                  /* constant weights in w_md */
+    void *w_packed; /* constant weights in w_md */
 } conv_prim;
 
 static void conv_prim_free(void *data)
@@ -87,7 +86,8 @@ static bool post_act(unsigned post, dnnl_alg_kind_t *alg, float *alpha)
 }
 
 /* The post-ops of c->post: the residual summed into the output first, then the activation. */
-static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n, xe_status *st)
+static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n,
+                         xe_status *st)
 {
     *attr = NULL;
     if (!(c->post & ~(unsigned)XE_DNNL_LAYOUTS)) /* layout bits alone: no post-op */
@@ -111,7 +111,8 @@ static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const 
     return xe_dnnl_check(s, n, "post-ops", st);
 }
 
-/* The plain (NCHW, or NHWC where c->post says so; OIHW or GOIHW; x) layouts of the four operands. */
+/* The plain (NCHW, or NHWC where c->post says so; OIHW or GOIHW; x) layouts of the four operands.
+ */
 static void plain_mds(conv_prim *c, dnnl_memory_desc_t *any_src, dnnl_memory_desc_t *any_w,
                       dnnl_memory_desc_t *any_dst)
 {
@@ -244,8 +245,7 @@ static const void *weights_for_run(const conv_prim *c, const void *w, const xe_n
         xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", n->name);
         return NULL;
     }
-    return xe_dnnl_reorder_run(c->w_in, &c->w_plain, w, &c->w_md, buf, n, st) == XE_OK ? buf
-                                                                                       : NULL;
+    return xe_dnnl_reorder_run(c->w_in, &c->w_plain, w, &c->w_md, buf, n, st) == XE_OK ? buf : NULL;
 }
 
 /* The output buffer in dst's layout, holding the residual when the primitive sums it in: *dst. */
@@ -260,7 +260,8 @@ static xe_code dst_for_run(const conv_prim *c, const xe_kernel_args *a, const xe
     if (!(c->post & XE_DNNL_POST_SUM))
         return XE_OK;
     if (c->dst_in)
-        return xe_dnnl_reorder_run(c->dst_in, &c->dst_plain, residual->data, &c->dst_md, *dst, n, st);
+        return xe_dnnl_reorder_run(c->dst_in, &c->dst_plain, residual->data, &c->dst_md, *dst, n,
+                                   st);
     if (*dst != residual->data)
         memcpy(*dst, residual->data, residual->nbytes);
     return XE_OK;
@@ -292,8 +293,7 @@ static xe_code conv_run(const conv_prim *c, const xe_kernel_args *a, const xe_te
     if (xe_dnnl_execute(c->conv, args, c->bias ? 4 : 3, n, st) != XE_OK)
         return st->code;
     if (c->dst_out)
-        return xe_dnnl_reorder_run(c->dst_out, &c->dst_md, dst, &c->dst_plain, a->out->data, n,
-                                   st);
+        return xe_dnnl_reorder_run(c->dst_out, &c->dst_md, dst, &c->dst_plain, a->out->data, n, st);
     return XE_OK;
 }
 

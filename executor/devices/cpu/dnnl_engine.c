@@ -95,9 +95,9 @@ xe_code xe_dnnl_check(dnnl_status_t s, const xe_node *n, const char *what, xe_st
 {
     if (s == dnnl_success)
         return XE_OK;
-    xe_code c = s == dnnl_out_of_memory ? XE_ERR_NOMEM
-              : s == dnnl_unimplemented ? XE_ERR_UNSUPPORTED
-                                        : XE_ERR_RUNTIME;
+    xe_code c = s == dnnl_out_of_memory   ? XE_ERR_NOMEM
+                : s == dnnl_unimplemented ? XE_ERR_UNSUPPORTED
+                                          : XE_ERR_RUNTIME;
     return xe_fail(st, c, "node %s (%s): oneDNN %s failed (status %d)", n ? n->name : "?",
                    n ? xe_op_name(n->op) : "?", what, (int)s);
 }
@@ -138,8 +138,8 @@ xe_code xe_dnnl_reorder_make(const dnnl_memory_desc_t *from, const dnnl_memory_d
     return xe_dnnl_check(s, n, "reorder", st);
 }
 
-xe_code xe_dnnl_execute(dnnl_primitive_t p, const xe_dnnl_arg *args, int n_args,
-                        const xe_node *n, xe_status *st)
+xe_code xe_dnnl_execute(dnnl_primitive_t p, const xe_dnnl_arg *args, int n_args, const xe_node *n,
+                        xe_status *st)
 {
     dnnl_stream_t stream = xe_dnnl_stream();
     if (!stream)

@@ -49,8 +49,8 @@ typedef struct xe_dnnl_arg {
     const void *data;
 } xe_dnnl_arg;
 /* Executes primitive p with n_args arguments, memory objects wrapped around the callers' data. */
-xe_code xe_dnnl_execute(dnnl_primitive_t p, const xe_dnnl_arg *args, int n_args,
-                        const xe_node *n, xe_status *st);
+xe_code xe_dnnl_execute(dnnl_primitive_t p, const xe_dnnl_arg *args, int n_args, const xe_node *n,
+                        xe_status *st);
 
 /* A primitive of descriptor desc (attr may be NULL) and its descriptor, in *prim and *pd. */
 xe_code xe_dnnl_primitive(const_dnnl_op_desc_t desc, const_dnnl_primitive_attr_t attr,
@@ -95,7 +95,8 @@ enum {
     XE_DNNL_POST_SILU = 1 << 4,      /* out = out * sigmoid(out) (swish, beta 1) */
     XE_DNNL_POST_HARDSWISH = 1 << 5, /* out = out * min(max(out / 6 + 1/2, 0), 1) */
     /* Layouts, not post-ops: the input (SRC) or the output and residual (DST), typed [N, C, H, W],
-       are channels-last (NHWC) in memory: a compiled cluster's chain of convs (codegen/plan/layout.c). */
+       are channels-last (NHWC) in memory: a compiled cluster's chain of convs
+       (codegen/plan/layout.c). */
     XE_DNNL_SRC_NHWC = 1 << 6,
     XE_DNNL_DST_NHWC = 1 << 7,
     XE_DNNL_LAYOUTS = XE_DNNL_SRC_NHWC | XE_DNNL_DST_NHWC,

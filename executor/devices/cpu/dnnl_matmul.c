@@ -1,7 +1,7 @@
 /*
- * matmul (f32, and u8/i8 x i8 into an exact i32) on the CPU engine: one oneDNN matmul primitive per node and
- * operand shapes, made on the node's first run at those shapes and kept on
- * the shelf of its kernel cache (dnnl_engine.h), for every form matmul.c accepts: 1-D operands promoted, batch
+ * matmul (f32, and u8/i8 x i8 into an exact i32) on the CPU engine: one oneDNN matmul primitive per
+ * node and operand shapes, made on the node's first run at those shapes and kept on the shelf of
+ * its kernel cache (dnnl_engine.h), for every form matmul.c accepts: 1-D operands promoted, batch
  * dims broadcast (oneDNN broadcasts a batch dim of 1), transpose_a/_b as
  * the operand's strides (no copy).
  *
@@ -55,7 +55,7 @@ typedef struct mm_key {
 typedef struct mm_prim {
     mm_key key;
     dnnl_primitive_desc_t pd;
-    dnnl_primitive_t mm, b_in;         /* b_in: plain -> packed, NULL when none is needed */
+    dnnl_primitive_t mm, b_in; /* b_in: plain -> packed, NULL when none is needed */
     dnnl_memory_desc_t a_md, b_plain, b_md, c_md;
     void *b_packed;
 } mm_prim;
@@ -77,15 +77,13 @@ static void mm_prim_free(void *data)
 
 static bool shape_eq(const xe_shape *x, const xe_shape *y)
 {
-    return x->rank == y->rank &&
-           memcmp(x->dims, y->dims, sizeof(int64_t) * (size_t)x->rank) == 0;
+    return x->rank == y->rank && memcmp(x->dims, y->dims, sizeof(int64_t) * (size_t)x->rank) == 0;
 }
 
 static bool key_eq(const mm_key *x, const mm_key *y)
 {
-    return shape_eq(&x->a, &y->a) && shape_eq(&x->b, &y->b) && x->ta == y->ta &&
-           x->tb == y->tb && x->b_const == y->b_const && x->at == y->at && x->bt == y->bt &&
-           x->half == y->half;
+    return shape_eq(&x->a, &y->a) && shape_eq(&x->b, &y->b) && x->ta == y->ta && x->tb == y->tb &&
+           x->b_const == y->b_const && x->at == y->at && x->bt == y->bt && x->half == y->half;
 }
 
 /*
@@ -144,7 +142,8 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
     dnnl_matmul_desc_t d;
     if (k->b_const) { /* try the layout the primitive prefers */
         dnnl_memory_desc_t any = m->b_plain;
-        dnnl_memory_desc_init_by_tag(&any, r, m->b_plain.dims, k->half ? dnnl_f32 : k->bt, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&any, r, m->b_plain.dims, k->half ? dnnl_f32 : k->bt,
+                                     dnnl_format_tag_any);
         xe_status ignore;
         xe_status_clear(&ignore);
         if (dnnl_matmul_desc_init(&d, &m->a_md, &any, NULL, &m->c_md) == dnnl_success &&
@@ -153,7 +152,8 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
             return xe_dnnl_reorder_make(&m->b_plain, &m->b_md, &m->b_in, n, st);
         }
     }
-    if (k->half && k->b_const) /* f16 weights must be widened: without the packing reorder, the loop */
+    if (k->half &&
+        k->b_const) /* f16 weights must be widened: without the packing reorder, the loop */
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (matmul): f16 weights not packed", n->name);
     m->b_md = m->b_plain;
     if (xe_dnnl_check(dnnl_matmul_desc_init(&d, &m->a_md, &m->b_plain, NULL, &m->c_md), n,
@@ -238,7 +238,8 @@ static void fold_batch(mm_key *k)
     k->b.dims[1] = bc;
 }
 
-/* Whether oneDNN's int8 products are exact here: its effective ISA has VNNI (AVX-512 or AVX2 VNNI). */
+/* Whether oneDNN's int8 products are exact here: its effective ISA has VNNI (AVX-512 or AVX2 VNNI).
+ */
 static bool int8_exact(void)
 {
     static _Atomic int known; /* 0: not asked yet, 1: no, 2: yes */
@@ -252,8 +253,8 @@ static bool int8_exact(void)
 }
 
 /* The product on m's primitive: A at a, B at b (unless packed), C at c. */
-static xe_code run_plain(const xe_kernel_args *ka, const mm_prim *m, const void *a, const void *b, void *c,
-                         xe_status *st)
+static xe_code run_plain(const xe_kernel_args *ka, const mm_prim *m, const void *a, const void *b,
+                         void *c, xe_status *st)
 {
     xe_dnnl_arg args[3] = {{DNNL_ARG_SRC, &m->a_md, a},
                            {DNNL_ARG_WEIGHTS, &m->b_md, m->b_packed ? m->b_packed : b},
@@ -276,12 +277,15 @@ static void convert_half(const void *from, void *to, int64_t n, bool to_half)
 /* An f16 product: A (and B unless packed) widened into scratch, C in f32 scratch, rounded once. */
 static xe_code run_half(const xe_kernel_args *a, const mm_prim *m, xe_status *st)
 {
-    int64_t na = xe_tensor_numel(a->in[0]), nb = xe_tensor_numel(a->in[1]), nc = xe_tensor_numel(a->out);
+    int64_t na = xe_tensor_numel(a->in[0]), nb = xe_tensor_numel(a->in[1]),
+            nc = xe_tensor_numel(a->out);
     float *fa = xe_dnnl_scratch(XE_DNNL_SCRATCH_SRC, (size_t)na * sizeof(float));
     float *fc = xe_dnnl_scratch(XE_DNNL_SCRATCH_DST, (size_t)nc * sizeof(float));
-    float *fb = m->b_packed ? NULL : xe_dnnl_scratch(XE_DNNL_SCRATCH_WEIGHTS, (size_t)nb * sizeof(float));
+    float *fb =
+        m->b_packed ? NULL : xe_dnnl_scratch(XE_DNNL_SCRATCH_WEIGHTS, (size_t)nb * sizeof(float));
     if (!fa || !fc || (!m->b_packed && !fb))
-        return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory widening f16", a->node->name);
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory widening f16",
+                       a->node->name);
     convert_half(a->in[0]->data, fa, na, false);
     if (fb)
         convert_half(a->in[1]->data, fb, nb, false);
@@ -299,7 +303,8 @@ static bool engine_types(const xe_kernel_args *a, mm_key *k)
         k->at = k->bt = k->ct = dnnl_f32;
         return true;
     }
-    if (x == XE_F16 && y == XE_F16 && z == XE_F16) { /* computed in f32; constant weights packed from f16 */
+    if (x == XE_F16 && y == XE_F16 &&
+        z == XE_F16) { /* computed in f32; constant weights packed from f16 */
         k->half = true;
         k->at = k->ct = dnnl_f32;
         k->bt = a->cache && xe_dnnl_input_is_const(a, 1) ? dnnl_f16 : dnnl_f32;
@@ -316,7 +321,8 @@ static bool engine_types(const xe_kernel_args *a, mm_key *k)
 
 xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
 {
-    mm_key k = {.a = a->in[0]->shape, .b = a->in[1]->shape,
+    mm_key k = {.a = a->in[0]->shape,
+                .b = a->in[1]->shape,
                 .ta = xe_node_attr_bool(a->node, "transpose_a", false),
                 .tb = xe_node_attr_bool(a->node, "transpose_b", false)};
     fold_batch(&k);
@@ -329,7 +335,8 @@ xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
     mm_prim *m = mm_prim_get(a, &k, &owned, st);
     if (!m)
         return st->code;
-    xe_code r = k.half ? run_half(a, m, st) : run_plain(a, m, a->in[0]->data, a->in[1]->data, a->out->data, st);
+    xe_code r = k.half ? run_half(a, m, st)
+                       : run_plain(a, m, a->in[0]->data, a->in[1]->data, a->out->data, st);
     if (owned)
         mm_prim_free(m);
     return r;

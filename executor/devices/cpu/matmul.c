@@ -72,7 +72,9 @@ typedef struct mm_job {
         const TA *A = (const TA *)j->a->data + abase;                                              \
         const TB *B = (const TB *)j->b->data + bbase;                                              \
         T *Cm = (T *)j->c->data + cbase;                                                           \
-        _Pragma("omp parallel for if (M * N * K >= 65536 && M > 1)") for (int64_t m = 0; m < M; m++) { \
+        _Pragma("omp parallel for if (M * N * K >= 65536 && M > 1)") for (int64_t m = 0; m < M;    \
+                                                                          m++)                     \
+        {                                                                                          \
             ACC acc[NB];                                                                           \
             for (int64_t n0 = 0; n0 < N; n0 += NB) {                                               \
                 int64_t w = N - n0 < NB ? N - n0 : NB;                                             \
@@ -133,14 +135,12 @@ static void gemm_blas_block(const mm_job *j, int64_t ia, int64_t ib, int64_t ic,
     CBLAS_TRANSPOSE cta = ta ? CblasTrans : CblasNoTrans, ctb = tb ? CblasTrans : CblasNoTrans;
     int bm = (int)(m1 - m0), bn = (int)(n1 - n0), ldc = (int)(N ? N : 1);
     if (j->c->dtype == XE_F32)
-        cblas_sgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0f,
-                    (const float *)j->a->data + aoff, (int)lda,
-                    (const float *)j->b->data + boff, (int)ldb, 0.0f,
+        cblas_sgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0f, (const float *)j->a->data + aoff,
+                    (int)lda, (const float *)j->b->data + boff, (int)ldb, 0.0f,
                     (float *)j->c->data + coff, ldc);
     else
-        cblas_dgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0,
-                    (const double *)j->a->data + aoff, (int)lda,
-                    (const double *)j->b->data + boff, (int)ldb, 0.0,
+        cblas_dgemm(CblasRowMajor, cta, ctb, bm, bn, (int)K, 1.0, (const double *)j->a->data + aoff,
+                    (int)lda, (const double *)j->b->data + boff, (int)ldb, 0.0,
                     (double *)j->c->data + coff, ldc);
 }
 
@@ -227,8 +227,9 @@ xe_code xe_cpu_matmul(const xe_kernel_args *a, xe_status *st)
         return XE_OK;
     }
     bool int8 = j.a->dtype == XE_U8 || j.a->dtype == XE_I8;
-    if (j.c->dtype == XE_F32 || j.c->dtype == XE_F16 || int8) { /* the engine (cpu/dnnl_matmul.c); what it
-                                                                     refuses runs on BLAS or the loop */
+    if (j.c->dtype == XE_F32 || j.c->dtype == XE_F16 ||
+        int8) { /* the engine (cpu/dnnl_matmul.c); what it
+                     refuses runs on BLAS or the loop */
         xe_code c = xe_dnnl_matmul(a, st);
         if (c != XE_ERR_UNSUPPORTED)
             return c;
@@ -258,6 +259,6 @@ void xe_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float
 {
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, blas_single_threaded);
-    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans, (int)m, (int)n,
-                (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
+    cblas_sgemm(CblasRowMajor, ta ? CblasTrans : CblasNoTrans, tb ? CblasTrans : CblasNoTrans,
+                (int)m, (int)n, (int)k, 1.0f, a, (int)lda, b, (int)ldb, 0.0f, c, (int)ldc);
 }

@@ -40,7 +40,7 @@ static okI view_block(const xe_shape *s, int first, int last)
 }
 
 typedef struct red {
-    int op;        /* XE_OP_REDUCE_* */
+    int op; /* XE_OP_REDUCE_* */
     xe_dtype dt;
     okI v;
     const void *x;
@@ -49,7 +49,7 @@ typedef struct red {
     bool last;     /* the final pass applies the mean's division */
 } red;
 
-#define FEW_ROWS 4      /* below this many rows, threads split each row instead */
+#define FEW_ROWS 4 /* below this many rows, threads split each row instead */
 #define PRAGMA(x) _Pragma(#x)
 
 /* f16 loads: the F16C instruction where the compiler targets it (exact either way). */
@@ -67,7 +67,8 @@ typedef struct red {
 #define MINI(a, b) ((a) < (b) ? (a) : (b))
 /* NaN-propagating, +0 above -0 (scalar.h's xe_max_f32 and xe_min_f32, for float and double) */
 #define MAXF(a, b) ((a) != (a) || (a) > (b) ? (a) : (a) == (b) ? ((a) == 0 ? (a) + (b) : (a)) : (b))
-#define MINF(a, b) ((a) != (a) || (a) < (b) ? (a) : (a) == (b) ? ((a) == 0 ? -(-(a) - (b)) : (a)) : (b))
+#define MINF(a, b)                                                                                 \
+    ((a) != (a) || (a) < (b) ? (a) : (a) == (b) ? ((a) == 0 ? -(-(a) - (b)) : (a)) : (b))
 #define I2U(v) ((uint64_t)(int64_t)(v)) /* int sums and products wrap in uint64 */
 #define I2I(v) ((int64_t)(v))
 
@@ -76,7 +77,7 @@ typedef struct red {
  * (simd) and, for the few-long-rows case, split across threads too.
  */
 #define DEF_ROW_FOLD(NAME, T, ACC, LOAD, INIT, RED, COMBINE)                                       \
-    static ACC NAME(const T *restrict x, int64_t K, bool par)                                     \
+    static ACC NAME(const T *restrict x, int64_t K, bool par)                                      \
     {                                                                                              \
         ACC s = INIT;                                                                              \
         if (par) {                                                                                 \
@@ -100,8 +101,8 @@ typedef struct red {
  * lowest finite value, not at -inf as gcc's does, so a row of -inf would
  * end there.
  */
-#define DEF_ROW_NANFOLD(NAME, T, ACC, LOAD, INIT, EDGE, RED, CMP, FOLD)                                 \
-    static ACC NAME(const T *restrict x, int64_t K, bool par)                                     \
+#define DEF_ROW_NANFOLD(NAME, T, ACC, LOAD, INIT, EDGE, RED, CMP, FOLD)                            \
+    static ACC NAME(const T *restrict x, int64_t K, bool par)                                      \
     {                                                                                              \
         ACC m = INIT;                                                                              \
         int bad = 0;                                                                               \
@@ -202,15 +203,15 @@ static col_grid col_grid_of(const okI *v)
  * are few.
  */
 #define DEF_REDUCE_ROWS(NAME, T, STORE, FINISH, ROW)                                               \
-    static void NAME(const red *r, const T *restrict x, T *restrict y, bool big)                  \
+    static void NAME(const red *r, const T *restrict x, T *restrict y, bool big)                   \
     {                                                                                              \
         int64_t O = r->v.outer, K = r->v.k;                                                        \
         if (O < FEW_ROWS) {                                                                        \
             for (int64_t o = 0; o < O; o++)                                                        \
                 y[o] = STORE(FINISH(r, ROW(x + o * K, K, big)));                                   \
         } else {                                                                                   \
-            _Pragma("omp parallel for if (big)") for (int64_t o = 0; o < O; o++)                   \
-                y[o] = STORE(FINISH(r, ROW(x + o * K, K, false)));                                 \
+            _Pragma("omp parallel for if (big)") for (int64_t o = 0; o < O; o++) y[o] =            \
+                STORE(FINISH(r, ROW(x + o * K, K, false)));                                        \
         }                                                                                          \
     }
 
@@ -221,7 +222,7 @@ static col_grid col_grid_of(const okI *v)
  * are combined in chunk order. NAME_tile is tile t over chunk c.
  */
 #define DEF_REDUCE_COLS(NAME, T, ACC, LOAD, STORE, FINISH, INIT, COMBINE)                          \
-    static inline void NAME##_tile(const red *r, const col_grid *g, const T *restrict x,          \
+    static inline void NAME##_tile(const red *r, const col_grid *g, const T *restrict x,           \
                                    T *restrict y, ACC *part, int64_t t, int64_t c)                 \
     {                                                                                              \
         int64_t O = g->O, K = g->K, I = g->I, W = g->W;                                            \
@@ -233,8 +234,8 @@ static col_grid col_grid_of(const okI *v)
             acc[i] = INIT;                                                                         \
         for (int64_t k = kb; k < ke; k++) {                                                        \
             const T *row = x + (o * K + k) * I + i0;                                               \
-            _Pragma("omp simd") for (int64_t i = 0; i < w; i++)                                    \
-                acc[i] = COMBINE(acc[i], LOAD(row[i]));                                            \
+            _Pragma("omp simd") for (int64_t i = 0; i < w; i++) acc[i] =                           \
+                COMBINE(acc[i], LOAD(row[i]));                                                     \
         }                                                                                          \
         if (g->C > 1)                                                                              \
             memcpy(part + (c * O + o) * I + i0, acc, sizeof(ACC) * (size_t)w);                     \
@@ -245,7 +246,7 @@ static col_grid col_grid_of(const okI *v)
     static void NAME##_combine(const red *r, const col_grid *g, const ACC *part, T *restrict y)    \
     {                                                                                              \
         int64_t n = g->O * g->I, C = g->C;                                                         \
-        _Pragma("omp parallel for if (n * C >= XE_PARALLEL_MIN)") for (int64_t j = 0; j < n; j++) \
+        _Pragma("omp parallel for if (n * C >= XE_PARALLEL_MIN)") for (int64_t j = 0; j < n; j++)  \
         {                                                                                          \
             ACC a = part[j];                                                                       \
             for (int64_t c = 1; c < C; c++)                                                        \
@@ -253,16 +254,16 @@ static col_grid col_grid_of(const okI *v)
             y[j] = STORE(FINISH(r, a));                                                            \
         }                                                                                          \
     }                                                                                              \
-    static void NAME(const red *r, const T *restrict x, T *restrict y, bool big)                  \
+    static void NAME(const red *r, const T *restrict x, T *restrict y, bool big)                   \
     {                                                                                              \
         col_grid g = col_grid_of(&r->v);                                                           \
         ACC *part = g.C > 1 ? malloc(sizeof(ACC) * (size_t)(g.C * g.O * g.I)) : NULL;              \
         if (!part)                                                                                 \
             g.C = 1;                                                                               \
         int64_t tiles = g.tiles, C = g.C;                                                          \
-        _Pragma("omp parallel for collapse(2) if (big)") for (int64_t t = 0; t < tiles; t++)       \
-            for (int64_t c = 0; c < C; c++)                                                        \
-                NAME##_tile(r, &g, x, y, part, t, c);                                              \
+        _Pragma("omp parallel for collapse(2) if (big)") for (int64_t t = 0; t < tiles;            \
+                                                              t++) for (int64_t c = 0; c < C; c++) \
+            NAME##_tile(r, &g, x, y, part, t, c);                                                  \
         if (C > 1) {                                                                               \
             NAME##_combine(r, &g, part, y);                                                        \
             free(part);                                                                            \
@@ -290,7 +291,7 @@ static col_grid col_grid_of(const okI *v)
  * multiply in uint64_t (wrapping) and compare in int64_t. The mean is the
  * sum, finished. Defines reduce_SFX(r), which picks r->op's.
  */
-#define DEF_REDUCE_OPS(SFX, T, STORE, FINISH, SACC, SLOAD, CACC, CLOAD, LOWEST, HIGHEST, MAX, MIN)  \
+#define DEF_REDUCE_OPS(SFX, T, STORE, FINISH, SACC, SLOAD, CACC, CLOAD, LOWEST, HIGHEST, MAX, MIN) \
     DEF_REDUCE(sum_##SFX, T, SACC, SLOAD, STORE, FINISH, (SACC)0, ADD, row_sum_##SFX)              \
     DEF_REDUCE(prod_##SFX, T, SACC, SLOAD, STORE, FINISH, (SACC)1, MUL, row_prod_##SFX)            \
     DEF_REDUCE(max_##SFX, T, CACC, CLOAD, STORE, FINISH, LOWEST, MAX, row_max_##SFX)               \
@@ -316,21 +317,35 @@ static col_grid col_grid_of(const okI *v)
         }                                                                                          \
     }
 
-DEF_REDUCE_OPS(f32, float, KEEP, finish_f, float, KEEP, float, KEEP, -INFINITY, INFINITY, MAXF, MINF)
+DEF_REDUCE_OPS(f32, float, KEEP, finish_f, float, KEEP, float, KEEP, -INFINITY, INFINITY, MAXF,
+               MINF)
 /* f16 accumulates in float and rounds once at the end. */
 DEF_REDUCE_OPS(f16, xe_f16, F2H, finish_f, float, H2F, float, H2F, -INFINITY, INFINITY, MAXF, MINF)
-DEF_REDUCE_OPS(f64, double, KEEP, finish_d, double, KEEP, double, KEEP, -INFINITY, INFINITY, MAXF, MINF)
-DEF_REDUCE_OPS(i32, int32_t, TO_I32, FINISH_I, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI)
-DEF_REDUCE_OPS(i64, int64_t, TO_I64, FINISH_I, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX, MAXI, MINI)
+DEF_REDUCE_OPS(f64, double, KEEP, finish_d, double, KEEP, double, KEEP, -INFINITY, INFINITY, MAXF,
+               MINF)
+DEF_REDUCE_OPS(i32, int32_t, TO_I32, FINISH_I, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX,
+               MAXI, MINI)
+DEF_REDUCE_OPS(i64, int64_t, TO_I64, FINISH_I, uint64_t, I2U, int64_t, I2I, INT64_MIN, INT64_MAX,
+               MAXI, MINI)
 
 static void reduce_pass(const red *r)
 {
     switch (r->dt) {
-    case XE_F32: reduce_f32(r); break;
-    case XE_F64: reduce_f64(r); break;
-    case XE_F16: reduce_f16(r); break;
-    case XE_I32: reduce_i32(r); break;
-    default: reduce_i64(r); break;
+    case XE_F32:
+        reduce_f32(r);
+        break;
+    case XE_F64:
+        reduce_f64(r);
+        break;
+    case XE_F16:
+        reduce_f16(r);
+        break;
+    case XE_I32:
+        reduce_i32(r);
+        break;
+    default:
+        reduce_i64(r);
+        break;
     }
 }
 
@@ -373,7 +388,11 @@ static xe_code reduce_passes(int op, xe_dtype dt, xe_shape s, const bool *mask, 
         while (d >= 0 && !mask[d])
             d--;
         bool final = d < 0;
-        red r = {.op = op, .dt = dt, .v = view_block(&s, first, last), .x = src, .count = count,
+        red r = {.op = op,
+                 .dt = dt,
+                 .v = view_block(&s, first, last),
+                 .x = src,
+                 .count = count,
                  .last = final};
         xe_shape next = s;
         for (int k = first; k <= last; k++)
@@ -473,7 +492,14 @@ xe_code xe_cpu_reduce(const xe_kernel_args *a, xe_status *st)
 #define ARGMAX(T, ACC, LOAD)                                                                       \
     do {                                                                                           \
         const T *x = xv;                                                                           \
-        _Pragma("omp parallel for if (v.outer * v.k * v.inner >= XE_PARALLEL_MIN)") for (int64_t oi = 0; oi < v.outer * v.inner; oi++) { \
+        _Pragma(                                                                                   \
+            "omp parallel for if (v.outer * v.k * v.inner >= XE_PARALLEL_MIN)") for (int64_t oi =  \
+                                                                                         0;        \
+                                                                                     oi <          \
+                                                                                     v.outer *     \
+                                                                                         v.inner;  \
+                                                                                     oi++)         \
+        {                                                                                          \
             int64_t o = oi / v.inner, i = oi % v.inner, best = 0;                                  \
             const T *p = x + o * v.k * v.inner + i;                                                \
             ACC bv = LOAD(p[0]);                                                                   \
@@ -491,12 +517,24 @@ xe_code xe_cpu_reduce(const xe_kernel_args *a, xe_status *st)
 static void argmax_typed(xe_dtype dt, const void *xv, int64_t *y, okI v)
 {
     switch (dt) {
-    case XE_F32: ARGMAX(float, float, KEEP); break;
-    case XE_F64: ARGMAX(double, double, KEEP); break;
-    case XE_F16: ARGMAX(xe_f16, float, H2F); break;
-    case XE_I32: ARGMAX(int32_t, int32_t, KEEP); break;
-    case XE_I64: ARGMAX(int64_t, int64_t, KEEP); break;
-    default: ARGMAX(uint8_t, uint8_t, KEEP); break;
+    case XE_F32:
+        ARGMAX(float, float, KEEP);
+        break;
+    case XE_F64:
+        ARGMAX(double, double, KEEP);
+        break;
+    case XE_F16:
+        ARGMAX(xe_f16, float, H2F);
+        break;
+    case XE_I32:
+        ARGMAX(int32_t, int32_t, KEEP);
+        break;
+    case XE_I64:
+        ARGMAX(int64_t, int64_t, KEEP);
+        break;
+    default:
+        ARGMAX(uint8_t, uint8_t, KEEP);
+        break;
     }
 }
 

@@ -14,7 +14,7 @@
 typedef struct copy_ctx {
     const char *src; /* at the first element to read */
     char *dst;
-    size_t es;       /* element size */
+    size_t es; /* element size */
 } copy_ctx;
 
 static void copy_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, const int64_t *step)
@@ -27,10 +27,22 @@ static void copy_row(void *ctx, int64_t n, int64_t out_off, const int64_t *off, 
         return;
     }
     switch (c->es) {
-    case 1: for (int64_t i = 0; i < n; i++) d[i] = s[i * step[0]]; break;
-    case 2: for (int64_t i = 0; i < n; i++) ((uint16_t *)d)[i] = ((const uint16_t *)s)[i * step[0]]; break;
-    case 4: for (int64_t i = 0; i < n; i++) ((uint32_t *)d)[i] = ((const uint32_t *)s)[i * step[0]]; break;
-    default: for (int64_t i = 0; i < n; i++) ((uint64_t *)d)[i] = ((const uint64_t *)s)[i * step[0]]; break;
+    case 1:
+        for (int64_t i = 0; i < n; i++)
+            d[i] = s[i * step[0]];
+        break;
+    case 2:
+        for (int64_t i = 0; i < n; i++)
+            ((uint16_t *)d)[i] = ((const uint16_t *)s)[i * step[0]];
+        break;
+    case 4:
+        for (int64_t i = 0; i < n; i++)
+            ((uint32_t *)d)[i] = ((const uint32_t *)s)[i * step[0]];
+        break;
+    default:
+        for (int64_t i = 0; i < n; i++)
+            ((uint64_t *)d)[i] = ((const uint64_t *)s)[i * step[0]];
+        break;
     }
 }
 
@@ -40,7 +52,7 @@ static void strided_copy(const xe_tensor *in, xe_tensor *out, int64_t base, cons
     int64_t st[1][XE_MAX_RANK];
     memcpy(st[0], strides, sizeof(int64_t) * (size_t)out->shape.rank);
     xe_bcast b;
-    xe_bcast_init_strided(&b, &out->shape, 1, (const int64_t (*)[XE_MAX_RANK])st);
+    xe_bcast_init_strided(&b, &out->shape, 1, (const int64_t(*)[XE_MAX_RANK])st);
     size_t es = xe_dtype_size(in->dtype);
     copy_ctx c = {.src = (const char *)in->data + (size_t)base * es, .dst = out->data, .es = es};
     xe_bcast_run(&b, copy_row, &c);
@@ -54,7 +66,8 @@ xe_code xe_cpu_reshape(const xe_kernel_args *a, xe_status *st)
     return XE_OK;
 }
 
-#define TILE 16 /* transpose tile edge, in elements (small: power-of-two strides alias in cache) */
+/* transpose tile edge, in elements (small: power-of-two strides alias in cache) */
+#define TILE 16
 
 /* Input offset of the first element of output matrix o (dims before the last two). */
 static int64_t outer_offset(const xe_shape *out, const int64_t *strides, int64_t o)
@@ -86,7 +99,8 @@ static void transpose_tiled(const xe_tensor *x, xe_tensor *y, const int64_t *str
 {
     const xe_shape *s = &y->shape;
     int64_t R = s->dims[s->rank - 2], C = s->dims[s->rank - 1], sc = strides[s->rank - 1];
-    int64_t outer = xe_tensor_numel(y) / (R * C), tr = (R + TILE - 1) / TILE, tc = (C + TILE - 1) / TILE;
+    int64_t outer = xe_tensor_numel(y) / (R * C), tr = (R + TILE - 1) / TILE,
+            tc = (C + TILE - 1) / TILE;
     size_t es = xe_dtype_size(x->dtype);
     const void *in = x->data;
     void *out = y->data;
@@ -96,10 +110,18 @@ static void transpose_tiled(const xe_tensor *x, xe_tensor *y, const int64_t *str
         int64_t r1 = r0 + TILE < R ? r0 + TILE : R, c1 = c0 + TILE < C ? c0 + TILE : C;
         int64_t base = outer_offset(s, strides, o);
         switch (es) {
-        case 1: TILE_COPY(uint8_t); break;
-        case 2: TILE_COPY(uint16_t); break;
-        case 4: TILE_COPY(uint32_t); break;
-        default: TILE_COPY(uint64_t); break;
+        case 1:
+            TILE_COPY(uint8_t);
+            break;
+        case 2:
+            TILE_COPY(uint16_t);
+            break;
+        case 4:
+            TILE_COPY(uint32_t);
+            break;
+        default:
+            TILE_COPY(uint64_t);
+            break;
         }
     }
 }

@@ -31,20 +31,24 @@
 #define SOFTMAX_ROW(T, ACC, LOAD, STORE, EXP, SAME, x, y, K)                                       \
     do {                                                                                           \
         ACC m = -INFINITY, s = 0;                                                                  \
-        _Pragma("omp simd reduction(max : m)") for (int64_t k = 0; k < (K); k++) {                 \
+        _Pragma("omp simd reduction(max : m)") for (int64_t k = 0; k < (K); k++)                   \
+        {                                                                                          \
             ACC e = LOAD((x)[k]);                                                                  \
             m = e > m ? e : m;                                                                     \
         }                                                                                          \
         if (SAME) {                                                                                \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t k = 0; k < (K); k++) {               \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t k = 0; k < (K); k++)                 \
+            {                                                                                      \
                 ACC e = EXP(LOAD((x)[k]) - m);                                                     \
                 (y)[k] = STORE(e);                                                                 \
                 s += e;                                                                            \
             }                                                                                      \
             ACC inv = (ACC)1 / s;                                                                  \
-            _Pragma("omp simd") for (int64_t k = 0; k < (K); k++) (y)[k] = STORE(LOAD((y)[k]) * inv); \
+            _Pragma("omp simd") for (int64_t k = 0; k < (K); k++)(y)[k] =                          \
+                STORE(LOAD((y)[k]) * inv);                                                         \
         } else {                                                                                   \
-            _Pragma("omp simd reduction(+ : s)") for (int64_t k = 0; k < (K); k++) s += EXP(LOAD((x)[k]) - m); \
+            _Pragma("omp simd reduction(+ : s)") for (int64_t k = 0; k < (K); k++) s +=            \
+                EXP(LOAD((x)[k]) - m);                                                             \
             ACC inv = (ACC)1 / s;                                                                  \
             for (int64_t k = 0; k < (K); k++)                                                      \
                 (y)[k] = STORE(EXP(LOAD((x)[k]) - m) * inv);                                       \
@@ -62,7 +66,8 @@
         }                                                                                          \
         for (int64_t k = 0; k < (K); k++) {                                                        \
             const T *row = (x) + k * (I) + (i0);                                                   \
-            _Pragma("omp simd") for (int64_t i = 0; i < w; i++) {                                  \
+            _Pragma("omp simd") for (int64_t i = 0; i < w; i++)                                    \
+            {                                                                                      \
                 ACC e = LOAD(row[i]);                                                              \
                 m[i] = e > m[i] ? e : m[i];                                                        \
             }                                                                                      \
@@ -70,7 +75,8 @@
         for (int64_t k = 0; k < (K); k++) {                                                        \
             const T *row = (x) + k * (I) + (i0);                                                   \
             T *out = (y) + k * (I) + (i0);                                                         \
-            _Pragma("omp simd") for (int64_t i = 0; i < w; i++) {                                  \
+            _Pragma("omp simd") for (int64_t i = 0; i < w; i++)                                    \
+            {                                                                                      \
                 ACC e = EXP(LOAD(row[i]) - m[i]);                                                  \
                 if (SAME)                                                                          \
                     out[i] = STORE(e);                                                             \
@@ -83,7 +89,8 @@
             const T *row = (x) + k * (I) + (i0);                                                   \
             T *out = (y) + k * (I) + (i0);                                                         \
             if (SAME)                                                                              \
-                _Pragma("omp simd") for (int64_t i = 0; i < w; i++) out[i] = STORE(LOAD(out[i]) * s[i]); \
+                _Pragma("omp simd") for (int64_t i = 0; i < w; i++) out[i] =                       \
+                    STORE(LOAD(out[i]) * s[i]);                                                    \
             else                                                                                   \
                 for (int64_t i = 0; i < w; i++)                                                    \
                     out[i] = STORE(EXP(LOAD(row[i]) - m[i]) * s[i]);                               \
@@ -91,7 +98,7 @@
     } while (0)
 
 /* The whole tensor for one dtype: rows in parallel, or column chunks in parallel. */
-#define SOFTMAX_ALL(T, ACC, LOAD, STORE, EXP, SAME)                                                    \
+#define SOFTMAX_ALL(T, ACC, LOAD, STORE, EXP, SAME)                                                \
     do {                                                                                           \
         const T *x = xv;                                                                           \
         T *y = yv;                                                                                 \
@@ -99,13 +106,16 @@
         bool par = O * K * I >= XE_PARALLEL_MIN;                                                   \
         if (I == 1) {                                                                              \
             _Pragma("omp parallel for if (par && O > 1)") for (int64_t o = 0; o < O; o++)          \
-                SOFTMAX_ROW(T, ACC, LOAD, STORE, EXP, SAME, x + o * K, y + o * K, K);                    \
+                SOFTMAX_ROW(T, ACC, LOAD, STORE, EXP, SAME, x + o * K, y + o * K, K);              \
         } else {                                                                                   \
             int64_t chunks = (I + LANES - 1) / LANES;                                              \
-            _Pragma("omp parallel for if (par && O * chunks > 1)") for (int64_t c = 0; c < O * chunks; c++) { \
+            _Pragma("omp parallel for if (par && O * chunks > 1)") for (int64_t c = 0;             \
+                                                                        c < O * chunks; c++)       \
+            {                                                                                      \
                 int64_t o = c / chunks, i0 = (c % chunks) * LANES;                                 \
                 int64_t i1 = i0 + LANES < I ? i0 + LANES : I;                                      \
-                SOFTMAX_COLS(T, ACC, LOAD, STORE, EXP, SAME, x + o * K * I, y + o * K * I, K, I, i0, i1); \
+                SOFTMAX_COLS(T, ACC, LOAD, STORE, EXP, SAME, x + o * K * I, y + o * K * I, K, I,   \
+                             i0, i1);                                                              \
             }                                                                                      \
         }                                                                                          \
     } while (0)
@@ -141,9 +151,15 @@ xe_code xe_cpu_softmax(const xe_kernel_args *a, xe_status *st)
     if (v.outer * v.k * v.inner == 0)
         return XE_OK;
     switch (x->dtype) {
-    case XE_F32: softmax_f32(x->data, a->out->data, v); break;
-    case XE_F64: softmax_f64(x->data, a->out->data, v); break;
-    case XE_F16: softmax_f16(x->data, a->out->data, v); break;
+    case XE_F32:
+        softmax_f32(x->data, a->out->data, v);
+        break;
+    case XE_F64:
+        softmax_f64(x->data, a->out->data, v);
+        break;
+    case XE_F16:
+        softmax_f16(x->data, a->out->data, v);
+        break;
     default:
         return xe_fail(st, XE_ERR_UNSUPPORTED, "softmax is not defined on %s",
                        xe_dtype_name(x->dtype));

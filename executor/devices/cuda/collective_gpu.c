@@ -35,7 +35,8 @@ static xe_code staged(const xe_kernel_args *a, xe_status *st)
 #endif
     size_t nin = a->in[0]->nbytes, nout = a->out->nbytes;
     void *hin = malloc(nin ? nin : 1), *hout = malloc(nout ? nout : 1);
-    xe_code c = hin && hout ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of host memory for a collective");
+    xe_code c =
+        hin && hout ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of host memory for a collective");
     if (c == XE_OK && nin)
         c = xe_gpu_copy_to_host(hin, a->in[0]->data, nin, st);
     if (c == XE_OK)
@@ -54,12 +55,24 @@ static int nccl_state; /* 0: not tried, 1: ready, -1: failed (staged from then o
 static bool nccl_type(xe_dtype dt, ncclDataType_t *t)
 {
     switch (dt) {
-    case XE_F32: *t = ncclFloat32; return true;
-    case XE_F64: *t = ncclFloat64; return true;
-    case XE_F16: *t = ncclFloat16; return true;
-    case XE_I32: *t = ncclInt32; return true;
-    case XE_I64: *t = ncclInt64; return true;
-    default: *t = ncclUint8; return true; /* bool: moved, never reduced */
+    case XE_F32:
+        *t = ncclFloat32;
+        return true;
+    case XE_F64:
+        *t = ncclFloat64;
+        return true;
+    case XE_F16:
+        *t = ncclFloat16;
+        return true;
+    case XE_I32:
+        *t = ncclInt32;
+        return true;
+    case XE_I64:
+        *t = ncclInt64;
+        return true;
+    default:
+        *t = ncclUint8;
+        return true; /* bool: moved, never reduced */
     }
 }
 
@@ -77,7 +90,8 @@ static bool nccl_ready(const xe_comm *c)
         return false;
     ncclResult_t r = ncclCommInitRank(&nccl, c->size, id, c->rank);
     if (r != ncclSuccess) {
-        fprintf(stderr, "xlac: NCCL unusable (%s): collectives go through host memory\n", ncclGetErrorString(r));
+        fprintf(stderr, "xlac: NCCL unusable (%s): collectives go through host memory\n",
+                ncclGetErrorString(r));
         return false;
     }
     nccl_state = 1;
@@ -87,7 +101,10 @@ static bool nccl_ready(const xe_comm *c)
 static ncclRedOp_t nccl_op(const xe_node *n)
 {
     int op = xe_reduce_op_parse(xe_node_attr_string(n, "reduce", "sum"));
-    return op == XE_REDUCE_MAX ? ncclMax : op == XE_REDUCE_MIN ? ncclMin : op == XE_REDUCE_MEAN ? ncclAvg : ncclSum;
+    return op == XE_REDUCE_MAX    ? ncclMax
+           : op == XE_REDUCE_MIN  ? ncclMin
+           : op == XE_REDUCE_MEAN ? ncclAvg
+                                  : ncclSum;
 }
 
 /* One collective over NCCL on the executor's stream. */
@@ -99,11 +116,14 @@ static ncclResult_t nccl_run(const xe_kernel_args *a, ncclDataType_t t)
     cudaStream_t s = (cudaStream_t)xe_gpu_stream();
     size_t count = (size_t)xe_tensor_numel(a->in[0]);
     switch (n->op) {
-    case XE_OP_ALL_REDUCE: return ncclAllReduce(in, out, count, t, nccl_op(n), nccl, s);
-    case XE_OP_ALL_GATHER: return ncclAllGather(in, out, count, t, nccl, s);
+    case XE_OP_ALL_REDUCE:
+        return ncclAllReduce(in, out, count, t, nccl_op(n), nccl, s);
+    case XE_OP_ALL_GATHER:
+        return ncclAllGather(in, out, count, t, nccl, s);
     case XE_OP_REDUCE_SCATTER:
         return ncclReduceScatter(in, out, (size_t)xe_tensor_numel(a->out), t, nccl_op(n), nccl, s);
-    default: return ncclBroadcast(in, out, count, t, (int)xe_node_attr_int(n, "root", 0), nccl, s);
+    default:
+        return ncclBroadcast(in, out, count, t, (int)xe_node_attr_int(n, "root", 0), nccl, s);
     }
 }
 #endif
@@ -112,16 +132,18 @@ static xe_code gpu_collective(const xe_kernel_args *a, xe_status *st)
 {
     const xe_comm *c = xe_comm_get();
     if (c->size == 1) /* a copy: every collective is the identity in a world of one */
-        return a->out->nbytes ? xe_gpu_copy_device(a->out->data, a->in[0]->data, a->out->nbytes, st) : XE_OK;
+        return a->out->nbytes ? xe_gpu_copy_device(a->out->data, a->in[0]->data, a->out->nbytes, st)
+                              : XE_OK;
 #ifdef XE_HAVE_NCCL
     ncclDataType_t t;
-    bool int_mean = (a->in[0]->dtype == XE_I32 || a->in[0]->dtype == XE_I64) &&
-                    xe_reduce_op_parse(xe_node_attr_string(a->node, "reduce", "sum")) == XE_REDUCE_MEAN;
+    bool int_mean =
+        (a->in[0]->dtype == XE_I32 || a->in[0]->dtype == XE_I64) &&
+        xe_reduce_op_parse(xe_node_attr_string(a->node, "reduce", "sum")) == XE_REDUCE_MEAN;
     if (!int_mean && nccl_type(a->in[0]->dtype, &t) && nccl_ready(c)) {
         ncclResult_t r = nccl_run(a, t);
         return r == ncclSuccess ? XE_OK
-                                : xe_fail(st, XE_ERR_DEVICE, "rank %d of %d (nccl): %s", c->rank, c->size,
-                                          ncclGetErrorString(r));
+                                : xe_fail(st, XE_ERR_DEVICE, "rank %d of %d (nccl): %s", c->rank,
+                                          c->size, ncclGetErrorString(r));
     }
 #endif
     return staged(a, st);

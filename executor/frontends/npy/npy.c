@@ -41,13 +41,30 @@ static const struct {
     const char *descr;
     xe_dtype dt;
 } npy_types[] = {
-    {"<f4", XE_F32}, {"<f8", XE_F64}, {"<f2", XE_F16},
-    {"<i4", XE_I32}, {"<i8", XE_I64}, {"|b1", XE_BOOL},
-    {"|u1", XE_U8},  {"|i1", XE_I8},  {"<i2", XE_I16},
-    {"<u2", XE_U16}, {"<u4", XE_U32}, {"<u8", XE_U64}, {"<V2", XE_BF16},
+    {"<f4", XE_F32},
+    {"<f8", XE_F64},
+    {"<f2", XE_F16},
+    {"<i4", XE_I32},
+    {"<i8", XE_I64},
+    {"|b1", XE_BOOL},
+    {"|u1", XE_U8},
+    {"|i1", XE_I8},
+    {"<i2", XE_I16},
+    {"<u2", XE_U16},
+    {"<u4", XE_U32},
+    {"<u8", XE_U64},
+    {"<V2", XE_BF16},
     /* written only: reading the descrs above comes first, and '|V1' is refused */
-    {"|V1", XE_F8E4M3FN}, {"|V1", XE_F8E4M3FNUZ}, {"|V1", XE_F8E5M2}, {"|V1", XE_F8E5M2FNUZ},
-    {"|i1", XE_I4}, {"|u1", XE_U4}, {"|i1", XE_I2}, {"|u1", XE_U2}, {"|V1", XE_F4E2M1}, {"|V1", XE_F8E8M0},
+    {"|V1", XE_F8E4M3FN},
+    {"|V1", XE_F8E4M3FNUZ},
+    {"|V1", XE_F8E5M2},
+    {"|V1", XE_F8E5M2FNUZ},
+    {"|i1", XE_I4},
+    {"|u1", XE_U4},
+    {"|i1", XE_I2},
+    {"|u1", XE_U2},
+    {"|V1", XE_F4E2M1},
+    {"|V1", XE_F8E8M0},
 };
 
 #define N_NPY_TYPES (sizeof npy_types / sizeof *npy_types)
@@ -228,8 +245,10 @@ static xe_code scan_dict(scan *s, npy_dict *d)
 static xe_code descr_dtype(const char *path, const char *descr, xe_dtype *dt, xe_status *st)
 {
     if (!strcmp(descr, "|V1") || !strcmp(descr, "<V1"))
-        return xe_fail(st, XE_ERR_IO, "%s: unsupported dtype '%s': one raw byte per value names no dtype (xlac "
-                       "writes float8 so, but cannot tell which kind it is on reading)", path, descr);
+        return xe_fail(st, XE_ERR_IO,
+                       "%s: unsupported dtype '%s': one raw byte per value names no dtype (xlac "
+                       "writes float8 so, but cannot tell which kind it is on reading)",
+                       path, descr);
     for (size_t k = 0; k < N_NPY_TYPES; k++) {
         if (!strcmp(npy_types[k].descr, descr)) {
             *dt = npy_types[k].dt;
@@ -243,7 +262,9 @@ static xe_code descr_dtype(const char *path, const char *descr, xe_dtype *dt, xe
                        path, descr);
     if (!strcmp(descr, "O") || !strcmp(descr, "|O") || !strcmp(descr, "<O"))
         return xe_fail(st, XE_ERR_IO, "%s: object arrays (dtype 'O') are not supported", path);
-    return xe_fail(st, XE_ERR_IO, "%s: unsupported dtype '%s' (supported: <f4 <f8 <f2 <i4 <i8 |b1 |u1 |i1 <i2 <u2 <u4 <u8, <V2 as bf16)",
+    return xe_fail(st, XE_ERR_IO,
+                   "%s: unsupported dtype '%s' (supported: <f4 <f8 <f2 <i4 <i8 |b1 |u1 |i1 <i2 <u2 "
+                   "<u4 <u8, <V2 as bf16)",
                    path, descr);
 }
 

@@ -213,7 +213,8 @@ int ox_ints(ox_b *b, const char *name, int64_t *v, int cap)
     if (!a)
         return -1;
     if (a->n_ints > (size_t)cap) {
-        ox_unsupported(b, "attribute %s has %zu values, at most %d are supported", name, a->n_ints, cap);
+        ox_unsupported(b, "attribute %s has %zu values, at most %d are supported", name, a->n_ints,
+                       cap);
         return -1;
     }
     for (size_t k = 0; k < a->n_ints; k++)

@@ -77,11 +77,14 @@ static bool wire_matches(const ProtobufCFieldDescriptor *fd, unsigned wt)
     }
 }
 
-static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescriptor *desc, int depth);
+static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescriptor *desc,
+                 int depth);
 
-/* Refused before unpacking too: protobuf-c keeps a string's bytes but the importer reads a C string. */
-static const char nul_inside[] = "a string with a NUL byte inside (a name would be cut there and could "
-                                 "become another)";
+/* Refused before unpacking too: protobuf-c keeps a string's bytes but the importer reads a C
+ * string. */
+static const char nul_inside[] =
+    "a string with a NUL byte inside (a name would be cut there and could "
+    "become another)";
 
 /* One field whose tag ended at *pos; advances *pos past its value. NULL, or what is wrong. */
 static const char *field(scan *s, size_t *pos, size_t end, const ProtobufCFieldDescriptor *fd,
@@ -122,8 +125,10 @@ static const char *field(scan *s, size_t *pos, size_t end, const ProtobufCFieldD
 static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescriptor *desc, int depth)
 {
     if (depth > OX_MAX_NESTING) {
-        snprintf(s->buf, s->cap, "byte %zu: a %s nested more than %d messages deep (subgraphs inside "
-                                 "subgraphs?): beyond the importer's limit", pos, desc->short_name, OX_MAX_NESTING);
+        snprintf(s->buf, s->cap,
+                 "byte %zu: a %s nested more than %d messages deep (subgraphs inside "
+                 "subgraphs?): beyond the importer's limit",
+                 pos, desc->short_name, OX_MAX_NESTING);
         s->found = true;
         return;
     }
@@ -132,7 +137,8 @@ static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescript
         uint64_t tag;
         if (!varint(s->data, &pos, end, &tag)) {
             if (!s->depth_only) {
-                snprintf(s->buf, s->cap, "byte %zu: truncated field tag in %s", at, desc->short_name);
+                snprintf(s->buf, s->cap, "byte %zu: truncated field tag in %s", at,
+                         desc->short_name);
                 s->found = true;
             }
             return;
@@ -142,7 +148,8 @@ static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescript
             number <= 0x1fffffff ? protobuf_c_message_descriptor_get_field(desc, (unsigned)number)
                                  : NULL;
         char what[128];
-        const char *bad = field(s, &pos, end, fd, number, (unsigned)(tag & 7), depth, what, sizeof what);
+        const char *bad =
+            field(s, &pos, end, fd, number, (unsigned)(tag & 7), depth, what, sizeof what);
         if (bad && !s->found && (!s->depth_only || bad == nul_inside))
             found(s, at, desc, fd, number, bad);
         if (bad) /* the rest of this message cannot be walked; protobuf-c will refuse it */
@@ -151,7 +158,7 @@ static void walk(scan *s, size_t pos, size_t end, const ProtobufCMessageDescript
 }
 
 bool ox_precheck(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
-                      size_t cap)
+                 size_t cap)
 {
     scan s = {.data = data, .buf = buf, .cap = cap, .depth_only = true};
     walk(&s, 0, len, desc, 0);
@@ -164,6 +171,8 @@ void ox_diagnose(const uint8_t *data, size_t len, const ProtobufCMessageDescript
     scan s = {.data = data, .buf = buf, .cap = cap};
     walk(&s, 0, len, desc, 0);
     if (!s.found)
-        snprintf(buf, cap, "no malformed field found by the wire scan of %zu bytes "
-                           "(invalid UTF-8 in a string field, or an invalid enum value?)", len);
+        snprintf(buf, cap,
+                 "no malformed field found by the wire scan of %zu bytes "
+                 "(invalid UTF-8 in a string field, or an invalid enum value?)",
+                 len);
 }

@@ -21,12 +21,18 @@ static const char *base_name(const ox_b *b)
 static xe_code set_attr(xe_node *n, const ox_at *a, xe_status *st)
 {
     switch (a->kind) {
-    case XE_ATTR_INT: return xe_node_set_int(n, a->name, a->i, st);
-    case XE_ATTR_BOOL: return xe_node_set_bool(n, a->name, a->i != 0, st);
-    case XE_ATTR_FLOAT: return xe_node_set_float(n, a->name, a->f, st);
-    case XE_ATTR_DTYPE: return xe_node_set_dtype(n, a->name, a->dt, st);
-    case XE_ATTR_STRING: return xe_node_set_string(n, a->name, a->s, st);
-    default: return xe_node_set_ints(n, a->name, a->ints, a->n, st);
+    case XE_ATTR_INT:
+        return xe_node_set_int(n, a->name, a->i, st);
+    case XE_ATTR_BOOL:
+        return xe_node_set_bool(n, a->name, a->i != 0, st);
+    case XE_ATTR_FLOAT:
+        return xe_node_set_float(n, a->name, a->f, st);
+    case XE_ATTR_DTYPE:
+        return xe_node_set_dtype(n, a->name, a->dt, st);
+    case XE_ATTR_STRING:
+        return xe_node_set_string(n, a->name, a->s, st);
+    default:
+        return xe_node_set_ints(n, a->name, a->ints, a->n, st);
     }
 }
 
@@ -74,7 +80,8 @@ static int new_node(ox_b *b, int op, const int *in, int n_in, const ox_at *at, i
         }
     char name[300];
     snprintf(name, sizeof name, "%s.%d", base_name(b), ++b->helpers);
-    if (ox_want_name(c, x, name, NULL, &b->st) != XE_OK || xe_node_infer(c->g, n, &b->st) != XE_OK) {
+    if (ox_want_name(c, x, name, NULL, &b->st) != XE_OK ||
+        xe_node_infer(c->g, n, &b->st) != XE_OK) {
         b->failed = true;
         return -1;
     }
@@ -135,11 +142,15 @@ xe_tensor *ox_new_tensor(ox_b *b, xe_dtype dt, const xe_shape *s)
     int64_t n = 1;
     for (int d = 0; d < s->rank; d++)
         if (s->dims[d] >= 0 && (__builtin_mul_overflow(n, s->dims[d], &n) || n > OX_FOLD_MAX))
-            return ox_unsupported(b, "a constant built at load would hold more than %d elements", OX_FOLD_MAX),
+            return ox_unsupported(b, "a constant built at load would hold more than %d elements",
+                                  OX_FOLD_MAX),
                    NULL;
     if (!ox_fold_charge(b->c, n))
-        return ox_unsupported(b, "the model's constants built at load exceed its budget (twice its weights "
-                                 "plus %d elements)", OX_FOLD_MAX),
+        return ox_unsupported(
+                   b,
+                   "the model's constants built at load exceed its budget (twice its weights "
+                   "plus %d elements)",
+                   OX_FOLD_MAX),
                NULL;
     xe_tensor *t = xe_tensor_new(dt, s, XE_DEV_CPU, &b->st);
     b->failed = !t;
@@ -244,7 +255,8 @@ static int bind_input(ox_b *b, int k, int x)
     for (int d = 0; ok && d < t->shape.rank; d++)
         ok = want->shape.dims[d] < 0 || want->shape.dims[d] == t->shape.dims[d];
     if (!ok) {
-        ox_invalid(b, "input '%s': the fed value does not match the declared type", b->np->input[k]);
+        ox_invalid(b, "input '%s': the fed value does not match the declared type",
+                   b->np->input[k]);
         return -1;
     }
     return ox_const(b, xe_tensor_retain(t));
@@ -267,9 +279,10 @@ const xe_tensor *ox_need_const(ox_b *b, int k, const char *what)
     if (n->op == XE_OP_CONST)
         return n->value;
     if (!b->failed)
-        ox_unsupported(b, "input %d (%s, '%s') is not supported unless it is known at load time "
-                       "(a constant, an initializer, or computed from them)", k, what,
-                       b->np->input[k]);
+        ox_unsupported(b,
+                       "input %d (%s, '%s') is not supported unless it is known at load time "
+                       "(a constant, an initializer, or computed from them)",
+                       k, what, b->np->input[k]);
     return NULL;
 }
 
@@ -280,7 +293,8 @@ int ox_const_ints(ox_b *b, int k, const char *what, int64_t *v, int cap)
         return -1;
     int64_t n = xe_tensor_numel(t);
     if (!xe_dtype_is_int(t->dtype)) {
-        ox_invalid(b, "input %d (%s) must hold integers, it is %s", k, what, xe_dtype_name(t->dtype));
+        ox_invalid(b, "input %d (%s) must hold integers, it is %s", k, what,
+                   xe_dtype_name(t->dtype));
         return -1;
     }
     if (n > cap) {
@@ -330,7 +344,8 @@ int ox_take(ox_b *b, int x, int axis, const int64_t *idx, int64_t n)
     if (x < 0 || b->failed)
         return -1;
     if (n < 1 || n > 256) {
-        ox_unsupported(b, "picking %lld positions along an axis is not supported (1 to 256 are)", (long long)n);
+        ox_unsupported(b, "picking %lld positions along an axis is not supported (1 to 256 are)",
+                       (long long)n);
         return -1;
     }
     int parts[256], k = 0, r = ox_rank(b, x);

@@ -31,7 +31,8 @@
 #include "xlac/io.h"
 #include "xlac/vec.h"
 
-#define OX_VIEW_ALIGN 64 /* a tensor at an offset that is a multiple of this is viewed, not copied */
+#define OX_VIEW_ALIGN                                                                              \
+    64 /* a tensor at an offset that is a multiple of this is viewed, not copied */
 
 /* One data file mapped whole; freed when the table and every view have let it go. */
 typedef struct ox_mapping {
@@ -108,7 +109,8 @@ static xe_code ext_number(const char *v, const char *key, const char *what, int6
         x = ok ? x * 10 + (*p - '0') : x;
     }
     if (!ok)
-        return xe_fail(st, XE_ERR_GRAPH, "%s: external data %s '%s' is not a byte count", what, key, v);
+        return xe_fail(st, XE_ERR_GRAPH, "%s: external data %s '%s' is not a byte count", what, key,
+                       v);
     *out = x;
     return XE_OK;
 }
@@ -131,8 +133,10 @@ static xe_code ext_fields(const Onnx__TensorProto *t, const char *what, const ch
             return st->code;
     }
     if (!*loc || !safe_location(*loc))
-        return xe_fail(st, XE_ERR_GRAPH, "%s: external data location '%s' must be a relative path "
-                       "inside the model's folder (no '..', not absolute)", what, *loc ? *loc : "");
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "%s: external data location '%s' must be a relative path "
+                       "inside the model's folder (no '..', not absolute)",
+                       what, *loc ? *loc : "");
     return XE_OK;
 }
 
@@ -154,10 +158,12 @@ static ox_mapping *map_file(const ox_files *f, const char *loc, const char *what
     else if (!(m = calloc(1, sizeof *m)))
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (m) {
-        *m = (ox_mapping){.keeper = {.refcount = 1, .drop = mapping_drop}, .len = (size_t)sb.st_size};
+        *m = (ox_mapping){.keeper = {.refcount = 1, .drop = mapping_drop},
+                          .len = (size_t)sb.st_size};
         m->base = m->len ? mmap(NULL, m->len, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
         if (m->base == MAP_FAILED) {
-            xe_fail(st, XE_ERR_IO, "%s: external data %s: cannot map: %s", what, path, strerror(errno));
+            xe_fail(st, XE_ERR_IO, "%s: external data %s: cannot map: %s", what, path,
+                    strerror(errno));
             free(m);
             m = NULL;
         }
@@ -236,8 +242,9 @@ xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, c
     if (!m)
         return NULL;
     if ((uint64_t)off > m->len || nbytes > m->len - (uint64_t)off) {
-        xe_fail(st, XE_ERR_GRAPH, "%s: external data %s holds %zu bytes, the tensor needs %zu at offset %lld",
-                what, path, m->len, nbytes, (long long)off);
+        xe_fail(st, XE_ERR_GRAPH,
+                "%s: external data %s holds %zu bytes, the tensor needs %zu at offset %lld", what,
+                path, m->len, nbytes, (long long)off);
         return NULL;
     }
     return take(m, off, dt, s, nbytes, st);

@@ -28,7 +28,8 @@ static int64_t stored_bytes(const Onnx__TensorProto *t)
                  8 * (uint64_t)(t->n_int64_data + t->n_double_data + t->n_uint64_data);
     for (size_t k = 0; k < t->n_external_data; k++) {
         const Onnx__StringStringEntryProto *e = t->external_data[k];
-        if (e->key && e->value && !strcmp(e->key, "length") && strspn(e->value, "0123456789") == strlen(e->value))
+        if (e->key && e->value && !strcmp(e->key, "length") &&
+            strspn(e->value, "0123456789") == strlen(e->value))
             n += strlen(e->value) > 15 ? (uint64_t)1 << 50 : strtoull(e->value, NULL, 10);
     }
     return n > (uint64_t)1 << 50 ? (int64_t)1 << 50 : (int64_t)n;

@@ -23,7 +23,8 @@
 
 xe_graph *ox_finish(ox_ctx *c, xe_status *st); /* names.c */
 
-/* The model's opset_import version of domain dom ("" and "ai.onnx" alike), as written; -1 when none. */
+/* The model's opset_import version of domain dom ("" and "ai.onnx" alike), as written; -1 when
+ * none. */
 static long long domain_opset(const ox_ctx *c, const char *dom)
 {
     bool onnx = !dom[0] || !strcmp(dom, "ai.onnx");
@@ -56,8 +57,8 @@ static const char *node_label(const ox_ctx *c, const Onnx__NodeProto *np, char *
 static void node_error(ox_ctx *c, const Onnx__NodeProto *np, bool unsupported, const char *msg)
 {
     char label[512];
-    ox_error_add(&c->errs, unsupported, "%s: %s: %s", c->path, node_label(c, np, label, sizeof label),
-                 msg);
+    ox_error_add(&c->errs, unsupported, "%s: %s: %s", c->path,
+                 node_label(c, np, label, sizeof label), msg);
 }
 
 /* Every output of np names an unimportable value. */
@@ -97,13 +98,15 @@ static const ox_entry *entry_for(ox_ctx *c, const Onnx__NodeProto *np)
 {
     bool xlac = np->domain && !strcmp(np->domain, OX_XLAC_DOMAIN), known = xlac;
     if (np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx") && !xlac) {
-        node_error(c, np, true, "op domain is not supported (only ai.onnx and " OX_XLAC_DOMAIN " are)");
+        node_error(c, np, true,
+                   "op domain is not supported (only ai.onnx and " OX_XLAC_DOMAIN " are)");
         return NULL;
     }
     const char *type = np->op_type ? np->op_type : "";
     const ox_entry *e = xlac ? ox_find_xlac_op(type) : ox_find_op(type, c->opset, &known);
     if (!e)
-        node_error(c, np, true, known ? "op is not supported at this opset" : "op is not supported");
+        node_error(c, np, true,
+                   known ? "op is not supported at this opset" : "op is not supported");
     return e && check_attrs(c, np, e) ? e : NULL;
 }
 
@@ -127,7 +130,8 @@ static gathered gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
         b->in[k] = np->input[k][0] ? ox_value_get(c, np->input[k], &found) : -1;
         if (!found) {
             char msg[600];
-            snprintf(msg, sizeof msg, "input '%.500s' is not defined before it is used", np->input[k]);
+            snprintf(msg, sizeof msg, "input '%.500s' is not defined before it is used",
+                     np->input[k]);
             node_error(c, np, false, msg);
             return UNDEFINED;
         }
@@ -137,15 +141,17 @@ static gathered gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
     return r;
 }
 
-/* The type the model declares for value name (its value_info or a graph output); false when none fits. */
+/* The type the model declares for value name (its value_info or a graph output); false when none
+ * fits. */
 static bool declared_type(const ox_ctx *c, const char *name, xe_type *t)
 {
     const Onnx__GraphProto *g = c->model->graph;
     for (size_t k = 0; k < g->n_value_info + g->n_output; k++) {
-        const Onnx__ValueInfoProto *v = k < g->n_value_info ? g->value_info[k] : g->output[k - g->n_value_info];
+        const Onnx__ValueInfoProto *v =
+            k < g->n_value_info ? g->value_info[k] : g->output[k - g->n_value_info];
         const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
-        if (!v->name || strcmp(v->name, name) || !tt || !tt->shape || tt->shape->n_dim > XE_MAX_RANK ||
-            !ox_dtype(tt->elem_type, &t->dtype))
+        if (!v->name || strcmp(v->name, name) || !tt || !tt->shape ||
+            tt->shape->n_dim > XE_MAX_RANK || !ox_dtype(tt->elem_type, &t->dtype))
             continue;
         t->shape.rank = (int)tt->shape->n_dim;
         for (size_t d = 0; d < tt->shape->n_dim; d++) {
@@ -169,8 +175,8 @@ static bool declared_type(const ox_ctx *c, const char *name, xe_type *t)
  * domain and attribute names were checked already (entry_for) and nothing
  * more can be. The import fails anyway: the placeholders never run.
  */
-static void check_behind_unimported(ox_ctx *c, const Onnx__NodeProto *np, const ox_entry *e, ox_b *b,
-                                    xe_status *st)
+static void check_behind_unimported(ox_ctx *c, const Onnx__NodeProto *np, const ox_entry *e,
+                                    ox_b *b, xe_status *st)
 {
     for (int k = 0; k < b->n_in; k++) {
         xe_type t;
@@ -178,7 +184,8 @@ static void check_behind_unimported(ox_ctx *c, const Onnx__NodeProto *np, const 
         if (!np->input[k][0] || b->in[k] >= 0)
             continue;
         snprintf(name, sizeof name, "_unimported%d", c->g->n_nodes);
-        if (!declared_type(c, np->input[k], &t) || (b->in[k] = xe_graph_add_input(c->g, name, &t, st)) < 0)
+        if (!declared_type(c, np->input[k], &t) ||
+            (b->in[k] = xe_graph_add_input(c->g, name, &t, st)) < 0)
             return;
     }
     b->first = c->g->n_nodes;
@@ -216,18 +223,19 @@ static bool input_type(ox_ctx *c, const Onnx__ValueInfoProto *v, int position, x
     const char *name = v->name ? v->name : "";
     const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
     if (!tt) {
-        ox_error_add(&c->errs, true, "%s: graph input '%s': only tensor inputs are supported", c->path,
-                     name);
+        ox_error_add(&c->errs, true, "%s: graph input '%s': only tensor inputs are supported",
+                     c->path, name);
         return false;
     }
     if (!ox_dtype(tt->elem_type, &t->dtype)) {
-        ox_error_add(&c->errs, true, "%s: graph input '%s': dtype %s is not supported", c->path, name,
-                     ox_dtype_name(tt->elem_type));
+        ox_error_add(&c->errs, true, "%s: graph input '%s': dtype %s is not supported", c->path,
+                     name, ox_dtype_name(tt->elem_type));
         return false;
     }
     if (!tt->shape || tt->shape->n_dim > XE_MAX_RANK) {
         ox_error_add(&c->errs, true, "%s: graph input '%s': %s", c->path, name,
-                     tt->shape ? "rank above 8 is not supported" : "an input without a shape (unknown rank) is not supported");
+                     tt->shape ? "rank above 8 is not supported"
+                               : "an input without a shape (unknown rank) is not supported");
         return false;
     }
     t->shape.rank = (int)tt->shape->n_dim;
@@ -271,7 +279,8 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
         snprintf(what, sizeof what, "initializer '%.500s'", t->name ? t->name : "");
         xe_status ts;
         xe_status_clear(&ts);
-        xe_tensor *v = c->inits && c->inits[k] ? xe_tensor_retain(c->inits[k]) : ox_tensor(t, c->files, what, &ts);
+        xe_tensor *v = c->inits && c->inits[k] ? xe_tensor_retain(c->inits[k])
+                                               : ox_tensor(t, c->files, what, &ts);
         if (v && c->inits && !c->inits[k])
             c->inits[k] = xe_tensor_retain(v);
         int x = v ? xe_graph_add_node(c->g, NULL, XE_OP_CONST, NULL, 0, st) : -1;
@@ -302,7 +311,8 @@ static xe_code add_sources(ox_ctx *c, xe_status *st)
         int x = -1;
         char tmp[32];
         snprintf(tmp, sizeof tmp, "_in%zu", k);
-        if (input_type(c, g->input[k], (int)pos++, &t) && (x = xe_graph_add_input(c->g, tmp, &t, st)) < 0)
+        if (input_type(c, g->input[k], (int)pos++, &t) &&
+            (x = xe_graph_add_input(c->g, tmp, &t, st)) < 0)
             return st->code;
         if ((x >= 0 && ox_want_name(c, x, name, name, st) != XE_OK) ||
             ox_value_set(c, name, x, st) != XE_OK)
@@ -319,11 +329,12 @@ static void read_opset(ox_ctx *c)
     /* a version beyond int is kept beyond the table (never truncated to a small one) */
     c->opset = v > OX_MAX_OPSET ? OX_MAX_OPSET + 1 : (int)v;
     if (v < 0) /* valid ONNX (a model of other domains only), but none that xlac imports */
-        ox_error_add(&c->errs, true, "%s: the model imports no ai.onnx opset (opset_import names none)",
-                     c->path);
+        ox_error_add(&c->errs, true,
+                     "%s: the model imports no ai.onnx opset (opset_import names none)", c->path);
     else if (v < OX_MIN_OPSET || v > OX_MAX_OPSET)
-        ox_error_add(&c->errs, true, "%s: ai.onnx opset %lld is not supported (opsets %d to %d are)",
-                     c->path, v, OX_MIN_OPSET, OX_MAX_OPSET);
+        ox_error_add(&c->errs, true,
+                     "%s: ai.onnx opset %lld is not supported (opsets %d to %d are)", c->path, v,
+                     OX_MIN_OPSET, OX_MAX_OPSET);
 }
 
 /* Builds every node of g (a graph or a subgraph) in c, in topological order (order.c); errors go
@@ -355,7 +366,8 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
         if (!name[0])
             ox_error_add(&c->errs, false, "%s: graph output %zu has no name", c->path, k);
         else if (!found)
-            ox_error_add(&c->errs, false, "%s: graph output '%s' is produced by no node", c->path, name);
+            ox_error_add(&c->errs, false, "%s: graph output '%s' is produced by no node", c->path,
+                         name);
     }
     if (!g->n_output)
         ox_error_add(&c->errs, false, "%s: the graph has no outputs", c->path);
@@ -376,7 +388,8 @@ static Onnx__ModelProto *unpack_bytes(const void *data, size_t len, const char *
         ox_diagnose(data, len, &onnx__model_proto__descriptor, why, sizeof why);
         xe_fail(st, XE_ERR_PARSE, "%s: not a valid ONNX model: %s%s", path, why,
                 len > 0x7fffffffu ? " (a .onnx file over 2 GB is beyond protobuf's limit: keep "
-                                    "the weights in external data files)" : "");
+                                    "the weights in external data files)"
+                                  : "");
     }
     return m;
 }
@@ -420,7 +433,8 @@ typedef struct ox_model {
 static void ctx_free(ox_ctx *c)
 {
     ox_value *v, *tmp;
-    HASH_ITER(hh, c->values, v, tmp) {
+    HASH_ITER(hh, c->values, v, tmp)
+    {
         HASH_DEL(c->values, v);
         free(v->name);
         free(v);
@@ -439,8 +453,8 @@ static void ctx_free(ox_ctx *c)
 /* The error list as *st: a count line, then as many lines as fit. */
 static xe_code report(ox_ctx *c, xe_status *st)
 {
-    xe_fail(st, XE_ERR_GRAPH, "%s: cannot import the model: %d unsupported, %d invalid\n%s", c->path,
-            c->errs.n_unsupported, c->errs.n_other, c->errs.text ? c->errs.text : "");
+    xe_fail(st, XE_ERR_GRAPH, "%s: cannot import the model: %d unsupported, %d invalid\n%s",
+            c->path, c->errs.n_unsupported, c->errs.n_other, c->errs.text ? c->errs.text : "");
     if (c->opt && c->opt->report)
         *c->opt->report = c->errs.text ? strdup(c->errs.text) : NULL;
     return st->code;
@@ -449,8 +463,13 @@ static xe_code report(ox_ctx *c, xe_status *st)
 /* One import of m; pin (may be NULL) gives the unknown input dims values. */
 static xe_graph *import(ox_model *m, const xe_onnx_options *opt, const xe_shape *pin, xe_status *st)
 {
-    ox_ctx c = {.path = m->path, .files = m->files, .opt = opt, .model = m->model, .pin = pin,
-                .inits = m->inits, .build_nodes = build_nodes};
+    ox_ctx c = {.path = m->path,
+                .files = m->files,
+                .opt = opt,
+                .model = m->model,
+                .pin = pin,
+                .inits = m->inits,
+                .build_nodes = build_nodes};
     ox_fold_budget(&c);
     if (!(c.g = xe_graph_new(m->path))) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
@@ -513,7 +532,8 @@ static xe_shape *probe_shapes(const Onnx__GraphProto *og, int *n)
         const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
         bool init = false;
         for (size_t j = 0; j < og->n_initializer && !init; j++)
-            init = og->initializer[j]->name && v->name && !strcmp(og->initializer[j]->name, v->name);
+            init =
+                og->initializer[j]->name && v->name && !strcmp(og->initializer[j]->name, v->name);
         if (init)
             continue;
         xe_shape *s = &p[(*n)++];
@@ -531,7 +551,8 @@ static xe_shape *probe_shapes(const Onnx__GraphProto *og, int *n)
  * it again per input-shape signature. NULL (probe's errors in *st) when
  * the probe import fails too.
  */
-static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_onnx_options *opt, xe_status *st)
+static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_onnx_options *opt,
+                               xe_status *st)
 {
     int n;
     xe_shape *probe = probe_shapes(m->model->graph, &n);
@@ -566,7 +587,8 @@ static xe_graph *declared_inputs(ox_model *m)
         char tmp[32];
         snprintf(tmp, sizeof tmp, "_in%zu", k);
         if (!is_initializer(g, g->input[k]->name ? g->input[k]->name : "") &&
-            (!input_type(&c, g->input[k], (int)pos++, &t) || xe_graph_add_input(c.g, tmp, &t, &st) < 0))
+            (!input_type(&c, g->input[k], (int)pos++, &t) ||
+             xe_graph_add_input(c.g, tmp, &t, &st) < 0))
             break;
     }
     xe_graph *out = c.g;
@@ -637,8 +659,8 @@ xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *
     return load(m, opt, st);
 }
 
-xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name, const xe_onnx_options *opt,
-                              xe_status *st)
+xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name,
+                              const xe_onnx_options *opt, xe_status *st)
 {
     ox_model *m = model_new(name, NULL, st);
     if (!m)

@@ -42,7 +42,8 @@ static xe_code copy_node(ox_ctx *c, xe_graph *ng, int i, int *map, xe_status *st
     char *name = xe_graph_fresh_name(ng, c->want[i] ? c->want[i] : "t");
     if (!name)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    int in[OX_MAX_IO + 8], *ins = n->n_inputs > OX_MAX_IO + 8 ? malloc((size_t)n->n_inputs * sizeof *ins) : in;
+    int in[OX_MAX_IO + 8],
+        *ins = n->n_inputs > OX_MAX_IO + 8 ? malloc((size_t)n->n_inputs * sizeof *ins) : in;
     if (!ins) {
         free(name);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
@@ -80,7 +81,8 @@ static xe_code add_output(xe_graph *ng, const char *value, int x, bool *used, xe
         free(name);
     }
     free(want);
-    /* the model's own name of the output, where the node could not take it (x_1 beside input x, y_0 for y:0) */
+    /* the model's own name of the output, where the node could not take it (x_1 beside input x, y_0
+     * for y:0) */
     if (code == XE_OK && x >= 0 && strcmp(ng->nodes[x]->name, value))
         code = xe_node_set_string(ng->nodes[x], "@output", value, st);
     if (code == XE_OK && x >= 0) {

@@ -25,21 +25,24 @@
 #include "xlac/onnx.h"
 #include "xlac/op.h"
 
-#define OX_MIN_OPSET 7   /* the oldest ai.onnx opset we import (numpy broadcasting since 7) */
-#define OX_MAX_OPSET 28  /* the newest (onnx 1.23 knows 28) */
-#define OX_MAX_IO 64     /* inputs or outputs of one ONNX node */
-#define OX_MAX_NESTING 128 /* protobuf messages inside one another (a subgraph is 3 levels deeper) */
-#ifdef XLAC_FUZZ_BUILD /* the fuzz build folds the same way at 16 times less work (docs/fuzzing.md) */
+#define OX_MIN_OPSET 7  /* the oldest ai.onnx opset we import (numpy broadcasting since 7) */
+#define OX_MAX_OPSET 28 /* the newest (onnx 1.23 knows 28) */
+#define OX_MAX_IO 64    /* inputs or outputs of one ONNX node */
+#define OX_MAX_NESTING                                                                             \
+    128                /* protobuf messages inside one another (a subgraph is 3 levels deeper) */
+#ifdef XLAC_FUZZ_BUILD /* the fuzz build folds the same way at 16 times less work                  \
+                          (docs/fuzzing.md) */
 #define OX_FOLD_MAX (1 << 20)
 #else
 #define OX_FOLD_MAX (1 << 24) /* elements: bigger results are computed at run time */
 #endif
-#define OX_FOLD_SMALL (1 << 16) /* elements: a fold or load-time constant this small is always made */
+#define OX_FOLD_SMALL                                                                              \
+    (1 << 16) /* elements: a fold or load-time constant this small is always made */
 
 /* ONNX value name -> the executor node that holds it. */
 typedef struct ox_value {
     char *name;
-    int node; /* -1: produced by a node that could not be imported */
+    int node;     /* -1: produced by a node that could not be imported */
     bool swapped; /* the value is node's last two dims swapped: a Transpose left to its one
                      reader, a MatMul, as a transpose flag (rewrite.c) */
     UT_hash_handle hh;
@@ -57,23 +60,23 @@ typedef struct ox_errors {
 typedef struct ox_files ox_files;
 
 typedef struct ox_ctx {
-    const char *path;             /* the model file, for messages */
-    ox_files *files;              /* its external data files, beneath its folder */
-    const xe_onnx_options *opt;   /* bind callback (may be NULL) */
+    const char *path;           /* the model file, for messages */
+    ox_files *files;            /* its external data files, beneath its folder */
+    const xe_onnx_options *opt; /* bind callback (may be NULL) */
     Onnx__ModelProto *model;
-    int opset;                    /* ai.onnx opset of the model */
-    xe_graph *g;                  /* the graph being built (temporary names) */
-    ox_value *values;             /* uthash */
-    char **want;                  /* per node: its final name (NULL: a temporary one) */
-    char **orig;                  /* per node: the ONNX node name when sanitising changed it */
-    unsigned char *final;         /* per node: 1 once it is an ONNX node's output */
+    int opset;            /* ai.onnx opset of the model */
+    xe_graph *g;          /* the graph being built (temporary names) */
+    ox_value *values;     /* uthash */
+    char **want;          /* per node: its final name (NULL: a temporary one) */
+    char **orig;          /* per node: the ONNX node name when sanitising changed it */
+    unsigned char *final; /* per node: 1 once it is an ONNX node's output */
     int cap_names;
     ox_errors errs;
-    const xe_shape *pin;          /* not NULL: per graph input, the shape its unknown dims take */
-    xe_tensor **inits;            /* not NULL: initializer k's tensor, loaded once and kept here
-                                     for every specialisation of the model (retained) */
-    int64_t fold_left;            /* elements larger folds and load-time constants may still make
-                                     (fold.c); set from the model's own weights by ox_fold_budget */
+    const xe_shape *pin; /* not NULL: per graph input, the shape its unknown dims take */
+    xe_tensor **inits;   /* not NULL: initializer k's tensor, loaded once and kept here
+                            for every specialisation of the model (retained) */
+    int64_t fold_left;   /* elements larger folds and load-time constants may still make
+                            (fold.c); set from the model's own weights by ox_fold_budget */
     /* Builds every node of g (a graph or a subgraph) in c, errors to c->errs: the loader's own
        walk (model.c), handed down so that a builder of a subgraph (If) never calls back up. */
     void (*build_nodes)(struct ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
@@ -83,15 +86,16 @@ typedef struct ox_ctx {
 typedef struct ox_b {
     ox_ctx *c;
     const Onnx__NodeProto *np;
-    const struct ox_entry *entry; /* the table row being built: table-driven builders read its op and p */
+    const struct ox_entry
+        *entry; /* the table row being built: table-driven builders read its op and p */
     int opset;
     int n_in;
     int in[OX_MAX_IO]; /* node index per ONNX input, -1 where the input is absent ("") */
     int first;         /* the first graph node made for this ONNX node */
     int helpers;       /* helper nodes made so far */
     bool failed;
-    xe_status st;      /* the first failure */
-    char sbuf[256];    /* ox_str's copy of a string attribute */
+    xe_status st;   /* the first failure */
+    char sbuf[256]; /* ox_str's copy of a string attribute */
 } ox_b;
 
 /* An attribute for ox_op. */
@@ -116,8 +120,8 @@ typedef xe_code (*ox_build_fn)(ox_b *b);
 
 /* One entry of the op table. */
 typedef struct ox_entry {
-    const char *type;  /* ONNX op type */
-    int since, until;  /* opsets this entry covers (until 0: the newest) */
+    const char *type; /* ONNX op type */
+    int since, until; /* opsets this entry covers (until 0: the newest) */
     ox_build_fn build;
     const char *attrs; /* the attributes it reads, space separated; any other is refused */
     int op;            /* the executor op for table-driven builders, -1 if none */
@@ -147,7 +151,7 @@ size_t *ox_node_order(const Onnx__GraphProto *g);
  * recurses without a limit), no string (but doc strings) with a NUL inside; false with buf saying
  * where. */
 bool ox_precheck(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
-                      size_t cap);
+                 size_t cap);
 void ox_diagnose(const uint8_t *data, size_t len, const ProtobufCMessageDescriptor *desc, char *buf,
                  size_t cap);
 
@@ -184,9 +188,9 @@ int ox_bin(ox_b *b, int op, int x, int y);
 int ox_select(ox_b *b, int cond, int x, int y);
 int ox_cast(ox_b *b, int x, xe_dtype dt);
 int ox_scalar(ox_b *b, xe_dtype dt, double v);
-/* A constant a builder computes at load (a mask, positions, a matrix): its dims come from the model,
-   so it holds at most OX_FOLD_MAX elements, as folded ones do; beyond, or when b has failed, NULL
-   and the node unsupported. */
+/* A constant a builder computes at load (a mask, positions, a matrix): its dims come from the
+   model, so it holds at most OX_FOLD_MAX elements, as folded ones do; beyond, or when b has failed,
+   NULL and the node unsupported. */
 xe_tensor *ox_new_tensor(ox_b *b, xe_dtype dt, const xe_shape *s);
 int ox_const(ox_b *b, xe_tensor *t); /* takes t */
 int ox_ints_const(ox_b *b, const int64_t *v, int n);

@@ -164,7 +164,8 @@ size_t *ox_node_order(const Onnx__GraphProto *g)
     HASH_CLEAR(hh, o.by_name);
     for (size_t k = 0; o.users && k < n; k++)
         free(o.users[k]);
-    free(o.users), free(o.n_users), free(o.cap_users), free(o.indeg), free(cells), free(heap), free(done);
+    free(o.users), free(o.n_users), free(o.cap_users), free(o.indeg), free(cells), free(heap),
+        free(done);
     if (o.failed || !done) {
         free(out);
         return NULL;

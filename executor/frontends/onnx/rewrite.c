@@ -39,7 +39,8 @@ static int value_uses(const ox_ctx *c, const char *name)
     return uses;
 }
 
-/* The ONNX node that reads value `name`, when exactly one does and it is no graph output; else NULL. */
+/* The ONNX node that reads value `name`, when exactly one does and it is no graph output; else
+ * NULL. */
 static const Onnx__NodeProto *only_reader(const ox_ctx *c, const char *name)
 {
     const Onnx__GraphProto *g = c->model->graph;
@@ -56,7 +57,8 @@ static const Onnx__NodeProto *only_reader(const ox_ctx *c, const char *name)
     return r;
 }
 
-/* The constant already built for ONNX value `name` (an initializer), dtype dt, n elements (-1: any). */
+/* The constant already built for ONNX value `name` (an initializer), dtype dt, n elements (-1:
+ * any). */
 /* Whether s, a string of the model that may be absent (NULL), is lit. */
 static bool is(const char *s, const char *lit)
 {
@@ -76,7 +78,8 @@ static const xe_tensor *const_value(ox_b *b, const char *name, xe_dtype dt, int6
     return p->value;
 }
 
-/* A new const, w scaled per output channel: v[o*per + i] = w[o*per + i] * s[o] + t[o] (w, t NULL: 0). */
+/* A new const, w scaled per output channel: v[o*per + i] = w[o*per + i] * s[o] + t[o] (w, t NULL:
+ * 0). */
 static int scaled(ox_b *b, const xe_tensor *w, const double *s, const double *t, int64_t m,
                   int64_t per, const xe_shape *shape, xe_dtype dt)
 {
@@ -88,7 +91,8 @@ static int scaled(ox_b *b, const xe_tensor *w, const double *s, const double *t,
     for (int64_t o = 0; o < m; o++)
         for (int64_t i = 0; i < per; i++)
             xe_store_f64(v->data, dt, o * per + i,
-                         (w ? xe_load_f64(w->data, dt, o * per + i) : 0.0) * s[o] + (t ? t[o] : 0.0));
+                         (w ? xe_load_f64(w->data, dt, o * per + i) : 0.0) * s[o] +
+                             (t ? t[o] : 0.0));
     return ox_const(b, v);
 }
 
@@ -119,8 +123,8 @@ static bool bn_affine(ox_b *b, const Onnx__NodeProto *bn, xe_dtype dt, int64_t m
 bool ox_conv_fold_batch_norm(ox_b *b, int *wt, int *bias)
 {
     const Onnx__NodeProto *bn = b->np->n_output ? only_reader(b->c, b->np->output[0]) : NULL;
-    if (b->failed || *wt < 0 || !bn || !is(bn->op_type, "BatchNormalization") ||
-        bn->n_input < 1 || strcmp(bn->input[0], b->np->output[0]) ||
+    if (b->failed || *wt < 0 || !bn || !is(bn->op_type, "BatchNormalization") || bn->n_input < 1 ||
+        strcmp(bn->input[0], b->np->output[0]) ||
         (bn->domain && bn->domain[0] && strcmp(bn->domain, "ai.onnx")) ||
         (bn->n_output > 1 && bn->output[1][0]))
         return false;
@@ -128,9 +132,10 @@ bool ox_conv_fold_batch_norm(ox_b *b, int *wt, int *bias)
     xe_dtype dt = wn->type.dtype;
     int64_t m = wn->type.shape.dims[0];
     const xe_tensor *w = wn->op == XE_OP_CONST ? wn->value : NULL, *bv = NULL;
-    if (!w || m <= 0 || (*bias >= 0 && (b->c->g->nodes[*bias]->op != XE_OP_CONST ||
-                                        !(bv = b->c->g->nodes[*bias]->value) ||
-                                        xe_tensor_numel(bv) != m || bv->dtype != dt)))
+    if (!w || m <= 0 ||
+        (*bias >= 0 &&
+         (b->c->g->nodes[*bias]->op != XE_OP_CONST || !(bv = b->c->g->nodes[*bias]->value) ||
+          xe_tensor_numel(bv) != m || bv->dtype != dt)))
         return false;
     double *s = malloc(2 * (size_t)m * sizeof *s), *t = s ? s + m : NULL;
     bool ok = s && bn_affine(b, bn, dt, m, s, t);
@@ -178,7 +183,8 @@ bool ox_transpose_to_matmul(ox_b *b, int x, const int *perm, int r)
             return false;
     const Onnx__NodeProto *rd = only_reader(b->c, b->np->output[0]);
     if (perm[r - 2] != r - 1 || perm[r - 1] != r - 2 || !rd || !is(rd->op_type, "MatMul") ||
-        (rd->domain && rd->domain[0] && strcmp(rd->domain, "ai.onnx")) || ox_value_swapped(b->c, b->np->input[0]))
+        (rd->domain && rd->domain[0] && strcmp(rd->domain, "ai.onnx")) ||
+        ox_value_swapped(b->c, b->np->input[0]))
         return false;
     if (ox_value_set_swapped(b->c, b->np->output[0], x, &b->st) != XE_OK)
         b->failed = true;

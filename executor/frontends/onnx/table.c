@@ -8,84 +8,255 @@
 
 #include "onnx_impl.h"
 
-
-#define B(name) xe_code ox_b_##name(ox_b *b);
-B(unary) B(binary) B(xor) B(variadic) B(div) B(mod) B(pow) B(reciprocal) B(leaky_relu) B(prelu)
-B(thresholded_relu) B(elu) B(selu) B(celu) B(hard_sigmoid) B(hard_swish) B(softsign) B(softplus)
-B(mish) B(swish) B(shrink) B(sign) B(isnan) B(isinf) B(trig) B(round) B(gelu) B(where) B(clip)
-B(cast) B(cast_like) B(identity) B(reshape) B(flatten) B(squeeze) B(unsqueeze) B(transpose)
-B(concat) B(split) B(slice) B(expand) B(tile) B(shape) B(size) B(constant) B(constant_of_shape)
-B(range) B(eye_like) B(gather) B(pad) B(trilu) B(reduce) B(argmax) B(matmul) B(gemm) B(softmax)
-B(log_softmax) B(hardmax) B(layer_norm) B(batch_norm) B(instance_norm) B(global_pool) B(lp_norm)
-B(mvn) B(lrn) B(rms_norm) B(nll_loss) B(sce_loss) B(attention) B(gather_elements) B(depth_space) B(one_hot)
-B(conv) B(conv_transpose) B(rnn) B(dft) B(pool) B(lp_pool) B(window) B(center_crop_pad) B(group_norm) B(reverse_sequence) B(rotary) B(affine_grid) B(col2im) B(collective) B(gather_nd) B(cumsum) B(scatter_nd) B(scatter_elements) B(nonzero) B(topk) B(resize) B(einsum) B(if)
-B(quantize) B(dequantize) B(dynamic_quantize) B(bit_shift) B(matmul_integer) B(qlinear_matmul)
+#define B(name) xe_code ox_b_##name(ox_b *b)
+B(unary);
+B(binary);
+B(xor);
+B(variadic);
+B(div);
+B(mod);
+B(pow);
+B(reciprocal);
+B(leaky_relu);
+B(prelu);
+B(thresholded_relu);
+B(elu);
+B(selu);
+B(celu);
+B(hard_sigmoid);
+B(hard_swish);
+B(softsign);
+B(softplus);
+B(mish);
+B(swish);
+B(shrink);
+B(sign);
+B(isnan);
+B(isinf);
+B(trig);
+B(round);
+B(gelu);
+B(where);
+B(clip);
+B(cast);
+B(cast_like);
+B(identity);
+B(reshape);
+B(flatten);
+B(squeeze);
+B(unsqueeze);
+B(transpose);
+B(concat);
+B(split);
+B(slice);
+B(expand);
+B(tile);
+B(shape);
+B(size);
+B(constant);
+B(constant_of_shape);
+B(range);
+B(eye_like);
+B(gather);
+B(pad);
+B(trilu);
+B(reduce);
+B(argmax);
+B(matmul);
+B(gemm);
+B(softmax);
+B(log_softmax);
+B(hardmax);
+B(layer_norm);
+B(batch_norm);
+B(instance_norm);
+B(global_pool);
+B(lp_norm);
+B(mvn);
+B(lrn);
+B(rms_norm);
+B(nll_loss);
+B(sce_loss);
+B(attention);
+B(gather_elements);
+B(depth_space);
+B(one_hot);
+B(conv);
+B(conv_transpose);
+B(rnn);
+B(dft);
+B(pool);
+B(lp_pool);
+B(window);
+B(center_crop_pad);
+B(group_norm);
+B(reverse_sequence);
+B(rotary);
+B(affine_grid);
+B(col2im);
+B(collective);
+B(gather_nd);
+B(cumsum);
+B(scatter_nd);
+B(scatter_elements);
+B(nonzero);
+B(topk);
+B(resize);
+B(einsum);
+B(if);
+B(quantize);
+B(dequantize);
+B(dynamic_quantize);
+B(bit_shift);
+B(matmul_integer);
+B(qlinear_matmul);
 #undef B
 
-#define U(type, xop) {type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0}
-#define BIN(type, xop) {type, 1, 0, ox_b_binary, "", XE_OP_##xop, 0}
-#define RED(type, xop, kind) {type, 1, 0, ox_b_reduce, "axes keepdims noop_with_empty_axes", XE_OP_##xop, kind}
-#define F(type, fn, attrs) {type, 1, 0, ox_b_##fn, attrs, -1, 0}
+#define U(type, xop)                                                                               \
+    {                                                                                              \
+        type, 1, 0, ox_b_unary, "", XE_OP_##xop, 0                                                 \
+    }
+#define BIN(type, xop)                                                                             \
+    {                                                                                              \
+        type, 1, 0, ox_b_binary, "", XE_OP_##xop, 0                                                \
+    }
+#define RED(type, xop, kind)                                                                       \
+    {                                                                                              \
+        type, 1, 0, ox_b_reduce, "axes keepdims noop_with_empty_axes", XE_OP_##xop, kind           \
+    }
+#define F(type, fn, attrs)                                                                         \
+    {                                                                                              \
+        type, 1, 0, ox_b_##fn, attrs, -1, 0                                                        \
+    }
 
 static const ox_entry table[] = {
-    U("Neg", NEG), U("Abs", ABS), U("Exp", EXP), U("Log", LOG), U("Sqrt", SQRT), U("Tanh", TANH),
-    U("Sigmoid", SIGMOID), U("Relu", RELU), U("Erf", ERF), U("Sin", SIN), U("Cos", COS),
-    U("Floor", FLOOR), U("Ceil", CEIL), U("Not", LOGICAL_NOT),
-    U("Asin", ASIN), U("Acos", ACOS), U("Atan", ATAN),
-    BIN("Add", ADD), BIN("Sub", SUB), BIN("Mul", MUL), BIN("Equal", EQUAL), BIN("Less", LESS),
-    BIN("LessOrEqual", LESS_EQUAL), BIN("Greater", GREATER), BIN("GreaterOrEqual", GREATER_EQUAL),
-    BIN("And", LOGICAL_AND), BIN("Or", LOGICAL_OR),
+    U("Neg", NEG),
+    U("Abs", ABS),
+    U("Exp", EXP),
+    U("Log", LOG),
+    U("Sqrt", SQRT),
+    U("Tanh", TANH),
+    U("Sigmoid", SIGMOID),
+    U("Relu", RELU),
+    U("Erf", ERF),
+    U("Sin", SIN),
+    U("Cos", COS),
+    U("Floor", FLOOR),
+    U("Ceil", CEIL),
+    U("Not", LOGICAL_NOT),
+    U("Asin", ASIN),
+    U("Acos", ACOS),
+    U("Atan", ATAN),
+    BIN("Add", ADD),
+    BIN("Sub", SUB),
+    BIN("Mul", MUL),
+    BIN("Equal", EQUAL),
+    BIN("Less", LESS),
+    BIN("LessOrEqual", LESS_EQUAL),
+    BIN("Greater", GREATER),
+    BIN("GreaterOrEqual", GREATER_EQUAL),
+    BIN("And", LOGICAL_AND),
+    BIN("Or", LOGICAL_OR),
     {"Sum", 1, 0, ox_b_variadic, "", XE_OP_ADD, 0},
     {"Max", 1, 0, ox_b_variadic, "", XE_OP_MAXIMUM, 0},
     {"Min", 1, 0, ox_b_variadic, "", XE_OP_MINIMUM, 0},
     {"Mean", 1, 0, ox_b_variadic, "", XE_OP_DIV, 0},
-    F("Xor", xor, ""), F("Div", div, ""), F("Mod", mod, "fmod"), F("Pow", pow, ""),
-    F("Reciprocal", reciprocal, ""), F("LeakyRelu", leaky_relu, "alpha"), F("PRelu", prelu, ""),
-    F("ThresholdedRelu", thresholded_relu, "alpha"), F("Elu", elu, "alpha"),
-    F("Selu", selu, "alpha gamma"), F("Celu", celu, "alpha"),
-    F("HardSigmoid", hard_sigmoid, "alpha beta"), F("HardSwish", hard_swish, ""),
-    F("Softsign", softsign, ""), F("Softplus", softplus, ""), F("Mish", mish, ""),
-    F("Swish", swish, "alpha"), F("Shrink", shrink, "bias lambd"), F("Sign", sign, ""),
-    F("IsNaN", isnan, ""), F("IsInf", isinf, "detect_negative detect_positive"),
-    F("Tan", trig, ""), F("Sinh", trig, ""), F("Cosh", trig, ""), F("Asinh", trig, ""),
-    F("Acosh", trig, ""), F("Atanh", trig, ""), F("Round", round, ""),
-    F("Gelu", gelu, "approximate"), F("Where", where, ""), F("Clip", clip, "min max"),
+    F("Xor", xor, ""),
+    F("Div", div, ""),
+    F("Mod", mod, "fmod"),
+    F("Pow", pow, ""),
+    F("Reciprocal", reciprocal, ""),
+    F("LeakyRelu", leaky_relu, "alpha"),
+    F("PRelu", prelu, ""),
+    F("ThresholdedRelu", thresholded_relu, "alpha"),
+    F("Elu", elu, "alpha"),
+    F("Selu", selu, "alpha gamma"),
+    F("Celu", celu, "alpha"),
+    F("HardSigmoid", hard_sigmoid, "alpha beta"),
+    F("HardSwish", hard_swish, ""),
+    F("Softsign", softsign, ""),
+    F("Softplus", softplus, ""),
+    F("Mish", mish, ""),
+    F("Swish", swish, "alpha"),
+    F("Shrink", shrink, "bias lambd"),
+    F("Sign", sign, ""),
+    F("IsNaN", isnan, ""),
+    F("IsInf", isinf, "detect_negative detect_positive"),
+    F("Tan", trig, ""),
+    F("Sinh", trig, ""),
+    F("Cosh", trig, ""),
+    F("Asinh", trig, ""),
+    F("Acosh", trig, ""),
+    F("Atanh", trig, ""),
+    F("Round", round, ""),
+    F("Gelu", gelu, "approximate"),
+    F("Where", where, ""),
+    F("Clip", clip, "min max"),
     {"DynamicQuantizeLinear", 11, 0, ox_b_dynamic_quantize, "", -1, 0},
     {"MatMulInteger", 10, 0, ox_b_matmul_integer, "", -1, 0},
     {"QLinearMatMul", 10, 0, ox_b_qlinear_matmul, "", -1, 0},
-    BIN("BitwiseAnd", BITWISE_AND), BIN("BitwiseOr", BITWISE_OR), BIN("BitwiseXor", BITWISE_XOR),
-    U("BitwiseNot", BITWISE_NOT), F("BitShift", bit_shift, "direction"),
-    {"QuantizeLinear", 10, 0, ox_b_quantize, "axis saturate block_size output_dtype precision", -1, 0},
+    BIN("BitwiseAnd", BITWISE_AND),
+    BIN("BitwiseOr", BITWISE_OR),
+    BIN("BitwiseXor", BITWISE_XOR),
+    U("BitwiseNot", BITWISE_NOT),
+    F("BitShift", bit_shift, "direction"),
+    {"QuantizeLinear", 10, 0, ox_b_quantize, "axis saturate block_size output_dtype precision", -1,
+     0},
     {"DequantizeLinear", 10, 0, ox_b_dequantize, "axis block_size output_dtype", -1, 0},
-    F("Cast", cast, "to saturate round_mode"), F("CastLike", cast_like, "saturate round_mode"),
-    F("Identity", identity, ""), F("Dropout", identity, "ratio seed"),
-    F("Reshape", reshape, "allowzero"), F("Flatten", flatten, "axis"),
-    F("Squeeze", squeeze, "axes"), F("Unsqueeze", unsqueeze, "axes"),
-    F("Transpose", transpose, "perm"), F("Concat", concat, "axis"),
-    F("Split", split, "axis split num_outputs"), F("Slice", slice, "starts ends axes"),
-    F("Expand", expand, ""), F("Tile", tile, ""), F("Shape", shape, "start end"),
+    F("Cast", cast, "to saturate round_mode"),
+    F("CastLike", cast_like, "saturate round_mode"),
+    F("Identity", identity, ""),
+    F("Dropout", identity, "ratio seed"),
+    F("Reshape", reshape, "allowzero"),
+    F("Flatten", flatten, "axis"),
+    F("Squeeze", squeeze, "axes"),
+    F("Unsqueeze", unsqueeze, "axes"),
+    F("Transpose", transpose, "perm"),
+    F("Concat", concat, "axis"),
+    F("Split", split, "axis split num_outputs"),
+    F("Slice", slice, "starts ends axes"),
+    F("Expand", expand, ""),
+    F("Tile", tile, ""),
+    F("Shape", shape, "start end"),
     F("Size", size, ""),
-    F("Constant", constant, "value value_float value_floats value_int value_ints sparse_value value_string value_strings"),
-    F("ConstantOfShape", constant_of_shape, "value"), F("Range", range, ""),
-    F("EyeLike", eye_like, "dtype k"), F("Gather", gather, "axis"), F("Pad", pad, "mode pads value"),
-    F("Trilu", trilu, "upper"), F("GatherElements", gather_elements, "axis"),
-    F("DepthToSpace", depth_space, "blocksize mode"), F("OneHot", one_hot, "axis"), F("SpaceToDepth", depth_space, "blocksize"),
-    RED("ReduceSum", REDUCE_SUM, 0), RED("ReduceMean", REDUCE_MEAN, 0),
-    RED("ReduceMax", REDUCE_MAX, 0), RED("ReduceMin", REDUCE_MIN, 0),
-    RED("ReduceProd", REDUCE_PROD, 0), RED("ReduceL1", REDUCE_SUM, 1),
-    RED("ReduceL2", REDUCE_SUM, 2), RED("ReduceLogSum", REDUCE_SUM, 3),
-    RED("ReduceLogSumExp", REDUCE_SUM, 4), RED("ReduceSumSquare", REDUCE_SUM, 5),
+    F("Constant", constant,
+      "value value_float value_floats value_int value_ints sparse_value value_string "
+      "value_strings"),
+    F("ConstantOfShape", constant_of_shape, "value"),
+    F("Range", range, ""),
+    F("EyeLike", eye_like, "dtype k"),
+    F("Gather", gather, "axis"),
+    F("Pad", pad, "mode pads value"),
+    F("Trilu", trilu, "upper"),
+    F("GatherElements", gather_elements, "axis"),
+    F("DepthToSpace", depth_space, "blocksize mode"),
+    F("OneHot", one_hot, "axis"),
+    F("SpaceToDepth", depth_space, "blocksize"),
+    RED("ReduceSum", REDUCE_SUM, 0),
+    RED("ReduceMean", REDUCE_MEAN, 0),
+    RED("ReduceMax", REDUCE_MAX, 0),
+    RED("ReduceMin", REDUCE_MIN, 0),
+    RED("ReduceProd", REDUCE_PROD, 0),
+    RED("ReduceL1", REDUCE_SUM, 1),
+    RED("ReduceL2", REDUCE_SUM, 2),
+    RED("ReduceLogSum", REDUCE_SUM, 3),
+    RED("ReduceLogSumExp", REDUCE_SUM, 4),
+    RED("ReduceSumSquare", REDUCE_SUM, 5),
     F("ArgMax", argmax, "axis keepdims select_last_index"),
     F("ArgMin", argmax, "axis keepdims select_last_index"),
-    F("MatMul", matmul, ""), F("Gemm", gemm, "alpha beta transA transB"),
-    F("Softmax", softmax, "axis"), F("LogSoftmax", log_softmax, "axis"), F("Hardmax", hardmax, "axis"),
+    F("MatMul", matmul, ""),
+    F("Gemm", gemm, "alpha beta transA transB"),
+    F("Softmax", softmax, "axis"),
+    F("LogSoftmax", log_softmax, "axis"),
+    F("Hardmax", hardmax, "axis"),
     F("LayerNormalization", layer_norm, "axis epsilon stash_type"),
     F("RMSNormalization", rms_norm, "axis epsilon stash_type"),
     {"RotaryEmbedding", 23, 0, ox_b_rotary, "interleaved num_heads rotary_embedding_dim", -1, 0},
     F("NegativeLogLikelihoodLoss", nll_loss, "ignore_index reduction"),
     F("SoftmaxCrossEntropyLoss", sce_loss, "ignore_index reduction"),
-    F("Attention", attention, "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
-                              "softmax_precision left_window_size right_window_size"),
+    F("Attention", attention,
+      "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
+      "softmax_precision left_window_size right_window_size"),
     F("BatchNormalization", batch_norm, "epsilon momentum training_mode"),
     F("InstanceNormalization", instance_norm, "epsilon"),
     {"GroupNormalization", 18, 0, ox_b_group_norm, "epsilon num_groups stash_type", -1, 0},
@@ -93,29 +264,46 @@ static const ox_entry table[] = {
     {"GlobalMaxPool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MAX, 0},
     F("Conv", conv, "auto_pad dilations group kernel_shape pads strides"),
     F("RNN", rnn, "activation_alpha activation_beta activations clip direction hidden_size layout"),
-    F("GRU", rnn, "activation_alpha activation_beta activations clip direction hidden_size layout linear_before_reset"),
-    F("LSTM", rnn, "activation_alpha activation_beta activations clip direction hidden_size input_forget layout"),
+    F("GRU", rnn,
+      "activation_alpha activation_beta activations clip direction hidden_size layout "
+      "linear_before_reset"),
+    F("LSTM", rnn,
+      "activation_alpha activation_beta activations clip direction hidden_size input_forget "
+      "layout"),
     F("Col2Im", col2im, "dilations pads strides"),
-    F("ConvTranspose", conv_transpose, "auto_pad dilations group kernel_shape output_padding output_shape pads strides"),
-    {"MaxPool", 1, 0, ox_b_pool, "auto_pad ceil_mode dilations kernel_shape pads storage_order strides",
-     XE_OP_MAX_POOL2D, 0},
-    {"AveragePool", 1, 0, ox_b_pool, "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides",
-     XE_OP_AVG_POOL2D, 0},
+    F("ConvTranspose", conv_transpose,
+      "auto_pad dilations group kernel_shape output_padding output_shape pads strides"),
+    {"MaxPool", 1, 0, ox_b_pool,
+     "auto_pad ceil_mode dilations kernel_shape pads storage_order strides", XE_OP_MAX_POOL2D, 0},
+    {"AveragePool", 1, 0, ox_b_pool,
+     "auto_pad ceil_mode count_include_pad dilations kernel_shape pads strides", XE_OP_AVG_POOL2D,
+     0},
     {"DFT", 17, 0, ox_b_dft, "axis inverse onesided", -1, 0},
-    F("HannWindow", window, "output_datatype periodic"), F("HammingWindow", window, "output_datatype periodic"),
-    F("BlackmanWindow", window, "output_datatype periodic"), F("CenterCropPad", center_crop_pad, "axes"),
+    F("HannWindow", window, "output_datatype periodic"),
+    F("HammingWindow", window, "output_datatype periodic"),
+    F("BlackmanWindow", window, "output_datatype periodic"),
+    F("CenterCropPad", center_crop_pad, "axes"),
     F("AffineGrid", affine_grid, "align_corners"),
     F("LpPool", lp_pool, "auto_pad ceil_mode dilations kernel_shape p pads strides"),
-    F("LpNormalization", lp_norm, "axis p"), F("MeanVarianceNormalization", mvn, "axes"),
+    F("LpNormalization", lp_norm, "axis p"),
+    F("MeanVarianceNormalization", mvn, "axes"),
     F("LRN", lrn, "alpha beta bias size"),
-    F("GatherND", gather_nd, "batch_dims"), F("CumSum", cumsum, "exclusive reverse"),
+    F("GatherND", gather_nd, "batch_dims"),
+    F("CumSum", cumsum, "exclusive reverse"),
     F("CumProd", cumsum, "exclusive reverse"),
-    F("ScatterND", scatter_nd, "reduction"), F("ScatterElements", scatter_elements, "axis reduction"),
-    {"Scatter", 9, 10, ox_b_scatter_elements, "axis", -1, 0}, /* ScatterElements before its rename */
-    F("ReverseSequence", reverse_sequence, "batch_axis time_axis"), F("NonZero", nonzero, ""), {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
-    {"Resize", 10, 0, ox_b_resize, "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
-                                   "extrapolation_value antialias axes keep_aspect_ratio_policy", -1, 0},
-    {"Upsample", 7, 9, ox_b_resize, "mode scales", -1, 0}, F("Einsum", einsum, "equation"),
+    F("ScatterND", scatter_nd, "reduction"),
+    F("ScatterElements", scatter_elements, "axis reduction"),
+    {"Scatter", 9, 10, ox_b_scatter_elements, "axis", -1,
+     0}, /* ScatterElements before its rename */
+    F("ReverseSequence", reverse_sequence, "batch_axis time_axis"),
+    F("NonZero", nonzero, ""),
+    {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
+    {"Resize", 10, 0, ox_b_resize,
+     "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
+     "extrapolation_value antialias axes keep_aspect_ratio_policy",
+     -1, 0},
+    {"Upsample", 7, 9, ox_b_resize, "mode scales", -1, 0},
+    F("Einsum", einsum, "equation"),
     F("If", if, "then_branch else_branch"),
 };
 

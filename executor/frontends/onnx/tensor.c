@@ -2,10 +2,10 @@
  * TensorProto -> xe_tensor. A tensor's data may be in raw_data (little
  * endian bytes), in one of the typed repeated fields (float_data,
  * int32_data for bool, f16, bf16, float8 (their bits) and the 8- and 16-bit
- * integers too (the 4- and 2-bit ones and float4 packed as in raw_data, a byte per entry), int64_data, double_data, uint64_data for u32 and u64), or in a file beside
- * the model (data_location = EXTERNAL, keys location/offset/length), which
- * is how exporters store weights: extdata.c maps the file and views or
- * copies the tensor out of it. Every size is checked before
+ * integers too (the 4- and 2-bit ones and float4 packed as in raw_data, a byte per entry),
+ * int64_data, double_data, uint64_data for u32 and u64), or in a file beside the model
+ * (data_location = EXTERNAL, keys location/offset/length), which is how exporters store weights:
+ * extdata.c maps the file and views or copies the tensor out of it. Every size is checked before
  * anything is allocated: dims non-negative, the element count computed
  * without overflow, and the data present equal to count x item size.
  * The host is little endian (x86-64, aarch64), as raw_data is.
@@ -19,11 +19,11 @@
 #include "xlac/io.h"
 
 static const char *const type_names[] = {
-    "UNDEFINED", "FLOAT",  "UINT8",  "INT8",      "UINT16",     "INT16",    "INT32",
-    "INT64",     "STRING", "BOOL",   "FLOAT16",   "DOUBLE",     "UINT32",   "UINT64",
-    "COMPLEX64", "COMPLEX128", "BFLOAT16", "FLOAT8E4M3FN", "FLOAT8E4M3FNUZ", "FLOAT8E5M2",
-    "FLOAT8E5M2FNUZ", "UINT4", "INT4", "FLOAT4E2M1", "FLOAT8E8M0", "UINT2", "INT2",
-    "FLOAT6E2M3", "FLOAT6E3M2"};
+    "UNDEFINED",      "FLOAT",      "UINT8",          "INT8",       "UINT16",    "INT16",
+    "INT32",          "INT64",      "STRING",         "BOOL",       "FLOAT16",   "DOUBLE",
+    "UINT32",         "UINT64",     "COMPLEX64",      "COMPLEX128", "BFLOAT16",  "FLOAT8E4M3FN",
+    "FLOAT8E4M3FNUZ", "FLOAT8E5M2", "FLOAT8E5M2FNUZ", "UINT4",      "INT4",      "FLOAT4E2M1",
+    "FLOAT8E8M0",     "UINT2",      "INT2",           "FLOAT6E2M3", "FLOAT6E3M2"};
 
 const char *ox_dtype_name(int32_t t)
 {
@@ -33,15 +33,29 @@ const char *ox_dtype_name(int32_t t)
 
 /* Each dtype's TensorProto number (0: none); the types after onnx.proto's list by their numbers. */
 static const int32_t onnx_number[XE_DTYPE_COUNT] = {
-    [XE_F32] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,    [XE_F64] = ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE,
-    [XE_F16] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16,  [XE_I32] = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
-    [XE_I64] = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,    [XE_BOOL] = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
-    [XE_U8] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,     [XE_I8] = ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
-    [XE_I16] = ONNX__TENSOR_PROTO__DATA_TYPE__INT16,    [XE_U16] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
-    [XE_U32] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT32,   [XE_U64] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT64,
-    [XE_BF16] = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16, [XE_F8E4M3FN] = 17, [XE_F8E4M3FNUZ] = 18,
-    [XE_F8E5M2] = 19, [XE_F8E5M2FNUZ] = 20, [XE_U4] = 21, [XE_I4] = 22, [XE_F4E2M1] = 23, [XE_F8E8M0] = 24,
-    [XE_U2] = 25, [XE_I2] = 26};
+    [XE_F32] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT,
+    [XE_F64] = ONNX__TENSOR_PROTO__DATA_TYPE__DOUBLE,
+    [XE_F16] = ONNX__TENSOR_PROTO__DATA_TYPE__FLOAT16,
+    [XE_I32] = ONNX__TENSOR_PROTO__DATA_TYPE__INT32,
+    [XE_I64] = ONNX__TENSOR_PROTO__DATA_TYPE__INT64,
+    [XE_BOOL] = ONNX__TENSOR_PROTO__DATA_TYPE__BOOL,
+    [XE_U8] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT8,
+    [XE_I8] = ONNX__TENSOR_PROTO__DATA_TYPE__INT8,
+    [XE_I16] = ONNX__TENSOR_PROTO__DATA_TYPE__INT16,
+    [XE_U16] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT16,
+    [XE_U32] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT32,
+    [XE_U64] = ONNX__TENSOR_PROTO__DATA_TYPE__UINT64,
+    [XE_BF16] = ONNX__TENSOR_PROTO__DATA_TYPE__BFLOAT16,
+    [XE_F8E4M3FN] = 17,
+    [XE_F8E4M3FNUZ] = 18,
+    [XE_F8E5M2] = 19,
+    [XE_F8E5M2FNUZ] = 20,
+    [XE_U4] = 21,
+    [XE_I4] = 22,
+    [XE_F4E2M1] = 23,
+    [XE_F8E8M0] = 24,
+    [XE_U2] = 25,
+    [XE_I2] = 26};
 
 bool ox_dtype(int32_t t, xe_dtype *out)
 {
@@ -83,16 +97,23 @@ static xe_code tensor_shape(const Onnx__TensorProto *t, xe_dtype dt, const char 
 static size_t typed_count(const Onnx__TensorProto *t, xe_dtype dt)
 {
     switch (dt) {
-    case XE_F32: return t->n_float_data;
-    case XE_F64: return t->n_double_data;
-    case XE_I64: return t->n_int64_data;
+    case XE_F32:
+        return t->n_float_data;
+    case XE_F64:
+        return t->n_double_data;
+    case XE_I64:
+        return t->n_int64_data;
     case XE_U32:
-    case XE_U64: return t->n_uint64_data;
-    default: return t->n_int32_data; /* i32, bool, f16 and bf16 (their bits), the 8- and 16-bit integers */
+    case XE_U64:
+        return t->n_uint64_data;
+    default:
+        return t
+            ->n_int32_data; /* i32, bool, f16 and bf16 (their bits), the 8- and 16-bit integers */
     }
 }
 
-/* How many bytes (raw_data) or int32_data entries n values of dt take: i4 u4 i2 u2 f4e2m1 packed. */
+/* How many bytes (raw_data) or int32_data entries n values of dt take: i4 u4 i2 u2 f4e2m1 packed.
+ */
 static size_t stored_count(xe_dtype dt, int64_t n)
 {
     int per = 8 / xe_dtype_bits(dt);
@@ -111,8 +132,8 @@ static xe_code check_present(const Onnx__TensorProto *t, xe_dtype dt, int64_t nu
         return xe_fail(st, XE_ERR_GRAPH, "%s: raw_data holds %zu bytes, its dims need %zu", what,
                        t->raw_data.len, nbytes);
     if (!t->has_raw_data && have != want)
-        return xe_fail(st, XE_ERR_GRAPH, "%s: holds %zu values, its dims need %zu%s", what, have, want,
-                       xe_dtype_is_packed(dt) ? " (packed)" : "");
+        return xe_fail(st, XE_ERR_GRAPH, "%s: holds %zu values, its dims need %zu%s", what, have,
+                       want, xe_dtype_is_packed(dt) ? " (packed)" : "");
     return XE_OK;
 }
 
@@ -122,24 +143,42 @@ static void from_typed(const Onnx__TensorProto *t, xe_tensor *x)
     int64_t n = xe_tensor_numel(x);
     for (int64_t i = 0; i < n; i++) {
         switch (x->dtype) {
-        case XE_F32: ((float *)x->data)[i] = t->float_data[i]; break;
-        case XE_F64: ((double *)x->data)[i] = t->double_data[i]; break;
-        case XE_I64: ((int64_t *)x->data)[i] = t->int64_data[i]; break;
-        case XE_I32: ((int32_t *)x->data)[i] = t->int32_data[i]; break;
+        case XE_F32:
+            ((float *)x->data)[i] = t->float_data[i];
+            break;
+        case XE_F64:
+            ((double *)x->data)[i] = t->double_data[i];
+            break;
+        case XE_I64:
+            ((int64_t *)x->data)[i] = t->int64_data[i];
+            break;
+        case XE_I32:
+            ((int32_t *)x->data)[i] = t->int32_data[i];
+            break;
         case XE_F16:
         case XE_BF16:
         case XE_I16:
-        case XE_U16: ((uint16_t *)x->data)[i] = (uint16_t)t->int32_data[i]; break;
+        case XE_U16:
+            ((uint16_t *)x->data)[i] = (uint16_t)t->int32_data[i];
+            break;
         case XE_U8:
         case XE_I8:
         case XE_F8E4M3FN:
         case XE_F8E4M3FNUZ:
         case XE_F8E5M2:
         case XE_F8E5M2FNUZ:
-        case XE_F8E8M0: ((uint8_t *)x->data)[i] = (uint8_t)t->int32_data[i]; break;
-        case XE_U32: ((uint32_t *)x->data)[i] = (uint32_t)t->uint64_data[i]; break;
-        case XE_U64: ((uint64_t *)x->data)[i] = t->uint64_data[i]; break;
-        default: ((uint8_t *)x->data)[i] = t->int32_data[i] != 0; break;
+        case XE_F8E8M0:
+            ((uint8_t *)x->data)[i] = (uint8_t)t->int32_data[i];
+            break;
+        case XE_U32:
+            ((uint32_t *)x->data)[i] = (uint32_t)t->uint64_data[i];
+            break;
+        case XE_U64:
+            ((uint64_t *)x->data)[i] = t->uint64_data[i];
+            break;
+        default:
+            ((uint8_t *)x->data)[i] = t->int32_data[i] != 0;
+            break;
         }
     }
 }
@@ -189,10 +228,11 @@ xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *wh
     if (tensor_shape(t, dt, what, &s, st) != XE_OK ||
         check_present(t, dt, xe_shape_numel(&s), what, st) != XE_OK)
         return NULL;
-    bool external = t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
+    bool external =
+        t->has_data_location && t->data_location == ONNX__TENSOR_PROTO__DATA_LOCATION__EXTERNAL;
     if (external && xe_dtype_is_packed(dt)) {
-        xe_fail(st, XE_ERR_UNSUPPORTED, "%s: packed %s data in an external file is not supported", what,
-                xe_dtype_name(dt));
+        xe_fail(st, XE_ERR_UNSUPPORTED, "%s: packed %s data in an external file is not supported",
+                what, xe_dtype_name(dt));
         return NULL;
     }
     if (external)

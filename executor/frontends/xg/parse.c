@@ -14,12 +14,11 @@
  *   output    = "output" NAME
  *   jit       = "jit" "{"
  *   node      = NAME "=" OP "(" [ args ] ")" [ "{" ]      "{": a body up to "}"
- *             | NAME "=" "const" "(" type "," ( literal | "file" "=" STRING ) { "," KEY "=" value } ")"
- *   args      = arg { "," arg }
- *   arg       = NAME | KEY "=" value                      KEY "@...": an annotation
- *   type      = DTYPE "[" [ dim { "," dim } ] "]"      dim = INT | "?"
- *   value     = INT | FLOAT | "true" | "false" | "nan" | "inf" | "-inf" | DTYPE | STRING | list
- *   literal   = number | "[" [ literal { "," literal } ] "]"  (nested as the shape)
+ *             | NAME "=" "const" "(" type "," ( literal | "file" "=" STRING ) { "," KEY "=" value }
+ * ")" args      = arg { "," arg } arg       = NAME | KEY "=" value                      KEY "@...":
+ * an annotation type      = DTYPE "[" [ dim { "," dim } ] "]"      dim = INT | "?" value     = INT
+ * | FLOAT | "true" | "false" | "nan" | "inf" | "-inf" | DTYPE | STRING | list literal   = number |
+ * "[" [ literal { "," literal } ] "]"  (nested as the shape)
  *
  * An unknown op followed by a body becomes the built-in `call` with the
  * name kept in `@op`; the writer prints it back under that name. Limits
@@ -350,7 +349,8 @@ static xe_code parse_header(parser *p)
     return expect_end(p);
 }
 
-/* True when the statement at p is "NAME = ...": a node may be named like a keyword (output = relu(x)). */
+/* True when the statement at p is "NAME = ...": a node may be named like a keyword (output =
+ * relu(x)). */
 static bool at_node(parser *p)
 {
     if (p->tok.kind != XE_TOK_IDENT || p->tok.text[0] == '@')
@@ -375,9 +375,10 @@ static xe_code parse_stmt(parser *p, xe_graph *g, xe_graph *scratch, bool is_bod
     if (xe_tok_is(&p->tok, "jit"))
         return parse_jit(p, g, is_body);
     if (p->tok.kind == XE_TOK_IDENT && p->tok.text[0] != '@')
-        return xe_parse_fail(p, p->tok.col,
-                             "expected a statement (input, output, jit, or NAME = op(...)), found '%.*s'",
-                             (int)p->tok.len, p->tok.text);
+        return xe_parse_fail(
+            p, p->tok.col,
+            "expected a statement (input, output, jit, or NAME = op(...)), found '%.*s'",
+            (int)p->tok.len, p->tok.text);
     return xe_parse_expected(p, "a statement");
 }
 

@@ -310,15 +310,20 @@ xe_code xe_parse_check_attr_kind(parser *p, int op, const xe_node *attrs, const 
 static const char *narrow_int_why(const lit_elem *e, xe_dtype dt)
 {
     double lo = dt == XE_I8 ? -128.0 : dt == XE_I16 ? -32768.0 : 0.0;
-    double end = dt == XE_U8 ? 256.0 : dt == XE_I8 ? 128.0 : dt == XE_I16 ? 32768.0 : dt == XE_U16 ? 65536.0
-               : dt == XE_U32 ? 4294967296.0 : 18446744073709551616.0; /* exclusive */
+    double end = dt == XE_U8    ? 256.0
+                 : dt == XE_I8  ? 128.0
+                 : dt == XE_I16 ? 32768.0
+                 : dt == XE_U16 ? 65536.0
+                 : dt == XE_U32 ? 4294967296.0
+                                : 18446744073709551616.0; /* exclusive */
     if (xe_dtype_is_subbyte(dt)) {
         double half = ldexp(1, xe_dtype_bits(dt) - 1);
         lo = xe_dtype_is_unsigned(dt) ? 0.0 : -half;
         end = xe_dtype_is_unsigned(dt) ? 2 * half : half;
     }
     if (e->is_int)
-        return (double)e->i < lo || (double)e->i >= end || (e->i < 0 && lo == 0) ? "is out of range" : NULL;
+        return (double)e->i < lo || (double)e->i >= end || (e->i < 0 && lo == 0) ? "is out of range"
+                                                                                 : NULL;
     if (!(e->f >= lo && e->f < end))
         return "is out of range";
     return e->f != trunc(e->f) ? "is not an integer" : NULL;
@@ -388,7 +393,8 @@ static xe_code fill_const(parser *p, const literal *l, xe_tensor *v)
         else if (v->dtype == XE_I32 && e->is_int)
             ((int32_t *)v->data)[k] = (int32_t)e->i;
         else if (v->dtype == XE_U64)
-            ((uint64_t *)v->data)[k] = e->is_int ? (uint64_t)e->i : (uint64_t)e->f; /* checked: in [0, 2^64) */
+            ((uint64_t *)v->data)[k] =
+                e->is_int ? (uint64_t)e->i : (uint64_t)e->f; /* checked: in [0, 2^64) */
         else
             xe_store_f64(v->data, v->dtype, k, e->f);
     }
@@ -397,7 +403,8 @@ static xe_code fill_const(parser *p, const literal *l, xe_tensor *v)
     return XE_OK;
 }
 
-/* A const's file name: a plain name in the graph file's own folder ([A-Za-z0-9_.-], no leading '.'). */
+/* A const's file name: a plain name in the graph file's own folder ([A-Za-z0-9_.-], no leading
+ * '.'). */
 static bool plain_file_name(const char *s)
 {
     if (!*s || *s == '.')
@@ -419,7 +426,8 @@ static void beside_graph(const parser *p, const char *name, char *buf, size_t le
         snprintf(buf, len, "%s", name);
 }
 
-/* file="NAME.npy" of const(TYPE, file="NAME.npy"): the value from that .npy, which must be of TYPE. */
+/* file="NAME.npy" of const(TYPE, file="NAME.npy"): the value from that .npy, which must be of TYPE.
+ */
 static xe_code parse_const_file(parser *p, xe_node *n, const xe_type *t)
 {
     xe_parse_advance(p);
@@ -432,8 +440,10 @@ static xe_code parse_const_file(parser *p, xe_node *n, const xe_type *t)
     if (decode_string(p, &tok, &name) != XE_OK)
         return p->st->code;
     if (!plain_file_name(name)) {
-        xe_code c = xe_parse_fail(p, tok.col, "file=\"%s\": a constant's file is a plain name in the graph's "
-                                              "own folder (letters, digits, _ . -)", name);
+        xe_code c = xe_parse_fail(p, tok.col,
+                                  "file=\"%s\": a constant's file is a plain name in the graph's "
+                                  "own folder (letters, digits, _ . -)",
+                                  name);
         free(name);
         return c;
     }
@@ -448,7 +458,8 @@ static xe_code parse_const_file(parser *p, xe_node *n, const xe_type *t)
         xe_type_str(t, want, sizeof want);
         xe_type_str(&(xe_type){v->dtype, v->shape}, got, sizeof got);
         xe_tensor_release(v);
-        return xe_parse_fail(p, tok.col, "%s holds %s, the constant is declared %s", path, got, want);
+        return xe_parse_fail(p, tok.col, "%s holds %s, the constant is declared %s", path, got,
+                             want);
     }
     n->value = v;
     n->type = *t;

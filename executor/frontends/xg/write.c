@@ -124,7 +124,8 @@ static void emit_const_value(xe_text *o, const xe_tensor *v)
         case XE_U4:
         case XE_I2:
         case XE_U2:
-            xe_text_printf(o, "%.0f", xe_load_f64(v->data, v->dtype, k)); /* exact: 32 bits at most */
+            xe_text_printf(o, "%.0f",
+                           xe_load_f64(v->data, v->dtype, k)); /* exact: 32 bits at most */
             break;
         case XE_F64:
             emit_double(o, ((const double *)v->data)[k], "%.17g");
@@ -146,7 +147,7 @@ static void emit_const_value(xe_text *o, const xe_tensor *v)
  * storage dtypes (float8, i4 ...) stay literals: .npy does not name them.
  */
 typedef struct const_files {
-    const char *dir;   /* NULL: every constant as a literal */
+    const char *dir; /* NULL: every constant as a literal */
     int64_t min_elems;
     char prefix[512];
     xe_status *st;
@@ -157,7 +158,8 @@ typedef struct const_files {
 static bool emit_const_file(xe_text *o, const xe_node *n, const_files *cf)
 {
     if (!cf || !cf->dir || cf->code != XE_OK || xe_tensor_numel(n->value) < cf->min_elems ||
-        !xe_device_is_host(n->value->device) || xe_dtype_is_storage(n->value->dtype)) /* .npy does not read them back */
+        !xe_device_is_host(n->value->device) ||
+        xe_dtype_is_storage(n->value->dtype)) /* .npy does not read them back */
         return false;
     char name[1024], path[4096];
     snprintf(name, sizeof name, "%s%s.npy", cf->prefix, n->name);
@@ -276,7 +278,8 @@ xe_code xe_write_file_consts(const xe_graph *g, const char *path, int64_t min_el
     char dir[4096];
     const char *slash = strrchr(path, '/');
     snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1, slash ? path : ".");
-    const_files cf = {.dir = min_elems > 0 ? dir : NULL, .min_elems = min_elems, .st = st, .code = XE_OK};
+    const_files cf = {
+        .dir = min_elems > 0 ? dir : NULL, .min_elems = min_elems, .st = st, .code = XE_OK};
     char *text = write_string(g, &cf, st);
     if (!text)
         return st->code;

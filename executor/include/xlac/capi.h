@@ -32,14 +32,16 @@ void xe_capi_close(xe_capi_session *s);
  * when not NULL or empty, records the trace while the session lives (see
  * xe_session_options); flags: XE_CAPI_* bits.
  */
-int xe_capi_open_with(const char *path, const char *device, const char *plugin_config, const char *profile_path,
-                      int flags, xe_capi_session **out, char *err, size_t err_len);
+int xe_capi_open_with(const char *path, const char *device, const char *plugin_config,
+                      const char *profile_path, int flags, xe_capi_session **out, char *err,
+                      size_t err_len);
 /* Writes the session's graph as it runs (after the passes: clustered) as .xg text to path. */
 int xe_capi_write_graph(const xe_capi_session *s, const char *path, char *err, size_t err_len);
-/* Stops the session's trace recording (profile_path); the file is written once no recorder is left. */
+/* Stops the session's trace recording (profile_path); the file is written once no recorder is left.
+ */
 int xe_capi_end_profiling(xe_capi_session *s, char *err, size_t err_len);
-/* The devices the session's ops are placed on: bit 1 << d for instance d (xlac/device.h): 1 << 0 the CPU,
-   1 << 1 the first GPU. */
+/* The devices the session's ops are placed on: bit 1 << d for instance d (xlac/device.h): 1 << 0
+   the CPU, 1 << 1 the first GPU. */
 int xe_capi_devices(const xe_capi_session *s);
 
 int xe_capi_count(const xe_capi_session *s, int io);
@@ -70,7 +72,8 @@ int xe_capi_tensor_rank(const void *t);
 int64_t xe_capi_tensor_dim(const void *t, int d);
 const void *xe_capi_tensor_data(const void *t);
 size_t xe_capi_tensor_nbytes(const void *t);
-/* 1 when nothing else holds the handle's host buffer (not an input, a constant or another output). */
+/* 1 when nothing else holds the handle's host buffer (not an input, a constant or another output).
+ */
 int xe_capi_tensor_exclusive(const void *t);
 
 /* Output i of the last run: dtype, rank, dims, host data and its size. */
@@ -100,8 +103,9 @@ const char *xe_capi_code_name(int code);
  * transpose_a, transpose_b) on host buffers in C order, dtype an xe_dtype,
  * with the executor's CPU kernel (BLAS for f32 and f64). Returns an xe_code.
  */
-int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int transpose_a, const void *b,
-                  int b_rank, const int64_t *b_dims, int transpose_b, void *c, int c_rank, const int64_t *c_dims);
+int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int transpose_a,
+                  const void *b, int b_rank, const int64_t *b_dims, int transpose_b, void *c,
+                  int c_rank, const int64_t *c_dims);
 
 /*
  * For programs xlac-compile generated: runs the graph in .xg text (one op

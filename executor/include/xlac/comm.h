@@ -42,8 +42,7 @@ typedef struct xe_comm {
     xe_code (*reduce_scatter)(void *self, const void *in, void *out, size_t count, xe_dtype dt,
                               xe_reduce_op op, xe_status *st);
     /* buf (count elements) on every rank becomes root's */
-    xe_code (*broadcast)(void *self, void *buf, size_t count, xe_dtype dt, int root,
-                         xe_status *st);
+    xe_code (*broadcast)(void *self, void *buf, size_t count, xe_dtype dt, int root, xe_status *st);
 } xe_comm;
 
 /* Installs the engine (NULL: back to world size 1). The caller keeps c alive. */

@@ -27,8 +27,10 @@
 /* A device instance: its index in the registry. Instance 0 is the host CPU; the others are counted
    from the registry (xe_device_count), never named by a constant. */
 typedef int xe_device;
-#define XE_DEV_CPU 0  /* the host CPU, the registry's first instance: host code and CPU-only ops run there */
-#define XE_DEV_MAX 16 /* at most this many instances in a process: the size of per-device arrays */
+/* the host CPU, the registry's first instance: host code and CPU-only ops run there */
+#define XE_DEV_CPU 0
+/* at most this many instances in a process: the size of per-device arrays */
+#define XE_DEV_MAX 16
 
 /* How many instances the registry holds now (one per kind of this build at the start, plus every
    instance asked for since, xe_device_get). */
@@ -38,7 +40,8 @@ int xe_device_count(void);
 xe_device xe_device_get(const char *word, int ordinal);
 /* Its ordinal among the instances of its kind (GPU:1: 1). */
 int xe_device_ordinal(xe_device dev);
-/* True for the host CPU's instance (XE_DEV_CPU): where host code reads tensors and CPU-only ops run. */
+/* True for the host CPU's instance (XE_DEV_CPU): where host code reads tensors and CPU-only ops
+ * run. */
 bool xe_device_is_host(xe_device dev);
 /* The first instance placement may choose by itself that is available; XE_DEV_CPU when none is. */
 xe_device xe_device_auto(void);
@@ -55,7 +58,8 @@ const char *xe_device_label(xe_device dev);
 /* "cpu", "gpu": the word for dev's kind in flags (--devices=cpu,gpu) and options. */
 const char *xe_device_word(xe_device dev);
 /* The instance that `word` (len bytes) names: a kind's word ("gpu": its first instance) or a word
-   and an ordinal ("gpu:1", made when first named); false when no kind of this build has the word. */
+   and an ordinal ("gpu:1", made when first named); false when no kind of this build has the word.
+ */
 bool xe_device_by_word(const char *word, size_t len, xe_device *dev);
 /* True when dev's buffers are host pointers (no copy is needed to read them on the CPU). */
 bool xe_device_host_memory(xe_device dev);
@@ -67,9 +71,11 @@ bool xe_device_built(xe_device dev);
 /* True once dev was found usable (detection runs on first call). */
 bool xe_device_available(xe_device dev);
 /* Why dev is not available ("xlac was built without this device", "CUDA device library not found:
-   DIR/libxlac_cuda.so", "no CUDA driver (libcuda.so.1: ...)", "cudaGetDeviceCount: error 35 ..."). */
+   DIR/libxlac_cuda.so", "no CUDA driver (libcuda.so.1: ...)", "cudaGetDeviceCount: error 35 ...").
+ */
 const char *xe_device_unavailable_reason(xe_device dev);
-/* The device's architecture (a GPU's compute capability, e.g. 90) and its unit count (SMs); 0: none. */
+/* The device's architecture (a GPU's compute capability, e.g. 90) and its unit count (SMs); 0:
+ * none. */
 int xe_device_arch(xe_device dev);
 int xe_device_units(xe_device dev);
 
@@ -86,13 +92,17 @@ void *xe_device_state(xe_device dev, const void *key, void *(*make)(xe_device de
 /* Memory and copies; synchronous with respect to the device's stream as seen by the host. */
 void *xe_device_alloc(xe_device dev, size_t nbytes, xe_status *st);
 void xe_device_free(xe_device dev, void *p, size_t nbytes);
-/* n bytes from src on device `from` to dst on device `to` (staged through the host between two devices). */
-xe_code xe_device_copy(xe_device to, void *dst, xe_device from, const void *src, size_t n, xe_status *st);
+/* n bytes from src on device `from` to dst on device `to` (staged through the host between two
+ * devices). */
+xe_code xe_device_copy(xe_device to, void *dst, xe_device from, const void *src, size_t n,
+                       xe_status *st);
 /* Waits for the device's queued work (a no-op on the CPU). */
 xe_code xe_device_synchronize(xe_device dev, xe_status *st);
-/* Waits for the queued work of every instance in use (one whose context was made): loads nothing. */
+/* Waits for the queued work of every instance in use (one whose context was made): loads nothing.
+ */
 xe_code xe_device_synchronize_all(xe_status *st);
-/* The device's stream and BLAS handle (a cudaStream_t, a cublasHandle_t); NULL where it has none. */
+/* The device's stream and BLAS handle (a cudaStream_t, a cublasHandle_t); NULL where it has none.
+ */
 void *xe_device_stream(xe_device dev);
 void *xe_device_blas(xe_device dev, xe_status *st);
 

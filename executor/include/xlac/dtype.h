@@ -27,19 +27,19 @@
 #include <stdint.h>
 
 typedef enum xe_dtype {
-    XE_F32,  /* IEEE binary32 */
-    XE_F64,  /* IEEE binary64 */
-    XE_F16,  /* IEEE binary16, stored as uint16_t */
-    XE_I32,  /* int32_t */
-    XE_I64,  /* int64_t */
-    XE_BOOL, /* uint8_t holding 0 or 1 */
-    XE_U8,   /* uint8_t */
-    XE_I8,   /* int8_t */
-    XE_I16,  /* int16_t */
-    XE_U16,  /* uint16_t */
-    XE_U32,  /* uint32_t */
-    XE_U64,  /* uint64_t */
-    XE_BF16, /* bfloat16, stored as uint16_t */
+    XE_F32,        /* IEEE binary32 */
+    XE_F64,        /* IEEE binary64 */
+    XE_F16,        /* IEEE binary16, stored as uint16_t */
+    XE_I32,        /* int32_t */
+    XE_I64,        /* int64_t */
+    XE_BOOL,       /* uint8_t holding 0 or 1 */
+    XE_U8,         /* uint8_t */
+    XE_I8,         /* int8_t */
+    XE_I16,        /* int16_t */
+    XE_U16,        /* uint16_t */
+    XE_U32,        /* uint32_t */
+    XE_U64,        /* uint64_t */
+    XE_BF16,       /* bfloat16, stored as uint16_t */
     XE_F8E4M3FN,   /* float8 e4m3fn: bias 7, no inf, NaN S.1111.111, max 448; one byte (its bits) */
     XE_F8E4M3FNUZ, /* float8 e4m3fnuz: bias 8, no inf, no -0, NaN 0x80, max 240 */
     XE_F8E5M2,     /* float8 e5m2: bias 15, inf and NaN as IEEE, max 57344 */
@@ -48,8 +48,9 @@ typedef enum xe_dtype {
     XE_U4,         /* 4-bit unsigned integer, one per byte: uint8_t in [0, 15] */
     XE_I2,         /* 2-bit signed integer, one per byte: int8_t in [-2, 1] */
     XE_U2,         /* 2-bit unsigned integer, one per byte: uint8_t in [0, 3] */
-    XE_F4E2M1,     /* float4 e2m1: bias 1, no inf, no NaN, max 6; one per byte (the 4 bits, sign bit 3) */
-    XE_F8E8M0,     /* float8 e8m0fnu: 2^(bits - 127), unsigned, no zero, NaN 0xff; one byte */
+    XE_F4E2M1, /* float4 e2m1: bias 1, no inf, no NaN, max 6; one per byte (the 4 bits, sign bit 3)
+                */
+    XE_F8E8M0, /* float8 e8m0fnu: 2^(bits - 127), unsigned, no zero, NaN 0xff; one byte */
     XE_DTYPE_COUNT
 } xe_dtype;
 
@@ -57,8 +58,8 @@ typedef enum xe_dtype {
 #define XE_DIM_UNKNOWN (-1)
 
 typedef struct xe_shape {
-    int rank;                   /* 0 for a scalar */
-    int64_t dims[XE_MAX_RANK];  /* XE_DIM_UNKNOWN where the fed data decides */
+    int rank;                  /* 0 for a scalar */
+    int64_t dims[XE_MAX_RANK]; /* XE_DIM_UNKNOWN where the fed data decides */
 } xe_shape;
 
 typedef struct xe_type {
@@ -69,19 +70,20 @@ typedef struct xe_type {
 typedef uint16_t xe_f16;
 
 size_t xe_dtype_size(xe_dtype dt);
-const char *xe_dtype_name(xe_dtype dt);       /* "f32" */
+const char *xe_dtype_name(xe_dtype dt); /* "f32" */
 bool xe_dtype_parse(const char *s, size_t len, xe_dtype *out);
-bool xe_dtype_is_float(xe_dtype dt);          /* f16 f32 f64 */
-bool xe_dtype_is_int(xe_dtype dt);            /* i32 i64 (the index types) */
-bool xe_dtype_is_integer(xe_dtype dt);        /* every integer type: i32 i64 u8 i8 i16 u16 u32 u64 */
-bool xe_dtype_is_unsigned(xe_dtype dt);       /* u8 u16 u32 u64 */
-bool xe_dtype_is_narrow(xe_dtype dt);         /* u8 i8 i16 u16 u32 u64 bf16 and the storage types: the later types */
-bool xe_dtype_is_float8(xe_dtype dt);         /* f8e4m3fn f8e4m3fnuz f8e5m2 f8e5m2fnuz */
-bool xe_dtype_is_subbyte(xe_dtype dt);        /* i4 u4 i2 u2: one value per byte in memory */
-bool xe_dtype_is_lowp_float(xe_dtype dt);     /* the float8 kinds, f4e2m1 and f8e8m0 */
-bool xe_dtype_is_packed(xe_dtype dt);         /* i4 u4 i2 u2 f4e2m1: packed in ONNX, one per byte here */
-bool xe_dtype_is_storage(xe_dtype dt);        /* the float8 kinds, f4e2m1 and the sub-byte integers */
-int xe_dtype_bits(xe_dtype dt);               /* bits of one value: 4 for i4, 8 for f8e5m2, 32 for f32 */
+bool xe_dtype_is_float(xe_dtype dt);    /* f16 f32 f64 */
+bool xe_dtype_is_int(xe_dtype dt);      /* i32 i64 (the index types) */
+bool xe_dtype_is_integer(xe_dtype dt);  /* every integer type: i32 i64 u8 i8 i16 u16 u32 u64 */
+bool xe_dtype_is_unsigned(xe_dtype dt); /* u8 u16 u32 u64 */
+bool xe_dtype_is_narrow(
+    xe_dtype dt); /* u8 i8 i16 u16 u32 u64 bf16 and the storage types: the later types */
+bool xe_dtype_is_float8(xe_dtype dt);     /* f8e4m3fn f8e4m3fnuz f8e5m2 f8e5m2fnuz */
+bool xe_dtype_is_subbyte(xe_dtype dt);    /* i4 u4 i2 u2: one value per byte in memory */
+bool xe_dtype_is_lowp_float(xe_dtype dt); /* the float8 kinds, f4e2m1 and f8e8m0 */
+bool xe_dtype_is_packed(xe_dtype dt);  /* i4 u4 i2 u2 f4e2m1: packed in ONNX, one per byte here */
+bool xe_dtype_is_storage(xe_dtype dt); /* the float8 kinds, f4e2m1 and the sub-byte integers */
+int xe_dtype_bits(xe_dtype dt);        /* bits of one value: 4 for i4, 8 for f8e5m2, 32 for f32 */
 
 float xe_f16_to_f32(xe_f16 h);
 xe_f16 xe_f32_to_f16(float f);

@@ -33,13 +33,15 @@
 
 #define XE_ESC_MAX 200 /* bytes of a string kept in a comment or a file name */
 
-/* s as the inside of a C comment: bytes other than [A-Za-z0-9 _.,:;=+-#@!%&|^~()[]{}<>'"$/] as \xNN. */
+/* s as the inside of a C comment: bytes other than [A-Za-z0-9 _.,:;=+-#@!%&|^~()[]{}<>'"$/] as
+ * \xNN. */
 void xe_esc_c_comment(xe_text *t, const char *s);
-/* s as a C string literal, the quotes included: other bytes than [A-Za-z0-9 _.,:;=+-#@!%&|^~()[]{}<>'$/]
- * as three-digit octal escapes (never hex, which would swallow the digits after it). */
+/* s as a C string literal, the quotes included: other bytes than [A-Za-z0-9
+ * _.,:;=+-#@!%&|^~()[]{}<>'$/] as three-digit octal escapes (never hex, which would swallow the
+ * digits after it). */
 void xe_esc_c_string(xe_text *t, const char *s);
-/* s as a C identifier: other characters than [A-Za-z0-9_] become '_', a leading digit (or an empty s)
- * gets a '_' in front. Freshly allocated (free it); NULL when out of memory. */
+/* s as a C identifier: other characters than [A-Za-z0-9_] become '_', a leading digit (or an empty
+ * s) gets a '_' in front. Freshly allocated (free it); NULL when out of memory. */
 char *xe_esc_c_ident(const char *s);
 /*
  * s as one component of a path, into buf[len] (len >= 2): [A-Za-z0-9_.-] kept, every other byte

@@ -30,7 +30,7 @@ typedef enum xe_attr_kind {
 } xe_attr_kind;
 
 typedef struct xe_attr {
-    char *name;     /* annotations start with '@' and never change execution */
+    char *name; /* annotations start with '@' and never change execution */
     xe_attr_kind kind;
     int64_t i;      /* INT, BOOL (0/1) */
     double f;       /* FLOAT */
@@ -55,35 +55,35 @@ typedef struct xe_graph_maker {
     xe_graph *(*make)(void *user, const xe_shape *input_shapes, int n, xe_status *st);
     void (*release)(void *user);
     void *user;
-    int refs;           /* atomic: graphs holding it */
+    int refs; /* atomic: graphs holding it */
 } xe_graph_maker;
 
 typedef struct xe_node {
-    char *name;         /* unique within its graph */
-    int op;             /* xe_op, or an id returned by xe_register_op */
+    char *name; /* unique within its graph */
+    int op;     /* xe_op, or an id returned by xe_register_op */
     int n_inputs;
-    int *inputs;        /* indices of producer nodes in the same graph */
+    int *inputs; /* indices of producer nodes in the same graph */
     int n_attrs;
     xe_attr *attrs;
-    xe_type type;       /* output type; unknown dims are XE_DIM_UNKNOWN */
-    int n_tuple;        /* composite nodes: number of tuple elements */
-    xe_type *tuple;     /* composite nodes: element types */
-    xe_tensor *value;   /* const: the host value */
-    xe_graph *body;     /* composite nodes: the body (inputs bound in order) */
-    int line, col;      /* where the node was defined; 0 if built by a pass */
-    int jit;            /* index of the enclosing jit { } block, -1 if none */
-    xe_device device;   /* placement, set by xe_graph_place */
+    xe_type type;     /* output type; unknown dims are XE_DIM_UNKNOWN */
+    int n_tuple;      /* composite nodes: number of tuple elements */
+    xe_type *tuple;   /* composite nodes: element types */
+    xe_tensor *value; /* const: the host value */
+    xe_graph *body;   /* composite nodes: the body (inputs bound in order) */
+    int line, col;    /* where the node was defined; 0 if built by a pass */
+    int jit;          /* index of the enclosing jit { } block, -1 if none */
+    xe_device device; /* placement, set by xe_graph_place */
 } xe_node;
 
 struct xe_graph {
-    char *file;         /* source file name for messages ("<string>" if none) */
+    char *file; /* source file name for messages ("<string>" if none) */
     int n_nodes, cap_nodes;
     xe_node **nodes;
     int n_inputs;
-    int *inputs;        /* node indices of the `input` nodes, in order */
+    int *inputs; /* node indices of the `input` nodes, in order */
     int n_outputs;
-    int *outputs;       /* node indices named by `output` lines, in order */
-    int n_jit;          /* number of jit blocks */
+    int *outputs;                /* node indices named by `output` lines, in order */
+    int n_jit;                   /* number of jit blocks */
     struct xe_name_entry *names; /* uthash: name -> node index */
     xe_graph_maker *maker;       /* not NULL: the nodes are one specialisation (at placeholder
                                     sizes) of a graph rebuilt per input-shape signature */
@@ -104,7 +104,8 @@ xe_graph *xe_graph_specialise(const xe_graph *g, const xe_shape *input_shapes, x
  * computed from the sizes, which only a session feeds); -1 when the sizes
  * stay baked in. NULL with *st set when the build fails.
  */
-xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *input_shapes, int *n_extras, xe_status *st);
+xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *input_shapes, int *n_extras,
+                           xe_status *st);
 
 /*
  * Appends a node; name is copied (NULL: a fresh name "_N" is made),
@@ -136,10 +137,10 @@ xe_code xe_node_set_bool(xe_node *n, const char *name, bool v, xe_status *st);
 xe_code xe_node_set_string(xe_node *n, const char *name, const char *v, xe_status *st);
 xe_code xe_node_set_dtype(xe_node *n, const char *name, xe_dtype v, xe_status *st);
 xe_code xe_node_set_ints(xe_node *n, const char *name, const int64_t *v, int count, xe_status *st);
-xe_code xe_node_set_floats(xe_node *n, const char *name, const double *v, int count,
-                           xe_status *st);
+xe_code xe_node_set_floats(xe_node *n, const char *name, const double *v, int count, xe_status *st);
 xe_code xe_node_copy_attr(xe_node *dst, const xe_attr *a, xe_status *st);
-/* Copies what a node carries besides its name, op and inputs (type, place, attributes, value, body). */
+/* Copies what a node carries besides its name, op and inputs (type, place, attributes, value,
+ * body). */
 xe_code xe_node_copy_payload(xe_node *dst, const xe_node *src, xe_status *st);
 void xe_node_remove_attr(xe_node *n, const char *name);
 
@@ -151,7 +152,8 @@ int *xe_graph_use_counts(const xe_graph *g);
  * unknown dims propagated. Errors are "FILE:LINE:COL: node NAME (OP): ...".
  */
 xe_code xe_graph_infer(xe_graph *g, xe_status *st);
-/* An error (XE_ERR_GRAPH) when t has more than XE_MAX_ELEMS elements: every inferred type is checked. */
+/* An error (XE_ERR_GRAPH) when t has more than XE_MAX_ELEMS elements: every inferred type is
+ * checked. */
 xe_code xe_type_check_size(const xe_type *t, xe_status *st);
 /* Infers one node from its inputs' types (get and composite nodes included). */
 xe_code xe_node_infer(xe_graph *g, xe_node *n, xe_status *st);
@@ -167,7 +169,8 @@ typedef enum xe_place_mode {
     XE_PLACE_GPU,  /* like AUTO, but an error when there is no GPU */
 } xe_place_mode;
 xe_code xe_graph_place(xe_graph *g, xe_place_mode mode, xe_status *st);
-/* Every op that has a kernel on dev goes there, the rest to the CPU (an error when dev is not available). */
+/* Every op that has a kernel on dev goes there, the rest to the CPU (an error when dev is not
+ * available). */
 xe_code xe_graph_place_on(xe_graph *g, xe_device dev, xe_status *st);
 
 /* "FILE:LINE:COL" for messages about a node ("FILE" if it has no line). */

@@ -19,7 +19,8 @@ void xe_on_interrupt(xe_interrupt_fn fn, void *user);
 xe_code xe_interrupt_install(xe_status *st);
 /* The signal whose handling has begun, 0: none. */
 int xe_interrupt_begun(void);
-/* Once a signal's handling has begun, never returns (the watcher ends the process); else returns at once. */
+/* Once a signal's handling has begun, never returns (the watcher ends the process); else returns at
+ * once. */
 void xe_interrupt_hold(void);
 
 #endif

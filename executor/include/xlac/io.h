@@ -76,7 +76,7 @@ FILE *xe_fcreate(const char *path, xe_status *st);
  * path with ".PID" before the extension instead of replacing it. *used
  * gets the path written.
  */
-xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_status *st), void *user,
-                   double family_start, char *used, size_t used_len, xe_status *st);
+xe_code xe_publish(const char *path, xe_code (*write)(FILE *f, void *user, xe_status *st),
+                   void *user, double family_start, char *used, size_t used_len, xe_status *st);
 
 #endif

@@ -41,8 +41,8 @@ xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *
  * the model as its own objects writes them so): name stands for the file in
  * messages; external data is refused. The bytes are not needed after.
  */
-xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name, const xe_onnx_options *opt,
-                              xe_status *st);
+xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name,
+                              const xe_onnx_options *opt, xe_status *st);
 
 /* Reads an ONNX TensorProto file (`input_0.pb`); *name gets its name (malloc'd, "" if none). */
 xe_tensor *xe_onnx_read_tensor(const char *path, char **name, xe_status *st);

@@ -33,11 +33,12 @@ typedef enum xe_op_class {
     XE_CLASS_SHAPE,     /* reshape transpose broadcast_to concat slice */
     XE_CLASS_MATMUL,    /* batched matmul */
     XE_CLASS_SOFTMAX,   /* softmax(axis=-1) */
-    XE_CLASS_UNIQUE,    /* data-dependent length: unique's sorted distinct values, nonzero's positions */
-    XE_CLASS_RANDOM,    /* random_normal / random_uniform */
-    XE_CLASS_COMPOSITE, /* a node with a body graph (registered ops only) */
-    XE_CLASS_NN,        /* gather tile pad conv2d max_pool2d avg_pool2d: no code generator */
-    XE_CLASS_COLLECTIVE,/* all_reduce all_gather reduce_scatter broadcast: across ranks */
+    XE_CLASS_UNIQUE, /* data-dependent length: unique's sorted distinct values, nonzero's positions
+                      */
+    XE_CLASS_RANDOM, /* random_normal / random_uniform */
+    XE_CLASS_COMPOSITE,  /* a node with a body graph (registered ops only) */
+    XE_CLASS_NN,         /* gather tile pad conv2d max_pool2d avg_pool2d: no code generator */
+    XE_CLASS_COLLECTIVE, /* all_reduce all_gather reduce_scatter broadcast: across ranks */
 } xe_op_class;
 
 enum xe_op_flags {
@@ -48,9 +49,10 @@ enum xe_op_flags {
     XE_OPF_STATEFUL = 1 << 4,             /* output differs run to run */
     XE_OPF_COSTLY = 1 << 5,               /* worth a store and a load to compute once (fusion) */
     XE_OPF_COLLECTIVE = 1 << 6,           /* talks to the other ranks: never clustered */
-    XE_OPF_SCALAR_CALL = 1 << 7,          /* f32 math is a libm call no compiler vectorizes: a loop of its own */
-    XE_OPF_KERNEL_CACHE = 1 << 8,         /* its CPU kernel keeps a per-node cache (xe_kernel_args.cache) */
-    XE_OPF_INT_ONLY = 1 << 9,             /* operands must be integers (i32 i64 and the narrow ones) */
+    XE_OPF_SCALAR_CALL =
+        1 << 7, /* f32 math is a libm call no compiler vectorizes: a loop of its own */
+    XE_OPF_KERNEL_CACHE = 1 << 8, /* its CPU kernel keeps a per-node cache (xe_kernel_args.cache) */
+    XE_OPF_INT_ONLY = 1 << 9,     /* operands must be integers (i32 i64 and the narrow ones) */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */
@@ -80,17 +82,17 @@ typedef struct xe_kernel_cache {
 
 /* Everything a kernel gets. */
 typedef struct xe_kernel_args {
-    const xe_graph *graph;      /* the graph that holds node (for messages) */
-    const xe_node *node;        /* attributes, name, static type */
+    const xe_graph *graph; /* the graph that holds node (for messages) */
+    const xe_node *node;   /* attributes, name, static type */
     int n_in;
-    xe_tensor *const *in;       /* inputs, already on the node's device */
-    xe_tensor *out;             /* allocated with the inferred shape; NULL for
-                                   XE_OPF_DATA_DEPENDENT_SHAPE ops, which set *out_ret */
-    xe_tensor **out_ret;        /* where data-dependent ops store their new output */
-    uint64_t *state;            /* per-node state that survives runs (RNG counter) */
-    struct xe_exec *exec;       /* the running session, for composite ops */
-    void *op_user;              /* the op definition's user data (xe_op_def.user) */
-    xe_kernel_cache *cache;     /* XE_OPF_KERNEL_CACHE ops: the node's slot; NULL: nothing kept */
+    xe_tensor *const *in;   /* inputs, already on the node's device */
+    xe_tensor *out;         /* allocated with the inferred shape; NULL for
+                               XE_OPF_DATA_DEPENDENT_SHAPE ops, which set *out_ret */
+    xe_tensor **out_ret;    /* where data-dependent ops store their new output */
+    uint64_t *state;        /* per-node state that survives runs (RNG counter) */
+    struct xe_exec *exec;   /* the running session, for composite ops */
+    void *op_user;          /* the op definition's user data (xe_op_def.user) */
+    xe_kernel_cache *cache; /* XE_OPF_KERNEL_CACHE ops: the node's slot; NULL: nothing kept */
 } xe_kernel_args;
 
 typedef xe_code (*xe_kernel_fn)(const xe_kernel_args *a, xe_status *st);
@@ -112,16 +114,16 @@ typedef xe_code (*xe_composite_fn)(const xe_kernel_args *a, xe_tensor **outs, in
 
 typedef struct xe_op_def {
     const char *name;
-    int min_inputs, max_inputs;       /* max -1: any number */
+    int min_inputs, max_inputs; /* max -1: any number */
     xe_op_class cls;
-    unsigned flags;                   /* xe_op_flags */
-    xe_infer_fn infer;                /* NULL for composite ops */
-    xe_kernel_fn kernel[XE_DEV_MAX];  /* a registered op's kernels by device instance, NULL where it has none on a
-                                         device; a built-in op's live in the device tables alone:
-                                         read an op's kernel with xe_op_kernel */
-    xe_composite_fn composite;        /* composite ops; NULL runs the body op by op */
-    const char *device_prefix;        /* composite ops: "XLA_" in placement logs */
-    void *user;                       /* a plugin's state for its kernels: xe_kernel_args.op_user */
+    unsigned flags;                  /* xe_op_flags */
+    xe_infer_fn infer;               /* NULL for composite ops */
+    xe_kernel_fn kernel[XE_DEV_MAX]; /* a registered op's kernels by device instance, NULL where it
+                                        has none on a device; a built-in op's live in the device
+                                        tables alone: read an op's kernel with xe_op_kernel */
+    xe_composite_fn composite;       /* composite ops; NULL runs the body op by op */
+    const char *device_prefix;       /* composite ops: "XLA_" in placement logs */
+    void *user;                      /* a plugin's state for its kernels: xe_kernel_args.op_user */
 } xe_op_def;
 
 /*
@@ -142,8 +144,9 @@ void xe_cpu_row_blocks(int64_t rows, int64_t min_part, xe_panel_fn fn, void *ctx
 /* The flat index of the batch element of an operand with batch dims opb that batch element flat of
    a product with batch dims outb reads (dims broadcast as numpy's matmul does). */
 int64_t xe_matmul_batch_index(const xe_shape *opb, const xe_shape *outb, int64_t flat);
-/* c = op(a)·op(b), m×k times k×n, row-major f32 (op: a transpose where asked), on the calling thread
-   alone (OpenBLAS, one thread): a caller's own blocks of a product (executor/devices/cpu/matmul.c says why). */
+/* c = op(a)·op(b), m×k times k×n, row-major f32 (op: a transpose where asked), on the calling
+   thread alone (OpenBLAS, one thread): a caller's own blocks of a product
+   (executor/devices/cpu/matmul.c says why). */
 void xe_cpu_sgemm(bool ta, bool tb, int64_t m, int64_t n, int64_t k, const float *a, int64_t lda,
                   const float *b, int64_t ldb, float *c, int64_t ldc);
 

@@ -23,14 +23,16 @@
 #include "xlac/op.h"
 #include "xlac/status.h"
 
-#define XE_PLUGIN_ABI_VERSION 4 /* 2: xe_op_def.user, xe_kernel_args.op_user; 3: xe_pass_ctx.plugin_config;
-                                   4: xe_device an instance, xe_op_def.kernel[XE_DEV_MAX] */
+#define XE_PLUGIN_ABI_VERSION                                                                      \
+    4 /* 2: xe_op_def.user, xe_kernel_args.op_user; 3: xe_pass_ctx.plugin_config;                  \
+         4: xe_device an instance, xe_op_def.kernel[XE_DEV_MAX] */
 
 typedef struct xe_pass_ctx {
     int session_id;           /* 0, 1, 2, ... per process; names dump files */
     xe_place_mode place_mode; /* what the user asked for with --device */
-    const char *plugin_config; /* the session's xe_session_options.plugin_config: opaque to the
-                                  executor, the plugins' own text; NULL: the process's configuration */
+    const char
+        *plugin_config; /* the session's xe_session_options.plugin_config: opaque to the
+                           executor, the plugins' own text; NULL: the process's configuration */
 } xe_pass_ctx;
 
 /* Rewrites *g (may replace it with a new graph and destroy the old one). */
@@ -41,7 +43,6 @@ int xe_plugin_abi_version(void);
 
 /* Returns the new op's id, or -1 with *st set (name taken, table full). */
 int xe_register_op(const xe_op_def *def, xe_status *st);
-xe_code xe_register_graph_pass(const char *name, xe_graph_pass_fn fn, void *user,
-                               xe_status *st);
+xe_code xe_register_graph_pass(const char *name, xe_graph_pass_fn fn, void *user, xe_status *st);
 
 #endif

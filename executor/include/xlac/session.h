@@ -18,25 +18,27 @@
 #include "xlac/tensor.h"
 
 typedef struct xe_session_options {
-    xe_place_mode place;     /* --device */
-    xe_device device;        /* not XE_DEV_CPU: every op with a kernel on this device goes there
-                                (xe_graph_place_on), and `place` is not used */
-    bool log_placement;      /* one "placement: NODE OP DEVICE [CLUSTER]" line per executed node,
-                                on the session's first run (every run with log_every) */
-    FILE *log;               /* where placement lines go; NULL: stderr */
-    bool no_passes;          /* run no registered graph pass: the plain op-by-op graph (xlac-run --compare) */
-    const char *profile_path;/* the process's trace (xlac/trace.h) is recorded while the session lives
-                                and written to this file when the last recorder stops; NULL: none */
-    bool log_every;          /* placement lines on every run (default: the first run only) */
-    int threads;             /* CPU threads of each run (--threads): the per-op kernels, generated
-                                loops and oneDNN share them; 0: the calling thread's current count */
-    const char *plugin_config; /* handed to the registered passes (xe_pass_ctx.plugin_config) as it is;
-                                  for libxlac.so, XLAC_FLAGS words (--auto_jit=N among them) applied
-                                  over the process's configuration; NULL: the process's. The
+    xe_place_mode place; /* --device */
+    xe_device device;    /* not XE_DEV_CPU: every op with a kernel on this device goes there
+                            (xe_graph_place_on), and `place` is not used */
+    bool log_placement;  /* one "placement: NODE OP DEVICE [CLUSTER]" line per executed node,
+                            on the session's first run (every run with log_every) */
+    FILE *log;           /* where placement lines go; NULL: stderr */
+    bool
+        no_passes; /* run no registered graph pass: the plain op-by-op graph (xlac-run --compare) */
+    const char
+        *profile_path; /* the process's trace (xlac/trace.h) is recorded while the session lives
+                          and written to this file when the last recorder stops; NULL: none */
+    bool log_every;    /* placement lines on every run (default: the first run only) */
+    int threads;       /* CPU threads of each run (--threads): the per-op kernels, generated
+                          loops and oneDNN share them; 0: the calling thread's current count */
+    const char *plugin_config; /* handed to the registered passes (xe_pass_ctx.plugin_config) as it
+                                  is; for libxlac.so, XLAC_FLAGS words (--auto_jit=N among them)
+                                  applied over the process's configuration; NULL: the process's. The
                                   session keeps copies of this and profile_path */
-    bool outputs_on_device;  /* outputs stay on the device that computed them (the run still waits
-                                for them); the caller copies them with xe_tensor_to_device. Default:
-                                every output comes back to the host */
+    bool outputs_on_device;    /* outputs stay on the device that computed them (the run still waits
+                                  for them); the caller copies them with xe_tensor_to_device. Default:
+                                  every output comes back to the host */
 } xe_session_options;
 
 /*
@@ -77,8 +79,7 @@ const xe_graph *xe_session_graph(const xe_session *s);
  * known. outputs: filled with one new reference per graph output, on the
  * host; the caller releases them.
  */
-xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs,
-                       xe_status *st);
+xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs, xe_status *st);
 
 /*
  * Runs graph g (a composite node's body) op by op inside a running session.
@@ -87,14 +88,14 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
  * shown in placement lines; device_prefix ("XLA_") is put before the
  * device name there.
  */
-xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs,
-                      xe_tensor **outputs, const char *label, const char *device_prefix,
-                      xe_status *st);
+xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs, xe_tensor **outputs,
+                      const char *label, const char *device_prefix, xe_status *st);
 
 /* For composite kernels that run compiled code: log body node n as placed. */
 void xe_exec_log_placement(xe_exec *ex, const xe_node *n, const char *device_prefix,
                            const char *label);
-/* Trace: records one slice [start_us, now) named name, category cat, when tracing (xlac/trace.h). */
+/* Trace: records one slice [start_us, now) named name, category cat, when tracing (xlac/trace.h).
+ */
 void xe_exec_trace(xe_exec *ex, const char *name, const char *cat, double start_us);
 /* Microseconds on a monotonic clock. */
 double xe_now_us(void);

@@ -37,8 +37,7 @@ xe_code xe_fail(xe_status *st, xe_code code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* Prepends context ("while running node t1 (add): ") to an existing message. */
-xe_code xe_status_prefix(xe_status *st, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
+xe_code xe_status_prefix(xe_status *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 /* Short name of a code, e.g. "parse error". */
 const char *xe_code_name(xe_code code);

@@ -16,7 +16,7 @@
  * that views it and its maker have let it go.
  */
 typedef struct xe_tensor_keeper {
-    int refcount;                              /* changed atomically */
+    int refcount;                             /* changed atomically */
     void (*drop)(struct xe_tensor_keeper *k); /* frees the memory and the keeper */
 } xe_tensor_keeper;
 
@@ -25,13 +25,14 @@ void xe_keeper_release(xe_tensor_keeper *k);
 
 typedef struct xe_tensor {
     xe_dtype dtype;
-    xe_shape shape;     /* always fully known */
-    xe_device device;   /* where data lives */
-    void *data;         /* host pointer, or the device's pointer on a device without host memory */
-    size_t nbytes;      /* numel * dtype size */
-    int refcount;       /* freed when it drops to zero; changed atomically (retain, release) */
-    bool borrowed;      /* data is not ours to free */
-    xe_tensor_keeper *keeper; /* not NULL: data lies in the keeper's memory, held while the tensor lives */
+    xe_shape shape;   /* always fully known */
+    xe_device device; /* where data lives */
+    void *data;       /* host pointer, or the device's pointer on a device without host memory */
+    size_t nbytes;    /* numel * dtype size */
+    int refcount;     /* freed when it drops to zero; changed atomically (retain, release) */
+    bool borrowed;    /* data is not ours to free */
+    xe_tensor_keeper
+        *keeper; /* not NULL: data lies in the keeper's memory, held while the tensor lives */
 } xe_tensor;
 
 /* Allocates an uninitialised tensor (NULL and *st set on failure). */

@@ -27,6 +27,7 @@
 void *xe_vec_grow(void *items, int *cap, int need, int first, size_t elem);
 
 /* xe_vec_grow for array `items` whose capacity is the int lvalue `cap`. */
-#define XE_VEC_GROW(items, cap, need, first) xe_vec_grow((items), &(cap), (need), (first), sizeof *(items))
+#define XE_VEC_GROW(items, cap, need, first)                                                       \
+    xe_vec_grow((items), &(cap), (need), (first), sizeof *(items))
 
 #endif

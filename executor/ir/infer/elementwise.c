@@ -38,7 +38,8 @@ static xe_code shape_attr(const xe_node *n, const char *name, xe_shape *s, xe_st
     if (!a || a->kind != XE_ATTR_INTS)
         return xe_fail(st, XE_ERR_GRAPH, "needs %s=[...] (a list of dims)", name);
     if (a->n > XE_MAX_RANK)
-        return xe_fail(st, XE_ERR_GRAPH, "%s has rank %d, above the maximum %d", name, a->n, XE_MAX_RANK);
+        return xe_fail(st, XE_ERR_GRAPH, "%s has rank %d, above the maximum %d", name, a->n,
+                       XE_MAX_RANK);
     s->rank = a->n;
     for (int k = 0; k < a->n; k++) {
         if (a->ints[k] < 0 || a->ints[k] > ((int64_t)1 << 40))
@@ -101,9 +102,8 @@ xe_code xe_infer_binary(const xe_node *n, const xe_type *in, int n_in, xe_type *
         return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool (use logical_and/or)",
                        xe_op_row_of(n->op)->name);
     if ((xe_op_row_of(n->op)->flags & XE_OPF_INT_ONLY) && !xe_dtype_is_integer(in[0].dtype))
-        return xe_fail(st, XE_ERR_GRAPH,
-                       "%s needs integer operands, got %s", xe_op_row_of(n->op)->name,
-                       xe_dtype_name(in[0].dtype));
+        return xe_fail(st, XE_ERR_GRAPH, "%s needs integer operands, got %s",
+                       xe_op_row_of(n->op)->name, xe_dtype_name(in[0].dtype));
     out->dtype = in[0].dtype;
     return broadcast_types(in, n_in, &out->shape, st);
 }
@@ -121,9 +121,8 @@ xe_code xe_infer_logical(const xe_node *n, const xe_type *in, int n_in, xe_type 
 {
     for (int k = 0; k < n_in; k++)
         if (in[k].dtype != XE_BOOL)
-            return xe_fail(st, XE_ERR_GRAPH,
-                           "%s needs bool operands, got %s", xe_op_row_of(n->op)->name,
-                           xe_dtype_name(in[k].dtype));
+            return xe_fail(st, XE_ERR_GRAPH, "%s needs bool operands, got %s",
+                           xe_op_row_of(n->op)->name, xe_dtype_name(in[k].dtype));
     out->dtype = XE_BOOL;
     return broadcast_types(in, n_in, &out->shape, st);
 }
@@ -134,17 +133,14 @@ xe_code xe_infer_unary(const xe_node *n, const xe_type *in, int n_in, xe_type *o
     unsigned flags = xe_op_row_of(n->op)->flags;
     xe_dtype dt = in[0].dtype;
     if ((flags & XE_OPF_FLOAT_ONLY) && !xe_dtype_is_float(dt))
-        return xe_fail(st, XE_ERR_GRAPH,
-                       "%s needs a float operand, got %s", xe_op_row_of(n->op)->name,
-                       xe_dtype_name(dt));
+        return xe_fail(st, XE_ERR_GRAPH, "%s needs a float operand, got %s",
+                       xe_op_row_of(n->op)->name, xe_dtype_name(dt));
     if ((flags & XE_OPF_INT_ONLY) && !xe_dtype_is_integer(dt))
-        return xe_fail(st, XE_ERR_GRAPH,
-                       "%s needs an integer operand, got %s", xe_op_row_of(n->op)->name,
-                       xe_dtype_name(dt));
+        return xe_fail(st, XE_ERR_GRAPH, "%s needs an integer operand, got %s",
+                       xe_op_row_of(n->op)->name, xe_dtype_name(dt));
     if ((flags & XE_OPF_BOOL_ONLY) && dt != XE_BOOL)
-        return xe_fail(st, XE_ERR_GRAPH,
-                       "%s needs a bool operand, got %s", xe_op_row_of(n->op)->name,
-                       xe_dtype_name(dt));
+        return xe_fail(st, XE_ERR_GRAPH, "%s needs a bool operand, got %s",
+                       xe_op_row_of(n->op)->name, xe_dtype_name(dt));
     if (!(flags & XE_OPF_BOOL_ONLY) && dt == XE_BOOL)
         return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool", xe_op_row_of(n->op)->name);
     if (xe_op_check_attr_kinds(n, st) != XE_OK)

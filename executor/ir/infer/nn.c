@@ -66,7 +66,8 @@ static int64_t window_out(const xe_window *p, int64_t in, int64_t k, int64_t s, 
         __builtin_add_overflow(in, p0, &padded) || __builtin_add_overflow(padded, p1, &padded) ||
         __builtin_sub_overflow(padded, ext, &span)) {
         xe_fail(st, XE_ERR_GRAPH,
-                "%s: pads %lld and %lld, kernel %lld and dilation %lld on a size of %lld exceed 64-bit sizes",
+                "%s: pads %lld and %lld, kernel %lld and dilation %lld on a size of %lld exceed "
+                "64-bit sizes",
                 dim, (long long)p0, (long long)p1, (long long)k, (long long)d, (long long)in);
         return -1;
     }

@@ -13,7 +13,8 @@ static xe_code norm_axis(int64_t axis, int rank, int *out, xe_status *st)
 {
     int64_t a = axis < 0 ? axis + rank : axis;
     if (a < 0 || a >= rank)
-        return xe_fail(st, XE_ERR_GRAPH, "axis %lld out of range for rank %d", (long long)axis, rank);
+        return xe_fail(st, XE_ERR_GRAPH, "axis %lld out of range for rank %d", (long long)axis,
+                       rank);
     *out = (int)a;
     return XE_OK;
 }
@@ -71,11 +72,12 @@ xe_code xe_infer_reduce(const xe_node *n, const xe_type *in, int n_in, xe_type *
     (void)n_in;
     bool mask[XE_MAX_RANK];
     if (in[0].dtype == XE_BOOL)
-        return xe_fail(st, XE_ERR_GRAPH,
-                       "%s is not defined on bool (cast first)", xe_op_row_of(n->op)->name);
+        return xe_fail(st, XE_ERR_GRAPH, "%s is not defined on bool (cast first)",
+                       xe_op_row_of(n->op)->name);
     if (reduce_mask(n, in[0].shape.rank, mask, st) != XE_OK)
         return st->code;
-    *out = (xe_type){in[0].dtype, reduced_shape(&in[0].shape, mask, xe_node_attr_bool(n, "keepdims", false))};
+    *out = (xe_type){in[0].dtype,
+                     reduced_shape(&in[0].shape, mask, xe_node_attr_bool(n, "keepdims", false))};
     return XE_OK;
 }
 
@@ -96,7 +98,8 @@ xe_code xe_infer_argmax(const xe_node *n, const xe_type *in, int n_in, xe_type *
         for (int d = 0; d < rank; d++)
             mask[d] = true;
     }
-    *out = (xe_type){XE_I64, reduced_shape(&in[0].shape, mask, xe_node_attr_bool(n, "keepdims", false))};
+    *out = (xe_type){XE_I64,
+                     reduced_shape(&in[0].shape, mask, xe_node_attr_bool(n, "keepdims", false))};
     return XE_OK;
 }
 
@@ -105,7 +108,8 @@ static char *ints_str(const xe_attr *a, char *buf, size_t len)
 {
     size_t used = (size_t)snprintf(buf, len, "[");
     for (int k = 0; k < a->n && used < len; k++)
-        used += (size_t)snprintf(buf + used, len - used, "%s%lld", k ? "," : "", (long long)a->ints[k]);
+        used +=
+            (size_t)snprintf(buf + used, len - used, "%s%lld", k ? "," : "", (long long)a->ints[k]);
     if (used < len)
         snprintf(buf + used, len - used, "]");
     return buf;
@@ -135,12 +139,14 @@ static xe_code copied_dims(const xe_node *n, const xe_shape *in, int rank, xe_sh
     if (!c)
         return st->code;
     if (c->n != rank)
-        return xe_fail(st, XE_ERR_GRAPH, "copy needs %d entries (one per result dim), got %d", rank, c->n);
+        return xe_fail(st, XE_ERR_GRAPH, "copy needs %d entries (one per result dim), got %d", rank,
+                       c->n);
     for (int k = 0; k < rank; k++) {
         if (c->ints[k] == -1)
             continue;
         if (c->ints[k] < 0 || c->ints[k] >= in->rank)
-            return xe_fail(st, XE_ERR_GRAPH, "copy[%d]=%lld is not an operand dim", k, (long long)c->ints[k]);
+            return xe_fail(st, XE_ERR_GRAPH, "copy[%d]=%lld is not an operand dim", k,
+                           (long long)c->ints[k]);
         s->dims[k] = in->dims[c->ints[k]];
         given[k] = false;
     }
@@ -179,7 +185,8 @@ xe_code xe_infer_reshape(const xe_node *n, const xe_type *in, int n_in, xe_type 
                 return xe_fail(st, XE_ERR_GRAPH, "shape has more than one -1");
             wild = k;
         } else if (a->ints[k] < 0) {
-            return xe_fail(st, XE_ERR_GRAPH, "shape[%d]=%lld is negative", k, (long long)a->ints[k]);
+            return xe_fail(st, XE_ERR_GRAPH, "shape[%d]=%lld is negative", k,
+                           (long long)a->ints[k]);
         } else if (__builtin_mul_overflow(known, a->ints[k], &known)) {
             return xe_fail(st, XE_ERR_GRAPH, "shape has more than 2^63 elements");
         }
@@ -226,7 +233,8 @@ xe_code xe_transpose_perm(const xe_node *n, int rank, int *perm, xe_status *st)
     return XE_OK;
 }
 
-xe_code xe_infer_transpose(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
+xe_code xe_infer_transpose(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                           xe_status *st)
 {
     (void)n_in;
     int perm[XE_MAX_RANK];
@@ -239,7 +247,8 @@ xe_code xe_infer_transpose(const xe_node *n, const xe_type *in, int n_in, xe_typ
     return XE_OK;
 }
 
-xe_code xe_infer_broadcast_to(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
+xe_code xe_infer_broadcast_to(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                              xe_status *st)
 {
     (void)n_in;
     xe_status_clear(st);
@@ -247,14 +256,16 @@ xe_code xe_infer_broadcast_to(const xe_node *n, const xe_type *in, int n_in, xe_
     if (!a)
         return st->code;
     if (a->n > XE_MAX_RANK || a->n < in[0].shape.rank)
-        return xe_fail(st, XE_ERR_GRAPH, "cannot broadcast rank %d to rank %d", in[0].shape.rank, a->n);
+        return xe_fail(st, XE_ERR_GRAPH, "cannot broadcast rank %d to rank %d", in[0].shape.rank,
+                       a->n);
     xe_shape s = {.rank = a->n};
     bool given[XE_MAX_RANK];
     if (copied_dims(n, &in[0].shape, a->n, &s, given, st) != XE_OK)
         return st->code;
     for (int k = 0; k < a->n; k++) {
         if (given[k] && a->ints[k] < 0)
-            return xe_fail(st, XE_ERR_GRAPH, "shape[%d]=%lld is negative", k, (long long)a->ints[k]);
+            return xe_fail(st, XE_ERR_GRAPH, "shape[%d]=%lld is negative", k,
+                           (long long)a->ints[k]);
         if (given[k])
             s.dims[k] = a->ints[k];
     }
@@ -263,7 +274,8 @@ xe_code xe_infer_broadcast_to(const xe_node *n, const xe_type *in, int n_in, xe_
         if (from != to && from != 1 && from != XE_DIM_UNKNOWN) {
             char a1[128], a2[128];
             return xe_fail(st, XE_ERR_GRAPH, "cannot broadcast %s to %s",
-                           xe_shape_str(&in[0].shape, a1, sizeof a1), xe_shape_str(&s, a2, sizeof a2));
+                           xe_shape_str(&in[0].shape, a1, sizeof a1),
+                           xe_shape_str(&s, a2, sizeof a2));
         }
     }
     *out = (xe_type){in[0].dtype, s};
@@ -321,8 +333,9 @@ xe_code xe_infer_slice(const xe_node *n, const xe_type *in, int n_in, xe_type *o
         return st->code;
     int rank = in[0].shape.rank;
     if (b->n != rank || e->n != rank)
-        return xe_fail(st, XE_ERR_GRAPH, "begin and end need %d entries (one per dim), got %d and %d",
-                       rank, b->n, e->n);
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "begin and end need %d entries (one per dim), got %d and %d", rank, b->n,
+                       e->n);
     xe_shape s = {.rank = rank};
     for (int d = 0; d < rank; d++) {
         int64_t dim = in[0].shape.dims[d], lo, hi;
@@ -341,7 +354,8 @@ xe_code xe_infer_slice(const xe_node *n, const xe_type *in, int n_in, xe_type *o
 xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
 {
     (void)n_in;
-    bool int8 = (in[0].dtype == XE_U8 || in[0].dtype == XE_I8) && (in[1].dtype == XE_U8 || in[1].dtype == XE_I8);
+    bool int8 = (in[0].dtype == XE_U8 || in[0].dtype == XE_I8) &&
+                (in[1].dtype == XE_U8 || in[1].dtype == XE_I8);
     if (in[0].dtype != in[1].dtype && !int8)
         return xe_fail(st, XE_ERR_GRAPH, "operands have different dtypes %s and %s (use cast)",
                        xe_dtype_name(in[0].dtype), xe_dtype_name(in[1].dtype));
@@ -350,14 +364,17 @@ xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *
     xe_shape a = in[0].shape, b = in[1].shape;
     if (a.rank == 0 || b.rank == 0)
         return xe_fail(st, XE_ERR_GRAPH, "matmul needs operands of rank >= 1");
-    bool ta = xe_node_attr_bool(n, "transpose_a", false), tb = xe_node_attr_bool(n, "transpose_b", false);
+    bool ta = xe_node_attr_bool(n, "transpose_a", false),
+         tb = xe_node_attr_bool(n, "transpose_b", false);
     bool a_vec = a.rank == 1, b_vec = b.rank == 1;
     if (a_vec) /* [k] → [1,k] */
         a = (xe_shape){.rank = 2, .dims = {1, a.dims[0]}};
     if (b_vec) /* [k] → [k,1] */
         b = (xe_shape){.rank = 2, .dims = {b.dims[0], 1}};
-    int64_t m = a.dims[a.rank - (ta && !a_vec ? 1 : 2)], ka = a.dims[a.rank - (ta && !a_vec ? 2 : 1)];
-    int64_t kb = b.dims[b.rank - (tb && !b_vec ? 1 : 2)], nn = b.dims[b.rank - (tb && !b_vec ? 2 : 1)];
+    int64_t m = a.dims[a.rank - (ta && !a_vec ? 1 : 2)],
+            ka = a.dims[a.rank - (ta && !a_vec ? 2 : 1)];
+    int64_t kb = b.dims[b.rank - (tb && !b_vec ? 1 : 2)],
+            nn = b.dims[b.rank - (tb && !b_vec ? 2 : 1)];
     if (ka >= 0 && kb >= 0 && ka != kb)
         return xe_fail(st, XE_ERR_GRAPH, "contracted dims differ: %lld and %lld", (long long)ka,
                        (long long)kb);
@@ -380,7 +397,8 @@ xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type 
     (void)n_in;
     int ax = 0;
     if (!xe_dtype_is_float(in[0].dtype))
-        return xe_fail(st, XE_ERR_GRAPH, "softmax needs a float operand, got %s", xe_dtype_name(in[0].dtype));
+        return xe_fail(st, XE_ERR_GRAPH, "softmax needs a float operand, got %s",
+                       xe_dtype_name(in[0].dtype));
     if (in[0].shape.rank == 0)
         return xe_fail(st, XE_ERR_GRAPH, "softmax needs rank >= 1");
     if (norm_axis(xe_node_attr_int(n, "axis", -1), in[0].shape.rank, &ax, st) != XE_OK)

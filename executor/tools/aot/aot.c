@@ -26,21 +26,27 @@ static bool shape_of(int rank, const int64_t *dims, xe_shape *s)
     return true;
 }
 
-int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int transpose_a, const void *b,
-                  int b_rank, const int64_t *b_dims, int transpose_b, void *c, int c_rank, const int64_t *c_dims)
+int xe_aot_matmul(int dtype, const void *a, int a_rank, const int64_t *a_dims, int transpose_a,
+                  const void *b, int b_rank, const int64_t *b_dims, int transpose_b, void *c,
+                  int c_rank, const int64_t *c_dims)
 {
     xe_status st;
     xe_status_clear(&st);
     xe_shape sa, sb, sc;
-    if (dtype < 0 || dtype >= XE_DTYPE_COUNT || !shape_of(a_rank, a_dims, &sa) || !shape_of(b_rank, b_dims, &sb) ||
-        !shape_of(c_rank, c_dims, &sc))
+    if (dtype < 0 || dtype >= XE_DTYPE_COUNT || !shape_of(a_rank, a_dims, &sa) ||
+        !shape_of(b_rank, b_dims, &sb) || !shape_of(c_rank, c_dims, &sc))
         return XE_ERR_USAGE;
     xe_tensor *in[2] = {xe_tensor_wrap((xe_dtype)dtype, &sa, XE_DEV_CPU, (void *)a, &st),
                         xe_tensor_wrap((xe_dtype)dtype, &sb, XE_DEV_CPU, (void *)b, &st)};
     xe_tensor *out = xe_tensor_wrap((xe_dtype)dtype, &sc, XE_DEV_CPU, c, &st);
-    xe_attr attrs[2] = {{.name = (char *)"transpose_a", .kind = XE_ATTR_BOOL, .i = transpose_a != 0},
-                        {.name = (char *)"transpose_b", .kind = XE_ATTR_BOOL, .i = transpose_b != 0}};
-    xe_node node = {.name = (char *)"aot_matmul", .op = XE_OP_MATMUL, .n_inputs = 2, .n_attrs = 2, .attrs = attrs};
+    xe_attr attrs[2] = {
+        {.name = (char *)"transpose_a", .kind = XE_ATTR_BOOL, .i = transpose_a != 0},
+        {.name = (char *)"transpose_b", .kind = XE_ATTR_BOOL, .i = transpose_b != 0}};
+    xe_node node = {.name = (char *)"aot_matmul",
+                    .op = XE_OP_MATMUL,
+                    .n_inputs = 2,
+                    .n_attrs = 2,
+                    .attrs = attrs};
     xe_kernel_args k = {.node = &node, .n_in = 2, .in = in, .out = out};
     xe_code code = in[0] && in[1] && out ? xe_cpu_matmul(&k, &st) : st.code;
     xe_tensor_release(in[0]);
@@ -70,7 +76,8 @@ static xe_code step_run(xe_session *s, void *const *in, void *const *out, xe_sta
     const xe_graph *g = xe_session_graph(s);
     xe_tensor *ins[XE_AOT_MAX_IO] = {NULL}, *outs[XE_AOT_MAX_IO] = {NULL};
     if (g->n_inputs > XE_AOT_MAX_IO || g->n_outputs > XE_AOT_MAX_IO)
-        return xe_fail(st, XE_ERR_UNSUPPORTED, "a per-op step with more than %d inputs or outputs", XE_AOT_MAX_IO);
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "a per-op step with more than %d inputs or outputs",
+                       XE_AOT_MAX_IO);
     xe_code c = XE_OK;
     for (int k = 0; c == XE_OK && k < g->n_inputs; k++) {
         const xe_type *t = &g->nodes[g->inputs[k]]->type;

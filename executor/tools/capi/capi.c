@@ -64,7 +64,8 @@ static xe_code copy_side(xe_capi_session *h, const xe_graph *g, int io, xe_statu
     for (int i = 0; i < n; i++) {
         const xe_node *node = g->nodes[idx[i]];
         h->types[io][i] = node->type;
-        /* an output goes by the model's name for it (an ONNX output passing an input through: x, not x_1) */
+        /* an output goes by the model's name for it (an ONNX output passing an input through: x,
+         * not x_1) */
         const char *name = io ? xe_node_attr_string(node, "@output", node->name) : node->name;
         if (!(h->names[io][i] = strdup(name)))
             return xe_fail(st, XE_ERR_NOMEM, "out of memory opening %s", g->file);
@@ -78,8 +79,9 @@ int xe_capi_open(const char *path, const char *device, xe_capi_session **out, ch
     return xe_capi_open_with(path, device, NULL, NULL, 0, out, err, err_len);
 }
 
-int xe_capi_open_with(const char *path, const char *device, const char *plugin_config, const char *profile_path,
-                      int flags, xe_capi_session **out, char *err, size_t err_len)
+int xe_capi_open_with(const char *path, const char *device, const char *plugin_config,
+                      const char *profile_path, int flags, xe_capi_session **out, char *err,
+                      size_t err_len)
 {
     xe_status st;
     xe_status_clear(&st);
@@ -238,7 +240,8 @@ size_t xe_capi_tensor_nbytes(const void *t)
 int xe_capi_tensor_exclusive(const void *t)
 {
     const xe_tensor *x = t;
-    return x && !x->borrowed && xe_device_is_host(x->device) && __atomic_load_n(&x->refcount, __ATOMIC_ACQUIRE) == 1;
+    return x && !x->borrowed && xe_device_is_host(x->device) &&
+           __atomic_load_n(&x->refcount, __ATOMIC_ACQUIRE) == 1;
 }
 
 int xe_capi_write_graph(const xe_capi_session *h, const char *path, char *err, size_t err_len)
@@ -246,7 +249,8 @@ int xe_capi_write_graph(const xe_capi_session *h, const char *path, char *err, s
     xe_status st;
     xe_status_clear(&st);
     if (!h || xe_write_file(xe_session_graph(h->s), path, &st) != XE_OK)
-        return fail_out(h ? &st : &(xe_status){XE_ERR_USAGE, "xe_capi_write_graph: no session"}, err, err_len);
+        return fail_out(h ? &st : &(xe_status){XE_ERR_USAGE, "xe_capi_write_graph: no session"},
+                        err, err_len);
     return XE_OK;
 }
 

@@ -24,7 +24,7 @@ typedef struct cli_input {
 typedef struct cli_carry {
     const char *out; /* output name, not NUL-terminated (points into argv) */
     size_t out_len;
-    const char *in;  /* input name */
+    const char *in; /* input name */
 } cli_carry;
 
 typedef struct cli_options {
@@ -35,27 +35,29 @@ typedef struct cli_options {
     int n_feeds;
     const char *save_dir; /* --save-outputs DIR; NULL: none */
     bool print_outputs;   /* --print-outputs */
-    bool verbose;         /* --verbose: notes a run does not need (no GPU found for --device auto) */
-    int iterations;       /* --iterations N; 0: one untimed run, no time line */
-    int warmup;           /* --warmup N */
-    uint64_t seed;        /* --seed N */
-    bool seed_given;      /* --seed was given: inputs fed by nothing get random values */
-    xe_place_mode place;  /* --device */
-    xe_device device;     /* --device gpu:1 (a kind and an ordinal): that instance; XE_DEV_CPU: none named */
-    bool inputs_on_device; /* --inputs-on-device: inputs copied to the GPU once, before the runs */
-    bool outputs_on_device; /* --outputs-on-device: outputs left on the GPU until the runs are done */
-    int threads;          /* --threads N; 0: not given (main.c picks the default) */
-    bool log_placement;   /* --log-device-placement */
-    bool log_every;       /* --log-device-placement=every: on every run, not the first only */
-    const char *profile;  /* --trace (or --profile) FILE.json; NULL: none */
-    const char *to_xg;    /* --to-xg FILE.xg: write the loaded graph; NULL: none */
-    bool feed_shard;      /* --feed-shard: rank r reads slice r of each --feed array */
-    bool save_all_ranks;  /* --save-all-ranks: every rank saves NAME.rankR.npy */
-    double collective_timeout; /* --collective-timeout SECONDS (0: none) */
+    bool verbose;        /* --verbose: notes a run does not need (no GPU found for --device auto) */
+    int iterations;      /* --iterations N; 0: one untimed run, no time line */
+    int warmup;          /* --warmup N */
+    uint64_t seed;       /* --seed N */
+    bool seed_given;     /* --seed was given: inputs fed by nothing get random values */
+    xe_place_mode place; /* --device */
+    xe_device
+        device; /* --device gpu:1 (a kind and an ordinal): that instance; XE_DEV_CPU: none named */
+    bool inputs_on_device;  /* --inputs-on-device: inputs copied to the GPU once, before the runs */
+    bool outputs_on_device; /* --outputs-on-device: outputs left on the GPU until the runs are done
+                             */
+    int threads;            /* --threads N; 0: not given (main.c picks the default) */
+    bool log_placement;     /* --log-device-placement */
+    bool log_every;         /* --log-device-placement=every: on every run, not the first only */
+    const char *profile;    /* --trace (or --profile) FILE.json; NULL: none */
+    const char *to_xg;      /* --to-xg FILE.xg: write the loaded graph; NULL: none */
+    bool feed_shard;        /* --feed-shard: rank r reads slice r of each --feed array */
+    bool save_all_ranks;    /* --save-all-ranks: every rank saves NAME.rankR.npy */
+    double collective_timeout;        /* --collective-timeout SECONDS (0: none) */
     cli_carry carries[CLI_MAX_ITEMS]; /* --carry */
     int n_carries;
-    bool compare;         /* --compare: op by op against clustered (compare.c) */
-    double tolerance;     /* --tolerance R: rtol = atol = R for floats; 0: per-dtype defaults */
+    bool compare;     /* --compare: op by op against clustered (compare.c) */
+    double tolerance; /* --tolerance R: rtol = atol = R for floats; 0: per-dtype defaults */
 } cli_options;
 
 /* What cli_parse decided. */
@@ -73,8 +75,8 @@ cli_parse_result cli_parse(int argc, char **argv, cli_options *o);
  * time, and every later run must feed the same values.
  */
 typedef struct cli_bound {
-    int position[CLI_MAX_ITEMS];      /* graph input positions */
-    xe_tensor *value[CLI_MAX_ITEMS];  /* the values the graph was built with */
+    int position[CLI_MAX_ITEMS];     /* graph input positions */
+    xe_tensor *value[CLI_MAX_ITEMS]; /* the values the graph was built with */
     int n;
 } cli_bound;
 

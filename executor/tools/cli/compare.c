@@ -38,8 +38,8 @@ static void tolerance(const cli_options *o, xe_dtype dt, double *rtol, double *a
 }
 
 /* Max errors of got against ref (same type); returns whether every element is within tolerance. */
-static bool diff_values(const xe_tensor *ref, const xe_tensor *got, double rtol, double atol, double *max_abs,
-                        double *max_rel)
+static bool diff_values(const xe_tensor *ref, const xe_tensor *got, double rtol, double atol,
+                        double *max_abs, double *max_rel)
 {
     bool ok = true;
     int64_t n = xe_shape_numel(&ref->shape);
@@ -69,7 +69,8 @@ static bool same_type(const xe_tensor *a, const xe_tensor *b)
 }
 
 /* One line per output; returns whether all agree. */
-static bool compare_outputs(const cli_options *o, const xe_graph *g, xe_tensor *const *ref, xe_tensor *const *got)
+static bool compare_outputs(const cli_options *o, const xe_graph *g, xe_tensor *const *ref,
+                            xe_tensor *const *got)
 {
     bool all = true;
     for (int k = 0; k < g->n_outputs; k++) {
@@ -79,14 +80,16 @@ static bool compare_outputs(const cli_options *o, const xe_graph *g, xe_tensor *
         xe_type gt = {.dtype = got[k]->dtype, .shape = got[k]->shape};
         xe_type_str(&rt, t, sizeof t);
         if (!same_type(ref[k], got[k])) {
-            printf("compare %s: %s op by op, %s clustered: DIFFERS\n", name, t, xe_type_str(&gt, u, sizeof u));
+            printf("compare %s: %s op by op, %s clustered: DIFFERS\n", name, t,
+                   xe_type_str(&gt, u, sizeof u));
             all = false;
             continue;
         }
         double rtol, atol, max_abs, max_rel;
         tolerance(o, ref[k]->dtype, &rtol, &atol);
         bool ok = diff_values(ref[k], got[k], rtol, atol, &max_abs, &max_rel);
-        printf("compare %s: %s max_abs=%.3g max_rel=%.3g %s", name, t, max_abs, max_rel, ok ? "ok\n" : "DIFFERS");
+        printf("compare %s: %s max_abs=%.3g max_rel=%.3g %s", name, t, max_abs, max_rel,
+               ok ? "ok\n" : "DIFFERS");
         if (!ok)
             printf(" (tolerance: rtol=%g atol=%g)\n", rtol, atol);
         all &= ok;
@@ -112,12 +115,13 @@ static void release(xe_tensor **ts, int n)
 }
 
 /* One feed (NULL: none) through both sessions; *agree is cleared when an output differs. */
-static xe_code compare_feed(const cli_options *o, xe_session *const s[2], const char *feed, bool *agree,
-                            xe_status *st)
+static xe_code compare_feed(const cli_options *o, xe_session *const s[2], const char *feed,
+                            bool *agree, xe_status *st)
 {
     const xe_graph *g = xe_session_graph(s[0]);
     int n_out = g->n_outputs;
-    xe_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in), **out = calloc(2 * (size_t)n_out + 1, sizeof *out);
+    xe_tensor **in = calloc((size_t)g->n_inputs + 1, sizeof *in),
+              **out = calloc(2 * (size_t)n_out + 1, sizeof *out);
     xe_code c = in && out ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (c == XE_OK)
         c = cli_prepare_inputs(o, g, feed, in, st);
@@ -142,7 +146,9 @@ static xe_code make_sessions(const cli_options *o, xe_graph *g, xe_session *s[2]
         xe_graph_destroy(g);
         return st->code;
     }
-    xe_session_options so = {.place = o->place, .log_placement = o->log_placement, .no_passes = true,
+    xe_session_options so = {.place = o->place,
+                             .log_placement = o->log_placement,
+                             .no_passes = true,
                              .threads = o->threads};
     s[0] = xe_session_new(g, &so, st);
     so.no_passes = false;
@@ -154,16 +160,19 @@ int cli_compare(const cli_options *o, xe_graph *g, xe_status *st)
 {
     if (xe_graph_pass_count() == 0) {
         xe_graph_destroy(g);
-        xe_fail(st, XE_ERR_USAGE, "--compare runs the graph op by op and clustered: it needs the xlac plugin "
-                                  "(LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2)");
+        xe_fail(st, XE_ERR_USAGE,
+                "--compare runs the graph op by op and clustered: it needs the xlac plugin "
+                "(LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2)");
         return -1;
     }
     xe_session *s[2] = {NULL, NULL};
     xe_code c = make_sessions(o, g, s, st);
     int clusters = c == XE_OK ? count_clusters(xe_session_graph(s[1])) : 0;
     if (c == XE_OK && clusters == 0)
-        c = xe_fail(st, XE_ERR_USAGE, "--compare: the plugin formed no cluster in %s (is XLAC_AUTO_JIT=1 or 2 "
-                                      "set?)", o->graph);
+        c = xe_fail(st, XE_ERR_USAGE,
+                    "--compare: the plugin formed no cluster in %s (is XLAC_AUTO_JIT=1 or 2 "
+                    "set?)",
+                    o->graph);
     if (c == XE_OK)
         printf("compare: %s op by op against %d cluster(s)\n", o->graph, clusters);
     bool agree = true;
@@ -176,6 +185,7 @@ int cli_compare(const cli_options *o, xe_graph *g, xe_status *st)
     if (c != XE_OK)
         return -1;
     if (!agree)
-        fprintf(stderr, "xlac-run: --compare: the clustered run differs from the op-by-op run beyond tolerance\n");
+        fprintf(stderr, "xlac-run: --compare: the clustered run differs from the op-by-op run "
+                        "beyond tolerance\n");
     return agree ? 0 : 3;
 }

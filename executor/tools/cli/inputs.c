@@ -92,7 +92,8 @@ static xe_tensor *shard(xe_tensor *t, const char *path, xe_status *st)
     if (w == 1)
         return t;
     if (t->shape.rank < 1 || t->shape.dims[0] % w) {
-        xe_fail(st, XE_ERR_USAGE, "--feed-shard: the leading dim of %s (%lld) is not divisible by the world size %d",
+        xe_fail(st, XE_ERR_USAGE,
+                "--feed-shard: the leading dim of %s (%lld) is not divisible by the world size %d",
                 path, t->shape.rank ? (long long)t->shape.dims[0] : 0LL, w);
         xe_tensor_release(t);
         return NULL;
@@ -151,8 +152,9 @@ static bool feed_file(const char *dir, const char *name, const char *orig, int k
     struct stat sb;
     for (int e = 0; e < 2; e++)
         for (int i = 0; i < 2; i++)
-            if (names[i] && snprintf(path, PATH_MAX, "%s/%s%s", dir, names[i], e ? ".pb" : ".npy") <
-                                PATH_MAX && stat(path, &sb) == 0)
+            if (names[i] &&
+                snprintf(path, PATH_MAX, "%s/%s%s", dir, names[i], e ? ".pb" : ".npy") < PATH_MAX &&
+                stat(path, &sb) == 0)
                 return true;
     return snprintf(path, PATH_MAX, "%s/input_%d.pb", dir, k) < PATH_MAX && stat(path, &sb) == 0;
 }
@@ -163,8 +165,8 @@ static bool feed_file(const char *dir, const char *name, const char *orig, int k
  * values. Allocates nothing, so that every input is checked before any is
  * made (an unfed input is reported before gigabytes of random data).
  */
-static xe_code input_source(const cli_options *o, const xe_node *in, int k, const char *feed, char *path,
-                            xe_status *st)
+static xe_code input_source(const cli_options *o, const xe_node *in, int k, const char *feed,
+                            char *path, xe_status *st)
 {
     const char *orig = xe_node_attr_string(in, "@onnx", NULL);
     const cli_input *given = given_input(o, in->name);
@@ -179,21 +181,27 @@ static xe_code input_source(const cli_options *o, const xe_node *in, int k, cons
         return XE_OK;
     path[0] = '\0';
     if (feed && !o->seed_given)
-        return xe_fail(st, XE_ERR_USAGE, "--feed %s: no file for input %s (%s.npy, %s.pb or input_%d.pb); "
-                       "give --seed N to run it on random values", feed, in->name, in->name, in->name, k);
+        return xe_fail(st, XE_ERR_USAGE,
+                       "--feed %s: no file for input %s (%s.npy, %s.pb or input_%d.pb); "
+                       "give --seed N to run it on random values",
+                       feed, in->name, in->name, in->name, k);
     if (!o->seed_given)
-        return xe_fail(st, XE_ERR_USAGE, "input %s is not fed: give --input %s=FILE.npy, --feed DIR, or --seed N "
-                       "for random values", in->name, in->name);
+        return xe_fail(st, XE_ERR_USAGE,
+                       "input %s is not fed: give --input %s=FILE.npy, --feed DIR, or --seed N "
+                       "for random values",
+                       in->name, in->name);
     if (!xe_shape_is_known(&in->type.shape)) {
         char t[160];
-        return xe_fail(st, XE_ERR_USAGE,
-                       "input %s has unknown dims %s: feed it with --input %s=FILE.npy or --feed DIR", in->name,
-                       xe_type_str(&in->type, t, sizeof t), in->name);
+        return xe_fail(
+            st, XE_ERR_USAGE,
+            "input %s has unknown dims %s: feed it with --input %s=FILE.npy or --feed DIR",
+            in->name, xe_type_str(&in->type, t, sizeof t), in->name);
     }
     return XE_OK;
 }
 
-/* Whether file name `f` (NAME.npy, NAME.pb or input_K.pb) is one that input k of g would be read from. */
+/* Whether file name `f` (NAME.npy, NAME.pb or input_K.pb) is one that input k of g would be read
+ * from. */
 static bool feeds_input(const xe_graph *g, int k, const char *f)
 {
     const xe_node *in = g->nodes[g->inputs[k]];
@@ -201,7 +209,8 @@ static bool feeds_input(const xe_graph *g, int k, const char *f)
     char want[PATH_MAX];
     for (int i = 0; i < 2; i++)
         for (int e = 0; names[i] && e < 2; e++)
-            if (snprintf(want, sizeof want, "%s%s", names[i], e ? ".pb" : ".npy") < (int)sizeof want &&
+            if (snprintf(want, sizeof want, "%s%s", names[i], e ? ".pb" : ".npy") <
+                    (int)sizeof want &&
                 !strcmp(want, f))
                 return true;
     snprintf(want, sizeof want, "input_%d.pb", k);
@@ -210,27 +219,29 @@ static bool feeds_input(const xe_graph *g, int k, const char *f)
 
 /*
  * Whether f is named by position in ONNX's test_data_set layout (input_K.pb: an ONNX model may list
- * more inputs than the graph keeps, its initializers among them; output_K.pb) or is where an output's
- * expected value would be (NAME.npy or NAME.pb of an output).
+ * more inputs than the graph keeps, its initializers among them; output_K.pb) or is where an
+ * output's expected value would be (NAME.npy or NAME.pb of an output).
  */
 static bool names_output(const xe_graph *g, const char *f)
 {
     char want[PATH_MAX];
     int k;
     char tail;
-    if ((sscanf(f, "output_%d.p%c", &k, &tail) == 2 || sscanf(f, "input_%d.p%c", &k, &tail) == 2) && tail == 'b')
+    if ((sscanf(f, "output_%d.p%c", &k, &tail) == 2 || sscanf(f, "input_%d.p%c", &k, &tail) == 2) &&
+        tail == 'b')
         return true;
     for (int i = 0; i < g->n_outputs; i++)
         for (int e = 0; e < 2; e++)
-            if (snprintf(want, sizeof want, "%s%s", g->nodes[g->outputs[i]]->name, e ? ".pb" : ".npy") <
-                    (int)sizeof want && !strcmp(want, f))
+            if (snprintf(want, sizeof want, "%s%s", g->nodes[g->outputs[i]]->name,
+                         e ? ".pb" : ".npy") < (int)sizeof want &&
+                !strcmp(want, f))
                 return true;
     return false;
 }
 
 /*
- * Every .npy and .pb file in feed folder dir feeds some input of g (or is an output's expected value,
- * which a feed folder may keep beside the inputs): X.npy beside input x is a mistake, said.
+ * Every .npy and .pb file in feed folder dir feeds some input of g (or is an output's expected
+ * value, which a feed folder may keep beside the inputs): X.npy beside input x is a mistake, said.
  */
 static xe_code check_feed_files(const xe_graph *g, const char *dir, xe_status *st)
 {
@@ -240,7 +251,8 @@ static xe_code check_feed_files(const xe_graph *g, const char *dir, xe_status *s
     xe_code c = XE_OK;
     for (struct dirent *e; c == XE_OK && (e = readdir(d));) {
         size_t n = strlen(e->d_name);
-        bool tensor = (n > 4 && !strcmp(e->d_name + n - 4, ".npy")) || (n > 3 && !strcmp(e->d_name + n - 3, ".pb"));
+        bool tensor = (n > 4 && !strcmp(e->d_name + n - 4, ".npy")) ||
+                      (n > 3 && !strcmp(e->d_name + n - 3, ".pb"));
         bool used = tensor && names_output(g, e->d_name);
         for (int k = 0; tensor && k < g->n_inputs && !used; k++)
             used = feeds_input(g, k, e->d_name);
@@ -248,7 +260,8 @@ static xe_code check_feed_files(const xe_graph *g, const char *dir, xe_status *s
             xe_text names = {0};
             for (int k = 0; k < g->n_inputs; k++)
                 xe_text_printf(&names, "%s%s", k ? ", " : "", g->nodes[g->inputs[k]]->name);
-            c = xe_fail(st, XE_ERR_USAGE, "--feed %s: %s matches no input of the graph (its inputs: %s)", dir,
+            c = xe_fail(st, XE_ERR_USAGE,
+                        "--feed %s: %s matches no input of the graph (its inputs: %s)", dir,
                         e->d_name, names.buf ? names.buf : "none");
             free(names.buf);
         }
@@ -280,11 +293,12 @@ xe_code cli_check_inputs(const cli_options *o, const xe_graph *g, xe_status *st)
             return st->code;
     }
     if (o->to_xg && !o->n_feeds && !o->save_dir && !o->print_outputs && !o->iterations)
-        return XE_OK; /* --to-xg alone: nothing runs, no input is needed */
+        return XE_OK;    /* --to-xg alone: nothing runs, no input is needed */
     char path[PATH_MAX]; /* every run's inputs have a source, before the first run makes any */
     for (int i = 0; i < (o->n_feeds ? o->n_feeds : 1); i++)
         for (int k = 0; k < g->n_inputs; k++)
-            if (input_source(o, g->nodes[g->inputs[k]], k, o->n_feeds ? o->feeds[i] : NULL, path, st) != XE_OK)
+            if (input_source(o, g->nodes[g->inputs[k]], k, o->n_feeds ? o->feeds[i] : NULL, path,
+                             st) != XE_OK)
                 return st->code;
     return XE_OK;
 }
@@ -293,15 +307,18 @@ xe_code cli_prepare_inputs(const cli_options *o, const xe_graph *g, const char *
                            xe_tensor **inputs, xe_status *st)
 {
     char path[PATH_MAX];
-    for (int k = 0; k < g->n_inputs; k++) /* 1. every input has a source, before anything is allocated */
+    for (int k = 0; k < g->n_inputs;
+         k++) /* 1. every input has a source, before anything is allocated */
         if (input_source(o, g->nodes[g->inputs[k]], k, feed, path, st) != XE_OK)
             return st->code;
     for (int k = 0; k < g->n_inputs; k++) { /* 2. read or generate them */
         const xe_node *in = g->nodes[g->inputs[k]];
         inputs[k] = NULL;
         if (input_source(o, in, k, feed, path, st) == XE_OK)
-            inputs[k] = path[0] ? load_checked(in->name, path, &in->type, o->feed_shard && !given(o, in), st)
-                                : random_tensor(in->name, &in->type, o->seed * 1000003u + (uint64_t)k, st);
+            inputs[k] =
+                path[0]
+                    ? load_checked(in->name, path, &in->type, o->feed_shard && !given(o, in), st)
+                    : random_tensor(in->name, &in->type, o->seed * 1000003u + (uint64_t)k, st);
         if (!inputs[k]) {
             for (int j = 0; j < k; j++) {
                 xe_tensor_release(inputs[j]);

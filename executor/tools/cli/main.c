@@ -22,15 +22,15 @@
 typedef struct run_state {
     const cli_options *o;
     xe_session *s;
-    const xe_graph *g;  /* the session's graph */
-    xe_tensor **inputs; /* one per graph input, for the current feed */
-    xe_tensor **outs;   /* one per graph output, from the last run */
-    cli_timing all;     /* every timed run, all feeds */
-    cli_timing one;     /* the current feed's timed runs */
+    const xe_graph *g;      /* the session's graph */
+    xe_tensor **inputs;     /* one per graph input, for the current feed */
+    xe_tensor **outs;       /* one per graph output, from the last run */
+    cli_timing all;         /* every timed run, all feeds */
+    cli_timing one;         /* the current feed's timed runs */
     const cli_bound *bound; /* inputs fixed at load time */
     int carry_out[CLI_MAX_ITEMS], carry_in[CLI_MAX_ITEMS]; /* --carry as output, input positions */
-    double timed_ms;        /* sum of the timed runs, all feeds */
-    double coll_us;         /* time in collectives during the timed runs */
+    double timed_ms;                                       /* sum of the timed runs, all feeds */
+    double coll_us; /* time in collectives during the timed runs */
 } run_state;
 
 static int fail(const xe_status *st)
@@ -61,8 +61,8 @@ static bool wants_device(const xe_graph *g)
         const xe_node *n = g->nodes[i];
         const xe_op_def *d = xe_op_get(n->op);
         if (n->body ? wants_device(n->body)
-                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d && xe_op_kernel(d, XE_DEV_CPU) &&
-                          !(d->flags & XE_OPF_CPU_ONLY))
+                    : n->op != XE_OP_INPUT && n->op != XE_OP_GET && d &&
+                          xe_op_kernel(d, XE_DEV_CPU) && !(d->flags & XE_OPF_CPU_ONLY))
             return true;
     }
     return false;
@@ -88,8 +88,8 @@ static void note_no_gpu(const cli_options *o, const xe_graph *g)
     for (int d = 0; d < xe_device_count(); d++)
         if (xe_device_auto_place((xe_device)d) && !xe_device_available((xe_device)d) &&
             wants_device(g))
-            fprintf(stderr, "xlac-run: no %s device (%s): running on CPU\n", xe_device_label((xe_device)d),
-                    xe_device_unavailable_reason((xe_device)d));
+            fprintf(stderr, "xlac-run: no %s device (%s): running on CPU\n",
+                    xe_device_label((xe_device)d), xe_device_unavailable_reason((xe_device)d));
 }
 
 /*
@@ -102,8 +102,9 @@ static void note_no_plugin(void)
     bool asked = (jit && *jit && strcmp(jit, "0") != 0) || (flags && *flags);
     if (!asked || xe_op_find("xlac_launch", strlen("xlac_launch")) >= 0)
         return;
-    fprintf(stderr, "xlac-run: warning: %s%s%s is set but libxlac.so is not loaded: nothing is clustered "
-                    "(run with LD_PRELOAD=/path/to/libxlac.so)\n",
+    fprintf(stderr,
+            "xlac-run: warning: %s%s%s is set but libxlac.so is not loaded: nothing is clustered "
+            "(run with LD_PRELOAD=/path/to/libxlac.so)\n",
             jit && *jit && strcmp(jit, "0") != 0 ? "XLAC_AUTO_JIT" : "",
             jit && *jit && strcmp(jit, "0") != 0 && flags && *flags ? " and " : "",
             flags && *flags ? "XLAC_FLAGS" : "");
@@ -120,12 +121,15 @@ static xe_code check_profile_path(const char *path, xe_status *st)
         return XE_OK;
     char dir[PATH_MAX];
     const char *slash = strrchr(path, '/');
-    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1,
+             slash ? path : ".");
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode))
-        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: a folder of that name exists", path);
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write: a folder of that name exists",
+                       path);
     if (access(dir, W_OK | X_OK) != 0)
-        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write in %s: %s", path, dir, strerror(errno));
+        return xe_fail(st, XE_ERR_USAGE, "--trace %s: cannot write in %s: %s", path, dir,
+                       strerror(errno));
     return XE_OK;
 }
 
@@ -146,14 +150,17 @@ static xe_code resolve_carries(run_state *r, xe_status *st)
 {
     for (int k = 0; k < r->o->n_carries; k++) {
         const cli_carry *c = &r->o->carries[k];
-        int o = find_io(r->g, c->out, c->out_len, true), i = find_io(r->g, c->in, strlen(c->in), false);
+        int o = find_io(r->g, c->out, c->out_len, true),
+            i = find_io(r->g, c->in, strlen(c->in), false);
         if (o < 0 || i < 0)
             return xe_fail(st, XE_ERR_USAGE, "--carry %s: the graph has no %s named %.*s", c->out,
                            o < 0 ? "output" : "input", o < 0 ? (int)c->out_len : (int)strlen(c->in),
                            o < 0 ? c->out : c->in);
-        const xe_type *to = &r->g->nodes[r->g->outputs[o]]->type, *ti = &r->g->nodes[r->g->inputs[i]]->type;
+        const xe_type *to = &r->g->nodes[r->g->outputs[o]]->type,
+                      *ti = &r->g->nodes[r->g->inputs[i]]->type;
         if (to->dtype != ti->dtype || to->shape.rank != ti->shape.rank)
-            return xe_fail(st, XE_ERR_USAGE, "--carry %s: the output and the input differ in type", c->out);
+            return xe_fail(st, XE_ERR_USAGE, "--carry %s: the output and the input differ in type",
+                           c->out);
         r->carry_out[k] = o;
         r->carry_in[k] = i;
     }
@@ -284,11 +291,13 @@ static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *s
         st->code = XE_ERR_USAGE; /* a graph that cannot be read is a usage error: exit 2 */
     if (!g) {
         int rc = fail_load(report, st);
-        st->code = rc == 2 ? XE_ERR_USAGE : XE_ERR_RUNTIME; /* printed: only the exit status is left */
+        st->code =
+            rc == 2 ? XE_ERR_USAGE : XE_ERR_RUNTIME; /* printed: only the exit status is left */
         return NULL;
     }
     free(report);
-    if ((!only_writes_xg(o) && cli_check_inputs(o, g, st) != XE_OK) || check_profile_path(o->profile, st) != XE_OK) {
+    if ((!only_writes_xg(o) && cli_check_inputs(o, g, st) != XE_OK) ||
+        check_profile_path(o->profile, st) != XE_OK) {
         fail(st);
         xe_graph_destroy(g);
         return NULL;
@@ -330,7 +339,8 @@ static void free_bound(cli_bound *b)
         xe_tensor_release(b->value[i]);
 }
 
-#define CLI_BUILD_DIM 4 /* the size a symbolic dim takes to build a graph that serves every size */
+/* the size a symbolic dim takes to build a graph that serves every size */
+#define CLI_BUILD_DIM 4
 
 /*
  * The graph --to-xg writes for a model built per input size: built once
@@ -354,10 +364,12 @@ static xe_graph *general_graph(const xe_graph *g, xe_status *st)
     free(s);
     if (out && extras != 0) {
         xe_graph_destroy(out);
-        xe_fail(st, XE_ERR_UNSUPPORTED,
-                "--to-xg: %s computes %s from its symbolic input dims, which a .xg graph cannot "
-                "hold; the model runs as it is (xlac-run MODEL --feed ...), and xlac-compile --shape "
-                "pins its sizes", g->file, extras > 0 ? "constants (masks, positions)" : "shapes");
+        xe_fail(
+            st, XE_ERR_UNSUPPORTED,
+            "--to-xg: %s computes %s from its symbolic input dims, which a .xg graph cannot "
+            "hold; the model runs as it is (xlac-run MODEL --feed ...), and xlac-compile --shape "
+            "pins its sizes",
+            g->file, extras > 0 ? "constants (masks, positions)" : "shapes");
         return NULL;
     }
     return out;
@@ -407,10 +419,13 @@ static int run_main(const cli_options *o)
         rc = cli_compare(o, g, &st);
         return rc >= 0 ? rc : fail(&st);
     }
-    xe_session_options so = {
-        .place = o->place, .device = o->device, .log_placement = o->log_placement, .log_every = o->log_every,
-        .profile_path = o->profile, .threads = o->threads,
-        .outputs_on_device = o->outputs_on_device};
+    xe_session_options so = {.place = o->place,
+                             .device = o->device,
+                             .log_placement = o->log_placement,
+                             .log_every = o->log_every,
+                             .profile_path = o->profile,
+                             .threads = o->threads,
+                             .outputs_on_device = o->outputs_on_device};
     run_state r = {.o = o, .s = xe_session_new(g, &so, &st), .bound = &bound};
     if (!r.s) {
         free_bound(&bound);
@@ -418,9 +433,11 @@ static int run_main(const cli_options *o)
     }
     r.g = xe_session_graph(r.s);
     xe_code c = run_all(&r, &st);
-    xe_session_destroy(r.s); /* writes the trace, unless the plugin records it too (then at its exit) */
+    xe_session_destroy(
+        r.s); /* writes the trace, unless the plugin records it too (then at its exit) */
     free_bound(&bound);
-    if (c == XE_OK && xe_trace_failed(&st)) /* the run went well, its trace is lost: say so in the status */
+    if (c == XE_OK &&
+        xe_trace_failed(&st)) /* the run went well, its trace is lost: say so in the status */
         c = XE_ERR_IO;
     return c == XE_OK ? 0 : fail(&st);
 }
@@ -437,7 +454,8 @@ int main(int argc, char **argv)
         return cli_check_stdout(&st) == XE_OK ? 0 : fail(&st);
     if (pr == CLI_USAGE)
         return 2;
-    if (xe_interrupt_install(&st) != XE_OK) /* Ctrl-C: children reaped, temp files gone, trace kept */
+    if (xe_interrupt_install(&st) !=
+        XE_OK) /* Ctrl-C: children reaped, temp files gone, trace kept */
         return fail(&st);
     if (!o.threads && !getenv("OMP_NUM_THREADS"))
         o.threads = xe_physical_cores(); /* one pool: kernels, generated loops, oneDNN */

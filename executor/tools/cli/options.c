@@ -202,10 +202,20 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
 
 static bool takes_value(const char *a)
 {
-    static const char *const valued[] = {"--input",  "--feed",       "--save-outputs", "--profile",
-                                         "--warmup", "--iterations", "--seed",         "--device",
-                                         "--to-xg",  "--carry",      "--collective-timeout",
-                                         "--tolerance", "--trace", "--threads"};
+    static const char *const valued[] = {"--input",
+                                         "--feed",
+                                         "--save-outputs",
+                                         "--profile",
+                                         "--warmup",
+                                         "--iterations",
+                                         "--seed",
+                                         "--device",
+                                         "--to-xg",
+                                         "--carry",
+                                         "--collective-timeout",
+                                         "--tolerance",
+                                         "--trace",
+                                         "--threads"};
     for (size_t i = 0; i < sizeof valued / sizeof *valued; i++)
         if (!strcmp(a, valued[i]))
             return true;

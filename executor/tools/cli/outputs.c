@@ -182,8 +182,9 @@ xe_code cli_save_outputs(const cli_options *o, const xe_graph *g, xe_tensor *con
     for (int i = 0; i < g->n_outputs; i++) {
         char file[XE_ESC_MAX + 1];
         const char *name = output_file_name(g->nodes[g->outputs[i]], file, sizeof file);
-        int n = o->save_all_ranks ? snprintf(path, sizeof path, "%s/%s.rank%d.npy", dir, name, cli_rank())
-                                  : snprintf(path, sizeof path, "%s/%s.npy", dir, name);
+        int n = o->save_all_ranks
+                    ? snprintf(path, sizeof path, "%s/%s.rank%d.npy", dir, name, cli_rank())
+                    : snprintf(path, sizeof path, "%s/%s.npy", dir, name);
         if (n >= (int)sizeof path)
             return xe_fail(st, XE_ERR_USAGE, "--save-outputs %s: path too long", o->save_dir);
         if (xe_npy_write(path, outs[i], st) != XE_OK)

@@ -41,7 +41,8 @@ static bool has_collectives(const xe_graph *g)
 {
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_op_def *d = xe_op_get(g->nodes[i]->op);
-        if ((d && (d->flags & XE_OPF_COLLECTIVE)) || (g->nodes[i]->body && has_collectives(g->nodes[i]->body)))
+        if ((d && (d->flags & XE_OPF_COLLECTIVE)) ||
+            (g->nodes[i]->body && has_collectives(g->nodes[i]->body)))
             return true;
     }
     return false;

@@ -17,7 +17,8 @@ static int split_heads(ox_b *b, int x, int64_t heads)
 {
     const xe_shape *s = &ox_type(b, x)->shape;
     if (heads <= 0 || s->dims[2] % heads) {
-        ox_invalid(b, "hidden size %lld is not a multiple of %lld heads", (long long)s->dims[2], (long long)heads);
+        ox_invalid(b, "hidden size %lld is not a multiple of %lld heads", (long long)s->dims[2],
+                   (long long)heads);
         return -1;
     }
     int64_t d[4] = {s->dims[0], s->dims[1], heads, s->dims[2] / heads};
@@ -52,7 +53,8 @@ static int shape_bias(ox_b *b, xe_dtype dt, int64_t l, int64_t s, int64_t off, b
     for (int64_t i = 0; i < l; i++)
         for (int64_t j = 0; j < s; j++) {
             int64_t diff = i + off - j;
-            bool ok = (!causal || diff >= 0) && (left < 0 || diff <= left) && (right < 0 || -diff <= right);
+            bool ok = (!causal || diff >= 0) && (left < 0 || diff <= left) &&
+                      (right < 0 || -diff <= right);
             xe_store_f64(t->data, dt, i * s + j, ok ? 0.0 : -INFINITY);
         }
     return ox_const(b, t);
@@ -64,8 +66,9 @@ static int mask_bias(ox_b *b, int m, xe_dtype dt, int64_t s)
     const xe_type *t = ox_type(b, m);
     int r = t->shape.rank;
     int64_t have = t->shape.dims[r - 1];
-    int bias = t->dtype == XE_BOOL ? ox_select(b, m, ox_scalar(b, dt, 0), ox_scalar(b, dt, -INFINITY))
-                                   : ox_cast(b, m, dt);
+    int bias = t->dtype == XE_BOOL
+                   ? ox_select(b, m, ox_scalar(b, dt, 0), ox_scalar(b, dt, -INFINITY))
+                   : ox_cast(b, m, dt);
     if (have < s && have >= 0) {
         int64_t dims[XE_MAX_RANK];
         memcpy(dims, t->shape.dims, sizeof dims);
@@ -86,9 +89,11 @@ static int safe_softmax(ox_b *b, int x, int bias)
     xe_dtype dt = ox_type(b, x)->dtype;
     int zero = ox_scalar(b, dt, 0), ninf = ox_scalar(b, dt, -INFINITY);
     int m = ox_reduce(b, XE_OP_REDUCE_MAX, x, last, 1, true);
-    int e = ox_un(b, XE_OP_EXP, ox_bin(b, XE_OP_SUB, x, ox_select(b, ox_bin(b, XE_OP_EQUAL, m, ninf), zero, m)));
+    int e = ox_un(b, XE_OP_EXP,
+                  ox_bin(b, XE_OP_SUB, x, ox_select(b, ox_bin(b, XE_OP_EQUAL, m, ninf), zero, m)));
     int s = ox_reduce(b, XE_OP_REDUCE_SUM, e, last, 1, true);
-    int p = ox_bin(b, XE_OP_DIV, e, ox_select(b, ox_bin(b, XE_OP_EQUAL, s, zero), ox_scalar(b, dt, 1), s));
+    int p = ox_bin(b, XE_OP_DIV, e,
+                   ox_select(b, ox_bin(b, XE_OP_EQUAL, s, zero), ox_scalar(b, dt, 1), s));
     int64_t lb[1] = {ox_rank(b, bias) - 1};
     int bninf = ox_scalar(b, ox_type(b, bias)->dtype, -INFINITY);
     int dead = ox_bin(b, XE_OP_EQUAL, ox_reduce(b, XE_OP_REDUCE_MAX, bias, lb, 1, true), bninf);
@@ -111,24 +116,28 @@ static int scores(ox_b *b, int q, int k, int bias, int *qk_out)
     return with;
 }
 
-/* Q's heads a whole multiple of K's (grouped-query attention), V's as many as K's, one head size. */
+/* Q's heads a whole multiple of K's (grouped-query attention), V's as many as K's, one head size.
+ */
 static bool heads_fit(ox_b *b, const xe_shape *q, const xe_shape *k, const xe_shape *v)
 {
     if (k->dims[1] <= 0 || q->dims[1] % k->dims[1] || v->dims[1] != k->dims[1]) {
-        ox_invalid(b, "%lld query heads do not group over %lld key and %lld value heads (a whole multiple of "
-                      "at least one is needed)",
-                   (long long)q->dims[1], (long long)k->dims[1], (long long)v->dims[1]);
+        ox_invalid(
+            b,
+            "%lld query heads do not group over %lld key and %lld value heads (a whole multiple of "
+            "at least one is needed)",
+            (long long)q->dims[1], (long long)k->dims[1], (long long)v->dims[1]);
         return false;
     }
     if (q->dims[3] != k->dims[3] || q->dims[3] <= 0) {
-        ox_invalid(b, "the query's head size %lld and the key's %lld differ or are empty", (long long)q->dims[3],
-                   (long long)k->dims[3]);
+        ox_invalid(b, "the query's head size %lld and the key's %lld differ or are empty",
+                   (long long)q->dims[3], (long long)k->dims[3]);
         return false;
     }
     return true;
 }
 
-/* Q, K and V as [batch, heads, seq, head size]: 3-D inputs split by q_num_heads and kv_num_heads. */
+/* Q, K and V as [batch, heads, seq, head size]: 3-D inputs split by q_num_heads and kv_num_heads.
+ */
 static bool heads_of(ox_b *b, int *q, int *k, int *v)
 {
     bool three = ox_rank(b, *q) == 3;
@@ -157,16 +166,20 @@ xe_code ox_b_attention(ox_b *b)
         return ox_status(b);
     xe_dtype dt = ox_type(b, q)->dtype;
     const xe_shape *qs = &ox_type(b, q)->shape;
-    double scale = ox_attr(b, "scale") ? ox_float(b, "scale", 1.0) : 1.0 / sqrt((double)qs->dims[3]);
+    double scale =
+        ox_attr(b, "scale") ? ox_float(b, "scale", 1.0) : 1.0 / sqrt((double)qs->dims[3]);
     int sc = ox_scalar(b, dt, (double)(dt == XE_F32 ? (float)sqrt(scale) : sqrt(scale)));
     int64_t past = ox_in(b, 4) >= 0 ? ox_type(b, ox_in(b, 4))->shape.dims[2] : 0;
     ox_at cat = OX_I("axis", 2);
     int pk[2] = {ox_in(b, 4), k}, pv[2] = {ox_in(b, 5), v};
     k = past ? ox_op(b, XE_OP_CONCAT, pk, 2, &cat, 1) : k;
-    v = ox_in(b, 5) >= 0 && ox_type(b, ox_in(b, 5))->shape.dims[2] ? ox_op(b, XE_OP_CONCAT, pv, 2, &cat, 1) : v;
+    v = ox_in(b, 5) >= 0 && ox_type(b, ox_in(b, 5))->shape.dims[2]
+            ? ox_op(b, XE_OP_CONCAT, pv, 2, &cat, 1)
+            : v;
     if (k < 0 || v < 0 || !heads_fit(b, qs, &ox_type(b, k)->shape, &ox_type(b, v)->shape))
         return ox_status(b);
-    int64_t l = qs->dims[2], s = ox_type(b, k)->shape.dims[2], g = qs->dims[1] / ox_type(b, k)->shape.dims[1];
+    int64_t l = qs->dims[2], s = ox_type(b, k)->shape.dims[2],
+            g = qs->dims[1] / ox_type(b, k)->shape.dims[1];
     bool causal = ox_int(b, "is_causal", 0) != 0;
     int64_t left = ox_int(b, "left_window_size", -1), right = ox_int(b, "right_window_size", -1);
     int bias = mask >= 0 ? mask_bias(b, mask, dt, s) : -1;
@@ -174,10 +187,13 @@ xe_code ox_b_attention(ox_b *b)
         int sb = shape_bias(b, dt, l, s, past, causal, left, right);
         bias = bias >= 0 ? ox_bin(b, XE_OP_ADD, bias, sb) : sb;
     }
-    int x = scores(b, ox_bin(b, XE_OP_MUL, q, sc), repeat_heads(b, ox_bin(b, XE_OP_MUL, k, sc), g), bias, &qk_out);
+    int x = scores(b, ox_bin(b, XE_OP_MUL, q, sc), repeat_heads(b, ox_bin(b, XE_OP_MUL, k, sc), g),
+                   bias, &qk_out);
     xe_dtype sp = dt;
-    if (ox_attr(b, "softmax_precision") && !ox_dtype((int32_t)ox_int(b, "softmax_precision", 1), &sp))
-        return ox_unsupported(b, "softmax_precision %lld is not supported", (long long)ox_int(b, "softmax_precision", 1));
+    if (ox_attr(b, "softmax_precision") &&
+        !ox_dtype((int32_t)ox_int(b, "softmax_precision", 1), &sp))
+        return ox_unsupported(b, "softmax_precision %lld is not supported",
+                              (long long)ox_int(b, "softmax_precision", 1));
     x = ox_cast(b, x, sp);
     ox_at ax = OX_I("axis", -1);
     int p = bias >= 0 ? safe_softmax(b, x, bias) : ox_op(b, XE_OP_SOFTMAX, &x, 1, &ax, 1);

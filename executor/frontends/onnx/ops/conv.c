@@ -100,10 +100,10 @@ static bool same_pads(ox_b *b, int x, win *w, bool upper)
         }
         int64_t out = in / w->strides[d] + (in % w->strides[d] != 0), tot, ext;
         if (__builtin_mul_overflow(out - 1, w->strides[d], &tot) ||
-            __builtin_mul_overflow(w->k[d] - 1, w->dil[d], &ext) || __builtin_add_overflow(tot, ext, &tot) ||
-            __builtin_add_overflow(tot, 1 - in, &tot)) {
-            ox_invalid(b, "kernel %lld, stride %lld and dilation %lld exceed 64-bit sizes", (long long)w->k[d],
-                       (long long)w->strides[d], (long long)w->dil[d]);
+            __builtin_mul_overflow(w->k[d] - 1, w->dil[d], &ext) ||
+            __builtin_add_overflow(tot, ext, &tot) || __builtin_add_overflow(tot, 1 - in, &tot)) {
+            ox_invalid(b, "kernel %lld, stride %lld and dilation %lld exceed 64-bit sizes",
+                       (long long)w->k[d], (long long)w->strides[d], (long long)w->dil[d]);
             return false;
         }
         tot = tot < 0 ? 0 : tot;
@@ -160,8 +160,12 @@ static int reshaped(ox_b *b, int x, const int64_t *dims, int rank)
 static int conv1d(ox_b *b, int x, int wt, int bias, win *w)
 {
     const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
-    win w2 = {.sp = 2, .k = {1, w->k[0]}, .strides = {1, w->strides[0]}, .dil = {1, w->dil[0]},
-              .pads = {0, w->pads[0], 0, w->pads[1]}, .groups = w->groups};
+    win w2 = {.sp = 2,
+              .k = {1, w->k[0]},
+              .strides = {1, w->strides[0]},
+              .dil = {1, w->dil[0]},
+              .pads = {0, w->pads[0], 0, w->pads[1]},
+              .groups = w->groups};
     int64_t x4[4] = {xs->dims[0], xs->dims[1], 1, xs->dims[2]};
     int64_t w4[4] = {ws->dims[0], ws->dims[1], 1, ws->dims[2]};
     int y = conv2d(b, reshaped(b, x, x4, 4), ox_reshape(b, wt, w4, 4), bias, &w2, 0);
@@ -179,7 +183,7 @@ static int depth_tap(ox_b *b, int xt, const win *w, int64_t i, int64_t od, const
     int64_t begin[5] = {0, i * w->dil[0], 0, 0, 0}, end[5] = {n, i * w->dil[0] + od * sd, c, h, wd};
     for (int k = 0; k < 5; k++)
         end[k] = k == 1 ? end[k] : (int64_t)1 << 62; /* past the end: to the end */
-    int v = ox_slice(b, xt, begin, end); /* [N, OD*sd, C, H, W] */
+    int v = ox_slice(b, xt, begin, end);             /* [N, OD*sd, C, H, W] */
     if (sd > 1) {
         int64_t r[4] = {n, od, sd, c * h * wd}, b0[4] = {0, 0, 0, 0};
         int64_t e0[4] = {(int64_t)1 << 62, (int64_t)1 << 62, 1, (int64_t)1 << 62};
@@ -194,18 +198,21 @@ static int depth_tap(ox_b *b, int xt, const win *w, int64_t i, int64_t od, const
 static bool depth_sizes(const win *w, const xe_shape *xs, int64_t *od, int64_t *tail)
 {
     int64_t d = xs->dims[2], span, front, padded, reach, t;
-    if (__builtin_mul_overflow(w->k[0] - 1, w->dil[0], &span) || __builtin_add_overflow(d, w->pads[0], &front) ||
-        __builtin_add_overflow(front, w->pads[3], &padded) || __builtin_sub_overflow(padded, span, &t) ||
-        __builtin_sub_overflow(t, 1, &t))
+    if (__builtin_mul_overflow(w->k[0] - 1, w->dil[0], &span) ||
+        __builtin_add_overflow(d, w->pads[0], &front) ||
+        __builtin_add_overflow(front, w->pads[3], &padded) ||
+        __builtin_sub_overflow(padded, span, &t) || __builtin_sub_overflow(t, 1, &t))
         return false;
     *od = d < 0 ? -1 : t / w->strides[0] + 1;
     *tail = 0;
     if (*od < 1)
         return true;
-    return !__builtin_mul_overflow(*od, w->strides[0], &reach) && !__builtin_add_overflow(reach, span, &reach) &&
+    return !__builtin_mul_overflow(*od, w->strides[0], &reach) &&
+           !__builtin_add_overflow(reach, span, &reach) &&
            !__builtin_sub_overflow(reach, front, tail) &&
            !__builtin_mul_overflow(xs->dims[0] > 0 ? xs->dims[0] : 1, *od, &t) &&
-           !__builtin_mul_overflow(xs->dims[1], xs->dims[3], &t) && !__builtin_mul_overflow(t, xs->dims[4], &t);
+           !__builtin_mul_overflow(xs->dims[1], xs->dims[3], &t) &&
+           !__builtin_mul_overflow(t, xs->dims[4], &t);
 }
 
 /* 3-D: a conv2d per depth tap over [N*OD, C, H, W], summed, back to [N,M,OD,OH,OW]. */
@@ -214,8 +221,11 @@ static int conv3d(ox_b *b, int x, int wt, int bias, win *w)
     const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
     int64_t kd = w->k[0], od, tail;
     if (!depth_sizes(w, xs, &od, &tail)) {
-        ox_invalid(b, "a 3-D Conv's depth (kernel %lld, dilation %lld, pads %lld and %lld) exceeds 64-bit sizes",
-                   (long long)kd, (long long)w->dil[0], (long long)w->pads[0], (long long)w->pads[3]);
+        ox_invalid(b,
+                   "a 3-D Conv's depth (kernel %lld, dilation %lld, pads %lld and %lld) exceeds "
+                   "64-bit sizes",
+                   (long long)kd, (long long)w->dil[0], (long long)w->pads[0],
+                   (long long)w->pads[3]);
         return -1;
     }
     if (od < 1 || xs->dims[1] < 0 || xs->dims[3] < 0 || xs->dims[4] < 0) {
@@ -229,7 +239,8 @@ static int conv3d(ox_b *b, int x, int wt, int bias, win *w)
     int64_t dims[5] = {xs->dims[0], -1, xs->dims[1], xs->dims[3], xs->dims[4]};
     int y = -1;
     for (int64_t i = 0; i < kd && !b->failed; i++) {
-        int64_t wb[5] = {0, 0, i, 0, 0}, we[5] = {ws->dims[0], ws->dims[1], i + 1, ws->dims[3], ws->dims[4]};
+        int64_t wb[5] = {0, 0, i, 0, 0},
+                we[5] = {ws->dims[0], ws->dims[1], i + 1, ws->dims[3], ws->dims[4]};
         int64_t w4[4] = {ws->dims[0], ws->dims[1], ws->dims[3], ws->dims[4]};
         int wi = ox_reshape(b, ox_slice(b, wt, wb, we), w4, 4);
         int yi = conv2d(b, depth_tap(b, xt, w, i, od, dims), wi, i == 0 ? bias : -1, w, 1);
@@ -274,9 +285,9 @@ xe_code ox_b_conv(ox_b *b)
             b->failed = true;
         return out_as(b, 0, y, dt), ox_status(b);
     }
-    int y = w.sp == 2 ? conv2d(b, x, wt, bias, &w, 0)
-          : w.sp == 1 ? conv1d(b, x, wt, bias, &w)
-                      : conv3d(b, x, wt, bias, &w);
+    int y = w.sp == 2   ? conv2d(b, x, wt, bias, &w, 0)
+            : w.sp == 1 ? conv1d(b, x, wt, bias, &w)
+                        : conv3d(b, x, wt, bias, &w);
     out_as(b, 0, y, dt);
     return ox_status(b);
 }
@@ -287,8 +298,9 @@ static int pool2d(ox_b *b, int op, int x, const win *w, int at, int64_t ceil, in
     int64_t k[2] = {w->k[at], w->k[at + 1]}, s[2] = {w->strides[at], w->strides[at + 1]};
     int64_t d[2] = {w->dil[at], w->dil[at + 1]};
     int64_t p[4] = {w->pads[at], w->pads[at + 1], w->pads[w->sp + at], w->pads[w->sp + at + 1]};
-    ox_at a[6] = {OX_INTS("kernel", k, 2), OX_INTS("strides", s, 2), OX_INTS("pads", p, 4),
-                  OX_INTS("dilations", d, 2), OX_I("ceil_mode", ceil), OX_I("count_include_pad", cip)};
+    ox_at a[6] = {OX_INTS("kernel", k, 2), OX_INTS("strides", s, 2),
+                  OX_INTS("pads", p, 4),   OX_INTS("dilations", d, 2),
+                  OX_I("ceil_mode", ceil), OX_I("count_include_pad", cip)};
     return ox_op(b, op, &x, 1, a, op == XE_OP_MAX_POOL2D ? 5 : 6);
 }
 
@@ -307,9 +319,14 @@ static int pool_nd(ox_b *b, int op, int x, const win *w, int64_t ceil, int64_t c
         return pool2d(b, op, x, w, 0, ceil, cip);
     for (int d = 1; d < xs->rank; d++)
         if (xs->dims[d] < 0)
-            return ox_unsupported(b, "a %d-D %s needs known channels and spatial dims", w->sp, b->np->op_type), -1;
+            return ox_unsupported(b, "a %d-D %s needs known channels and spatial dims", w->sp,
+                                  b->np->op_type),
+                   -1;
     if (w->sp == 1) {
-        win w2 = {.sp = 2, .k = {1, w->k[0]}, .strides = {1, w->strides[0]}, .dil = {1, w->dil[0]},
+        win w2 = {.sp = 2,
+                  .k = {1, w->k[0]},
+                  .strides = {1, w->strides[0]},
+                  .dil = {1, w->dil[0]},
                   .pads = {0, w->pads[0], 0, w->pads[1]}};
         int64_t x4[4] = {xs->dims[0], xs->dims[1], 1, xs->dims[2]};
         int y = pool2d(b, op, reshaped(b, x, x4, 4), &w2, 0, ceil, cip);
@@ -324,7 +341,10 @@ static int pool_nd(ox_b *b, int op, int x, const win *w, int64_t ceil, int64_t c
         return -1;
     int64_t oh = ox_type(b, y)->shape.dims[2], ow = ox_type(b, y)->shape.dims[3];
     int64_t y4[4] = {n, c, dd, oh * ow};
-    win wd = {.sp = 2, .k = {w->k[0], 1}, .strides = {w->strides[0], 1}, .dil = {w->dil[0], 1},
+    win wd = {.sp = 2,
+              .k = {w->k[0], 1},
+              .strides = {w->strides[0], 1},
+              .dil = {w->dil[0], 1},
               .pads = {w->pads[0], 0, w->pads[3], 0}};
     y = pool2d(b, op, reshaped(b, y, y4, 4), &wd, 0, ceil, cip); /* [N, C, OD, OH*OW] */
     if (y < 0)
@@ -341,8 +361,10 @@ static bool pool_window(ox_b *b, int x, win *w)
     w->sp = ox_rank(b, x) - 2;
     int nk = ox_ints(b, "kernel_shape", w->k, 3);
     if (nk != w->sp)
-        return (nk < 0 ? ox_invalid(b, "kernel_shape is required")
-                       : ox_invalid(b, "kernel_shape has %d entries for %d spatial dims", nk, w->sp)), false;
+        return (nk < 0
+                    ? ox_invalid(b, "kernel_shape is required")
+                    : ox_invalid(b, "kernel_shape has %d entries for %d spatial dims", nk, w->sp)),
+               false;
     return window(b, x, w);
 }
 
@@ -359,12 +381,14 @@ xe_code ox_b_pool(ox_b *b)
         return ox_unsupported(b, "attribute storage_order=1 is not supported");
     if (!pool_window(b, x, &w))
         return ox_status(b);
-    int y = pool_nd(b, b->entry->op, x, &w, ox_int(b, "ceil_mode", 0), ox_int(b, "count_include_pad", 0));
+    int y = pool_nd(b, b->entry->op, x, &w, ox_int(b, "ceil_mode", 0),
+                    ox_int(b, "count_include_pad", 0));
     out_as(b, 0, y, dt);
     return ox_status(b);
 }
 
-/* LpPool: (sum over the window of |x|^p)^(1/p), the sum an average pool (pads counted) times the window's size. */
+/* LpPool: (sum over the window of |x|^p)^(1/p), the sum an average pool (pads counted) times the
+ * window's size. */
 xe_code ox_b_lp_pool(ox_b *b)
 {
     xe_dtype half = widen_inputs(b);
@@ -381,9 +405,14 @@ xe_code ox_b_lp_pool(ox_b *b)
         vol *= w.k[d];
     xe_dtype dt = ox_type(b, x)->dtype;
     int a = ox_un(b, XE_OP_ABS, x);
-    int ap = p == 1 ? a : p == 2 ? ox_bin(b, XE_OP_MUL, a, a) : ox_bin(b, XE_OP_POW, a, ox_scalar(b, dt, (double)p));
-    int sum = ox_bin(b, XE_OP_MUL, pool_nd(b, XE_OP_AVG_POOL2D, ap, &w, 0, 1), ox_scalar(b, dt, (double)vol));
-    int y = p == 1 ? sum : p == 2 ? ox_un(b, XE_OP_SQRT, sum) : ox_bin(b, XE_OP_POW, sum, ox_scalar(b, dt, 1.0 / (double)p));
+    int ap = p == 1   ? a
+             : p == 2 ? ox_bin(b, XE_OP_MUL, a, a)
+                      : ox_bin(b, XE_OP_POW, a, ox_scalar(b, dt, (double)p));
+    int sum = ox_bin(b, XE_OP_MUL, pool_nd(b, XE_OP_AVG_POOL2D, ap, &w, 0, 1),
+                     ox_scalar(b, dt, (double)vol));
+    int y = p == 1   ? sum
+            : p == 2 ? ox_un(b, XE_OP_SQRT, sum)
+                     : ox_bin(b, XE_OP_POW, sum, ox_scalar(b, dt, 1.0 / (double)p));
     out_as(b, 0, y, half);
     return ox_status(b);
 }
@@ -400,14 +429,16 @@ xe_code ox_b_lp_pool(ox_b *b)
  * each runs on the engine's conv primitive, wherever Conv runs.
  */
 
-/* The ConvTranspose window: k, strides, dilations, and the pads it works out (begin, end; may be < 0). */
+/* The ConvTranspose window: k, strides, dilations, and the pads it works out (begin, end; may be <
+ * 0). */
 typedef struct twin {
     int sp;
     int64_t in[3], k[3], s[3], d[3], op[3], pb[3], pe[3];
     int64_t g; /* groups */
 } twin;
 
-#define OX_BIG ((int64_t)1 << 40) /* pads and output dims past this are refused (no overflow below) */
+#define OX_BIG                                                                                     \
+    ((int64_t)1 << 40) /* pads and output dims past this are refused (no overflow below) */
 
 static int64_t floor_half(int64_t v)
 {
@@ -419,17 +450,20 @@ static bool transposed_pads(ox_b *b, twin *t)
 {
     int64_t pads[6], os[3];
     const char *ap = ox_str(b, "auto_pad", "NOTSET");
-    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"), valid = !strcmp(ap, "VALID");
+    bool same = !strcmp(ap, "SAME_UPPER") || !strcmp(ap, "SAME_LOWER"),
+         valid = !strcmp(ap, "VALID");
     if (!same && !valid && strcmp(ap, "NOTSET"))
         return ox_unsupported(b, "attribute auto_pad='%s' is not supported", ap), false;
     bool have_pads = ox_attr(b, "pads") != NULL;
     int nos = ox_ints(b, "output_shape", os, 3);
     if (nos >= 0 && nos != t->sp)
-        return ox_unsupported(b, "attribute output_shape has %d entries, %d expected", nos, t->sp), false;
+        return ox_unsupported(b, "attribute output_shape has %d entries, %d expected", nos, t->sp),
+               false;
     if (!pair(b, "pads", pads, 2 * t->sp, 0))
         return false;
     for (int i = 0; i < t->sp; i++) {
-        if (pads[i] > OX_BIG || pads[i + t->sp] > OX_BIG || pads[i] < -OX_BIG || pads[i + t->sp] < -OX_BIG)
+        if (pads[i] > OX_BIG || pads[i + t->sp] > OX_BIG || pads[i] < -OX_BIG ||
+            pads[i + t->sp] < -OX_BIG)
             return ox_invalid(b, "pads must be within 2^40"), false;
         int64_t natural = t->s[i] * (t->in[i] - 1) + t->op[i] + (t->k[i] - 1) * t->d[i] + 1;
         int64_t out = nos >= 0 ? os[i] : t->in[i] * t->s[i];
@@ -544,7 +578,9 @@ static int transposed(ox_b *b, int x, int wt, int bias, const twin *t)
     int xu = upsampled(b, x, t), y = -1;
     if (xu < 0)
         return -1;
-    y = t->sp == 2 ? conv2d(b, xu, wt, bias, &w, 0) : t->sp == 1 ? conv1d(b, xu, wt, bias, &w) : conv3d(b, xu, wt, bias, &w);
+    y = t->sp == 2   ? conv2d(b, xu, wt, bias, &w, 0)
+        : t->sp == 1 ? conv1d(b, xu, wt, bias, &w)
+                     : conv3d(b, xu, wt, bias, &w);
     return crop && y >= 0 ? ox_slice(b, y, crop_b, crop_e) : y;
 }
 
@@ -558,15 +594,19 @@ xe_code ox_b_conv_transpose(ox_b *b)
     t.sp = ox_rank(b, x) - 2;
     const xe_shape *xs = &ox_type(b, x)->shape, *ws = &ox_type(b, wt)->shape;
     if (ws->rank != t.sp + 2)
-        return ox_unsupported(b, "ConvTranspose needs a %d-D weight for a %d-D input", t.sp + 2, t.sp + 2);
+        return ox_unsupported(b, "ConvTranspose needs a %d-D weight for a %d-D input", t.sp + 2,
+                              t.sp + 2);
     for (int d = 0; d < ws->rank; d++)
         if (ws->dims[d] < 0 || (d >= 1 && xs->dims[d] < 0))
-            return ox_unsupported(b, "ConvTranspose needs known channels, spatial dims and weight dims");
+            return ox_unsupported(
+                b, "ConvTranspose needs known channels, spatial dims and weight dims");
     int64_t g = ox_int(b, "group", 1);
     if (g < 1 || xs->dims[1] % g || ws->dims[0] != xs->dims[1])
-        return ox_invalid(b, "ConvTranspose: weight dim 0 must be the input's channels, a multiple of group");
-    if (bias >= 0 && (ox_rank(b, bias) != 1 || (ox_type(b, bias)->shape.dims[0] >= 0 &&
-                      ox_type(b, bias)->shape.dims[0] != g * ws->dims[1])))
+        return ox_invalid(
+            b, "ConvTranspose: weight dim 0 must be the input's channels, a multiple of group");
+    if (bias >= 0 &&
+        (ox_rank(b, bias) != 1 || (ox_type(b, bias)->shape.dims[0] >= 0 &&
+                                   ox_type(b, bias)->shape.dims[0] != g * ws->dims[1])))
         return ox_invalid(b, "ConvTranspose: the bias must be [M]");
     t.g = g;
     if (!transposed_window(b, x, wt, &t))
@@ -591,21 +631,25 @@ xe_code ox_b_col2im(ox_b *b)
     twin t = {0};
     if (x < 0)
         return ox_status(b);
-    int ni = ox_const_ints(b, 1, "image_shape", img, 3), nb = ox_const_ints(b, 2, "block_shape", blk, 3);
+    int ni = ox_const_ints(b, 1, "image_shape", img, 3),
+        nb = ox_const_ints(b, 2, "block_shape", blk, 3);
     if (ni < 0 || nb < 0)
         return ox_status(b);
     const xe_type *xt = ox_type(b, x);
     if (ni != nb || ni < 1 || xt->shape.rank != 3)
-        return ox_invalid(b, "Col2Im needs a 3-D input and image_shape and block_shape of one length (1 to 3)");
+        return ox_invalid(
+            b, "Col2Im needs a 3-D input and image_shape and block_shape of one length (1 to 3)");
     if (xt->dtype != XE_F32 && xt->dtype != XE_F64)
-        return ox_unsupported(b, "Col2Im of %s is not supported (f32 or f64)", xe_dtype_name(xt->dtype));
+        return ox_unsupported(b, "Col2Im of %s is not supported (f32 or f64)",
+                              xe_dtype_name(xt->dtype));
     t.sp = ni;
-    if (!pair(b, "strides", t.s, t.sp, 1) || !pair(b, "dilations", t.d, t.sp, 1) || !pair(b, "pads", pads, 2 * t.sp, 0))
+    if (!pair(b, "strides", t.s, t.sp, 1) || !pair(b, "dilations", t.d, t.sp, 1) ||
+        !pair(b, "pads", pads, 2 * t.sp, 0))
         return ox_status(b);
     for (int i = 0; i < t.sp; i++) {
-        if (img[i] < 1 || blk[i] < 1 || img[i] > OX_BIG || blk[i] > 256 || t.s[i] < 1 || t.s[i] > 4096 ||
-            t.d[i] < 1 || t.d[i] > 4096 || pads[i] < 0 || pads[i] > OX_BIG || pads[i + t.sp] < 0 ||
-            pads[i + t.sp] > OX_BIG)
+        if (img[i] < 1 || blk[i] < 1 || img[i] > OX_BIG || blk[i] > 256 || t.s[i] < 1 ||
+            t.s[i] > 4096 || t.d[i] < 1 || t.d[i] > 4096 || pads[i] < 0 || pads[i] > OX_BIG ||
+            pads[i + t.sp] < 0 || pads[i + t.sp] > OX_BIG)
             return ox_invalid(b, "Col2Im: image, block, strides, dilations or pads out of range");
         t.k[i] = blk[i];
         t.in[i] = (img[i] + pads[i] + pads[i + t.sp] - t.d[i] * (blk[i] - 1) - 1) / t.s[i] + 1;
@@ -619,7 +663,8 @@ xe_code ox_b_col2im(ox_b *b)
     }
     int64_t ck = xt->shape.dims[1];
     if (ck < 0 || ck % kk || xt->shape.dims[2] != ll)
-        return ox_invalid(b, "Col2Im's input must be [N, C * %lld, %lld]", (long long)kk, (long long)ll);
+        return ox_invalid(b, "Col2Im's input must be [N, C * %lld, %lld]", (long long)kk,
+                          (long long)ll);
     t.g = ck / kk;
     int64_t xd[5] = {xt->shape.dims[0], ck}, wd[5] = {ck, 1};
     for (int i = 0; i < t.sp; i++)

@@ -84,7 +84,8 @@ xe_code ox_b_range(ox_b *b)
         return ox_status(b);
     double start = xe_load_f64(t0->data, t0->dtype, 0), limit = xe_load_f64(t1->data, t1->dtype, 0),
            delta = xe_load_f64(t2->data, t2->dtype, 0);
-    if (delta == 0 || isnan(delta)) /* onnxruntime refuses it too: an empty result would hide the mistake */
+    if (delta == 0 ||
+        isnan(delta)) /* onnxruntime refuses it too: an empty result would hide the mistake */
         return ox_invalid(b, "delta is %g: a Range's delta must not be 0", delta);
     double count = ceil((limit - start) / delta);
     if (count > OX_FOLD_MAX) /* checked in double: a count beyond int64 must not be converted */
@@ -106,7 +107,8 @@ xe_code ox_b_eye_like(ox_b *b)
     const xe_type *t = ox_type(b, x);
     xe_dtype dt = t->dtype;
     if (ox_attr(b, "dtype") && !ox_dtype((int32_t)ox_int(b, "dtype", 1), &dt))
-        return ox_unsupported(b, "dtype %s is not supported", ox_dtype_name((int32_t)ox_int(b, "dtype", 1)));
+        return ox_unsupported(b, "dtype %s is not supported",
+                              ox_dtype_name((int32_t)ox_int(b, "dtype", 1)));
     if (t->shape.rank != 2 || !xe_shape_is_known(&t->shape))
         return ox_unsupported(b, "EyeLike needs a 2-D input with known dims");
     int64_t k = ox_int(b, "k", 0), rows = t->shape.dims[0], cols = t->shape.dims[1];
@@ -135,7 +137,8 @@ static const xe_tensor *known_value(ox_b *b, int k)
  */
 #define OX_TAKE_RUNS 8
 
-/* Index i of idx (int32 or int64, as Gather's indices are) exactly, without a trip through double. */
+/* Index i of idx (int32 or int64, as Gather's indices are) exactly, without a trip through double.
+ */
 static int64_t index_at(const xe_tensor *idx, int64_t i)
 {
     return idx->dtype == XE_I32 ? ((const int32_t *)idx->data)[i] : ((const int64_t *)idx->data)[i];
@@ -171,7 +174,8 @@ xe_code ox_b_gather(ox_b *b)
     for (int64_t i = 0; i < n; i++) {
         int64_t v = index_at(idx, i);
         if (v < -dim || v >= dim)
-            return ox_invalid(b, "index %lld is out of range for a dim of %lld", (long long)v, (long long)dim);
+            return ox_invalid(b, "index %lld is out of range for a dim of %lld", (long long)v,
+                              (long long)dim);
         pos[i] = v < 0 ? v + dim : v;
     }
     int y = ox_take(b, x, axis, pos, n);
@@ -276,12 +280,16 @@ xe_code ox_b_pad(ox_b *b)
     int x = ox_in(b, 0), r = ox_rank(b, x);
     int64_t pads[2 * XE_MAX_RANK], axes[XE_MAX_RANK];
     const char *mode = ox_str(b, "mode", "constant");
-    char m = !strcmp(mode, "edge") ? 'e' : !strcmp(mode, "reflect") ? 'r' : !strcmp(mode, "wrap") ? 'w' : 'c';
+    char m = !strcmp(mode, "edge")      ? 'e'
+             : !strcmp(mode, "reflect") ? 'r'
+             : !strcmp(mode, "wrap")    ? 'w'
+                                        : 'c';
     if (m == 'c' && strcmp(mode, "constant"))
         return ox_unsupported(b, "attribute mode='%s' is not supported", mode);
     int n = b->opset < 11 ? ox_ints(b, "pads", pads, 2 * XE_MAX_RANK)
                           : ox_const_ints(b, 1, "pads", pads, 2 * XE_MAX_RANK);
-    int na = b->opset >= 18 && ox_in(b, 3) >= 0 ? ox_const_ints(b, 3, "axes", axes, XE_MAX_RANK) : -1;
+    int na =
+        b->opset >= 18 && ox_in(b, 3) >= 0 ? ox_const_ints(b, 3, "axes", axes, XE_MAX_RANK) : -1;
     if (x < 0 || n < 0 || b->failed)
         return ox_status(b);
     int count = na >= 0 ? na : r;
@@ -290,8 +298,9 @@ xe_code ox_b_pad(ox_b *b)
     if (!xe_shape_is_known(&ox_type(b, x)->shape))
         return pad_op(b, x, pads, count, na >= 0 ? axes : NULL, m);
     xe_dtype dt = ox_type(b, x)->dtype;
-    int value = b->opset < 11 ? ox_scalar(b, dt, ox_float(b, "value", 0.0))
-                : ox_in(b, 2) >= 0 ? ox_reshape(b, ox_in(b, 2), NULL, 0) : ox_scalar(b, dt, 0);
+    int value = b->opset < 11      ? ox_scalar(b, dt, ox_float(b, "value", 0.0))
+                : ox_in(b, 2) >= 0 ? ox_reshape(b, ox_in(b, 2), NULL, 0)
+                                   : ox_scalar(b, dt, 0);
     for (int k = 0; k < count && !b->failed; k++) { /* 1. no pad removes more than its dim holds */
         int a;
         int64_t lo = pads[k], hi = pads[k + count], dim, n;
@@ -300,8 +309,8 @@ xe_code ox_b_pad(ox_b *b)
         dim = ox_type(b, x)->shape.dims[a];
         bool over = __builtin_add_overflow(dim, lo, &n) || __builtin_add_overflow(n, hi, &n);
         if (!over && (lo < -dim || hi < -dim || n < 0))
-            return ox_invalid(b, "pads %lld and %lld remove more than dim %d holds (%lld)", (long long)lo,
-                              (long long)hi, a, (long long)dim);
+            return ox_invalid(b, "pads %lld and %lld remove more than dim %d holds (%lld)",
+                              (long long)lo, (long long)hi, a, (long long)dim);
     }
     for (int k = 0; k < count && !b->failed; k++) { /* 2. pad */
         int a;
@@ -350,9 +359,10 @@ xe_code ox_b_gather_elements(ox_b *b)
         return ox_unsupported(b, "GatherElements needs known dims and indices of the data's rank");
     for (int d = 0; d < r; d++)
         if (d != axis && is->dims[d] > ds->dims[d])
-            return ox_invalid(b, "indices' dim %d is %lld, beyond the data's %lld", d, (long long)is->dims[d],
-                              (long long)ds->dims[d]);
-    int64_t stride[XE_MAX_RANK], n = ds->dims[axis], numel = xe_shape_numel(ds), m = xe_shape_numel(is);
+            return ox_invalid(b, "indices' dim %d is %lld, beyond the data's %lld", d,
+                              (long long)is->dims[d], (long long)ds->dims[d]);
+    int64_t stride[XE_MAX_RANK], n = ds->dims[axis], numel = xe_shape_numel(ds),
+                                 m = xe_shape_numel(is);
     xe_shape_strides(ds, stride);
     xe_tensor *P = new_tensor(b, XE_I64, &n, 1), *base = new_tensor(b, XE_I64, is->dims, r);
     for (int64_t k = 0; P && k < n; k++)
@@ -391,9 +401,9 @@ xe_code ox_b_depth_space(ox_b *b)
     bool to_space = !strcmp(b->np->op_type, "DepthToSpace");
     const char *mode = ox_str(b, "mode", "DCR");
     int64_t kk, big; /* the block's size and the dims it multiplies, in 64 bits */
-    if (__builtin_mul_overflow(k, k, &kk) || (to_space ? __builtin_mul_overflow(h, k, &big) ||
-                                                             __builtin_mul_overflow(w, k, &big)
-                                                       : __builtin_mul_overflow(c, kk, &big)))
+    if (__builtin_mul_overflow(k, k, &kk) ||
+        (to_space ? __builtin_mul_overflow(h, k, &big) || __builtin_mul_overflow(w, k, &big)
+                  : __builtin_mul_overflow(c, kk, &big)))
         return ox_invalid(b, "blocksize %lld makes dims beyond 64-bit sizes", (long long)k);
     if (to_space ? c % kk : (h % k || w % k))
         return ox_invalid(b, "dims are not multiples of the blocksize %lld", (long long)k);
@@ -408,14 +418,16 @@ xe_code ox_b_depth_space(ox_b *b)
         memcpy(out, (int64_t[4]){n, c * kk, h / k, w / k}, sizeof out);
     } else {
         int64_t cc = c / kk;
-        memcpy(six, crd ? (int64_t[6]){n, cc, k, k, h, w} : (int64_t[6]){n, k, k, cc, h, w}, sizeof six);
+        memcpy(six, crd ? (int64_t[6]){n, cc, k, k, h, w} : (int64_t[6]){n, k, k, cc, h, w},
+               sizeof six);
         memcpy(perm, crd ? (int[6]){0, 1, 4, 2, 5, 3} : (int[6]){0, 3, 4, 1, 5, 2}, sizeof perm);
         memcpy(out, (int64_t[4]){n, cc, h * k, w * k}, sizeof out);
     }
     return done(b, ox_reshape(b, ox_transpose(b, ox_reshape(b, x, six, 6), perm, 6), out, 4));
 }
 
-/* OneHot: select(equal(indices, iota over depth at axis), on, off); indices below 0 count from depth. */
+/* OneHot: select(equal(indices, iota over depth at axis), on, off); indices below 0 count from
+ * depth. */
 xe_code ox_b_one_hot(ox_b *b)
 {
     int idx = ox_in(b, 0), vals = ox_in(b, 2);
@@ -425,9 +437,11 @@ xe_code ox_b_one_hot(ox_b *b)
     const xe_shape *s = &ox_type(b, idx)->shape;
     int r = s->rank, axis;
     double want = xe_load_f64(dt->data, dt->dtype, 0); /* checked in double: 7e22 is no int64 */
-    int64_t depth = want >= 1 && want <= OX_FOLD_MAX ? (int64_t)want : 0, di[XE_MAX_RANK], io[XE_MAX_RANK];
+    int64_t depth = want >= 1 && want <= OX_FOLD_MAX ? (int64_t)want : 0, di[XE_MAX_RANK],
+            io[XE_MAX_RANK];
     if (r + 1 > XE_MAX_RANK || !xe_shape_is_known(s) || depth < 1)
-        return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a depth of 1 to %d", OX_FOLD_MAX);
+        return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a depth of 1 to %d",
+                              OX_FOLD_MAX);
     if (!ox_axis(b, ox_int(b, "axis", -1), r + 1, &axis))
         return ox_status(b);
     for (int d = 0, j = 0; d <= r; d++) {
@@ -435,9 +449,11 @@ xe_code ox_b_one_hot(ox_b *b)
         io[d] = d == axis ? depth : 1;
     }
     int i = ox_cast(b, idx, XE_I64), n = ox_scalar(b, XE_I64, (double)depth);
-    i = ox_select(b, ox_bin(b, XE_OP_LESS, i, ox_scalar(b, XE_I64, 0)), ox_bin(b, XE_OP_ADD, i, n), i);
+    i = ox_select(b, ox_bin(b, XE_OP_LESS, i, ox_scalar(b, XE_I64, 0)), ox_bin(b, XE_OP_ADD, i, n),
+                  i);
     ox_at at[3] = {OX_INTS("shape", io, r + 1), OX_I("axis", axis), OX_DT("dtype", XE_I64)};
-    int hot = ox_bin(b, XE_OP_EQUAL, ox_reshape(b, i, di, r + 1), ox_op(b, XE_OP_IOTA, NULL, 0, at, 3));
+    int hot =
+        ox_bin(b, XE_OP_EQUAL, ox_reshape(b, i, di, r + 1), ox_op(b, XE_OP_IOTA, NULL, 0, at, 3));
     int64_t b0[1] = {0}, e0[1] = {1}, b1[1] = {1}, e1[1] = {2};
     int off = ox_reshape(b, ox_slice(b, vals, b0, e0), NULL, 0);
     int on = ox_reshape(b, ox_slice(b, vals, b1, e1), NULL, 0);

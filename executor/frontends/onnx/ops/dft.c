@@ -25,13 +25,14 @@
 
 /* The transform: its length, bins in and out, direction. */
 typedef struct dft {
-    int64_t len;   /* L */
-    int64_t m;     /* input rows along the axis */
-    int64_t k;     /* output rows */
+    int64_t len; /* L */
+    int64_t m;   /* input rows along the axis */
+    int64_t k;   /* output rows */
     bool inverse, onesided;
 } dft;
 
-/* cos (sin: true) of 2 pi (a / L), the product reduced mod L first so that large ones stay exact. */
+/* cos (sin: true) of 2 pi (a / L), the product reduced mod L first so that large ones stay exact.
+ */
 static double turn(int64_t a, int64_t len, bool sine)
 {
     double t = 2.0 * M_PI * (double)(a % len) / (double)len;
@@ -48,7 +49,9 @@ static int matrix(ox_b *b, const dft *f, bool sine, xe_dtype dt)
             double v = 0;
             if (f->inverse && f->onesided) { /* j is a bin, k a sample */
                 bool edge = j == 0 || 2 * j == f->len;
-                v = 2 * j <= f->len ? (edge ? 1.0 : 2.0) * turn(j * k, f->len, sine) / (double)f->len : 0;
+                v = 2 * j <= f->len
+                        ? (edge ? 1.0 : 2.0) * turn(j * k, f->len, sine) / (double)f->len
+                        : 0;
             } else if (j < f->len) {
                 v = turn(j * k, f->len, sine) / (f->inverse ? (double)f->len : 1.0);
             }
@@ -68,7 +71,8 @@ static int part(ox_b *b, int x, int p, const int *perm)
         dims[d] = s->dims[d];
     }
     beg[r - 1] = p;
-    int v = ox_reshape_dims(b, ox_slice(b, x, beg, end), dims, r - 1, "DFT needs every dim but one known");
+    int v = ox_reshape_dims(b, ox_slice(b, x, beg, end), dims, r - 1,
+                            "DFT needs every dim but one known");
     return ox_transpose(b, v, perm, r - 1);
 }
 
@@ -94,8 +98,9 @@ static bool transform(ox_b *b, int x, dft *f, int *axis)
         return ox_unsupported(b, "DFT needs a known signal length"), false;
     f->len = len >= 0 ? len : f->inverse && f->onesided ? 2 * (f->m - 1) : f->m;
     if (f->len < 1 || f->len > OX_DFT_MAX || f->m > OX_DFT_MAX)
-        return ox_unsupported(b, "DFT lengths of 1 to %d are supported (dft_length %lld)", OX_DFT_MAX,
-                              (long long)f->len), false;
+        return ox_unsupported(b, "DFT lengths of 1 to %d are supported (dft_length %lld)",
+                              OX_DFT_MAX, (long long)f->len),
+               false;
     f->k = f->onesided && !f->inverse ? f->len / 2 + 1 : f->len;
     if (f->onesided && !f->inverse && s->dims[r - 1] == 2)
         return ox_invalid(b, "a one-sided DFT needs a real input"), false;
@@ -124,7 +129,8 @@ xe_code ox_b_dft(ox_b *b)
     int xr = part(b, x, 0, perm), xi = cplx ? part(b, x, 1, perm) : -1;
     int c = matrix(b, &f, false, dt), s = matrix(b, &f, true, dt);
     int rc = ox_bin(b, XE_OP_MATMUL, xr, c), rs = ox_bin(b, XE_OP_MATMUL, xr, s);
-    int ic = xi < 0 ? -1 : ox_bin(b, XE_OP_MATMUL, xi, c), is = xi < 0 ? -1 : ox_bin(b, XE_OP_MATMUL, xi, s);
+    int ic = xi < 0 ? -1 : ox_bin(b, XE_OP_MATMUL, xi, c),
+        is = xi < 0 ? -1 : ox_bin(b, XE_OP_MATMUL, xi, s);
     int yr, yi = -1;
     if (f.inverse && f.onesided) { /* the real signal */
         yr = is < 0 ? rc : ox_bin(b, XE_OP_SUB, rc, is);

@@ -21,8 +21,8 @@
 #define OX_EINSUM_MAX 8 /* operands */
 
 typedef struct term {
-    int x;                        /* the node */
-    char l[XE_MAX_RANK + 1];      /* one letter per dim */
+    int x;                   /* the node */
+    char l[XE_MAX_RANK + 1]; /* one letter per dim */
 } term;
 
 /* Letter c's dim in t, or -1. */
@@ -83,7 +83,8 @@ static int64_t volume(ox_b *b, const term *t, const char *ls)
 /* a and b combined, keeping the letters in need (what later operands and the output use). */
 static term pair(ox_b *b, term a, term c, const char *need)
 {
-    char batch[XE_MAX_RANK + 1] = "", con[XE_MAX_RANK + 1] = "", ka[XE_MAX_RANK + 1] = "", kc[XE_MAX_RANK + 1] = "";
+    char batch[XE_MAX_RANK + 1] = "", con[XE_MAX_RANK + 1] = "", ka[XE_MAX_RANK + 1] = "",
+                             kc[XE_MAX_RANK + 1] = "";
     char keep_a[2 * XE_MAX_RANK + 2], keep_c[2 * XE_MAX_RANK + 2];
     snprintf(keep_a, sizeof keep_a, "%s%s", need, c.l);
     snprintf(keep_c, sizeof keep_c, "%s%s", need, a.l);
@@ -101,8 +102,8 @@ static term pair(ox_b *b, term a, term c, const char *need)
     for (int d = 0; shared[d]; d++) {
         char l = shared[d];
         if (size_of(b, &a, l) != size_of(b, &c, l)) {
-            ox_unsupported(b, "Einsum letter '%c' has sizes %lld and %lld", l, (long long)size_of(b, &a, l),
-                           (long long)size_of(b, &c, l));
+            ox_unsupported(b, "Einsum letter '%c' has sizes %lld and %lld", l,
+                           (long long)size_of(b, &a, l), (long long)size_of(b, &c, l));
             return a;
         }
     }
@@ -137,7 +138,8 @@ static bool has_ellipsis(const char *s, size_t len)
     return false;
 }
 
-/* One operand's letters from the equation, its ellipsis spelled with letters 'A'... (right-aligned). */
+/* One operand's letters from the equation, its ellipsis spelled with letters 'A'...
+ * (right-aligned). */
 static bool letters(ox_b *b, const char *s, size_t len, int rank, int ell_rank, char *out)
 {
     size_t n = 0;
@@ -151,7 +153,9 @@ static bool letters(ox_b *b, const char *s, size_t len, int rank, int ell_rank, 
             i += 2;
         } else if (s[i] >= 'a' && s[i] <= 'z') {
             if (n < XE_MAX_RANK && memchr(out, s[i], n))
-                return ox_unsupported(b, "Einsum with a repeated letter in one operand is not supported"), false;
+                return ox_unsupported(
+                           b, "Einsum with a repeated letter in one operand is not supported"),
+                       false;
             out[n++] = s[i];
         } else {
             return ox_invalid(b, "'%c' in an Einsum equation", s[i]), false;
@@ -161,7 +165,8 @@ static bool letters(ox_b *b, const char *s, size_t len, int rank, int ell_rank, 
     }
     out[n] = '\0';
     if ((int)n != rank)
-        return ox_invalid(b, "an Einsum term of %zu letters for an operand of rank %d", n, rank), false;
+        return ox_invalid(b, "an Einsum term of %zu letters for an operand of rank %d", n, rank),
+               false;
     return true;
 }
 
@@ -208,23 +213,27 @@ xe_code ox_b_einsum(ox_b *b)
     int n = b->n_in;
     term t[OX_EINSUM_MAX];
     if (n < 1 || n > OX_EINSUM_MAX)
-        return ox_unsupported(b, "Einsum of %d operands is not supported (1 to %d are)", n, OX_EINSUM_MAX);
+        return ox_unsupported(b, "Einsum of %d operands is not supported (1 to %d are)", n,
+                              OX_EINSUM_MAX);
     for (int k = 0; k < n; k++)
         if (ox_in(b, k) < 0 || !xe_dtype_is_float(ox_type(b, ox_in(b, k))->dtype))
-            return ox_in(b, k) < 0 ? ox_status(b) : ox_unsupported(b, "Einsum of integers is not supported");
+            return ox_in(b, k) < 0 ? ox_status(b)
+                                   : ox_unsupported(b, "Einsum of integers is not supported");
     int ell = ellipsis_width(b, eqs, arrow, n);
     const char *p = eqs;
     for (int k = 0; k < n; k++) {
         const char *end = k + 1 < n ? strchr(p, ',') : arrow ? arrow : p + strlen(p);
         if (!end)
-            return ox_invalid(b, "the equation '%s' names fewer operands than the %d given", eqs, n);
+            return ox_invalid(b, "the equation '%s' names fewer operands than the %d given", eqs,
+                              n);
         t[k].x = ox_in(b, k);
         if (!letters(b, p, (size_t)(end - p), ox_rank(b, t[k].x), ell, t[k].l))
             return ox_status(b);
         p = end + 1;
     }
     if (arrow) {
-        if (!letters(b, arrow + 2, strlen(arrow + 2), ell + (int)strlen(arrow + 2) - (strstr(arrow, "...") ? 3 : 0), ell, out))
+        if (!letters(b, arrow + 2, strlen(arrow + 2),
+                     ell + (int)strlen(arrow + 2) - (strstr(arrow, "...") ? 3 : 0), ell, out))
             return ox_status(b);
     } else {
         implicit_output(t, n, ell, out);

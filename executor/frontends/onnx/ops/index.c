@@ -51,7 +51,8 @@ xe_code ox_b_gather_nd(ox_b *b)
                               (long long)ox_int(b, "batch_dims", 0));
     const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
     if (is->rank < 1 || is->dims[is->rank - 1] < 1 || is->dims[is->rank - 1] > s->rank)
-        return ox_invalid(b, "indices of shape rank %d do not index data of rank %d", is->rank, s->rank);
+        return ox_invalid(b, "indices of shape rank %d do not index data of rank %d", is->rank,
+                          s->rank);
     int k = (int)is->dims[is->rank - 1];
     if (!known_dims(s, 0, s->rank) || !xe_dtype_is_int(ox_type(b, idx)->dtype))
         return ox_unsupported(b, "GatherND needs data of known dims and integer indices");
@@ -69,7 +70,8 @@ xe_code ox_b_gather_nd(ox_b *b)
     int dim = ox_ints_const(b, dims, k), zero = ox_scalar(b, XE_I64, 0);
     ix = ox_select(b, ox_bin(b, XE_OP_LESS, ix, zero), ox_bin(b, XE_OP_ADD, ix, dim), ix);
     int64_t last = is->rank - 1;
-    int pos = ox_reduce(b, XE_OP_REDUCE_SUM, ox_bin(b, XE_OP_MUL, ix, ox_ints_const(b, stride, k)), &last, 1, false);
+    int pos = ox_reduce(b, XE_OP_REDUCE_SUM, ox_bin(b, XE_OP_MUL, ix, ox_ints_const(b, stride, k)),
+                        &last, 1, false);
     int in[2] = {data, pos};
     ox_at at = OX_I("axis", 0);
     return done(b, ox_op(b, XE_OP_GATHER, in, 2, &at, 1));
@@ -98,7 +100,8 @@ xe_code ox_b_cumsum(ox_b *b)
     int64_t n = t->shape.dims[axis];
     bool prod = !strcmp(b->np->op_type, "CumProd");
     if (n < 0 || n > OX_CUMSUM_MAX || !known_dims(&t->shape, 0, r))
-        return ox_unsupported(b, "%s needs known dims and an axis of at most %d", b->np->op_type, OX_CUMSUM_MAX);
+        return ox_unsupported(b, "%s needs known dims and an axis of at most %d", b->np->op_type,
+                              OX_CUMSUM_MAX);
     if (t->dtype == XE_BOOL)
         return ox_invalid(b, "%s of bool is not defined", b->np->op_type);
     int perm[XE_MAX_RANK];
@@ -111,8 +114,10 @@ xe_code ox_b_cumsum(ox_b *b)
     wide[r] = n;
     wide[r - 1] = 1;
     y = ox_reshape(b, y, wide, r + 1);
-    int m = cumsum_matrix(b, prod ? XE_BOOL : t->dtype, n, ox_int(b, "exclusive", 0), ox_int(b, "reverse", 0));
-    /* CumProd: the product of x where the triangle holds, 1 elsewhere (never x * 0, which is NaN at inf) */
+    int m = cumsum_matrix(b, prod ? XE_BOOL : t->dtype, n, ox_int(b, "exclusive", 0),
+                          ox_int(b, "reverse", 0));
+    /* CumProd: the product of x where the triangle holds, 1 elsewhere (never x * 0, which is NaN at
+     * inf) */
     y = prod ? ox_select(b, m, y, ox_scalar(b, t->dtype, 1)) : ox_bin(b, XE_OP_MUL, y, m);
     int64_t last = r;
     y = ox_reduce(b, prod ? XE_OP_REDUCE_PROD : XE_OP_REDUCE_SUM, y, &last, 1, false);
@@ -171,16 +176,19 @@ static int scatter_reduce(ox_b *b, scatter_red red, int hit, int upd, int data, 
     xe_dtype dt = ox_type(b, upd)->dtype;
     int fill = red == RED_MAX || red == RED_MIN ? data : ox_scalar(b, dt, red == RED_MUL ? 1 : 0);
     int op = red == RED_MUL   ? XE_OP_REDUCE_PROD
-           : red == RED_MAX ? XE_OP_REDUCE_MAX
-           : red == RED_MIN ? XE_OP_REDUCE_MIN
-                            : XE_OP_REDUCE_SUM;
+             : red == RED_MAX ? XE_OP_REDUCE_MAX
+             : red == RED_MIN ? XE_OP_REDUCE_MIN
+                              : XE_OP_REDUCE_SUM;
     return ox_reduce(b, op, ox_select(b, hit, upd, fill), &q, 1, false);
 }
 
 /* data combined with the reduced updates r (where every q hit, r of max and min lacks data). */
 static int scatter_apply(ox_b *b, scatter_red red, int data, int r)
 {
-    int op = red == RED_ADD ? XE_OP_ADD : red == RED_MUL ? XE_OP_MUL : red == RED_MAX ? XE_OP_MAXIMUM : XE_OP_MINIMUM;
+    int op = red == RED_ADD   ? XE_OP_ADD
+             : red == RED_MUL ? XE_OP_MUL
+             : red == RED_MAX ? XE_OP_MAXIMUM
+                              : XE_OP_MINIMUM;
     return ox_bin(b, op, data, r);
 }
 
@@ -196,7 +204,8 @@ static int scatter_rows(ox_b *b, int data, int pos, int upd, scatter_red red)
     const xe_shape *ds = &ox_type(b, data)->shape;
     int r = ds->rank;
     int64_t q0 = 0;
-    int hit = ox_bin(b, XE_OP_EQUAL, with_unit_dim(b, pos, 1), positions(b, ds->dims[0])); /* [Q, P] */
+    int hit =
+        ox_bin(b, XE_OP_EQUAL, with_unit_dim(b, pos, 1), positions(b, ds->dims[0])); /* [Q, P] */
     int h = hit; /* [Q, P, 1...] against upd [Q, 1, rest...] */
     for (int k = 1; k < r; k++)
         h = with_unit_dim(b, h, ox_rank(b, h));
@@ -228,11 +237,13 @@ xe_code ox_b_scatter_nd(ox_b *b)
         return ox_status(b);
     const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
     if (is->rank < 1 || is->dims[is->rank - 1] < 1 || is->dims[is->rank - 1] > s->rank)
-        return ox_invalid(b, "indices of shape rank %d do not index data of rank %d", is->rank, s->rank);
+        return ox_invalid(b, "indices of shape rank %d do not index data of rank %d", is->rank,
+                          s->rank);
     if (!known_dims(s, 0, s->rank) || !known_dims(is, 0, is->rank))
         return ox_unsupported(b, "ScatterND needs known dims");
     int k = (int)is->dims[is->rank - 1];
-    int64_t flat[XE_MAX_RANK], stride[XE_MAX_RANK], dims[XE_MAX_RANK], p = 1, q = 1, last = is->rank - 1;
+    int64_t flat[XE_MAX_RANK], stride[XE_MAX_RANK], dims[XE_MAX_RANK], p = 1, q = 1,
+                                                                       last = is->rank - 1;
     for (int d = k - 1; d >= 0; d--) {
         stride[d] = p;
         dims[d] = s->dims[d];
@@ -245,7 +256,8 @@ xe_code ox_b_scatter_nd(ox_b *b)
         flat[1 + d - k] = s->dims[d];
     int data = ox_reshape(b, x, flat, 1 + s->rank - k);
     int ix = wrapped(b, idx, ox_ints_const(b, dims, k));
-    int pos = ox_reduce(b, XE_OP_REDUCE_SUM, ox_bin(b, XE_OP_MUL, ix, ox_ints_const(b, stride, k)), &last, 1, false);
+    int pos = ox_reduce(b, XE_OP_REDUCE_SUM, ox_bin(b, XE_OP_MUL, ix, ox_ints_const(b, stride, k)),
+                        &last, 1, false);
     pos = ox_reshape(b, pos, &q, 1);
     flat[0] = q;
     int rows = ox_reshape(b, ox_cast(b, upd, ox_type(b, x)->dtype), flat, 1 + s->rank - k);
@@ -265,8 +277,9 @@ xe_code ox_b_scatter_elements(ox_b *b)
     for (int d = 0; ok && d < r; d++)
         ok = d == axis || is->dims[d] == s->dims[d];
     if (!ok)
-        return ox_unsupported(b, "ScatterElements needs known dims, and indices as large as the data "
-                                 "along every axis but the scattered one");
+        return ox_unsupported(b,
+                              "ScatterElements needs known dims, and indices as large as the data "
+                              "along every axis but the scattered one");
     /* the axis first, the others flattened after it: rows [n] of data, [m] of indices */
     int perm[XE_MAX_RANK];
     for (int d = 0, j = 1; d < r; d++)
@@ -276,20 +289,22 @@ xe_code ox_b_scatter_elements(ox_b *b)
         rest *= d == axis ? 1 : s->dims[d];
     int64_t n = s->dims[axis], m = is->dims[axis], nr[2] = {n, rest}, mr[2] = {m, rest};
     int data = ox_reshape(b, ox_transpose(b, x, perm, r), nr, 2);
-    int ix = ox_reshape(b, ox_transpose(b, wrapped(b, idx, ox_ints_const(b, &n, 1)), perm, r), mr, 2);
+    int ix =
+        ox_reshape(b, ox_transpose(b, wrapped(b, idx, ox_ints_const(b, &n, 1)), perm, r), mr, 2);
     int up = ox_reshape(b, ox_transpose(b, ox_cast(b, upd, ox_type(b, x)->dtype), perm, r), mr, 2);
     /* per column c: hit[i, c, p] = (ix[i, c] == p); out[p, c] = sum over i */
     int hit = ox_bin(b, XE_OP_EQUAL, with_unit_dim(b, ix, 2), positions(b, n)); /* [m, rest, n] */
     int64_t i0 = 0;
     int up2 = with_unit_dim(b, up, 2), out;
     if (red != RED_NONE) {
-        int data_t = ox_transpose(b, data, (int[]){1, 0}, 2); /* [rest, n] */
+        int data_t = ox_transpose(b, data, (int[]){1, 0}, 2);  /* [rest, n] */
         int r2 = scatter_reduce(b, red, hit, up2, data_t, i0); /* [rest, n] */
         out = ox_transpose(b, scatter_apply(b, red, data_t, r2), (int[]){1, 0}, 2);
     } else {
         int sum = scatter_reduce(b, RED_ADD, hit, up2, -1, i0);
         int any = ox_reduce(b, XE_OP_REDUCE_SUM, ox_cast(b, hit, XE_I32), &i0, 1, false);
-        int set = ox_bin(b, XE_OP_GREATER, ox_transpose(b, any, (int[]){1, 0}, 2), ox_scalar(b, XE_I32, 0));
+        int set = ox_bin(b, XE_OP_GREATER, ox_transpose(b, any, (int[]){1, 0}, 2),
+                         ox_scalar(b, XE_I32, 0));
         out = ox_select(b, set, ox_transpose(b, sum, (int[]){1, 0}, 2), data);
     }
     int64_t tshape[XE_MAX_RANK];
@@ -314,9 +329,12 @@ xe_code ox_b_nonzero(ox_b *b)
 static double lowest(xe_dtype dt)
 {
     switch (dt) {
-    case XE_I32: return -2147483648.0;
-    case XE_I64: return -9223372036854775808.0;
-    default: return -INFINITY;
+    case XE_I32:
+        return -2147483648.0;
+    case XE_I64:
+        return -9223372036854775808.0;
+    default:
+        return -INFINITY;
     }
 }
 
@@ -332,13 +350,15 @@ xe_code ox_b_topk(ox_b *b)
 {
     int x = ox_in(b, 0), r = ox_rank(b, x), axis;
     int64_t k;
-    if (x < 0 || ox_const_ints(b, 1, "k", &k, 1) != 1 || !ox_axis(b, ox_int(b, "axis", -1), r, &axis))
+    if (x < 0 || ox_const_ints(b, 1, "k", &k, 1) != 1 ||
+        !ox_axis(b, ox_int(b, "axis", -1), r, &axis))
         return ox_status(b);
     const xe_type *t = ox_type(b, x);
     int64_t n = t->shape.dims[axis];
     if (n < 0 || k < 0 || k > n || k > OX_TOPK_MAX || t->dtype == XE_BOOL || t->dtype == XE_F16)
-        return ox_unsupported(b, "TopK needs a known axis, k from 0 to %d and an f32, f64, i32 or i64 input",
-                              OX_TOPK_MAX);
+        return ox_unsupported(
+            b, "TopK needs a known axis, k from 0 to %d and an f32, f64, i32 or i64 input",
+            OX_TOPK_MAX);
     bool largest = ox_int(b, "largest", 1) != 0;
     int v = largest ? x : ox_un(b, XE_OP_NEG, x), low = ox_scalar(b, t->dtype, lowest(t->dtype));
     int vals[OX_TOPK_MAX], idxs[OX_TOPK_MAX], pos = positions(b, n);
@@ -383,11 +403,13 @@ xe_code ox_b_reverse_sequence(ox_b *b)
         return ox_status(b);
     const xe_shape *s = &ox_type(b, x)->shape;
     if (r < 2 || ta == ba || (ta > 1 || ba > 1))
-        return ox_invalid(b, "time_axis and batch_axis must be 0 and 1 or 1 and 0 (rank 2 or more)");
+        return ox_invalid(b,
+                          "time_axis and batch_axis must be 0 and 1 or 1 and 0 (rank 2 or more)");
     if (!known_dims(s, 0, r))
         return ox_unsupported(b, "ReverseSequence needs known dims");
     const xe_type *lt = ox_type(b, lens);
-    if (lt->shape.rank != 1 || lt->shape.dims[0] != s->dims[ba] || (lt->dtype != XE_I64 && lt->dtype != XE_I32))
+    if (lt->shape.rank != 1 || lt->shape.dims[0] != s->dims[ba] ||
+        (lt->dtype != XE_I64 && lt->dtype != XE_I32))
         return ox_invalid(b, "sequence_lens must be [batch] int64");
     int64_t t = s->dims[ta], n = s->dims[ba], flat[XE_MAX_RANK], rows = t * n;
     int perm[XE_MAX_RANK] = {1, 0};
@@ -402,7 +424,8 @@ xe_code ox_b_reverse_sequence(ox_b *b)
     int len = ox_reshape(b, ox_cast(b, lens, XE_I64), row1, 2);
     int tp = positions_as(b, t, false), bp = positions_as(b, n, true);
     int one = ox_scalar(b, XE_I64, 1);
-    int src = ox_select(b, ox_bin(b, XE_OP_LESS, tp, len), ox_bin(b, XE_OP_SUB, ox_bin(b, XE_OP_SUB, len, one), tp), tp);
+    int src = ox_select(b, ox_bin(b, XE_OP_LESS, tp, len),
+                        ox_bin(b, XE_OP_SUB, ox_bin(b, XE_OP_SUB, len, one), tp), tp);
     int idx = ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MUL, src, ox_scalar(b, XE_I64, n)), bp);
     int in[2] = {data, ox_reshape(b, idx, &rows, 1)};
     ox_at at = OX_I("axis", 0);

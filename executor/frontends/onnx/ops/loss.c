@@ -60,8 +60,10 @@ static int nll(ox_b *b, int lp, int target, int weight)
     int hot = ox_bin(b, XE_OP_EQUAL, classes_axis(b, tgt), class_row(b, -1, c, r));
     int zero = ox_scalar(b, dt, 0);
     int picked = ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, hot, lp, zero), cls, 1, false);
-    int w = weight >= 0 ? ox_reduce(b, XE_OP_REDUCE_SUM, ox_select(b, hot, class_row(b, weight, c, r), zero), cls, 1, false)
-                        : ox_scalar(b, dt, 1);
+    int w = weight >= 0
+                ? ox_reduce(b, XE_OP_REDUCE_SUM,
+                            ox_select(b, hot, class_row(b, weight, c, r), zero), cls, 1, false)
+                : ox_scalar(b, dt, 1);
     const Onnx__AttributeProto *ii = ox_attr(b, "ignore_index");
     if (ii) {
         int valid = ox_bin(b, XE_OP_NOT_EQUAL, tgt, ox_scalar(b, XE_I64, (double)ii->i));
@@ -94,7 +96,8 @@ xe_code ox_b_sce_loss(ox_b *b)
     if (x < 0)
         return ox_status(b);
     int s = ox_bin(b, XE_OP_SUB, x, ox_reduce(b, XE_OP_REDUCE_MAX, x, cls, 1, true));
-    int lse = ox_un(b, XE_OP_LOG, ox_reduce(b, XE_OP_REDUCE_SUM, ox_un(b, XE_OP_EXP, s), cls, 1, true));
+    int lse =
+        ox_un(b, XE_OP_LOG, ox_reduce(b, XE_OP_REDUCE_SUM, ox_un(b, XE_OP_EXP, s), cls, 1, true));
     int lp = ox_bin(b, XE_OP_SUB, s, lse);
     ox_out(b, 0, nll(b, lp, ox_in(b, 1), ox_in(b, 2)));
     if (ox_n_out(b) > 1)

@@ -64,7 +64,8 @@ static int trunc_div(ox_b *b, int x, int y)
     int q = ox_bin(b, XE_OP_DIV, x, y);
     int r = ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, q, y));
     int zero = like(b, x, 0);
-    int differ = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_LESS, x, zero), ox_bin(b, XE_OP_LESS, y, zero));
+    int differ =
+        ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_LESS, x, zero), ox_bin(b, XE_OP_LESS, y, zero));
     int fix = ox_bin(b, XE_OP_LOGICAL_AND, ox_bin(b, XE_OP_NOT_EQUAL, r, zero), differ);
     return ox_select(b, fix, ox_bin(b, XE_OP_ADD, q, like(b, q, 1)), q);
 }
@@ -81,7 +82,8 @@ xe_code ox_b_div(ox_b *b)
 static int float_fmod(ox_b *b, int x, int y)
 {
     int q = ox_bin(b, XE_OP_DIV, x, y), zero = like(b, x, 0);
-    int t = ox_select(b, ox_bin(b, XE_OP_LESS, q, zero), ox_un(b, XE_OP_CEIL, q), ox_un(b, XE_OP_FLOOR, q));
+    int t = ox_select(b, ox_bin(b, XE_OP_LESS, q, zero), ox_un(b, XE_OP_CEIL, q),
+                      ox_un(b, XE_OP_FLOOR, q));
     int r = ox_bin(b, XE_OP_SUB, x, ox_bin(b, XE_OP_MUL, t, y));
     int inf_y = ox_bin(b, XE_OP_EQUAL, ox_un(b, XE_OP_ABS, y), like(b, y, INFINITY));
     int finite_x = ox_bin(b, XE_OP_EQUAL, ox_bin(b, XE_OP_SUB, x, x), zero);
@@ -100,7 +102,8 @@ xe_code ox_b_mod(ox_b *b)
     int r = float_fmod(b, x, y), zero = like(b, x, 0);
     if (fmod)
         return done(b, r);
-    int differ = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_LESS, y, zero), ox_bin(b, XE_OP_LESS, r, zero));
+    int differ =
+        ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_LESS, y, zero), ox_bin(b, XE_OP_LESS, r, zero));
     int fix = ox_bin(b, XE_OP_LOGICAL_AND, ox_bin(b, XE_OP_NOT_EQUAL, r, zero), differ);
     return done(b, ox_select(b, fix, ox_bin(b, XE_OP_ADD, r, y), r));
 }
@@ -117,7 +120,9 @@ xe_code ox_b_pow(ox_b *b)
 xe_code ox_b_bit_shift(ox_b *b)
 {
     const char *dir = ox_str(b, "direction", "");
-    int op = !strcmp(dir, "LEFT") ? XE_OP_SHIFT_LEFT : !strcmp(dir, "RIGHT") ? XE_OP_SHIFT_RIGHT : -1;
+    int op = !strcmp(dir, "LEFT")    ? XE_OP_SHIFT_LEFT
+             : !strcmp(dir, "RIGHT") ? XE_OP_SHIFT_RIGHT
+                                     : -1;
     if (op < 0)
         return ox_invalid(b, "direction must be LEFT or RIGHT, got '%s'", dir);
     return done(b, ox_bin(b, op, ox_in(b, 0), ox_in(b, 1)));
@@ -133,7 +138,8 @@ xe_code ox_b_leaky_relu(ox_b *b)
 {
     int x = ox_in(b, 0);
     int neg = ox_bin(b, XE_OP_LESS, x, like(b, x, 0));
-    return done(b, ox_select(b, neg, ox_bin(b, XE_OP_MUL, x, like(b, x, ox_float(b, "alpha", 0.01))), x));
+    return done(
+        b, ox_select(b, neg, ox_bin(b, XE_OP_MUL, x, like(b, x, ox_float(b, "alpha", 0.01))), x));
 }
 
 xe_code ox_b_prelu(ox_b *b)
@@ -181,7 +187,8 @@ xe_code ox_b_celu(ox_b *b)
     double alpha = ox_float(b, "alpha", 1.0);
     int e = expm1_scaled(b, ox_bin(b, XE_OP_DIV, x, like(b, x, alpha)), alpha);
     int zero = like(b, x, 0);
-    return done(b, ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MAXIMUM, x, zero), ox_bin(b, XE_OP_MINIMUM, e, zero)));
+    return done(b, ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MAXIMUM, x, zero),
+                          ox_bin(b, XE_OP_MINIMUM, e, zero)));
 }
 
 /* max(0, min(1, alpha x + beta)) */
@@ -193,7 +200,8 @@ static int hard_sigmoid(ox_b *b, int x, double alpha, double beta)
 
 xe_code ox_b_hard_sigmoid(ox_b *b)
 {
-    return done(b, hard_sigmoid(b, ox_in(b, 0), ox_float(b, "alpha", 0.2), ox_float(b, "beta", 0.5)));
+    return done(b,
+                hard_sigmoid(b, ox_in(b, 0), ox_float(b, "alpha", 0.2), ox_float(b, "beta", 0.5)));
 }
 
 xe_code ox_b_hard_swish(ox_b *b)
@@ -205,7 +213,8 @@ xe_code ox_b_hard_swish(ox_b *b)
 xe_code ox_b_softsign(ox_b *b)
 {
     int x = ox_in(b, 0);
-    return done(b, ox_bin(b, XE_OP_DIV, x, ox_bin(b, XE_OP_ADD, ox_un(b, XE_OP_ABS, x), like(b, x, 1))));
+    return done(
+        b, ox_bin(b, XE_OP_DIV, x, ox_bin(b, XE_OP_ADD, ox_un(b, XE_OP_ABS, x), like(b, x, 1))));
 }
 
 /* log(exp(x) + 1), as ONNX's reference computes it */
@@ -282,12 +291,14 @@ xe_code ox_b_trig(ox_b *b)
     else if (!strcmp(t, "Asinh") || !strcmp(t, "Acosh"))
         y = ox_un(b, XE_OP_LOG,
                   ox_bin(b, XE_OP_ADD, x,
-                         ox_un(b, XE_OP_SQRT, ox_bin(b, t[1] == 's' ? XE_OP_ADD : XE_OP_SUB,
-                                                     ox_bin(b, XE_OP_MUL, x, x), one))));
+                         ox_un(b, XE_OP_SQRT,
+                               ox_bin(b, t[1] == 's' ? XE_OP_ADD : XE_OP_SUB,
+                                      ox_bin(b, XE_OP_MUL, x, x), one))));
     else /* Atanh */
         y = ox_bin(b, XE_OP_MUL, half,
-                   ox_un(b, XE_OP_LOG, ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_ADD, one, x),
-                                              ox_bin(b, XE_OP_SUB, one, x))));
+                   ox_un(b, XE_OP_LOG,
+                         ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_ADD, one, x),
+                                ox_bin(b, XE_OP_SUB, one, x))));
     return done(b, y);
 }
 
@@ -302,8 +313,11 @@ int ox_round_even(ox_b *b, int x)
     int half = like(b, x, 0.5), two = like(b, x, 2);
     int xh = ox_bin(b, XE_OP_ADD, x, half), r = ox_un(b, XE_OP_FLOOR, xh);
     int tie = ox_bin(b, XE_OP_EQUAL, xh, r);
-    int odd = ox_bin(b, XE_OP_NOT_EQUAL, ox_bin(b, XE_OP_MUL, ox_un(b, XE_OP_FLOOR, ox_bin(b, XE_OP_DIV, r, two)), two), r);
-    return ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, tie, odd), ox_bin(b, XE_OP_SUB, r, like(b, x, 1)), r);
+    int odd =
+        ox_bin(b, XE_OP_NOT_EQUAL,
+               ox_bin(b, XE_OP_MUL, ox_un(b, XE_OP_FLOOR, ox_bin(b, XE_OP_DIV, r, two)), two), r);
+    return ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, tie, odd),
+                     ox_bin(b, XE_OP_SUB, r, like(b, x, 1)), r);
 }
 
 xe_code ox_b_gelu(ox_b *b)
@@ -336,10 +350,12 @@ xe_code ox_b_identity(ox_b *b)
         return ox_status(b);
     if (b->n_in > 2 && ox_in(b, 2) >= 0) {
         const xe_tensor *t = ox_need_const(b, 2, "training_mode");
-        if (t && xe_load_f64(t->data, t->dtype, 0) != 0) { /* training: the identity only at ratio 0 */
+        if (t &&
+            xe_load_f64(t->data, t->dtype, 0) != 0) { /* training: the identity only at ratio 0 */
             const xe_tensor *r = ox_in(b, 1) >= 0 ? ox_need_const(b, 1, "ratio") : NULL;
             if (!r || xe_load_f64(r->data, r->dtype, 0) != 0)
-                return ox_unsupported(b, "training_mode=true is not supported (inference only) but at ratio 0");
+                return ox_unsupported(
+                    b, "training_mode=true is not supported (inference only) but at ratio 0");
         }
     }
     return done(b, ox_in(b, 0));
@@ -380,7 +396,8 @@ static xe_code cast_to(ox_b *b, int32_t to)
         return ox_unsupported(b, "attribute round_mode='%s' is not supported", mode);
     int x = ox_in(b, 0);
     ox_at a[2] = {OX_DT("to", dt), OX_BOOL("saturate", false)};
-    return done(b, ox_op(b, XE_OP_CAST, &x, 1, a, saturate == 0 && xe_dtype_is_lowp_float(dt) ? 2 : 1));
+    return done(
+        b, ox_op(b, XE_OP_CAST, &x, 1, a, saturate == 0 && xe_dtype_is_lowp_float(dt) ? 2 : 1));
 }
 
 xe_code ox_b_cast(ox_b *b)

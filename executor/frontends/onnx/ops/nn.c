@@ -11,7 +11,6 @@
 
 #include "onnx_impl.h"
 
-
 static xe_code done(ox_b *b, int y)
 {
     ox_out(b, 0, y);
@@ -40,7 +39,8 @@ static bool input_swapped(ox_b *b, size_t k)
 xe_code ox_b_matmul(ox_b *b)
 {
     int in[2] = {ox_in(b, 0), ox_in(b, 1)};
-    ox_at at[2] = {OX_BOOL("transpose_a", input_swapped(b, 0)), OX_BOOL("transpose_b", input_swapped(b, 1))};
+    ox_at at[2] = {OX_BOOL("transpose_a", input_swapped(b, 0)),
+                   OX_BOOL("transpose_b", input_swapped(b, 1))};
     int n_at = at[0].i || at[1].i ? 2 : 0; /* transposes left to it (rewrite.c) */
     return done(b, ox_op(b, XE_OP_MATMUL, in, 2, at, n_at));
 }
@@ -59,7 +59,8 @@ static int merged_rows(ox_b *b, int a, int c)
     const xe_graph *g = b->c->g;
     if (a < 0 || b->failed || ox_int(b, "transA", 0) || g->nodes[a]->op != XE_OP_RESHAPE ||
         xe_node_attr(g->nodes[a], "copy") ||
-        (c >= 0 && (ox_rank(b, c) > 2 || (ox_rank(b, c) == 2 && ox_type(b, c)->shape.dims[0] != 1))))
+        (c >= 0 &&
+         (ox_rank(b, c) > 2 || (ox_rank(b, c) == 2 && ox_type(b, c)->shape.dims[0] != 1))))
         return -1;
     int x = g->nodes[a]->inputs[0];
     const xe_shape *xs = &ox_type(b, x)->shape, *as = &ox_type(b, a)->shape;
@@ -141,7 +142,8 @@ xe_code ox_b_log_softmax(ox_b *b)
     if (n < 0)
         return ox_status(b);
     int s = shifted(b, x, axes, n);
-    int lse = ox_un(b, XE_OP_LOG, ox_reduce(b, XE_OP_REDUCE_SUM, ox_un(b, XE_OP_EXP, s), axes, n, true));
+    int lse =
+        ox_un(b, XE_OP_LOG, ox_reduce(b, XE_OP_REDUCE_SUM, ox_un(b, XE_OP_EXP, s), axes, n, true));
     return done(b, ox_bin(b, XE_OP_SUB, s, lse));
 }
 
@@ -168,7 +170,8 @@ xe_code ox_b_hardmax(ox_b *b)
     memcpy(shape, ox_type(b, y)->shape.dims, sizeof shape);
     ox_at am[2] = {OX_I("axis", ax), OX_BOOL("keepdims", true)};
     ox_at io[3] = {OX_INTS("shape", shape, rr), OX_I("axis", ax), OX_DT("dtype", XE_I64)};
-    int hot = ox_bin(b, XE_OP_EQUAL, ox_op(b, XE_OP_IOTA, NULL, 0, io, 3), ox_op(b, XE_OP_ARGMAX, &y, 1, am, 2));
+    int hot = ox_bin(b, XE_OP_EQUAL, ox_op(b, XE_OP_IOTA, NULL, 0, io, 3),
+                     ox_op(b, XE_OP_ARGMAX, &y, 1, am, 2));
     y = ox_cast(b, hot, dt);
     return done(b, rr == r ? y : ox_reshape(b, y, t->shape.dims, r));
 }
@@ -193,7 +196,8 @@ xe_code ox_b_layer_norm(ox_b *b)
     if (ox_int(b, "stash_type", 1) == 1)
         work = XE_F32;
     else if (!ox_dtype((int32_t)ox_int(b, "stash_type", 1), &work) || !xe_dtype_is_float(work))
-        return ox_unsupported(b, "attribute stash_type=%lld is not supported", (long long)ox_int(b, "stash_type", 1));
+        return ox_unsupported(b, "attribute stash_type=%lld is not supported",
+                              (long long)ox_int(b, "stash_type", 1));
     int n = tail_axes(axis, r, axes);
     int y = normalize(b, ox_cast(b, x, work), axes, n, ox_float(b, "epsilon", 1e-5), &mean, &inv);
     y = ox_bin(b, XE_OP_MUL, ox_cast(b, y, dt), ox_in(b, 1));
@@ -220,8 +224,10 @@ xe_code ox_b_rms_norm(ox_b *b)
         return ox_unsupported(b, "attribute stash_type=%lld is not supported", (long long)stash);
     int n = tail_axes(axis, r, axes), xs = ox_cast(b, x, work);
     int ms = ox_reduce(b, XE_OP_REDUCE_MEAN, ox_bin(b, XE_OP_MUL, xs, xs), axes, n, true);
-    int inv = ox_un(b, XE_OP_RSQRT, ox_bin(b, XE_OP_ADD, ms, like(b, ms, ox_float(b, "epsilon", 1e-5))));
-    return done(b, ox_bin(b, XE_OP_MUL, ox_cast(b, ox_bin(b, XE_OP_MUL, xs, inv), dt), ox_in(b, 1)));
+    int inv =
+        ox_un(b, XE_OP_RSQRT, ox_bin(b, XE_OP_ADD, ms, like(b, ms, ox_float(b, "epsilon", 1e-5))));
+    return done(b,
+                ox_bin(b, XE_OP_MUL, ox_cast(b, ox_bin(b, XE_OP_MUL, xs, inv), dt), ox_in(b, 1)));
 }
 
 /* A per-channel vector [C] reshaped to [C, 1, ...] for an input of rank r (channels at 1). */
@@ -278,7 +284,8 @@ xe_code ox_b_lp_norm(ox_b *b)
     if (p == 2)
         norm = ox_un(b, XE_OP_SQRT, norm);
     int zero = like(b, x, 0);
-    return done(b, ox_select(b, ox_bin(b, XE_OP_EQUAL, norm, zero), zero, ox_bin(b, XE_OP_DIV, x, norm)));
+    return done(
+        b, ox_select(b, ox_bin(b, XE_OP_EQUAL, norm, zero), zero, ox_bin(b, XE_OP_DIV, x, norm)));
 }
 
 /* (x - E[x]) / (sqrt(E[x^2] - E[x]^2) + 1e-9), as ONNX's reference. */
@@ -291,7 +298,8 @@ xe_code ox_b_mvn(ox_b *b)
     int mean = ox_reduce(b, XE_OP_REDUCE_MEAN, x, axes, n, true);
     int sq = ox_reduce(b, XE_OP_REDUCE_MEAN, ox_bin(b, XE_OP_MUL, x, x), axes, n, true);
     int sd = ox_un(b, XE_OP_SQRT, ox_bin(b, XE_OP_SUB, sq, ox_bin(b, XE_OP_MUL, mean, mean)));
-    return done(b, ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_SUB, x, mean), ox_bin(b, XE_OP_ADD, sd, like(b, x, 1e-9))));
+    return done(b, ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_SUB, x, mean),
+                          ox_bin(b, XE_OP_ADD, sd, like(b, x, 1e-9))));
 }
 
 /* LRN: x / (bias + alpha / size * window sum of x^2 over channels)^beta. */
@@ -328,8 +336,10 @@ xe_code ox_b_lrn(ox_b *b)
         int w = ox_slice(b, padded, beg, end);
         sum = k ? ox_bin(b, XE_OP_ADD, sum, w) : w;
     }
-    double alpha = ox_float(b, "alpha", 1e-4), beta = ox_float(b, "beta", 0.75), bias = ox_float(b, "bias", 1.0);
-    int den = ox_bin(b, XE_OP_ADD, like(b, x, bias), ox_bin(b, XE_OP_MUL, sum, like(b, x, alpha / (double)size)));
+    double alpha = ox_float(b, "alpha", 1e-4), beta = ox_float(b, "beta", 0.75),
+           bias = ox_float(b, "bias", 1.0);
+    int den = ox_bin(b, XE_OP_ADD, like(b, x, bias),
+                     ox_bin(b, XE_OP_MUL, sum, like(b, x, alpha / (double)size)));
     return done(b, ox_bin(b, XE_OP_DIV, x, ox_bin(b, XE_OP_POW, den, like(b, x, beta))));
 }
 
@@ -359,7 +369,8 @@ xe_code ox_b_group_norm(ox_b *b)
         return ox_unsupported(b, "attribute stash_type=%lld is not supported", (long long)stash);
     int64_t grouped[3] = {xs->dims[0], g, rest / g}, back[XE_MAX_RANK], last = 2;
     memcpy(back, xs->dims, sizeof back);
-    int y = ox_reshape_dims(b, ox_cast(b, x, work), grouped, 3, "GroupNormalization needs known channels");
+    int y = ox_reshape_dims(b, ox_cast(b, x, work), grouped, 3,
+                            "GroupNormalization needs known channels");
     y = ox_cast(b, normalize(b, y, &last, 1, ox_float(b, "epsilon", 1e-5), &mean, &inv), dt);
     if (b->opset < 21) { /* scale and bias [G] */
         int64_t g1[2] = {g, 1};

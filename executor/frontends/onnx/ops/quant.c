@@ -62,12 +62,14 @@ static int per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const c
     if (s->rank <= 1 && n == 1)
         return ox_reshape(b, v, dims, 0);
     if (s->rank != 1 || n < 0) {
-        ox_unsupported(b, "%s of rank %d is not supported (a scalar or 1-D, per axis; blocked is not)", what, s->rank);
+        ox_unsupported(b,
+                       "%s of rank %d is not supported (a scalar or 1-D, per axis; blocked is not)",
+                       what, s->rank);
         return -1;
     }
     if (axis < 0 || axis >= r || (xs->dims[axis] >= 0 && xs->dims[axis] != n)) {
-        ox_invalid(b, "%s has %lld elements but the input's axis %d has %lld", what, (long long)n, axis,
-                   (long long)(axis >= 0 && axis < r ? xs->dims[axis] : -1));
+        ox_invalid(b, "%s has %lld elements but the input's axis %d has %lld", what, (long long)n,
+                   axis, (long long)(axis >= 0 && axis < r ? xs->dims[axis] : -1));
         return -1;
     }
     for (int d = 0; d < r; d++)
@@ -120,7 +122,8 @@ xe_code ox_b_dequantize(ox_b *b)
     if (ox_in(b, 2) >= 0) {
         if (ox_type(b, ox_in(b, 2))->dtype != in)
             return ox_invalid(b, "the zero point's dtype must be the input's");
-        y = ox_bin(b, XE_OP_SUB, y, per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
+        y = ox_bin(b, XE_OP_SUB, y,
+                   per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
     }
     return done(b, ox_cast(b, ox_bin(b, XE_OP_MUL, y, scale), out));
 }
@@ -131,8 +134,10 @@ static bool quant_target(ox_b *b, xe_dtype *to)
     *to = XE_U8;
     if (ox_in(b, 2) >= 0)
         *to = ox_type(b, ox_in(b, 2))->dtype;
-    else if (ox_int(b, "output_dtype", 0) != 0 && !ox_dtype((int32_t)ox_int(b, "output_dtype", 0), to)) {
-        ox_unsupported(b, "output_dtype %s is not supported", ox_dtype_name((int32_t)ox_int(b, "output_dtype", 0)));
+    else if (ox_int(b, "output_dtype", 0) != 0 &&
+             !ox_dtype((int32_t)ox_int(b, "output_dtype", 0), to)) {
+        ox_unsupported(b, "output_dtype %s is not supported",
+                       ox_dtype_name((int32_t)ox_int(b, "output_dtype", 0)));
         return false;
     }
     if (!quant_dtype(*to) && !xe_dtype_is_float8(*to) && *to != XE_F4E2M1) {
@@ -150,9 +155,11 @@ xe_code ox_b_quantize(ox_b *b)
         return ox_status(b);
     int64_t precision = ox_int(b, "precision", 0);
     if (precision != 0 && precision != 1) /* 1: FLOAT */
-        return ox_unsupported(b, "precision %s is not supported", ox_dtype_name((int32_t)precision));
+        return ox_unsupported(b, "precision %s is not supported",
+                              ox_dtype_name((int32_t)precision));
     if (!xe_dtype_is_float(ox_type(b, x)->dtype) && ox_type(b, x)->dtype != XE_I32)
-        return ox_unsupported(b, "QuantizeLinear of %s is not supported", xe_dtype_name(ox_type(b, x)->dtype));
+        return ox_unsupported(b, "QuantizeLinear of %s is not supported",
+                              xe_dtype_name(ox_type(b, x)->dtype));
     int r = ox_rank(b, x);
     const xe_shape *xs = &ox_type(b, x)->shape;
     int scale = per_axis(b, ox_cast(b, ox_in(b, 1), XE_F32), r, axis, xs, "the scale");
@@ -164,12 +171,14 @@ xe_code ox_b_quantize(ox_b *b)
     }
     if (to == XE_F4E2M1) { /* the reference adds the zero point, then casts (always saturating) */
         if (ox_in(b, 2) >= 0)
-            y = ox_bin(b, XE_OP_ADD, y, per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
+            y = ox_bin(b, XE_OP_ADD, y,
+                       per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
         return done(b, ox_cast(b, y, to));
     }
     y = ox_round_even(b, y);
     if (ox_in(b, 2) >= 0)
-        y = ox_bin(b, XE_OP_ADD, y, per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
+        y = ox_bin(b, XE_OP_ADD, y,
+                   per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
     double lo, hi;
     quant_range(to, &lo, &hi);
     y = ox_bin(b, XE_OP_MAXIMUM, y, ox_scalar(b, XE_F32, lo));
@@ -190,7 +199,8 @@ xe_code ox_b_dynamic_quantize(ox_b *b)
     if (x < 0)
         return b->failed ? ox_status(b) : ox_invalid(b, "needs an input");
     if (ox_type(b, x)->dtype != XE_F32)
-        return ox_unsupported(b, "DynamicQuantizeLinear of %s is not supported", xe_dtype_name(ox_type(b, x)->dtype));
+        return ox_unsupported(b, "DynamicQuantizeLinear of %s is not supported",
+                              xe_dtype_name(ox_type(b, x)->dtype));
     int r = ox_rank(b, x);
     int64_t axes[XE_MAX_RANK];
     for (int d = 0; d < r; d++)
@@ -199,8 +209,10 @@ xe_code ox_b_dynamic_quantize(ox_b *b)
     int lo = ox_bin(b, XE_OP_MINIMUM, ox_reduce(b, XE_OP_REDUCE_MIN, x, axes, r, false), zero);
     int hi = ox_bin(b, XE_OP_MAXIMUM, ox_reduce(b, XE_OP_REDUCE_MAX, x, axes, r, false), zero);
     int scale = ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_SUB, hi, lo), ox_scalar(b, XE_F32, 255));
-    int zp = saturate(b, ox_bin(b, XE_OP_SUB, zero, ox_bin(b, XE_OP_DIV, lo, scale)), 0, 255, XE_U8);
-    int q = ox_bin(b, XE_OP_ADD, ox_round_even(b, ox_bin(b, XE_OP_DIV, x, scale)), ox_cast(b, zp, XE_F32));
+    int zp =
+        saturate(b, ox_bin(b, XE_OP_SUB, zero, ox_bin(b, XE_OP_DIV, lo, scale)), 0, 255, XE_U8);
+    int q = ox_bin(b, XE_OP_ADD, ox_round_even(b, ox_bin(b, XE_OP_DIV, x, scale)),
+                   ox_cast(b, zp, XE_F32));
     ox_out(b, 0, saturate(b, q, 0, 255, XE_U8));
     ox_out(b, 1, scale);
     ox_out(b, 2, zp);
@@ -220,7 +232,8 @@ static int mat_param(ox_b *b, int v, bool row)
     if (s->rank <= 1 && n == 1)
         return ox_reshape(b, v, dims, 0);
     if (s->rank != 1 || n < 0) {
-        ox_unsupported(b, "a zero point or scale of rank %d is not supported (a scalar or 1-D)", s->rank);
+        ox_unsupported(b, "a zero point or scale of rank %d is not supported (a scalar or 1-D)",
+                       s->rank);
         return -1;
     }
     return row ? ox_reshape(b, v, dims, 2) : v;
@@ -230,14 +243,18 @@ static int mat_param(ox_b *b, int v, bool row)
 static int centred(ox_b *b, int x, int k, bool row)
 {
     if (x >= 0 && ox_type(b, x)->dtype != XE_U8 && ox_type(b, x)->dtype != XE_I8) {
-        ox_unsupported(b, "integer matmul of %s is not supported (u8, i8)", xe_dtype_name(ox_type(b, x)->dtype));
+        ox_unsupported(b, "integer matmul of %s is not supported (u8, i8)",
+                       xe_dtype_name(ox_type(b, x)->dtype));
         return -1;
     }
     int y = ox_cast(b, x, XE_I32);
-    return ox_in(b, k) >= 0 ? ox_bin(b, XE_OP_SUB, y, mat_param(b, ox_cast(b, ox_in(b, k), XE_I32), row)) : y;
+    return ox_in(b, k) >= 0
+               ? ox_bin(b, XE_OP_SUB, y, mat_param(b, ox_cast(b, ox_in(b, k), XE_I32), row))
+               : y;
 }
 
-/* Whether ONNX input k is absent or a known tensor of zeros (a symmetric quantization's zero point). */
+/* Whether ONNX input k is absent or a known tensor of zeros (a symmetric quantization's zero
+ * point). */
 static bool zero_or_absent(ox_b *b, int k)
 {
     int x = ox_in(b, k);
@@ -253,7 +270,8 @@ static bool zero_or_absent(ox_b *b, int k)
     return true;
 }
 
-/* sum over the contracted dim of i32(x): A's rows (keepdims: [..., M, 1]) or B's columns ([..., 1, N]). */
+/* sum over the contracted dim of i32(x): A's rows (keepdims: [..., M, 1]) or B's columns ([..., 1,
+ * N]). */
 static int contracted_sum(ox_b *b, int x, bool of_a)
 {
     int64_t axis = of_a ? -1 : -2;
@@ -271,7 +289,8 @@ static int centred_product(ox_b *b, int a, int bb, int za, int zb)
 {
     if (a < 0 || bb < 0)
         return -1;
-    if (ox_rank(b, a) < 2 || ox_rank(b, bb) < 2 || ox_type(b, a)->shape.dims[ox_rank(b, a) - 1] < 0) {
+    if (ox_rank(b, a) < 2 || ox_rank(b, bb) < 2 ||
+        ox_type(b, a)->shape.dims[ox_rank(b, a) - 1] < 0) {
         int in[2] = {centred(b, a, za, true), centred(b, bb, zb, false)};
         return in[0] < 0 || in[1] < 0 ? -1 : ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0);
     }
@@ -285,7 +304,8 @@ static int centred_product(ox_b *b, int a, int bb, int za, int zb)
         y = ox_bin(b, XE_OP_SUB, y, ox_bin(b, XE_OP_MUL, contracted_sum(b, a, true), pb));
     if (has_za && has_zb) {
         int64_t K = ox_type(b, a)->shape.dims[ox_rank(b, a) - 1];
-        int kz = ox_bin(b, XE_OP_MUL, ox_bin(b, XE_OP_MUL, pa, pb), ox_scalar(b, XE_I32, (double)K));
+        int kz =
+            ox_bin(b, XE_OP_MUL, ox_bin(b, XE_OP_MUL, pa, pb), ox_scalar(b, XE_I32, (double)K));
         y = ox_bin(b, XE_OP_ADD, y, kz);
     }
     return y;
@@ -314,13 +334,16 @@ xe_code ox_b_qlinear_matmul(ox_b *b)
     for (int k = 0; k < 8; k++)
         if (ox_in(b, k) < 0)
             return b->failed ? ox_status(b) : ox_invalid(b, "needs 8 inputs");
-    xe_dtype to = ox_type(b, ox_in(b, 7))->dtype, ta = ox_type(b, ox_in(b, 0))->dtype, tb = ox_type(b, ox_in(b, 3))->dtype;
+    xe_dtype to = ox_type(b, ox_in(b, 7))->dtype, ta = ox_type(b, ox_in(b, 0))->dtype,
+             tb = ox_type(b, ox_in(b, 3))->dtype;
     if (!quant_dtype(to) || (ta != XE_U8 && ta != XE_I8) || (tb != XE_U8 && tb != XE_I8))
-        return ox_unsupported(b, "QLinearMatMul of %s and %s to %s is not supported", xe_dtype_name(ta),
-                              xe_dtype_name(tb), xe_dtype_name(to));
+        return ox_unsupported(b, "QLinearMatMul of %s and %s to %s is not supported",
+                              xe_dtype_name(ta), xe_dtype_name(tb), xe_dtype_name(to));
     int prod = centred_product(b, ox_in(b, 0), ox_in(b, 3), 2, 5);
-    int sa = mat_param(b, ox_cast(b, ox_in(b, 1), XE_F32), true), sb = mat_param(b, ox_cast(b, ox_in(b, 4), XE_F32), false);
-    int scale = ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_MUL, sa, sb), mat_param(b, ox_cast(b, ox_in(b, 6), XE_F32), false));
+    int sa = mat_param(b, ox_cast(b, ox_in(b, 1), XE_F32), true),
+        sb = mat_param(b, ox_cast(b, ox_in(b, 4), XE_F32), false);
+    int scale = ox_bin(b, XE_OP_DIV, ox_bin(b, XE_OP_MUL, sa, sb),
+                       mat_param(b, ox_cast(b, ox_in(b, 6), XE_F32), false));
     int y = ox_bin(b, XE_OP_MUL, ox_cast(b, prod, XE_F64), ox_cast(b, scale, XE_F64));
     y = ox_bin(b, XE_OP_ADD, y, mat_param(b, ox_cast(b, ox_in(b, 7), XE_F64), false));
     double lo = to == XE_U8 || to == XE_U16 ? 0 : to == XE_I8 ? -128 : -32768;

@@ -14,15 +14,14 @@
 
 #include "onnx_impl.h"
 
-
 /* What is around the reduce_sum of the composite reductions. */
 typedef enum reduce_kind {
-    RK_PLAIN,   /* the executor op itself */
-    RK_L1,      /* sum |x| */
-    RK_L2,      /* sqrt(sum x^2) */
-    RK_LOGSUM,  /* log(sum x) */
-    RK_LSE,     /* log(sum exp(x)) */
-    RK_SUMSQ,   /* sum x^2 */
+    RK_PLAIN,  /* the executor op itself */
+    RK_L1,     /* sum |x| */
+    RK_L2,     /* sqrt(sum x^2) */
+    RK_LOGSUM, /* log(sum x) */
+    RK_LSE,    /* log(sum exp(x)) */
+    RK_SUMSQ,  /* sum x^2 */
 } reduce_kind;
 
 static int reduce_axes(ox_b *b, int x, int64_t *axes, bool *noop)
@@ -51,12 +50,16 @@ static int reduce_axes(ox_b *b, int x, int64_t *axes, bool *noop)
 static int empty_result(ox_b *b, int op, int x, const int64_t *axes, int n, bool keep)
 {
     xe_dtype dt = ox_type(b, x)->dtype;
-    double v = op == XE_OP_REDUCE_PROD ? 1 : op == XE_OP_REDUCE_MAX ? -INFINITY
-             : op == XE_OP_REDUCE_MIN ? INFINITY : op == XE_OP_REDUCE_MEAN ? NAN : 0;
+    double v = op == XE_OP_REDUCE_PROD   ? 1
+               : op == XE_OP_REDUCE_MAX  ? -INFINITY
+               : op == XE_OP_REDUCE_MIN  ? INFINITY
+               : op == XE_OP_REDUCE_MEAN ? NAN
+                                         : 0;
     if (dt == XE_BOOL) /* max of nothing is false, min of nothing true */
         v = op == XE_OP_REDUCE_MIN || op == XE_OP_REDUCE_PROD;
     else if (xe_dtype_is_int(dt) && isinf(v))
-        v = v < 0 ? (dt == XE_I32 ? INT32_MIN : (double)INT64_MIN) : (dt == XE_I32 ? INT32_MAX : (double)INT64_MAX);
+        v = v < 0 ? (dt == XE_I32 ? INT32_MIN : (double)INT64_MIN)
+                  : (dt == XE_I32 ? INT32_MAX : (double)INT64_MAX);
     int64_t shape[XE_MAX_RANK];
     int r = 0;
     const xe_shape *s = &ox_type(b, x)->shape;
@@ -113,7 +116,8 @@ xe_code ox_b_reduce(ox_b *b)
         y = ox_un(b, XE_OP_LOG, y);
     if (kind == RK_L2) {
         xe_dtype yt = y < 0 ? XE_F32 : ox_type(b, y)->dtype;
-        y = ox_cast(b, ox_un(b, XE_OP_SQRT, ox_cast(b, y, xe_dtype_is_float(yt) ? yt : XE_F64)), yt);
+        y = ox_cast(b, ox_un(b, XE_OP_SQRT, ox_cast(b, y, xe_dtype_is_float(yt) ? yt : XE_F64)),
+                    yt);
     }
     if (is_bool)
         y = ox_cast(b, y, XE_BOOL);
@@ -143,12 +147,14 @@ xe_code ox_b_argmax(ox_b *b)
     if (x < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
         return ox_status(b);
     if (ox_int(b, "select_last_index", 0) != 0) {
-        ox_out(b, 0, last_extreme(b, x, axis, ox_int(b, "keepdims", 1) != 0,
-                                  !strcmp(b->np->op_type, "ArgMin")));
+        ox_out(b, 0,
+               last_extreme(b, x, axis, ox_int(b, "keepdims", 1) != 0,
+                            !strcmp(b->np->op_type, "ArgMin")));
         return ox_status(b);
     }
     if (!strcmp(b->np->op_type, "ArgMin"))
-        x = ox_type(b, x)->dtype == XE_BOOL ? ox_un(b, XE_OP_LOGICAL_NOT, x) : ox_un(b, XE_OP_NEG, x);
+        x = ox_type(b, x)->dtype == XE_BOOL ? ox_un(b, XE_OP_LOGICAL_NOT, x)
+                                            : ox_un(b, XE_OP_NEG, x);
     ox_at a[2] = {OX_I("axis", axis), OX_BOOL("keepdims", ox_int(b, "keepdims", 1) != 0)};
     ox_out(b, 0, ox_op(b, XE_OP_ARGMAX, &x, 1, a, 2));
     return ox_status(b);

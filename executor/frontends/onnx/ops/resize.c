@@ -24,11 +24,11 @@
 #define OX_RESIZE_TAPS 4
 
 typedef struct resize {
-    int mode;            /* 0 nearest, 1 linear, 3 cubic: taps - 1 */
-    char coord[32];      /* coordinate_transformation_mode */
-    char nearest[32];    /* nearest_mode */
-    double a;            /* cubic_coeff_a */
-    bool exclude;        /* exclude_outside */
+    int mode;         /* 0 nearest, 1 linear, 3 cubic: taps - 1 */
+    char coord[32];   /* coordinate_transformation_mode */
+    char nearest[32]; /* nearest_mode */
+    double a;         /* cubic_coeff_a */
+    bool exclude;     /* exclude_outside */
 } resize;
 
 /* The source coordinate of output position i along an axis of in -> out at scale. */
@@ -98,7 +98,8 @@ static int taps(const resize *r, double x, int64_t in, int64_t *pos, double *w)
 }
 
 /* y resized along axis from in to out at scale. */
-static int resize_axis(ox_b *b, const resize *r, int y, int axis, int64_t in, int64_t out, double scale)
+static int resize_axis(ox_b *b, const resize *r, int y, int axis, int64_t in, int64_t out,
+                       double scale)
 {
     int n = r->mode + 1, rank = ox_rank(b, y);
     xe_dtype dt = ox_type(b, y)->dtype;
@@ -138,11 +139,14 @@ static bool read_attrs(ox_b *b, resize *r)
 {
     char mode[32];
     snprintf(mode, sizeof mode, "%s", ox_str(b, "mode", "nearest"));
-    r->mode = !strcmp(mode, "nearest") ? 0 : !strcmp(mode, "linear") || !strcmp(mode, "bilinear") ? 1
-            : !strcmp(mode, "cubic") ? 3 : -1;
+    r->mode = !strcmp(mode, "nearest")                               ? 0
+              : !strcmp(mode, "linear") || !strcmp(mode, "bilinear") ? 1
+              : !strcmp(mode, "cubic")                               ? 3
+                                                                     : -1;
     bool upsample = !strcmp(b->np->op_type, "Upsample");
     snprintf(r->coord, sizeof r->coord, "%s",
-             upsample || b->opset < 11 ? "asymmetric" : ox_str(b, "coordinate_transformation_mode", "half_pixel"));
+             upsample || b->opset < 11 ? "asymmetric"
+                                       : ox_str(b, "coordinate_transformation_mode", "half_pixel"));
     snprintf(r->nearest, sizeof r->nearest, "%s",
              upsample || b->opset < 11 ? "floor" : ox_str(b, "nearest_mode", "round_prefer_floor"));
     r->a = ox_float(b, "cubic_coeff_a", -0.75);
@@ -187,10 +191,12 @@ static bool out_sizes(ox_b *b, int x, int64_t *out, double *scale)
         const Onnx__AttributeProto *a = ox_attr(b, "scales");
         for (size_t k = 0; a && k < a->n_floats && k < XE_MAX_RANK; k++)
             sc[n_sc++] = a->floats[k];
-    } else if (ox_in(b, k_scales) >= 0 && (n_sc = const_floats(b, k_scales, "scales", sc, XE_MAX_RANK)) < 0) {
+    } else if (ox_in(b, k_scales) >= 0 &&
+               (n_sc = const_floats(b, k_scales, "scales", sc, XE_MAX_RANK)) < 0) {
         return false;
     }
-    if (b->opset >= 11 && n_sc <= 0 && ox_in(b, 3) >= 0 && (n_sz = ox_const_ints(b, 3, "sizes", sizes, XE_MAX_RANK)) < 0)
+    if (b->opset >= 11 && n_sc <= 0 && ox_in(b, 3) >= 0 &&
+        (n_sz = ox_const_ints(b, 3, "sizes", sizes, XE_MAX_RANK)) < 0)
         return false;
     int n = n_sz > 0 ? n_sz : n_sc;
     if (n_axes < 0)
@@ -209,12 +215,17 @@ static bool out_sizes(ox_b *b, int x, int64_t *out, double *scale)
         if (s->dims[d] < 0)
             return ox_unsupported(b, "Resize of an unknown dim is not supported"), false;
         double want = n_sz > 0 ? (double)sizes[k] : floor((double)s->dims[d] * sc[k]);
-        if (want > OX_FOLD_MAX) /* its tables are built here: checked in double, before any conversion */
-            return ox_unsupported(b, "Resize to %g along axis %d is beyond %d positions", want, d, OX_FOLD_MAX), false;
+        if (want >
+            OX_FOLD_MAX) /* its tables are built here: checked in double, before any conversion */
+            return ox_unsupported(b, "Resize to %g along axis %d is beyond %d positions", want, d,
+                                  OX_FOLD_MAX),
+                   false;
         out[d] = want >= 0 ? (int64_t)want : -1; /* negative or NaN: not valid, below */
         scale[d] = n_sz > 0 ? (double)sizes[k] / (double)s->dims[d] : sc[k];
         if (out[d] < 0 || scale[d] <= 0)
-            return ox_invalid(b, "a resized dim of %lld (scale %g) is not valid", (long long)out[d], scale[d]), false;
+            return ox_invalid(b, "a resized dim of %lld (scale %g) is not valid", (long long)out[d],
+                              scale[d]),
+                   false;
     }
     return true;
 }
@@ -228,7 +239,8 @@ xe_code ox_b_resize(ox_b *b)
     if (y < 0 || !read_attrs(b, &r) || !out_sizes(b, y, out, scale))
         return ox_status(b);
     if (!xe_dtype_is_float(ox_type(b, y)->dtype) && r.mode != 0)
-        return ox_unsupported(b, "linear and cubic Resize of %s is not supported", xe_dtype_name(ox_type(b, y)->dtype));
+        return ox_unsupported(b, "linear and cubic Resize of %s is not supported",
+                              xe_dtype_name(ox_type(b, y)->dtype));
     const xe_shape *s = &ox_type(b, y)->shape;
     int64_t in[XE_MAX_RANK];
     int rank = s->rank;

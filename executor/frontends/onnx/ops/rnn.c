@@ -30,16 +30,16 @@ typedef enum rnn_act {
 
 /* One recurrent node's shape and options. */
 typedef struct rnn {
-    int gates;        /* 1 RNN, 3 GRU, 4 LSTM */
-    int n_act;        /* activations per direction: 1, 2, 3 */
-    int dirs;         /* 1 or 2 */
-    bool reverse;     /* direction="reverse" (one direction) */
-    bool layout;      /* layout=1: batch first */
-    bool lbr;         /* GRU linear_before_reset */
+    int gates;    /* 1 RNN, 3 GRU, 4 LSTM */
+    int n_act;    /* activations per direction: 1, 2, 3 */
+    int dirs;     /* 1 or 2 */
+    bool reverse; /* direction="reverse" (one direction) */
+    bool layout;  /* layout=1: batch first */
+    bool lbr;     /* GRU linear_before_reset */
     int64_t seq, hid;
-    double clip;      /* 0: no clip */
+    double clip; /* 0: no clip */
     rnn_act act[2][3];
-    int lens;         /* [1, batch, 1] i64 lengths, -1: every step counts */
+    int lens; /* [1, batch, 1] i64 lengths, -1: every step counts */
 } rnn;
 
 static int add_opt(ox_b *b, int x, int y)
@@ -65,7 +65,8 @@ static int dir_part(ox_b *b, int x, int d, const int64_t *dims, int n)
     for (int k = 0; k < r; k++)
         end[k] = k == 0 ? d + 1 : INT64_MAX;
     beg[0] = d;
-    return ox_reshape_dims(b, ox_slice(b, x, beg, end), dims, n, "a recurrent layer needs every dim but one known");
+    return ox_reshape_dims(b, ox_slice(b, x, beg, end), dims, n,
+                           "a recurrent layer needs every dim but one known");
 }
 
 static int act(ox_b *b, rnn_act a, int x)
@@ -95,7 +96,9 @@ static bool activations(ox_b *b, rnn *r)
     if (!a)
         return true;
     if (a->n_strings != (size_t)(r->n_act * r->dirs))
-        return ox_invalid(b, "activations has %zu entries, %d expected", a->n_strings, r->n_act * r->dirs), false;
+        return ox_invalid(b, "activations has %zu entries, %d expected", a->n_strings,
+                          r->n_act * r->dirs),
+               false;
     for (size_t i = 0; i < a->n_strings; i++) {
         const ProtobufCBinaryData *s = &a->strings[i];
         size_t n = s->data ? s->len : 0;
@@ -108,7 +111,8 @@ static bool activations(ox_b *b, rnn *r)
             *to = RNN_RELU;
         else
             return ox_unsupported(b, "activation '%.*s' is not supported (Sigmoid, Tanh, Relu are)",
-                                  (int)(n > 32 ? 32 : n), n ? (const char *)s->data : ""), false;
+                                  (int)(n > 32 ? 32 : n), n ? (const char *)s->data : ""),
+                   false;
     }
     return true;
 }
@@ -123,16 +127,19 @@ static bool lengths(ox_b *b, rnn *r, int64_t batch)
     const xe_type *t = ox_type(b, lens);
     if (t->shape.rank != 1 || (t->dtype != XE_I32 && t->dtype != XE_I64))
         return ox_invalid(b, "sequence_lens must be a 1-D int32 tensor"), false;
-    const xe_tensor *c = b->c->g->nodes[lens]->op == XE_OP_CONST ? b->c->g->nodes[lens]->value : NULL;
+    const xe_tensor *c =
+        b->c->g->nodes[lens]->op == XE_OP_CONST ? b->c->g->nodes[lens]->value : NULL;
     bool whole = c != NULL;
     for (int64_t i = 0; c && i < xe_tensor_numel(c); i++)
-        whole &= (t->dtype == XE_I32 ? ((const int32_t *)c->data)[i] : ((const int64_t *)c->data)[i]) == r->seq;
+        whole &= (t->dtype == XE_I32 ? ((const int32_t *)c->data)[i]
+                                     : ((const int64_t *)c->data)[i]) == r->seq;
     if (whole)
         return true;
     if (r->reverse || r->dirs == 2)
         return ox_unsupported(b, "sequence_lens with a reverse direction is not supported"), false;
     int64_t dims[3] = {1, batch, 1};
-    r->lens = ox_reshape_dims(b, ox_cast(b, lens, XE_I64), dims, 3, "sequence_lens needs a known batch");
+    r->lens =
+        ox_reshape_dims(b, ox_cast(b, lens, XE_I64), dims, 3, "sequence_lens needs a known batch");
     return r->lens >= 0;
 }
 
@@ -161,26 +168,29 @@ static bool setup(ox_b *b, rnn *r, int x, int w)
     r->seq = xt->shape.dims[r->layout ? 1 : 0];
     r->hid = ox_int(b, "hidden_size", wt->shape.dims[1] < 0 ? -1 : wt->shape.dims[1] / r->gates);
     if (r->seq < 1 || r->seq > OX_RNN_MAX_STEPS || xt->shape.dims[2] < 0)
-        return ox_unsupported(b, "%s needs a known sequence length of 1 to %d and a known input size",
-                              t, OX_RNN_MAX_STEPS), false;
-    if (r->hid < 1 || r->hid > (1 << 24) || wt->shape.dims[0] != r->dirs || wt->shape.dims[1] != r->gates * r->hid ||
-        wt->shape.dims[2] != xt->shape.dims[2])
-        return ox_invalid(b, "W must be [%d, %d * hidden_size, input_size]", r->dirs, r->gates), false;
+        return ox_unsupported(b,
+                              "%s needs a known sequence length of 1 to %d and a known input size",
+                              t, OX_RNN_MAX_STEPS),
+               false;
+    if (r->hid < 1 || r->hid > (1 << 24) || wt->shape.dims[0] != r->dirs ||
+        wt->shape.dims[1] != r->gates * r->hid || wt->shape.dims[2] != xt->shape.dims[2])
+        return ox_invalid(b, "W must be [%d, %d * hidden_size, input_size]", r->dirs, r->gates),
+               false;
     return activations(b, r) && lengths(b, r, xt->shape.dims[r->layout ? 0 : 1]);
 }
 
 /* The recurrent state of one direction. */
 typedef struct rstate {
-    int h, c;  /* [1, batch, hid]; -1: zero (before the first step, without initial_h/c) */
+    int h, c; /* [1, batch, hid]; -1: zero (before the first step, without initial_h/c) */
 } rstate;
 
 /* The weights of one direction. */
 typedef struct rdir {
-    int xw;      /* [seq, batch, G*hid]: X W^T + Wb */
-    int r;       /* [G*hid, hid] */
-    int rb;      /* [G*hid] or -1 */
-    int p[3];    /* LSTM peepholes i, o, f ([hid]) or -1 */
-    rnn_act *a;  /* this direction's activations */
+    int xw;     /* [seq, batch, G*hid]: X W^T + Wb */
+    int r;      /* [G*hid, hid] */
+    int rb;     /* [G*hid] or -1 */
+    int p[3];   /* LSTM peepholes i, o, f ([hid]) or -1 */
+    rnn_act *a; /* this direction's activations */
 } rdir;
 
 /* H R[from:to]^T + Rb[from:to]: the recurrent term of gates from/hid to to/hid, -1 where zero. */
@@ -226,7 +236,8 @@ static rstate gru_step(ox_b *b, const rnn *r, const rdir *w, int xt, rstate s)
                     : recur(b, w, mul_opt(b, rg, s.h), 2 * H, 3 * H);
     int cand = gate(b, r, w->a[1], add_opt(b, last(b, xt, 2 * H, 3 * H), hh));
     int one = ox_scalar(b, ox_type(b, cand)->dtype, 1);
-    int h = add_opt(b, ox_bin(b, XE_OP_MUL, ox_bin(b, XE_OP_SUB, one, z), cand), mul_opt(b, z, s.h));
+    int h =
+        add_opt(b, ox_bin(b, XE_OP_MUL, ox_bin(b, XE_OP_SUB, one, z), cand), mul_opt(b, z, s.h));
     return (rstate){.h = h, .c = -1};
 }
 
@@ -278,10 +289,12 @@ static rstate direction(ox_b *b, rnn *r, int x, int d, int init_h, int init_c, i
     int ys[OX_RNN_MAX_STEPS];
     bool back = r->reverse || d == 1;
     for (int64_t k = 0; k < r->seq && !b->failed; k++) {
-        int64_t t = back ? r->seq - 1 - k : k, beg[3] = {t, 0, 0}, end[3] = {t + 1, INT64_MAX, INT64_MAX};
+        int64_t t = back ? r->seq - 1 - k : k, beg[3] = {t, 0, 0},
+                end[3] = {t + 1, INT64_MAX, INT64_MAX};
         int xt = ox_slice(b, w.xw, beg, end);
-        rstate n = r->gates == 4 ? lstm_step(b, r, &w, xt, s) : r->gates == 3 ? gru_step(b, r, &w, xt, s)
-                                                               : rnn_step(b, r, &w, xt, s);
+        rstate n = r->gates == 4   ? lstm_step(b, r, &w, xt, s)
+                   : r->gates == 3 ? gru_step(b, r, &w, xt, s)
+                                   : rnn_step(b, r, &w, xt, s);
         ys[t] = masked(b, r, (int)t, n.h, -1);
         s.h = masked(b, r, (int)t, n.h, s.h);
         s.c = masked(b, r, (int)t, n.c, s.c);

@@ -91,7 +91,8 @@ xe_code ox_b_rotary(ox_b *b)
     bool inter = ox_int(b, "interleaved", 0) != 0;
     memcpy(orig, xs->dims, sizeof orig);
     if (!xe_dtype_is_float(ox_type(b, x)->dtype))
-        return ox_unsupported(b, "RotaryEmbedding of %s is not supported", xe_dtype_name(ox_type(b, x)->dtype));
+        return ox_unsupported(b, "RotaryEmbedding of %s is not supported",
+                              xe_dtype_name(ox_type(b, x)->dtype));
     int v;
     if (r == 4) {
         v = ox_transpose(b, x, perm, 4);
@@ -106,7 +107,8 @@ xe_code ox_b_rotary(ox_b *b)
     int64_t hd = ox_type(b, v)->shape.dims[3], rd = ox_int(b, "rotary_embedding_dim", 0);
     rd = rd == 0 ? hd : rd;
     if (hd < 2 || rd < 2 || rd > hd || rd % 2)
-        return ox_invalid(b, "rotary_embedding_dim %lld does not fit a head of %lld", (long long)rd, (long long)hd);
+        return ox_invalid(b, "rotary_embedding_dim %lld does not fit a head of %lld", (long long)rd,
+                          (long long)hd);
     int cs = cache(b, 1, pos, rd / 2), sn = cache(b, 2, pos, rd / 2);
     int rot = rd == hd ? v : lastcut(b, v, 0, rd);
     int x1 = inter ? strided(b, rot, 0) : lastcut(b, rot, 0, rd / 2);

@@ -11,7 +11,6 @@
 
 #include "onnx_impl.h"
 
-
 static xe_code done(ox_b *b, int y)
 {
     ox_out(b, 0, y);
@@ -72,7 +71,8 @@ xe_code ox_b_flatten(ox_b *b)
     int64_t axis = ox_int(b, "axis", 1);
     axis = axis < 0 ? axis + r : axis; /* in [-r, r]: r flattens everything into dim 0 */
     if (x < 0 || axis < 0 || axis > r)
-        return x < 0 ? ox_status(b) : ox_invalid(b, "axis %lld is out of range", (long long)ox_int(b, "axis", 1));
+        return x < 0 ? ox_status(b)
+                     : ox_invalid(b, "axis %lld is out of range", (long long)ox_int(b, "axis", 1));
     const xe_shape *s = &ox_type(b, x)->shape;
     int64_t d[2] = {1, 1};
     for (int k = 0; k < s->rank; k++) {
@@ -99,7 +99,8 @@ xe_code ox_b_squeeze(ox_b *b)
     }
     for (int d = 0; d < r; d++) {
         if (n < 0 && s->dims[d] < 0)
-            return ox_unsupported(b, "Squeeze without axes of a value with unknown dims is not supported");
+            return ox_unsupported(
+                b, "Squeeze without axes of a value with unknown dims is not supported");
         if (n < 0)
             drop[d] = s->dims[d] == 1;
         if (!drop[d])
@@ -117,7 +118,8 @@ xe_code ox_b_unsqueeze(ox_b *b)
     if (x < 0 || b->failed)
         return ox_status(b);
     if (n < 0 || r + n > XE_MAX_RANK)
-        return n < 0 ? ox_invalid(b, "needs axes") : ox_unsupported(b, "rank above 8 is not supported");
+        return n < 0 ? ox_invalid(b, "needs axes")
+                     : ox_unsupported(b, "rank above 8 is not supported");
     for (int k = 0; k < n; k++) {
         int a;
         if (!ox_axis(b, axes[k], r + n, &a))
@@ -176,8 +178,9 @@ xe_code ox_b_split(ox_b *b)
     if (x < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
         return ox_status(b);
     int64_t dim = ox_type(b, x)->shape.dims[axis];
-    int n = b->opset < 13 ? ox_ints(b, "split", split, OX_MAX_IO)
-            : ox_in(b, 1) >= 0 ? ox_const_ints(b, 1, "split", split, OX_MAX_IO) : -1;
+    int n = b->opset < 13      ? ox_ints(b, "split", split, OX_MAX_IO)
+            : ox_in(b, 1) >= 0 ? ox_const_ints(b, 1, "split", split, OX_MAX_IO)
+                               : -1;
     if (b->failed)
         return ox_status(b);
     if (n < 0) {
@@ -185,8 +188,10 @@ xe_code ox_b_split(ox_b *b)
             return ox_unsupported(b, "an even Split of an unknown dim is not supported");
         int64_t parts = ox_int(b, "num_outputs", n_out);
         if (parts < 1 || parts != n_out)
-            return ox_invalid(b, "num_outputs is %lld for a node of %d outputs (they must be equal, and at least 1)",
-                              (long long)parts, n_out);
+            return ox_invalid(
+                b,
+                "num_outputs is %lld for a node of %d outputs (they must be equal, and at least 1)",
+                (long long)parts, n_out);
         int64_t each = dim / parts + (dim % parts != 0); /* each * n <= dim: no overflow */
         for (n = 0; n < n_out; n++) {
             int64_t rest = dim - each * n;
@@ -198,10 +203,12 @@ xe_code ox_b_split(ox_b *b)
     int64_t at = 0;
     for (int k = 0; k < n; k++) /* sizes, summed in 64 bits even when the dim is unknown */
         if (split[k] < 0 || __builtin_add_overflow(at, split[k], &at) || (dim >= 0 && at > dim))
-            return ox_invalid(b, "split's parts must be sizes that add up to the dim %lld (part %d is %lld)",
-                              (long long)dim, k, (long long)split[k]);
+            return ox_invalid(
+                b, "split's parts must be sizes that add up to the dim %lld (part %d is %lld)",
+                (long long)dim, k, (long long)split[k]);
     if (dim >= 0 && at != dim)
-        return ox_invalid(b, "split's parts add up to %lld, not to the dim %lld", (long long)at, (long long)dim);
+        return ox_invalid(b, "split's parts add up to %lld, not to the dim %lld", (long long)at,
+                          (long long)dim);
     at = 0;
     for (int k = 0; k < n; k++) {
         ox_out(b, k, slice_axis(b, x, axis, at, at + split[k]));
@@ -284,7 +291,8 @@ xe_code ox_b_slice(ox_b *b)
         if (sp[k] != 1) { /* a stepped axis picks its positions (known dim) */
             int64_t dim = ox_type(b, x)->shape.dims[a], pos[256], m;
             if (dim < 0 || (m = stepped(st[k], en[k], sp[k], dim, pos, 256)) > 256 || m < 1)
-                return ox_unsupported(b, "Slice with steps needs a known dim and 1 to 256 positions");
+                return ox_unsupported(b,
+                                      "Slice with steps needs a known dim and 1 to 256 positions");
             x = ox_take(b, x, a, pos, m);
             beg[a] = 0;
             end[a] = INT64_MAX;
@@ -309,7 +317,8 @@ xe_code ox_b_expand(ox_b *b)
         if (a < 0 && c == 1)
             return ox_unsupported(b, "Expand of an unknown dim is not supported");
         if (a >= 0 && a != 1 && c != 1 && a != c)
-            return ox_invalid(b, "cannot expand dim %d of size %lld to %lld", d, (long long)a, (long long)c);
+            return ox_invalid(b, "cannot expand dim %d of size %lld to %lld", d, (long long)a,
+                              (long long)c);
         out[d] = c == 1 ? a : c;
     }
     ox_at at = OX_INTS("shape", out, r);
@@ -358,7 +367,8 @@ xe_code ox_b_shape(ox_b *b)
     hi = hi < lo ? lo : hi > r ? r : hi;
     for (int64_t d = lo; d < hi; d++) {
         if (s->dims[d] < 0)
-            return ox_unsupported(b, "Shape of an unknown dim is not supported (it is folded at load time)");
+            return ox_unsupported(
+                b, "Shape of an unknown dim is not supported (it is folded at load time)");
         v[d - lo] = s->dims[d];
     }
     return done(b, ox_ints_const(b, v, (int)(hi - lo)));

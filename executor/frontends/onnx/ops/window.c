@@ -124,8 +124,10 @@ xe_code ox_b_affine_grid(ox_b *b)
         return ox_status(b);
     const xe_type *tt = ox_type(b, theta);
     int k = n - 2;
-    if ((n != 4 && n != 5) || tt->shape.rank != 3 || tt->shape.dims[1] != k || tt->shape.dims[2] != k + 1)
-        return ox_invalid(b, "AffineGrid needs theta [N, %d, %d] for a size of 4 or 5 entries", k, k + 1);
+    if ((n != 4 && n != 5) || tt->shape.rank != 3 || tt->shape.dims[1] != k ||
+        tt->shape.dims[2] != k + 1)
+        return ox_invalid(b, "AffineGrid needs theta [N, %d, %d] for a size of 4 or 5 entries", k,
+                          k + 1);
     if (!xe_dtype_is_float(tt->dtype))
         return ox_unsupported(b, "AffineGrid of %s is not supported", xe_dtype_name(tt->dtype));
     int64_t p = 1;
@@ -141,7 +143,8 @@ xe_code ox_b_affine_grid(ox_b *b)
     for (int64_t i = 0; i < p; i++) {
         int64_t rest = i;
         for (int d = n - 1; d >= 2; d--) { /* x (the last dim) first */
-            xe_store_f64(t->data, tt->dtype, i * (k + 1) + (n - 1 - d), grid_at(rest % size[d], size[d], align));
+            xe_store_f64(t->data, tt->dtype, i * (k + 1) + (n - 1 - d),
+                         grid_at(rest % size[d], size[d], align));
             rest /= size[d];
         }
         xe_store_f64(t->data, tt->dtype, i * (k + 1) + k, 1.0);

@@ -32,8 +32,9 @@ static double now_us(void)
 
 bool xe_mpi_launched(void)
 {
-    static const char *const vars[] = {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK",
-                                       "PMI_SIZE", "MPI_LOCALNRANKS", "MV2_COMM_WORLD_SIZE"};
+    static const char *const vars[] = {
+        "OMPI_COMM_WORLD_SIZE", "PMIX_RANK",          "PMI_RANK", "PMI_SIZE",
+        "MPI_LOCALNRANKS",      "MV2_COMM_WORLD_SIZE"};
     for (size_t i = 0; i < sizeof vars / sizeof *vars; i++)
         if (getenv(vars[i]))
             return true;
@@ -43,12 +44,18 @@ bool xe_mpi_launched(void)
 static MPI_Datatype mpi_type(xe_dtype dt)
 {
     switch (dt) {
-    case XE_F32: return MPI_FLOAT;
-    case XE_F64: return MPI_DOUBLE;
-    case XE_I32: return MPI_INT32_T;
-    case XE_I64: return MPI_INT64_T;
-    case XE_F16: return MPI_UINT16_T; /* moved, never reduced (infer refuses it) */
-    default: return MPI_UINT8_T;      /* bool */
+    case XE_F32:
+        return MPI_FLOAT;
+    case XE_F64:
+        return MPI_DOUBLE;
+    case XE_I32:
+        return MPI_INT32_T;
+    case XE_I64:
+        return MPI_INT64_T;
+    case XE_F16:
+        return MPI_UINT16_T; /* moved, never reduced (infer refuses it) */
+    default:
+        return MPI_UINT8_T; /* bool */
     }
 }
 
@@ -96,7 +103,8 @@ static bool too_big(size_t count, const char *what, xe_status *st)
 {
     if (count <= INT_MAX)
         return false;
-    xe_fail(st, XE_ERR_UNSUPPORTED, "%s: %zu elements is more than MPI's count limit (%d)", what, count, INT_MAX);
+    xe_fail(st, XE_ERR_UNSUPPORTED, "%s: %zu elements is more than MPI's count limit (%d)", what,
+            count, INT_MAX);
     return true;
 }
 
@@ -114,8 +122,8 @@ static xe_code all_reduce(void *self, const void *in, void *out, size_t count, x
     MPI_Request rq;
     if (too_big(count, "MPI_Iallreduce", st))
         return st->code;
-    int rc = MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, mpi_type(dt), mpi_op(op),
-                            MPI_COMM_WORLD, &rq);
+    int rc = MPI_Iallreduce(in == out ? MPI_IN_PLACE : in, out, (int)count, mpi_type(dt),
+                            mpi_op(op), MPI_COMM_WORLD, &rq);
     return finish(self, rc, &rq, "MPI_Iallreduce", st);
 }
 
@@ -141,8 +149,7 @@ static xe_code reduce_scatter(void *self, const void *in, void *out, size_t coun
     return finish(self, rc, &rq, "MPI_Ireduce_scatter_block", st);
 }
 
-static xe_code broadcast(void *self, void *buf, size_t count, xe_dtype dt, int root,
-                         xe_status *st)
+static xe_code broadcast(void *self, void *buf, size_t count, xe_dtype dt, int root, xe_status *st)
 {
     MPI_Request rq;
     if (too_big(count, "MPI_Ibcast", st))
@@ -158,8 +165,11 @@ const xe_comm *xe_mpi_start(double timeout_s, xe_status *st)
         return mpi_fail(rc, "MPI_Init_thread", st), NULL;
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
     engine = (mpi_engine){.timeout_s = timeout_s};
-    engine.comm = (xe_comm){.name = "mpi", .self = &engine, .all_reduce = all_reduce,
-                            .all_gather = all_gather, .reduce_scatter = reduce_scatter,
+    engine.comm = (xe_comm){.name = "mpi",
+                            .self = &engine,
+                            .all_reduce = all_reduce,
+                            .all_gather = all_gather,
+                            .reduce_scatter = reduce_scatter,
                             .broadcast = broadcast};
     MPI_Comm_rank(MPI_COMM_WORLD, &engine.comm.rank);
     MPI_Comm_size(MPI_COMM_WORLD, &engine.comm.size);
@@ -181,8 +191,10 @@ static bool all_failed(void)
 {
     MPI_Request rq;
     xe_status st;
-    mpi_engine e = {.timeout_s = engine.timeout_s > 0 && engine.timeout_s < 5 ? engine.timeout_s : 5};
-    return MPI_Ibarrier(MPI_COMM_WORLD, &rq) == MPI_SUCCESS && wait_request(&e, &rq, "", &st) == XE_OK;
+    mpi_engine e = {.timeout_s =
+                        engine.timeout_s > 0 && engine.timeout_s < 5 ? engine.timeout_s : 5};
+    return MPI_Ibarrier(MPI_COMM_WORLD, &rq) == MPI_SUCCESS &&
+           wait_request(&e, &rq, "", &st) == XE_OK;
 }
 
 void xe_mpi_finish(int rc)
