@@ -442,6 +442,13 @@ xe_code ox_b_one_hot(ox_b *b)
     if (r + 1 > XE_MAX_RANK || !xe_shape_is_known(s) || depth < 1)
         return ox_unsupported(b, "OneHot needs known dims, rank at most 7 and a depth of 1 to %d",
                               OX_FOLD_MAX);
+    const xe_shape *vs = &ox_type(b, vals)->shape; /* [off, on]: ONNX's rank 1 of two values */
+    if (vs->rank == 1 && vs->dims[0] < 0)
+        return ox_unsupported(b, "OneHot needs values of a known size (2)");
+    if (vs->rank != 1 || vs->dims[0] != 2)
+        return ox_invalid(b,
+                          "values must be [off, on], a rank-1 tensor of 2 elements (got rank %d%s)",
+                          vs->rank, vs->rank == 1 ? " of another size" : "");
     if (!ox_axis(b, ox_int(b, "axis", -1), r + 1, &axis))
         return ox_status(b);
     for (int d = 0, j = 0; d <= r; d++) {
