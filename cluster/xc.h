@@ -110,6 +110,14 @@ xe_graph *xc_annotate(const xe_graph *g, const xc_clustering *c, xe_status *st);
  * boxes. Returns malloc'd text, NULL with *st set on failure.
  */
 char *xc_dot_string(const xe_graph *g, const xc_clustering *c, xe_status *st);
+/*
+ * Graphviz text of c at the level of its decisions (dot_clusters.c): a box per
+ * cluster (device, op count, ops by kind), a grey box per reason for the ops
+ * left out, the graph's inputs and outputs, and arrows labelled with the
+ * number of tensors flowing between boxes. Readable where the per-op picture
+ * of a large graph is not. malloc'd text, NULL with *st set on failure.
+ */
+char *xc_cluster_dot_string(const xe_graph *g, const xc_clustering *c, xe_status *st);
 
 /* The clustering summary: counts, per-cluster histograms, reasons. */
 void xc_write_summary(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id);

@@ -94,7 +94,8 @@ static xe_code write_text(const char *path, const char *text, xe_status *st)
     return ok ? XE_OK : xe_fail(st, XE_ERR_IO, "cannot write %s", path);
 }
 
-/* DIR/STAGE_N.xg and DIR/STAGE_N.dot of g (c: the clustering, or NULL). */
+/* DIR/STAGE_N.xg and DIR/STAGE_N.dot of g (c: the clustering, or NULL); with c, also
+ * DIR/STAGE_N.clusters.dot, the picture of its decisions. */
 static xe_code dump_stage(const char *dir, const char *stage, int id, const xe_graph *g,
                           const xc_clustering *c, xe_status *st)
 {
@@ -112,6 +113,14 @@ static xe_code dump_stage(const char *dir, const char *stage, int id, const xe_g
         snprintf(path, sizeof path, "%s/%s_%d.dot", dir, stage, id);
         code = write_text(path, dot, st);
         free(dot);
+    }
+    char *boxes = code == XE_OK && c ? xc_cluster_dot_string(g, c, st) : NULL;
+    if (code == XE_OK && c && !boxes)
+        code = st->code;
+    if (boxes) { /* beside the per-op picture: one box per cluster and per reason */
+        snprintf(path, sizeof path, "%s/%s_%d.clusters.dot", dir, stage, id);
+        code = write_text(path, boxes, st);
+        free(boxes);
     }
     return code;
 }

@@ -379,6 +379,17 @@ Test(mark, summary_and_annotations)
     cr_assert(strstr(dot, "subgraph cluster_0") != NULL);
     cr_assert(strstr(dot, "data-dependent output shape") != NULL);
     free(dot);
+    /* the picture of the decisions: two boxes (io2 inputs, io3 outputs), tensors counted per arrow */
+    char *boxes = xc_cluster_dot_string(g, c, &st);
+    cr_assert_not_null(boxes, "%s", st.msg);
+    cr_assert(strstr(boxes, "g0 [label=\"cluster_0\\n2 ops on XLA_CPU:0\\nexp (1), neg (1)\""), "%s", boxes);
+    cr_assert(strstr(boxes, "g1 [label=\"left out: data-dependent output shape\\n1 op\\nunique (1)\""), "%s",
+              boxes);
+    cr_assert(strstr(boxes, "io2 [label=\"graph inputs (1)\""), "%s", boxes);
+    cr_assert(strstr(boxes, "io2 -> g0 [label=\"1\"]"), "%s", boxes);
+    cr_assert(strstr(boxes, "g0 -> g1 [label=\"1\"]"), "%s", boxes);
+    cr_assert(strstr(boxes, "g1 -> io3 [label=\"1\"]") && !strstr(boxes, "g0 -> io3"), "%s", boxes);
+    free(boxes);
     xe_graph_destroy(a);
     xc_clustering_destroy(c);
     xe_graph_destroy(g);

@@ -268,6 +268,15 @@ Test(e2e, clustering_debug_dumps)
     char *after = xt_read_file(xt_path("dumps/after_encapsulation_0.xg"), NULL);
     cr_assert(strstr(after, "xlac_launch"), "%s", after);
     free(after);
+    /* the picture of the decisions: one box for the cluster, one for the reason, and only these */
+    check_dot("dumps/mark_for_compilation_0.clusters.dot");
+    char *boxes = xt_read_file(xt_path("dumps/mark_for_compilation_0.clusters.dot"), NULL);
+    cr_assert_not_null(boxes);
+    cr_assert(strstr(boxes, "label=\"cluster_0\\n4 ops on XLA_CPU:0\\n"), "%s", boxes);
+    cr_assert(strstr(boxes, "label=\"left out: data-dependent output shape\\n1 op\\nunique (1)\""), "%s",
+              boxes);
+    cr_assert_null(strstr(boxes, "g2 ["), "two boxes: %s", boxes);
+    free(boxes);
     char *summary = xt_read_file(xt_path("dumps/clustering_summary_0.txt"), NULL);
     cr_assert_not_null(summary);
     cr_assert(strstr(summary, "ops clustered: 4"), "%s", summary);
