@@ -196,17 +196,32 @@ def test_providers_and_get_providers(graph):
             xlac.InferenceSession(path, providers=["CUDAExecutionProvider"])
 
 
-def test_profiling_writes_a_chrome_trace(graph, tmp_path):
+@pytest.mark.parametrize("auto_jit", [0, 2])
+def test_profiling_writes_onnxruntimes_schema_and_a_chrome_trace(graph, tmp_path, auto_jit):
     so = xlac.SessionOptions()
     so.enable_profiling = True
     so.profile_file_prefix = str(tmp_path / "prof")
-    sess = xlac.InferenceSession(graph(GRAPH), so, auto_jit=0)
+    sess = xlac.InferenceSession(graph(GRAPH), so, auto_jit=auto_jit)
+    sess.run(None, feeds())
     sess.run(None, feeds())
     path = sess.end_profiling()
     assert path.startswith(str(tmp_path / "prof_")) and path.endswith(".json")
+    # what a program written for onnxruntime reads: a list of complete events, two model_runs, and
+    # kernels with op_name and provider (the clustered session's cluster as one xlac_launch)
     events = json.load(open(path))
-    events = events["traceEvents"] if isinstance(events, dict) else events
-    assert any(e.get("name") == "run 0" for e in events), events[:5]
+    assert isinstance(events, list) and all(e["ph"] == "X" for e in events), events[:3]
+    assert [e["name"] for e in events if e["cat"] == "Session" and e["name"] == "model_run"] == ["model_run"] * 2
+    nodes = [e for e in events if e["cat"] == "Node"]
+    assert nodes and all(e["name"].endswith("_kernel_time") for e in nodes), nodes[:3]
+    assert {e["args"]["provider"] for e in nodes} == {"CPUExecutionProvider"}
+    ops = {e["args"]["op_name"] for e in nodes}
+    assert ("xlac_launch" in ops) == (auto_jit == 2), ops
+    runs = [e for e in events if e["name"] == "model_run"]
+    assert all(r["ts"] <= n["ts"] and n["ts"] + n["dur"] <= r["ts"] + r["dur"] + 1 for n in nodes
+               for r in runs if r["ts"] <= n["ts"] < r["ts"] + r["dur"]), "a kernel outside its run"
+    # xlac's own trace beside it, with what onnxruntime's schema has no name for
+    trace = json.load(open(path[: -len(".json")] + ".trace.json"))
+    assert any(e.get("name") == "run 0" for e in trace["traceEvents"]), trace["traceEvents"][:5]
     # three sessions with one prefix, within a second (one trace at a time in a process): three
     # names, three files
     paths = []

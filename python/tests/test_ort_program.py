@@ -45,6 +45,10 @@ def test_the_program_runs_on_xlac_with_only_the_import_swapped(tmp_path):
                  "enable_mem_pattern=True", "session.intra_op.allow_spinning", "NoSuchExecutionProvider"):
         assert r_x.stderr.count(name) == 1, (name, r_x.stderr)
     assert "optimized True" in r_x.stdout
+    # the profile, read as onnxruntime's: the same lines from both runtimes
+    prof = [ln for ln in r_ort.stdout.splitlines() if ln.startswith("profile")]
+    assert prof == ["profile runs 2 providers ['CPUExecutionProvider']"], r_ort.stdout
+    assert [ln for ln in r_x.stdout.splitlines() if ln.startswith("profile")] == prof, r_x.stdout
     # the optimized model is ONNX, its clusters nodes of xlac's domain, and xlac runs it again
     onnx = pytest.importorskip("onnx")
     m = onnx.load(str(folder / "opt.onnx"))

@@ -23,7 +23,7 @@ import time
 
 import numpy as np
 
-from . import _lib, _log, _meta, _onnx_out, errors
+from . import _lib, _log, _meta, _onnx_out, _profile, errors
 from . import hints as hints_mod
 from .iobinding import IOBinding, OrtValue
 from .options import RunOptions, SessionOptions, _refused, auto_jit_of
@@ -247,15 +247,16 @@ class InferenceSession:
         # flags load the plugin even op by op: they are checked, and never silently dropped
         plugin = _lib.ensure_plugin(self._auto_jit or (1 if flags else 0))
         config = _lib.session_config(self._auto_jit, flags) if plugin else None
-        self._profile = None
-        if so.enable_profiling:
+        self._profile = self._trace = None
+        if so.enable_profiling:  # xlac's Chrome trace beside the file end_profiling() returns
             self._profile = _profile_path(so.profile_file_prefix)
+            self._trace = self._profile[: -len(".json")] + ".trace.json"
         self._start_ns = time.time_ns()
         err = ctypes.create_string_buffer(8192)
         h = ctypes.c_void_p()
         code = self._lib.xe_capi_open_with(
             self._model.path.encode(), device.encode(), config.encode() if config else None,
-            self._profile.encode() if self._profile else None, 1 if so.log_severity_level == 0 else 0,
+            self._trace.encode() if self._trace else None, 1 if so.log_severity_level == 0 else 0,
             ctypes.byref(h), err, len(err))
         if code != 0:
             self._raise(code, self._model.message(err.value.decode(errors="replace")))
@@ -338,7 +339,9 @@ class InferenceSession:
         return self._start_ns
 
     def end_profiling(self):
-        """Stops recording; returns the Chrome trace's path ('' when profiling is off)."""
+        """Stops recording; writes PREFIX_DATE_TIME_MS_PID.json in onnxruntime's profile schema
+        (xlac/_profile.py) and returns its path ('' when profiling is off). xlac's own Chrome trace,
+        with each cluster's steps and compiles, is beside it: the same name ending in .trace.json."""
         if not self._profile:
             return ""
         err = ctypes.create_string_buffer(4096)
@@ -346,6 +349,7 @@ class InferenceSession:
             code = self._lib.xe_capi_end_profiling(self._check_open(), err, len(err))
         if code != 0:
             self._raise(code, err.value.decode(errors="replace"))
+        _profile.write_ort_profile(self._trace, self._profile)
         return self._profile
 
     def io_binding(self):

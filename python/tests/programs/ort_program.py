@@ -1,6 +1,7 @@
 """An onnxruntime program as onnxruntime users write them, with the settings they commonly carry.
 test_ort_program.py runs it as it is and with only its import line swapped for `import xlac as ort`.
 argv: OUT_FOLDER SEVERITY. Writes OUT_FOLDER/result.npz (the outputs) and prints the inputs' shapes."""
+import json
 import os
 import sys
 
@@ -39,6 +40,8 @@ so.enable_cpu_mem_arena = True
 so.enable_mem_pattern = True
 so.add_session_config_entry("session.intra_op.allow_spinning", "0")
 so.optimized_model_filepath = os.path.join(out_dir, "opt.onnx")
+so.enable_profiling = True
+so.profile_file_prefix = os.path.join(out_dir, "prof")
 sess = ort.InferenceSession(model_path, so, providers=["NoSuchExecutionProvider", "CPUExecutionProvider"],
                             provider_options=[{}, {}])
 print("inputs", [(i.name, i.shape, i.type) for i in sess.get_inputs()])
@@ -51,3 +54,12 @@ xv = ort.OrtValue.ortvalue_from_numpy(x)
 (y2,) = [v.numpy() for v in sess.run_with_ort_values(["y"], {"x": xv})]
 np.savez(os.path.join(out_dir, "result.npz"), y=y, s=s, y2=y2)
 print("optimized", os.path.exists(so.optimized_model_filepath))
+# the profile read as onnxruntime's own: kernel time per provider from the Node events
+with open(sess.end_profiling()) as f:
+    events = json.load(f)
+runs = sum(1 for e in events if e["cat"] == "Session" and e["name"] == "model_run")
+kernel_us = {}
+for e in events:
+    if e["cat"] == "Node":
+        kernel_us[e["args"]["provider"]] = kernel_us.get(e["args"]["provider"], 0) + e["dur"]
+print("profile runs", runs, "providers", sorted(kernel_us))
