@@ -331,6 +331,9 @@ class Runtimes:
         so = ort.SessionOptions()
         so.intra_op_num_threads = self.threads
         so.inter_op_num_threads = 1
+        # what xlac.ort's import hook does for a session it adds the EP to: onnxruntime's intra-op
+        # threads do not spin on the cores the fused nodes' OpenMP team runs on
+        so.add_session_config_entry("session.intra_op.allow_spinning", "0")
         so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == ORT_EP], {})
         self.ort_ep = ort.InferenceSession(self.path, so)
         return lambda: self.ort_ep.run(None, self.inputs)[0]
@@ -606,7 +609,9 @@ def markdown(rows, info, args):
           "after warm-up (its first call in its own column). xlac: `xlac-run` op by op, and clustered "
           "with `LD_PRELOAD=libxlac.so XLAC_AUTO_JIT=2` (warm disk cache). onnxruntime + xlac EP: the same "
           "onnxruntime with `XlacExecutionProvider` (libxlac_ort_ep.so, XLAC_AUTO_JIT=2, in the bench's "
-          "process; its fused nodes run on an OpenMP team of the same thread count, timed warm; target "
+          "process; its fused nodes run on an OpenMP team of the same thread count, and "
+          "`session.intra_op.allow_spinning=0`, as xlac.ort's import hook sets it, so that onnxruntime's "
+          "threads do not spin on the team's cores; timed warm; target "
           "≥ 1.0× onnxruntime on every model, ≥ 1.15× on transformers at batch 1). GFLOP counts convolutions "
           "and products from the ONNX graph. First run: one clustered `xlac-run` process, wall clock "
           "from start to exit, with an empty xlac cache (cold) and the cache it filled (warm); load: an "

@@ -130,6 +130,22 @@ def test_providers_by_name_and_by_devices(model):
     np.testing.assert_allclose(s.run(None, {"x": FEED})[0], plain(model), rtol=1e-5, atol=1e-6)
 
 
+def test_the_hook_quiets_onnxruntimes_spinning_threads_unless_the_program_chose(model):
+    spin = "session.intra_op.allow_spinning"
+    assert xlac.ort.install(ort)
+    so = ort.SessionOptions()
+    s = ort.InferenceSession(model, sess_options=so)  # names no provider: the hook adds the EP
+    assert s.get_providers()[0] == EP and so.get_session_config_entry(spin) == "0"
+    so = ort.SessionOptions()
+    so.add_session_config_entry(spin, "1")
+    ort.InferenceSession(model, sess_options=so)
+    assert so.get_session_config_entry(spin) == "1"  # the program's own choice is kept
+    so = ort.SessionOptions()
+    ort.InferenceSession(model, sess_options=so, providers=["CPUExecutionProvider"])
+    with pytest.raises(Exception):  # no EP, no change
+        so.get_session_config_entry(spin)
+
+
 def test_a_bad_flag_in_the_provider_options_is_named(model, capfd):
     """The EP refuses the session's words; onnxruntime's Python falls back to its CPU EP and says why."""
     assert xlac.ort.install(ort)
