@@ -183,8 +183,35 @@ static bool moves_only(const xe_graph *body)
     return true;
 }
 
-/* where[k]: the cluster holding every xlac node of model node k; -1 when none does (or it only
-   moves data: left to onnxruntime); -2 when it has none. */
+/* Whether a cluster is a convolution network's: convolutions at least a third of its products
+   (conv2d against matmul). onnxruntime's CPU EP runs those faster than a fused node does: the
+   real-models bench had ResNet, MobileNetV2, EfficientNet and ConvNeXt-T (22 convolutions beside
+   36 products, 38 %) at 0.37-0.78x onnxruntime with them taken, while ViT, Whisper and the other
+   transformers, whose one or two convolutions embed the input (at most 8 % of their products),
+   were at 0.80-1.25x (docs/onnxruntime-ep.md). */
+static bool conv_network(const xe_graph *body)
+{
+    int convs = 0, products = 0;
+    for (int j = 0; j < body->n_nodes; j++) {
+        convs += body->nodes[j]->op == XE_OP_CONV2D;
+        products += body->nodes[j]->op == XE_OP_CONV2D || body->nodes[j]->op == XE_OP_MATMUL;
+    }
+    return convs > 0 && 3 * convs >= products;
+}
+
+/* Why onnxruntime keeps a cluster of xlac's pass, or NULL when the EP takes it. */
+static const char *left_to_onnxruntime(const xe_graph *body)
+{
+    if (moves_only(body))
+        return "only casts and data movement, nothing to fuse";
+    if (conv_network(body))
+        return "a convolution network's (convolutions a third of its products or more), which "
+               "onnxruntime's CPU EP runs faster";
+    return NULL;
+}
+
+/* where[k]: the cluster holding every xlac node of model node k; -1 when none does (or its cluster
+   is left to onnxruntime); -2 when it has none. */
 static void clusters_of(const plan *p, const xe_graph *g, int *where)
 {
     int launch = xo_g.state.launch_op, c = 0;
@@ -193,15 +220,13 @@ static void clusters_of(const plan *p, const xe_graph *g, int *where)
     for (int i = 0; i < g->n_nodes; i++) {
         const xe_node *n = g->nodes[i];
         if (n->op == launch && n->body) {
-            bool moves = moves_only(n->body);
-            if (moves && p->debug)
-                fprintf(stderr,
-                        "xlac: onnxruntime graph %d: %s left to onnxruntime: only casts and data "
-                        "movement, nothing to fuse\n",
-                        p->id, n->name);
+            const char *why = left_to_onnxruntime(n->body);
+            if (why && p->debug)
+                fprintf(stderr, "xlac: onnxruntime graph %d: %s left to onnxruntime: %s\n", p->id,
+                        n->name, why);
             for (int j = 0; j < n->body->n_nodes; j++)
                 if (n->body->nodes[j]->op != XE_OP_INPUT && n->body->nodes[j]->op != XE_OP_CONST)
-                    note(where, origin(&p->m, n->body->nodes[j]->name), moves ? -1 : c);
+                    note(where, origin(&p->m, n->body->nodes[j]->name), why ? -1 : c);
             c++;
         } else if (n->op != XE_OP_INPUT && n->op != XE_OP_CONST && n->op != XE_OP_GET) {
             note(where, origin(&p->m, n->name), -1);

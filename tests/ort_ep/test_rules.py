@@ -11,6 +11,10 @@ outputs must agree with plain onnxruntime's at every feed.
 - linear: two MatMul + Add on [2, 3, 4] (onnxruntime's basic level makes each Reshape, Gemm,
   Reshape, which the EP writes back as MatMul + Add for xlac), one followed by Relu, one by a
   Reshape to four dims and a Transpose (that Gemm is not undone): two fused nodes, at two feeds;
+- convolution: Conv, Relu, Add, Tanh (one cluster of xlac's pass whose one product is the Conv):
+  left to onnxruntime, which runs convolution networks faster (0);
+- patch_embedding: a Conv then three MatMul + Tanh (convolutions a quarter of the products, as a
+  ViT's patch embedding is a few percent of its): taken (1);
 - debug_once: with the provider option flags "--clustering_debug" (the arithmetic case alone), the
   clustering summary is printed once: GetCapability's, not again by the fused node's session.
 
@@ -108,7 +112,38 @@ def linear():
     return graph_model(nodes, [x], [y, z], inits), feeds, 2
 
 
-CASES = {"moves_only": moves_only, "arithmetic": arithmetic, "shared_shapes": shared_shapes, "linear": linear}
+def convolution():
+    rng = np.random.RandomState(3)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 8, 8])
+    inits = [numpy_helper.from_array(rng.randn(4, 3, 3, 3).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.randn(1, 4, 1, 1).astype(np.float32), "b")]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["c"], ["r"]),
+             helper.make_node("Add", ["r", "b"], ["a"]),
+             helper.make_node("Tanh", ["a"], ["y"])]
+    feeds = [{"x": rng.randn(1, 3, 8, 8).astype(np.float32)}]
+    return graph_model(nodes, [x], [y], inits), feeds, 0
+
+
+def patch_embedding():
+    rng = np.random.RandomState(4)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 4, 4, 8])
+    inits = [numpy_helper.from_array(rng.randn(4, 3, 2, 2).astype(np.float32), "w")]
+    inits += [numpy_helper.from_array((0.3 * rng.randn(4 if k == 0 else 8, 8)).astype(np.float32), "m%d" % k)
+              for k in range(3)]
+    nodes = [helper.make_node("Conv", ["x", "w"], ["c"], strides=[2, 2]),
+             helper.make_node("Transpose", ["c"], ["t"], perm=[0, 2, 3, 1]),
+             helper.make_node("MatMul", ["t", "m0"], ["h0"]), helper.make_node("Tanh", ["h0"], ["a0"]),
+             helper.make_node("MatMul", ["a0", "m1"], ["h1"]), helper.make_node("Tanh", ["h1"], ["a1"]),
+             helper.make_node("MatMul", ["a1", "m2"], ["h2"]), helper.make_node("Tanh", ["h2"], ["y"])]
+    feeds = [{"x": rng.randn(1, 3, 8, 8).astype(np.float32)}]
+    return graph_model(nodes, [x], [y], inits), feeds, 1
+
+
+CASES = {"moves_only": moves_only, "arithmetic": arithmetic, "shared_shapes": shared_shapes, "linear": linear,
+         "convolution": convolution, "patch_embedding": patch_embedding}
 DEBUG_CASE = "arithmetic"
 SUMMARY = "xlac clustering summary"
 
