@@ -9,8 +9,8 @@
 # the threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
 # libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
 # --asan-gcc / --asan-clang: only that sanitizer build. --no-fuzz / --no-tsan skip those parts.
-# scripts/check_sizes.sh (STYLE.md's size rules) and scripts/check_layers.sh
-# (docs/architecture.md's layers: no circle, no upward arrow) count as one test each;
+# scripts/check_sizes.sh (STYLE.md's size rules), scripts/check_layers.sh (docs/architecture.md's
+# layers: no circle, no upward arrow) and scripts/check_format.sh (.clang-format) count as one test each;
 # README.md's shell blocks are run on the plain build (scripts/check_readme.py), each one a test.
 # Ends with one line "tests: N passed, N failed, N skipped".
 set -uo pipefail
@@ -115,121 +115,6 @@ run_check() {
         failed=$((failed + 1)); failed_names+=("$name")
         printf '%-28s %4d passed %3d failed %3d skipped\n' "$name" 0 1 0
         grep -v -E "$filter" "$log" | head -n 40 | sed 's/^/    /'
-    fi
-}
-
-# README.md's shell blocks are run on the plain build (scripts/check_readme.py), each one a test.
-# Ends with one line "tests: N passed, N failed, N skipped".
-set -uo pipefail
-cd "$(dirname "$0")/.."
-scripts/deps.sh || exit 1
-jobs=$(nproc)
-quick=0 asan_ccs="gcc clang" fuzz=1 tsan=1
-for a in "$@"; do
-    case "$a" in
-        --quick) quick=1 ;;
-        --asan-gcc) asan_ccs=gcc ;;
-        --asan-clang) asan_ccs=clang ;;
-        --no-fuzz) fuzz=0 ;;
-        --no-tsan) tsan=0 ;;
-    esac
-done
-passed=0 failed=0 skipped=0
-failed_names=()
-
-# run_suite BUILD_DIR LABEL [cmake args...]
-run_suite() {
-    local dir=$1 label=$2
-    local start_suite=$SECONDS
-    shift 2
-    echo "== $label: configure and build ($dir)"
-    if ! cmake -S . -B "$dir" "$@" >"$dir.configure.log" 2>&1; then
-        cat "$dir.configure.log"; failed=$((failed + 1)); failed_names+=("$label:configure"); return
-    fi
-    if ! cmake --build "$dir" -j"$jobs" >"$dir.build.log" 2>&1; then
-        tail -n 60 "$dir.build.log"; failed=$((failed + 1)); failed_names+=("$label:build"); return
-    fi
-    mkdir -p "$dir/test-logs"
-    for t in "$dir"/bin/test_*; do
-        [ -x "$t" ] || continue
-        local name log
-        t=$(realpath "$t")
-        name=$(basename "$t")
-        log="$dir/test-logs/$name.log"
-        local start=$SECONDS
-        ( cd "$dir" && timeout 900 "$t" --jobs="$jobs" --verbose --short-filename ) >"$log" 2>&1
-        local rc=$?
-        # Criterion: "Synthesis: Tested: T | Passing: P | Failing: F | Crashing: C"
-        local syn t_ p_ f_ c_ s_
-        syn=$(grep -a "Synthesis:" "$log" | tail -n 1)
-        t_=$(sed -n 's/.*Tested: \([0-9]*\).*/\1/p' <<<"$syn"); t_=${t_:-0}
-        p_=$(sed -n 's/.*Passing: \([0-9]*\).*/\1/p' <<<"$syn"); p_=${p_:-0}
-        f_=$(sed -n 's/.*Failing: \([0-9]*\).*/\1/p' <<<"$syn"); f_=${f_:-0}
-        c_=$(sed -n 's/.*Crashing: \([0-9]*\).*/\1/p' <<<"$syn"); c_=${c_:-0}
-        s_=$(grep -ac "^\[SKIP\]" "$log")
-        passed=$((passed + p_)); skipped=$((skipped + s_))
-        local bad=$((f_ + c_))
-        if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-        failed=$((failed + bad))
-        printf '%-28s %4d passed %3d failed %3d skipped  (%ds)\n' "$label/$name" "$p_" "$bad" "$s_" $((SECONDS - start))
-        grep -a "^\[SKIP\]" "$log" | sed 's/^/    /' | head -n 5
-        if [ "$bad" -ne 0 ]; then
-            failed_names+=("$label/$name")
-            grep -a -E "FAIL|CRASH|error|Assertion|ERROR|runtime error" "$log" | head -n 40 | sed 's/^/    /'
-        fi
-        : "$t_"
-    done
-    echo "== $label: $((SECONDS - start_suite)) s"
-}
-
-# The Python package (scripts/test_python.sh): its wheel built and installed in a fresh venv;
-# pytest's last line ("20 passed, 1 failed, 2 skipped in 3.1s") counts into the totals.
-run_python() {
-    local log=build/test-logs/python.log start=$SECONDS
-    mkdir -p build/test-logs
-    echo "== python: venv, package and pytest"
-    timeout 900 scripts/test_python.sh >"$log" 2>&1
-    local rc=$? line p_ f_ e_ s_
-    line=$(tail -n 1 "$log")
-    p_=$(grep -o '[0-9]* passed' <<<"$line" | cut -d' ' -f1); p_=${p_:-0}
-    f_=$(grep -o '[0-9]* failed' <<<"$line" | cut -d' ' -f1); f_=${f_:-0}
-    e_=$(grep -oE '[0-9]+ errors?' <<<"$line" | cut -d' ' -f1); e_=${e_:-0}
-    s_=$(grep -o '[0-9]* skipped' <<<"$line" | cut -d' ' -f1); s_=${s_:-0}
-    local bad=$((f_ + e_))
-    if [ "$rc" -ne 0 ] && [ "$bad" -eq 0 ]; then bad=1; fi
-    passed=$((passed + p_)); failed=$((failed + bad)); skipped=$((skipped + s_))
-    printf '%-28s %4d passed %3d failed %3d skipped  (%ds)\n' "python/pytest" "$p_" "$bad" "$s_" $((SECONDS - start))
-    if [ "$bad" -ne 0 ]; then
-        failed_names+=("python/pytest")
-        grep -a -E "FAILED|ERROR|Error" "$log" | head -n 40 | sed 's/^/    /'
-    fi
-}
-
-# The size rules of STYLE.md (scripts/check_sizes.sh: files <= 800 lines, functions <= 60): one test.
-run_sizes() {
-    local log=build/test-logs/check_sizes.log
-    mkdir -p build/test-logs
-    if scripts/check_sizes.sh >"$log" 2>&1; then
-        passed=$((passed + 1))
-        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_sizes" 1 0 0
-    else
-        failed=$((failed + 1)); failed_names+=("check_sizes")
-        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_sizes" 0 1 0
-        head -n 40 "$log" | sed 's/^/    /'
-    fi
-}
-
-# The layers of docs/architecture.md (scripts/check_layers.sh: no circle, no upward arrow): one test.
-run_layers() {
-    local log=build/test-logs/check_layers.log
-    mkdir -p build/test-logs
-    if scripts/check_layers.sh >"$log" 2>&1; then
-        passed=$((passed + 1))
-        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_layers" 1 0 0
-    else
-        failed=$((failed + 1)); failed_names+=("check_layers")
-        printf '%-28s %4d passed %3d failed %3d skipped\n' "check_layers" 0 1 0
-        grep -v '^    ' "$log" | head -n 40 | sed 's/^/    /'
     fi
 }
 
