@@ -8,8 +8,8 @@
  * few hundred; this one has a box per decision.
  */
 #include <stdlib.h>
-#include <string.h>
 
+#include "hist.h"
 #include "xc.h"
 #include "xlac/escape.h"
 #include "xlac/op.h"
@@ -18,9 +18,9 @@
 #define OPS_PER_LINE 4 /* op kinds on one line of a box's label */
 
 typedef struct groups {
-    int n_clusters, n_reasons;
-    const char **reasons; /* the distinct reasons, in the order first met */
-    int *of;              /* per node: its box, or -1 for a graph input */
+    int n_clusters;
+    xc_hist reasons; /* the distinct reasons of the ops left out, sorted */
+    int *of;         /* per node: its box, or -1 for a graph input */
 } groups;
 
 static bool is_left_out(const xc_clustering *c, int i)
@@ -37,69 +37,53 @@ static const char *reason_at(const xc_clustering *c, int i)
 static bool groups_make(groups *gr, const xe_graph *g, const xc_clustering *c)
 {
     gr->n_clusters = c->n_clusters;
-    gr->n_reasons = 0;
-    gr->reasons = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *gr->reasons);
     gr->of = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *gr->of);
-    if (!gr->reasons || !gr->of)
+    if (!xc_hist_init(&gr->reasons, g->n_nodes) || !gr->of)
         return false;
-    for (int i = 0; i < g->n_nodes; i++) {
-        if (g->nodes[i]->op == XE_OP_INPUT) {
-            gr->of[i] = -1;
-        } else if (!is_left_out(c, i)) {
-            gr->of[i] = c->cluster[i];
-        } else {
-            const char *r = reason_at(c, i);
-            int k = 0;
-            while (k < gr->n_reasons && strcmp(gr->reasons[k], r) != 0)
-                k++;
-            if (k == gr->n_reasons)
-                gr->reasons[gr->n_reasons++] = r;
-            gr->of[i] = gr->n_clusters + k;
-        }
-    }
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->op != XE_OP_INPUT && is_left_out(c, i))
+            xc_hist_add(&gr->reasons, reason_at(c, i));
+    for (int i = 0; i < g->n_nodes; i++)
+        gr->of[i] = g->nodes[i]->op == XE_OP_INPUT ? -1
+                    : !is_left_out(c, i)
+                        ? c->cluster[i]
+                        : gr->n_clusters + xc_hist_find(&gr->reasons, reason_at(c, i));
     return true;
 }
 
 static void groups_free(groups *gr)
 {
-    free(gr->reasons);
+    xc_hist_free(&gr->reasons);
     free(gr->of);
-}
-
-static int by_name(const void *a, const void *b)
-{
-    return strcmp(*(const char *const *)a, *(const char *const *)b);
 }
 
 /* "matmul (3), add (4)" over the nodes of box `box`, sorted by name, OPS_PER_LINE a line. */
 static bool print_op_kinds(xe_text *b, const xe_graph *g, const groups *gr, int box, int *count)
 {
-    const char **names = malloc((size_t)(g->n_nodes > 0 ? g->n_nodes : 1) * sizeof *names);
-    if (!names)
+    xc_hist kinds;
+    if (!xc_hist_init(&kinds, g->n_nodes)) {
+        xc_hist_free(&kinds);
         return false;
+    }
     int n = 0;
     for (int i = 0; i < g->n_nodes; i++)
-        if (gr->of[i] == box)
-            names[n++] = xe_node_op_name(g->nodes[i]);
-    qsort(names, (size_t)n, sizeof *names, by_name);
-    for (int i = 0, kinds = 0; i < n;) {
-        int j = i;
-        while (j < n && strcmp(names[j], names[i]) == 0)
-            j++;
-        xe_text_printf(b, "%s", kinds == 0 ? "\\n" : kinds % OPS_PER_LINE ? ", " : ",\\n");
-        xe_esc_dot(b, names[i]);
-        xe_text_printf(b, " (%d)", j - i);
-        kinds++;
-        i = j;
+        if (gr->of[i] == box) {
+            xc_hist_add(&kinds, xe_node_op_name(g->nodes[i]));
+            n++;
+        }
+    for (int k = 0; k < kinds.n; k++) {
+        xe_text_printf(b, "%s", k == 0 ? "\\n" : k % OPS_PER_LINE ? ", " : ",\\n");
+        xe_esc_dot(b, kinds.keys[k]);
+        xe_text_printf(b, " (%d)", kinds.counts[k]);
     }
-    free(names);
+    xc_hist_free(&kinds);
     *count = n;
     return true;
 }
 
 static bool print_boxes(xe_text *b, const xe_graph *g, const xc_clustering *c, const groups *gr)
 {
-    for (int k = 0; k < gr->n_clusters + gr->n_reasons; k++) {
+    for (int k = 0; k < gr->n_clusters + gr->reasons.n; k++) {
         const bool is_cluster = k < gr->n_clusters;
         xe_text b_ops = {0};
         int n = 0;
@@ -116,7 +100,7 @@ static bool print_boxes(xe_text *b, const xe_graph *g, const xc_clustering *c, c
                            cl->must_compile ? ", must compile" : "");
         } else {
             xe_text_printf(b, "left out: ");
-            xe_esc_dot(b, gr->reasons[k - gr->n_clusters]);
+            xe_esc_dot(b, gr->reasons.keys[k - gr->n_clusters]);
             xe_text_printf(b, "\\n%d op%s", n, n == 1 ? "" : "s");
         }
         char *ops = xe_text_take(&b_ops);
@@ -131,7 +115,7 @@ static bool print_boxes(xe_text *b, const xe_graph *g, const xc_clustering *c, c
 /* The arrows: tensors from box to box (a node's inputs, then the graph's outputs). */
 static bool print_flows(xe_text *b, const xe_graph *g, const groups *gr)
 {
-    const int n_boxes = gr->n_clusters + gr->n_reasons, in = n_boxes, out = n_boxes + 1;
+    const int n_boxes = gr->n_clusters + gr->reasons.n, in = n_boxes, out = n_boxes + 1;
     const size_t side = (size_t)n_boxes + 2;
     int *flows = calloc(side * side, sizeof *flows);
     if (!flows)
@@ -164,7 +148,7 @@ char *xc_cluster_dot_string(const xe_graph *g, const xc_clustering *c, xe_status
     groups gr = {0};
     xe_text b = {0};
     bool ok = groups_make(&gr, g, c);
-    int n_in = 0, n_boxes = gr.n_clusters + gr.n_reasons;
+    int n_in = 0, n_boxes = gr.n_clusters + gr.reasons.n;
     for (int i = 0; ok && i < g->n_nodes; i++)
         n_in += g->nodes[i]->op == XE_OP_INPUT;
     if (ok) {

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "hist.h"
 #include "xc.h"
 #include "xlac/escape.h"
 #include "xlac/op.h"
@@ -144,46 +145,8 @@ char *xc_dot_string(const xe_graph *g, const xc_clustering *c, xe_status *st)
 
 /* ---- the summary ------------------------------------------------------------ */
 
-typedef struct hist {
-    int n;
-    const char **keys;
-    int *counts;
-} hist;
-
-static bool hist_init(hist *h, int cap)
-{
-    h->n = 0;
-    h->keys = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *h->keys);
-    h->counts = malloc((size_t)(cap > 0 ? cap : 1) * sizeof *h->counts);
-    return h->keys && h->counts;
-}
-
-static void hist_free(hist *h)
-{
-    free(h->keys);
-    free(h->counts);
-}
-
-static void hist_add(hist *h, const char *key)
-{
-    for (int i = 0; i < h->n; i++) {
-        if (strcmp(h->keys[i], key) == 0) {
-            h->counts[i]++;
-            return;
-        }
-    }
-    int j = h->n++;
-    while (j > 0 && strcmp(h->keys[j - 1], key) > 0) { /* keep keys sorted */
-        h->keys[j] = h->keys[j - 1];
-        h->counts[j] = h->counts[j - 1];
-        j--;
-    }
-    h->keys[j] = key;
-    h->counts[j] = 1;
-}
-
 /* "exp (1), neg (2)": counts in parentheses, apart from names that may end in digits (atan2). */
-static void hist_print(FILE *f, const hist *h)
+static void hist_print(FILE *f, const xc_hist *h)
 {
     for (int i = 0; i < h->n; i++)
         fprintf(f, "%s%s (%d)", i ? ", " : "", h->keys[i], h->counts[i]);
@@ -201,7 +164,8 @@ static const char *reason_of(const xc_clustering *c, int i)
 }
 
 /* One line per reason: "    REASON (N): name, name" with every node left out for it. */
-static void print_reasons(FILE *f, const xe_graph *g, const xc_clustering *c, const hist *by_reason)
+static void print_reasons(FILE *f, const xe_graph *g, const xc_clustering *c,
+                          const xc_hist *by_reason)
 {
     for (int k = 0; k < by_reason->n; k++) {
         fprintf(f, "    %s (%d): ", by_reason->keys[k], by_reason->counts[k]);
@@ -215,32 +179,32 @@ static void print_reasons(FILE *f, const xe_graph *g, const xc_clustering *c, co
 
 static void summary_cluster(FILE *f, const xe_graph *g, const xc_cluster *cl)
 {
-    hist h;
-    if (!hist_init(&h, cl->n_nodes)) {
-        hist_free(&h);
+    xc_hist h;
+    if (!xc_hist_init(&h, cl->n_nodes)) {
+        xc_hist_free(&h);
         fprintf(f, "%s: out of memory\n", cl->name);
         return;
     }
     for (int j = 0; j < cl->n_nodes; j++)
-        hist_add(&h, xe_node_op_name(g->nodes[cl->nodes[j]]));
+        xc_hist_add(&h, xe_node_op_name(g->nodes[cl->nodes[j]]));
     fprintf(f, "%s: %d ops on %s%s: ", cl->name, cl->n_nodes, xc_xla_device_name(cl->device),
             cl->must_compile ? " (jit block, must compile)" : "");
     hist_print(f, &h);
-    hist_free(&h);
+    xc_hist_free(&h);
 }
 
 static void summary_unclustered(FILE *f, const xe_graph *g, const xc_clustering *c)
 {
-    hist by_op, by_reason;
-    bool ok_op = hist_init(&by_op, g->n_nodes), ok_reason = hist_init(&by_reason, g->n_nodes);
+    xc_hist by_op, by_reason;
+    bool ok_op = xc_hist_init(&by_op, g->n_nodes), ok_reason = xc_hist_init(&by_reason, g->n_nodes);
     bool ok = ok_op && ok_reason; /* both initialised either way: both are freed below */
     int n = 0;
     for (int i = 0; ok && i < g->n_nodes; i++) {
         if (!left_out(g, c, i))
             continue;
         n++;
-        hist_add(&by_op, xe_node_op_name(g->nodes[i]));
-        hist_add(&by_reason, reason_of(c, i));
+        xc_hist_add(&by_op, xe_node_op_name(g->nodes[i]));
+        xc_hist_add(&by_reason, reason_of(c, i));
     }
     if (ok) {
         fprintf(f, "ops not clustered: %d\n  by op: ", n);
@@ -250,8 +214,8 @@ static void summary_unclustered(FILE *f, const xe_graph *g, const xc_clustering 
     } else {
         fprintf(f, "ops not clustered: out of memory\n");
     }
-    hist_free(&by_op);
-    hist_free(&by_reason);
+    xc_hist_free(&by_op);
+    xc_hist_free(&by_reason);
 }
 
 void xc_write_summary(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id)
@@ -292,11 +256,11 @@ static void json_str(FILE *f, const char *s)
 /* "left_out": {"REASON": ["name", ...], ...}, reasons sorted. */
 static void json_left_out(FILE *f, const xe_graph *g, const xc_clustering *c)
 {
-    hist h;
-    bool ok = hist_init(&h, g->n_nodes);
+    xc_hist h;
+    bool ok = xc_hist_init(&h, g->n_nodes);
     for (int i = 0; ok && i < g->n_nodes; i++)
         if (left_out(g, c, i))
-            hist_add(&h, reason_of(c, i));
+            xc_hist_add(&h, reason_of(c, i));
     fputs("\"left_out\":{", f);
     for (int k = 0; ok && k < h.n; k++) {
         fputs(k ? "," : "", f);
@@ -312,7 +276,7 @@ static void json_left_out(FILE *f, const xe_graph *g, const xc_clustering *c)
         fputs("]", f);
     }
     fputs("}", f);
-    hist_free(&h);
+    xc_hist_free(&h);
 }
 
 void xc_write_summary_json(FILE *f, const xe_graph *g, const xc_clustering *c, int session_id,
