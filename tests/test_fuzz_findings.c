@@ -119,22 +119,6 @@ static void write_resize(const char *path, const float *scales, const int64_t *s
     pb_write_file(&m, path);
 }
 
-/* The value info "name: f32[dims]" into vi. */
-static void value_info(pb *vi, const char *name, const int64_t *dims, int rank)
-{
-    pb type = {0}, tt = {0}, shape = {0};
-    for (int k = 0; k < rank; k++) {
-        pb d = {0};
-        pb_int(&d, 1, (uint64_t)dims[k]);
-        pb_msg(&shape, 1, &d);
-    }
-    pb_int(&tt, 1, 1);
-    pb_msg(&tt, 2, &shape);
-    pb_msg(&type, 1, &tt);
-    pb_str(vi, 1, name);
-    pb_msg(vi, 2, &type);
-}
-
 /* y = OP(x) for x: f32[dims], opset 17, the node named "node" with int attribute attr (unless
    NULL) = v, written to path. */
 static void write_unary_attr(const char *path, const char *op, const int64_t *dims, int rank,
@@ -152,7 +136,7 @@ static void write_unary_attr(const char *path, const char *op, const int64_t *di
         pb_int(&a, 3, (uint64_t)v);
         pb_msg(&n, 5, &a);
     }
-    value_info(&vx, "x", dims, rank);
+    pb_value_info(&vx, "x", 1, dims, rank);
     pb_str(&vy, 1, "y");
     pb_msg(&g, 1, &n);
     pb_str(&g, 2, "g");
@@ -206,7 +190,7 @@ static void write_conv(const char *path, const int64_t *wdims, int rank, const i
         pb_str(&s, 4, auto_pad);
         pb_msg(&n, 5, &s);
     }
-    value_info(&vx, "x", xdims, rank);
+    pb_value_info(&vx, "x", 1, xdims, rank);
     pb_str(&vy, 1, "y");
     pb_msg(&g, 1, &n);
     pb_str(&g, 2, "g");
@@ -431,9 +415,9 @@ static void write_rotary(const char *path)
     pb_int(&a, 20, 2);
     pb_int(&a, 3, 1);
     pb_msg(&n, 5, &a);
-    value_info(&vx, "x", xd, 4);
-    value_info(&vc, "cos", cd, 3);
-    value_info(&vs, "sin", cd, 3);
+    pb_value_info(&vx, "x", 1, xd, 4);
+    pb_value_info(&vc, "cos", 1, cd, 3);
+    pb_value_info(&vs, "sin", 1, cd, 3);
     pb_str(&vy, 1, "y");
     pb_msg(&g, 1, &n);
     pb_str(&g, 2, "g");
@@ -470,7 +454,7 @@ static void write_col2im(const char *path, const int64_t *img)
     pb_str(&n, 4, "Col2Im");
     tensor_i64(&ti, "img", img, 2);
     tensor_i64(&tb, "blk", blk, 2);
-    value_info(&vx, "x", xd, 3);
+    pb_value_info(&vx, "x", 1, xd, 3);
     pb_str(&vy, 1, "y");
     pb_msg(&g, 1, &n);
     pb_str(&g, 2, "g");

@@ -143,23 +143,6 @@ Test(half, constant_weights_are_packed_once_and_nan_propagates)
     xe_tensor_release(b0);
 }
 
-/* ValueInfoProto {name, dtype [dims]} as GraphProto field (11 input, 12 output). */
-static void vinfo(pb *g, int field, const char *name, int dtype, const int64_t *dims, int rank)
-{
-    pb shape = {0}, tensor = {0}, type = {0}, v = {0};
-    for (int d = 0; d < rank; d++) {
-        pb dim = {0};
-        pb_int(&dim, 1, (uint64_t)dims[d]);
-        pb_msg(&shape, 1, &dim);
-    }
-    pb_int(&tensor, 1, (uint64_t)dtype);
-    pb_msg(&tensor, 2, &shape);
-    pb_msg(&type, 1, &tensor);
-    pb_str(&v, 1, name);
-    pb_msg(&v, 2, &type);
-    pb_msg(g, field, &v);
-}
-
 static void ints_attr(pb *n, const char *name, const int64_t *v, int count)
 {
     pb a = {0};
@@ -228,8 +211,8 @@ static const char *conv_model(const char *name, int dtype)
     pb_msg(&g, 1, &mp);
     wnode(&g, "ConvTranspose", (const char *[]){"m", "wt"}, 2, "t", 0, 0);
     wnode(&g, "AveragePool", (const char *[]){"t"}, 1, "y", 3, 1);
-    vinfo(&g, 11, "x", dtype, (int64_t[]){1, 3, 8, 8}, 4);
-    vinfo(&g, 12, "y", dtype, (int64_t[]){1, 2, 5, 5}, 4);
+    pb_graph_value(&g, 11, "x", dtype, (int64_t[]){1, 3, 8, 8}, 4);
+    pb_graph_value(&g, 12, "y", dtype, (int64_t[]){1, 2, 5, 5}, 4);
     pb m = {0}, os = {0};
     pb_int(&m, 1, 8);
     pb_int(&os, 2, 17);

@@ -38,24 +38,6 @@ static void setup(void)
 
 TestSuite(hostile_onnx, .init = setup, .fini = xt_tmp_fini, .timeout = 120);
 
-/* ValueInfoProto {name, tensor type dtype [dims]} as GraphProto field (11 input, 12 output). */
-static void value_info(pb *graph, int field, const char *name, int dtype, const int64_t *dims, int rank)
-{
-    pb shape = {0}, tensor = {0}, type = {0}, vi = {0};
-    for (int d = 0; d < rank; d++) {
-        pb dim = {0};
-        pb_int(&dim, 1, (uint64_t)dims[d]);
-        pb_msg(&shape, 1, &dim);
-    }
-    pb_int(&tensor, 1, (uint64_t)dtype);
-    pb_msg(&tensor, 2, &shape);
-    pb_msg(&type, 1, &tensor);
-    if (name)
-        pb_str(&vi, 1, name);
-    pb_msg(&vi, 2, &type);
-    pb_msg(graph, field, &vi);
-}
-
 /* A NodeProto of op with inputs ins[n_in] and outputs outs[n_out] (name: its first output). */
 static pb node_of(const char *op, const char *const *ins, int n_in, const char *const *outs, int n_out)
 {
@@ -137,7 +119,7 @@ static const char *write_nested(const char *name, int depth)
         const char *i[] = {"x"}, *o[] = {"y0"};
         pb n = node_of("Identity", i, 1, o, 1);
         pb_msg(&inner, 1, &n);
-        value_info(&inner, 12, "y0", F32, (int64_t[]){2}, 1);
+        pb_graph_value(&inner, 12, "y0", F32, (int64_t[]){2}, 1);
     }
     for (int d = 1; d < depth; d++) {
         pb g = {0}, n = {0}, then_a = {0}, else_a = {0}, flat = {0};
@@ -150,7 +132,7 @@ static const char *write_nested(const char *name, int depth)
         const char *fi[] = {"x"}, *fo[] = {in}; /* else: a flat branch of the same output */
         pb e = node_of("Identity", fi, 1, fo, 1);
         pb_msg(&flat, 1, &e);
-        value_info(&flat, 12, in, F32, (int64_t[]){2}, 1);
+        pb_graph_value(&flat, 12, in, F32, (int64_t[]){2}, 1);
         pb_str(&then_a, 1, "then_branch");
         pb_msg(&then_a, 6, &inner);
         pb_int(&then_a, 20, 5); /* GRAPH */
@@ -160,10 +142,10 @@ static const char *write_nested(const char *name, int depth)
         pb_msg(&n, 5, &then_a);
         pb_msg(&n, 5, &else_a);
         pb_msg(&g, 1, &n);
-        value_info(&g, 12, out, F32, (int64_t[]){2}, 1);
+        pb_graph_value(&g, 12, out, F32, (int64_t[]){2}, 1);
         inner = g;
     }
-    value_info(&inner, 11, "x", F32, (int64_t[]){2}, 1);
+    pb_graph_value(&inner, 11, "x", F32, (int64_t[]){2}, 1);
     pb c = {0}; /* the condition, known at load time (a branch is imported, not run) */
     pb_int(&c, 2, BOOL_T);
     pb_bytes(&c, 9, "\1", 1);
@@ -189,10 +171,10 @@ Test(hostile_onnx, attention_with_zero_kv_heads_is_an_error)
     const char *i[] = {"q", "k", "v"}, *o[] = {"y"};
     pb n = node_of("Attention", i, 3, o, 1);
     pb_msg(&g, 1, &n);
-    value_info(&g, 11, "q", F32, (int64_t[]){1, 2, 4, 8}, 4);
-    value_info(&g, 11, "k", F32, (int64_t[]){1, 0, 4, 8}, 4);
-    value_info(&g, 11, "v", F32, (int64_t[]){1, 0, 4, 8}, 4);
-    value_info(&g, 12, "y", F32, (int64_t[]){1, 2, 4, 8}, 4);
+    pb_graph_value(&g, 11, "q", F32, (int64_t[]){1, 2, 4, 8}, 4);
+    pb_graph_value(&g, 11, "k", F32, (int64_t[]){1, 0, 4, 8}, 4);
+    pb_graph_value(&g, 11, "v", F32, (int64_t[]){1, 0, 4, 8}, 4);
+    pb_graph_value(&g, 12, "y", F32, (int64_t[]){1, 2, 4, 8}, 4);
     refused(write_model("attn.onnx", &g, 23), "'y' (Attention|query heads");
 }
 
@@ -203,8 +185,8 @@ Test(hostile_onnx, split_with_zero_outputs_is_an_error)
     pb n = node_of("Split", i, 1, o, 2);
     attr_int(&n, "num_outputs", 0);
     pb_msg(&g, 1, &n);
-    value_info(&g, 11, "x", F32, (int64_t[]){4}, 1);
-    value_info(&g, 12, "a", F32, (int64_t[]){2}, 1);
+    pb_graph_value(&g, 11, "x", F32, (int64_t[]){4}, 1);
+    pb_graph_value(&g, 12, "a", F32, (int64_t[]){2}, 1);
     refused(write_model("split.onnx", &g, 18), "num_outputs is 0");
 }
 
@@ -216,7 +198,7 @@ Test(hostile_onnx, a_nameless_output_beside_a_nameless_initializer_is_an_error)
     pb_bytes(&t, 9, (float[]){1, 2}, 8);
     pb_str(&t, 8, "");
     pb_msg(&g, 5, &t);
-    value_info(&g, 12, NULL, F32, (int64_t[]){2}, 1);
+    pb_graph_value(&g, 12, NULL, F32, (int64_t[]){2}, 1);
     refused(write_model("noname.onnx", &g, 17), "graph output 0 has no name|initializer 0 has no name");
 }
 
@@ -237,8 +219,8 @@ Test(hostile_onnx, names_with_a_nul_inside_are_refused)
     pb_str(&n, 2, "d");
     pb_str(&n, 4, "Sub");
     pb_msg(&g, 1, &n);
-    value_info(&g, 11, "x", F32, (int64_t[]){3}, 1);
-    value_info(&g, 12, "d", F32, (int64_t[]){3}, 1);
+    pb_graph_value(&g, 11, "x", F32, (int64_t[]){3}, 1);
+    pb_graph_value(&g, 12, "d", F32, (int64_t[]){3}, 1);
     refused(write_model("nul.onnx", &g, 17), "NUL byte inside|NodeProto");
 }
 
@@ -250,9 +232,9 @@ static xe_code gather_elements(const int64_t *idx, float *out)
     pb n = node_of("GatherElements", i, 2, o, 1);
     attr_int(&n, "axis", 1);
     pb_msg(&g, 1, &n);
-    value_info(&g, 11, "data", F32, (int64_t[]){2, 4}, 2);
-    value_info(&g, 11, "idx", I64, (int64_t[]){2, 2}, 2);
-    value_info(&g, 12, "y", F32, (int64_t[]){2, 2}, 2);
+    pb_graph_value(&g, 11, "data", F32, (int64_t[]){2, 4}, 2);
+    pb_graph_value(&g, 11, "idx", I64, (int64_t[]){2, 2}, 2);
+    pb_graph_value(&g, 12, "y", F32, (int64_t[]){2, 2}, 2);
     xe_status_clear(&st);
     xe_graph *gr = xe_load_graph(write_model("ge.onnx", &g, 13), NULL, &st);
     cr_assert_not_null(gr, "%s", st.msg);
@@ -301,7 +283,7 @@ Test(hostile_onnx, a_conv_pad_beyond_int64_is_an_error_naming_it)
     int64_t big = (int64_t)1 << 62;
     attr_ints(&n, "pads", (int64_t[]){big, big, big, big}, 4);
     pb_msg(&g, 1, &n);
-    value_info(&g, 11, "x", F32, (int64_t[]){1, 1, 4, 4}, 4);
-    value_info(&g, 12, "y", F32, (int64_t[]){1, 1, 4, 4}, 4);
+    pb_graph_value(&g, 11, "x", F32, (int64_t[]){1, 1, 4, 4}, 4);
+    pb_graph_value(&g, 12, "y", F32, (int64_t[]){1, 1, 4, 4}, 4);
     refused(write_model("pad.onnx", &g, 17), "'y' (Conv|pads 4611686018427387904");
 }

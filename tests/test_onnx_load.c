@@ -68,23 +68,6 @@ static void ext_tensor(pb *graph, const char *name, int dtype, const int64_t *di
     pb_msg(graph, 5, &t);
 }
 
-/* ValueInfoProto {name, tensor type dtype [dims]} as GraphProto field (11 input, 12 output). */
-static void value_info(pb *graph, int field, const char *name, int dtype, const int64_t *dims, int rank)
-{
-    pb shape = {0}, tensor = {0}, type = {0}, vi = {0};
-    for (int d = 0; d < rank; d++) {
-        pb dim = {0};
-        pb_int(&dim, 1, (uint64_t)dims[d]);
-        pb_msg(&shape, 1, &dim);
-    }
-    pb_int(&tensor, 1, (uint64_t)dtype);
-    pb_msg(&tensor, 2, &shape);
-    pb_msg(&type, 1, &tensor);
-    pb_str(&vi, 1, name);
-    pb_msg(&vi, 2, &type);
-    pb_msg(graph, field, &vi);
-}
-
 static void node(pb *graph, const char *op, const char *a, const char *b, const char *out)
 {
     pb n = {0};
@@ -146,8 +129,8 @@ static void write_big_model(const char *path)
         node(&g, "Add", prev, name, out);
         snprintf(prev, sizeof prev, "%s", out);
     }
-    value_info(&g, 11, "x", 1, dims, 2);
-    value_info(&g, 12, "y", 1, dims, 2);
+    pb_graph_value(&g, 11, "x", 1, dims, 2);
+    pb_graph_value(&g, 12, "y", 1, dims, 2);
     write_model(path, &g);
 }
 
@@ -230,10 +213,10 @@ static void write_odd_offsets(void)
     ext_tensor(&g, "b", 9, d7, 1, "data.bin", 23, 7);
     node(&g, "Add", "x", "f", "y");
     node(&g, "And", "c", "b", "z");
-    value_info(&g, 11, "x", 1, d5, 1);
-    value_info(&g, 11, "c", 9, d7, 1);
-    value_info(&g, 12, "y", 1, d5, 1);
-    value_info(&g, 12, "z", 9, d7, 1);
+    pb_graph_value(&g, 11, "x", 1, d5, 1);
+    pb_graph_value(&g, 11, "c", 9, d7, 1);
+    pb_graph_value(&g, 12, "y", 1, d5, 1);
+    pb_graph_value(&g, 12, "z", 9, d7, 1);
     write_model(xt_path("model.onnx"), &g);
 }
 

@@ -26,17 +26,11 @@ static void setup(void)
 
 TestSuite(onnx_order, .init = setup, .fini = xt_tmp_fini, .timeout = 60);
 
+/* A value f32[4] named name, as GraphProto field `field`. */
 static void vi(pb *g, int field, const char *name)
 {
-    pb dim = {0}, shape = {0}, tensor = {0}, type = {0}, v = {0};
-    pb_int(&dim, 1, 4);
-    pb_msg(&shape, 1, &dim);
-    pb_int(&tensor, 1, F32);
-    pb_msg(&tensor, 2, &shape);
-    pb_msg(&type, 1, &tensor);
-    pb_str(&v, 1, name);
-    pb_msg(&v, 2, &type);
-    pb_msg(g, field, &v);
+    const int64_t four[1] = {4};
+    pb_graph_value(g, field, name, F32, four, 1);
 }
 
 static pb unary(const char *op, const char *in, const char *out)

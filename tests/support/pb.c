@@ -63,3 +63,27 @@ void pb_write_file(pb *p, const char *path)
     free(p->b);
     *p = (pb){0};
 }
+
+void pb_value_info(pb *vi, const char *name, int dtype, const int64_t *dims, int rank)
+{
+    pb shape = {0}, tensor = {0}, type = {0};
+    for (int d = 0; d < rank; d++) {
+        pb dim = {0};
+        pb_int(&dim, 1, (uint64_t)dims[d]);
+        pb_msg(&shape, 1, &dim);
+    }
+    pb_int(&tensor, 1, (uint64_t)dtype);
+    pb_msg(&tensor, 2, &shape);
+    pb_msg(&type, 1, &tensor);
+    if (name)
+        pb_str(vi, 1, name);
+    pb_msg(vi, 2, &type);
+}
+
+void pb_graph_value(pb *graph, int field, const char *name, int dtype, const int64_t *dims,
+                    int rank)
+{
+    pb vi = {0};
+    pb_value_info(&vi, name, dtype, dims, rank);
+    pb_msg(graph, field, &vi);
+}
