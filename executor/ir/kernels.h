@@ -44,6 +44,9 @@ xe_code xe_infer_tile(const xe_node *n, const xe_type *in, int n_in, xe_type *ou
 xe_code xe_infer_pad(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 xe_code xe_infer_pool2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+/* recurrent (infer/recurrent.c) */
+xe_code xe_infer_recurrent(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                           xe_status *st);
 /* collectives (collective.c) */
 xe_code xe_infer_collective(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                             xe_status *st);
@@ -89,8 +92,9 @@ XE_KERNEL_LIST(XE_DECLARE_CPU)
 XE_KERNEL_LIST(XE_DECLARE_GPU)
 #undef XE_DECLARE_CPU
 #undef XE_DECLARE_GPU
-xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st);  /* CPU only by design */
-xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
+xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st);    /* CPU only by design */
+xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st);   /* CPU only by design */
+xe_code xe_cpu_recurrent(const xe_kernel_args *a, xe_status *st); /* CPU only (oneDNN's RNN) */
 
 /* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
 typedef enum xe_kernel_id {
@@ -99,6 +103,7 @@ typedef enum xe_kernel_id {
 #undef XE_KERNEL_ID
         XE_KERNEL_unique, /* CPU only by design */
     XE_KERNEL_nonzero,    /* CPU only by design */
+    XE_KERNEL_recurrent,  /* CPU only: oneDNN's RNN primitive, or a loop */
     XE_KERNEL_COUNT,
     XE_KERNEL_NONE = -1 /* the op has no per-op kernel */
 } xe_kernel_id;

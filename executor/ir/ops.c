@@ -72,6 +72,8 @@ static builtin_impl impl_by_op(int op)
         return IMPL(unique, unique);
     case XE_OP_NONZERO:
         return IMPL(nonzero, nonzero);
+    case XE_OP_RECURRENT:
+        return IMPL(recurrent, recurrent);
     default:
         return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
     }

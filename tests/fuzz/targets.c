@@ -174,11 +174,11 @@ static void ext_remove_dir(const char *dir)
                                       "sub/w.bin", "link.bin", "fifo.bin"};
     char p[512];
     for (size_t i = 0; i < sizeof all / sizeof *all; i++) {
-        snprintf(p, sizeof p, "%s/%s", dir, all[i]);
-        unlink(p);
+        if (snprintf(p, sizeof p, "%s/%s", dir, all[i]) < (int)sizeof p)
+            unlink(p);
     }
-    snprintf(p, sizeof p, "%s/sub", dir);
-    rmdir(p);
+    if (snprintf(p, sizeof p, "%s/sub", dir) < (int)sizeof p)
+        rmdir(p);
     rmdir(dir);
 }
 

@@ -144,8 +144,8 @@ xe_code xe_dnnl_execute(dnnl_primitive_t p, const xe_dnnl_arg *args, int n_args,
     dnnl_stream_t stream = xe_dnnl_stream();
     if (!stream)
         return xe_fail(st, XE_ERR_RUNTIME, "node %s: no oneDNN stream", n->name);
-    dnnl_exec_arg_t ea[8];
-    if (n_args > 8)
+    dnnl_exec_arg_t ea[12]; /* an LSTM takes 10 */
+    if (n_args > 12)
         return xe_fail(st, XE_ERR_RUNTIME, "node %s: %d oneDNN arguments", n->name, n_args);
     int made = 0;
     dnnl_status_t s = dnnl_success;

@@ -106,5 +106,9 @@ enum {
 xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
                             xe_status *st);
 xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st);
+/* recurrent (f32, attributes r: recurrent.h) on oneDNN's RNN primitives (dnnl_recurrent.c);
+   XE_ERR_UNSUPPORTED for what the engine cannot run. */
+struct xe_recurrent;
+xe_code xe_dnnl_recurrent(const xe_kernel_args *a, const struct xe_recurrent *r, xe_status *st);
 
 #endif

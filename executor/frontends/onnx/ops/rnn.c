@@ -1,11 +1,17 @@
 /*
- * Builders of ONNX's recurrent layers RNN, GRU and LSTM, unrolled over the
- * sequence (its length must be known at load time, at most
- * OX_RNN_MAX_STEPS). Per direction, the input projection X W^T + Wb is one
- * matmul over every step; each step then adds H R^T + Rb (one matmul),
- * slices the gates (RNN: i; GRU: z, r, h; LSTM: i, o, f, c) and applies the
- * activations, with clip before them and LSTM's peepholes. The state is
- * [1, batch, hidden] throughout, so the batch may be unknown.
+ * Builders of ONNX's recurrent layers RNN, GRU and LSTM. A layer with
+ * ONNX's default activations (RNN: one activation for both directions),
+ * no clip and no sequence_lens that cuts a step short is one recurrent node
+ * (executor/ir/recurrent.h: the whole sequence in one kernel call, any
+ * length, f16 through f32), its result sliced into Y, Y_h and Y_c.
+ *
+ * Any other layer is unrolled over the sequence (its length must be known
+ * at load time, at most OX_RNN_MAX_STEPS). Per direction, the input
+ * projection X W^T + Wb is one matmul over every step; each step then adds
+ * H R^T + Rb (one matmul), slices the gates (RNN: i; GRU: z, r, h; LSTM:
+ * i, o, f, c) and applies the activations, with clip before them and
+ * LSTM's peepholes. The state is [1, batch, hidden] throughout, so the
+ * batch may be unknown.
  *
  * Without initial_h (initial_c) the first step has no state term at all,
  * the same as a zero state. sequence_lens masks the steps at or past a
@@ -167,11 +173,8 @@ static bool setup(ox_b *b, rnn *r, int x, int w)
         return ox_unsupported(b, "%s of %s is not supported", t, xe_dtype_name(xt->dtype)), false;
     r->seq = xt->shape.dims[r->layout ? 1 : 0];
     r->hid = ox_int(b, "hidden_size", wt->shape.dims[1] < 0 ? -1 : wt->shape.dims[1] / r->gates);
-    if (r->seq < 1 || r->seq > OX_RNN_MAX_STEPS || xt->shape.dims[2] < 0)
-        return ox_unsupported(b,
-                              "%s needs a known sequence length of 1 to %d and a known input size",
-                              t, OX_RNN_MAX_STEPS),
-               false;
+    if (xt->shape.dims[2] < 0)
+        return ox_unsupported(b, "%s needs a known input size", t), false;
     if (r->hid < 1 || r->hid > (1 << 24) || wt->shape.dims[0] != r->dirs ||
         wt->shape.dims[1] != r->gates * r->hid || wt->shape.dims[2] != xt->shape.dims[2])
         return ox_invalid(b, "W must be [%d, %d * hidden_size, input_size]", r->dirs, r->gates),
@@ -319,6 +322,70 @@ static bool wanted(ox_b *b, int k)
     return (size_t)k < b->np->n_output && b->np->output[k][0];
 }
 
+/* Whether the layer is one recurrent node: ONNX's default activations (RNN: one of them, the same
+   for both directions), no clip, no sequence_lens that cuts a step short. */
+static bool native(const rnn *r)
+{
+    static const rnn_act dflt[3] = {RNN_SIGMOID, RNN_TANH, RNN_TANH};
+    bool ok = r->clip == 0 && r->lens < 0;
+    for (int d = 0; d < r->dirs; d++)
+        for (int k = 0; k < r->n_act; k++)
+            ok &= r->gates == 1 ? r->act[d][0] == r->act[0][0] : r->act[d][k] == dflt[k];
+    return ok;
+}
+
+/* rows [from, to) of axis 0 of y, counted from its end where negative. */
+static int rows(ox_b *b, int y, int64_t from, int64_t to)
+{
+    int64_t beg[4] = {from, 0, 0, 0}, end[4] = {to, INT64_MAX, INT64_MAX, INT64_MAX};
+    return ox_slice(b, y, beg, end);
+}
+
+/* The layer as one recurrent node (f16 through f32), its result cut into Y, Y_h and Y_c. */
+static xe_code emit_native(ox_b *b, const rnn *r, int x, int h0, int c0)
+{
+    static const char *const cells[] = {"rnn", "", "gru", "lstm"};
+    static const char *const acts[] = {"sigmoid", "tanh", "relu"};
+    xe_dtype dt = ox_type(b, x)->dtype, cdt = dt == XE_F16 ? XE_F32 : dt;
+    int p = r->gates == 4 ? ox_in(b, 7) : -1;
+    int in[7] = {ox_cast(b, x, cdt), ox_cast(b, ox_in(b, 1), cdt), ox_cast(b, ox_in(b, 2), cdt)};
+    int n = 3, bias = ox_in(b, 3);
+    int opt[4] = {bias, h0, r->gates == 4 ? c0 : -1, p};
+    for (int k = 0; k < 4; k++)
+        if (opt[k] >= 0)
+            in[n++] = ox_cast(b, opt[k], cdt);
+    ox_at at[8] = {OX_STR("cell", cells[r->gates - 1]),
+                   OX_STR("direction", r->dirs == 2 ? "bidirectional"
+                                       : r->reverse ? "reverse"
+                                                    : "forward"),
+                   OX_BOOL("bias", bias >= 0), OX_BOOL("initial_h", h0 >= 0)};
+    int n_at = 4;
+    if (r->gates == 4) {
+        at[n_at++] = OX_BOOL("initial_c", c0 >= 0);
+        at[n_at++] = OX_BOOL("peepholes", p >= 0);
+    }
+    if (r->gates == 3)
+        at[n_at++] = OX_BOOL("linear_before_reset", r->lbr);
+    if (r->gates == 1)
+        at[n_at++] = OX_STR("activation", acts[r->act[0][0]]);
+    int y = ox_op(b, XE_OP_RECURRENT, in, n, at, n_at);
+    int extra = r->gates == 4 ? 2 : 1, perm[3] = {1, 0, 2}, perm4[4] = {2, 0, 1, 3};
+    int64_t sd[3] = {r->dirs, -1, r->hid};
+    if (wanted(b, 0)) {
+        int v = ox_cast(b, rows(b, y, 0, r->seq >= 0 ? r->seq : -extra), dt);
+        ox_out(b, 0, r->layout ? ox_transpose(b, v, perm4, 4) : v);
+    }
+    for (int k = 1; k <= extra; k++)
+        if (wanted(b, k)) {
+            int64_t from = k - 1 - extra;
+            int v = ox_reshape_dims(b, rows(b, y, from, from + 1 < 0 ? from + 1 : INT64_MAX), sd, 3,
+                                    "a recurrent layer needs every dim but one known");
+            v = ox_cast(b, v, dt);
+            ox_out(b, k, r->layout ? ox_transpose(b, v, perm, 3) : v);
+        }
+    return ox_status(b);
+}
+
 xe_code ox_b_rnn(ox_b *b)
 {
     int x = ox_in(b, 0), w = ox_in(b, 1), h0 = ox_in(b, 5), c0 = ox_in(b, 6);
@@ -333,6 +400,13 @@ xe_code ox_b_rnn(ox_b *b)
         h0 = h0 < 0 ? -1 : ox_transpose(b, h0, perm, 3);
         c0 = c0 < 0 ? -1 : ox_transpose(b, c0, perm, 3);
     }
+    if (native(&r))
+        return emit_native(b, &r, x, h0, c0);
+    if (r.seq < 1 || r.seq > OX_RNN_MAX_STEPS)
+        return ox_unsupported(b,
+                              "%s with clip, sequence_lens or activations other than the defaults "
+                              "needs a known sequence length of 1 to %d",
+                              b->np->op_type, OX_RNN_MAX_STEPS);
     int ys[2] = {-1, -1}, hs[2], cs[2];
     for (int d = 0; d < r.dirs && !b->failed; d++) {
         rstate s = direction(b, &r, x, d, h0, r.gates == 4 ? c0 : -1, wanted(b, 0) ? &ys[d] : NULL);
