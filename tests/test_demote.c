@@ -21,17 +21,19 @@
 #include "xg_impl.h"
 #include "xlac/xlac.h"
 
-static const char *text = "xlac.graph v1\ninput x: f32[64,8]\ninput y: f32[64,8]\n"
+/* 16384 x 8: a compiled run takes some tens of microseconds, over the 5 us a verdict needs */
+#define ROWS 16384
+static const char *text = "xlac.graph v1\ninput x: f32[16384,8]\ninput y: f32[16384,8]\n"
                           "a = mul(x, y)\nb = add(a, x)\noutput b\n";
 
 /* One call of the cluster through the cache; a fallback is run per op here and reported with per_op_us. */
 static bool run_once(xg_cache *c, const xe_graph *g, double per_op_us)
 {
     xe_status st;
-    xe_shape sh = {2, {64, 8}};
+    xe_shape sh = {2, {ROWS, 8}};
     xe_tensor *x = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st), *y = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
     cr_assert(x && y, "%s", st.msg);
-    for (int i = 0; i < 64 * 8; i++) {
+    for (int i = 0; i < ROWS * 8; i++) {
         ((float *)x->data)[i] = (float)(i % 7);
         ((float *)y->data)[i] = 0.5f;
     }
@@ -40,7 +42,7 @@ static bool run_once(xg_cache *c, const xe_graph *g, double per_op_us)
     cr_assert_eq(xg_run_cluster(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &st), XE_OK, "%s",
                  st.msg);
     if (oc == XG_RAN) {
-        for (int i = 0; i < 64 * 8; i++)
+        for (int i = 0; i < ROWS * 8; i++)
             cr_assert_float_eq(((float *)out[0]->data)[i], 1.5f * (float)(i % 7), 1e-6);
         xe_tensor_release(out[0]);
     } else {
@@ -243,7 +245,7 @@ Test(demote, at_the_default_threshold_probes_time_per_op_and_a_slower_program_is
     xt_capture_begin(&k);
     call r[8];
     for (int i = 0; i < 8; i++)
-        r[i] = probed(c, f.g, 64, 0.001);
+        r[i] = probed(c, f.g, ROWS, 0.001);
     char *err = xt_capture_end(&k);
     /* call 1 compiles at first sight and runs compiled; it and call 2 are followed by a probe
        (two per-op runs measured, the first cold); calls 2-5 are timed (2 excluded): demoted */
@@ -261,7 +263,7 @@ Test(demote, at_the_default_threshold_probes_time_per_op_and_a_slower_program_is
     xg_demotion d[4];
     cr_assert_eq(xg_cache_demotions(c, d, 4), 1);
     cr_assert_str_eq(d[0].cluster, "cluster_0");
-    cr_assert_str_eq(d[0].types, "f32[64,8], f32[64,8]");
+    cr_assert_str_eq(d[0].types, "f32[16384,8], f32[16384,8]");
     cr_assert_not(d[0].generic);
     cr_assert_float_eq(d[0].per_op_us, 0.001, 1e-9);
     cr_assert_gt(d[0].compiled_us, d[0].per_op_us);
@@ -279,7 +281,7 @@ Test(demote, at_the_default_threshold_a_faster_program_is_kept)
     int probes = 0;
     for (int i = 0; i < 10; i++) {
         nanosleep(&(struct timespec){0, 30 * 1000 * 1000}, NULL);
-        call r = probed(c, f.g, 64, 20000);
+        call r = probed(c, f.g, ROWS, 20000);
         cr_assert(r.ran, "call %d should have run compiled", i + 1);
         probes += r.probe;
     }
@@ -302,9 +304,9 @@ Test(demote, demote_off_asks_no_probe)
     xe_status st;
     xg_cache *c = xg_cache_new(&f.o, &st);
     cr_assert_not_null(c, "%s", st.msg);
-    cr_assert_not(probed(c, f.g, 64, 0.001).ran, "threshold 2: per op first (reported at 1 ns)");
+    cr_assert_not(probed(c, f.g, ROWS, 0.001).ran, "threshold 2: per op first (reported at 1 ns)");
     for (int i = 0; i < 8; i++) {
-        call r = probed(c, f.g, 64, 0.001);
+        call r = probed(c, f.g, ROWS, 0.001);
         cr_assert(r.ran && !r.probe, "call %d: compiled, no probe", i + 2);
     }
     cr_assert_eq(xt_stats(c).demoted, 0);
@@ -318,7 +320,7 @@ Test(demote, a_must_compile_cluster_is_not_probed)
     xt_cache_dir f;
     xg_cache *c = default_cache(&f, text);
     for (int i = 0; i < 8; i++) {
-        call r = probed_must(c, f.g, 64, 0.001, true);
+        call r = probed_must(c, f.g, ROWS, 0.001, true);
         cr_assert(r.ran && !r.probe, "call %d: compiled, no probe", i + 1);
     }
     cr_assert_eq(xt_stats(c).demoted, 0);
@@ -340,20 +342,21 @@ Test(demote, a_shape_generic_program_is_compared_at_the_first_shape_it_serves)
     xt_capture_begin(&k);
     cr_assert(probed(c, f.g, 64, 0).ran, "[64,8]: its own program (probe not answered)");
     cr_assert(probed(c, f.g, 32, 0).ran, "[32,8]: its own program");
-    call g1 = probed(c, f.g, 16, 0.001); /* the generic program's first shape: probed */
-    cr_assert(g1.ran && g1.probe, "[16,8]: the generic program, probed");
+    call g1 = probed(c, f.g, ROWS, 0.001); /* the generic program's first shape: probed */
+    cr_assert(g1.ran && g1.probe, "[16384,8]: the generic program, probed");
     call other = probed(c, f.g, 24, 0.001);
     cr_assert(other.ran && !other.probe, "[24,8]: the generic program serves it, unprobed");
-    cr_assert(probed(c, f.g, 16, 0.001).probe, "[16,8] again: its second probe");
-    /* [16,8]'s second call was its first timed run (excluded); three more, other shapes between (not
+    cr_assert(probed(c, f.g, ROWS, 0.001).probe, "[16384,8] again: its second probe");
+    /* [16384,8]'s second call was its first timed run (excluded); three more, other shapes between (not
        timed: no per-op time of their own), and the verdict */
     for (int i = 0; i < 3; i++) {
         cr_assert(probed(c, f.g, 24, 0.001).ran);
-        cr_assert(probed(c, f.g, 16, 0.001).ran, "[16,8] timed run %d", i + 1);
+        cr_assert(probed(c, f.g, ROWS, 0.001).ran, "[16384,8] timed run %d", i + 1);
     }
     char *err = xt_capture_end(&k);
     cr_assert_eq(xt_stats(c).demoted, 1, "%s", err);
-    cr_assert(strstr(err, "at f32[16,8], f32[16,8]") && strstr(err, "shape-generic program runs per op"), "%s", err);
+    cr_assert(strstr(err, "at f32[16384,8], f32[16384,8]") && strstr(err, "shape-generic program runs per op"), "%s",
+              err);
     call after = probed(c, f.g, 40, 0);
     cr_assert_not(after.ran, "[40,8] would have been the generic program's: per op");
     cr_assert_str_eq(after.reason, "slower compiled than per op (demoted)");
@@ -361,7 +364,7 @@ Test(demote, a_shape_generic_program_is_compared_at_the_first_shape_it_serves)
     xg_demotion d[2];
     cr_assert_eq(xg_cache_demotions(c, d, 2), 1);
     cr_assert(d[0].generic);
-    cr_assert_str_eq(d[0].types, "f32[16,8], f32[16,8]");
+    cr_assert_str_eq(d[0].types, "f32[16384,8], f32[16384,8]");
     free(err);
     xg_cache_destroy(c);
     xt_cache_dir_fini(&f);

@@ -21,6 +21,8 @@
 
 #define XG_DEMOTE_RUNS 3      /* compiled runs timed, after the first, before a verdict */
 #define XG_DEMOTE_MARGIN 1.02 /* slower than per op by more than timing noise */
+#define XG_DEMOTE_FLOOR_US                                                                         \
+    5 /* and by more than this: a few-microsecond run's jitter is no verdict */
 #define XG_PER_OP_RUNS                                                                             \
     2 /* per-op runs of a signature measured (the fastest kept): probes stop there */
 #define XG_DEMOTIONS_KEPT 64 /* demotions remembered for xg_cache_demotions */

@@ -18,7 +18,8 @@
  *      XG_DEMOTE_RUNS + 1 compiled runs of that signature are timed (the
  *      first excluded), again none that overlapped a compile.
  *   4. the verdict: fastest compiled slower than the fastest per-op by
- *      more than XG_DEMOTE_MARGIN: the program is demoted (every shape a
+ *      more than XG_DEMOTE_MARGIN and XG_DEMOTE_FLOOR_US (jitter of a run
+ *      of a few microseconds is no verdict): the program is demoted (every shape a
  *      shape-generic one served), a warning, xg_stats.demoted, a record
  *      for xg_cache_demotions.
  * Every field read here is under the cache's lock.
@@ -124,7 +125,8 @@ void xg_note_run(const xg_launch *l, xg_entry *sig, xg_entry *e, double us)
     if (xg_quiet_run(c, us) && !e->slow) {
         if (sig->timed++ > 0 && (sig->run_us == 0 || us < sig->run_us))
             sig->run_us = us;
-        if (sig->timed == XG_DEMOTE_RUNS + 1 && sig->run_us > sig->per_op_us * XG_DEMOTE_MARGIN)
+        if (sig->timed == XG_DEMOTE_RUNS + 1 &&
+            sig->run_us > sig->per_op_us * XG_DEMOTE_MARGIN + XG_DEMOTE_FLOOR_US)
             demote(l, sig, e);
     }
     pthread_mutex_unlock(&c->lock);
