@@ -15,7 +15,10 @@
  *      contraction keeps the graph acyclic (a path through an op outside
  *      the cluster would turn into a cycle);
  *   5. clusters under the minimum size (or, at level 1, removing no
- *      intermediate tensor) are dissolved;
+ *      intermediate tensor) are dissolved, and so are those the static cost
+ *      model says cannot win: library products (matmul, conv2d) with only
+ *      layout ops, or with fused work that saves too little beside them
+ *      (saves_too_little);
  *   6. a constant whose every use lies in one cluster joins that cluster
  *      (so the code generator sees its value);
  *   7. clusters are named cluster_0, cluster_1, ... by their first op.
@@ -28,6 +31,12 @@
 #include "cycles.h"
 #include "xc.h"
 #include "xlac/op.h"
+
+/* The static cost model (step 5): a launch saved is worth this many bytes not moved (about 1 us of
+ * per-op dispatch at the 16 GB/s this machine streams, docs/codegen.md); a cluster with a library
+ * product must save at least 1/XC_SAVED_RATIO of the bytes its ops move. */
+#define XC_LAUNCH_BYTES ((int64_t)16 * 1024)
+#define XC_SAVED_RATIO 32
 
 typedef struct mark {
     const xe_graph *g;
@@ -321,6 +330,65 @@ static int only_library(mark *m, int r)
     return lib;
 }
 
+/* The bytes of node i's value; -1 when a dim is unknown (the fed data decides). */
+static int64_t value_bytes(const mark *m, int i)
+{
+    const xe_type *t = &m->g->nodes[i]->type;
+    for (int k = 0; k < t->shape.rank; k++)
+        if (t->shape.dims[k] < 0)
+            return -1;
+    return xe_shape_numel(&t->shape) * (int64_t)xe_dtype_size(t->dtype);
+}
+
+/* What the ops of the cluster rooted at r move, per op (inputs read, output written): *traffic;
+ * what fusing them saves: *saved (each value used only inside written once and read per use no
+ * more, and a launch per op but one). False when a size is not known. */
+static bool cluster_bytes(mark *m, int r, const int *uses, const bool *outside, int64_t *traffic,
+                          int64_t *saved)
+{
+    *traffic = 0;
+    *saved = (int64_t)(m->size[r] - 1) * XC_LAUNCH_BYTES;
+    for (int i = 0; i < m->g->n_nodes; i++) {
+        if (!m->cand[i] || find(m, i) != r)
+            continue;
+        const xe_node *n = m->g->nodes[i];
+        int64_t out = value_bytes(m, i);
+        if (out < 0)
+            return false;
+        *traffic += out;
+        for (int k = 0; k < n->n_inputs; k++) {
+            int64_t in = value_bytes(m, n->inputs[k]);
+            if (in < 0)
+                return false;
+            *traffic += in;
+        }
+        if (uses[i] > 0 && !outside[i])
+            *saved += out * (1 + uses[i]);
+    }
+    return true;
+}
+
+/*
+ * The static cost model's second rule: a cluster holding a library product
+ * (matmul, conv2d: per op they run the same library call) whose fusion
+ * saves less than 1/XC_SAVED_RATIO of the bytes its ops move. Its best
+ * case is then within the demotion's margin (2 %, codegen/cache/demote.c),
+ * where the compiled program's own costs (conversions at its borders, the
+ * launch) decide, and a compile is paid for nothing. Bytes understate a
+ * product's time (it is compute-bound), so the rule errs on keeping.
+ */
+static bool saves_too_little(mark *m, int r, const int *uses, const bool *outside)
+{
+    bool lib = false;
+    for (int i = 0; i < m->g->n_nodes && !lib; i++) {
+        const xe_op_def *d = m->cand[i] && find(m, i) == r ? xe_op_get(m->g->nodes[i]->op) : NULL;
+        lib = d && (d->cls == XE_CLASS_MATMUL || m->g->nodes[i]->op == XE_OP_CONV2D);
+    }
+    int64_t traffic = 0, saved = 0;
+    return lib && cluster_bytes(m, r, uses, outside, &traffic, &saved) &&
+           saved * XC_SAVED_RATIO < traffic;
+}
+
 /* Why the cluster rooted at r is dissolved, NULL when it is kept. */
 static const char *dissolve_reason(mark *m, int r, const int *uses, const bool *outside)
 {
@@ -333,6 +401,8 @@ static const char *dissolve_reason(mark *m, int r, const int *uses, const bool *
     int lib = only_library(m, r);
     if (lib >= 0)
         return lib == XE_OP_CONV2D ? XC_REASON_CONV_ALONE : XC_REASON_MATMUL_ALONE;
+    if (saves_too_little(m, r, uses, outside))
+        return XC_REASON_LITTLE_SAVED;
     return NULL;
 }
 

@@ -33,6 +33,7 @@
 #define XC_REASON_NO_INTERMEDIATE "removes no intermediate tensor"
 #define XC_REASON_MATMUL_ALONE "nothing to fuse with matmul"
 #define XC_REASON_CONV_ALONE "nothing to fuse with conv2d"
+#define XC_REASON_LITTLE_SAVED "saves too little beside its library products"
 #define XC_REASON_INPUT "graph input"
 #define XC_REASON_CONSTANT "constant"
 #define XC_REASON_AUTO_OFF "auto-clustering off"

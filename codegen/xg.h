@@ -68,7 +68,9 @@ typedef enum xg_log_level {
 typedef struct xg_options {
     bool fast_math;        /* --fast_math: may reassociate floating-point math (changes code) */
     int compile_threshold; /* --compile_threshold */
-    int dynamic_after;     /* --dynamic_after */
+    bool demote; /* --demote: compiled runs are measured against per-op runs of the same signature
+                    (probed when none ran), and a slower program is sent per op */
+    int dynamic_after;            /* --dynamic_after */
     int max_compiles_per_cluster; /* --max_compiles_per_cluster */
     bool async_compilation;       /* --async_compilation */
     bool disk_cache;              /* --disk_cache */
@@ -158,10 +160,13 @@ typedef enum xg_outcome {
 /* What one xg_run_cluster_info call did, for the trace and the reports. */
 typedef struct xg_run_info {
     bool want_signature; /* in: fill signature (a copy of the key: only when someone reads it) */
-    bool hit;            /* the program was in memory already */
-    bool compiled;       /* this call compiled (or loaded from disk) the program it ran */
-    double compile_ms;   /* time this call spent compiling or loading (0 when async) */
-    const char *reason;  /* XG_FALLBACK: why, a fixed phrase */
+    bool can_probe;      /* in: the caller runs the body per op once more when asked (probe) */
+    bool probe;         /* out: run the body per op now, timed, and tell xg_cluster_per_op_time (the
+                           per-op time demotion measures this signature's compiled runs against) */
+    bool hit;           /* the program was in memory already */
+    bool compiled;      /* this call compiled (or loaded from disk) the program it ran */
+    double compile_ms;  /* time this call spent compiling or loading (0 when async) */
+    const char *reason; /* XG_FALLBACK: why, a fixed phrase */
     char signature[200]; /* the signature key, cut to fit */
 } xg_run_info;
 
@@ -183,14 +188,26 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
                             xg_run_info *info, xe_status *st);
 
 /*
- * The caller ran cluster `body` per op (an XG_FALLBACK) on inputs in us
- * microseconds: the signature's per-op time, which its first compiled
- * runs are measured against. Compiled code slower than that is demoted:
- * that signature runs per op from then on (a line on stderr,
- * xg_stats.demoted).
+ * The caller ran cluster `body` per op (an XG_FALLBACK, or a probe that
+ * xg_run_info.probe asked for) on inputs in us microseconds: the
+ * signature's per-op time, which its compiled runs are measured against.
+ * Compiled code slower than that is demoted: that program runs per op
+ * from then on (a warning, xg_stats.demoted, xg_cache_demotions).
  */
 void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint,
                             xe_device dev, xe_tensor *const *inputs, double us);
+
+/* One demotion: which cluster, at which input types, and the times compared. */
+typedef struct xg_demotion {
+    char cluster[128]; /* the cluster's name */
+    char types[256];   /* the input types of the signature measured ("f32[64,8], f32[64,8]") */
+    bool generic;      /* the program demoted is shape-generic: every shape it served runs per op */
+    double compiled_us; /* fastest compiled run timed (the first excluded) */
+    double per_op_us;   /* fastest per-op run of the same signature */
+} xg_demotion;
+
+/* Copies up to max of c's demotions, in the order they happened, into out; returns how many. */
+int xg_cache_demotions(xg_cache *c, xg_demotion *out, int max);
 
 /*
  * Hex XXH3-128 of a cluster body's canonical text (ops, attributes, dtypes,

@@ -63,7 +63,8 @@ static const flag_row rows[] = {
      "print the clustering summary; with XLAC_DUMP_GRAPH_PREFIX=DIR write graph dumps there", true},
     {"stats", FLAG_BOOL, AT(stats), 0, NULL,
      "at exit print two lines: 'xlac: stats' (clusters, launches, compiles, cache and disk hits, "
-     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms)",
+     "fallbacks, compile ms) and 'xlac: timing' (disk-cache load ms, demoted, probes), then one "
+     "'xlac: demoted' line per program demoted",
      false},
     {"codegen", FLAG_BOOL, AT(codegen), 0, NULL,
      "false: clusters always run with the executor's per-op kernels", true},
@@ -71,6 +72,11 @@ static const flag_row rows[] = {
      "generated code may reassociate floating-point math", false},
     {"compile_threshold", FLAG_INT, AT(xg.compile_threshold), 1, NULL,
      "runs of one signature before it is compiled (earlier runs go per op)", false},
+    {"demote", FLAG_BOOL, AT(xg.demote), 0, NULL,
+     "time compiled runs against per-op runs of the same signature (after a compiled run the body "
+     "runs per op once or twice more, only to be timed, when none ran before) and send a program "
+     "more than 2% slower per op",
+     false},
     {"dynamic_after", FLAG_INT, AT(xg.dynamic_after), 0, NULL,
      "distinct shapes of a cluster before one shape-generic program is compiled", false},
     {"max_compiles_per_cluster", FLAG_INT, AT(xg.max_compiles_per_cluster), 1, NULL,

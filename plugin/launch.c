@@ -10,7 +10,11 @@
  * cluster shows in the placement log as XLA_CPU:0 / XLA_GPU:0 with the
  * cluster's name. Counters feed --stats. A per-op run of a cluster is
  * timed and reported to the cache, which demotes a signature whose
- * compiled runs turn out slower (xg_cluster_per_op_time).
+ * compiled runs turn out slower (xg_cluster_per_op_time); when the cache
+ * asks for it after a compiled run (xg_run_info.probe: nothing ran per
+ * op before the compile, as with the default --compile_threshold=1), the
+ * body runs per op once more, quietly, its outputs dropped, only to be
+ * timed (probe).
  *
  * xlac_launch_run reads as the launch does: look up (or compile) and run
  * compiled code, else fall back to the body per op. Counters, replay
@@ -18,6 +22,7 @@
  * fixed points (observe_*), never woven into those steps.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "xlac/session.h"
 #include "xlac/trace.h"
@@ -69,7 +74,8 @@ typedef struct launch {
 static void launch_info_init(xlac_launch_info *li, const xlac_flags *f, bool timed)
 {
     li->info.want_signature = timed;
-    li->info.hit = li->info.compiled = false;
+    li->info.can_probe = true;
+    li->info.hit = li->info.compiled = li->info.probe = false;
     li->info.compile_ms = 0;
     li->info.reason = NULL;
     li->info.signature[0] = '\0';
@@ -183,17 +189,51 @@ static xe_code run_compiled(launch *l, xe_tensor **outs, int n_outs, bool *ran, 
     return XE_OK;
 }
 
+/* The body per op into outs, its wall time (the device drained on both sides) in *us; quiet: no
+ * placement lines. */
+static xe_code time_per_op(launch *l, xe_tensor **outs, bool quiet, double *us, xe_status *st)
+{
+    xe_device dev = l->n->device;
+    xe_status ss;
+    xe_status_clear(&ss);
+    bool drained = !l->c || xe_device_synchronize(dev, &ss) == XE_OK;
+    double t0 = xe_now_us();
+    xe_code code = quiet
+                       ? xe_exec_graph_quiet(l->a->exec, l->n->body, l->a->in, outs, st)
+                       : xe_exec_graph(l->a->exec, l->n->body, l->a->in, outs, l->name, "XLA_", st);
+    if (code == XE_OK && l->c && drained && xe_device_synchronize(dev, &ss) == XE_OK)
+        *us = xe_now_us() - t0;
+    return code;
+}
+
 /* 2. The body per op, through the runtime's entry (bit-identical to the op-by-op run). */
 static xe_code run_per_op(launch *l, xe_tensor **outs, xe_status *st)
 {
-    double t0 = observe_fallback(l);
-    xe_code code = xe_exec_graph(l->a->exec, l->n->body, l->a->in, outs, l->name, "XLA_", st);
-    if (l->c && code == XE_OK) /* what compiled code must beat, or be demoted
-                                  (codegen/cache/compile_policy.c) */
-        xg_cluster_per_op_time(l->c, l->n->body, l->fingerprint, l->n->device, l->a->in,
-                               xe_now_us() - t0);
+    observe_fallback(l);
+    double us = 0;
+    xe_code code = time_per_op(l, outs, false, &us, st);
+    if (us > 0) /* what compiled code must beat, or be demoted (codegen/cache/demote.c) */
+        xg_cluster_per_op_time(l->c, l->n->body, l->fingerprint, l->n->device, l->a->in, us);
     observe_fallback_end(l);
     return code;
+}
+
+/* 3. Asked after a compiled run: the body per op once more, timed, its outputs dropped (a failure
+ * only means no time). */
+static void probe_per_op(launch *l)
+{
+    int n_outs = l->n->body->n_outputs;
+    xe_tensor *tmp[n_outs > 0 ? n_outs : 1];
+    memset(tmp, 0, sizeof tmp);
+    xe_status st;
+    xe_status_clear(&st);
+    double t0 = xe_now_us(), us = 0;
+    if (time_per_op(l, tmp, true, &us, &st) == XE_OK && us > 0)
+        xg_cluster_per_op_time(l->c, l->n->body, l->fingerprint, l->n->device, l->a->in, us);
+    for (int i = 0; i < n_outs; i++)
+        xe_tensor_release(tmp[i]);
+    atomic_fetch_add(&l->s->n_probes, 1);
+    xe_exec_trace(l->a->exec, l->name, "probe", t0);
 }
 
 xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, xe_status *st)
@@ -216,6 +256,8 @@ xe_code xlac_launch_run(const xe_kernel_args *a, xe_tensor **outs, int n_outs, x
     bool ran = false;
     if (l.c) {
         xe_code code = run_compiled(&l, outs, n_outs, &ran, st);
+        if (code == XE_OK && ran && l.li.info.probe)
+            probe_per_op(&l);
         if (code != XE_OK || ran)
             return code;
     }
@@ -252,8 +294,23 @@ void xlac_print_stats(xlac_state *s, FILE *out)
             cs.compile_ms);
     /* the stats line is exactly the documented one; the time of disk-cache loads goes on its own
      * line */
-    fprintf(out, "xlac: timing disk_load_ms=%.2f demoted=%llu\n", cs.disk_load_ms,
-            (unsigned long long)cs.demoted);
+    fprintf(out, "xlac: timing disk_load_ms=%.2f demoted=%llu probes=%llu\n", cs.disk_load_ms,
+            (unsigned long long)cs.demoted, (unsigned long long)atomic_load(&s->n_probes));
+}
+
+void xlac_print_demotions(xlac_state *s, FILE *out)
+{
+    xg_demotion d[16];
+    int n = 0;
+    pthread_mutex_lock(&s->cache_lock);
+    if (s->cache)
+        n = xg_cache_demotions(s->cache, d, (int)(sizeof d / sizeof d[0]));
+    pthread_mutex_unlock(&s->cache_lock);
+    for (int i = 0; i < n; i++)
+        fprintf(out, "xlac: demoted %s at %s: compiled %.3f ms, per op %.3f ms%s\n", d[i].cluster,
+                d[i].types, d[i].compiled_us / 1e3, d[i].per_op_us / 1e3,
+                d[i].generic ? " (its shape-generic program: every shape it served runs per op)"
+                             : "");
 }
 
 void xlac_launch_shutdown(xlac_state *s)

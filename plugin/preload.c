@@ -125,8 +125,10 @@ __attribute__((destructor)) static void xlac_preload_fini(void)
     reports_done = true;
     bool ran = atomic_load(&state.n_sessions) > 0;
     /* off, and no jit block: nothing observable, not even the stats line */
-    if (ran && state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state)))
+    if (ran && state.flags.stats && (state.flags.auto_jit > 0 || xlac_made_clusters(&state))) {
         xlac_print_stats(&state, stderr);
+        xlac_print_demotions(&state, stderr);
+    }
     xe_status st;
     xe_status_clear(&st);
     if (xlac_report_write(&state, 0, &st) != XE_OK)

@@ -8,6 +8,8 @@
  *                 "mean_launch_us":4.2,"mean_launch_all_us":2414.0}],
  *    "runs":50,"run_ms":130.2,
  *    "share":{"clusters":0.02,"per_op_kernels":0.05,"compiling":0.93},
+ *    "demoted":[{"cluster":"cluster_0","types":"f32[64,8]","generic":false,
+ *                "compiled_ms":1.2,"per_op_ms":1.0}],
  *    "stats":{...the --stats counters...}}
  *
  * mean_launch_us is over the launches that found their program in memory
@@ -55,6 +57,29 @@ static void write_share(FILE *f, const xlac_state *s)
     fprintf(f, "\n ],\n \"runs\":%llu,\"run_ms\":%.3f,\n", runs, run_us / 1e3);
     fprintf(f, " \"share\":{\"clusters\":%.4f,\"per_op_kernels\":%.4f,\"compiling\":%.4f},\n",
             ran / d, (per_op > 0 ? per_op : 0) / d, compiling / d);
+}
+
+/* The programs demoted as slower than per op (codegen/cache/demote.c). */
+static void write_demotions(FILE *f, xlac_state *s)
+{
+    xg_demotion d[16];
+    int n = 0;
+    pthread_mutex_lock(&s->cache_lock);
+    if (s->cache)
+        n = xg_cache_demotions(s->cache, d, (int)(sizeof d / sizeof d[0]));
+    pthread_mutex_unlock(&s->cache_lock);
+    fputs(" \"demoted\":[", f);
+    for (int i = 0; i < n; i++) {
+        char name[256], types[512];
+        xe_trace_json_escape(d[i].cluster, name, sizeof name);
+        xe_trace_json_escape(d[i].types, types, sizeof types);
+        fprintf(f,
+                "%s{\"cluster\":\"%s\",\"types\":\"%s\",\"generic\":%s,\"compiled_ms\":%.3f,"
+                "\"per_op_ms\":%.3f}",
+                i ? "," : "", name, types, d[i].generic ? "true" : "false", d[i].compiled_us / 1e3,
+                d[i].per_op_us / 1e3);
+    }
+    fputs("],\n", f);
 }
 
 static void write_stats(FILE *f, xlac_state *s)
@@ -105,6 +130,7 @@ static xe_code write_summary(FILE *f, void *user, xe_status *st)
     pthread_mutex_unlock(&s->report_lock);
     if (j->interrupted)
         fprintf(f, " \"interrupted\":true,\"signal\":%d,\n", j->interrupted);
+    write_demotions(f, s);
     write_stats(f, s);
     return XE_OK;
 }

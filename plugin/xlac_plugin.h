@@ -65,6 +65,7 @@ typedef struct xlac_state {
     atomic_ullong n_clusters;    /* clusters built by the pass */
     atomic_ullong n_launches;    /* launch op executions */
     atomic_ullong n_fallbacks;   /* of which ran per op */
+    atomic_ullong n_probes;      /* per-op runs only to be timed, after a compiled run (demotion) */
     pthread_mutex_t replay_lock; /* guards the replay entries */
     xlac_replay *replays;        /* clusters dumped for replay (--dump_inputs) */
     int n_replays, cap_replays;
@@ -170,6 +171,9 @@ void xlac_report_free(xlac_state *s);
 bool xlac_made_clusters(xlac_state *s);
 /* "xlac: stats clusters=... launches=... ..." */
 void xlac_print_stats(xlac_state *s, FILE *out);
+/* One line per demoted program ("xlac: demoted cluster_0 at f32[64,8]: compiled 1.200 ms, per op
+ * 1.000 ms"), after --stats' two lines; nothing when none was. */
+void xlac_print_demotions(xlac_state *s, FILE *out);
 /* Waits for the background compiles still running (--async_compilation), so that stats are final.
  */
 void xlac_launch_drain(xlac_state *s);

@@ -428,3 +428,67 @@ Test(mark, a_matmul_with_nothing_to_fuse_is_not_clustered)
     xc_clustering_destroy(c);
     xe_graph_destroy(g);
 }
+
+/*
+ * The static cost model's second rule (mark.c, saves_too_little): a cluster with a library product
+ * whose fusion saves under 1/32 of the bytes its ops move is not formed. A scale of small weights
+ * feeding a large product saves 2 x 32 KiB (ws neither written nor read back) and one launch
+ * (16 KiB) against the product's 8.5 MiB: dissolved, with the reason on both ops.
+ */
+Test(mark, a_product_whose_fusion_saves_too_little_is_not_clustered)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4096,16]\ninput w: f32[16,512]\ninput s: f32[]\n"
+                        "ws = mul(w, s)\ny = matmul(x, ws)\noutput y\n");
+    xc_clustering *c = mark(g, NULL);
+    check_consistent(g, c);
+    cr_assert_eq(c->n_clusters, 0, "a scaled weight saves nothing beside the product");
+    ASSERT_REASON(g, c, "ws", XC_REASON_LITTLE_SAVED);
+    ASSERT_REASON(g, c, "y", XC_REASON_LITTLE_SAVED);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}
+
+/* What it keeps: the product's epilogue (its 8 MiB output neither written nor read back), small
+ * products (the launches saved weigh more than the bytes), clusters without a library product
+ * however little they save, and unknown sizes (nothing to reckon with). */
+Test(mark, the_cost_model_keeps_epilogues_small_products_and_elementwise_clusters)
+{
+    const char *keep[] = {
+        "xlac.graph v1\ninput x: f32[4096,16]\ninput w: f32[16,512]\ninput b: f32[512]\n"
+        "y = matmul(x, w)\nz = add(y, b)\nr = relu(z)\noutput r\n",
+        "xlac.graph v1\ninput x: f32[64,16]\ninput w: f32[16,64]\ninput s: f32[]\n"
+        "ws = mul(w, s)\ny = matmul(x, ws)\noutput y\n",
+        "xlac.graph v1\ninput x: f32[4096,512]\ninput s: f32[1,512]\n"
+        "a = add(x, s)\nb = mul(a, s)\noutput a\noutput b\n",
+        "xlac.graph v1\ninput x: f32[?,16]\ninput w: f32[16,512]\ninput s: f32[]\n"
+        "ws = mul(w, s)\ny = matmul(x, ws)\noutput y\n",
+    };
+    for (size_t i = 0; i < sizeof keep / sizeof keep[0]; i++) {
+        xe_graph *g = graph(keep[i]);
+        xc_clustering *c = mark(g, NULL);
+        check_consistent(g, c);
+        cr_assert_eq(c->n_clusters, 1, "graph %zu: kept as one cluster", i);
+        for (int n = 0; n < c->n_nodes; n++)
+            cr_assert(!c->reason[n] || strcmp(c->reason[n], XC_REASON_LITTLE_SAVED) != 0, "graph %zu", i);
+        xc_clustering_destroy(c);
+        xe_graph_destroy(g);
+    }
+}
+
+/* The reason is in the summary, under "by reason", with the ops it left out. */
+Test(mark, the_cost_models_reason_is_in_the_summary)
+{
+    xe_graph *g = graph("xlac.graph v1\ninput x: f32[4096,16]\ninput w: f32[16,512]\ninput s: f32[]\n"
+                        "ws = mul(w, s)\ny = matmul(x, ws)\noutput y\n");
+    xc_clustering *c = mark(g, NULL);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    cr_assert_not_null(f);
+    xc_write_summary(f, g, c, 0);
+    fclose(f);
+    cr_assert(strstr(text, "    saves too little beside its library products (2): "), "%s", text);
+    free(text);
+    xc_clustering_destroy(c);
+    xe_graph_destroy(g);
+}

@@ -169,6 +169,44 @@ Test(e2e, level2_with_codegen_runs)
     xt_tmp_remove();
 }
 
+/*
+ * A cluster that loses is demoted with the default flags: the compiler is made to write slow code
+ * (cc ... -O0 -fno-openmp: the fused tanh loop runs some 30x slower than the per-op kernels). The
+ * program compiles at first sight, the body runs per op twice more only to be timed (probes), and
+ * after the timed compiled runs the signature runs per op: said in the warning, --stats' lines and
+ * --summary's "demoted".
+ */
+Test(e2e, a_slower_cluster_is_demoted_with_the_default_flags)
+{
+    xt_write_file(xt_path("big.xg"), "xlac.graph v1\ninput x: f32[512,512]\ninput y: f32[512,512]\n"
+                                     "a = mul(x, y)\nb = add(a, x)\nc = tanh(b)\noutput c\n");
+    xt_write_file(xt_path("slowcc"), "#!/bin/sh\nexec cc \"$@\" -O0 -fno-openmp\n");
+    cr_assert_eq(chmod(xt_path("slowcc"), 0755), 0);
+    char cc[200];
+    snprintf(cc, sizeof cc, "CC=%s", xt_path("slowcc"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --disk_cache=0 --summary=sum.json", cc, NULL};
+    xt_result r = xlac_run(true, env, xt_path("big.xg"), "--iterations", "8");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, "xlac: warning: cluster_0 ran slower compiled ("), "%s", r.err);
+    cr_assert(strstr(r.err, "xlac: stats clusters=1 launches=8 compiles=1 cache_hits=4 "), "%s", r.err);
+    cr_assert(strstr(r.err, " fallbacks=3 "), "calls 6-8 per op: %s", r.err);
+    cr_assert(strstr(r.err, " demoted=1 probes=2\n"), "%s", r.err);
+    cr_assert(strstr(r.err, "xlac: demoted cluster_0 at f32[512,512], f32[512,512]: compiled "), "%s", r.err);
+    char *sum = xt_read_file(xt_path("sum.json"), NULL);
+    cr_assert(sum && strstr(sum, "\"demoted\":[{\"cluster\":\"cluster_0\",\"types\":\"f32[512,512], "
+                                 "f32[512,512]\",\"generic\":false,\"compiled_ms\":"),
+              "%s", sum ? sum : "(no summary)");
+    free(sum);
+    xt_result_free(&r);
+    /* --demote=0: the same run keeps its slow program and runs no probe */
+    const char *off[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--stats --disk_cache=0 --demote=0", cc, NULL};
+    r = xlac_run(true, off, xt_path("big.xg"), "--iterations", "3");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, " fallbacks=0 ") && strstr(r.err, " demoted=0 probes=0\n"), "%s", r.err);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}
+
 static void check_dump_runs(const char *name)
 {
     xt_result r = xlac_run(false, NULL, xt_path(name), "--save-outputs", xt_path("again"));

@@ -43,7 +43,8 @@ static void fingerprint_of(const xe_graph *body, const char *fingerprint, char f
 void xg_launch_init(xg_launch *l, xg_cache *c, const xe_graph *body, const char *fingerprint,
                     xe_device dev, xe_tensor *const *inputs)
 {
-    *l = (xg_launch){.c = c, .body = body, .inputs = inputs, .n = body->n_inputs, .key = ""};
+    *l = (xg_launch){
+        .c = c, .body = body, .inputs = inputs, .n = body->n_inputs, .dev = dev, .key = ""};
     l->target = xg_target_for_device(dev);
     l->arch = xg_backend_for(l->target)->runner.device_arch(dev);
     fingerprint_of(body, fingerprint, l->fp);

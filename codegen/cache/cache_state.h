@@ -21,6 +21,11 @@
 
 #define XG_DEMOTE_RUNS 3      /* compiled runs timed, after the first, before a verdict */
 #define XG_DEMOTE_MARGIN 1.02 /* slower than per op by more than timing noise */
+#define XG_DEMOTE_FLOOR_US                                                                         \
+    5 /* and by more than this: a few-microsecond run's jitter is no verdict */
+#define XG_PER_OP_RUNS                                                                             \
+    2 /* per-op runs of a signature measured (the fastest kept): probes stop there */
+#define XG_DEMOTIONS_KEPT 64 /* demotions remembered for xg_cache_demotions */
 
 /* Why a call runs per op (xg_run_info.reason): fixed phrases. */
 #define WHY_OOM "out of memory"
@@ -40,10 +45,15 @@ typedef struct xg_entry {
     xg_program *prog; /* loaded program, NULL until compiled */
     int seen;         /* times this signature was asked for */
     bool failed, compiling;
-    bool slow;        /* demoted: its compiled runs were slower than its per-op runs */
-    double per_op_us; /* fastest per-op run reported (xg_cluster_per_op_time), 0: none */
-    double run_us;    /* fastest compiled run timed, the first excluded */
-    int timed;        /* compiled runs timed so far */
+    bool slow; /* demoted: its compiled runs were slower than its per-op runs */
+    /* the measurements are the signature's (a shape-generic program's are in the entry of the
+       shape measured) */
+    double per_op_us;        /* fastest per-op run reported (xg_cluster_per_op_time), 0: none */
+    int per_op_n;            /* per-op runs measured (none that overlapped a compile) */
+    int probes;              /* per-op runs asked of the caller (xg_run_info.probe) */
+    double run_us;           /* fastest compiled run timed, the first excluded */
+    int timed;               /* compiled runs timed so far */
+    struct xg_entry *probed; /* a shape-generic program's: the one shape it has probes run for */
     UT_hash_handle hh;
 } xg_entry;
 
@@ -58,6 +68,7 @@ typedef struct xg_cluster_state {
     /* the signature that ran last (the hot path of a loop that repeats one shape skips
        formatting and hashing its key): entry, key, input types, target */
     xg_entry *hit;
+    xg_entry *hit_sig; /* its signature's own entry (hit itself, unless hit is shape-generic) */
     char *hit_key;
     xe_type *hit_types;
     int hit_n, hit_arch;
@@ -78,6 +89,8 @@ struct xg_cache {
     pthread_cond_t async_done;
     int compiling_now;          /* compile_job calls under way, on any thread (under lock) */
     double last_compile_end_us; /* when the last one ended (xe_now_us), 0: none yet */
+    xg_demotion demotions[XG_DEMOTIONS_KEPT]; /* the first demotions (demote.c) */
+    int n_demotions;
     /* each target's compiler id, once told (compiler_memo.c; under compiler_lock, taken after lock)
      */
     pthread_mutex_t compiler_lock;
@@ -98,12 +111,20 @@ typedef struct xg_launch {
     xe_tensor *const *inputs; /* n of them (body->n_inputs), on the target's device */
     int n;
     xe_tensor **outputs; /* body->n_outputs; NULL when nothing runs (xg_cluster_per_op_time) */
+    xe_device dev;       /* where the inputs live and the program runs */
     xg_target target;
     int arch;
     bool must;         /* must-compile: a failure is the caller's error, not a warning */
     const char *key;   /* the signature key decided on ("" until then) */
     xg_run_info *info; /* what the call did; NULL when nothing runs */
 } xg_launch;
+
+/* What a launch measures for demotion (demote.c): its program's entry and its signature's. */
+typedef struct xg_timing {
+    xg_entry *e;   /* the entry whose program runs (shape-generic or the signature's own) */
+    xg_entry *sig; /* the signature's own entry, where its times are kept */
+    bool timed;    /* this run is timed */
+} xg_timing;
 
 typedef enum xg_decision {
     XG_DECIDE_RUN,      /* the entry's program is ready */
@@ -143,10 +164,11 @@ void xg_mark_failed(xg_cache *c, const char *key, const char *name, const char *
 
 /*
  * Under the lock: what l does now. Fills key with the signature key and
- * *out with its entry (when there is one); on XG_DECIDE_FALLBACK
- * l->info->reason says why.
+ * *out with its entry (when there is one), *sig with the entry of l's own
+ * signature (*out itself unless *out is a shape-generic program's); on
+ * XG_DECIDE_FALLBACK l->info->reason says why.
  */
-xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out);
+xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out, xg_entry **sig);
 /* Under the lock: whether this thread may compile e's program now (then e->compiling is set). */
 bool xg_claim_compile(const xg_launch *l, xg_cluster_state *s, xg_entry *e);
 /*
@@ -155,10 +177,22 @@ bool xg_claim_compile(const xg_launch *l, xg_cluster_state *s, xg_entry *e);
  * only under must-compile.
  */
 xe_code xg_compile_signature(const xg_launch *l, const char *key, xg_program **prog, xe_status *st);
-/* Under the lock: whether e's next compiled run is timed for a verdict. */
-bool xg_wants_timing(const xg_entry *e);
-/* A timed compiled run of e (takes the lock); after XG_DEMOTE_RUNS of them (the first excluded),
- * the verdict. */
-void xg_note_run(xg_cache *c, xg_entry *e, const char *name, double us);
+
+/* ---- demote.c: per-op and compiled times of a signature, probes, the verdict ----------------- */
+
+/* Under the lock: whether a run that ended now and took us microseconds overlapped no compile. */
+bool xg_quiet_run(const xg_cache *c, double us);
+/* Under the lock: whether the next run of program entry e for signature sig is timed. */
+bool xg_wants_timing(const xg_cache *c, const xg_entry *sig, const xg_entry *e);
+/*
+ * Under the lock: whether the caller should run l per op once more, timed,
+ * after e's program ran for signature sig (then counted as asked).
+ */
+bool xg_wants_probe(const xg_launch *l, xg_entry *sig, xg_entry *e);
+/*
+ * A timed compiled run of program entry e for l's signature sig (takes the
+ * lock); after XG_DEMOTE_RUNS of them (the first excluded), the verdict.
+ */
+void xg_note_run(const xg_launch *l, xg_entry *sig, xg_entry *e, double us);
 
 #endif

@@ -11,16 +11,8 @@
  *   4. a failed compile, load or launch warns once per signature and that
  *      signature runs per op from then on (under must-compile it is an
  *      error naming the cluster);
- *   5. a signature whose per-op runs were timed (xg_cluster_per_op_time:
- *      only the runs before a compile_threshold of 2 or more, and only
- *      those that overlapped no compile on any thread: the default
- *      threshold of 1 compares nothing) has its first compiled runs timed
- *      too, again only those that overlapped no compile; when the fastest
- *      of XG_DEMOTE_RUNS (the first excluded) is slower than the fastest
- *      per-op run, it is demoted: one line on stderr, and it runs per op
- *      from then on. Both sides are wall times of the same signature's
- *      work alone (the per-op body, the compiled program), never a
- *      compile's.
+ *   5. a program demoted (demote.c: its compiled runs were slower than
+ *      the per-op runs of the same signature) runs per op from then on.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -80,13 +72,6 @@ static void compiling(xg_cache *c, bool begin)
     if (!begin)
         c->last_compile_end_us = xe_now_us();
     pthread_mutex_unlock(&c->lock);
-}
-
-/* Under the lock: whether a run that ended now and took us microseconds overlapped no compile. */
-static bool quiet_run(const xg_cache *c, double us)
-{
-    return c->compiling_now == 0 &&
-           (c->last_compile_end_us == 0 || c->last_compile_end_us < xe_now_us() - us);
 }
 
 /*
@@ -278,8 +263,9 @@ static bool same_as_last_hit(const xg_cluster_state *s, const xg_launch *l)
     return true;
 }
 
-/* s's last signature that ran is l's, of key and entry e. */
-static void remember_hit(xg_cluster_state *s, xg_entry *e, const char *key, const xg_launch *l)
+/* s's last signature that ran is l's, of key and program entry e (its own entry sig). */
+static void remember_hit(xg_cluster_state *s, xg_entry *e, xg_entry *sig, const char *key,
+                         const xg_launch *l)
 {
     int n = l->n;
     xe_tensor *const *in = l->inputs;
@@ -295,6 +281,7 @@ static void remember_hit(xg_cluster_state *s, xg_entry *e, const char *key, cons
     free(s->hit_key);
     free(s->hit_types);
     s->hit = e;
+    s->hit_sig = sig;
     s->hit_key = k;
     s->hit_types = t;
     s->hit_n = n;
@@ -310,7 +297,7 @@ bool xg_claim_compile(const xg_launch *l, xg_cluster_state *s, xg_entry *e)
     return true;
 }
 
-xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out)
+xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out, xg_entry **sig)
 {
     xg_cache *c = l->c;
     const char **why = &l->info->reason;
@@ -318,10 +305,12 @@ xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out)
     if (s && same_as_last_hit(s, l) && !s->hit->slow) {
         xe_text_printf(key, "%s", s->hit_key);
         *out = s->hit;
+        *sig = s->hit_sig;
         return XG_DECIDE_RUN;
     }
     xg_launch_key(l, NULL, key);
     xg_entry *e = key->oom ? NULL : xg_entry_get(c, key->buf);
+    *sig = e;
     *why = WHY_OOM;
     if (!s || !e)
         return XG_DECIDE_FALLBACK;
@@ -344,7 +333,7 @@ xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out)
     if (e->failed || e->slow || (e->compiling && !e->prog))
         return XG_DECIDE_FALLBACK;
     if (e->prog) {
-        remember_hit(s, e, key->buf, l);
+        remember_hit(s, e, *sig, key->buf, l);
         return XG_DECIDE_RUN;
     }
     *why = WHY_THRESHOLD;
@@ -352,50 +341,6 @@ xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out)
         return XG_DECIDE_FALLBACK;
     *why = WHY_BUDGET;
     return xg_claim_compile(l, s, e) ? XG_DECIDE_COMPILE : XG_DECIDE_FALLBACK;
-}
-
-void xg_cluster_per_op_time(xg_cache *c, const xe_graph *body, const char *fingerprint,
-                            xe_device dev, xe_tensor *const *inputs, double us)
-{
-    xg_launch l;
-    xg_launch_init(&l, c, body, fingerprint, dev, inputs);
-    xe_text key = {0};
-    pthread_mutex_lock(&c->lock);
-    xg_launch_key(&l, NULL, &key);
-    xg_entry *e = key.oom ? NULL : xg_entry_get(c, key.buf);
-    /* only the runs before --compile_threshold, and none that shared the machine with a compile */
-    bool comparable =
-        c->o.compile_threshold > 1 && e && !e->prog && !e->compiling && quiet_run(c, us);
-    if (comparable && us > 0 && (e->per_op_us == 0 || us < e->per_op_us))
-        e->per_op_us = us;
-    pthread_mutex_unlock(&c->lock);
-    xe_text_free(&key);
-}
-
-bool xg_wants_timing(const xg_entry *e)
-{
-    return e && e->per_op_us > 0 && !e->slow && e->timed <= XG_DEMOTE_RUNS;
-}
-
-void xg_note_run(xg_cache *c, xg_entry *e, const char *name, double us)
-{
-    pthread_mutex_lock(&c->lock);
-    if (!quiet_run(
-            c, us)) { /* another thread compiled meanwhile: not like the per-op runs, not counted */
-        pthread_mutex_unlock(&c->lock);
-        return;
-    }
-    if (e->timed++ > 0 && (e->run_us == 0 || us < e->run_us))
-        e->run_us = us;
-    if (e->timed == XG_DEMOTE_RUNS + 1 && e->run_us > e->per_op_us * XG_DEMOTE_MARGIN) {
-        e->slow = true;
-        c->stats.demoted++;
-        xg_log(&c->o, XG_LOG_WARNING,
-               "%s ran slower compiled (%.3f ms) than per op (%.3f ms), best of its "
-               "runs; this signature runs per op from now on",
-               name, e->run_us / 1e3, e->per_op_us / 1e3);
-    }
-    pthread_mutex_unlock(&c->lock);
 }
 
 /*

@@ -17,6 +17,7 @@
 static const xg_option rows[] = {
     {.name = "fast_math", .kind = XG_OPT_BOOL, .field = AT(fast_math), .changes_code = true},
     {.name = "compile_threshold", .kind = XG_OPT_INT, .field = AT(compile_threshold), .dflt = 1},
+    {.name = "demote", .kind = XG_OPT_BOOL, .field = AT(demote), .dflt = true},
     {.name = "dynamic_after", .kind = XG_OPT_INT, .field = AT(dynamic_after), .dflt = 2},
     {.name = "max_compiles_per_cluster",
      .kind = XG_OPT_INT,

@@ -53,21 +53,35 @@ static xe_code timed_compile(const xg_launch *l, xg_program **prog, xe_status *s
     return code;
 }
 
+/* Step 3's timed run (demotion): the device's queue drained on both sides, so that the time is the
+ * program's. */
+static xe_code timed_run(const xg_launch *l, xg_program *prog, const xg_timing *t, xe_status *st)
+{
+    const xe_graph *body = l->body;
+    xe_status ss;
+    xe_status_clear(&ss);
+    bool drained = xe_device_synchronize(l->dev, &ss) == XE_OK;
+    double t0 = xe_now_us();
+    xe_code r = xg_program_run(prog, l->inputs, body->n_inputs, l->outputs, body->n_outputs, st);
+    if (r == XE_OK && drained && xe_device_synchronize(l->dev, &ss) == XE_OK)
+        xg_note_run(l, t->sig, t->e, xe_now_us() - t0);
+    return r;
+}
+
 /*
- * Step 3: runs *prog (its runs timed against the per-op runs when timed
- * is given: demotion); a call the program cannot serve
+ * Step 3: runs *prog (timed against the signature's per-op runs when t
+ * says so: demotion); a call the program cannot serve
  * (XE_ERR_UNSUPPORTED) goes to this signature's own program if this one
  * was shape-generic, else per op, quietly (an empty max: per op says
  * why). *prog is NULL when nothing ran.
  */
-static xe_code run_step(const xg_launch *l, xg_program **prog, xg_entry *timed, xe_status *st)
+static xe_code run_step(const xg_launch *l, xg_program **prog, const xg_timing *t, xe_status *st)
 {
     const xe_graph *body = l->body;
     xe_code code = XE_OK;
-    double t0 = timed ? xe_now_us() : 0;
-    xe_code r = xg_program_run(*prog, l->inputs, body->n_inputs, l->outputs, body->n_outputs, st);
-    if (r == XE_OK && timed) /* compiled runs timed against the per-op run: demotion */
-        xg_note_run(l->c, timed, l->name, xe_now_us() - t0);
+    xe_code r = t->timed ? timed_run(l, *prog, t, st)
+                         : xg_program_run(*prog, l->inputs, body->n_inputs, l->outputs,
+                                          body->n_outputs, st);
     if (r == XE_ERR_UNSUPPORTED && strstr(l->key, "|generic:")) {
         xe_status_clear(st);
         *prog = specific_program(l, &code, st);
@@ -91,6 +105,18 @@ static xe_code run_step(const xg_launch *l, xg_program **prog, xg_entry *timed, 
     return code;
 }
 
+/* Step 4, after a run of program prog: whether the caller is asked for a per-op probe (demote.c).
+ */
+static bool probe_step(const xg_launch *l, const xg_program *prog, const xg_timing *t)
+{
+    if (!l->info->can_probe || !prog || !t->e || t->e->prog != prog)
+        return false;
+    pthread_mutex_lock(&l->c->lock);
+    bool probe = xg_wants_probe(l, t->sig, t->e);
+    pthread_mutex_unlock(&l->c->lock);
+    return probe;
+}
+
 xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprint,
                        const char *cluster_name, xe_device dev, xe_tensor *const *inputs,
                        xe_tensor **outputs, bool must_compile, xg_outcome *outcome, xe_status *st)
@@ -100,17 +126,17 @@ xe_code xg_run_cluster(xg_cache *c, const xe_graph *body, const char *fingerprin
                                must_compile, outcome, &info, st);
 }
 
-/* Step 1, under the lock: the policy's decision, the program to run (RUN) and the entry to time. */
-static xg_decision decide_step(xg_launch *l, xe_text *key, xg_program **prog, xg_entry **timed,
+/* Step 1, under the lock: the policy's decision, the program to run (RUN) and the entries timed. */
+static xg_decision decide_step(xg_launch *l, xe_text *key, xg_program **prog, xg_timing *t,
                                bool *failed_before)
 {
     xg_cache *c = l->c;
-    xg_entry *e = NULL;
+    xg_entry *e = NULL, *sig = NULL;
     pthread_mutex_lock(&c->lock);
-    xg_decision d = xg_decide(l, key, &e);
+    xg_decision d = xg_decide(l, key, &e, &sig);
     *failed_before = d == XG_DECIDE_FALLBACK && e && e->failed;
     *prog = d == XG_DECIDE_RUN ? e->prog : NULL;
-    *timed = xg_wants_timing(e) ? e : NULL;
+    *t = (xg_timing){.e = e, .sig = sig, .timed = xg_wants_timing(c, sig, e)};
     if (d == XG_DECIDE_RUN)
         c->stats.cache_hits++;
     pthread_mutex_unlock(&c->lock);
@@ -130,14 +156,14 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
     l.info = info;
     xe_text key = {0};
     *outcome = XG_FALLBACK;
-    info->hit = info->compiled = false;
+    info->hit = info->compiled = info->probe = false;
     info->compile_ms = 0;
     info->reason = NULL;
     xg_program *prog = NULL;
-    xg_entry *timed = NULL;
+    xg_timing t = {0};
     bool failed_before = false;
     /* 1. decide under the lock */
-    xg_decision d = decide_step(&l, &key, &prog, &timed, &failed_before);
+    xg_decision d = decide_step(&l, &key, &prog, &t, &failed_before);
     l.key = key.buf ? key.buf : "";
     if (info->want_signature)
         snprintf(info->signature, sizeof info->signature, "%s", l.key);
@@ -152,7 +178,9 @@ xe_code xg_run_cluster_info(xg_cache *c, const xe_graph *body, const char *finge
         code = timed_compile(&l, &prog, st);
     /* 3. run, or leave it to the per-op path */
     if (code == XE_OK && prog)
-        code = run_step(&l, &prog, timed, st);
+        code = run_step(&l, &prog, &t, st);
+    /* 4. a per-op probe asked for (demotion) */
+    info->probe = code == XE_OK && probe_step(&l, prog, &t);
     xe_text_free(&key);
     if (code != XE_OK)
         return xe_status_prefix(st, "%s (must compile): ", cluster_name);

@@ -26,6 +26,7 @@ typedef struct run {
     value *vals;
     const char *label;  /* cluster name for placement lines, or NULL */
     const char *prefix; /* "XLA_" inside a compiled cluster, "" otherwise */
+    bool quiet;         /* no placement lines (xe_exec_graph_quiet) */
 } run;
 
 void xe_exec_log_placement(xe_exec *ex, const xe_node *n, const char *device_prefix,
@@ -270,7 +271,8 @@ static xe_code run_node(run *r, int i, xe_tensor *const *inputs, xe_status *st)
         if (c == XE_OK && tracing)
             c = xe_device_synchronize(n->device, st);
         if (c == XE_OK) {
-            xe_exec_log_placement(r->ex, n, r->prefix, r->label);
+            if (!r->quiet)
+                xe_exec_log_placement(r->ex, n, r->prefix, r->label);
             if (tracing)
                 trace_op(r, n, out, t0, gt);
         }
@@ -290,10 +292,10 @@ static void release_inputs(run *r, int i)
         value_clear(&r->vals[i]);
 }
 
-xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs, xe_tensor **outputs,
-                      const char *label, const char *device_prefix, xe_status *st)
+/* Runs r's graph on inputs into outputs (xe_exec_graph, xe_exec_graph_quiet). */
+static xe_code exec_graph(run r, xe_tensor *const *inputs, xe_tensor **outputs, xe_status *st)
 {
-    run r = {.ex = ex, .g = g, .label = label, .prefix = device_prefix ? device_prefix : ""};
+    const xe_graph *g = r.g;
     int *uses = xe_graph_use_counts(g);
     r.vals = calloc((size_t)g->n_nodes + 1, sizeof *r.vals);
     if (!uses || !r.vals) {
@@ -317,4 +319,18 @@ xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs, 
         value_clear(&r.vals[i]);
     free(r.vals);
     return c;
+}
+
+xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs, xe_tensor **outputs,
+                      const char *label, const char *device_prefix, xe_status *st)
+{
+    run r = {.ex = ex, .g = g, .label = label, .prefix = device_prefix ? device_prefix : ""};
+    return exec_graph(r, inputs, outputs, st);
+}
+
+xe_code xe_exec_graph_quiet(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs,
+                            xe_tensor **outputs, xe_status *st)
+{
+    run r = {.ex = ex, .g = g, .prefix = "", .quiet = true};
+    return exec_graph(r, inputs, outputs, st);
 }

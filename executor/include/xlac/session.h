@@ -90,6 +90,12 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
  */
 xe_code xe_exec_graph(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs, xe_tensor **outputs,
                       const char *label, const char *device_prefix, xe_status *st);
+/*
+ * The same with no placement lines: a run that the user's graph did not
+ * ask for (the plugin's per-op timing probe), whose results are dropped.
+ */
+xe_code xe_exec_graph_quiet(xe_exec *ex, const xe_graph *g, xe_tensor *const *inputs,
+                            xe_tensor **outputs, xe_status *st);
 
 /* For composite kernels that run compiled code: log body node n as placed. */
 void xe_exec_log_placement(xe_exec *ex, const xe_node *n, const char *device_prefix,
