@@ -325,6 +325,339 @@ def upsample():
     return Upsampler(), "image", 32
 
 
+# ---------------------------------------------------------------- the families of issue 34
+# Each is a Family: its module, its inputs per shape, its symbolic dims, and what follows the export
+# (fp16 conversion) or what its runner needs (tolerances, a decode loop).
+
+
+class Family:
+    """build() -> module; inputs(k, shape) -> feed; shapes: three per dynamic export (the fixed
+    export takes shapes[1] three times); axes: input -> {axis: dim name} (dynamic exports);
+    dims: dim name -> (min, max, multiple) for the dynamo exporter; post(model) -> model after the
+    export; tol: (rtol, atol) for run_exports.py; exporters: those that apply; baked: the script
+    export bakes its traced shapes (onnxruntime runs it only there), so all three shapes are the
+    traced one; outputs: output names; loop: the decode loop's steps (decode_loop)."""
+
+    def __init__(self, build, inputs, shapes, axes, dims=None, post=None, tol=None, outputs=("y",),
+                 exporters=("dynamo", "script"), baked=False, loop=None, example=None):
+        self.example = example  # the dynamo export's example shape when not shapes[1]
+        self.build, self.inputs, self.shapes, self.axes = build, inputs, shapes, axes
+        self.dims, self.post, self.tol, self.outputs = dims or {}, post, tol, list(outputs)
+        self.exporters, self.baked, self.loop = exporters, baked, loop
+
+
+KV = dict(vocab=64, hidden=32, layers=2,  # two layers: Step's forward names their four inputs
+          heads=4, kv_heads=2, ffn=64)
+KV_HD = KV["hidden"] // KV["heads"]
+
+
+def kv_decoder():
+    """One step of a Qwen2-style decoder with its KV cache: the past keys and values in, the logits
+    and the present keys and values (past + the new tokens) out."""
+    from transformers import DynamicCache, Qwen2Config, Qwen2ForCausalLM
+    c = Qwen2Config(vocab_size=KV["vocab"], hidden_size=KV["hidden"], num_hidden_layers=KV["layers"],
+                    num_attention_heads=KV["heads"], num_key_value_heads=KV["kv_heads"],
+                    intermediate_size=KV["ffn"], max_position_embeddings=128, tie_word_embeddings=False,
+                    attn_implementation="eager")  # sdpa's is_causal over a symbolic length does not export
+    layers = KV["layers"]
+
+    class Step(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = Qwen2ForCausalLM(c)
+
+        def forward(self, input_ids, attention_mask, position_ids, past_key_0, past_value_0, past_key_1,
+                    past_value_1):
+            past = (past_key_0, past_value_0, past_key_1, past_value_1)
+            cache = DynamicCache([(past[2 * i], past[2 * i + 1]) for i in range(layers)], config=c)
+            out = self.m(input_ids=input_ids, attention_mask=attention_mask, position_ids=position_ids,
+                         past_key_values=cache, use_cache=True)
+            res = [out.logits]
+            for i in range(layers):
+                res += [out.past_key_values.layers[i].keys, out.past_key_values.layers[i].values]
+            return tuple(res)
+    return Step()
+
+
+def kv_names(prefix):
+    return ["%s_%s_%d" % (prefix, kv, i) for i in range(KV["layers"]) for kv in ("key", "value")]
+
+
+def kv_inputs(k, shape, ids=None):
+    """(batch, new tokens, past length); the last row's first position masked (left padding)."""
+    b, s, past = shape
+    g = np.random.default_rng(300 + k)
+    mask = np.ones((b, past + s), np.int64)
+    if b > 1:
+        mask[-1, 0] = 0
+    f = {"input_ids": g.integers(1, KV["vocab"], (b, s)).astype(np.int64) if ids is None else ids,
+         "attention_mask": mask, "position_ids": np.tile(np.arange(past, past + s, dtype=np.int64), (b, 1))}
+    for n in kv_names("past"):
+        f[n] = g.standard_normal((b, KV["kv_heads"], past, KV_HD)).astype(np.float32)
+    return f
+
+
+KV_AXES = dict({"input_ids": {0: "batch", 1: "sequence"}, "attention_mask": {0: "batch", 1: "total"},
+                "position_ids": {0: "batch", 1: "sequence"}}, **{n: {0: "batch", 2: "past"} for n in kv_names("past")})
+KV_STEPS = 20  # the decode loop's steps after its first (run_decode.py)
+
+
+def wav2vec2():
+    """Wav2Vec2's feature encoder (three strided Conv1d, GroupNorm) and transformer layers with the
+    grouped positional convolution, over raw samples."""
+    from transformers import Wav2Vec2Config, Wav2Vec2Model
+    c = Wav2Vec2Config(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                       conv_dim=(16, 16, 16), conv_kernel=(10, 3, 3), conv_stride=(5, 2, 2),
+                       num_conv_pos_embeddings=16, num_conv_pos_embedding_groups=4, mask_time_prob=0.0,
+                       do_stable_layer_norm=False, feat_extract_norm="group")
+
+    class Wav(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.m = Wav2Vec2Model(c)
+
+        def forward(self, input_values):
+            return self.m(input_values=input_values).last_hidden_state
+    return Wav()
+
+
+def wav_inputs(k, shape):
+    return {"input_values": np.random.default_rng(400 + k).standard_normal(shape).astype(np.float32)}
+
+
+def unet():
+    """A diffusion-style UNet on a 4-channel latent (bench/beyond_models.py's, narrower): ResBlocks
+    with GroupNorm, SiLU and the timestep embedding, two stride-2 downs, self-attention at the lowest
+    resolution, skip concatenations, nearest upsampling."""
+    nn = torch.nn
+    F = torch.nn.functional
+    ch, temb = 16, 32
+
+    class Res(nn.Module):
+        def __init__(self, cin, cout):
+            super().__init__()
+            self.n1, self.c1 = nn.GroupNorm(4, cin), nn.Conv2d(cin, cout, 3, padding=1)
+            self.t = nn.Linear(temb, cout)
+            self.n2, self.c2 = nn.GroupNorm(4, cout), nn.Conv2d(cout, cout, 3, padding=1)
+            self.skip = nn.Conv2d(cin, cout, 1) if cin != cout else nn.Identity()
+
+        def forward(self, x, t):
+            h = self.c1(F.silu(self.n1(x))) + self.t(t)[:, :, None, None]
+            return self.skip(x) + self.c2(F.silu(self.n2(h)))
+
+    class Attn(nn.Module):
+        def __init__(self, c):
+            super().__init__()
+            self.n, self.qkv, self.o = nn.GroupNorm(4, c), nn.Conv2d(c, 3 * c, 1), nn.Conv2d(c, c, 1)
+            self.heads = 2
+
+        def forward(self, x):
+            b, c, hh, ww = x.shape
+            q, k, v = self.qkv(self.n(x)).reshape(b, 3, self.heads, c // self.heads, hh * ww).unbind(1)
+            a = torch.softmax(q.transpose(-1, -2) @ k * (c // self.heads) ** -0.5, dim=-1)
+            return x + self.o((v @ a.transpose(-1, -2)).reshape(b, c, hh, ww))
+
+    class UNet(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.t1, self.t2 = nn.Linear(ch, temb), nn.Linear(temb, temb)
+            self.inp = nn.Conv2d(4, ch, 3, padding=1)
+            self.d1, self.d2 = Res(ch, ch), Res(ch, 2 * ch)
+            self.down1, self.down2 = nn.Conv2d(ch, ch, 3, 2, 1), nn.Conv2d(2 * ch, 2 * ch, 3, 2, 1)
+            self.mid, self.attn = Res(2 * ch, 2 * ch), Attn(2 * ch)
+            self.u2, self.u1 = Res(4 * ch, 2 * ch), Res(3 * ch, ch)
+            self.out_n, self.out = nn.GroupNorm(4, ch), nn.Conv2d(ch, 4, 3, padding=1)
+
+        def forward(self, sample, timestep):
+            half = ch // 2
+            f = torch.exp(-torch.arange(half, dtype=torch.float32) * (9.210340371976184 / half))
+            e = timestep[:, None] * f[None]
+            t = self.t2(F.silu(self.t1(torch.cat([torch.sin(e), torch.cos(e)], dim=1))))
+            h1 = self.d1(self.inp(sample), t)  # ch, full size
+            h2 = self.d2(self.down1(h1), t)  # 2ch, 1/2
+            m = self.attn(self.mid(self.down2(h2), t))  # 2ch, 1/4
+            u = F.interpolate(m, scale_factor=2.0, mode="nearest")
+            u = self.u2(torch.cat([u, h2], 1), t)
+            u = F.interpolate(u, scale_factor=2.0, mode="nearest")
+            return self.out(F.silu(self.out_n(self.u1(torch.cat([u, h1], 1), t))))
+    return UNet()
+
+
+def unet_inputs(k, shape):
+    g = np.random.default_rng(500 + k)
+    return {"sample": g.standard_normal(shape).astype(np.float32),
+            "timestep": g.uniform(0, 1000, (shape[0],)).astype(np.float32)}
+
+
+def fp16(keep_io):
+    def post(m):
+        from onnxruntime.transformers.float16 import convert_float_to_float16
+        return convert_float_to_float16(m, keep_io_types=keep_io)
+    return post
+
+
+def half_inputs(inputs, keep_io):
+    """inputs(k, shape) with its float arrays in f16 when the model's inputs are (keep_io_types=False)."""
+    def f(k, shape):
+        d = inputs(k, shape)
+        return d if keep_io else {n: a.astype(np.float16) if a.dtype == np.float32 else a for n, a in d.items()}
+    return f
+
+
+def fp16_bert():
+    return bert()[0]
+
+
+def fp16_text(k, shape):
+    return text_inputs(shape[0], shape[1], 100, 600 + k)
+
+
+def fp16_image(k, shape):
+    return image_inputs(shape[0], shape[2], 700 + k)
+
+
+def baked():
+    """nn.TransformerEncoder (three layers): torch's TorchScript exporter writes its attention's
+    reshapes with the traced batch and sequence as constants, though dynamic_axes names them."""
+    nn = torch.nn
+    layer = nn.TransformerEncoderLayer(d_model=32, nhead=2, dim_feedforward=64, dropout=0.0, batch_first=True)
+    return nn.Sequential(nn.Linear(8, 32), nn.TransformerEncoder(layer, 3, enable_nested_tensor=False))
+
+
+def baked_inputs(k, shape):
+    return {"x": np.random.default_rng(800 + k).standard_normal(shape).astype(np.float32)}
+
+
+@torch.jit.script
+def recurrence(u, w, b):
+    """h_t = tanh(u_t + W h_(t-1) + b) over the sequence, as a loop (TorchScript: ONNX Loop, its trip
+    count the sequence length), then a branch on the length (ONNX If)."""
+    h = torch.zeros_like(u[:, 0])
+    outs = []
+    for i in range(u.size(1)):
+        h = torch.tanh(u[:, i] + torch.nn.functional.linear(h, w, b))
+        outs.append(h)
+    y = torch.stack(outs, 1)
+    if u.size(1) > 6:
+        y = y * 0.5
+    else:
+        y = y + 1.0
+    return y
+
+
+class Recurrence(torch.nn.Module):
+    """A Linear, then the scripted recurrence over its output."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = torch.nn.Linear(8, 16)
+        self.rec = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        return recurrence(self.inp(x), self.rec.weight, self.rec.bias)
+
+
+class Branch(torch.nn.Module):
+    """The dynamo form: torch.cond on the data (ONNX If with a condition computed at run time), and
+    a recurrence unrolled by the exporter."""
+
+    def __init__(self):
+        super().__init__()
+        self.inp = torch.nn.Linear(8, 16)
+        self.rec = torch.nn.Linear(16, 16)
+
+    def forward(self, x):
+        u = self.inp(x)
+        h = torch.tanh(u[:, 0])
+        h = torch.tanh(u[:, 1] + self.rec(h))
+        return torch.cond(u.sum() > 0, lambda a: a * 0.5, lambda a: a + 1.0, (h,))
+
+
+def control():
+    return Recurrence()
+
+
+def control_dynamo():
+    return Branch()
+
+
+def control_inputs(k, shape):
+    g = np.random.default_rng(900 + k)
+    x = g.standard_normal(shape).astype(np.float32)
+    return {"x": x if k != 1 else x - 1.0}  # a negative sum somewhere: both branches taken
+
+
+class Detector(torch.nn.Module):
+    """SSD-style: a small conv backbone, per-anchor box offsets and scores on its feature map (stride
+    8), boxes decoded against anchors made from the feature map's size, then torchvision's nms (ONNX
+    NonMaxSuppression) at IoU 0.3; outputs the kept boxes and scores, best first."""
+
+    def __init__(self, stride=8):
+        super().__init__()
+        nn = torch.nn
+        self.backbone = nn.Sequential(nn.Conv2d(3, 8, 3, 2, 1), nn.ReLU(), nn.Conv2d(8, 16, 3, 2, 1), nn.ReLU(),
+                                      nn.Conv2d(16, 16, 3, 2, 1), nn.ReLU())
+        self.stride = stride
+        self.box = nn.Conv2d(16, 8, 3, 1, 1)  # two anchors a cell, four offsets each
+        self.cls = nn.Conv2d(16, 2, 3, 1, 1)
+        self.register_buffer("wh", torch.tensor([[1.0, 1.0], [2.0, 1.0]]) * stride * 1.5)
+
+    def forward(self, pixel_values):
+        import torchvision
+        f = self.backbone(pixel_values)
+        h, w = f.shape[2], f.shape[3]
+        cy = (torch.arange(h, dtype=torch.float32) + 0.5) * self.stride
+        cx = (torch.arange(w, dtype=torch.float32) + 0.5) * self.stride
+        ctr0 = torch.stack([cx[None, :].expand(h, w), cy[:, None].expand(h, w)], -1).reshape(-1, 1, 2)
+        centers = ctr0.expand(-1, 2, 2).reshape(-1, 2)
+        sizes = self.wh[None].expand(h * w, 2, 2).reshape(-1, 2)
+        d = self.box(f)[0].permute(1, 2, 0).reshape(-1, 4)
+        s = torch.sigmoid(self.cls(f)[0].permute(1, 2, 0).reshape(-1))
+        ctr = centers + d[:, :2] * sizes * 0.1
+        wh = sizes * torch.exp(d[:, 2:] * 0.2)
+        boxes = torch.cat([ctr - wh / 2, ctr + wh / 2], 1)
+        keep = torchvision.ops.nms(boxes, s, 0.3)
+        return boxes[keep], s[keep]
+
+
+def detector():
+    return Detector()
+
+
+def detector_inputs(k, shape):
+    return {"pixel_values": np.random.default_rng(1000 + k).uniform(-1, 1, shape).astype(np.float32)}
+
+
+FAMILIES = {
+    "kv_decoder": Family(kv_decoder, kv_inputs, [(1, 1, 5), (2, 1, 8), (3, 1, 3)], KV_AXES,
+                         dims={"batch": (1, 8, 1), "sequence": (1, 32, 1), "past": (1, 64, 1)},
+                         outputs=["logits"] + kv_names("present"), loop=KV_STEPS, example=(2, 2, 8)),
+    "wav2vec2": Family(wav2vec2, wav_inputs, [(1, 200), (2, 333), (3, 480)], {"input_values": {0: "batch", 1: "samples"}},
+                       dims={"batch": (1, 8, 1), "samples": (100, 4000, 1)}),
+    "unet": Family(unet, unet_inputs, [(1, 4, 8, 8), (2, 4, 12, 16), (3, 4, 16, 12)],
+                   {"sample": {0: "batch", 2: "height", 3: "width"}, "timestep": {0: "batch"}},
+                   dims={"batch": (1, 8, 1), "height": (4, 64, 4), "width": (4, 64, 4)}),
+    "baked": Family(baked, baked_inputs, [(1, 6, 8), (2, 16, 8), (3, 9, 8)], {"x": {0: "batch", 1: "sequence"}},
+                    dims={"batch": (1, 8, 1), "sequence": (2, 32, 1)}, baked=True),
+    "control": Family(control, control_inputs, [(1, 4, 8), (2, 7, 8), (3, 9, 8)], {"x": {0: "batch", 1: "sequence"}},
+                      exporters=("script",)),
+    "control_cond": Family(control_dynamo, control_inputs, [(1, 4, 8), (2, 7, 8), (3, 9, 8)],
+                           {"x": {0: "batch", 1: "sequence"}}, dims={"batch": (1, 8, 1), "sequence": (2, 32, 1)},
+                           exporters=("dynamo",)),
+    "detector": Family(detector, detector_inputs, [(1, 3, 32, 32), (1, 3, 48, 32), (1, 3, 32, 64)],
+                       {"pixel_values": {2: "height", 3: "width"}},
+                       dims={"height": (16, 128, 8), "width": (16, 128, 8)}, outputs=["boxes", "scores"]),
+}
+for keep_io in (False, True):
+    tag = "io32" if keep_io else "io16"
+    FAMILIES["fp16_resnet_" + tag] = Family(
+        lambda: resnet()[0], half_inputs(fp16_image, keep_io), [(1, 3, 32, 32), (2, 3, 32, 32), (3, 3, 32, 32)],
+        {"pixel_values": {0: "batch"}}, dims={"batch": (1, 16, 1)}, post=fp16(keep_io), tol=(2e-2, 2e-2))
+    FAMILIES["fp16_bert_" + tag] = Family(
+        fp16_bert, fp16_text, SEQ_SHAPES, {n: {0: "batch", 1: "sequence"} for n in ("input_ids", "attention_mask")},
+        dims={"batch": (1, 16, 1), "sequence": (1, 48, 1)}, post=fp16(keep_io), tol=(2e-2, 2e-2))
+
+
 ARCHS = {"bert": bert, "gpt2": gpt2, "t5_encoder": t5_encoder, "llama": llama,
          "distilbert": distilbert, "roberta": roberta, "vit": vit, "resnet": resnet,
          "mobilenet_v2": mobilenet_v2, "bart": bart, "clip_text": clip_text, "clip_vision": clip_vision,
@@ -403,6 +736,109 @@ def one(arch, dynamic, exporter):
     return name
 
 
+def family_dims(fam, names):
+    """The dynamo exporter's dynamic_shapes for fam's inputs: one Dim per dim name (a multiple of one
+    where fam.dims says so), shared by the inputs that name it; a dim not in fam.dims is Dim.AUTO."""
+    dims = {}
+    for n in names:
+        for d in fam.axes.get(n, {}).values():
+            if d in dims:
+                continue
+            if d not in fam.dims:
+                dims[d] = torch.export.Dim.AUTO
+                continue
+            lo, hi, m = fam.dims[d]
+            dims[d] = torch.export.Dim(d, min=lo, max=hi) if m == 1 else m * torch.export.Dim(d + "_q", min=lo // m,
+                                                                                               max=hi // m)
+    return tuple({a: dims[d] for a, d in fam.axes.get(n, {}).items()} or None for n in names)
+
+
+def export_family(fam, model, example, path, dynamic, exporter):
+    names = list(example)
+    args = tuple(torch.from_numpy(example[n]) for n in names)
+    kw = {"input_names": names, "output_names": fam.outputs}
+    if exporter == "dynamo":
+        if dynamic:
+            kw["dynamic_shapes"] = family_dims(fam, names)
+        torch.onnx.export(model, args, path, dynamo=True, **kw)
+    else:
+        if dynamic:
+            kw["dynamic_axes"] = {n: fam.axes[n] for n in names if n in fam.axes}
+            kw["dynamic_axes"].update({o: {} for o in []})
+        torch.onnx.export(model, args, path, dynamo=False, opset_version=17, **kw)
+    if fam.post:
+        import onnx
+        m = fam.post(onnx.load(path))
+        for f in os.listdir(os.path.dirname(path)):
+            os.remove(os.path.join(os.path.dirname(path), f))
+        onnx.save(m, path)
+
+
+def decode_loop(fam, sess, d):
+    """loop/: a decode loop of fam.loop steps after a first one (loop/first/*.npy), each feeding one
+    token (loop/ids.npy [steps, batch, 1], teacher-forced) with the previous step's present keys and
+    values as the past, the mask one longer and the position one on; loop/logits.npy has onnxruntime's
+    logits of every step, the first included (run_decode.py does the same with xlac)."""
+    ld = os.path.join(d, "loop")
+    os.makedirs(os.path.join(ld, "first"))
+    first = fam.inputs(7, (2, 1, 3))
+    for n, a in first.items():
+        np.save(os.path.join(ld, "first", n + ".npy"), a)
+    ids = np.random.default_rng(77).integers(1, KV["vocab"], (fam.loop, 2, 1)).astype(np.int64)
+    np.save(os.path.join(ld, "ids.npy"), ids)
+    outs = [o.name for o in sess.get_outputs()]
+    feed, logits = dict(first), []
+    for k in range(fam.loop + 1):
+        res = dict(zip(outs, sess.run(None, feed)))
+        logits.append(res["logits"])
+        if k == fam.loop:
+            break
+        feed = {"input_ids": ids[k], "attention_mask": np.concatenate([feed["attention_mask"],
+                                                                       np.ones((2, 1), np.int64)], 1),
+                "position_ids": feed["position_ids"][:, -1:] + 1}
+        feed.update({p: res[q] for p, q in zip(kv_names("past"), kv_names("present"))})
+    np.save(os.path.join(ld, "logits.npy"), np.stack(logits))
+
+
+def one_family(arch, dynamic, exporter):
+    fam = FAMILIES[arch]
+    torch.backends.mha.set_fastpath_enabled(False)
+    name = "%s.%s%s" % (arch, "dynamic" if dynamic else "fixed", "" if exporter == "dynamo" else ".script")
+    d = os.path.join(OUT, name)
+    shutil.rmtree(d, ignore_errors=True)
+    os.makedirs(d)
+    torch.manual_seed(0)
+    model = fam.build().eval()
+    baked = fam.baked and exporter == "script"
+    shapes = fam.shapes if dynamic and not baked else [fam.shapes[1]] * 3
+    fs = [fam.inputs(k, sh) for k, sh in enumerate(shapes)]
+    path = os.path.join(d, "model.onnx")
+    with torch.no_grad():
+        example = fam.inputs(1, fam.example if fam.example and exporter == "dynamo" and dynamic else fam.shapes[1])
+        if fam.post and not all(a.dtype != np.float16 for a in example.values()):
+            example = {n: a.astype(np.float32) if a.dtype == np.float16 else a for n, a in example.items()}
+        export_family(fam, model, example, path, dynamic, exporter)
+    sess = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
+    outs = [o.name for o in sess.get_outputs()]
+    for k, f in enumerate(fs):
+        sd = os.path.join(d, "s%d" % k)
+        os.makedirs(os.path.join(sd, "out"))
+        for n, a in f.items():
+            np.save(os.path.join(sd, n + ".npy"), a)
+        for n, a in zip(outs, sess.run(None, f)):
+            np.save(os.path.join(sd, "out", sanitize(n) + ".npy"), np.asarray(a))
+    if fam.tol:
+        with open(os.path.join(d, "tolerance"), "w") as t:
+            t.write("%g %g\n" % fam.tol)
+    if baked and dynamic:
+        with open(os.path.join(d, "baked"), "w") as t:
+            t.write("the TorchScript exporter baked the traced shape %s into the graph; onnxruntime runs it "
+                    "only there\n" % (fam.shapes[1],))
+    if fam.loop and dynamic:
+        decode_loop(fam, sess, d)
+    return name
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--only", default="")
@@ -410,14 +846,16 @@ def main():
     a = ap.parse_args()
     ok, bad = [], []
     exporters = ["dynamo", "script"] if a.exporter == "both" else [a.exporter]
-    for arch in ARCHS:
+    for arch in list(ARCHS) + list(FAMILIES):
         for dynamic in (False, True):
             for exporter in exporters:
                 tag = "%s %s %s" % (arch, "dynamic" if dynamic else "fixed", exporter)
                 if a.only and not re.search(a.only, tag):
                     continue
+                if arch in FAMILIES and exporter not in FAMILIES[arch].exporters:
+                    continue
                 try:
-                    ok.append(one(arch, dynamic, exporter))
+                    ok.append(one(arch, dynamic, exporter) if arch in ARCHS else one_family(arch, dynamic, exporter))
                     print("exported", ok[-1], flush=True)
                 except Exception:
                     traceback.print_exc()

@@ -2,7 +2,7 @@
 # The committed real exports (tests/models/exports, written by export.py)
 # through xlac-run, op by op and clustered, at their three input shapes,
 # against onnxruntime's committed outputs; closing line
-#   real exports: N passed, N failed
+#   real exports: N passed, N failed, N known failures
 # Usage: tests/models/run_exports.sh [--build DIR] [--filter REGEX] [--keep]
 # Needs numpy only: it uses tests/onnx/.venv (created here when missing, as
 # tests/onnx/run_node_tests.sh does); torch is needed only to export again.

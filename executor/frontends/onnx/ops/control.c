@@ -4,28 +4,19 @@
  * them): the branch taken is built in place, its initializers as
  * constants, its nodes by the op table like the graph's own (they see the
  * enclosing graph's values), its outputs become the If's. A condition
- * computed at run time is refused by name.
+ * computed at run time (torch.cond on the data) builds both branches and
+ * selects each output by it: exact (the branches have no side effects and
+ * the select takes only the chosen one's values, NaN or not), at the cost
+ * of running both; each output pair must have the same dtype and shape,
+ * else the If is refused naming the output and both shapes.
  */
 #include <stdio.h>
 
 #include "onnx_impl.h"
 
-xe_code ox_b_if(ox_b *b)
+/* The branch's initializers as constants, its nodes built in place; false (listed) on failure. */
+static bool build_branch(ox_b *b, const Onnx__GraphProto *g, const char *which)
 {
-    const xe_tensor *cond = ox_need_const(b, 0, "cond");
-    if (!cond)
-        return ox_status(b);
-    if (xe_tensor_numel(cond) != 1)
-        return ox_invalid(b, "the condition holds %lld values, not one",
-                          (long long)xe_tensor_numel(cond));
-    bool taken = xe_load_f64(cond->data, cond->dtype, 0) != 0;
-    const Onnx__AttributeProto *a = ox_attr(b, taken ? "then_branch" : "else_branch");
-    const Onnx__GraphProto *g = a ? a->g : NULL;
-    if (!g)
-        return ox_invalid(b, "the %s branch is missing", taken ? "then" : "else");
-    if (g->n_output != b->np->n_output)
-        return ox_invalid(b, "the branch has %zu outputs, the node %zu", g->n_output,
-                          b->np->n_output);
     ox_ctx *c = b->c;
     for (size_t k = 0; k < g->n_initializer && !b->failed; k++) {
         char what[600];
@@ -33,30 +24,100 @@ xe_code ox_b_if(ox_b *b)
                  g->initializer[k]->name ? g->initializer[k]->name : "");
         xe_tensor *t = ox_tensor(g->initializer[k], c->files, what, &b->st);
         if (!t)
-            return b->failed = true, b->st.code;
+            return b->failed = true, false;
         int x = ox_const(b, t);
         if (x >= 0 && ox_value_set(c, g->initializer[k]->name ? g->initializer[k]->name : "", x,
                                    &b->st) != XE_OK)
             b->failed = true;
     }
     if (b->failed)
-        return ox_status(b);
+        return false;
     int errors = c->errs.n_unsupported + c->errs.n_other;
     c->build_nodes(c, g, &b->st); /* the loader's walk (model.c), handed down in c */
-    if (c->errs.n_unsupported + c->errs.n_other != errors)
-        return ox_unsupported(b, "the %s branch has nodes that do not import (listed)",
-                              taken ? "then" : "else");
+    if (c->errs.n_unsupported + c->errs.n_other != errors) {
+        ox_unsupported(b, "the %s branch has nodes that do not import (listed)", which);
+        return false;
+    }
+    return true;
+}
+
+/* Branch output k's node, or -1 (error set). */
+static int branch_output(ox_b *b, const Onnx__GraphProto *g, size_t k)
+{
+    bool found;
+    const char *name = g->output[k]->name ? g->output[k]->name : "";
+    int x = name[0] ? ox_value_get(b->c, name, &found) : -1;
+    if (!name[0])
+        ox_invalid(b, "branch output %zu has no name", k);
+    else if (!found)
+        ox_invalid(b, "branch output '%s' is produced by no node", name);
+    else if (x < 0) /* its producer did not import, and is listed */
+        ox_unsupported(b, "branch output '%s' depends on nodes that do not import", name);
+    return found ? x : -1;
+}
+
+static const Onnx__GraphProto *branch(ox_b *b, const char *attr)
+{
+    const Onnx__AttributeProto *a = ox_attr(b, attr);
+    const Onnx__GraphProto *g = a ? a->g : NULL;
+    if (!g)
+        ox_invalid(b, "the %s is missing", attr);
+    else if (g->n_output != b->np->n_output)
+        ox_invalid(b, "the %s has %zu outputs, the node %zu", attr, g->n_output, b->np->n_output);
+    return g && g->n_output == b->np->n_output ? g : NULL;
+}
+
+/* Both branches built, each output selected by the run-time condition. */
+static xe_code select_branches(ox_b *b)
+{
+    int cond = ox_in(b, 0);
+    const xe_type *ct = ox_type(b, cond);
+    if (xe_shape_numel(&ct->shape) != 1)
+        return ox_invalid(b, "the condition has %lld values, not one",
+                          (long long)xe_shape_numel(&ct->shape));
+    const Onnx__GraphProto *then = branch(b, "then_branch"), *other = branch(b, "else_branch");
+    if (!then || !other || !build_branch(b, then, "then") || !build_branch(b, other, "else"))
+        return ox_status(b);
+    cond = ox_reshape(b, ox_cast(b, cond, XE_BOOL), NULL, 0); /* a scalar: no broadcast */
+    for (size_t k = 0; k < then->n_output && !b->failed; k++) {
+        int x = branch_output(b, then, k), y = branch_output(b, other, k);
+        if (x < 0 || y < 0)
+            return ox_status(b);
+        const xe_type *tx = ox_type(b, x), *ty = ox_type(b, y);
+        if (tx->dtype != ty->dtype || !xe_shape_equal(&tx->shape, &ty->shape)) {
+            char sx[128], sy[128];
+            xe_type_str(tx, sx, sizeof sx);
+            xe_type_str(ty, sy, sizeof sy);
+            return ox_unsupported(b,
+                                  "a condition computed at run time with output %zu %s in the then "
+                                  "branch and %s in the else branch is not supported (both "
+                                  "branches run and one is selected: they must agree)",
+                                  k, sx, sy);
+        }
+        ox_out(b, (int)k, ox_select(b, cond, x, y));
+    }
+    return ox_status(b);
+}
+
+xe_code ox_b_if(ox_b *b)
+{
+    int c0 = ox_in(b, 0);
+    if (c0 >= 0 && b->c->g->nodes[c0]->op != XE_OP_CONST && b->c->g->nodes[c0]->op != XE_OP_INPUT)
+        return select_branches(b);
+    const xe_tensor *cond = ox_need_const(b, 0, "cond");
+    if (!cond)
+        return ox_status(b);
+    if (xe_tensor_numel(cond) != 1)
+        return ox_invalid(b, "the condition holds %lld values, not one",
+                          (long long)xe_tensor_numel(cond));
+    bool taken = xe_load_f64(cond->data, cond->dtype, 0) != 0;
+    const Onnx__GraphProto *g = branch(b, taken ? "then_branch" : "else_branch");
+    if (!g || !build_branch(b, g, taken ? "then" : "else"))
+        return ox_status(b);
     for (size_t k = 0; k < g->n_output && !b->failed; k++) {
-        bool found;
-        const char *name = g->output[k]->name ? g->output[k]->name : "";
-        int x = name[0] ? ox_value_get(c, name, &found) : -1;
-        if (!name[0])
-            return ox_invalid(b, "branch output %zu has no name", k);
-        if (!found)
-            return ox_invalid(b, "branch output '%s' is produced by no node", name);
-        if (x < 0) /* its producer did not import, and is listed */
-            return ox_unsupported(b, "branch output '%s' depends on nodes that do not import",
-                                  name);
+        int x = branch_output(b, g, k);
+        if (x < 0)
+            return ox_status(b);
         ox_out(b, (int)k, x);
     }
     return ox_status(b);
