@@ -658,13 +658,23 @@ static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_o
         /* every op imports, but the probe's sizes are made up (a model may work only at its traced
          * sizes, or only where 3 -> down -> up is 3 again), so what they make invalid says nothing
          * of the model: the nodes are built at the first fed shapes, where an error names the real
-         * sizes. An op xlac does not import is still refused here, at load. */
+         * sizes. An op xlac does not import is still refused here, at load; so is a model whose
+         * outputs declare no type to stand in for them (the probe's error stands then). */
+        xe_status probe_error = *st;
         xe_status_clear(st);
-        if (opt && opt->report) {
+        if ((g = declared_graph(m, declared, st))) {
+            int len = (int)strcspn(probe_error.msg, "\n");
+            fprintf(stderr,
+                    "xlac: note: %s does not import at made-up sizes of its symbolic dims (%.*s); "
+                    "it is built at the first fed shapes\n",
+                    m->path, len > 300 ? 300 : len, probe_error.msg);
+        }
+        if (g && opt && opt->report) {
             free(*opt->report);
             *opt->report = NULL;
+        } else if (!g) {
+            *st = probe_error;
         }
-        g = declared_graph(m, declared, st);
     }
     if (!g || n != g->n_inputs || n != declared->n_inputs) {
         free(mk);
