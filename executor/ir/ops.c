@@ -74,6 +74,8 @@ static builtin_impl impl_by_op(int op)
         return IMPL(nonzero, nonzero);
     case XE_OP_RECURRENT:
         return IMPL(recurrent, recurrent);
+    case XE_OP_DYNAMIC_QUANT_MATMUL:
+        return IMPL(dynamic_quant_matmul, dynamic_quant_matmul);
     default:
         return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
     }
@@ -242,7 +244,8 @@ const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_ty
         return op == XE_OP_POW && n_in > 0 && in[0].dtype == XE_U64 ? "pow has no u64 kernel"
                                                                     : NULL;
     case XE_CLASS_NN:
-        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
+        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD ||
+                       op == XE_OP_DYNAMIC_QUANT_MATMUL /* i8 weights: its shape function checks */
                    ? NULL
                    : "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
     case XE_CLASS_MATMUL: /* u8/i8 operands: the exact i32 product (cpu/matmul.c) */

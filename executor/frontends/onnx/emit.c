@@ -319,16 +319,21 @@ static bool is_graph_output(const ox_ctx *c, const char *name)
 
 xe_code ox_out(ox_b *b, int k, int x)
 {
+    return ox_out_of(b, b->np, k, x);
+}
+
+xe_code ox_out_of(ox_b *b, const Onnx__NodeProto *np, int k, int x)
+{
     if (b->failed || x < 0)
         return b->failed ? b->st.code : ox_invalid(b, "internal: output %d was not produced", k);
-    if ((size_t)k >= b->np->n_output || !b->np->output[k][0])
+    if ((size_t)k >= np->n_output || !np->output[k][0])
         return XE_OK; /* an optional output the model does not use */
     ox_ctx *c = b->c;
-    const char *out = b->np->output[k], *node = b->np->name ? b->np->name : "";
+    const char *out = np->output[k], *node = np->name ? np->name : "";
     if (x >= b->first && !c->final[x]) {
         int named = 0;
-        for (size_t j = 0; j < b->np->n_output; j++)
-            named += b->np->output[j][0] != '\0';
+        for (size_t j = 0; j < np->n_output; j++)
+            named += np->output[j][0] != '\0';
         bool by_node = node[0] && named == 1 && !is_graph_output(c, out);
         if (ox_want_name(c, x, by_node ? node : out, node, &b->st) != XE_OK)
             return b->failed = true, b->st.code;

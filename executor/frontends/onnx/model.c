@@ -195,6 +195,8 @@ static void check_behind_unimported(ox_ctx *c, const Onnx__NodeProto *np, const 
 
 static void build_node(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
 {
+    if (ox_absorbed(c, np))
+        return;
     const ox_entry *e = entry_for(c, np);
     ox_b b = {.c = c, .np = np, .entry = e, .opset = c->opset, .first = c->g->n_nodes};
     xe_status_clear(&b.st);
@@ -446,6 +448,7 @@ static void ctx_free(ox_ctx *c)
     free(c->want);
     free(c->orig);
     free(c->final);
+    free(c->absorbed);
     ox_errors_free(&c->errs);
     xe_graph_destroy(c->g);
 }

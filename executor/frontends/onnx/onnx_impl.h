@@ -75,8 +75,10 @@ typedef struct ox_ctx {
     const xe_shape *pin; /* not NULL: per graph input, the shape its unknown dims take */
     xe_tensor **inits;   /* not NULL: initializer k's tensor, loaded once and kept here
                             for every specialisation of the model (retained) */
-    int64_t fold_left;   /* elements larger folds and load-time constants may still make
-                            (fold.c); set from the model's own weights by ox_fold_budget */
+    const Onnx__NodeProto **absorbed; /* nodes another builder built (ox_absorb) */
+    int n_absorbed, cap_absorbed;
+    int64_t fold_left; /* elements larger folds and load-time constants may still make
+                          (fold.c); set from the model's own weights by ox_fold_budget */
     /* Builds every node of g (a graph or a subgraph) in c, errors to c->errs: the loader's own
        walk (model.c), handed down so that a builder of a subgraph (If) never calls back up. */
     void (*build_nodes)(struct ox_ctx *c, const Onnx__GraphProto *g, xe_status *st);
@@ -210,6 +212,14 @@ const xe_tensor *ox_need_const(ox_b *b, int k, const char *what);
 int ox_const_ints(ox_b *b, int k, const char *what, int64_t *v, int cap);
 /* Makes node x ONNX output k. */
 xe_code ox_out(ox_b *b, int k, int x);
+/* ox_out for output k of np, an ONNX node whose work b's node takes over (ox_absorb). */
+xe_code ox_out_of(ox_b *b, const Onnx__NodeProto *np, int k, int x);
+/* Marks np as built by another node's builder: the loader skips it. false when out of memory. */
+bool ox_absorb(ox_ctx *c, const Onnx__NodeProto *np);
+bool ox_absorbed(const ox_ctx *c, const Onnx__NodeProto *np);
+/* DynamicQuantizeLinear's readers that are MatMulInteger -> Cast -> Mul(scales) chains, each as
+   one dynamic_quant_matmul node (quant_fuse.c); true when no other reader is left. */
+bool ox_dynamic_quant_fuse(ox_b *b);
 int ox_n_out(ox_b *b);
 xe_code ox_unsupported(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

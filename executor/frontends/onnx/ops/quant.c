@@ -201,6 +201,8 @@ xe_code ox_b_dynamic_quantize(ox_b *b)
     if (ox_type(b, x)->dtype != XE_F32)
         return ox_unsupported(b, "DynamicQuantizeLinear of %s is not supported",
                               xe_dtype_name(ox_type(b, x)->dtype));
+    if (ox_dynamic_quant_fuse(b) || b->failed)
+        return ox_status(b);
     int r = ox_rank(b, x);
     int64_t axes[XE_MAX_RANK];
     for (int d = 0; d < r; d++)
