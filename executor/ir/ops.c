@@ -74,6 +74,8 @@ static builtin_impl impl_by_op(int op)
         return IMPL(nonzero, nonzero);
     case XE_OP_RECURRENT:
         return IMPL(recurrent, recurrent);
+    case XE_OP_NON_MAX_SUPPRESSION:
+        return IMPL(nms, nms);
     default:
         return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
     }

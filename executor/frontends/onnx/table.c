@@ -100,6 +100,7 @@ B(cumsum);
 B(scatter_nd);
 B(scatter_elements);
 B(nonzero);
+B(nms);
 B(topk);
 B(resize);
 B(einsum);
@@ -297,6 +298,7 @@ static const ox_entry table[] = {
      0}, /* ScatterElements before its rename */
     F("ReverseSequence", reverse_sequence, "batch_axis time_axis"),
     F("NonZero", nonzero, ""),
+    {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
     {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize,
      "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
