@@ -50,6 +50,8 @@ xe_code xe_infer_recurrent(const xe_node *n, const xe_type *in, int n_in, xe_typ
 /* dynamic_quant_matmul (infer/quant_matmul.c) */
 xe_code xe_infer_dynamic_quant_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                                       xe_status *st);
+/* non_max_suppression (infer/nms.c) */
+xe_code xe_infer_nms(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
 /* collectives (collective.c) */
 xe_code xe_infer_collective(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                             xe_status *st);
@@ -99,6 +101,7 @@ xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st);    /* CPU only by
 xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st);   /* CPU only by design */
 xe_code xe_cpu_recurrent(const xe_kernel_args *a, xe_status *st); /* CPU only (oneDNN's RNN) */
 xe_code xe_cpu_dynamic_quant_matmul(const xe_kernel_args *a, xe_status *st); /* CPU only */
+xe_code xe_cpu_nms(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
 
 /* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
 typedef enum xe_kernel_id {
@@ -109,6 +112,7 @@ typedef enum xe_kernel_id {
     XE_KERNEL_nonzero,              /* CPU only by design */
     XE_KERNEL_recurrent,            /* CPU only: oneDNN's RNN primitive, or a loop */
     XE_KERNEL_dynamic_quant_matmul, /* CPU only: quantize in one pass, the int8 product, rescale */
+    XE_KERNEL_nms,                  /* CPU only by design: a sort and a greedy pass per class */
     XE_KERNEL_COUNT,
     XE_KERNEL_NONE = -1 /* the op has no per-op kernel */
 } xe_kernel_id;

@@ -76,6 +76,8 @@ static builtin_impl impl_by_op(int op)
         return IMPL(recurrent, recurrent);
     case XE_OP_DYNAMIC_QUANT_MATMUL:
         return IMPL(dynamic_quant_matmul, dynamic_quant_matmul);
+    case XE_OP_NON_MAX_SUPPRESSION:
+        return IMPL(nms, nms);
     default:
         return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
     }

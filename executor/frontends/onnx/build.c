@@ -36,6 +36,8 @@ xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st)
     if (v) {
         v->node = node;
         v->swapped = false;
+        ox_seq_free(v->seq);
+        v->seq = NULL;
         return XE_OK;
     }
     if (!(v = calloc(1, sizeof *v)) || !(v->name = strdup(name))) {
@@ -49,6 +51,49 @@ xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st)
         free(v);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     }
+    return XE_OK;
+}
+
+const ox_value *ox_value_find(ox_ctx *c, const char *name)
+{
+    ox_value *v = NULL;
+    HASH_FIND_STR(c->values, name, v);
+    return v;
+}
+
+ox_seq *ox_seq_copy(const ox_seq *s)
+{
+    ox_seq *r = calloc(1, sizeof *r);
+    if (r && s->n && !(r->nodes = malloc((size_t)s->n * sizeof *r->nodes))) {
+        free(r);
+        return NULL;
+    }
+    if (r) {
+        r->dt = s->dt;
+        r->n = s->n;
+        if (s->n)
+            memcpy(r->nodes, s->nodes, (size_t)s->n * sizeof *r->nodes);
+    }
+    return r;
+}
+
+void ox_seq_free(ox_seq *s)
+{
+    if (s)
+        free(s->nodes);
+    free(s);
+}
+
+xe_code ox_value_set_seq(ox_ctx *c, const char *name, const ox_seq *s, xe_status *st)
+{
+    ox_seq *copy = ox_seq_copy(s);
+    if (!copy || ox_value_set(c, name, -1, st) != XE_OK) {
+        ox_seq_free(copy);
+        return st->code != XE_OK ? st->code : xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    }
+    ox_value *v = NULL;
+    HASH_FIND_STR(c->values, name, v);
+    v->seq = copy;
     return XE_OK;
 }
 

@@ -228,6 +228,26 @@ int ox_in(ox_b *b, int k)
     return k < b->n_in ? b->in[k] : -1;
 }
 
+const ox_seq *ox_in_seq(ox_b *b, int k)
+{
+    const ox_seq *s = k < b->n_in ? b->seq[k] : NULL;
+    if (!s && !b->failed)
+        ox_invalid(b, "input %d must be a sequence, got %s", k,
+                   k < b->n_in && b->in[k] >= 0 ? "a tensor" : "none");
+    return b->failed ? NULL : s;
+}
+
+xe_code ox_out_seq(ox_b *b, int k, const ox_seq *s)
+{
+    if (b->failed)
+        return b->st.code;
+    if ((size_t)k >= b->np->n_output || !b->np->output[k][0])
+        return XE_OK;
+    if (ox_value_set_seq(b->c, b->np->output[k], s, &b->st) != XE_OK)
+        return b->failed = true, b->st.code;
+    return XE_OK;
+}
+
 int ox_n_out(ox_b *b)
 {
     return (int)b->np->n_output;

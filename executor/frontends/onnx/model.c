@@ -116,6 +116,23 @@ typedef enum gathered {
     UNDEFINED,  /* an input is not defined (listed here) */
 } gathered;
 
+/* Input k, a sequence, into b->seq[k] if the builder takes sequences; false (listed) if not. */
+static bool gather_seq(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b, size_t k)
+{
+    const ox_value *v = np->input[k][0] ? ox_value_find(c, np->input[k]) : NULL;
+    if (!v || !v->seq)
+        return true;
+    if (!ox_takes_sequences(b->entry)) {
+        char msg[600];
+        snprintf(msg, sizeof msg, "input '%.500s' is a sequence, which this op does not take",
+                 np->input[k]);
+        node_error(c, np, true, msg);
+        return false;
+    }
+    b->seq[k] = v->seq;
+    return true;
+}
+
 /* The inputs' nodes into b (-1 where a producer could not be imported). */
 static gathered gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
 {
@@ -135,7 +152,9 @@ static gathered gather(ox_ctx *c, const Onnx__NodeProto *np, ox_b *b)
             node_error(c, np, false, msg);
             return UNDEFINED;
         }
-        if (np->input[k][0] && b->in[k] < 0)
+        if (!gather_seq(c, np, b, k))
+            return UNDEFINED;
+        if (np->input[k][0] && b->in[k] < 0 && !b->seq[k])
             r = UNIMPORTED;
     }
     return r;
@@ -209,8 +228,8 @@ static void build_node(ox_ctx *c, const Onnx__NodeProto *np, xe_status *st)
     }
     xe_code code = e->build(&b);
     for (size_t k = 0; code == XE_OK && !b.failed && k < np->n_output; k++) {
-        bool found;
-        if (np->output[k][0] && (ox_value_get(c, np->output[k], &found) < 0 || !found))
+        const ox_value *v = np->output[k][0] ? ox_value_find(c, np->output[k]) : NULL;
+        if (np->output[k][0] && (!v || (v->node < 0 && !v->seq)))
             ox_unsupported(&b, "output %zu ('%s') is not supported", k, np->output[k]);
     }
     if (b.failed || code != XE_OK) {
@@ -438,6 +457,7 @@ static void ctx_free(ox_ctx *c)
     HASH_ITER(hh, c->values, v, tmp)
     {
         HASH_DEL(c->values, v);
+        ox_seq_free(v->seq);
         free(v->name);
         free(v);
     }

@@ -39,9 +39,18 @@
 #define OX_FOLD_SMALL                                                                              \
     (1 << 16) /* elements: a fold or load-time constant this small is always made */
 
+/* A sequence value (SequenceEmpty, SequenceInsert, a Loop's carried list), kept at import as the
+   list of the nodes that hold its tensors: sequences never reach the executor (ops/sequence.c). */
+typedef struct ox_seq {
+    xe_dtype dt; /* the element dtype */
+    int n;
+    int *nodes; /* n nodes (NULL when n is 0) */
+} ox_seq;
+
 /* ONNX value name -> the executor node that holds it. */
 typedef struct ox_value {
     char *name;
+    ox_seq *seq;  /* not NULL: the value is a sequence (node is -1), owned here */
     int node;     /* -1: produced by a node that could not be imported */
     bool swapped; /* the value is node's last two dims swapped: a Transpose left to its one
                      reader, a MatMul, as a transpose flag (rewrite.c) */
@@ -92,9 +101,10 @@ typedef struct ox_b {
         *entry; /* the table row being built: table-driven builders read its op and p */
     int opset;
     int n_in;
-    int in[OX_MAX_IO]; /* node index per ONNX input, -1 where the input is absent ("") */
-    int first;         /* the first graph node made for this ONNX node */
-    int helpers;       /* helper nodes made so far */
+    int in[OX_MAX_IO];            /* node index per ONNX input, -1 where the input is absent ("") */
+    const ox_seq *seq[OX_MAX_IO]; /* per ONNX input: its sequence (in[k] -1), else NULL */
+    int first;                    /* the first graph node made for this ONNX node */
+    int helpers;                  /* helper nodes made so far */
     bool failed;
     xe_status st;   /* the first failure */
     char sbuf[256]; /* ox_str's copy of a string attribute */
@@ -136,6 +146,8 @@ int ox_reshape_dims(ox_b *b, int x, const int64_t *dims, int rank, const char *t
 
 /* table.c */
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
+/* Whether e's builder takes sequence inputs (ox_in_seq); the others are refused one. */
+bool ox_takes_sequences(const ox_entry *e);
 /* The domain of xlac's own ops (the collectives), and their lookup. */
 #define OX_XLAC_DOMAIN "com.xlac"
 const ox_entry *ox_find_xlac_op(const char *type);
@@ -174,6 +186,13 @@ xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, c
 /* build.c: values and nodes */
 int ox_value_get(ox_ctx *c, const char *name, bool *found);
 xe_code ox_value_set(ox_ctx *c, const char *name, int node, xe_status *st);
+/* The value called name, NULL when there is none. */
+const ox_value *ox_value_find(ox_ctx *c, const char *name);
+/* Makes name a sequence value: a copy of s (a new empty one of dtype s->dt when s->n is 0). */
+xe_code ox_value_set_seq(ox_ctx *c, const char *name, const ox_seq *s, xe_status *st);
+/* A copy of s (NULL when out of memory); ox_seq_free frees one. */
+ox_seq *ox_seq_copy(const ox_seq *s);
+void ox_seq_free(ox_seq *s);
 /* ox_value_set of a value that is node with its last two dims swapped (ox_value.swapped). */
 xe_code ox_value_set_swapped(ox_ctx *c, const char *name, int node, xe_status *st);
 /* Whether value `name` is a swapped one. */
@@ -206,6 +225,13 @@ const xe_type *ox_type(ox_b *b, int x);
 int ox_rank(ox_b *b, int x);
 /* ONNX input k (-1 when absent or failed). */
 int ox_in(ox_b *b, int k);
+/* ops/subgraph.c: g's initializers and nodes built in place; false (b failed, naming `which`, the
+   nodes' own errors listed) when some node does not import. */
+bool ox_build_subgraph(ox_b *b, const Onnx__GraphProto *g, const char *which);
+/* ONNX input k as a sequence; NULL (b failed, naming it) when it is absent or a tensor. */
+const ox_seq *ox_in_seq(ox_b *b, int k);
+/* Makes sequence s ONNX output k (a copy). */
+xe_code ox_out_seq(ox_b *b, int k, const ox_seq *s);
 /* ONNX input k's value, which must be known at load time; NULL and b failed otherwise. */
 const xe_tensor *ox_need_const(ox_b *b, int k, const char *what);
 /* Reads a known integer tensor into v (up to cap); the count, -1 on failure. */

@@ -100,6 +100,14 @@ B(cumsum);
 B(scatter_nd);
 B(scatter_elements);
 B(nonzero);
+B(nms);
+B(loop);
+B(sequence_empty);
+B(sequence_construct);
+B(sequence_insert);
+B(sequence_at);
+B(sequence_length);
+B(concat_from_sequence);
 B(topk);
 B(resize);
 B(einsum);
@@ -297,6 +305,15 @@ static const ox_entry table[] = {
      0}, /* ScatterElements before its rename */
     F("ReverseSequence", reverse_sequence, "batch_axis time_axis"),
     F("NonZero", nonzero, ""),
+    {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
+    /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/sequence.c) */
+    {"Loop", 1, 0, ox_b_loop, "body", -1, 0},
+    {"SequenceEmpty", 11, 0, ox_b_sequence_empty, "dtype", -1, 0},
+    {"SequenceConstruct", 11, 0, ox_b_sequence_construct, "", -1, 0},
+    {"SequenceInsert", 11, 0, ox_b_sequence_insert, "", -1, 0},
+    {"SequenceAt", 11, 0, ox_b_sequence_at, "", -1, 0},
+    {"SequenceLength", 11, 0, ox_b_sequence_length, "", -1, 0},
+    {"ConcatFromSequence", 11, 0, ox_b_concat_from_sequence, "axis new_axis", -1, 0},
     {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize,
      "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
@@ -306,6 +323,16 @@ static const ox_entry table[] = {
     F("Einsum", einsum, "equation"),
     F("If", if, "then_branch else_branch"),
 };
+
+bool ox_takes_sequences(const ox_entry *e)
+{
+    static const char *const takers[] = {"Loop", "SequenceInsert", "SequenceAt", "SequenceLength",
+                                         "ConcatFromSequence"};
+    for (size_t k = 0; k < sizeof takers / sizeof *takers; k++)
+        if (!strcmp(e->type, takers[k]))
+            return true;
+    return false;
+}
 
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type)
 {

@@ -10,36 +10,7 @@
  * of running both; each output pair must have the same dtype and shape,
  * else the If is refused naming the output and both shapes.
  */
-#include <stdio.h>
-
 #include "onnx_impl.h"
-
-/* The branch's initializers as constants, its nodes built in place; false (listed) on failure. */
-static bool build_branch(ox_b *b, const Onnx__GraphProto *g, const char *which)
-{
-    ox_ctx *c = b->c;
-    for (size_t k = 0; k < g->n_initializer && !b->failed; k++) {
-        char what[600];
-        snprintf(what, sizeof what, "initializer '%.500s'",
-                 g->initializer[k]->name ? g->initializer[k]->name : "");
-        xe_tensor *t = ox_tensor(g->initializer[k], c->files, what, &b->st);
-        if (!t)
-            return b->failed = true, false;
-        int x = ox_const(b, t);
-        if (x >= 0 && ox_value_set(c, g->initializer[k]->name ? g->initializer[k]->name : "", x,
-                                   &b->st) != XE_OK)
-            b->failed = true;
-    }
-    if (b->failed)
-        return false;
-    int errors = c->errs.n_unsupported + c->errs.n_other;
-    c->build_nodes(c, g, &b->st); /* the loader's walk (model.c), handed down in c */
-    if (c->errs.n_unsupported + c->errs.n_other != errors) {
-        ox_unsupported(b, "the %s branch has nodes that do not import (listed)", which);
-        return false;
-    }
-    return true;
-}
 
 /* Branch output k's node, or -1 (error set). */
 static int branch_output(ox_b *b, const Onnx__GraphProto *g, size_t k)
@@ -51,6 +22,8 @@ static int branch_output(ox_b *b, const Onnx__GraphProto *g, size_t k)
         ox_invalid(b, "branch output %zu has no name", k);
     else if (!found)
         ox_invalid(b, "branch output '%s' is produced by no node", name);
+    else if (x < 0 && ox_value_find(b->c, name)->seq)
+        ox_unsupported(b, "branch output '%s' is a sequence, which If does not return", name);
     else if (x < 0) /* its producer did not import, and is listed */
         ox_unsupported(b, "branch output '%s' depends on nodes that do not import", name);
     return found ? x : -1;
@@ -76,7 +49,8 @@ static xe_code select_branches(ox_b *b)
         return ox_invalid(b, "the condition has %lld values, not one",
                           (long long)xe_shape_numel(&ct->shape));
     const Onnx__GraphProto *then = branch(b, "then_branch"), *other = branch(b, "else_branch");
-    if (!then || !other || !build_branch(b, then, "then") || !build_branch(b, other, "else"))
+    if (!then || !other || !ox_build_subgraph(b, then, "then branch") ||
+        !ox_build_subgraph(b, other, "else branch"))
         return ox_status(b);
     cond = ox_reshape(b, ox_cast(b, cond, XE_BOOL), NULL, 0); /* a scalar: no broadcast */
     for (size_t k = 0; k < then->n_output && !b->failed; k++) {
@@ -112,7 +86,7 @@ xe_code ox_b_if(ox_b *b)
                           (long long)xe_tensor_numel(cond));
     bool taken = xe_load_f64(cond->data, cond->dtype, 0) != 0;
     const Onnx__GraphProto *g = branch(b, taken ? "then_branch" : "else_branch");
-    if (!g || !build_branch(b, g, taken ? "then" : "else"))
+    if (!g || !ox_build_subgraph(b, g, taken ? "then branch" : "else branch"))
         return ox_status(b);
     for (size_t k = 0; k < g->n_output && !b->failed; k++) {
         int x = branch_output(b, g, k);
