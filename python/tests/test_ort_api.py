@@ -284,7 +284,11 @@ def test_four_threads_fifty_calls_match_single_threaded(graph, auto_jit):
     assert not errors_seen, errors_seen
     for k in range(200):
         for a, b in zip(got[k], want[k]):
-            assert np.array_equal(a, b), k
+            if auto_jit == 0:
+                assert np.array_equal(a, b), k
+            else:  # a signature may be demoted to per op between two calls (slower compiled, a
+                # timing verdict): per op rounds differently from the compiled program
+                np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-6, err_msg=str(k))
 
 
 def test_close_from_another_thread_waits_for_running_calls(graph):
