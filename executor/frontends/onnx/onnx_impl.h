@@ -144,6 +144,14 @@ typedef struct ox_entry {
    is refused as unsupported with the message too_many. */
 int ox_reshape_dims(ox_b *b, int x, const int64_t *dims, int rank, const char *too_many);
 
+/* declared.c: whether name is one of g's initializers. */
+bool ox_is_initializer(const Onnx__GraphProto *g, const char *name);
+/* declared.c: the declared inputs of og (their types from declared, named as the import names them)
+   and a stand-in per output, for a graph maker; NULL with *st set when an output declares no
+   tensor type. path names the model. */
+xe_graph *ox_declared_graph(const Onnx__GraphProto *og, const char *path, const xe_graph *declared,
+                            xe_status *st);
+
 /* table.c */
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
 /* Whether e's builder takes sequence inputs (ox_in_seq); the others are refused one. */
