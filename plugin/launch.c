@@ -298,14 +298,20 @@ void xlac_print_stats(xlac_state *s, FILE *out)
             (unsigned long long)cs.demoted, (unsigned long long)atomic_load(&s->n_probes));
 }
 
-void xlac_print_demotions(xlac_state *s, FILE *out)
+int xlac_demotions(xlac_state *s, xg_demotion *d, int cap)
 {
-    xg_demotion d[16];
     int n = 0;
     pthread_mutex_lock(&s->cache_lock);
     if (s->cache)
-        n = xg_cache_demotions(s->cache, d, (int)(sizeof d / sizeof d[0]));
+        n = xg_cache_demotions(s->cache, d, cap);
     pthread_mutex_unlock(&s->cache_lock);
+    return n;
+}
+
+void xlac_print_demotions(xlac_state *s, FILE *out)
+{
+    xg_demotion d[16];
+    int n = xlac_demotions(s, d, (int)(sizeof d / sizeof d[0]));
     for (int i = 0; i < n; i++)
         fprintf(out, "xlac: demoted %s at %s: compiled %.3f ms, per op %.3f ms%s\n", d[i].cluster,
                 d[i].types, d[i].compiled_us / 1e3, d[i].per_op_us / 1e3,

@@ -63,11 +63,7 @@ static void write_share(FILE *f, const xlac_state *s)
 static void write_demotions(FILE *f, xlac_state *s)
 {
     xg_demotion d[16];
-    int n = 0;
-    pthread_mutex_lock(&s->cache_lock);
-    if (s->cache)
-        n = xg_cache_demotions(s->cache, d, (int)(sizeof d / sizeof d[0]));
-    pthread_mutex_unlock(&s->cache_lock);
+    int n = xlac_demotions(s, d, (int)(sizeof d / sizeof d[0]));
     fputs(" \"demoted\":[", f);
     for (int i = 0; i < n; i++) {
         char name[256], types[512];

@@ -171,6 +171,8 @@ void xlac_report_free(xlac_state *s);
 bool xlac_made_clusters(xlac_state *s);
 /* "xlac: stats clusters=... launches=... ..." */
 void xlac_print_stats(xlac_state *s, FILE *out);
+/* The demoted programs (at most cap) into d, under the cache's lock; their count. */
+int xlac_demotions(xlac_state *s, xg_demotion *d, int cap);
 /* One line per demoted program ("xlac: demoted cluster_0 at f32[64,8]: compiled 1.200 ms, per op
  * 1.000 ms"), after --stats' two lines; nothing when none was. */
 void xlac_print_demotions(xlac_state *s, FILE *out);
