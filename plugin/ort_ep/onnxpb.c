@@ -468,7 +468,7 @@ xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, 
     char *bytes = xo_model_write(a, m, take, outputs, n_outputs, &len, in_values, n_in_values, st);
     if (!bytes)
         return NULL;
-    xe_onnx_options o = {.report = report};
+    xe_onnx_options o = {.report = report, .nodes_at_load = true}; /* what is taken must import */
     xe_graph *g = xe_onnx_load_memory(bytes, len, "<onnxruntime graph>", &o, st);
     free(bytes);
     return g;

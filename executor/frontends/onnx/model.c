@@ -590,7 +590,7 @@ static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_o
     free(probe);
     if (!probe || !m->inits || !mk) {
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    } else if (!g && st->code == XE_ERR_GRAPH && ops_known(m)) {
+    } else if (!g && st->code == XE_ERR_GRAPH && !(opt && opt->nodes_at_load) && ops_known(m)) {
         /* every op imports, but the probe's sizes are made up (a model may work only at its traced
          * sizes, or only where 3 -> down -> up is 3 again), so what they make invalid says nothing
          * of the model: the nodes are built at the first fed shapes, where an error names the real

@@ -31,6 +31,9 @@ typedef struct xe_onnx_options {
     void *user;           /* passed to bind */
     char **report;        /* not NULL: on an import error, every error line (malloc'd; the
                              status holds only what fits in its buffer) */
+    bool nodes_at_load;   /* a model that does not import at made-up sizes of its symbolic dims
+                             fails with that error, instead of being built at the first fed shapes
+                             (a host that needs the nodes at load: the onnxruntime EP) */
 } xe_onnx_options;
 
 /* Loads an ONNX model file; NULL with *st set on failure. opt may be NULL. */
