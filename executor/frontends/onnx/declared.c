@@ -78,6 +78,11 @@ xe_graph *ox_declared_graph(const Onnx__GraphProto *og, const char *path, const 
         const char *name = og->input[k]->name ? og->input[k]->name : "";
         if (ox_is_initializer(og, name))
             continue;
+        if ((int)pos >= declared->n_inputs) { /* declared stops at an input of no tensor type */
+            code =
+                xe_fail(st, XE_ERR_UNSUPPORTED, "graph input '%s' declares no tensor type", name);
+            break;
+        }
         char *want = ox_sanitize(name), *fresh = want ? xe_graph_fresh_name(g, want) : NULL;
         const xe_node *d = declared->nodes[declared->inputs[pos++]];
         int x = fresh ? xe_graph_add_input(g, fresh, &d->type, st) : -1;

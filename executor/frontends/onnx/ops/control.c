@@ -15,7 +15,7 @@
 /* Branch output k's node, or -1 (error set). */
 static int branch_output(ox_b *b, const Onnx__GraphProto *g, size_t k)
 {
-    bool found;
+    bool found = false;
     const char *name = g->output[k]->name ? g->output[k]->name : "";
     int x = name[0] ? ox_value_get(b->c, name, &found) : -1;
     if (!name[0])

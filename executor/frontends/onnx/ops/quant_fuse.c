@@ -90,7 +90,7 @@ static const Onnx__NodeProto *writer(const Onnx__GraphProto *g, const char *name
 /* The const node built for value `name`, dtype dt; -1 when it is no such constant. */
 static int const_of(ox_b *b, const char *name, xe_dtype dt)
 {
-    bool found;
+    bool found = false;
     int k = name && name[0] ? ox_value_get(b->c, name, &found) : -1;
     const xe_node *n = k >= 0 ? b->c->g->nodes[k] : NULL;
     return n && n->op == XE_OP_CONST && n->value && n->value->dtype == dt ? k : -1;
