@@ -42,8 +42,14 @@ static bool const_scalar(ox_b *b, int k, const char *what, int64_t *v)
     if (xe_tensor_numel(t) != 1)
         return ox_invalid(b, "%s holds %lld values, not one", what, (long long)xe_tensor_numel(t)),
                false;
-    *v = t->dtype == XE_I64 ? ((const int64_t *)t->data)[0]
-                            : (int64_t)xe_load_f64(t->data, t->dtype, 0);
+    if (t->dtype == XE_I64) {
+        *v = ((const int64_t *)t->data)[0];
+        return true;
+    }
+    double d = xe_load_f64(t->data, t->dtype, 0);
+    if (!(d > -9.2e18 && d < 9.2e18)) /* NaN and what int64 cannot hold */
+        return ox_invalid(b, "%s is %g, not an integer int64 holds", what, d), false;
+    *v = (int64_t)d;
     return true;
 }
 
