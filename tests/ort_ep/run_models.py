@@ -29,19 +29,9 @@ import numpy as np
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 EXPORTS = os.path.join(HERE, "..", "models", "exports")
-RTOL, ATOL = 1e-3, 1e-4
+sys.path.insert(0, os.path.join(HERE, "..", "models"))
+from run_exports import ATOL, RTOL, tolerance  # noqa: E402  (the same defaults and tolerance files)
 EP = "XlacExecutionProvider"
-
-def tolerance(model_dir):
-    """(rtol, atol): the export's own (its file 'tolerance', "RTOL ATOL", as
-    tests/models/run_exports.py reads it: the fp16 exports) or the default."""
-    p = os.path.join(model_dir, "tolerance")
-    if not os.path.exists(p):
-        return RTOL, ATOL
-    with open(p) as f:
-        r, a = f.read().split()
-    return float(r), float(a)
-
 
 def compare(want_dir, got, rtol=RTOL, atol=ATOL):
     """None when every output agrees, else why not."""
