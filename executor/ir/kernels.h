@@ -52,6 +52,9 @@ xe_code xe_infer_dynamic_quant_matmul(const xe_node *n, const xe_type *in, int n
                                       xe_status *st);
 /* non_max_suppression (infer/nms.c) */
 xe_code xe_infer_nms(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+/* quant_conv2d (infer/quant_conv.c) */
+xe_code xe_infer_quant_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                              xe_status *st);
 /* collectives (collective.c) */
 xe_code xe_infer_collective(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                             xe_status *st);
@@ -101,6 +104,7 @@ xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st);    /* CPU only by
 xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st);   /* CPU only by design */
 xe_code xe_cpu_recurrent(const xe_kernel_args *a, xe_status *st); /* CPU only (oneDNN's RNN) */
 xe_code xe_cpu_dynamic_quant_matmul(const xe_kernel_args *a, xe_status *st); /* CPU only */
+xe_code xe_cpu_quant_conv2d(const xe_kernel_args *a, xe_status *st);         /* CPU only */
 xe_code xe_cpu_nms(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
 
 /* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
@@ -112,6 +116,7 @@ typedef enum xe_kernel_id {
     XE_KERNEL_nonzero,              /* CPU only by design */
     XE_KERNEL_recurrent,            /* CPU only: oneDNN's RNN primitive, or a loop */
     XE_KERNEL_dynamic_quant_matmul, /* CPU only: quantize in one pass, the int8 product, rescale */
+    XE_KERNEL_quant_conv2d,         /* CPU only: oneDNN's int8 convolution, or an exact loop */
     XE_KERNEL_nms,                  /* CPU only by design: a sort and a greedy pass per class */
     XE_KERNEL_COUNT,
     XE_KERNEL_NONE = -1 /* the op has no per-op kernel */

@@ -76,6 +76,8 @@ static builtin_impl impl_by_op(int op)
         return IMPL(recurrent, recurrent);
     case XE_OP_DYNAMIC_QUANT_MATMUL:
         return IMPL(dynamic_quant_matmul, dynamic_quant_matmul);
+    case XE_OP_QUANT_CONV2D:
+        return IMPL(quant_conv2d, quant_conv2d);
     case XE_OP_NON_MAX_SUPPRESSION:
         return IMPL(nms, nms);
     default:
@@ -247,7 +249,8 @@ const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_ty
                                                                     : NULL;
     case XE_CLASS_NN:
         return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD ||
-                       op == XE_OP_DYNAMIC_QUANT_MATMUL /* i8 weights: its shape function checks */
+                       op == XE_OP_DYNAMIC_QUANT_MATMUL || op == XE_OP_QUANT_CONV2D
+                   /* 8-bit operands: their shape functions check */
                    ? NULL
                    : "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";
     case XE_CLASS_MATMUL: /* u8/i8 operands: the exact i32 product (cpu/matmul.c) */

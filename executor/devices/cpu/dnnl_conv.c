@@ -17,8 +17,16 @@
  * kw]; depthwise is the case C/g = M/g = 1. The algorithm is always direct: the Winograd variant
  * rounds differently and is not what the reference computes.
  *
+ * quant_conv2d (int8: xe_dnnl_quant_conv2d) is the same primitive with u8 or s8 activations, s8
+ * weights, an f32, u8 or s8 output and the quantization as attributes: per-channel output scales
+ * (divided by the output's scale when it is quantized), the zero points of x (oneDNN pads with
+ * it: a real zero) and of the output, and the bias divided by the scales, since oneDNN 2.6 adds
+ * the bias to the accumulator before scaling (dst = scale * (acc + bias)); oneDNN rounds a
+ * quantized output half to even and saturates, as QuantizeLinear. Their values are
+ * baked into the primitive, so it is kept only when scale and bias are constants of the graph.
+ *
  * What oneDNN refuses (status unimplemented) comes back as
- * XE_ERR_UNSUPPORTED, and conv.c runs its im2col path instead.
+ * XE_ERR_UNSUPPORTED, and conv.c runs its im2col path instead (quant_conv.c its loop).
  */
 #include <stddef.h>
 #include <stdlib.h>
@@ -29,10 +37,20 @@
 
 /* One node's primitive for one geometry, and everything made with it. */
 typedef struct conv_prim {
-    xe_window p;         /* the geometry it was made for */
-    bool bias;           /* made with a bias input */
-    unsigned post;       /* XE_DNNL_POST_* applied to the output */
-    const void *w_const; /* constant weights packed into w_packed; NULL: per run */
+    xe_window p;                   /* the geometry it was made for */
+    bool bias;                     /* made with a bias input */
+    unsigned post;                 /* XE_DNNL_POST_* applied to the output */
+    const void *w_const;           /* constant weights packed into w_packed; NULL: per run */
+    bool quant;                    /* int8 (quant_conv2d) */
+    const xe_dnnl_quant *q;        /* int8: the caller's, read while the primitive is made */
+    dnnl_data_type_t src_dt, w_dt; /* f32 f32, or u8/s8 s8 */
+    const void *q_scale;           /* int8: the scale tensor's data the primitive was made with */
+    int32_t x_zero;                /* int8: x's zero point */
+    float *q_bias;                 /* int8: bias / scale, the primitive's bias; NULL: none */
+    float *q_oscale;               /* int8: scale / y_scale, the output scales */
+    dnnl_data_type_t dst_dt;       /* f32, or int8's quantized output u8/s8 */
+    float y_scale;                 /* int8: the output's scale (1: f32) and zero point */
+    int32_t y_zero;
     dnnl_primitive_desc_t pd;
     dnnl_primitive_t conv, src_in, w_in, dst_out; /* reorders NULL where layouts agree */
     dnnl_primitive_t dst_in; /* XE_DNNL_POST_SUM: the residual into dst's layout (NULL: same) */
@@ -52,16 +70,27 @@ static void conv_prim_free(void *data)
     if (c->pd)
         dnnl_primitive_desc_destroy(c->pd);
     free(c->w_packed);
+    free(c->q_bias);
+    free(c->q_oscale);
     free(c);
 }
 
-/* Whether c was made for geometry p, bias and constant weights w_const. */
+/* oneDNN's type for an int8 operand's dtype dt (u8, i8) or an f32 one. */
+static dnnl_data_type_t dnnl_type_of(xe_dtype dt)
+{
+    return dt == XE_U8 ? dnnl_u8 : dt == XE_I8 ? dnnl_s8 : dnnl_f32;
+}
+
+/* Whether c was made for geometry p, bias, constant weights w_const and quantization q. */
 static bool conv_prim_fits(const conv_prim *c, const xe_window *p, bool bias, const void *w_const,
-                           unsigned post)
+                           unsigned post, const xe_dnnl_quant *q)
 {
     /* the int64 fields, n through groups, have no padding between them */
     return memcmp(&c->p, p, offsetof(xe_window, ceil_mode)) == 0 && c->bias == bias &&
-           c->w_const == w_const && c->post == post;
+           c->w_const == w_const && c->post == post && c->quant == (q != NULL) &&
+           (!q || (c->src_dt == dnnl_type_of(q->x_dt) && c->q_scale == q->scale &&
+                   c->x_zero == q->x_zero && c->dst_dt == dnnl_type_of(q->y_dt) &&
+                   c->y_scale == q->y_scale && c->y_zero == q->y_zero));
 }
 
 /* The oneDNN activation of post bits, and its alpha; false when there is none. */
@@ -85,11 +114,31 @@ static bool post_act(unsigned post, dnnl_alg_kind_t *alg, float *alpha)
     return false;
 }
 
+/* int8: the output scales and x's zero point, as attributes of a new *attr. */
+static xe_code quant_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n,
+                          xe_status *st)
+{
+    dnnl_status_t s = dnnl_primitive_attr_create(attr);
+    if (s == dnnl_success)
+        s = dnnl_primitive_attr_set_output_scales(*attr, c->p.m, 1 << 1, c->q_oscale);
+    if (s == dnnl_success && c->x_zero)
+        s = dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_SRC, 1, 0, &c->x_zero);
+    if (s == dnnl_success && c->y_zero)
+        s = dnnl_primitive_attr_set_zero_points(*attr, DNNL_ARG_DST, 1, 0, &c->y_zero);
+    if (s != dnnl_success && *attr) {
+        dnnl_primitive_attr_destroy(*attr);
+        *attr = NULL;
+    }
+    return xe_dnnl_check(s, n, "int8 attributes", st);
+}
+
 /* The post-ops of c->post: the residual summed into the output first, then the activation. */
 static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const xe_node *n,
                          xe_status *st)
 {
     *attr = NULL;
+    if (c->quant)
+        return quant_attr(c, attr, n, st);       /* int8 convs take no post-ops */
     if (!(c->post & ~(unsigned)XE_DNNL_LAYOUTS)) /* layout bits alone: no post-op */
         return XE_OK;
     dnnl_post_ops_t ops;
@@ -120,21 +169,21 @@ static void plain_mds(conv_prim *c, dnnl_memory_desc_t *any_src, dnnl_memory_des
     int64_t g = p->groups;
     dnnl_dims_t src = {p->n, p->c, p->h, p->w}, dst = {p->n, p->m, p->oh, p->ow}, b = {p->m};
     dnnl_dims_t w = {p->m, p->c / g, p->kh, p->kw}, gw = {g, p->m / g, p->c / g, p->kh, p->kw};
-    dnnl_memory_desc_init_by_tag(&c->src_plain, 4, src, dnnl_f32,
+    dnnl_memory_desc_init_by_tag(&c->src_plain, 4, src, c->src_dt,
                                  c->post & XE_DNNL_SRC_NHWC ? dnnl_nhwc : dnnl_nchw);
-    dnnl_memory_desc_init_by_tag(&c->dst_plain, 4, dst, dnnl_f32,
+    dnnl_memory_desc_init_by_tag(&c->dst_plain, 4, dst, c->dst_dt,
                                  c->post & XE_DNNL_DST_NHWC ? dnnl_nhwc : dnnl_nchw);
     dnnl_memory_desc_init_by_tag(&c->b_md, 1, b, dnnl_f32, dnnl_a);
     if (g == 1)
-        dnnl_memory_desc_init_by_tag(&c->w_plain, 4, w, dnnl_f32, dnnl_oihw);
+        dnnl_memory_desc_init_by_tag(&c->w_plain, 4, w, c->w_dt, dnnl_oihw);
     else
-        dnnl_memory_desc_init_by_tag(&c->w_plain, 5, gw, dnnl_f32, dnnl_goihw);
-    dnnl_memory_desc_init_by_tag(any_src, 4, src, dnnl_f32, dnnl_format_tag_any);
-    dnnl_memory_desc_init_by_tag(any_dst, 4, dst, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(&c->w_plain, 5, gw, c->w_dt, dnnl_goihw);
+    dnnl_memory_desc_init_by_tag(any_src, 4, src, c->src_dt, dnnl_format_tag_any);
+    dnnl_memory_desc_init_by_tag(any_dst, 4, dst, c->dst_dt, dnnl_format_tag_any);
     if (g == 1)
-        dnnl_memory_desc_init_by_tag(any_w, 4, w, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(any_w, 4, w, c->w_dt, dnnl_format_tag_any);
     else
-        dnnl_memory_desc_init_by_tag(any_w, 5, gw, dnnl_f32, dnnl_format_tag_any);
+        dnnl_memory_desc_init_by_tag(any_w, 5, gw, c->w_dt, dnnl_format_tag_any);
 }
 
 /* The convolution primitive and the layouts it chose. */
@@ -182,9 +231,33 @@ static xe_code pack_weights(conv_prim *c, const void *w, const xe_node *n, xe_st
     return xe_dnnl_reorder_run(c->w_in, &c->w_plain, w, &c->w_md, c->w_packed, n, st);
 }
 
+/* int8: q's types and zero point into c, and the primitive's bias, bias / scale. */
+static xe_code quant_fields(conv_prim *c, const xe_dnnl_quant *q, const xe_node *n, xe_status *st)
+{
+    c->quant = true;
+    c->q = q;
+    c->src_dt = dnnl_type_of(q->x_dt);
+    c->w_dt = dnnl_s8;
+    c->dst_dt = dnnl_type_of(q->y_dt);
+    c->q_scale = q->scale;
+    c->x_zero = q->x_zero;
+    c->y_scale = q->y_scale;
+    c->y_zero = q->y_zero;
+    size_t bytes = (size_t)c->p.m * sizeof(float);
+    if (!(c->q_oscale = malloc(bytes)) || (q->bias && !(c->q_bias = malloc(bytes))))
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (quant_conv2d): out of memory", n->name);
+    for (int64_t m = 0; m < c->p.m; m++) {
+        c->q_oscale[m] = q->scale[m] / q->y_scale;
+        if (q->bias)
+            c->q_bias[m] = q->bias[m] / q->scale[m];
+    }
+    return XE_OK;
+}
+
 /* A new primitive for geometry p (and packed constant weights w_const, when not NULL). */
 static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bool bias,
-                                 const void *w_const, unsigned post, xe_status *st)
+                                 const void *w_const, unsigned post, const xe_dnnl_quant *q,
+                                 xe_status *st)
 {
     conv_prim *c = calloc(1, sizeof *c);
     if (!c) {
@@ -195,11 +268,13 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
     c->bias = bias;
     c->w_const = w_const;
     c->post = post;
-    if (make_conv(c, a->node, st) != XE_OK ||
+    c->src_dt = c->w_dt = c->dst_dt = dnnl_f32;
+    if ((q && quant_fields(c, q, a->node, st) != XE_OK) || make_conv(c, a->node, st) != XE_OK ||
         (w_const && pack_weights(c, w_const, a->node, st) != XE_OK)) {
         conv_prim_free(c);
         return NULL;
     }
+    c->q = NULL; /* the caller's: not kept */
     return c;
 }
 
@@ -208,13 +283,16 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
  * one, kept when the shelf has room (*owned: false) or the caller's to free.
  */
 static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, unsigned post,
-                                bool *owned, xe_status *st)
+                                const xe_dnnl_quant *q, bool *owned, xe_status *st)
 {
-    bool bias = a->n_in > 2;
+    bool bias = q ? q->bias != NULL : a->n_in > 2;
     const void *w_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
+    bool keep =
+        a->cache &&
+        (!q || (xe_dnnl_input_is_const(a, 2) && (a->n_in < 4 || xe_dnnl_input_is_const(a, 3))));
     *owned = true;
-    if (!a->cache)
-        return conv_prim_make(a, p, bias, NULL, post, st);
+    if (!keep)
+        return conv_prim_make(a, p, bias, NULL, post, q, st);
     xe_dnnl_shelf *s = xe_dnnl_shelf_lock(a->cache, conv_prim_free);
     if (!s) {
         xe_fail(st, XE_ERR_NOMEM, "node %s (conv2d): out of memory", a->node->name);
@@ -222,11 +300,11 @@ static conv_prim *conv_prim_get(const xe_kernel_args *a, const xe_window *p, uns
     }
     conv_prim *c = NULL;
     for (int i = 0; i < s->n && !c; i++)
-        if (conv_prim_fits(s->entry[i], p, bias, w_const, post))
+        if (conv_prim_fits(s->entry[i], p, bias, w_const, post, q))
             c = s->entry[i];
     if (c)
         *owned = false;
-    else if ((c = conv_prim_make(a, p, bias, w_const, post, st)))
+    else if ((c = conv_prim_make(a, p, bias, w_const, post, q, st)))
         *owned = !xe_dnnl_shelf_add(s, c);
     xe_dnnl_shelf_unlock();
     return c;
@@ -289,12 +367,29 @@ static xe_code conv_run(const conv_prim *c, const xe_kernel_args *a, const xe_te
     xe_dnnl_arg args[4] = {{DNNL_ARG_SRC, &c->src_md, src},
                            {DNNL_ARG_WEIGHTS, &c->w_md, w},
                            {DNNL_ARG_DST, &c->dst_md, dst},
-                           {DNNL_ARG_BIAS, &c->b_md, c->bias ? a->in[2]->data : NULL}};
+                           {DNNL_ARG_BIAS, &c->b_md,
+                            c->q_bias ? c->q_bias
+                            : c->bias ? a->in[2]->data
+                                      : NULL}};
     if (xe_dnnl_execute(c->conv, args, c->bias ? 4 : 3, n, st) != XE_OK)
         return st->code;
     if (c->dst_out)
         return xe_dnnl_reorder_run(c->dst_out, &c->dst_md, dst, &c->dst_plain, a->out->data, n, st);
     return XE_OK;
+}
+
+/* One run of the node's primitive for geometry p (made or found on its shelf). */
+static xe_code conv_on(const xe_kernel_args *a, const xe_window *p, const xe_tensor *residual,
+                       unsigned post, const xe_dnnl_quant *q, xe_status *st)
+{
+    bool owned;
+    conv_prim *c = conv_prim_get(a, p, post, q, &owned, st);
+    if (!c)
+        return st->code;
+    xe_code r = conv_run(c, a, residual, st);
+    if (owned)
+        conv_prim_free(c);
+    return r;
 }
 
 xe_code xe_dnnl_conv2d(const xe_kernel_args *a, xe_status *st)
@@ -314,12 +409,16 @@ xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, 
     if (a->out->dtype != XE_F32 || xe_tensor_numel(a->out) == 0 || p.c == 0)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): not for the engine",
                        a->node->name);
-    bool owned;
-    conv_prim *c = conv_prim_get(a, &p, post, &owned, st);
-    if (!c)
-        return st->code;
-    xe_code r = conv_run(c, a, residual, st);
-    if (owned)
-        conv_prim_free(c);
-    return r;
+    return conv_on(a, &p, residual, post, NULL, st);
+}
+
+xe_code xe_dnnl_quant_conv2d(const xe_kernel_args *a, const xe_dnnl_quant *q, xe_status *st)
+{
+    xe_window p;
+    if (xe_window_read(a->node, &a->in[0]->shape, &a->in[1]->shape, &p, st) != XE_OK)
+        return xe_status_prefix(st, "node %s (quant_conv2d): ", a->node->name);
+    if (xe_tensor_numel(a->out) == 0 || p.c == 0 || !xe_dnnl_int8_exact())
+        return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (quant_conv2d): not for the engine",
+                       a->node->name);
+    return conv_on(a, &p, NULL, 0, q, st);
 }

@@ -216,3 +216,17 @@ bool xe_dnnl_input_is_const(const xe_kernel_args *a, int k)
     const xe_node *p = a->graph->nodes[a->node->inputs[k]];
     return p->op == XE_OP_CONST && p->value && p->value->data == a->in[k]->data;
 }
+
+/* Whether oneDNN's int8 products are exact here: its effective ISA has VNNI (AVX-512 or AVX2 VNNI).
+ */
+bool xe_dnnl_int8_exact(void)
+{
+    static _Atomic int known; /* 0: not asked yet, 1: no, 2: yes */
+    if (!known) {
+        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        bool vnni = (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ||
+                    (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni;
+        known = vnni ? 2 : 1;
+    }
+    return known == 2;
+}

@@ -106,6 +106,23 @@ enum {
 xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
                             xe_status *st);
 xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st);
+/* Whether oneDNN's int8 products and convolutions are exact here: its effective ISA has VNNI
+   (AVX-512 or AVX2). Without it they sum pairs of u8 x s8 products in saturating int16. */
+bool xe_dnnl_int8_exact(void);
+/* quant_conv2d's quantization (infer/quant_conv.c): y[m] = scale[m] * acc + bias[m], quantized
+   with y_scale and y_zero unless y_dt is f32. */
+typedef struct xe_dnnl_quant {
+    xe_dtype x_dt;      /* XE_U8 or XE_I8 */
+    int32_t x_zero;     /* x's zero point */
+    const float *scale; /* [M] */
+    const float *bias;  /* [M]; NULL: none */
+    xe_dtype y_dt;      /* XE_F32, XE_U8 or XE_I8 */
+    float y_scale;      /* 1 for f32 */
+    int32_t y_zero;
+} xe_dnnl_quant;
+/* quant_conv2d on oneDNN's int8 convolution (dnnl_conv.c); XE_ERR_UNSUPPORTED where the engine
+   cannot run it exactly (no VNNI) or at all: the caller runs its loop. */
+xe_code xe_dnnl_quant_conv2d(const xe_kernel_args *a, const xe_dnnl_quant *q, xe_status *st);
 /* recurrent (f32, attributes r: recurrent.h) on oneDNN's RNN primitives (dnnl_recurrent.c);
    XE_ERR_UNSUPPORTED for what the engine cannot run. */
 struct xe_recurrent;

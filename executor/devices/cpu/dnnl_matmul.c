@@ -238,20 +238,6 @@ static void fold_batch(mm_key *k)
     k->b.dims[1] = bc;
 }
 
-/* Whether oneDNN's int8 products are exact here: its effective ISA has VNNI (AVX-512 or AVX2 VNNI).
- */
-static bool int8_exact(void)
-{
-    static _Atomic int known; /* 0: not asked yet, 1: no, 2: yes */
-    if (!known) {
-        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
-        bool vnni = (isa & dnnl_cpu_isa_avx512_core_vnni) == dnnl_cpu_isa_avx512_core_vnni ||
-                    (isa & dnnl_cpu_isa_avx2_vnni) == dnnl_cpu_isa_avx2_vnni;
-        known = vnni ? 2 : 1;
-    }
-    return known == 2;
-}
-
 /* The product on m's primitive: A at a, B at b (unless packed), C at c. */
 static xe_code run_plain(const xe_kernel_args *ka, const mm_prim *m, const void *a, const void *b,
                          void *c, xe_status *st)
@@ -310,7 +296,7 @@ static bool engine_types(const xe_kernel_args *a, mm_key *k)
         k->bt = a->cache && xe_dnnl_input_is_const(a, 1) ? dnnl_f16 : dnnl_f32;
         return true;
     }
-    if ((x == XE_U8 || x == XE_I8) && y == XE_I8 && z == XE_I32 && int8_exact()) {
+    if ((x == XE_U8 || x == XE_I8) && y == XE_I8 && z == XE_I32 && xe_dnnl_int8_exact()) {
         k->at = x == XE_U8 ? dnnl_u8 : dnnl_s8;
         k->bt = dnnl_s8;
         k->ct = dnnl_s32;

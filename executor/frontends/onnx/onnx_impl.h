@@ -254,6 +254,28 @@ bool ox_absorbed(const ox_ctx *c, const Onnx__NodeProto *np);
 /* DynamicQuantizeLinear's readers that are MatMulInteger -> Cast -> Mul(scales) chains, each as
    one dynamic_quant_matmul node (quant_fuse.c); true when no other reader is left. */
 bool ox_dynamic_quant_fuse(ox_b *b);
+/* Looking around a node of the top-level graph (quant_fuse.c): whether np is the standard-domain
+   op `type`; the node that writes `name` (NULL: a graph input or initializer); the const node
+   built for value `name` if it has dtype dt (else -1); whether np is a top-level node; the one
+   node that reads `name`, once, when it is no graph output (else NULL). */
+const Onnx__NodeProto *ox_sole_reader(const Onnx__GraphProto *g, const char *name);
+bool ox_op_is(const Onnx__NodeProto *np, const char *type);
+const Onnx__NodeProto *ox_writer(const Onnx__GraphProto *g, const char *name);
+int ox_const_node(ox_b *b, const char *name, xe_dtype dt);
+bool ox_top_level(const ox_ctx *c, const Onnx__NodeProto *np);
+/* A Conv between QDQ pairs (quant_conv.c): quant_conv2d's operands (q, w, scale[, bias]), x's
+   zero point, and the QuantizeLinear of its output that it takes over (NULL: none). */
+typedef struct ox_qdq_conv {
+    int in[4], n_in;
+    int64_t x_zero;
+    const Onnx__NodeProto *quantize; /* its output is the node's; its scale and zero point: */
+    float y_scale;
+    int64_t y_zero;
+    xe_dtype y_dt;
+} ox_qdq_conv;
+/* Whether b's Conv (2-D, top-level) reads DequantizeLinear outputs that quant_conv2d can take
+   (the form: quant_conv.c); false, with nothing built, otherwise or when b failed. */
+bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m);
 int ox_n_out(ox_b *b);
 xe_code ox_unsupported(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

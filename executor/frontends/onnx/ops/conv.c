@@ -136,15 +136,46 @@ static bool window(ox_b *b, int x, win *w)
     return true;
 }
 
-/* conv2d(x, wt[, bias]) with w's dims 0 and 1 (the last two of a wider window). */
-static int conv2d(ox_b *b, int x, int wt, int bias, const win *w, int at)
+/* Window op `op` (conv2d, quant_conv2d) over inputs in with w's dims at and at + 1 (the last two
+   of a wider window); quant_conv2d's quantization attributes from q. */
+static int window_op(ox_b *b, int op, const int *in, int n_in, const win *w, int at,
+                     const ox_qdq_conv *q)
 {
     int64_t s[2] = {w->strides[at], w->strides[at + 1]}, d[2] = {w->dil[at], w->dil[at + 1]};
     int64_t p[4] = {w->pads[at], w->pads[at + 1], w->pads[w->sp + at], w->pads[w->sp + at + 1]};
-    int in[3] = {x, wt, bias};
-    ox_at a[4] = {OX_INTS("strides", s, 2), OX_INTS("pads", p, 4), OX_INTS("dilations", d, 2),
+    ox_at a[8] = {OX_INTS("strides", s, 2), OX_INTS("pads", p, 4), OX_INTS("dilations", d, 2),
                   OX_I("groups", w->groups ? w->groups : ox_int(b, "group", 1))};
-    return ox_op(b, XE_OP_CONV2D, in, bias >= 0 ? 3 : 2, a, 4);
+    int n_at = 4;
+    if (q) {
+        a[n_at++] = OX_I("x_zero_point", q->x_zero);
+        if (q->quantize) {
+            a[n_at++] = (ox_at){.name = "y_scale", .kind = XE_ATTR_FLOAT, .f = q->y_scale};
+            a[n_at++] = OX_I("y_zero_point", q->y_zero);
+            a[n_at++] = OX_DT("y_dtype", q->y_dt);
+        }
+    }
+    return ox_op(b, op, in, n_in, a, n_at);
+}
+
+/* conv2d(x, wt[, bias]) with w's dims 0 and 1 (the last two of a wider window). */
+static int conv2d(ox_b *b, int x, int wt, int bias, const win *w, int at)
+{
+    int in[3] = {x, wt, bias};
+    return window_op(b, XE_OP_CONV2D, in, bias >= 0 ? 3 : 2, w, at, NULL);
+}
+
+/* The Conv between QDQ pairs q as quant_conv2d, bound to its output or to the QuantizeLinear's
+   it took over (which the loader then skips). */
+static xe_code qdq_conv(ox_b *b, const ox_qdq_conv *q, const win *w)
+{
+    int y = window_op(b, XE_OP_QUANT_CONV2D, q->in, q->n_in, w, 0, q);
+    if (!q->quantize)
+        return ox_out(b, 0, y);
+    if (ox_out_of(b, q->quantize, 0, y) != XE_OK)
+        return ox_status(b);
+    if (!ox_absorb(b->c, q->quantize))
+        return ox_invalid(b, "%s", "out of memory");
+    return ox_out(b, 0, y); /* read by nobody now: any value will do */
 }
 
 /* dims of x with one entry replaced (XE_DIM_UNKNOWN stays: reshape makes it -1). */
@@ -279,6 +310,9 @@ xe_code ox_b_conv(ox_b *b)
         return ox_invalid(b, "kernel_shape does not match the weight's kernel dims");
     if (!window(b, x, &w))
         return ox_status(b);
+    ox_qdq_conv q;
+    if (w.sp == 2 && ox_qdq_conv_match(b, &q)) /* a Conv between QDQ pairs: quant_conv.c */
+        return qdq_conv(b, &q, &w);
     if (w.sp == 2 && ox_conv_fold_batch_norm(b, &wt, &bias)) { /* rewrite.c */
         int y = conv2d(b, x, wt, bias, &w, 0);
         if (y >= 0 && xe_node_set_bool(b->c->g->nodes[y], "@bn_folded", true, &b->st) != XE_OK)

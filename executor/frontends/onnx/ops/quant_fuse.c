@@ -46,8 +46,7 @@ static bool is(const char *s, const char *lit)
     return s && !strcmp(s, lit);
 }
 
-/* Whether np is the standard-domain op `type`. */
-static bool op_is(const Onnx__NodeProto *np, const char *type)
+bool ox_op_is(const Onnx__NodeProto *np, const char *type)
 {
     return np && is(np->op_type, type) &&
            (!np->domain || !np->domain[0] || is(np->domain, "ai.onnx"));
@@ -65,8 +64,7 @@ static int uses(const Onnx__GraphProto *g, const char *name)
     return n;
 }
 
-/* The one node that reads `name`, read once and no graph output; else NULL. */
-static const Onnx__NodeProto *sole_reader(const Onnx__GraphProto *g, const char *name)
+const Onnx__NodeProto *ox_sole_reader(const Onnx__GraphProto *g, const char *name)
 {
     if (uses(g, name) != 1)
         return NULL;
@@ -77,8 +75,7 @@ static const Onnx__NodeProto *sole_reader(const Onnx__GraphProto *g, const char 
     return NULL;
 }
 
-/* The node that writes `name` (NULL: a graph input or initializer). */
-static const Onnx__NodeProto *writer(const Onnx__GraphProto *g, const char *name)
+const Onnx__NodeProto *ox_writer(const Onnx__GraphProto *g, const char *name)
 {
     for (size_t i = 0; i < g->n_node; i++)
         for (size_t j = 0; j < g->node[i]->n_output; j++)
@@ -87,8 +84,7 @@ static const Onnx__NodeProto *writer(const Onnx__GraphProto *g, const char *name
     return NULL;
 }
 
-/* The const node built for value `name`, dtype dt; -1 when it is no such constant. */
-static int const_of(ox_b *b, const char *name, xe_dtype dt)
+int ox_const_node(ox_b *b, const char *name, xe_dtype dt)
 {
     bool found = false;
     int k = name && name[0] ? ox_value_get(b->c, name, &found) : -1;
@@ -101,7 +97,7 @@ static bool zero_point_zero(ox_b *b, const Onnx__NodeProto *mi)
 {
     if (mi->n_input < 4 || !mi->input[3][0])
         return true;
-    int k = const_of(b, mi->input[3], XE_I8);
+    int k = ox_const_node(b, mi->input[3], XE_I8);
     if (k < 0)
         return false;
     const xe_tensor *t = b->c->g->nodes[k]->value;
@@ -143,23 +139,24 @@ static bool chain_at(ox_b *b, const Onnx__NodeProto *dq, const Onnx__NodeProto *
 {
     const Onnx__GraphProto *g = b->c->model->graph;
     *ch = (chain){.mi = mi};
-    if (!op_is(mi, "MatMulInteger") || mi->n_input < 3 || mi->n_output != 1 ||
+    if (!ox_op_is(mi, "MatMulInteger") || mi->n_input < 3 || mi->n_output != 1 ||
         !is(mi->input[0], dq->output[0]) || !is(mi->input[2], dq->output[2]) ||
         is(mi->input[1], dq->output[0]) || !zero_point_zero(b, mi))
         return false;
-    ch->w = const_of(b, mi->input[1], XE_I8);
+    ch->w = ox_const_node(b, mi->input[1], XE_I8);
     if (ch->w < 0 || ox_type(b, ch->w)->shape.rank != 2)
         return false;
-    ch->cast = sole_reader(g, mi->output[0]);
-    if (!op_is(ch->cast, "Cast") || ch->cast->n_output != 1 || !cast_to_float(ch->cast))
+    ch->cast = ox_sole_reader(g, mi->output[0]);
+    if (!ox_op_is(ch->cast, "Cast") || ch->cast->n_output != 1 || !cast_to_float(ch->cast))
         return false;
-    ch->mul = sole_reader(g, ch->cast->output[0]);
-    const char *s = op_is(ch->mul, "Mul") ? other(ch->mul, ch->cast->output[0]) : NULL;
-    ch->scales = s ? writer(g, s) : NULL;
-    if (!op_is(ch->scales, "Mul") || ch->scales->n_output != 1 || sole_reader(g, s) != ch->mul)
+    ch->mul = ox_sole_reader(g, ch->cast->output[0]);
+    const char *s = ox_op_is(ch->mul, "Mul") ? other(ch->mul, ch->cast->output[0]) : NULL;
+    ch->scales = s ? ox_writer(g, s) : NULL;
+    if (!ox_op_is(ch->scales, "Mul") || ch->scales->n_output != 1 ||
+        ox_sole_reader(g, s) != ch->mul)
         return false;
     const char *ws = other(ch->scales, dq->output[1]);
-    ch->ws = ws ? const_of(b, ws, XE_F32) : -1;
+    ch->ws = ws ? ox_const_node(b, ws, XE_F32) : -1;
     return ch->ws >= 0 && xe_shape_numel(&ox_type(b, ch->ws)->shape) == 1;
 }
 
@@ -198,8 +195,7 @@ static bool emit_chain(ox_b *b, int x, const chain *ch)
     return true;
 }
 
-/* Whether np is a node of the top-level graph (a subgraph's readers are not looked at). */
-static bool top_level(const ox_ctx *c, const Onnx__NodeProto *np)
+bool ox_top_level(const ox_ctx *c, const Onnx__NodeProto *np)
 {
     const Onnx__GraphProto *g = c->model->graph;
     for (size_t i = 0; i < g->n_node; i++)
@@ -230,7 +226,7 @@ bool ox_dynamic_quant_fuse(ox_b *b)
     const Onnx__GraphProto *g = b->c->model->graph;
     int x = ox_in(b, 0);
     if (b->failed || x < 0 || dq->n_output != 3 || !dq->output[0][0] || !dq->output[1][0] ||
-        !dq->output[2][0] || !top_level(b->c, dq))
+        !dq->output[2][0] || !ox_top_level(b->c, dq))
         return false;
     for (size_t i = 0; i < g->n_node; i++) {
         chain ch;

@@ -1,0 +1,223 @@
+/*
+ * onnxruntime's quantize_static (QDQ format) writes every quantized Conv as
+ *
+ *   q  = QuantizeLinear(x, xs, xz)                 u8 or i8, per tensor
+ *   xd = DequantizeLinear(q, xs, xz)
+ *   wd = DequantizeLinear(W, ws, 0, axis=0)        W an i8 constant, ws per tensor or per channel
+ *   bd = DequantizeLinear(B, xs * ws, 0, axis=0)   B an i32 constant (or an f32 bias)
+ *   y  = Conv(xd, wd, bd)
+ *
+ * and Conv's builder (conv.c) asks here whether its operands have that form. When they do, the
+ * Conv becomes one quant_conv2d(q, W, xs * ws, bias) node (ir/infer/quant_conv.c): the int8
+ * convolution of q and W, exact, rescaled per output channel, instead of two dequantizations
+ * and an f32 convolution. The numbers follow the QDQ reference, DequantizeLinear then Conv in
+ * real arithmetic: the int8 sum is exact where the f32 convolution of the dequantized values
+ * rounds, so the two differ by the f32 convolution's own rounding. (onnxruntime's own session
+ * fuses the same pairs and also requantizes the output in its kernel; what follows y here is the
+ * model's next QuantizeLinear, unchanged.)
+ *
+ * When the Conv's only reader is a QuantizeLinear with a scale and zero point per tensor (the
+ * next layer's input, as quantize_static writes it), quant_conv2d quantizes its output itself
+ * (y_scale, y_zero_point: one write of a byte per element instead of an f32 output and the
+ * QuantizeLinear's composition), rounding y / y_scale half to even and saturating as
+ * QuantizeLinear does; on oneDNN the scales are folded first (scale / y_scale), which can move a
+ * value lying within an ulp of a rounding tie by one step.
+ *
+ * The DequantizeLinear nodes stay built for any other reader; when the Conv was their only one,
+ * the loader drops them as dead. Scales that are zero, not finite or subnormal keep the f32 form.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "onnx_impl.h"
+
+/* Integer attribute `name` of node np (a node other than b's), or dflt. */
+static int64_t node_int(const Onnx__NodeProto *np, const char *name, int64_t dflt)
+{
+    for (size_t a = 0; a < np->n_attribute; a++)
+        if (np->attribute[a]->name && !strcmp(np->attribute[a]->name, name))
+            return np->attribute[a]->i;
+    return dflt;
+}
+
+/* Input k of np, "" when absent. */
+static const char *input(const Onnx__NodeProto *np, size_t k)
+{
+    return k < np->n_input && np->input[k] ? np->input[k] : "";
+}
+
+/* The DequantizeLinear (opset 10 and later, no block_size) that writes Conv input k; else NULL. */
+static const Onnx__NodeProto *dq_of(ox_b *b, size_t k)
+{
+    const Onnx__NodeProto *d = ox_writer(b->c->model->graph, input(b->np, k));
+    return ox_op_is(d, "DequantizeLinear") && d->n_input >= 2 && d->n_output == 1 &&
+                   node_int(d, "block_size", 0) == 0
+               ? d
+               : NULL;
+}
+
+/* The one value of a constant of n elements, as an integer (*v); false otherwise. */
+static bool const_scalar_int(ox_b *b, const char *name, xe_dtype dt, int64_t *v)
+{
+    *v = 0;
+    if (!name[0])
+        return true; /* absent: zero */
+    int k = ox_const_node(b, name, dt);
+    const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
+    if (!t || xe_tensor_numel(t) != 1)
+        return false;
+    *v = dt == XE_U8 ? *(const uint8_t *)t->data : *(const int8_t *)t->data;
+    return true;
+}
+
+/* Whether the constant `name` (dtype dt) is absent or all zeros. */
+static bool const_zeros(ox_b *b, const char *name, xe_dtype dt)
+{
+    if (!name[0])
+        return true;
+    int k = ox_const_node(b, name, dt);
+    const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
+    for (size_t i = 0; t && i < t->nbytes; i++)
+        if (((const uint8_t *)t->data)[i])
+            return false;
+    return t != NULL;
+}
+
+/* The f32 scale constant of DequantizeLinear d: one element, or m along axis 0 (*per_channel). */
+static const float *scale_of(ox_b *b, const Onnx__NodeProto *d, int64_t m, bool *per_channel)
+{
+    int k = ox_const_node(b, input(d, 1), XE_F32);
+    const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
+    int64_t n = t ? xe_tensor_numel(t) : 0;
+    *per_channel = n > 1;
+    if (n == 1 || (n == m && t->shape.rank == 1 && node_int(d, "axis", 1) == 0))
+        return t->data;
+    return NULL;
+}
+
+/* Whether every entry of s[0..m) is a finite normal non-zero scale. */
+static bool usable(const float *s, int64_t m)
+{
+    for (int64_t i = 0; i < m; i++)
+        if (!isnormal(s[i]))
+            return false;
+    return true;
+}
+
+/* The bias as f32 [m]: Conv input 2 a constant f32, or DequantizeLinear of an i32 constant with
+   zero points zero ((float)B * scale, DequantizeLinear's arithmetic). -2: no bias; -1: neither. */
+static int bias_of(ox_b *b, int64_t m)
+{
+    const char *name = input(b->np, 2);
+    if (!name[0])
+        return -2;
+    int k = ox_const_node(b, name, XE_F32);
+    if (k >= 0)
+        return xe_tensor_numel(b->c->g->nodes[k]->value) == m ? k : -1;
+    const Onnx__NodeProto *d = dq_of(b, 2);
+    int q = d ? ox_const_node(b, input(d, 0), XE_I32) : -1;
+    bool pc;
+    const float *s = q >= 0 ? scale_of(b, d, m, &pc) : NULL;
+    const xe_tensor *t = q >= 0 ? b->c->g->nodes[q]->value : NULL;
+    if (!s || xe_tensor_numel(t) != m || !const_zeros(b, input(d, 2), XE_I32))
+        return -1;
+    xe_tensor *v = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {m}});
+    if (!v)
+        return -1;
+    for (int64_t i = 0; i < m; i++)
+        ((float *)v->data)[i] = (float)((const int32_t *)t->data)[i] * s[pc ? i : 0];
+    return ox_const(b, v);
+}
+
+/* x's side: q (u8 or i8 [N,C,H,W], not a constant), its scale and zero point. */
+static bool activation(ox_b *b, const Onnx__NodeProto *d, int *q, float *xs, int64_t *xz)
+{
+    bool found = false;
+    *q = ox_value_get(b->c, input(d, 0), &found);
+    if (*q < 0 || b->c->g->nodes[*q]->op == XE_OP_CONST)
+        return false;
+    const xe_type *t = ox_type(b, *q);
+    bool pc;
+    const float *s = (t->dtype == XE_U8 || t->dtype == XE_I8) && t->shape.rank == 4
+                         ? scale_of(b, d, 1, &pc)
+                         : NULL;
+    if (!s || !const_scalar_int(b, input(d, 2), t->dtype, xz))
+        return false;
+    *xs = *s;
+    return true;
+}
+
+/* W's side: the i8 constant [M, C/g, kh, kw] with zero points zero, and its scales (*ws). */
+static int weights(ox_b *b, const Onnx__NodeProto *d, const float **ws, bool *pc)
+{
+    int w = ox_const_node(b, input(d, 0), XE_I8);
+    if (w < 0 || ox_type(b, w)->shape.rank != 4 || !const_zeros(b, input(d, 2), XE_I8))
+        return -1;
+    *ws = scale_of(b, d, ox_type(b, w)->shape.dims[0], pc);
+    return *ws ? w : -1;
+}
+
+/* The integer option `name` of QuantizeLinear q is absent or equals want. */
+static bool option_is(const Onnx__NodeProto *q, const char *name, int64_t want)
+{
+    return node_int(q, name, want) == want;
+}
+
+/* Whether Conv's output goes only to a QuantizeLinear per tensor to u8 or i8 (into m). */
+static bool output_quantize(ox_b *b, ox_qdq_conv *m)
+{
+    const char *y = b->np->n_output ? b->np->output[0] : "";
+    const Onnx__NodeProto *q = y[0] ? ox_sole_reader(b->c->model->graph, y) : NULL;
+    if (!ox_op_is(q, "QuantizeLinear") || q->n_output != 1 || !q->output[0][0] ||
+        strcmp(input(q, 0), y) || !option_is(q, "block_size", 0) || !option_is(q, "saturate", 1) ||
+        !option_is(q, "precision", 0))
+        return false;
+    bool pc;
+    const float *s = scale_of(b, q, 1, &pc);
+    const char *zp = input(q, 2);
+    int64_t od = node_int(q, "output_dtype", 0); /* ONNX: 2 UINT8, 3 INT8 */
+    if (zp[0])
+        m->y_dt = ox_const_node(b, zp, XE_U8) >= 0 ? XE_U8 : XE_I8;
+    else
+        m->y_dt = od == 3 ? XE_I8 : XE_U8;
+    if (!s || !isnormal(*s) || *s < 0 || (od && od != (m->y_dt == XE_U8 ? 2 : 3)) ||
+        !const_scalar_int(b, zp, m->y_dt, &m->y_zero))
+        return false;
+    m->y_scale = *s;
+    m->quantize = q;
+    return true;
+}
+
+bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m)
+{
+    *m = (ox_qdq_conv){0};
+    const Onnx__NodeProto *dx = dq_of(b, 0), *dw = dq_of(b, 1);
+    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np))
+        return false;
+    float xs;
+    const float *ws;
+    bool pc;
+    int w = weights(b, dw, &ws, &pc);
+    if (w < 0 || !activation(b, dx, &m->in[0], &xs, &m->x_zero))
+        return false;
+    int64_t mo = ox_type(b, w)->shape.dims[0];
+    xe_tensor *scale = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {mo}});
+    if (!scale)
+        return false;
+    for (int64_t i = 0; i < mo; i++)
+        ((float *)scale->data)[i] = xs * ws[pc ? i : 0];
+    if (!usable(scale->data, mo)) {
+        xe_tensor_release(scale);
+        return false;
+    }
+    int bias = bias_of(b, mo), s = ox_const(b, scale);
+    if (bias == -1 || s < 0)
+        return false;
+    m->in[1] = w;
+    m->in[2] = s;
+    m->in[3] = bias;
+    m->n_in = bias >= 0 ? 4 : 3;
+    m->y_dt = XE_F32;
+    output_quantize(b, m);
+    return true;
+}
