@@ -263,7 +263,7 @@ bool ox_op_is(const Onnx__NodeProto *np, const char *type);
 const Onnx__NodeProto *ox_writer(const Onnx__GraphProto *g, const char *name);
 int ox_const_node(ox_b *b, const char *name, xe_dtype dt);
 bool ox_top_level(const ox_ctx *c, const Onnx__NodeProto *np);
-/* A Conv between QDQ pairs (quant_conv.c): quant_conv2d's operands (q, w, scale[, bias]), x's
+/* A Conv between QDQ pairs (qdq.c): quant_conv2d's operands (q, w, scale[, bias]), x's
    zero point, and the QuantizeLinear of its output that it takes over (NULL: none). */
 typedef struct ox_qdq_conv {
     int in[4], n_in;
@@ -274,8 +274,13 @@ typedef struct ox_qdq_conv {
     xe_dtype y_dt;
 } ox_qdq_conv;
 /* Whether b's Conv (2-D, top-level) reads DequantizeLinear outputs that quant_conv2d can take
-   (the form: quant_conv.c); false, with nothing built, otherwise or when b failed. */
+   (the form: qdq.c); false, with nothing built, otherwise or when b failed. */
 bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m);
+/* colsum[n] = sum_k W[k, n] of the i8 const node w [K, N], as a new i32 const [N] (quant_fuse.c). */
+int ox_column_sums(ox_b *b, int w);
+/* b's MatMul of DequantizeLinear outputs in the form qdq.c says, as the int8 product rescaled;
+   -1, with nothing built, when it is not that form. */
+int ox_qdq_matmul(ox_b *b);
 int ox_n_out(ox_b *b);
 xe_code ox_unsupported(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -1,7 +1,7 @@
 /*
  * The shape function of quant_conv2d(x, w, scale[, bias]): a 2-D convolution of 8-bit operands
  * with an f32 result, what the ONNX importer makes of a Conv between QDQ pairs
- * (frontends/onnx/ops/quant_conv.c):
+ * (frontends/onnx/ops/qdq.c):
  *
  *   y[n, m, i, j] = scale[m] * sum over c, a, b of (x[n, c, .., ..] - x_zero_point) * w[m, c, a, b]
  *                   + bias[m]

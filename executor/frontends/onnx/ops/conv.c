@@ -311,7 +311,7 @@ xe_code ox_b_conv(ox_b *b)
     if (!window(b, x, &w))
         return ox_status(b);
     ox_qdq_conv q;
-    if (w.sp == 2 && ox_qdq_conv_match(b, &q)) /* a Conv between QDQ pairs: quant_conv.c */
+    if (w.sp == 2 && ox_qdq_conv_match(b, &q)) /* a Conv between QDQ pairs: qdq.c */
         return qdq_conv(b, &q, &w);
     if (w.sp == 2 && ox_conv_fold_batch_norm(b, &wt, &bias)) { /* rewrite.c */
         int y = conv2d(b, x, wt, bias, &w, 0);

@@ -160,8 +160,7 @@ static bool chain_at(ox_b *b, const Onnx__NodeProto *dq, const Onnx__NodeProto *
     return ch->ws >= 0 && xe_shape_numel(&ox_type(b, ch->ws)->shape) == 1;
 }
 
-/* colsum[n] = sum_k W[k, n], as a new i32 const [N]. */
-static int column_sums(ox_b *b, int w)
+int ox_column_sums(ox_b *b, int w)
 {
     const xe_tensor *t = b->c->g->nodes[w]->value;
     int64_t K = t->shape.dims[0], N = t->shape.dims[1];
@@ -182,7 +181,7 @@ static int column_sums(ox_b *b, int w)
 /* The fused node of chain ch over x, bound to the chain's result; false when b failed. */
 static bool emit_chain(ox_b *b, int x, const chain *ch)
 {
-    int in[4] = {x, ch->w, ch->ws, column_sums(b, ch->w)};
+    int in[4] = {x, ch->w, ch->ws, ox_column_sums(b, ch->w)};
     int y = in[3] < 0 ? -1 : ox_op(b, XE_OP_DYNAMIC_QUANT_MATMUL, in, 4, NULL, 0);
     if (y < 0 || ox_out_of(b, ch->mul, 0, y) != XE_OK)
         return false;

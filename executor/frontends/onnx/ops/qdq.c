@@ -23,6 +23,14 @@
  * QuantizeLinear does; on oneDNN the scales are folded first (scale / y_scale), which can move a
  * value lying within an ulp of a rounding tie by one step.
  *
+ * A MatMul between QDQ pairs (MatMul(DQ(q), DQ(W)), W an i8 constant [K, N] per tensor or per
+ * column, axis 1) is the exact int8 product, centred and rescaled:
+ *
+ *   y = f32(matmul(q, W) - xz * colsum(W)) * (xs * ws)
+ *
+ * the product on the engine's int8 matmul (devices/cpu/dnnl_matmul.c, or its exact loop), the
+ * rest elementwise steps that clusters fuse.
+ *
  * The DequantizeLinear nodes stay built for any other reader; when the Conv was their only one,
  * the loader drops them as dead. Scales that are zero, not finite or subnormal keep the f32 form.
  */
@@ -129,8 +137,9 @@ static int bias_of(ox_b *b, int64_t m)
     return ox_const(b, v);
 }
 
-/* x's side: q (u8 or i8 [N,C,H,W], not a constant), its scale and zero point. */
-static bool activation(ox_b *b, const Onnx__NodeProto *d, int *q, float *xs, int64_t *xz)
+/* x's side: q (u8 or i8, not a constant), its scale and zero point, per tensor. */
+static bool activation_any_rank(ox_b *b, const Onnx__NodeProto *d, int *q, float *xs,
+                                int64_t *xz)
 {
     bool found = false;
     *q = ox_value_get(b->c, input(d, 0), &found);
@@ -138,13 +147,17 @@ static bool activation(ox_b *b, const Onnx__NodeProto *d, int *q, float *xs, int
         return false;
     const xe_type *t = ox_type(b, *q);
     bool pc;
-    const float *s = (t->dtype == XE_U8 || t->dtype == XE_I8) && t->shape.rank == 4
-                         ? scale_of(b, d, 1, &pc)
-                         : NULL;
+    const float *s = t->dtype == XE_U8 || t->dtype == XE_I8 ? scale_of(b, d, 1, &pc) : NULL;
     if (!s || !const_scalar_int(b, input(d, 2), t->dtype, xz))
         return false;
     *xs = *s;
     return true;
+}
+
+/* The same for a Conv's input: [N, C, H, W]. */
+static bool activation(ox_b *b, const Onnx__NodeProto *d, int *q, float *xs, int64_t *xz)
+{
+    return activation_any_rank(b, d, q, xs, xz) && ox_type(b, *q)->shape.rank == 4;
 }
 
 /* W's side: the i8 constant [M, C/g, kh, kw] with zero points zero, and its scales (*ws). */
@@ -220,4 +233,65 @@ bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m)
     m->y_dt = XE_F32;
     output_quantize(b, m);
     return true;
+}
+
+/* The weights of a MatMul between QDQ pairs: an i8 constant [K, N] with zero points zero, its
+   scales one or one per column (axis 1) in *ws. */
+static int matmul_weights(ox_b *b, const Onnx__NodeProto *d, const float **ws, bool *pc)
+{
+    int w = ox_const_node(b, input(d, 0), XE_I8);
+    if (w < 0 || ox_type(b, w)->shape.rank != 2 || !const_zeros(b, input(d, 2), XE_I8))
+        return -1;
+    int64_t n = ox_type(b, w)->shape.dims[1];
+    int k = ox_const_node(b, input(d, 1), XE_F32);
+    const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
+    int64_t count = t ? xe_tensor_numel(t) : 0;
+    *pc = count > 1;
+    if (count != 1 && !(count == n && t->shape.rank == 1 && node_int(d, "axis", 1) == 1))
+        return -1;
+    *ws = t->data;
+    return w;
+}
+
+int ox_qdq_matmul(ox_b *b)
+{
+    const Onnx__NodeProto *dx = dq_of(b, 0), *dw = dq_of(b, 1);
+    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np))
+        return -1;
+    int q, w;
+    float xs;
+    int64_t xz;
+    const float *ws;
+    bool pc;
+    if ((w = matmul_weights(b, dw, &ws, &pc)) < 0 || !activation_any_rank(b, dx, &q, &xs, &xz))
+        return -1;
+    const xe_shape *qs = &ox_type(b, q)->shape, *wsh = &ox_type(b, w)->shape;
+    int64_t n = wsh->dims[1];
+    if (qs->rank < 2 || (qs->dims[qs->rank - 1] >= 0 && qs->dims[qs->rank - 1] != wsh->dims[0]))
+        return -1;
+    xe_shape s1 = {.rank = 1, .dims = {n}};
+    xe_tensor *scale = ox_new_tensor(b, XE_F32, &s1);
+    if (!scale)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        ((float *)scale->data)[i] = xs * ws[pc ? i : 0];
+    if (!usable(scale->data, n)) {
+        xe_tensor_release(scale);
+        return -1;
+    }
+    int in[2] = {q, w};
+    int acc = ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0); /* i32, exact */
+    if (xz != 0) { /* (q - xz) W = q W - xz colsum(W) */
+        int cs = ox_column_sums(b, w);
+        xe_tensor *corr = cs >= 0 ? ox_new_tensor(b, XE_I32, &s1) : NULL;
+        if (!corr)
+            return -1;
+        const int32_t *c = b->c->g->nodes[cs]->value->data;
+        for (int64_t i = 0; i < n; i++)
+            ((int32_t *)corr->data)[i] = (int32_t)((uint32_t)c[i] * (uint32_t)(int32_t)xz);
+        int sub[2] = {acc, ox_const(b, corr)};
+        acc = ox_op(b, XE_OP_SUB, sub, 2, NULL, 0);
+    }
+    int mul[2] = {ox_cast(b, acc, XE_F32), ox_const(b, scale)};
+    return ox_op(b, XE_OP_MUL, mul, 2, NULL, 0);
 }
