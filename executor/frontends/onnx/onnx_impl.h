@@ -276,7 +276,8 @@ typedef struct ox_qdq_conv {
 /* Whether b's Conv (2-D, top-level) reads DequantizeLinear outputs that quant_conv2d can take
    (the form: qdq.c); false, with nothing built, otherwise or when b failed. */
 bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m);
-/* colsum[n] = sum_k W[k, n] of the i8 const node w [K, N], as a new i32 const [N] (quant_fuse.c). */
+/* colsum[n] = sum_k W[k, n] of the i8 const node w [K, N], as a new i32 const [N] (quant_fuse.c).
+ */
 int ox_column_sums(ox_b *b, int w);
 /* b's MatMul of DequantizeLinear outputs in the form qdq.c says, as the int8 product rescaled;
    -1, with nothing built, when it is not that form. */

@@ -42,7 +42,7 @@ xe_code ox_b_matmul(ox_b *b)
     ox_at at[2] = {OX_BOOL("transpose_a", input_swapped(b, 0)),
                    OX_BOOL("transpose_b", input_swapped(b, 1))};
     int n_at = at[0].i || at[1].i ? 2 : 0; /* transposes left to it (rewrite.c) */
-    int q = n_at ? -1 : ox_qdq_matmul(b); /* between QDQ pairs: the int8 product (qdq.c) */
+    int q = n_at ? -1 : ox_qdq_matmul(b);  /* between QDQ pairs: the int8 product (qdq.c) */
     if (q >= 0 || b->failed)
         return done(b, q);
     return done(b, ox_op(b, XE_OP_MATMUL, in, 2, at, n_at));

@@ -138,8 +138,7 @@ static int bias_of(ox_b *b, int64_t m)
 }
 
 /* x's side: q (u8 or i8, not a constant), its scale and zero point, per tensor. */
-static bool activation_any_rank(ox_b *b, const Onnx__NodeProto *d, int *q, float *xs,
-                                int64_t *xz)
+static bool activation_any_rank(ox_b *b, const Onnx__NodeProto *d, int *q, float *xs, int64_t *xz)
 {
     bool found = false;
     *q = ox_value_get(b->c, input(d, 0), &found);
@@ -281,7 +280,7 @@ int ox_qdq_matmul(ox_b *b)
     }
     int in[2] = {q, w};
     int acc = ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0); /* i32, exact */
-    if (xz != 0) { /* (q - xz) W = q W - xz colsum(W) */
+    if (xz != 0) {                                    /* (q - xz) W = q W - xz colsum(W) */
         int cs = ox_column_sums(b, w);
         xe_tensor *corr = cs >= 0 ? ox_new_tensor(b, XE_I32, &s1) : NULL;
         if (!corr)
