@@ -307,3 +307,40 @@ def test_matmul_symbolic_rows_and_other_readers():
         np.testing.assert_array_equal(got[1], ref[1])
         r = np.abs(ref[0]).max()
         assert np.abs(got[0] - ref[0]).max() <= 0.02 * r + 1e-6
+
+
+@pytest.mark.parametrize("trans_b,per_row", [(1, True), (1, False), (0, True)], ids=["transB_per_row", "transB_per_tensor", "plain_per_column"])
+def test_gemm_against_the_qdq_reference(trans_b, per_row, tmp_path):
+    """A classifier head as quantize_static writes it: Gemm(DQ(q), DQ(W), DQ(bias i32)), W [N, K]
+    with transB (per row, axis 0) or [K, N] (per column, axis 1): an i32 product in the profile."""
+    n = Net(21)
+    x = n.quantize("x", 0.0213, 128)
+    K, N = 40, 12
+    w = n.rng.integers(-127, 128, (N, K) if trans_b else (K, N)).astype(np.int8)
+    ws = n.rng.uniform(2e-3, 1e-2, N if per_row else 1).astype(np.float32)
+    axis = {"axis": 0 if trans_b else 1} if per_row else {}
+    wz = np.zeros(ws.shape if per_row else (), np.int8)
+    n.nodes.append(helper.make_node("DequantizeLinear", [n.const("gw", w), n.const("gws", ws if per_row else ws.reshape(())),
+                                                         n.const("gwz", wz)], ["gwd"], **axis))
+    bs = (np.float32(0.0213) * ws).astype(np.float32)
+    n.nodes.append(helper.make_node("DequantizeLinear", [n.const("gb", n.rng.integers(-2000, 2000, N).astype(np.int32)),
+                                                         n.const("gbs", bs if per_row else bs.reshape(())),
+                                                         n.const("gbz", np.zeros(bs.shape if per_row else (), np.int32))],
+                                    ["gbd"], axis=0))
+    n.nodes.append(helper.make_node("Gemm", [x, "gwd", "gbd"], ["y"], transB=trans_b))
+    g = helper.make_graph(n.nodes, "qdqgemm", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [3, K])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], n.inits)
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    f = {"x": np.random.default_rng(4).uniform(-2.5, 2.5, (3, K)).astype(np.float32)}
+    ref, = ort_run(m, f, optimized=False)
+    so = xlac.SessionOptions()
+    so.enable_profiling = True
+    so.profile_file_prefix = str(tmp_path / "prof")
+    sess = xlac.InferenceSession(m.SerializeToString(), so, auto_jit=0)
+    got = sess.run(None, f)[0]
+    events = json.load(open(sess.end_profiling()))
+    types = [e["args"].get("type", "") for e in events if e.get("cat") == "Node"
+             and e["args"].get("op_name") == "matmul"]
+    assert len(types) == 1 and types[0].startswith("i32"), types
+    np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())

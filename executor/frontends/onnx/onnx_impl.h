@@ -279,9 +279,10 @@ bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m);
 /* colsum[n] = sum_k W[k, n] of the i8 const node w [K, N], as a new i32 const [N] (quant_fuse.c).
  */
 int ox_column_sums(ox_b *b, int w);
-/* b's MatMul of DequantizeLinear outputs in the form qdq.c says, as the int8 product rescaled;
-   -1, with nothing built, when it is not that form. */
-int ox_qdq_matmul(ox_b *b);
+/* b's MatMul, or its Gemm's product (B transposed when trans_b), of DequantizeLinear outputs in
+   the form qdq.c says, as the int8 product rescaled; -1, with nothing built, when it is not that
+   form. */
+int ox_qdq_product(ox_b *b, bool trans_b);
 int ox_n_out(ox_b *b);
 xe_code ox_unsupported(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

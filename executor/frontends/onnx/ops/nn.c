@@ -41,8 +41,8 @@ xe_code ox_b_matmul(ox_b *b)
     int in[2] = {ox_in(b, 0), ox_in(b, 1)};
     ox_at at[2] = {OX_BOOL("transpose_a", input_swapped(b, 0)),
                    OX_BOOL("transpose_b", input_swapped(b, 1))};
-    int n_at = at[0].i || at[1].i ? 2 : 0; /* transposes left to it (rewrite.c) */
-    int q = n_at ? -1 : ox_qdq_matmul(b);  /* between QDQ pairs: the int8 product (qdq.c) */
+    int n_at = at[0].i || at[1].i ? 2 : 0;        /* transposes left to it (rewrite.c) */
+    int q = n_at ? -1 : ox_qdq_product(b, false); /* between QDQ pairs: int8 (qdq.c) */
     if (q >= 0 || b->failed)
         return done(b, q);
     return done(b, ox_op(b, XE_OP_MATMUL, in, 2, at, n_at));
@@ -91,7 +91,9 @@ xe_code ox_b_gemm(ox_b *b)
     double alpha = ox_float(b, "alpha", 1.0), beta = ox_float(b, "beta", 1.0);
     ox_at at[2] = {OX_BOOL("transpose_a", ox_int(b, "transA", 0) != 0),
                    OX_BOOL("transpose_b", ox_int(b, "transB", 0) != 0)};
-    int y = ox_op(b, XE_OP_MATMUL, in, 2, at, 2);
+    int y = rows < 0 && !at[0].i && a >= 0 && ox_rank(b, a) == 2 ? ox_qdq_product(b, at[1].i) : -1;
+    if (y < 0 && !b->failed) /* not between QDQ pairs (qdq.c) */
+        y = ox_op(b, XE_OP_MATMUL, in, 2, at, 2);
     if (alpha != 1.0)
         y = ox_bin(b, XE_OP_MUL, y, like(b, y, alpha));
     if (c >= 0 && beta != 0.0)

@@ -24,7 +24,8 @@
  * value lying within an ulp of a rounding tie by one step.
  *
  * A MatMul between QDQ pairs (MatMul(DQ(q), DQ(W)), W an i8 constant [K, N] per tensor or per
- * column, axis 1) is the exact int8 product, centred and rescaled:
+ * column, axis 1), and a Gemm's product the same way (transB: W [N, K] per row, axis 0, taken
+ * transposed once at import), is the exact int8 product, centred and rescaled:
  *
  *   y = f32(matmul(q, W) - xz * colsum(W)) * (xs * ws)
  *
@@ -234,25 +235,41 @@ bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m)
     return true;
 }
 
-/* The weights of a MatMul between QDQ pairs: an i8 constant [K, N] with zero points zero, its
-   scales one or one per column (axis 1) in *ws. */
-static int matmul_weights(ox_b *b, const Onnx__NodeProto *d, const float **ws, bool *pc)
+/* W [N, K] (i8 const node w) as a new i8 const [K, N]. */
+static int transposed_weights(ox_b *b, int w)
+{
+    const xe_tensor *t = b->c->g->nodes[w]->value;
+    int64_t n = t->shape.dims[0], k = t->shape.dims[1];
+    xe_tensor *v = ox_new_tensor(b, XE_I8, &(xe_shape){.rank = 2, .dims = {k, n}});
+    if (!v)
+        return -1;
+    for (int64_t i = 0; i < n; i++)
+        for (int64_t j = 0; j < k; j++)
+            ((int8_t *)v->data)[j * n + i] = ((const int8_t *)t->data)[i * k + j];
+    return ox_const(b, v);
+}
+
+/* The weights of a product between QDQ pairs as an i8 constant [K, N] with zero points zero:
+   stored so (the scales one or one per column, axis 1), or stored [N, K] when trans (one per row,
+   axis 0) and transposed here; the scales in *ws. */
+static int product_weights(ox_b *b, const Onnx__NodeProto *d, bool trans, const float **ws,
+                           bool *pc)
 {
     int w = ox_const_node(b, input(d, 0), XE_I8);
     if (w < 0 || ox_type(b, w)->shape.rank != 2 || !const_zeros(b, input(d, 2), XE_I8))
         return -1;
-    int64_t n = ox_type(b, w)->shape.dims[1];
+    int64_t n = ox_type(b, w)->shape.dims[trans ? 0 : 1];
     int k = ox_const_node(b, input(d, 1), XE_F32);
     const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
     int64_t count = t ? xe_tensor_numel(t) : 0;
     *pc = count > 1;
-    if (count != 1 && !(count == n && t->shape.rank == 1 && node_int(d, "axis", 1) == 1))
+    if (count != 1 && !(count == n && t->shape.rank == 1 && node_int(d, "axis", 1) == !trans))
         return -1;
     *ws = t->data;
-    return w;
+    return trans ? transposed_weights(b, w) : w;
 }
 
-int ox_qdq_matmul(ox_b *b)
+int ox_qdq_product(ox_b *b, bool trans_b)
 {
     const Onnx__NodeProto *dx = dq_of(b, 0), *dw = dq_of(b, 1);
     if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np))
@@ -262,7 +279,8 @@ int ox_qdq_matmul(ox_b *b)
     int64_t xz;
     const float *ws;
     bool pc;
-    if ((w = matmul_weights(b, dw, &ws, &pc)) < 0 || !activation_any_rank(b, dx, &q, &xs, &xz))
+    if (!activation_any_rank(b, dx, &q, &xs, &xz) ||
+        (w = product_weights(b, dw, trans_b, &ws, &pc)) < 0)
         return -1;
     const xe_shape *qs = &ox_type(b, q)->shape, *wsh = &ox_type(b, w)->shape;
     int64_t n = wsh->dims[1];
