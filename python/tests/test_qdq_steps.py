@@ -12,6 +12,7 @@ model's last scale, and the conv whose output is the model's (no requantization)
 rounding. onnxruntime's default session fuses the same pairs into its own int8 kernels and rounds
 differently again; the difference between xlac and it, and between it and the reference, is
 measured and bounded the same way. Skipped without onnx and onnxruntime."""
+import ctypes
 import json
 import os
 import subprocess
@@ -29,6 +30,21 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402  (after the ski
 
 pytestmark = pytest.mark.skipif(not hasattr(_lib.executor(), "xe_load_graph"),
                                 reason="ONNX import is not in this build (no xe_load_graph)")
+
+
+def int8_engine():
+    """Whether this CPU's int8 kernels are the engine's (VNNI): only then does the importer build
+    quant_conv2d and int8 products; elsewhere the QDQ pairs keep their f32 form."""
+    f = _lib.executor().xe_cpu_int8_engine
+    f.restype = ctypes.c_bool
+    return bool(f())
+
+
+INT8 = int8_engine()
+# The share of outputs within f32 rounding of the reference. The int8 steps' sums are exact, so only
+# the folded requantization's ties can flip a step; the f32 form (no VNNI) convolves in f32 on a
+# different engine from onnxruntime's, and a flip in an early layer reaches many outputs.
+EXACT_SHARE = 0.99 if INT8 else 0.8
 
 
 class Net:
@@ -141,15 +157,18 @@ def test_against_the_qdq_reference(act, per_channel, seed, tmp_path):
     f = feeds_of(seed)
     ref, = ort_run(m, f, optimized=False)
     got, ops = xlac_run(m, f, tmp_path)
-    assert ops.count("quant_conv2d") == 4, ops
-    assert "conv2d" not in ops, ops
+    if INT8:
+        assert ops.count("quant_conv2d") == 4, ops
+        assert "conv2d" not in ops, ops
+    else:
+        assert ops.count("conv2d") == 4 and "quant_conv2d" not in ops, ops
     err = np.abs(got[0] - ref).max()
     # the last conv's input may be a step off (one scale of 0.06) where the reference lies on a
     # tie: its effect is bounded by the conv's largest weight sum, far above f32 rounding, so the
     # bound is stated on that input's step through the weights, and most elements are exact
     assert np.isfinite(got[0]).all()
     assert err <= 0.02 * np.abs(ref).max() + 1e-6, (err, np.abs(ref).max())
-    assert np.mean(np.abs(got[0] - ref) <= 1e-4 * np.abs(ref).max() + 1e-6) >= 0.99
+    assert np.mean(np.abs(got[0] - ref) <= 1e-4 * np.abs(ref).max() + 1e-6) >= EXACT_SHARE
 
 
 def test_f32_output_within_rounding():
@@ -190,7 +209,7 @@ def test_clustered_within_the_same_bound():
         r = np.abs(ref).max()
         assert np.isfinite(got[0]).all()
         assert np.abs(got[0] - ref).max() <= 0.02 * r + 1e-6
-        assert np.mean(np.abs(got[0] - ref) <= 1e-4 * r + 1e-6) >= 0.99
+        assert np.mean(np.abs(got[0] - ref) <= 1e-4 * r + 1e-6) >= EXACT_SHARE
 
 
 def test_quantize_with_another_reader_is_kept():
@@ -228,9 +247,9 @@ np.save(y, xlac.InferenceSession(open(m, "rb").read(), auto_jit=0).run(None, {"x
 """
 
 
-def test_loop_without_vnni(tmp_path):
-    """oneDNN held to AVX2 (its u8 x s8 pairs saturate in int16 there): the kernel's exact loop,
-    which quantizes y / y_scale itself, within the same bound of the reference."""
+def test_f32_form_without_vnni(tmp_path):
+    """oneDNN held to AVX2 (its u8 x s8 pairs saturate in int16 there): the importer keeps the QDQ
+    pairs in f32 (the kernel's exact loop is tests/test_quant_conv.c's), within the same bound."""
     m, _ = resnet_block(4)
     f = feeds_of(4)
     (tmp_path / "m.onnx").write_bytes(m.SerializeToString())
@@ -242,7 +261,7 @@ def test_loop_without_vnni(tmp_path):
     ref, = ort_run(m, f, optimized=False)
     r = np.abs(ref).max()
     assert np.abs(got - ref).max() <= 0.02 * r + 1e-6
-    assert np.mean(np.abs(got - ref) <= 1e-4 * r + 1e-6) >= 0.99
+    assert np.mean(np.abs(got - ref) <= 1e-4 * r + 1e-6) >= 0.8  # the f32 form's share
 
 
 def qdq_matmuls(seed, act=np.uint8, zero=128, per_column=True, K=32):
@@ -288,11 +307,12 @@ def test_matmul_against_the_qdq_reference(act, zero, per_column, auto_jit, tmp_p
         events = json.load(open(sess.end_profiling()))
         types = [e["args"].get("type", "") for e in events if e.get("cat") == "Node"
                  and e["args"].get("op_name") == "matmul"]
-        assert len(types) == 2 and all(t.startswith("i32") for t in types), types
+        want = "i32" if INT8 else "f32"
+        assert len(types) == 2 and all(t.startswith(want) for t in types), types
     r = np.abs(ref).max()
     assert np.isfinite(got).all()
     assert np.abs(got - ref).max() <= 0.02 * r + 1e-6
-    assert np.mean(np.abs(got - ref) <= 1e-4 * r + 1e-6) >= 0.99
+    assert np.mean(np.abs(got - ref) <= 1e-4 * r + 1e-6) >= EXACT_SHARE
 
 
 def test_matmul_symbolic_rows_and_other_readers():
@@ -342,5 +362,5 @@ def test_gemm_against_the_qdq_reference(trans_b, per_row, tmp_path):
     events = json.load(open(sess.end_profiling()))
     types = [e["args"].get("type", "") for e in events if e.get("cat") == "Node"
              and e["args"].get("op_name") == "matmul"]
-    assert len(types) == 1 and types[0].startswith("i32"), types
+    assert len(types) == 1 and types[0].startswith("i32" if INT8 else "f32"), types
     np.testing.assert_allclose(got, ref, rtol=1e-4, atol=1e-4 * np.abs(ref).max())

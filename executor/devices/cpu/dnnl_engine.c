@@ -230,3 +230,8 @@ bool xe_dnnl_int8_exact(void)
     }
     return known == 2;
 }
+
+bool xe_cpu_int8_engine(void)
+{
+    return xe_dnnl_int8_exact();
+}

@@ -118,6 +118,11 @@ void xe_device_timer_end(xe_device_timer *t);
 bool xe_device_timer_read(xe_device_timer *t, double *start_us, double *dur_us);
 void xe_device_timer_free(xe_device_timer *t);
 
+/* Whether this CPU runs 8-bit products and convolutions on its engine exactly (oneDNN's effective
+   ISA has VNNI: devices/cpu/dnnl_engine.c). Without it they take exact loops, slower than the f32
+   engine, so the ONNX importer keeps QDQ pairs in f32 (frontends/onnx/ops/qdq.c). */
+bool xe_cpu_int8_engine(void);
+
 /* The first GPU instance (xe_device_get("gpu", 0)) under the names the CUDA kernels, the CUDA
    target and the tests use. */
 xe_device xe_gpu_device(void);

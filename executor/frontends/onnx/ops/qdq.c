@@ -32,6 +32,10 @@
  * the product on the engine's int8 matmul (devices/cpu/dnnl_matmul.c, or its exact loop), the
  * rest elementwise steps that clusters fuse.
  *
+ * All of this only where the CPU's int8 kernels are the engine's (xe_cpu_int8_engine: VNNI).
+ * Without VNNI oneDNN's u8 x s8 pairs saturate in int16 and the exact loops are slower than the
+ * f32 engine, so the QDQ pairs keep their f32 form there, as before.
+ *
  * The DequantizeLinear nodes stay built for any other reader; when the Conv was their only one,
  * the loader drops them as dead. Scales that are zero, not finite or subnormal keep the f32 form.
  */
@@ -39,6 +43,7 @@
 #include <string.h>
 
 #include "onnx_impl.h"
+#include "xlac/device.h"
 
 /* Integer attribute `name` of node np (a node other than b's), or dflt. */
 static int64_t node_int(const Onnx__NodeProto *np, const char *name, int64_t dflt)
@@ -205,7 +210,7 @@ bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m)
 {
     *m = (ox_qdq_conv){0};
     const Onnx__NodeProto *dx = dq_of(b, 0), *dw = dq_of(b, 1);
-    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np))
+    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np) || !xe_cpu_int8_engine())
         return false;
     float xs;
     const float *ws;
@@ -272,7 +277,7 @@ static int product_weights(ox_b *b, const Onnx__NodeProto *d, bool trans, const 
 int ox_qdq_product(ox_b *b, bool trans_b)
 {
     const Onnx__NodeProto *dx = dq_of(b, 0), *dw = dq_of(b, 1);
-    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np))
+    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np) || !xe_cpu_int8_engine())
         return -1;
     int q, w;
     float xs;
