@@ -41,9 +41,7 @@ typedef struct conv_prim {
     bool bias;                     /* made with a bias input */
     unsigned post;                 /* XE_DNNL_POST_* applied to the output */
     const void *w_const;           /* constant weights packed into w_packed; NULL: per run */
-    bool quant;                    /* int8 (quant_conv2d) */
-    const xe_dnnl_quant *q;        /* int8: the caller's, read while the primitive is made */
-    dnnl_data_type_t src_dt, w_dt; /* f32 f32, or u8/s8 s8 */
+    dnnl_data_type_t src_dt, w_dt; /* f32 f32, or u8/s8 s8 (int8: quant_conv2d) */
     const void *q_scale;           /* int8: the scale tensor's data the primitive was made with */
     int32_t x_zero;                /* int8: x's zero point */
     float *q_bias;                 /* int8: bias / scale, the primitive's bias; NULL: none */
@@ -75,6 +73,12 @@ static void conv_prim_free(void *data)
     free(c);
 }
 
+/* Whether c is an int8 convolution (quant_conv2d). */
+static bool is_int8(const conv_prim *c)
+{
+    return c->w_dt == dnnl_s8;
+}
+
 /* oneDNN's type for an int8 operand's dtype dt (u8, i8) or an f32 one. */
 static dnnl_data_type_t dnnl_type_of(xe_dtype dt)
 {
@@ -87,7 +91,7 @@ static bool conv_prim_fits(const conv_prim *c, const xe_window *p, bool bias, co
 {
     /* the int64 fields, n through groups, have no padding between them */
     return memcmp(&c->p, p, offsetof(xe_window, ceil_mode)) == 0 && c->bias == bias &&
-           c->w_const == w_const && c->post == post && c->quant == (q != NULL) &&
+           c->w_const == w_const && c->post == post && is_int8(c) == (q != NULL) &&
            (!q || (c->src_dt == dnnl_type_of(q->x_dt) && c->q_scale == q->scale &&
                    c->x_zero == q->x_zero && c->dst_dt == dnnl_type_of(q->y_dt) &&
                    c->y_scale == q->y_scale && c->y_zero == q->y_zero));
@@ -137,7 +141,7 @@ static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const 
                          xe_status *st)
 {
     *attr = NULL;
-    if (c->quant)
+    if (is_int8(c))
         return quant_attr(c, attr, n, st);       /* int8 convs take no post-ops */
     if (!(c->post & ~(unsigned)XE_DNNL_LAYOUTS)) /* layout bits alone: no post-op */
         return XE_OK;
@@ -234,8 +238,6 @@ static xe_code pack_weights(conv_prim *c, const void *w, const xe_node *n, xe_st
 /* int8: q's types and zero point into c, and the primitive's bias, bias / scale. */
 static xe_code quant_fields(conv_prim *c, const xe_dnnl_quant *q, const xe_node *n, xe_status *st)
 {
-    c->quant = true;
-    c->q = q;
     c->src_dt = dnnl_type_of(q->x_dt);
     c->w_dt = dnnl_s8;
     c->dst_dt = dnnl_type_of(q->y_dt);
@@ -274,7 +276,6 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
         conv_prim_free(c);
         return NULL;
     }
-    c->q = NULL; /* the caller's: not kept */
     return c;
 }
 
@@ -412,13 +413,11 @@ xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, 
     return conv_on(a, &p, residual, post, NULL, st);
 }
 
-xe_code xe_dnnl_quant_conv2d(const xe_kernel_args *a, const xe_dnnl_quant *q, xe_status *st)
+xe_code xe_dnnl_quant_conv2d(const xe_kernel_args *a, const xe_window *p, const xe_dnnl_quant *q,
+                             xe_status *st)
 {
-    xe_window p;
-    if (xe_window_read(a->node, &a->in[0]->shape, &a->in[1]->shape, &p, st) != XE_OK)
-        return xe_status_prefix(st, "node %s (quant_conv2d): ", a->node->name);
-    if (xe_tensor_numel(a->out) == 0 || p.c == 0 || !xe_dnnl_int8_exact())
+    if (xe_tensor_numel(a->out) == 0 || p->c == 0 || !xe_dnnl_int8_exact())
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (quant_conv2d): not for the engine",
                        a->node->name);
-    return conv_on(a, &p, NULL, 0, q, st);
+    return conv_on(a, p, NULL, 0, q, st);
 }

@@ -120,9 +120,12 @@ typedef struct xe_dnnl_quant {
     float y_scale;      /* 1 for f32 */
     int32_t y_zero;
 } xe_dnnl_quant;
-/* quant_conv2d on oneDNN's int8 convolution (dnnl_conv.c); XE_ERR_UNSUPPORTED where the engine
-   cannot run it exactly (no VNNI) or at all: the caller runs its loop. */
-xe_code xe_dnnl_quant_conv2d(const xe_kernel_args *a, const xe_dnnl_quant *q, xe_status *st);
+/* quant_conv2d of window p (the caller's xe_window_read) on oneDNN's int8 convolution
+   (dnnl_conv.c); XE_ERR_UNSUPPORTED where the engine cannot run it exactly (no VNNI) or at all:
+   the caller runs its loop. */
+struct xe_window;
+xe_code xe_dnnl_quant_conv2d(const xe_kernel_args *a, const struct xe_window *p,
+                             const xe_dnnl_quant *q, xe_status *st);
 /* recurrent (f32, attributes r: recurrent.h) on oneDNN's RNN primitives (dnnl_recurrent.c);
    XE_ERR_UNSUPPORTED for what the engine cannot run. */
 struct xe_recurrent;

@@ -89,7 +89,7 @@ xe_code xe_cpu_quant_conv2d(const xe_kernel_args *a, xe_status *st)
         xe_quant_conv_output(a->node, &q.y_dt, &q.y_scale, &q.y_zero, st) != XE_OK ||
         xe_window_read(a->node, &a->in[0]->shape, &a->in[1]->shape, &p, st) != XE_OK)
         return xe_status_prefix(st, "node %s (quant_conv2d): ", a->node->name);
-    xe_code r = xe_dnnl_quant_conv2d(a, &q, st);
+    xe_code r = xe_dnnl_quant_conv2d(a, &p, &q, st);
     if (r != XE_ERR_UNSUPPORTED)
         return r;
     xe_status_clear(st);

@@ -220,12 +220,17 @@ bool ox_axis(ox_b *b, int64_t axis, int rank, int *out)
 
 /* ---- attributes of the ONNX node --------------------------------------------- */
 
+const Onnx__AttributeProto *ox_node_attr(const Onnx__NodeProto *np, const char *name)
+{
+    for (size_t k = 0; k < np->n_attribute; k++)
+        if (np->attribute[k]->name && !strcmp(np->attribute[k]->name, name))
+            return np->attribute[k];
+    return NULL;
+}
+
 const Onnx__AttributeProto *ox_attr(ox_b *b, const char *name)
 {
-    for (size_t k = 0; k < b->np->n_attribute; k++)
-        if (b->np->attribute[k]->name && !strcmp(b->np->attribute[k]->name, name))
-            return b->np->attribute[k];
-    return NULL;
+    return ox_node_attr(b->np, name);
 }
 
 int64_t ox_int(ox_b *b, const char *name, int64_t dflt)

@@ -307,6 +307,8 @@ int ox_round_even(ox_b *b, int x);
 
 /* build.c: attributes of the ONNX node */
 const Onnx__AttributeProto *ox_attr(ox_b *b, const char *name);
+/* Attribute `name` of any node np (ox_attr: of b's own); NULL when absent. */
+const Onnx__AttributeProto *ox_node_attr(const Onnx__NodeProto *np, const char *name);
 int64_t ox_int(ox_b *b, const char *name, int64_t dflt);
 double ox_float(ox_b *b, const char *name, double dflt);
 const char *ox_str(ox_b *b, const char *name, const char *dflt);

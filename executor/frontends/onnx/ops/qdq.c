@@ -48,10 +48,8 @@
 /* Integer attribute `name` of node np (a node other than b's), or dflt. */
 static int64_t node_int(const Onnx__NodeProto *np, const char *name, int64_t dflt)
 {
-    for (size_t a = 0; a < np->n_attribute; a++)
-        if (np->attribute[a]->name && !strcmp(np->attribute[a]->name, name))
-            return np->attribute[a]->i;
-    return dflt;
+    const Onnx__AttributeProto *a = ox_node_attr(np, name);
+    return a ? a->i : dflt;
 }
 
 /* Input k of np, "" when absent. */
@@ -97,25 +95,34 @@ static bool const_zeros(ox_b *b, const char *name, xe_dtype dt)
     return t != NULL;
 }
 
-/* The f32 scale constant of DequantizeLinear d: one element, or m along axis 0 (*per_channel). */
-static const float *scale_of(ox_b *b, const Onnx__NodeProto *d, int64_t m, bool *per_channel)
+/* The f32 scale constant of DequantizeLinear (or QuantizeLinear) d: one element, or m along
+   `axis` (*per_channel); NULL for anything else. */
+static const float *scale_of(ox_b *b, const Onnx__NodeProto *d, int64_t m, int64_t axis,
+                             bool *per_channel)
 {
     int k = ox_const_node(b, input(d, 1), XE_F32);
     const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
     int64_t n = t ? xe_tensor_numel(t) : 0;
     *per_channel = n > 1;
-    if (n == 1 || (n == m && t->shape.rank == 1 && node_int(d, "axis", 1) == 0))
+    if (t && (n == 1 || (n == m && t->shape.rank == 1 && node_int(d, "axis", 1) == axis)))
         return t->data;
     return NULL;
 }
 
-/* Whether every entry of s[0..m) is a finite normal non-zero scale. */
-static bool usable(const float *s, int64_t m)
+/* x's scale times w's (one, or m when per_channel) as a new f32 const [m]; -1, with nothing
+   built, when a product is zero, not finite or subnormal (the f32 form stays then). */
+static int combined_scales(ox_b *b, float xs, const float *ws, bool per_channel, int64_t m)
 {
+    xe_tensor *scale = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {m}});
+    if (!scale)
+        return -1;
+    float *s = scale->data;
     for (int64_t i = 0; i < m; i++)
-        if (!isnormal(s[i]))
-            return false;
-    return true;
+        if (!isnormal(s[i] = xs * ws[per_channel ? i : 0])) {
+            xe_tensor_release(scale);
+            return -1;
+        }
+    return ox_const(b, scale);
 }
 
 /* The bias as f32 [m]: Conv input 2 a constant f32, or DequantizeLinear of an i32 constant with
@@ -131,7 +138,7 @@ static int bias_of(ox_b *b, int64_t m)
     const Onnx__NodeProto *d = dq_of(b, 2);
     int q = d ? ox_const_node(b, input(d, 0), XE_I32) : -1;
     bool pc;
-    const float *s = q >= 0 ? scale_of(b, d, m, &pc) : NULL;
+    const float *s = q >= 0 ? scale_of(b, d, m, 0, &pc) : NULL;
     const xe_tensor *t = q >= 0 ? b->c->g->nodes[q]->value : NULL;
     if (!s || xe_tensor_numel(t) != m || !const_zeros(b, input(d, 2), XE_I32))
         return -1;
@@ -152,7 +159,7 @@ static bool activation_any_rank(ox_b *b, const Onnx__NodeProto *d, int *q, float
         return false;
     const xe_type *t = ox_type(b, *q);
     bool pc;
-    const float *s = t->dtype == XE_U8 || t->dtype == XE_I8 ? scale_of(b, d, 1, &pc) : NULL;
+    const float *s = t->dtype == XE_U8 || t->dtype == XE_I8 ? scale_of(b, d, 1, 0, &pc) : NULL;
     if (!s || !const_scalar_int(b, input(d, 2), t->dtype, xz))
         return false;
     *xs = *s;
@@ -171,7 +178,7 @@ static int weights(ox_b *b, const Onnx__NodeProto *d, const float **ws, bool *pc
     int w = ox_const_node(b, input(d, 0), XE_I8);
     if (w < 0 || ox_type(b, w)->shape.rank != 4 || !const_zeros(b, input(d, 2), XE_I8))
         return -1;
-    *ws = scale_of(b, d, ox_type(b, w)->shape.dims[0], pc);
+    *ws = scale_of(b, d, ox_type(b, w)->shape.dims[0], 0, pc);
     return *ws ? w : -1;
 }
 
@@ -191,7 +198,7 @@ static bool output_quantize(ox_b *b, ox_qdq_conv *m)
         !option_is(q, "precision", 0))
         return false;
     bool pc;
-    const float *s = scale_of(b, q, 1, &pc);
+    const float *s = scale_of(b, q, 1, 0, &pc);
     const char *zp = input(q, 2);
     int64_t od = node_int(q, "output_dtype", 0); /* ONNX: 2 UINT8, 3 INT8 */
     if (zp[0])
@@ -209,8 +216,10 @@ static bool output_quantize(ox_b *b, ox_qdq_conv *m)
 bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m)
 {
     *m = (ox_qdq_conv){0};
+    if (b->failed || !xe_cpu_int8_engine()) /* first: the other tests scan the graph */
+        return false;
     const Onnx__NodeProto *dx = dq_of(b, 0), *dw = dq_of(b, 1);
-    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np) || !xe_cpu_int8_engine())
+    if (!dx || !dw || !ox_top_level(b->c, b->np))
         return false;
     float xs;
     const float *ws;
@@ -219,17 +228,8 @@ bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m)
     if (w < 0 || !activation(b, dx, &m->in[0], &xs, &m->x_zero))
         return false;
     int64_t mo = ox_type(b, w)->shape.dims[0];
-    xe_tensor *scale = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {mo}});
-    if (!scale)
-        return false;
-    for (int64_t i = 0; i < mo; i++)
-        ((float *)scale->data)[i] = xs * ws[pc ? i : 0];
-    if (!usable(scale->data, mo)) {
-        xe_tensor_release(scale);
-        return false;
-    }
-    int bias = bias_of(b, mo), s = ox_const(b, scale);
-    if (bias == -1 || s < 0)
+    int s = combined_scales(b, xs, ws, pc, mo), bias = s < 0 ? -1 : bias_of(b, mo);
+    if (bias == -1)
         return false;
     m->in[1] = w;
     m->in[2] = s;
@@ -263,21 +263,18 @@ static int product_weights(ox_b *b, const Onnx__NodeProto *d, bool trans, const 
     int w = ox_const_node(b, input(d, 0), XE_I8);
     if (w < 0 || ox_type(b, w)->shape.rank != 2 || !const_zeros(b, input(d, 2), XE_I8))
         return -1;
-    int64_t n = ox_type(b, w)->shape.dims[trans ? 0 : 1];
-    int k = ox_const_node(b, input(d, 1), XE_F32);
-    const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
-    int64_t count = t ? xe_tensor_numel(t) : 0;
-    *pc = count > 1;
-    if (count != 1 && !(count == n && t->shape.rank == 1 && node_int(d, "axis", 1) == !trans))
+    *ws = scale_of(b, d, ox_type(b, w)->shape.dims[trans ? 0 : 1], trans ? 0 : 1, pc);
+    if (!*ws)
         return -1;
-    *ws = t->data;
     return trans ? transposed_weights(b, w) : w;
 }
 
 int ox_qdq_product(ox_b *b, bool trans_b)
 {
+    if (b->failed || !xe_cpu_int8_engine()) /* first: the other tests scan the graph */
+        return -1;
     const Onnx__NodeProto *dx = dq_of(b, 0), *dw = dq_of(b, 1);
-    if (b->failed || !dx || !dw || !ox_top_level(b->c, b->np) || !xe_cpu_int8_engine())
+    if (!dx || !dw || !ox_top_level(b->c, b->np))
         return -1;
     int q, w;
     float xs;
@@ -291,29 +288,21 @@ int ox_qdq_product(ox_b *b, bool trans_b)
     int64_t n = wsh->dims[1];
     if (qs->rank < 2 || (qs->dims[qs->rank - 1] >= 0 && qs->dims[qs->rank - 1] != wsh->dims[0]))
         return -1;
-    xe_shape s1 = {.rank = 1, .dims = {n}};
-    xe_tensor *scale = ox_new_tensor(b, XE_F32, &s1);
-    if (!scale)
+    int scale = combined_scales(b, xs, ws, pc, n);
+    if (scale < 0)
         return -1;
-    for (int64_t i = 0; i < n; i++)
-        ((float *)scale->data)[i] = xs * ws[pc ? i : 0];
-    if (!usable(scale->data, n)) {
-        xe_tensor_release(scale);
-        return -1;
-    }
     int in[2] = {q, w};
     int acc = ox_op(b, XE_OP_MATMUL, in, 2, NULL, 0); /* i32, exact */
     if (xz != 0) {                                    /* (q - xz) W = q W - xz colsum(W) */
-        int cs = ox_column_sums(b, w);
-        xe_tensor *corr = cs >= 0 ? ox_new_tensor(b, XE_I32, &s1) : NULL;
-        if (!corr)
+        int corr = ox_column_sums(b, w);              /* a new const: scaled by xz in place */
+        if (corr < 0)
             return -1;
-        const int32_t *c = b->c->g->nodes[cs]->value->data;
+        int32_t *c = b->c->g->nodes[corr]->value->data;
         for (int64_t i = 0; i < n; i++)
-            ((int32_t *)corr->data)[i] = (int32_t)((uint32_t)c[i] * (uint32_t)(int32_t)xz);
-        int sub[2] = {acc, ox_const(b, corr)};
+            c[i] = (int32_t)((uint32_t)c[i] * (uint32_t)(int32_t)xz);
+        int sub[2] = {acc, corr};
         acc = ox_op(b, XE_OP_SUB, sub, 2, NULL, 0);
     }
-    int mul[2] = {ox_cast(b, acc, XE_F32), ox_const(b, scale)};
+    int mul[2] = {ox_cast(b, acc, XE_F32), scale};
     return ox_op(b, XE_OP_MUL, mul, 2, NULL, 0);
 }
