@@ -35,6 +35,9 @@ xe_code xe_infer_matmul(const xe_node *n, const xe_type *in, int n_in, xe_type *
 xe_code xe_infer_softmax(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                          xe_status *st);
 xe_code xe_infer_unique(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_det(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+xe_code xe_infer_bitcast(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                         xe_status *st);
 xe_code xe_infer_nonzero(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                          xe_status *st);
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
@@ -102,6 +105,8 @@ XE_KERNEL_LIST(XE_DECLARE_GPU)
 #undef XE_DECLARE_GPU
 xe_code xe_cpu_unique(const xe_kernel_args *a, xe_status *st);    /* CPU only by design */
 xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st);   /* CPU only by design */
+xe_code xe_cpu_bitcast(const xe_kernel_args *a, xe_status *st);   /* CPU only by design */
+xe_code xe_cpu_det(const xe_kernel_args *a, xe_status *st);       /* CPU only by design */
 xe_code xe_cpu_recurrent(const xe_kernel_args *a, xe_status *st); /* CPU only (oneDNN's RNN) */
 xe_code xe_cpu_dynamic_quant_matmul(const xe_kernel_args *a, xe_status *st); /* CPU only */
 xe_code xe_cpu_quant_conv2d(const xe_kernel_args *a, xe_status *st);         /* CPU only */
@@ -114,6 +119,8 @@ typedef enum xe_kernel_id {
 #undef XE_KERNEL_ID
         XE_KERNEL_unique,           /* CPU only by design */
     XE_KERNEL_nonzero,              /* CPU only by design */
+    XE_KERNEL_bitcast,              /* CPU only by design: a copy of the bytes */
+    XE_KERNEL_det,                  /* CPU only by design: LU per matrix, in f64 */
     XE_KERNEL_recurrent,            /* CPU only: oneDNN's RNN primitive, or a loop */
     XE_KERNEL_dynamic_quant_matmul, /* CPU only: quantize in one pass, the int8 product, rescale */
     XE_KERNEL_quant_conv2d,         /* CPU only: oneDNN's int8 convolution, or an exact loop */

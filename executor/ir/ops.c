@@ -68,10 +68,23 @@ static builtin_impl impl_by_op(int op)
         return IMPL(collective, reduce_scatter);
     case XE_OP_BROADCAST:
         return IMPL(collective, broadcast);
+    default:
+        return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
+    }
+}
+
+/* Built-in op `op` by its name: the CPU-only ops of a kernel of their own. */
+static builtin_impl impl_by_cpu_op(int op)
+{
+    switch (op) {
     case XE_OP_UNIQUE:
         return IMPL(unique, unique);
     case XE_OP_NONZERO:
         return IMPL(nonzero, nonzero);
+    case XE_OP_BITCAST:
+        return IMPL(bitcast, bitcast);
+    case XE_OP_DET:
+        return IMPL(det, det);
     case XE_OP_RECURRENT:
         return IMPL(recurrent, recurrent);
     case XE_OP_DYNAMIC_QUANT_MATMUL:
@@ -120,6 +133,8 @@ static builtin_impl impl_by_class(xe_op_class cls)
 static builtin_impl impl_of(const xe_op_def *d, int op)
 {
     builtin_impl impl = impl_by_op(op);
+    if (impl.kernel == XE_KERNEL_COUNT)
+        impl = impl_by_cpu_op(op);
     return impl.kernel == XE_KERNEL_COUNT ? impl_by_class(d->cls) : impl;
 }
 
@@ -218,7 +233,7 @@ static const char *storage_reason(int op, const xe_op_def *d)
     case XE_CLASS_SOURCE:
         return op == XE_OP_IOTA ? "iota has no storage dtypes" : NULL;
     default:
-        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD
+        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD || op == XE_OP_BITCAST
                    ? NULL
                    : "the storage dtypes (float8, f4e2m1, i4 u4 i2 u2) have no kernel for this op "
                      "(cast them first)";
@@ -248,7 +263,7 @@ const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_ty
         return op == XE_OP_POW && n_in > 0 && in[0].dtype == XE_U64 ? "pow has no u64 kernel"
                                                                     : NULL;
     case XE_CLASS_NN:
-        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD ||
+        return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD || op == XE_OP_BITCAST ||
                        op == XE_OP_DYNAMIC_QUANT_MATMUL || op == XE_OP_QUANT_CONV2D
                    /* 8-bit operands: their shape functions check */
                    ? NULL

@@ -155,6 +155,7 @@ def refusal(stderr, model):
         m = NODE_LINE.match(line)
         if m:
             op, domain, msg = m.groups()
+            msg = re.sub(r"\S*/model\.onnx: ", "", msg)  # a later stage's message names the file
             return "%s%s: %s" % ("" if domain == "ai.onnx" else domain + ".", op, msg)
         return re.sub(r"^(graph input|graph output|initializer) '[^']*'", r"\1", line)
     lines = stderr.strip().splitlines()

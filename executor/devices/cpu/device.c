@@ -97,6 +97,8 @@ const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT] = {
 #undef CPU_KERNEL
         [XE_KERNEL_unique] = xe_cpu_unique,
     [XE_KERNEL_nonzero] = xe_cpu_nonzero,
+    [XE_KERNEL_bitcast] = xe_cpu_bitcast,
+    [XE_KERNEL_det] = xe_cpu_det,
     [XE_KERNEL_recurrent] = xe_cpu_recurrent,
     [XE_KERNEL_dynamic_quant_matmul] = xe_cpu_dynamic_quant_matmul,
     [XE_KERNEL_quant_conv2d] = xe_cpu_quant_conv2d,

@@ -262,12 +262,23 @@ static int input_position(const xe_graph *g, int x)
     return -1;
 }
 
-/* A graph input's value from the caller's bind function, as a new const node. */
-static int bind_input(ox_b *b, int k, int x)
+/* The ONNX name of graph input node x: the value that names it (NULL if none does). */
+static const char *graph_input_name(ox_ctx *c, int x)
+{
+    for (const ox_value *v = c->values; v; v = v->hh.next)
+        if (v->node == x && !v->seq)
+            return v->name;
+    return NULL;
+}
+
+/* A graph input's value from the caller's bind function as a const node, by the input's own
+ * name; -1 when it is not known. */
+static int bind_graph_input(ox_b *b, int x)
 {
     const xe_onnx_options *o = b->c->opt;
+    const char *name = graph_input_name(b->c, x);
     int pos = input_position(b->c->g, x);
-    xe_tensor *t = o && o->bind && pos >= 0 ? o->bind(b->np->input[k], pos, o->user) : NULL;
+    xe_tensor *t = o && o->bind && name && pos >= 0 ? o->bind(name, pos, o->user) : NULL;
     if (!t)
         return -1;
     const xe_type *want = &b->c->g->nodes[x]->type;
@@ -275,11 +286,46 @@ static int bind_input(ox_b *b, int k, int x)
     for (int d = 0; ok && d < t->shape.rank; d++)
         ok = want->shape.dims[d] < 0 || want->shape.dims[d] == t->shape.dims[d];
     if (!ok) {
-        ox_invalid(b, "input '%s': the fed value does not match the declared type",
-                   b->np->input[k]);
+        ox_invalid(b, "input '%s': the fed value does not match the declared type", name);
         return -1;
     }
     return ox_const(b, xe_tensor_retain(t));
+}
+
+#define OX_RESOLVE_NODES 256 /* the most nodes recomputed at load for one operand */
+
+/* Node x again, from constants, where it is computed only from constants and graph inputs the
+ * caller binds (a pad amount computed from a fed shape input, say): a const node, or -1. Each
+ * node is recomputed by its own op and attributes, then folded; *budget caps the walk. */
+static int resolve(ox_b *b, int x, int *budget)
+{
+    xe_graph *g = b->c->g;
+    const xe_node *n = g->nodes[x];
+    if (n->op == XE_OP_CONST)
+        return x;
+    if (n->op == XE_OP_INPUT)
+        return bind_graph_input(b, x);
+    const xe_op_def *d = xe_op_get(n->op);
+    if (--*budget < 0 || b->failed || !d || n->n_inputs == 0 || n->n_inputs > OX_MAX_IO ||
+        n->body || (d->flags & (XE_OPF_STATEFUL | XE_OPF_COLLECTIVE)))
+        return -1;
+    int in[OX_MAX_IO];
+    for (int k = 0; k < n->n_inputs; k++)
+        if ((in[k] = resolve(b, g->nodes[x]->inputs[k], budget)) < 0)
+            return -1;
+    int y = xe_graph_add_node(g, NULL, g->nodes[x]->op, in, g->nodes[x]->n_inputs, &b->st);
+    if (y < 0)
+        return b->failed = true, -1;
+    n = g->nodes[x];
+    for (int a = 0; a < n->n_attrs; a++)
+        if (xe_node_copy_attr(g->nodes[y], &n->attrs[a], &b->st) != XE_OK)
+            return b->failed = true, -1;
+    char name[300];
+    snprintf(name, sizeof name, "%s.%d", base_name(b), ++b->helpers);
+    if (ox_want_name(b->c, y, name, NULL, &b->st) != XE_OK ||
+        xe_node_infer(g, g->nodes[y], &b->st) != XE_OK || ox_fold(b->c, y, &b->st) != XE_OK)
+        return b->failed = true, -1;
+    return g->nodes[y]->op == XE_OP_CONST ? y : -1;
 }
 
 const xe_tensor *ox_need_const(ox_b *b, int k, const char *what)
@@ -292,7 +338,12 @@ const xe_tensor *ox_need_const(ox_b *b, int k, const char *what)
         return NULL;
     }
     const xe_node *n = b->c->g->nodes[x];
-    if (n->op == XE_OP_INPUT && (x = bind_input(b, k, x)) >= 0) {
+    if (n->op == XE_OP_INPUT && (x = bind_graph_input(b, x)) >= 0) {
+        b->in[k] = x;
+        n = b->c->g->nodes[x];
+    }
+    int budget = OX_RESOLVE_NODES;
+    if (n->op != XE_OP_CONST && n->op != XE_OP_INPUT && (x = resolve(b, x, &budget)) >= 0) {
         b->in[k] = x;
         n = b->c->g->nodes[x];
     }

@@ -40,6 +40,8 @@ B(where);
 B(clip);
 B(cast);
 B(cast_like);
+B(bitcast);
+B(det);
 B(identity);
 B(reshape);
 B(flatten);
@@ -100,6 +102,7 @@ B(cumsum);
 B(scatter_nd);
 B(scatter_elements);
 B(nonzero);
+B(compress);
 B(nms);
 B(loop);
 B(sequence_empty);
@@ -213,6 +216,8 @@ static const ox_entry table[] = {
     {"DequantizeLinear", 10, 0, ox_b_dequantize, "axis block_size output_dtype", -1, 0},
     F("Cast", cast, "to saturate round_mode"),
     F("CastLike", cast_like, "saturate round_mode"),
+    {"BitCast", 26, 0, ox_b_bitcast, "to", -1, 0},
+    {"Det", 11, 0, ox_b_det, "", -1, 0},
     F("Identity", identity, ""),
     F("Dropout", identity, "ratio seed"),
     F("Reshape", reshape, "allowzero"),
@@ -239,7 +244,8 @@ static const ox_entry table[] = {
     F("GatherElements", gather_elements, "axis"),
     F("DepthToSpace", depth_space, "blocksize mode"),
     F("OneHot", one_hot, "axis"),
-    F("SpaceToDepth", depth_space, "blocksize"),
+    {"SpaceToDepth", 1, 27, ox_b_depth_space, "blocksize", -1, 0},
+    {"SpaceToDepth", 28, 0, ox_b_depth_space, "blocksize mode", -1, 0},
     RED("ReduceSum", REDUCE_SUM, 0),
     RED("ReduceMean", REDUCE_MEAN, 0),
     RED("ReduceMax", REDUCE_MAX, 0),
@@ -305,6 +311,7 @@ static const ox_entry table[] = {
      0}, /* ScatterElements before its rename */
     F("ReverseSequence", reverse_sequence, "batch_axis time_axis"),
     F("NonZero", nonzero, ""),
+    {"Compress", 9, 0, ox_b_compress, "axis", -1, 0},
     {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
     /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/sequence.c) */
     {"Loop", 1, 0, ox_b_loop, "body", -1, 0},

@@ -171,6 +171,40 @@ xe_code xe_infer_cast(const xe_node *n, const xe_type *in, int n_in, xe_type *ou
     return XE_OK;
 }
 
+/* bitcast(x, to=DTYPE): x's bytes read as DTYPE, of the same width (ONNX BitCast). */
+xe_code xe_infer_bitcast(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
+{
+    (void)n_in;
+    const xe_attr *a = xe_node_attr(n, "to");
+    if (!a || a->kind != XE_ATTR_DTYPE)
+        return xe_fail(st, XE_ERR_GRAPH, "bitcast needs to=DTYPE");
+    if (xe_dtype_size(a->dtype) != xe_dtype_size(in[0].dtype))
+        return xe_fail(st, XE_ERR_GRAPH,
+                       "bitcast from %s to %s: the widths differ (%zu and %zu bytes)",
+                       xe_dtype_name(in[0].dtype), xe_dtype_name(a->dtype),
+                       xe_dtype_size(in[0].dtype), xe_dtype_size(a->dtype));
+    *out = (xe_type){a->dtype, in[0].shape};
+    return XE_OK;
+}
+
+/* det(x): the determinants of x's innermost square matrices, [*, M, M] -> [*] (ONNX Det). */
+xe_code xe_infer_det(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
+{
+    (void)n, (void)n_in;
+    const xe_shape *s = &in[0].shape;
+    if (s->rank < 2)
+        return xe_fail(st, XE_ERR_GRAPH, "det needs matrices (rank 2 or more), got rank %d",
+                       s->rank);
+    int64_t m = s->dims[s->rank - 1], k = s->dims[s->rank - 2];
+    if (m >= 0 && k >= 0 && m != k)
+        return xe_fail(st, XE_ERR_GRAPH, "det needs square matrices, got %lld x %lld", (long long)k,
+                       (long long)m);
+    *out = (xe_type){in[0].dtype, {.rank = s->rank - 2}};
+    for (int d = 0; d < s->rank - 2; d++)
+        out->shape.dims[d] = s->dims[d];
+    return XE_OK;
+}
+
 xe_code xe_infer_random(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
 {
     (void)in, (void)n_in;

@@ -407,14 +407,14 @@ xe_code ox_b_depth_space(ox_b *b)
         return ox_invalid(b, "blocksize %lld makes dims beyond 64-bit sizes", (long long)k);
     if (to_space ? c % kk : (h % k || w % k))
         return ox_invalid(b, "dims are not multiples of the blocksize %lld", (long long)k);
-    if (to_space && strcmp(mode, "DCR") && strcmp(mode, "CRD"))
+    if (strcmp(mode, "DCR") && strcmp(mode, "CRD"))
         return ox_unsupported(b, "attribute mode='%s' is not supported", mode);
-    bool crd = to_space && !strcmp(mode, "CRD");
+    bool crd = !strcmp(mode, "CRD"); /* SpaceToDepth's mode: opset 28 on */
     int64_t six[6], out[4];
     int perm[6];
-    if (!to_space) {
+    if (!to_space) { /* DCR: the block's offsets outermost in the depth; CRD: innermost */
         memcpy(six, (int64_t[6]){n, c, h / k, k, w / k, k}, sizeof six);
-        memcpy(perm, (int[6]){0, 3, 5, 1, 2, 4}, sizeof perm);
+        memcpy(perm, crd ? (int[6]){0, 1, 3, 5, 2, 4} : (int[6]){0, 3, 5, 1, 2, 4}, sizeof perm);
         memcpy(out, (int64_t[4]){n, c * kk, h / k, w / k}, sizeof out);
     } else {
         int64_t cc = c / kk;

@@ -41,37 +41,64 @@ static bool known_dims(const xe_shape *s, int lo, int hi)
     return true;
 }
 
+/* The offsets of GatherND's batches in the flattened data: batch i (row-major over the first
+ * bd dims) at i * p, shaped [B0, .., B(bd-1), 1, ..] to broadcast over rank-dims positions. */
+static int batch_offsets(ox_b *b, const xe_shape *s, int bd, int64_t p, int rank)
+{
+    xe_shape os = {.rank = rank};
+    for (int d = 0; d < rank; d++)
+        os.dims[d] = d < bd ? s->dims[d] : 1;
+    xe_tensor *t = ox_new_tensor(b, XE_I64, &os);
+    if (!t)
+        return -1;
+    for (int64_t i = 0; i < xe_tensor_numel(t); i++)
+        ((int64_t *)t->data)[i] = i * p;
+    return ox_const(b, t);
+}
+
+/* GatherND: the data flattened over its first batch_dims + k dims, one gather of the flat
+ * positions (each index row dotted with the dims' strides, plus its batch's offset). */
 xe_code ox_b_gather_nd(ox_b *b)
 {
     int x = ox_in(b, 0), idx = ox_in(b, 1);
     if (x < 0 || idx < 0)
         return ox_status(b);
-    if (ox_int(b, "batch_dims", 0) != 0)
-        return ox_unsupported(b, "GatherND with batch_dims %lld is not supported (0 is)",
-                              (long long)ox_int(b, "batch_dims", 0));
     const xe_shape *s = &ox_type(b, x)->shape, *is = &ox_type(b, idx)->shape;
-    if (is->rank < 1 || is->dims[is->rank - 1] < 1 || is->dims[is->rank - 1] > s->rank)
+    int64_t bd64 = ox_int(b, "batch_dims", 0);
+    if (bd64 < 0 || bd64 >= is->rank || bd64 >= s->rank)
+        return ox_invalid(b, "batch_dims %lld is not below both ranks (%d and %d)", (long long)bd64,
+                          s->rank, is->rank);
+    int bd = (int)bd64;
+    if (is->rank < 1 || is->dims[is->rank - 1] < 1 || is->dims[is->rank - 1] > s->rank - bd)
         return ox_invalid(b, "indices of shape rank %d do not index data of rank %d", is->rank,
                           s->rank);
     int k = (int)is->dims[is->rank - 1];
     if (!known_dims(s, 0, s->rank) || !xe_dtype_is_int(ox_type(b, idx)->dtype))
         return ox_unsupported(b, "GatherND needs data of known dims and integer indices");
-    int64_t flat[XE_MAX_RANK], stride[XE_MAX_RANK], dims[XE_MAX_RANK], p = 1;
+    for (int d = 0; d < bd; d++)
+        if (is->dims[d] >= 0 && is->dims[d] != s->dims[d])
+            return ox_invalid(b, "batch dim %d is %lld in the indices but %lld in the data", d,
+                              (long long)is->dims[d], (long long)s->dims[d]);
+    int64_t flat[XE_MAX_RANK], stride[XE_MAX_RANK], dims[XE_MAX_RANK], p = 1, batches = 1;
     for (int d = k - 1; d >= 0; d--) {
         stride[d] = p;
-        dims[d] = s->dims[d];
-        p *= s->dims[d];
+        dims[d] = s->dims[bd + d];
+        p *= s->dims[bd + d];
     }
-    flat[0] = p;
-    for (int d = k; d < s->rank; d++)
-        flat[1 + d - k] = s->dims[d];
-    int data = ox_reshape(b, x, flat, 1 + s->rank - k);
+    for (int d = 0; d < bd; d++)
+        batches *= s->dims[d];
+    flat[0] = batches * p;
+    for (int d = bd + k; d < s->rank; d++)
+        flat[1 + d - bd - k] = s->dims[d];
+    int data = ox_reshape(b, x, flat, 1 + s->rank - bd - k);
     int ix = ox_cast(b, idx, XE_I64);
     int dim = ox_ints_const(b, dims, k), zero = ox_scalar(b, XE_I64, 0);
     ix = ox_select(b, ox_bin(b, XE_OP_LESS, ix, zero), ox_bin(b, XE_OP_ADD, ix, dim), ix);
     int64_t last = is->rank - 1;
     int pos = ox_reduce(b, XE_OP_REDUCE_SUM, ox_bin(b, XE_OP_MUL, ix, ox_ints_const(b, stride, k)),
                         &last, 1, false);
+    if (bd > 0)
+        pos = ox_bin(b, XE_OP_ADD, pos, batch_offsets(b, s, bd, p, is->rank - 1));
     int in[2] = {data, pos};
     ox_at at = OX_I("axis", 0);
     return done(b, ox_op(b, XE_OP_GATHER, in, 2, &at, 1));
@@ -323,6 +350,27 @@ xe_code ox_b_nonzero(ox_b *b)
     if (x < 0)
         return ox_status(b);
     return done(b, ox_un(b, XE_OP_NONZERO, x));
+}
+
+/* Compress: the slices of x along axis (of x flattened, without one) where the 1-D condition
+ * holds, as numpy.compress: the condition's nonzero positions, then a gather. A condition
+ * shorter than the axis selects among the axis's first elements only. */
+xe_code ox_b_compress(ox_b *b)
+{
+    int x = ox_in(b, 0), c = ox_in(b, 1), axis = 0;
+    if (x < 0 || c < 0)
+        return ox_status(b);
+    if (ox_type(b, c)->dtype != XE_BOOL || ox_rank(b, c) != 1)
+        return ox_invalid(b, "the condition must be a 1-D bool tensor");
+    if (ox_attr(b, "axis")) {
+        if (!ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
+            return ox_status(b);
+    } else {
+        x = ox_reshape(b, x, (int64_t[]){-1}, 1);
+    }
+    int at_pos = ox_reshape(b, ox_un(b, XE_OP_NONZERO, c), (int64_t[]){-1}, 1);
+    ox_at at = OX_I("axis", axis);
+    return done(b, ox_op(b, XE_OP_GATHER, (int[]){x, at_pos}, 2, &at, 1));
 }
 
 /* The lowest value of dt, or -inf: what a picked element becomes. */

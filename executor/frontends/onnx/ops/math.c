@@ -405,6 +405,49 @@ xe_code ox_b_cast(ox_b *b)
     return cast_to(b, (int32_t)ox_int(b, "to", 0));
 }
 
+/* A dtype whose values sit one per byte narrower than the byte (i4 u4 i2 u2 f4e2m1): its
+ * stored bytes are not its bits, so BitCast has nothing to keep. */
+static bool sub_byte(xe_dtype dt)
+{
+    return dt == XE_I4 || dt == XE_U4 || dt == XE_I2 || dt == XE_U2 || dt == XE_F4E2M1;
+}
+
+/* BitCast: x's bytes as another dtype of the same width (the executor's bitcast). */
+xe_code ox_b_bitcast(ox_b *b)
+{
+    int32_t to = (int32_t)ox_int(b, "to", 0);
+    xe_dtype dt;
+    int x = ox_in(b, 0);
+    if (x < 0)
+        return ox_status(b);
+    xe_dtype from = dt_of(b, x);
+    if (!ox_dtype(to, &dt) || sub_byte(dt) || sub_byte(from))
+        return ox_unsupported(b, "BitCast from %s to %s is not supported", xe_dtype_name(from),
+                              ox_dtype_name(to));
+    if (dt == XE_BOOL && from != XE_BOOL)
+        return ox_unsupported(b, "BitCast to bool is not supported (a byte other than 0 or 1 is "
+                                 "no bool)");
+    if (xe_dtype_size(dt) != xe_dtype_size(from))
+        return ox_invalid(b, "BitCast from %s to %s: the widths differ", xe_dtype_name(from),
+                          xe_dtype_name(dt));
+    if (dt == from)
+        return done(b, x);
+    ox_at a = OX_DT("to", dt);
+    return done(b, ox_op(b, XE_OP_BITCAST, &x, 1, &a, 1));
+}
+
+/* Det: the executor's det (LU in f64 per matrix). */
+xe_code ox_b_det(ox_b *b)
+{
+    int x = ox_in(b, 0);
+    if (x < 0)
+        return ox_status(b);
+    if (!xe_dtype_is_float(dt_of(b, x)))
+        return ox_unsupported(b, "Det of %s is not supported (f16, f32, f64)",
+                              xe_dtype_name(dt_of(b, x)));
+    return done(b, ox_un(b, XE_OP_DET, x));
+}
+
 xe_code ox_b_cast_like(ox_b *b)
 {
     int t = ox_in(b, 1);

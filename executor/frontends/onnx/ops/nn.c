@@ -244,12 +244,39 @@ static int per_channel(ox_b *b, int v, int r)
     return r <= 2 ? v : ox_reshape(b, v, shape, r - 1);
 }
 
+/* Training mode (opset 14 on): x normalized by its own statistics over every axis but the
+ * channels' (the variance the population's, as ONNX's reference), and the running statistics
+ * moved toward them by momentum: outputs 1 and 2 are mean·m + batch_mean·(1 − m) and likewise
+ * for the variance. */
+static xe_code batch_norm_training(ox_b *b, int x, int r, double eps)
+{
+    int64_t axes[XE_MAX_RANK] = {0};
+    int n = 1 + tail_axes(2, r, axes + 1), mean, inv;
+    int y = normalize(b, x, axes, n, eps, &mean, &inv);
+    y = ox_bin(b, XE_OP_MUL, y, per_channel(b, ox_in(b, 1), r));
+    ox_out(b, 0, ox_bin(b, XE_OP_ADD, y, per_channel(b, ox_in(b, 2), r)));
+    double m = ox_float(b, "momentum", 0.9);
+    int batch[2] = {ox_reshape(b, mean, (int64_t[]){-1}, 1), -1};
+    int d = ox_bin(b, XE_OP_SUB, x, mean);
+    int var = ox_reduce(b, XE_OP_REDUCE_MEAN, ox_bin(b, XE_OP_MUL, d, d), axes, n, false);
+    batch[1] = var;
+    for (int k = 1; k <= 2 && k < ox_n_out(b); k++) {
+        int run = ox_bin(b, XE_OP_MUL, ox_in(b, 2 + k), like(b, x, m));
+        ox_out(b, k,
+               ox_bin(b, XE_OP_ADD, run, ox_bin(b, XE_OP_MUL, batch[k - 1], like(b, x, 1 - m))));
+    }
+    return ox_status(b);
+}
+
 xe_code ox_b_batch_norm(ox_b *b)
 {
     int x = ox_in(b, 0), r = ox_rank(b, x);
-    if (ox_int(b, "training_mode", 0) != 0 || (ox_n_out(b) > 1 && b->np->output[1][0]))
-        return ox_unsupported(b, "training mode (running statistics outputs) is not supported");
     double eps = ox_float(b, "epsilon", 1e-5);
+    if (x >= 0 && ox_int(b, "training_mode", 0) != 0 && b->opset >= 14)
+        return batch_norm_training(b, x, r, eps);
+    if (ox_int(b, "training_mode", 0) != 0 || (ox_n_out(b) > 1 && b->np->output[1][0]))
+        return ox_unsupported(b, "training mode before opset 14 (running statistics outputs) is "
+                                 "not supported");
     if (ox_batch_norm_folded(b, x)) /* into the conv before it (rewrite.c) */
         return done(b, x);
     int inv = ox_un(b, XE_OP_RSQRT, ox_bin(b, XE_OP_ADD, ox_in(b, 4), like(b, ox_in(b, 4), eps)));

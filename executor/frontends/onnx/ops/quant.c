@@ -17,8 +17,9 @@
  * 0 (ONNX) and is not added, as the ONNX reference does not add it (so -0
  * stays -0). To FLOAT4E2M1 (no NaN, no inf: it saturates) the zero point
  * is added before the cast, as the reference does. Blocked quantization
- * (block_size > 0) and a precision other than f32 are refused as
- * unsupported.
+ * (block_size > 0): the scale and zero point have x's shape but
+ * ceil(dim / block_size) along axis, each element repeated over its block.
+ * A precision other than f32 is refused as unsupported.
  *
  * DynamicQuantizeLinear computes its scale and zero point from x's range
  * (which always holds 0) as the ONNX reference does:
@@ -53,10 +54,43 @@ static void quant_range(xe_dtype dt, double *lo, double *hi)
  * Scale or zero point v shaped to broadcast against x (rank r): a single element becomes a scalar,
  * a 1-D one of x's dim `axis` becomes [1,..,C,..,1]. -1 (b failed) for any other shape.
  */
+/* Blocked: v of x's rank with ceil(dim / block) along axis, each element repeated block times
+ * along it (a broadcast over a new dim after axis, merged into it, cut to x's dim). */
+static int blocked(ox_b *b, int v, int r, int axis, const xe_shape *xs, int64_t block,
+                   const char *what)
+{
+    const xe_shape *s = &ox_type(b, v)->shape;
+    bool fits = s->rank == r && axis >= 0 && axis < r && xs->dims[axis] >= 0;
+    for (int d = 0; fits && d < r; d++)
+        fits = d == axis ? s->dims[d] == (xs->dims[d] + block - 1) / block
+                         : s->dims[d] == xs->dims[d] && s->dims[d] >= 0;
+    if (!fits) {
+        ox_invalid(b, "%s must have the input's shape with ceil(dim / %lld) along axis %d", what,
+                   (long long)block, axis);
+        return -1;
+    }
+    int64_t up[XE_MAX_RANK + 1], wide[XE_MAX_RANK], lo[XE_MAX_RANK] = {0}, hi[XE_MAX_RANK];
+    for (int d = 0, k = 0; d < r; d++) {
+        up[k++] = s->dims[d];
+        if (d == axis)
+            up[k++] = 1;
+        wide[d] = d == axis ? s->dims[d] * block : s->dims[d];
+        hi[d] = xs->dims[d];
+    }
+    int u = ox_reshape(b, v, up, r + 1);
+    up[axis + 1] = block;
+    ox_at at = OX_INTS("shape", up, r + 1);
+    u = ox_op(b, XE_OP_BROADCAST_TO, &u, 1, &at, 1);
+    return ox_slice(b, ox_reshape(b, u, wide, r), lo, hi);
+}
+
 static int per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const char *what)
 {
     if (v < 0)
         return -1;
+    int64_t block = ox_int(b, "block_size", 0);
+    if (block > 0)
+        return blocked(b, v, r, axis, xs, block, what);
     const xe_shape *s = &ox_type(b, v)->shape;
     int64_t n = xe_shape_numel(s), dims[XE_MAX_RANK] = {0};
     if (s->rank <= 1 && n == 1)
@@ -77,12 +111,12 @@ static int per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const c
     return ox_reshape(b, v, dims, r);
 }
 
-/* The checks both ops share: no blocks, an axis in range, a scale. *axis normalised. */
+/* The checks both ops share: a block size of 0 or more, an axis in range, a scale. *axis
+ * normalised. */
 static bool common(ox_b *b, int x, int *axis)
 {
-    if (ox_int(b, "block_size", 0) != 0) {
-        ox_unsupported(b, "blocked quantization (block_size=%lld) is not supported",
-                       (long long)ox_int(b, "block_size", 0));
+    if (ox_int(b, "block_size", 0) < 0) {
+        ox_invalid(b, "block_size=%lld is negative", (long long)ox_int(b, "block_size", 0));
         return false;
     }
     if (x < 0 || ox_in(b, 1) < 0) {
@@ -96,7 +130,8 @@ static bool common(ox_b *b, int x, int *axis)
         return false;
     }
     int64_t a = ox_int(b, "axis", 1);
-    if (r == 0 || xe_shape_numel(&ox_type(b, ox_in(b, 1))->shape) == 1) {
+    if (r == 0 ||
+        (xe_shape_numel(&ox_type(b, ox_in(b, 1))->shape) == 1 && ox_int(b, "block_size", 0) == 0)) {
         *axis = 0; /* per tensor: the axis is not used */
         return true;
     }
