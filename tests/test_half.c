@@ -260,3 +260,85 @@ Test(half, f16_convolutions_and_pools_import_and_match_f32)
     xe_tensor_release(x32);
     xt_tmp_fini();
 }
+
+/* bf16 bits of f rounded to nearest even (a NaN stays NaN), and back. */
+static uint16_t to_bf16(float f)
+{
+    uint32_t x;
+    memcpy(&x, &f, 4);
+    if ((x & 0x7fffffffu) > 0x7f800000u)
+        return (uint16_t)((x >> 16) | 0x40);
+    return (uint16_t)((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+static float of_bf16(uint16_t b)
+{
+    uint32_t x = (uint32_t)b << 16;
+    float f;
+    memcpy(&f, &x, 4);
+    return f;
+}
+
+/* y = MatMul(a [2,3,4], b [4,5]) with every value bf16 (ONNX 16). */
+static const char *bf16_matmul_model(void)
+{
+    pb g = {0};
+    wnode(&g, "MatMul", (const char *[]){"a", "b"}, 2, "y", 0, 0);
+    pb_graph_value(&g, 11, "a", 16, (int64_t[]){2, 3, 4}, 3);
+    pb_graph_value(&g, 11, "b", 16, (int64_t[]){4, 5}, 2);
+    pb_graph_value(&g, 12, "y", 16, (int64_t[]){2, 3, 5}, 3);
+    pb m = {0}, os = {0};
+    pb_int(&m, 1, 8);
+    pb_int(&os, 2, 17);
+    pb_msg(&m, 8, &os);
+    pb_str(&g, 2, "g");
+    pb_msg(&m, 7, &g);
+    const char *path = xt_path("bf16_matmul.onnx");
+    pb_write_file(&m, path);
+    return path;
+}
+
+static xe_tensor *bf16_tensor(int rank, const int64_t *dims)
+{
+    xe_shape s = xe_shape_make(rank, dims);
+    xe_tensor *t = xe_tensor_new(XE_BF16, &s, XE_DEV_CPU, &st);
+    for (int64_t i = 0; i < xe_tensor_numel(t); i++)
+        ((uint16_t *)t->data)[i] = to_bf16(next_f());
+    return t;
+}
+
+/* The engine has no bf16 product: the importer widens the operands to f32 and rounds the product
+   back once, so each output is the exact product sum rounded to bf16 (within one bf16 step: the
+   f32 sum's order), and a NaN operand gives NaN. */
+Test(half, bf16_matmul_imports_in_f32_rounded_once)
+{
+    xt_tmp_make("/tmp/xlac-half-XXXXXX");
+    xe_graph *g = xe_load_graph(bf16_matmul_model(), NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    xe_session_options o = {.place = XE_PLACE_CPU};
+    xe_session *s = xe_session_new(g, &o, &st);
+    cr_assert_not_null(s, "%s", st.msg);
+    xe_tensor *in[2] = {bf16_tensor(3, (int64_t[]){2, 3, 4}), bf16_tensor(2, (int64_t[]){4, 5})};
+    const uint16_t *a = in[0]->data, *b = in[1]->data;
+    ((uint16_t *)in[0]->data)[0] = to_bf16(NAN); /* row 0 of batch 0 */
+    xe_tensor *y = NULL;
+    cr_assert_eq(xe_session_run(s, in, &y, &st), XE_OK, "%s", st.msg);
+    cr_assert_eq(y->dtype, XE_BF16);
+    for (int64_t r = 0; r < 6; r++)
+        for (int64_t c = 0; c < 5; c++) {
+            double want = 0;
+            for (int64_t k = 0; k < 4; k++)
+                want += (double)of_bf16(a[r * 4 + k]) * of_bf16(b[k * 5 + c]);
+            float got = of_bf16(((const uint16_t *)y->data)[r * 5 + c]);
+            if (r == 0)
+                cr_assert(isnan(got), "y[0, %lld] = %g, not NaN", (long long)c, got);
+            else
+                cr_assert_leq(fabs(got - want), fmax(fabs(want) * 0x1p-8, 1e-6),
+                              "y[%lld, %lld] = %g, exact %g", (long long)r, (long long)c, got, want);
+        }
+    xe_tensor_release(y);
+    xe_tensor_release(in[0]);
+    xe_tensor_release(in[1]);
+    xe_session_destroy(s);
+    xt_tmp_fini();
+}

@@ -96,9 +96,41 @@ static int new_node(ox_b *b, int op, const int *in, int n_in, const ox_at *at, i
     return x;
 }
 
+/* Whether op has no kernel for the bf16 among its operands' types but has one for them as f32:
+   a product, a reduction, a softmax, a convolution. */
+static bool bf16_wants_f32(ox_b *b, int op, const int *in, int n_in)
+{
+    xe_type t[OX_MAX_IO];
+    bool bf16 = false;
+    if (n_in > OX_MAX_IO)
+        return false;
+    for (int k = 0; k < n_in; k++) {
+        if (in[k] < 0)
+            return false;
+        t[k] = *ox_type(b, in[k]);
+        bf16 = bf16 || t[k].dtype == XE_BF16;
+    }
+    if (!bf16 || !xe_op_narrow_reason(op, t, n_in, NULL))
+        return false;
+    for (int k = 0; k < n_in; k++)
+        t[k].dtype = t[k].dtype == XE_BF16 ? XE_F32 : t[k].dtype;
+    return !xe_op_narrow_reason(op, t, n_in, NULL);
+}
+
+/*
+ * Every node goes through here. An op with no bf16 kernel computes in f32: its bf16 operands are
+ * widened (exact) and an f32 result is rounded back to bf16 once (to nearest even, NaN kept), as
+ * the engine's f16 kernels accumulate in float and round once.
+ */
 int ox_op(ox_b *b, int op, const int *in, int n_in, const ox_at *at, int n_at)
 {
-    return new_node(b, op, in, n_in, at, n_at, NULL);
+    if (b->failed || !bf16_wants_f32(b, op, in, n_in))
+        return new_node(b, op, in, n_in, at, n_at, NULL);
+    int wide[OX_MAX_IO];
+    for (int k = 0; k < n_in; k++)
+        wide[k] = ox_type(b, in[k])->dtype == XE_BF16 ? ox_cast(b, in[k], XE_F32) : in[k];
+    int y = new_node(b, op, wide, n_in, at, n_at, NULL);
+    return y >= 0 && ox_type(b, y)->dtype == XE_F32 ? ox_cast(b, y, XE_BF16) : y;
 }
 
 int ox_un(ox_b *b, int op, int x)

@@ -28,6 +28,8 @@ B(hard_swish);
 B(softsign);
 B(softplus);
 B(mish);
+B(swiglu);
+B(causal_conv_with_state);
 B(swish);
 B(shrink);
 B(sign);
@@ -189,6 +191,7 @@ static const ox_entry table[] = {
     F("Softplus", softplus, ""),
     F("Mish", mish, ""),
     F("Swish", swish, "alpha"),
+    {"SwiGLU", 28, 0, ox_b_swiglu, "alpha", -1, 0},
     F("Shrink", shrink, "bias lambd"),
     F("Sign", sign, ""),
     F("IsNaN", isnan, ""),
@@ -277,6 +280,7 @@ static const ox_entry table[] = {
     {"GlobalAveragePool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MEAN, 0},
     {"GlobalMaxPool", 1, 0, ox_b_global_pool, "", XE_OP_REDUCE_MAX, 0},
     F("Conv", conv, "auto_pad dilations group kernel_shape pads strides"),
+    {"CausalConvWithState", 27, 0, ox_b_causal_conv_with_state, "activation", -1, 0},
     F("RNN", rnn, "activation_alpha activation_beta activations clip direction hidden_size layout"),
     F("GRU", rnn,
       "activation_alpha activation_beta activations clip direction hidden_size layout "

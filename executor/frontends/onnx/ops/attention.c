@@ -4,8 +4,9 @@
  * by sqrt(scale), the past key and value concatenated in front (the present
  * outputs), K and V repeated for grouped heads, QK^T (soft-capped), plus a
  * bias from the mask, the causal frontier and the sliding window (constants
- * computed at load where they depend on shapes only), a softmax whose fully
- * masked rows are 0, and the product with V.
+ * computed at load where they depend on shapes only; per batch, from the
+ * valid key counts nonpad_kv_seqlen, where it is given), a softmax whose
+ * fully masked rows are 0, and the product with V.
  */
 #include <math.h>
 #include <string.h>
@@ -58,6 +59,50 @@ static int shape_bias(ox_b *b, xe_dtype dt, int64_t l, int64_t s, int64_t off, b
             xe_store_f64(t->data, dt, i * s + j, ok ? 0.0 : -INFINITY);
         }
     return ox_const(b, t);
+}
+
+/* i64 positions 0 .. n-1 along axis d of a rank-4 [1, 1, 1, 1] with n there. */
+static int positions4(ox_b *b, int64_t n, int d)
+{
+    int64_t dims[4] = {1, 1, 1, 1};
+    dims[d] = n;
+    ox_at at[3] = {OX_INTS("shape", dims, 4), OX_I("axis", d), OX_DT("dtype", XE_I64)};
+    return ox_op(b, XE_OP_IOTA, NULL, 0, at, 3);
+}
+
+/* ok && cond (ok -1: cond alone). */
+static int both(ox_b *b, int ok, int cond)
+{
+    return ok < 0 ? cond : ox_bin(b, XE_OP_LOGICAL_AND, ok, cond);
+}
+
+/*
+ * The [B, 1, L, S] bias of nonpad_kv_seqlen n (an external cache): key j of batch b is masked at
+ * or past n[b], and the causal frontier and the window take the per-batch offset n[b] - L, as the
+ * reference's _apply_causal and _apply_sliding_window do for it.
+ */
+static int nonpad_bias(ox_b *b, int n, xe_dtype dt, int64_t l, int64_t s, bool causal, int64_t left,
+                       int64_t right)
+{
+    const xe_type *t = ox_type(b, n);
+    if (t->shape.rank != 1 || t->shape.dims[0] < 0 || !xe_dtype_is_integer(t->dtype)) {
+        ox_invalid(b, "nonpad_kv_seqlen must be an integer vector [batch] of known length");
+        return -1;
+    }
+    int64_t d4[4] = {t->shape.dims[0], 1, 1, 1};
+    int len = ox_reshape(b, ox_cast(b, n, XE_I64), d4, 4);
+    int i = positions4(b, l, 2), j = positions4(b, s, 3);
+    int diff =
+        ox_bin(b, XE_OP_SUB,
+               ox_bin(b, XE_OP_ADD, i, ox_bin(b, XE_OP_SUB, len, ox_scalar(b, XE_I64, l))), j);
+    int ok = ox_bin(b, XE_OP_LESS, j, len);
+    if (causal)
+        ok = both(b, ok, ox_bin(b, XE_OP_GREATER_EQUAL, diff, ox_scalar(b, XE_I64, 0)));
+    if (left >= 0)
+        ok = both(b, ok, ox_bin(b, XE_OP_LESS_EQUAL, diff, ox_scalar(b, XE_I64, left)));
+    if (right >= 0)
+        ok = both(b, ok, ox_bin(b, XE_OP_GREATER_EQUAL, diff, ox_scalar(b, XE_I64, -right)));
+    return ox_select(b, ok, ox_scalar(b, dt, 0), ox_scalar(b, dt, -INFINITY));
 }
 
 /* The mask as an additive float bias, its last dim padded to s (False / -inf). */
@@ -154,13 +199,32 @@ static bool heads_of(ox_b *b, int *q, int *k, int *v)
     return !b->failed;
 }
 
+/* The additive bias of the [L, S] scores: the mask's, plus the causal frontier, the window and the
+   valid keys' (per batch from nonpad, else constants offset by the past's length); -1 for none. */
+static int attention_bias(ox_b *b, int mask, int nonpad, xe_dtype dt, int64_t l, int64_t s,
+                          int64_t past)
+{
+    bool causal = ox_int(b, "is_causal", 0) != 0;
+    int64_t left = ox_int(b, "left_window_size", -1), right = ox_int(b, "right_window_size", -1);
+    int bias = mask >= 0 ? mask_bias(b, mask, dt, s) : -1, more = -1;
+    if (nonpad >= 0)
+        more = nonpad_bias(b, nonpad, dt, l, s, causal, left, right);
+    else if (causal || left >= 0 || right >= 0)
+        more = shape_bias(b, dt, l, s, past, causal, left, right);
+    if (more < 0)
+        return bias;
+    return bias >= 0 ? ox_bin(b, XE_OP_ADD, bias, more) : more;
+}
+
 xe_code ox_b_attention(ox_b *b)
 {
     int q = ox_in(b, 0), k = ox_in(b, 1), v = ox_in(b, 2), mask = ox_in(b, 3), qk_out;
     if (q < 0 || k < 0 || v < 0)
         return ox_status(b);
-    if (ox_in(b, 6) >= 0)
-        return ox_unsupported(b, "input 6 (nonpad_kv_seqlen) is not supported");
+    int nonpad = ox_in(b, 6);
+    if (nonpad >= 0 && (ox_in(b, 4) >= 0 || ox_in(b, 5) >= 0))
+        return ox_invalid(b,
+                          "nonpad_kv_seqlen (input 6) cannot be combined with a past key or value");
     bool three = ox_rank(b, q) == 3;
     if (!heads_of(b, &q, &k, &v))
         return ox_status(b);
@@ -180,13 +244,7 @@ xe_code ox_b_attention(ox_b *b)
         return ox_status(b);
     int64_t l = qs->dims[2], s = ox_type(b, k)->shape.dims[2],
             g = qs->dims[1] / ox_type(b, k)->shape.dims[1];
-    bool causal = ox_int(b, "is_causal", 0) != 0;
-    int64_t left = ox_int(b, "left_window_size", -1), right = ox_int(b, "right_window_size", -1);
-    int bias = mask >= 0 ? mask_bias(b, mask, dt, s) : -1;
-    if (causal || left >= 0 || right >= 0) {
-        int sb = shape_bias(b, dt, l, s, past, causal, left, right);
-        bias = bias >= 0 ? ox_bin(b, XE_OP_ADD, bias, sb) : sb;
-    }
+    int bias = attention_bias(b, mask, nonpad, dt, l, s, past);
     int x = scores(b, ox_bin(b, XE_OP_MUL, q, sc), repeat_heads(b, ox_bin(b, XE_OP_MUL, k, sc), g),
                    bias, &qk_out);
     xe_dtype sp = dt;

@@ -390,9 +390,50 @@ static double lowest(xe_dtype dt)
  * TopK with a constant k of at most OX_TOPK_MAX: k rounds of argmax (the
  * first index wins ties, as ONNX asks) and the maximum, each picked
  * position then lowered out of the way; smallest ones through the
- * negation. Values and indices come out sorted.
+ * negation. Values and indices come out sorted. Integers run on i64 keys
+ * in the same order (u64 with its top bit flipped; the smallest through
+ * bitwise not, which cannot overflow), exact, and each round picks the
+ * first unpicked position holding the maximum of the unpicked ones, so
+ * that a value equal to the lowered one is still told from a picked one.
  */
 #define OX_TOPK_MAX 64
+
+/* x's integers as i64 keys ordered as x (largest) or reversed (smallest); and back to dt. */
+static int int_keys(ox_b *b, int x, bool largest)
+{
+    int key = ox_cast(b, x, XE_I64);
+    if (ox_type(b, x)->dtype == XE_U64)
+        key = ox_bin(b, XE_OP_BITWISE_XOR, key, ox_scalar(b, XE_I64, (double)INT64_MIN));
+    return largest ? key : ox_un(b, XE_OP_BITWISE_NOT, key);
+}
+
+static int int_values(ox_b *b, int key, xe_dtype dt, bool largest)
+{
+    int v = largest ? key : ox_un(b, XE_OP_BITWISE_NOT, key);
+    if (dt == XE_U64)
+        v = ox_bin(b, XE_OP_BITWISE_XOR, v, ox_scalar(b, XE_I64, (double)INT64_MIN));
+    return ox_cast(b, v, dt);
+}
+
+/* Round j of integer keys v: the maximum of the unpicked into *val, its first position into *idx;
+ *taken (-1: none yet) gains it when another round follows. */
+static void int_round(ox_b *b, int v, int pos, int axis, int *taken, bool more, int *val, int *idx)
+{
+    int64_t ax = axis;
+    int low = ox_scalar(b, XE_I64, (double)INT64_MIN);
+    int vm = *taken < 0 ? v : ox_select(b, *taken, low, v);
+    *val = ox_reduce(b, XE_OP_REDUCE_MAX, vm, &ax, 1, true);
+    int cand = ox_bin(b, XE_OP_EQUAL, v, *val);
+    if (*taken >= 0)
+        cand = ox_bin(b, XE_OP_LOGICAL_AND, cand, ox_un(b, XE_OP_LOGICAL_NOT, *taken));
+    ox_at at[2] = {OX_I("axis", axis), OX_BOOL("keepdims", true)};
+    int c32 = ox_cast(b, cand, XE_I32);
+    *idx = ox_op(b, XE_OP_ARGMAX, &c32, 1, at, 2);
+    if (more) {
+        int hit = ox_bin(b, XE_OP_EQUAL, pos, *idx);
+        *taken = *taken < 0 ? hit : ox_bin(b, XE_OP_LOGICAL_OR, *taken, hit);
+    }
+}
 
 xe_code ox_b_topk(ox_b *b)
 {
@@ -402,19 +443,26 @@ xe_code ox_b_topk(ox_b *b)
         !ox_axis(b, ox_int(b, "axis", -1), r, &axis))
         return ox_status(b);
     const xe_type *t = ox_type(b, x);
+    xe_dtype dt = t->dtype;
     int64_t n = t->shape.dims[axis];
-    if (n < 0 || k < 0 || k > n || k > OX_TOPK_MAX || t->dtype == XE_BOOL || t->dtype == XE_F16)
+    bool is_int = xe_dtype_is_integer(dt);
+    if (n < 0 || k < 0 || k > n || k > OX_TOPK_MAX || dt == XE_BOOL || dt == XE_F16)
         return ox_unsupported(
-            b, "TopK needs a known axis, k from 0 to %d and an f32, f64, i32 or i64 input",
+            b, "TopK needs a known axis, k from 0 to %d and an f32, f64, bf16 or integer input",
             OX_TOPK_MAX);
     bool largest = ox_int(b, "largest", 1) != 0;
-    int v = largest ? x : ox_un(b, XE_OP_NEG, x), low = ox_scalar(b, t->dtype, lowest(t->dtype));
-    int vals[OX_TOPK_MAX], idxs[OX_TOPK_MAX], pos = positions(b, n);
+    int v = is_int ? int_keys(b, x, largest) : largest ? x : ox_un(b, XE_OP_NEG, x);
+    int low = is_int ? -1 : ox_scalar(b, ox_type(b, v)->dtype, lowest(ox_type(b, v)->dtype));
+    int vals[OX_TOPK_MAX], idxs[OX_TOPK_MAX], pos = positions(b, n), taken = -1;
     int64_t shape[XE_MAX_RANK] = {0}, ax = axis;
     for (int d = 0; d < r; d++)
         shape[d] = d == axis ? n : 1;
     pos = ox_reshape(b, pos, shape, r);
     for (int64_t j = 0; j < k; j++) {
+        if (is_int) {
+            int_round(b, v, pos, axis, &taken, j + 1 < k, &vals[j], &idxs[j]);
+            continue;
+        }
         ox_at at[2] = {OX_I("axis", axis), OX_BOOL("keepdims", true)};
         idxs[j] = ox_op(b, XE_OP_ARGMAX, &v, 1, at, 2);
         vals[j] = ox_reduce(b, XE_OP_REDUCE_MAX, v, &ax, 1, true);
@@ -424,7 +472,9 @@ xe_code ox_b_topk(ox_b *b)
     ox_at cat = OX_I("axis", axis);
     int val = k == 1 ? vals[0] : ox_op(b, XE_OP_CONCAT, vals, (int)k, &cat, 1);
     int idx = k == 1 ? idxs[0] : ox_op(b, XE_OP_CONCAT, idxs, (int)k, &cat, 1);
-    if (!largest)
+    if (is_int)
+        val = int_values(b, val, dt, largest);
+    else if (!largest)
         val = ox_un(b, XE_OP_NEG, val);
     ox_out(b, 0, val);
     ox_out(b, 1, idx);

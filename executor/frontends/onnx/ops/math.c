@@ -234,11 +234,27 @@ xe_code ox_b_mish(ox_b *b)
     return done(b, ox_bin(b, XE_OP_MUL, x, ox_un(b, XE_OP_TANH, softplus(b, x))));
 }
 
+/* x sigmoid(alpha x) */
+static int swish(ox_b *b, int x)
+{
+    int ax = ox_bin(b, XE_OP_MUL, x, like(b, x, ox_float(b, "alpha", 1.0)));
+    return ox_bin(b, XE_OP_MUL, x, ox_un(b, XE_OP_SIGMOID, ax));
+}
+
 xe_code ox_b_swish(ox_b *b)
 {
-    int x = ox_in(b, 0);
-    int ax = ox_bin(b, XE_OP_MUL, x, like(b, x, ox_float(b, "alpha", 1.0)));
-    return done(b, ox_bin(b, XE_OP_MUL, x, ox_un(b, XE_OP_SIGMOID, ax)));
+    return done(b, swish(b, ox_in(b, 0)));
+}
+
+/* SwiGLU (opset 28): Swish(A) B, as its function body (no broadcasting: A and B of one shape). */
+xe_code ox_b_swiglu(ox_b *b)
+{
+    int a = ox_in(b, 0), v = ox_in(b, 1);
+    const xe_shape *as = &ox_type(b, a)->shape, *vs = &ox_type(b, v)->shape;
+    if (a >= 0 && v >= 0 && xe_shape_is_known(as) && xe_shape_is_known(vs) &&
+        !xe_shape_equal(as, vs))
+        return ox_invalid(b, "SwiGLU's A and B must have one shape (no broadcasting)");
+    return done(b, ox_bin(b, XE_OP_MUL, swish(b, a), v));
 }
 
 xe_code ox_b_shrink(ox_b *b)
