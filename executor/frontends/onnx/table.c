@@ -102,6 +102,7 @@ B(scatter_elements);
 B(nonzero);
 B(nms);
 B(loop);
+B(scan);
 B(sequence_empty);
 B(sequence_construct);
 B(sequence_insert);
@@ -306,8 +307,13 @@ static const ox_entry table[] = {
     F("ReverseSequence", reverse_sequence, "batch_axis time_axis"),
     F("NonZero", nonzero, ""),
     {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
-    /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/sequence.c) */
+    /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/scan.c, ops/sequence.c) */
     {"Loop", 1, 0, ox_b_loop, "body", -1, 0},
+    {"Scan", 8, 8, ox_b_scan, "body directions num_scan_inputs", -1, 0},
+    {"Scan", 9, 0, ox_b_scan,
+     "body num_scan_inputs scan_input_axes scan_input_directions scan_output_axes "
+     "scan_output_directions",
+     -1, 0},
     {"SequenceEmpty", 11, 0, ox_b_sequence_empty, "dtype", -1, 0},
     {"SequenceConstruct", 11, 0, ox_b_sequence_construct, "", -1, 0},
     {"SequenceInsert", 11, 0, ox_b_sequence_insert, "", -1, 0},

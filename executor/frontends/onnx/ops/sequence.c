@@ -109,19 +109,6 @@ xe_code ox_b_sequence_length(ox_b *b)
     return ox_status(b);
 }
 
-/* Node x with a dim of 1 inserted at axis (of its rank + 1). */
-static int with_unit_dim(ox_b *b, int x, int axis)
-{
-    const xe_shape *s = &ox_type(b, x)->shape;
-    int64_t d[XE_MAX_RANK];
-    if (s->rank + 1 > XE_MAX_RANK)
-        return ox_unsupported(b, "rank above %d is not supported", XE_MAX_RANK), -1;
-    for (int k = 0, j = 0; k <= s->rank; k++)
-        d[k] = k == axis ? 1 : s->dims[j++];
-    return ox_reshape_dims(b, x, d, s->rank + 1,
-                           "a sequence element with more than one unknown dim is not supported");
-}
-
 xe_code ox_b_concat_from_sequence(ox_b *b)
 {
     const ox_seq *s = ox_in_seq(b, 0);
@@ -138,9 +125,11 @@ xe_code ox_b_concat_from_sequence(ox_b *b)
     if (!in)
         return nomem(b);
     for (int k = 0; k < s->n; k++)
-        in[k] = new_axis ? with_unit_dim(b, s->nodes[k], axis) : s->nodes[k];
+        in[k] = s->nodes[k];
     ox_at at = OX_I("axis", axis);
-    int y = s->n == 1 ? in[0] : ox_op(b, XE_OP_CONCAT, in, s->n, &at, 1);
+    int y = new_axis    ? ox_stack(b, in, s->n, axis)
+            : s->n == 1 ? in[0]
+                        : ox_op(b, XE_OP_CONCAT, in, s->n, &at, 1);
     free(in);
     ox_out(b, 0, y);
     return ox_status(b);
