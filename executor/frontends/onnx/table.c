@@ -78,6 +78,7 @@ B(rms_norm);
 B(nll_loss);
 B(sce_loss);
 B(attention);
+B(linear_attention);
 B(gather_elements);
 B(depth_space);
 B(one_hot);
@@ -266,6 +267,8 @@ static const ox_entry table[] = {
     F("Attention", attention,
       "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
       "softmax_precision left_window_size right_window_size"),
+    {"LinearAttention", 27, 0, ox_b_linear_attention,
+     "chunk_size kv_num_heads q_num_heads scale update_rule", -1, 0},
     F("BatchNormalization", batch_norm, "epsilon momentum training_mode"),
     F("InstanceNormalization", instance_norm, "epsilon"),
     {"GroupNormalization", 18, 0, ox_b_group_norm, "epsilon num_groups stash_type", -1, 0},
