@@ -110,6 +110,7 @@ B(sequence_insert);
 B(sequence_at);
 B(sequence_length);
 B(concat_from_sequence);
+B(split_to_sequence);
 B(topk);
 B(resize);
 B(einsum);
@@ -323,6 +324,7 @@ static const ox_entry table[] = {
     {"SequenceAt", 11, 0, ox_b_sequence_at, "", -1, 0},
     {"SequenceLength", 11, 0, ox_b_sequence_length, "", -1, 0},
     {"ConcatFromSequence", 11, 0, ox_b_concat_from_sequence, "axis new_axis", -1, 0},
+    {"SplitToSequence", 11, 0, ox_b_split_to_sequence, "axis keepdims", -1, 0},
     {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize,
      "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "
