@@ -268,6 +268,10 @@ static xe_code add_gets(encap *e, int k, int launch, xe_status *st)
         n->device = cl->device;
         if (xe_node_set_int(n, "index", out++, st) != XE_OK)
             return st->code;
+        /* the model's own name of a graph output whose node could not take it (names.c) */
+        const char *model_name = xe_node_attr_string(s, "@output", NULL);
+        if (model_name && xe_node_set_string(n, "@output", model_name, st) != XE_OK)
+            return st->code;
         e->valmap[i] = idx;
     }
     return XE_OK;

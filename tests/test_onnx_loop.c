@@ -6,7 +6,8 @@
  * concatenates, and each case xlac cannot unroll or keep as a list is
  * refused with a message naming the op and why: a trip count or a body
  * condition computed at run time, a sequence given to an op that takes
- * tensors, an empty sequence concatenated.
+ * tensors, an empty sequence concatenated; a sequence as the graph's output
+ * is its tensors, one graph output each (NAME.0, NAME.1).
  */
 #include <criterion/criterion.h>
 #include <string.h>
@@ -187,7 +188,8 @@ Test(onnx_loop, a_trip_count_or_condition_computed_at_run_time_is_refused)
 }
 
 /* seq = SequenceEmpty; seq1 = Insert(seq, x); seq2 = Insert(seq1, x2, position 0); then `tail`
-   (ConcatFromSequence, or an op that takes tensors) of seq2, or of seq when empty_concat. */
+   (ConcatFromSequence, or an op that takes tensors) of seq2, or of seq when empty_concat; no tail:
+   the graph's output y is seq2 itself. */
 static const char *write_sequence(const char *name, const char *tail, bool empty_concat)
 {
     pb g = {0}, n;
@@ -198,14 +200,16 @@ static const char *write_sequence(const char *name, const char *tail, bool empty
     n = node("Neg", (const char *[]){"x"}, 1, "x2");
     pb_msg(&g, 1, &n);
     init_i64(&g, "zero", 0);
-    n = node("SequenceInsert", (const char *[]){"seq1", "x2", "zero"}, 3, "seq2");
+    n = node("SequenceInsert", (const char *[]){"seq1", "x2", "zero"}, 3, tail ? "seq2" : "y");
     pb_msg(&g, 1, &n);
-    n = node(tail, (const char *[]){empty_concat ? "seq" : "seq2"}, 1, "y");
-    if (!strcmp(tail, "ConcatFromSequence")) {
-        attr_int(&n, "axis", 0);
-        attr_int(&n, "new_axis", 1);
+    if (tail) {
+        n = node(tail, (const char *[]){empty_concat ? "seq" : "seq2"}, 1, "y");
+        if (!strcmp(tail, "ConcatFromSequence")) {
+            attr_int(&n, "axis", 0);
+            attr_int(&n, "new_axis", 1);
+        }
+        pb_msg(&g, 1, &n);
     }
-    pb_msg(&g, 1, &n);
     pb_graph_value(&g, 11, "x", F32, four, 1);
     pb_graph_value(&g, 12, "y", F32, (int64_t[]){2, 4}, 2);
     return write_model(name, &g);
@@ -234,4 +238,24 @@ Test(onnx_loop, what_cannot_be_a_list_is_refused)
                    "input 'seq2' is a sequence, which this op does not take");
     expect_refused(write_sequence("empty.onnx", "ConcatFromSequence", true), "ConcatFromSequence",
                    "an empty sequence is not supported");
+}
+
+Test(onnx_loop, a_sequence_output_is_its_tensors)
+{
+    xe_graph *g = xe_load_graph(write_sequence("out.onnx", NULL, false), NULL, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    cr_assert_eq(g->n_outputs, 2);
+    for (int k = 0; k < 2; k++) {
+        const xe_node *n = g->nodes[g->outputs[k]];
+        const char *name = xe_node_attr_string(n, "@output", n->name);
+        cr_assert_str_eq(name, k ? "y.1" : "y.0");
+    }
+    xe_tensor *out[2] = {NULL, NULL};
+    run(g, out);
+    for (int k = 0; k < 4; k++) {
+        cr_assert_eq(((const float *)out[0]->data)[k], 1.5f - (float)k, "y.0[%d]", k);
+        cr_assert_eq(((const float *)out[1]->data)[k], (float)k - 1.5f, "y.1[%d]", k);
+    }
+    xe_tensor_release(out[0]);
+    xe_tensor_release(out[1]);
 }

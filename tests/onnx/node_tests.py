@@ -101,43 +101,59 @@ def same_float8(got, want):
 
 def compare(case, got_dir, expected):
     for k, want in enumerate(expected):
-        want = as_array(want)
         name = sanitize(case.model.graph.output[k].name)
-        path = os.path.join(got_dir, name + ".npy")
-        if want is None:
-            return "expected output %d is not a tensor" % k
-        if not os.path.exists(path):
-            return "output %s was not written" % name
-        got = np.load(path)
-        if want.dtype.name == "bfloat16" and got.dtype.str in ("|V2", "<V2"):
-            got = got.view(want.dtype)  # xlac writes bf16 as '<V2' (numpy has no bfloat16)
-        if want.dtype.name.startswith(("float8", "float4")) and got.dtype.str in ("|V1", "<V1"):
-            got = got.view(want.dtype)  # xlac writes float8 and float4 as '|V1' (the bits)
-        if want.dtype.name in SUBBYTE and got.dtype == SUBBYTE[want.dtype.name]:
-            want = want.astype(got.dtype)  # xlac writes i4 i2 as '|i1', u4 u2 as '|u1' (a value per byte)
-        if got.dtype != want.dtype:
-            return "output %s: dtype %s, expected %s" % (name, got.dtype, want.dtype)
-        if got.shape != want.shape:
-            return "output %s: shape %s, expected %s" % (name, got.shape, want.shape)
-        if want.dtype.name.startswith(("float8", "float4")):
-            why = same_float8(got, want)
+        if case.model.graph.output[k].type.HasField("sequence_type") and isinstance(want, list):
+            # a sequence of n tensors is xlac's n outputs NAME.0 .. NAME.n-1 (docs/onnx.md)
+            if os.path.exists(os.path.join(got_dir, "%s.%d.npy" % (name, len(want)))):
+                return "output %s: more than the %d elements expected" % (name, len(want))
+            parts = [("%s.%d" % (name, e), w) for e, w in enumerate(want)]
+        else:
+            parts = [(name, want)]
+        for part, w in parts:
+            why = compare_one(case, got_dir, part, w, k)
             if why:
-                return "output %s: %s" % (name, why)
-            continue
-        tol = TOL.get(want.dtype.type, (1e-4, 1e-5))
-        if want.dtype.name == "bfloat16":
-            got, want, tol = got.astype(np.float32), want.astype(np.float32), BF16_TOL
-        if want.dtype.kind == "f":
-            rtol, atol = tol
-            rtol, atol = max(rtol, case.rtol), max(atol, case.atol)
-            if not np.array_equal(np.isnan(got), np.isnan(want)):
-                return "output %s: NaN where none is expected, or none where one is" % name
-            ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
-            if not ok.all():
-                i = np.argwhere(~ok)[0]
-                return "output %s: at %s got %r, expected %r" % (name, tuple(i), got[tuple(i)], want[tuple(i)])
-        elif not np.array_equal(got, want):
-            return "output %s: values differ" % name
+                return why
+    return None
+
+
+def compare_one(case, got_dir, name, want, k):
+    """Why graph output `name` (saved as NAME.npy) differs from want (None when it does not)."""
+    want = as_array(want)
+    path = os.path.join(got_dir, name + ".npy")
+    if want is None:
+        return "expected output %d is not a tensor" % k
+    if not os.path.exists(path):
+        return "output %s was not written" % name
+    got = np.load(path)
+    if want.dtype.name == "bfloat16" and got.dtype.str in ("|V2", "<V2"):
+        got = got.view(want.dtype)  # xlac writes bf16 as '<V2' (numpy has no bfloat16)
+    if want.dtype.name.startswith(("float8", "float4")) and got.dtype.str in ("|V1", "<V1"):
+        got = got.view(want.dtype)  # xlac writes float8 and float4 as '|V1' (the bits)
+    if want.dtype.name in SUBBYTE and got.dtype == SUBBYTE[want.dtype.name]:
+        want = want.astype(got.dtype)  # xlac writes i4 i2 as '|i1', u4 u2 as '|u1' (a value per byte)
+    if got.dtype != want.dtype:
+        return "output %s: dtype %s, expected %s" % (name, got.dtype, want.dtype)
+    if got.shape != want.shape:
+        return "output %s: shape %s, expected %s" % (name, got.shape, want.shape)
+    if want.dtype.name.startswith(("float8", "float4")):
+        why = same_float8(got, want)
+        if why:
+            return "output %s: %s" % (name, why)
+        return None
+    tol = TOL.get(want.dtype.type, (1e-4, 1e-5))
+    if want.dtype.name == "bfloat16":
+        got, want, tol = got.astype(np.float32), want.astype(np.float32), BF16_TOL
+    if want.dtype.kind == "f":
+        rtol, atol = tol
+        rtol, atol = max(rtol, case.rtol), max(atol, case.atol)
+        if not np.array_equal(np.isnan(got), np.isnan(want)):
+            return "output %s: NaN where none is expected, or none where one is" % name
+        ok = np.isclose(got, want, rtol=rtol, atol=atol, equal_nan=True)
+        if not ok.all():
+            i = np.argwhere(~ok)[0]
+            return "output %s: at %s got %r, expected %r" % (name, tuple(i), got[tuple(i)], want[tuple(i)])
+    elif not np.array_equal(got, want):
+        return "output %s: values differ" % name
     return None
 
 

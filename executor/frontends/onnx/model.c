@@ -376,11 +376,19 @@ static xe_code build_graph(ox_ctx *c, xe_status *st)
         bool found;
         const char *name = g->output[k]->name ? g->output[k]->name : "";
         ox_value_get(c, name, &found);
+        const ox_value *v = found ? ox_value_find(c, name) : NULL;
         if (!name[0])
             ox_error_add(&c->errs, false, "%s: graph output %zu has no name", c->path, k);
         else if (!found)
             ox_error_add(&c->errs, false, "%s: graph output '%s' is produced by no node", c->path,
                          name);
+        else if (v->seq && (c->pin || !v->seq->n))
+            ox_error_add(&c->errs, true,
+                         "%s: graph output '%s' is a sequence%s, which is not supported (a "
+                         "sequence of n tensors is n graph outputs where its length does not "
+                         "depend on the input sizes)",
+                         c->path, name,
+                         v->seq->n ? " in a graph built per input size" : " of none");
     }
     if (!g->n_output)
         ox_error_add(&c->errs, false, "%s: the graph has no outputs", c->path);

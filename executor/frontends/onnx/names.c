@@ -12,8 +12,10 @@
  * `cast` to its own dtype (a copy) named after it. A graph output whose
  * node could not take the output's name (x_1 beside input x) carries that
  * name as @output="x": the CLI saves it as x.npy, the Python package calls
- * the output x.
+ * the output x. A graph output that is a sequence of n tensors (its length
+ * known at import) is n graph outputs, VALUE.0 to VALUE.n-1.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,10 +94,9 @@ static xe_code add_output(xe_graph *ng, const char *value, int x, bool *used, xe
     return code;
 }
 
-static xe_code copy_graph(ox_ctx *c, xe_graph *ng, int *outs, xe_status *st)
+static xe_code copy_graph(ox_ctx *c, xe_graph *ng, const int *outs, char *const *names, int n_outs,
+                          xe_status *st)
 {
-    const Onnx__GraphProto *og = c->model->graph;
-    int n_outs = (int)og->n_output;
     bool *live = mark_live(c->g, outs, n_outs);
     int *map = calloc((size_t)c->g->n_nodes + 1, sizeof *map);
     bool *used = calloc((size_t)c->g->n_nodes + (size_t)n_outs + 1, sizeof *used);
@@ -106,26 +107,68 @@ static xe_code copy_graph(ox_ctx *c, xe_graph *ng, int *outs, xe_status *st)
         if (live[i])
             code = copy_node(c, ng, i, map, st);
     for (int k = 0; k < n_outs && code == XE_OK; k++)
-        code = add_output(ng, og->output[k]->name, map[outs[k]], used, st);
+        code = add_output(ng, names[k], map[outs[k]], used, st);
     free(live);
     free(map);
     free(used);
     return code;
 }
 
-xe_graph *ox_finish(ox_ctx *c, xe_status *st)
+/* Graph outputs flattened into outs and names (n of them): a tensor is one, a sequence of n is n,
+   named VALUE.0 to VALUE.n-1 (an import where every sequence's length is known: ox_seq). */
+typedef struct out_list {
+    int n;
+    int *outs;
+    char **names; /* owned */
+} out_list;
+
+static xe_code list_outputs(ox_ctx *c, out_list *l, xe_status *st)
 {
     const Onnx__GraphProto *og = c->model->graph;
-    int *outs = calloc(og->n_output + 1, sizeof *outs);
-    xe_graph *ng = xe_graph_new(c->path);
-    xe_code code = outs && ng ? XE_OK : xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    for (size_t k = 0; k < og->n_output && code == XE_OK; k++) {
-        bool found;
-        outs[k] = ox_value_get(c, og->output[k]->name, &found);
+    size_t total = 0;
+    for (size_t k = 0; k < og->n_output; k++) {
+        const ox_value *v = ox_value_find(c, og->output[k]->name);
+        total += v && v->seq ? (size_t)v->seq->n : 1;
     }
+    l->outs = calloc(total + 1, sizeof *l->outs);
+    l->names = calloc(total + 1, sizeof *l->names);
+    if (!l->outs || !l->names)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    if (ox_names_reserve(c, c->g->n_nodes, st) != XE_OK)
+        return st->code;
+    for (size_t k = 0; k < og->n_output; k++) {
+        const char *name = og->output[k]->name;
+        const ox_value *v = ox_value_find(c, name);
+        for (int e = 0; e < (v && v->seq ? v->seq->n : 1); e++) {
+            char buf[32];
+            snprintf(buf, sizeof buf, ".%d", e);
+            size_t len = strlen(name) + (v && v->seq ? strlen(buf) : 0) + 1;
+            if (!(l->names[l->n] = malloc(len)))
+                return xe_fail(st, XE_ERR_NOMEM, "out of memory");
+            snprintf(l->names[l->n], len, "%s%s", name, v && v->seq ? buf : "");
+            int x = l->outs[l->n++] = v && v->seq ? v->seq->nodes[e] : v ? v->node : -1;
+            if (v && v->seq && !c->final[x] && c->g->nodes[x]->op != XE_OP_INPUT) {
+                /* a helper node: named after the element, as ox_out names an output's node */
+                if (ox_want_name(c, x, l->names[l->n - 1], NULL, st) != XE_OK)
+                    return st->code;
+                c->final[x] = 1;
+            }
+        }
+    }
+    return XE_OK;
+}
+
+xe_graph *ox_finish(ox_ctx *c, xe_status *st)
+{
+    out_list l = {0};
+    xe_graph *ng = xe_graph_new(c->path);
+    xe_code code = ng ? list_outputs(c, &l, st) : xe_fail(st, XE_ERR_NOMEM, "out of memory");
     if (code == XE_OK)
-        code = copy_graph(c, ng, outs, st);
-    free(outs);
+        code = copy_graph(c, ng, l.outs, l.names, l.n, st);
+    for (int k = 0; l.names && k < l.n; k++)
+        free(l.names[k]);
+    free(l.names);
+    free(l.outs);
     if (code == XE_OK)
         code = xe_graph_infer(ng, st);
     if (code != XE_OK) {

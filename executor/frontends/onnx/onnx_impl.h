@@ -236,6 +236,22 @@ int ox_in(ox_b *b, int k);
 /* ops/subgraph.c: g's initializers and nodes built in place; false (b failed, naming `which`, the
    nodes' own errors listed) when some node does not import. */
 bool ox_build_subgraph(ox_b *b, const Onnx__GraphProto *g, const char *which);
+/* ops/unroll.c: what the control flow unrolled at import (Loop, Scan) shares. */
+#define OX_UNROLL_MAX 4096 /* the most iterations (body builds) one node unrolls */
+/* A body's value: a tensor's node, or a sequence (owned). */
+typedef struct ox_carried {
+    int node;
+    ox_seq *seq;
+} ox_carried;
+/* Binds body input k to a tensor node or a sequence (a copy); false (b failed) when it cannot. */
+bool ox_body_bind(ox_b *b, const Onnx__GraphProto *body, size_t k, int node, const ox_seq *seq);
+/* Body output k's value (built) into *out (a sequence copied); false (b failed) when it has none.
+ */
+bool ox_body_output(ox_b *b, const Onnx__GraphProto *body, size_t k, ox_carried *out);
+/* Node x with a dim of 1 inserted at axis (of its rank + 1). */
+int ox_unit_dim(ox_b *b, int x, int axis);
+/* x[0..n) (n >= 1), each with a dim of 1 inserted at axis, as one concat along it (x rewritten). */
+int ox_stack(ox_b *b, int *x, int64_t n, int axis);
 /* ONNX input k as a sequence; NULL (b failed, naming it) when it is absent or a tensor. */
 const ox_seq *ox_in_seq(ox_b *b, int k);
 /* Makes sequence s ONNX output k (a copy). */

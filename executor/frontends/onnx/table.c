@@ -82,6 +82,7 @@ B(rms_norm);
 B(nll_loss);
 B(sce_loss);
 B(attention);
+B(linear_attention);
 B(gather_elements);
 B(depth_space);
 B(one_hot);
@@ -107,12 +108,14 @@ B(nonzero);
 B(compress);
 B(nms);
 B(loop);
+B(scan);
 B(sequence_empty);
 B(sequence_construct);
 B(sequence_insert);
 B(sequence_at);
 B(sequence_length);
 B(concat_from_sequence);
+B(split_to_sequence);
 B(topk);
 B(resize);
 B(einsum);
@@ -274,6 +277,8 @@ static const ox_entry table[] = {
     F("Attention", attention,
       "is_causal kv_num_heads q_num_heads qk_matmul_output_mode scale softcap "
       "softmax_precision left_window_size right_window_size"),
+    {"LinearAttention", 27, 0, ox_b_linear_attention,
+     "chunk_size kv_num_heads q_num_heads scale update_rule", -1, 0},
     F("BatchNormalization", batch_norm, "epsilon momentum training_mode"),
     F("InstanceNormalization", instance_norm, "epsilon"),
     {"GroupNormalization", 18, 0, ox_b_group_norm, "epsilon num_groups stash_type", -1, 0},
@@ -317,14 +322,20 @@ static const ox_entry table[] = {
     F("NonZero", nonzero, ""),
     {"Compress", 9, 0, ox_b_compress, "axis", -1, 0},
     {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
-    /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/sequence.c) */
+    /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/scan.c, ops/sequence.c) */
     {"Loop", 1, 0, ox_b_loop, "body", -1, 0},
+    {"Scan", 8, 8, ox_b_scan, "body directions num_scan_inputs", -1, 0},
+    {"Scan", 9, 0, ox_b_scan,
+     "body num_scan_inputs scan_input_axes scan_input_directions scan_output_axes "
+     "scan_output_directions",
+     -1, 0},
     {"SequenceEmpty", 11, 0, ox_b_sequence_empty, "dtype", -1, 0},
     {"SequenceConstruct", 11, 0, ox_b_sequence_construct, "", -1, 0},
     {"SequenceInsert", 11, 0, ox_b_sequence_insert, "", -1, 0},
     {"SequenceAt", 11, 0, ox_b_sequence_at, "", -1, 0},
     {"SequenceLength", 11, 0, ox_b_sequence_length, "", -1, 0},
     {"ConcatFromSequence", 11, 0, ox_b_concat_from_sequence, "axis new_axis", -1, 0},
+    {"SplitToSequence", 11, 0, ox_b_split_to_sequence, "axis keepdims", -1, 0},
     {"TopK", 10, 0, ox_b_topk, "axis largest sorted", -1, 0},
     {"Resize", 10, 0, ox_b_resize,
      "mode coordinate_transformation_mode nearest_mode cubic_coeff_a exclude_outside "

@@ -7,7 +7,8 @@
  * body in place (ox_build_subgraph) with its inputs bound to the
  * iteration number, the condition and the carried values, which may be
  * sequences (lists of nodes, ops/sequence.c); scan outputs are stacked
- * along a new first axis by one concat. At most OX_LOOP_MAX iterations.
+ * along a new first axis by one concat (what Loop and Scan share is in
+ * ops/unroll.c). At most OX_UNROLL_MAX iterations.
  * Anything else is refused naming why: a trip count or condition computed
  * at run time, a loop without either bound, a scan output of no iteration.
  */
@@ -15,20 +16,12 @@
 
 #include "onnx_impl.h"
 
-#define OX_LOOP_MAX 4096 /* the most iterations unrolled */
-
-/* One loop-carried value: a tensor's node, or a sequence (owned). */
-typedef struct carried {
-    int node;
-    ox_seq *seq;
-} carried;
-
 /* The state of one unrolling. */
 typedef struct unroll {
     const Onnx__GraphProto *body;
     int n_carried, n_scan;
-    carried *state; /* n_carried */
-    int *scan;      /* n_scan rows of OX_LOOP_MAX nodes */
+    ox_carried *state; /* n_carried */
+    int *scan;         /* n_scan rows of OX_UNROLL_MAX nodes */
     int64_t iters;
     bool cond;
 } unroll;
@@ -72,47 +65,17 @@ static bool check_body(ox_b *b, unroll *u)
     return true;
 }
 
-/* Body input or output k's name ("" when it has none). */
-static const char *io_name(const Onnx__ValueInfoProto *v)
+/* Body output k's name ("" when it has none). */
+static const char *out_name(const unroll *u, size_t k)
 {
-    return v->name ? v->name : "";
-}
-
-/* Binds body input k to a tensor node or a sequence. */
-static bool bind(ox_b *b, const unroll *u, size_t k, int node, const ox_seq *seq)
-{
-    const char *name = io_name(u->body->input[k]);
-    if (!name[0])
-        return ox_invalid(b, "body input %zu has no name", k), false;
-    xe_code code =
-        seq ? ox_value_set_seq(b->c, name, seq, &b->st) : ox_value_set(b->c, name, node, &b->st);
-    if (code != XE_OK)
-        b->failed = true;
-    return code == XE_OK;
-}
-
-/* Body output k's value into *out (a copy of a sequence); false (b failed) when it has none. */
-static bool body_output(ox_b *b, const unroll *u, size_t k, carried *out)
-{
-    const char *name = io_name(u->body->output[k]);
-    const ox_value *v = name[0] ? ox_value_find(b->c, name) : NULL;
-    if (!v)
-        return ox_invalid(b, "body output %zu ('%s') is produced by no node", k, name), false;
-    if (v->node < 0 && !v->seq)
-        return ox_unsupported(b, "body output '%s' depends on nodes that do not import", name),
-               false;
-    ox_seq *copy = v->seq ? ox_seq_copy(v->seq) : NULL;
-    if (v->seq && !copy)
-        return xe_fail(&b->st, XE_ERR_NOMEM, "out of memory"), b->failed = true, false;
-    *out = (carried){v->node, copy};
-    return true;
+    return u->body->output[k]->name ? u->body->output[k]->name : "";
 }
 
 /* The condition the body computed (output 0), which must be known at load. */
 static bool body_cond(ox_b *b, const unroll *u, bool *cond)
 {
-    carried c;
-    if (!body_output(b, u, 0, &c))
+    ox_carried c;
+    if (!ox_body_output(b, u->body, 0, &c))
         return false;
     const xe_node *n = c.node >= 0 ? b->c->g->nodes[c.node] : NULL;
     ox_seq_free(c.seq);
@@ -120,7 +83,7 @@ static bool body_cond(ox_b *b, const unroll *u, bool *cond)
         return ox_unsupported(b,
                               "the condition the body computes ('%s') is not known at load: a "
                               "loop that stops on a value computed at run time is not supported",
-                              io_name(u->body->output[0])),
+                              out_name(u, 0)),
                false;
     *cond = xe_load_f64(n->value->data, n->value->dtype, 0) != 0;
     return true;
@@ -129,47 +92,33 @@ static bool body_cond(ox_b *b, const unroll *u, bool *cond)
 /* One iteration: the body bound to u's state and built; its outputs become the state. */
 static bool iterate(ox_b *b, unroll *u)
 {
-    if (!bind(b, u, 0, ox_scalar(b, XE_I64, (double)u->iters), NULL) ||
-        !bind(b, u, 1, ox_scalar(b, XE_BOOL, 1), NULL))
+    if (!ox_body_bind(b, u->body, 0, ox_scalar(b, XE_I64, (double)u->iters), NULL) ||
+        !ox_body_bind(b, u->body, 1, ox_scalar(b, XE_BOOL, 1), NULL))
         return false;
     for (int k = 0; k < u->n_carried; k++)
-        if (!bind(b, u, (size_t)k + 2, u->state[k].node, u->state[k].seq))
+        if (!ox_body_bind(b, u->body, (size_t)k + 2, u->state[k].node, u->state[k].seq))
             return false;
     if (!ox_build_subgraph(b, u->body, "Loop's body") || !body_cond(b, u, &u->cond))
         return false;
     for (int k = 0; k < u->n_carried; k++) {
-        carried next;
-        if (!body_output(b, u, (size_t)k + 1, &next))
+        ox_carried next;
+        if (!ox_body_output(b, u->body, (size_t)k + 1, &next))
             return false;
         ox_seq_free(u->state[k].seq);
         u->state[k] = next;
     }
     for (int k = 0; k < u->n_scan; k++) {
-        carried s;
-        if (!body_output(b, u, (size_t)(1 + u->n_carried + k), &s))
+        ox_carried s;
+        if (!ox_body_output(b, u->body, (size_t)(1 + u->n_carried + k), &s))
             return false;
         if (s.seq) {
             ox_seq_free(s.seq);
             return ox_unsupported(b, "a scan output that is a sequence is not supported"), false;
         }
-        u->scan[(size_t)k * OX_LOOP_MAX + (size_t)u->iters] = s.node;
+        u->scan[(size_t)k * OX_UNROLL_MAX + (size_t)u->iters] = s.node;
     }
     u->iters++;
     return true;
-}
-
-/* Node x reshaped to [1, x's dims...]. */
-static int leading_unit(ox_b *b, int x)
-{
-    const xe_shape *s = &ox_type(b, x)->shape;
-    int64_t d[XE_MAX_RANK];
-    if (s->rank + 1 > XE_MAX_RANK)
-        return ox_unsupported(b, "a scan output of rank %d is not supported", s->rank), -1;
-    d[0] = 1;
-    for (int k = 0; k < s->rank; k++)
-        d[k + 1] = s->dims[k];
-    return ox_reshape_dims(b, x, d, s->rank + 1,
-                           "a scan output with more than one unknown dim is not supported");
 }
 
 /* The node's outputs: the final carried values, then each scan output stacked on a new axis 0. */
@@ -189,12 +138,7 @@ static void outputs(ox_b *b, unroll *u)
                            k);
             return;
         }
-        int *row = u->scan + (size_t)k * OX_LOOP_MAX;
-        for (int64_t i = 0; i < u->iters; i++)
-            row[i] = leading_unit(b, row[i]);
-        ox_at at = OX_I("axis", 0);
-        ox_out(b, u->n_carried + k,
-               u->iters == 1 ? row[0] : ox_op(b, XE_OP_CONCAT, row, (int)u->iters, &at, 1));
+        ox_out(b, u->n_carried + k, ox_stack(b, u->scan + (size_t)k * OX_UNROLL_MAX, u->iters, 0));
     }
 }
 
@@ -210,11 +154,11 @@ static bool bounds(ox_b *b, int64_t *trips, bool *cond)
     if (ox_in(b, 1) >= 0 && !const_scalar(b, 1, "the condition", &c))
         return false;
     *cond = c != 0;
-    if (*trips > OX_LOOP_MAX)
+    if (*trips > OX_UNROLL_MAX)
         return ox_unsupported(b,
                               "a loop of %lld iterations is not supported (it is unrolled at load, "
                               "at most %d)",
-                              (long long)*trips, OX_LOOP_MAX),
+                              (long long)*trips, OX_UNROLL_MAX),
                false;
     return true;
 }
@@ -226,7 +170,7 @@ xe_code ox_b_loop(ox_b *b)
     if (!check_body(b, &u) || !bounds(b, &trips, &u.cond))
         return ox_status(b);
     u.state = calloc((size_t)u.n_carried + 1, sizeof *u.state);
-    u.scan = malloc(((size_t)u.n_scan * OX_LOOP_MAX + 1) * sizeof *u.scan);
+    u.scan = malloc(((size_t)u.n_scan * OX_UNROLL_MAX + 1) * sizeof *u.scan);
     if (!u.state || !u.scan) {
         xe_fail(&b->st, XE_ERR_NOMEM, "out of memory");
         b->failed = true;
@@ -238,14 +182,14 @@ xe_code ox_b_loop(ox_b *b)
         else if (u.state[k].node < 0 && !u.state[k].seq)
             ox_invalid(b, "loop-carried input %d is missing", k);
     }
-    int64_t limit = trips < 0 ? OX_LOOP_MAX : trips;
+    int64_t limit = trips < 0 ? OX_UNROLL_MAX : trips;
     while (!b->failed && u.cond && u.iters < limit && iterate(b, &u))
         ;
     if (!b->failed && trips < 0 && u.cond)
         ox_unsupported(b,
                        "a loop without a trip count whose condition still holds after %d "
                        "iterations is not supported (it is unrolled at load)",
-                       OX_LOOP_MAX);
+                       OX_UNROLL_MAX);
     if (!b->failed)
         outputs(b, &u);
     for (int k = 0; u.state && k < u.n_carried; k++)

@@ -10,7 +10,11 @@
  *   ConcatFromSequence: one concat of the nodes (new_axis=1: each first
  *     reshaped with a dim of 1 at the axis); an empty sequence is refused
  *     (its elements' shape is unknown).
+ *   SplitToSequence: slices along `axis` (known length): `split` a scalar
+ *     (chunks of that size, the last one what is left), 1-D (the lengths),
+ *     or absent (chunks of 1, the axis dropped when keepdims is 0).
  */
+#include <stdint.h>
 #include <stdlib.h>
 
 #include "onnx_impl.h"
@@ -109,19 +113,6 @@ xe_code ox_b_sequence_length(ox_b *b)
     return ox_status(b);
 }
 
-/* Node x with a dim of 1 inserted at axis (of its rank + 1). */
-static int with_unit_dim(ox_b *b, int x, int axis)
-{
-    const xe_shape *s = &ox_type(b, x)->shape;
-    int64_t d[XE_MAX_RANK];
-    if (s->rank + 1 > XE_MAX_RANK)
-        return ox_unsupported(b, "rank above %d is not supported", XE_MAX_RANK), -1;
-    for (int k = 0, j = 0; k <= s->rank; k++)
-        d[k] = k == axis ? 1 : s->dims[j++];
-    return ox_reshape_dims(b, x, d, s->rank + 1,
-                           "a sequence element with more than one unknown dim is not supported");
-}
-
 xe_code ox_b_concat_from_sequence(ox_b *b)
 {
     const ox_seq *s = ox_in_seq(b, 0);
@@ -138,10 +129,86 @@ xe_code ox_b_concat_from_sequence(ox_b *b)
     if (!in)
         return nomem(b);
     for (int k = 0; k < s->n; k++)
-        in[k] = new_axis ? with_unit_dim(b, s->nodes[k], axis) : s->nodes[k];
+        in[k] = s->nodes[k];
     ox_at at = OX_I("axis", axis);
-    int y = s->n == 1 ? in[0] : ox_op(b, XE_OP_CONCAT, in, s->n, &at, 1);
+    int y = new_axis    ? ox_stack(b, in, s->n, axis)
+            : s->n == 1 ? in[0]
+                        : ox_op(b, XE_OP_CONCAT, in, s->n, &at, 1);
     free(in);
     ox_out(b, 0, y);
+    return ox_status(b);
+}
+
+/* SplitToSequence's part lengths along an axis of length dim into len (cap >= 1 entries): their
+   count, -1 (b failed) when split does not fit. */
+static int64_t part_lengths(ox_b *b, int64_t dim, int64_t *len, int64_t cap)
+{
+    int split = ox_in(b, 1);
+    int n = split >= 0 ? ox_const_ints(b, 1, "split", len, (int)cap) : 1;
+    if (n < 0)
+        return -1;
+    if (split >= 0 && ox_rank(b, split) > 1)
+        return ox_invalid(b, "split must be a scalar or 1-D"), -1;
+    bool scalar = split < 0 || ox_rank(b, split) == 0;
+    int64_t chunk = split < 0 ? 1 : len[0];
+    if (scalar && chunk <= 0)
+        return ox_invalid(b, "split is %lld: it must be positive", (long long)chunk), -1;
+    int64_t parts = scalar ? (dim + chunk - 1) / chunk : n, sum = 0;
+    for (int64_t k = 0; k < parts; k++) {
+        if (scalar) /* chunks of that size, the last one what is left */
+            len[k] = dim - sum < chunk ? dim - sum : chunk;
+        if (len[k] <= 0)
+            return ox_invalid(b, "split[%lld] is %lld: it must be positive", (long long)k,
+                              (long long)len[k]),
+                   -1;
+        sum += len[k];
+    }
+    if (sum != dim)
+        return ox_invalid(b, "split's lengths add up to %lld, the axis is %lld long",
+                          (long long)sum, (long long)dim),
+               -1;
+    return parts;
+}
+
+/* The part [at, at + len) of x along axis, the axis dropped when squeeze. */
+static int part(ox_b *b, int x, int axis, int64_t at, int64_t len, bool squeeze)
+{
+    const xe_shape *s = &ox_type(b, x)->shape;
+    int64_t beg[XE_MAX_RANK], end[XE_MAX_RANK], dims[XE_MAX_RANK];
+    for (int d = 0, r = 0; d < s->rank; d++) {
+        beg[d] = d == axis ? at : 0;
+        end[d] = d == axis ? at + len : INT64_MAX;
+        if (d != axis || !squeeze)
+            dims[r++] = s->dims[d];
+    }
+    int y = ox_slice(b, x, beg, end);
+    return squeeze ? ox_reshape_dims(b, y, dims, s->rank - 1,
+                                     "a part with more than one unknown dim is not supported")
+                   : y;
+}
+
+xe_code ox_b_split_to_sequence(ox_b *b)
+{
+    int x = ox_in(b, 0), axis;
+    if (x < 0 || !ox_axis(b, ox_int(b, "axis", 0), ox_rank(b, x), &axis))
+        return ox_status(b);
+    int64_t dim = ox_type(b, x)->shape.dims[axis];
+    if (dim < 0)
+        return ox_unsupported(b,
+                              "the split axis %d has a length unknown at load (a sequence's "
+                              "length must be known at import)",
+                              axis);
+    int64_t *len = malloc((size_t)(dim + 1) * sizeof *len);
+    int *nodes = malloc((size_t)(dim + 1) * sizeof *nodes);
+    int64_t n = len && nodes ? part_lengths(b, dim, len, dim + 1) : -1;
+    if (!len || !nodes)
+        nomem(b);
+    bool squeeze = ox_in(b, 1) < 0 && !ox_int(b, "keepdims", 1);
+    for (int64_t k = 0, at = 0; k < n && !b->failed; at += len[k++])
+        nodes[k] = part(b, x, axis, at, len[k], squeeze);
+    if (n >= 0 && !b->failed)
+        ox_out_seq(b, 0, &(ox_seq){.dt = ox_type(b, x)->dtype, .n = (int)n, .nodes = nodes});
+    free(len);
+    free(nodes);
     return ox_status(b);
 }
