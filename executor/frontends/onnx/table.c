@@ -101,6 +101,9 @@ B(scatter_nd);
 B(scatter_elements);
 B(nonzero);
 B(nms);
+B(grid_sample);
+B(roi_align);
+B(max_unpool);
 B(loop);
 B(sequence_empty);
 B(sequence_construct);
@@ -306,6 +309,13 @@ static const ox_entry table[] = {
     F("ReverseSequence", reverse_sequence, "batch_axis time_axis"),
     F("NonZero", nonzero, ""),
     {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
+    /* sampling at computed places (ops/sample.c) */
+    {"GridSample", 16, 0, ox_b_grid_sample, "align_corners mode padding_mode", -1, 0},
+    {"RoiAlign", 10, 0, ox_b_roi_align,
+     "coordinate_transformation_mode mode output_height output_width sampling_ratio "
+     "spatial_scale",
+     -1, 0},
+    {"MaxUnpool", 9, 0, ox_b_max_unpool, "kernel_shape pads strides", -1, 0},
     /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/sequence.c) */
     {"Loop", 1, 0, ox_b_loop, "body", -1, 0},
     {"SequenceEmpty", 11, 0, ox_b_sequence_empty, "dtype", -1, 0},
