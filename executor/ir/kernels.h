@@ -52,9 +52,11 @@ xe_code xe_infer_dynamic_quant_matmul(const xe_node *n, const xe_type *in, int n
                                       xe_status *st);
 /* non_max_suppression (infer/nms.c) */
 xe_code xe_infer_nms(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
-/* grid_sample (infer/sample.c), roi_align and max_unpool (infer/roi.c) */
+/* grid_sample and deform_conv2d (infer/sample.c), roi_align and max_unpool (infer/roi.c) */
 xe_code xe_infer_grid_sample(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                              xe_status *st);
+xe_code xe_infer_deform_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                               xe_status *st);
 xe_code xe_infer_roi_align(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                            xe_status *st);
 xe_code xe_infer_max_unpool(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
@@ -112,10 +114,11 @@ xe_code xe_cpu_nonzero(const xe_kernel_args *a, xe_status *st);   /* CPU only by
 xe_code xe_cpu_recurrent(const xe_kernel_args *a, xe_status *st); /* CPU only (oneDNN's RNN) */
 xe_code xe_cpu_dynamic_quant_matmul(const xe_kernel_args *a, xe_status *st); /* CPU only */
 xe_code xe_cpu_quant_conv2d(const xe_kernel_args *a, xe_status *st);         /* CPU only */
-xe_code xe_cpu_nms(const xe_kernel_args *a, xe_status *st);         /* CPU only by design */
-xe_code xe_cpu_grid_sample(const xe_kernel_args *a, xe_status *st); /* CPU only */
-xe_code xe_cpu_roi_align(const xe_kernel_args *a, xe_status *st);   /* CPU only */
-xe_code xe_cpu_max_unpool(const xe_kernel_args *a, xe_status *st);  /* CPU only */
+xe_code xe_cpu_nms(const xe_kernel_args *a, xe_status *st);           /* CPU only by design */
+xe_code xe_cpu_grid_sample(const xe_kernel_args *a, xe_status *st);   /* CPU only */
+xe_code xe_cpu_deform_conv2d(const xe_kernel_args *a, xe_status *st); /* CPU only */
+xe_code xe_cpu_roi_align(const xe_kernel_args *a, xe_status *st);     /* CPU only */
+xe_code xe_cpu_max_unpool(const xe_kernel_args *a, xe_status *st);    /* CPU only */
 
 /* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
 typedef enum xe_kernel_id {
@@ -129,6 +132,7 @@ typedef enum xe_kernel_id {
     XE_KERNEL_quant_conv2d,         /* CPU only: oneDNN's int8 convolution, or an exact loop */
     XE_KERNEL_nms,                  /* CPU only by design: a sort and a greedy pass per class */
     XE_KERNEL_grid_sample,          /* CPU only: a loop over the sampled points */
+    XE_KERNEL_deform_conv2d,        /* CPU only: sampled columns times the weights */
     XE_KERNEL_roi_align,            /* CPU only: a loop over the regions' bins */
     XE_KERNEL_max_unpool,           /* CPU only: a scatter into zeros */
     XE_KERNEL_COUNT,

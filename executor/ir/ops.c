@@ -44,6 +44,8 @@ static builtin_impl impl_by_cpu_op(int op)
         return IMPL(nms, nms);
     case XE_OP_GRID_SAMPLE:
         return IMPL(grid_sample, grid_sample);
+    case XE_OP_DEFORM_CONV2D:
+        return IMPL(deform_conv2d, deform_conv2d);
     case XE_OP_ROI_ALIGN:
         return IMPL(roi_align, roi_align);
     case XE_OP_MAX_UNPOOL:

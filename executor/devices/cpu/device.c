@@ -102,6 +102,7 @@ const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT] = {
     [XE_KERNEL_quant_conv2d] = xe_cpu_quant_conv2d,
     [XE_KERNEL_nms] = xe_cpu_nms,
     [XE_KERNEL_grid_sample] = xe_cpu_grid_sample,
+    [XE_KERNEL_deform_conv2d] = xe_cpu_deform_conv2d,
     [XE_KERNEL_roi_align] = xe_cpu_roi_align,
     [XE_KERNEL_max_unpool] = xe_cpu_max_unpool,
 };

@@ -102,6 +102,7 @@ B(scatter_elements);
 B(nonzero);
 B(nms);
 B(grid_sample);
+B(deform_conv);
 B(roi_align);
 B(max_unpool);
 B(loop);
@@ -311,6 +312,8 @@ static const ox_entry table[] = {
     {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
     /* sampling at computed places (ops/sample.c) */
     {"GridSample", 16, 0, ox_b_grid_sample, "align_corners mode padding_mode", -1, 0},
+    {"DeformConv", 19, 0, ox_b_deform_conv,
+     "dilations group kernel_shape offset_group pads strides", -1, 0},
     {"RoiAlign", 10, 0, ox_b_roi_align,
      "coordinate_transformation_mode mode output_height output_width sampling_ratio "
      "spatial_scale",

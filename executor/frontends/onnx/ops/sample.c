@@ -4,6 +4,8 @@
  * comments in executor/devices/cpu/ say how):
  *   GridSample: grid_sample; mode bilinear / nearest / bicubic (opsets 16 to 19),
  *     linear / nearest / cubic (20 on), 2-D and 3-D; x and grid f16, f32 or f64.
+ *   DeformConv: deform_conv2d, 2-D; an absent bias is zeros, an absent mask
+ *     stays absent (every tap weighs 1); f32 and f64.
  *   RoiAlign: roi_align; opset 10 (no coordinate_transformation_mode) is
  *     output_half_pixel; f16, f32 and f64 with i64 batch indices.
  *   MaxUnpool: max_unpool into the unpooled shape its window gives; an
@@ -77,6 +79,39 @@ static bool ints_of(ox_b *b, const char *name, int n, int64_t dflt, int64_t *v)
         return false;
     }
     return !b->failed;
+}
+
+xe_code ox_b_deform_conv(ox_b *b)
+{
+    int x = ox_in(b, 0), w = ox_in(b, 1), offset = ox_in(b, 2), bias = ox_in(b, 3),
+        mask = ox_in(b, 4);
+    if (!float_input(b, x, "X", false) || w < 0 || offset < 0)
+        return ox_status(b);
+    if (ox_rank(b, x) != 4)
+        return ox_unsupported(b, "DeformConv of a rank-%d input (2-D is supported)", ox_rank(b, x));
+    const xe_shape *ws = &ox_type(b, w)->shape;
+    int64_t ks[2], s[2], d[2], p[4];
+    if (ws->rank != 4 || ws->dims[0] < 0 || ws->dims[2] < 0 || ws->dims[3] < 0)
+        return ox_unsupported(b, "DeformConv needs a 4-D weight with known dims");
+    if (!ints_of(b, "kernel_shape", 2, -1, ks) || !ints_of(b, "strides", 2, 1, s) ||
+        !ints_of(b, "dilations", 2, 1, d) || !ints_of(b, "pads", 4, 0, p))
+        return ox_status(b);
+    if (ks[0] >= 0 && (ks[0] != ws->dims[2] || ks[1] != ws->dims[3]))
+        return ox_invalid(b, "kernel_shape does not match the weight's kernel dims");
+    if (bias < 0) {
+        xe_shape bs = {.rank = 1, .dims = {ws->dims[0]}};
+        xe_tensor *zeros = ox_new_tensor(b, ox_type(b, x)->dtype, &bs);
+        if (!zeros)
+            return ox_status(b);
+        memset(zeros->data, 0, (size_t)ws->dims[0] * xe_dtype_size(zeros->dtype));
+        bias = ox_const(b, zeros);
+    }
+    ox_at at[5] = {OX_INTS("strides", s, 2), OX_INTS("pads", p, 4), OX_INTS("dilations", d, 2),
+                   OX_I("groups", ox_int(b, "group", 1)),
+                   OX_I("offset_groups", ox_int(b, "offset_group", 1))};
+    int in[5] = {x, w, offset, bias, mask};
+    ox_out(b, 0, ox_op(b, XE_OP_DEFORM_CONV2D, in, mask >= 0 ? 5 : 4, at, 5));
+    return ox_status(b);
 }
 
 xe_code ox_b_roi_align(ox_b *b)
