@@ -55,6 +55,15 @@ xe_code xe_infer_dynamic_quant_matmul(const xe_node *n, const xe_type *in, int n
                                       xe_status *st);
 /* non_max_suppression (infer/nms.c) */
 xe_code xe_infer_nms(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st);
+/* grid_sample and deform_conv2d (infer/sample.c), roi_align and max_unpool (infer/roi.c) */
+xe_code xe_infer_grid_sample(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                             xe_status *st);
+xe_code xe_infer_deform_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                               xe_status *st);
+xe_code xe_infer_roi_align(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                           xe_status *st);
+xe_code xe_infer_max_unpool(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                            xe_status *st);
 /* quant_conv2d (infer/quant_conv.c) */
 xe_code xe_infer_quant_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                               xe_status *st);
@@ -110,7 +119,11 @@ xe_code xe_cpu_det(const xe_kernel_args *a, xe_status *st);       /* CPU only by
 xe_code xe_cpu_recurrent(const xe_kernel_args *a, xe_status *st); /* CPU only (oneDNN's RNN) */
 xe_code xe_cpu_dynamic_quant_matmul(const xe_kernel_args *a, xe_status *st); /* CPU only */
 xe_code xe_cpu_quant_conv2d(const xe_kernel_args *a, xe_status *st);         /* CPU only */
-xe_code xe_cpu_nms(const xe_kernel_args *a, xe_status *st); /* CPU only by design */
+xe_code xe_cpu_nms(const xe_kernel_args *a, xe_status *st);           /* CPU only by design */
+xe_code xe_cpu_grid_sample(const xe_kernel_args *a, xe_status *st);   /* CPU only */
+xe_code xe_cpu_deform_conv2d(const xe_kernel_args *a, xe_status *st); /* CPU only */
+xe_code xe_cpu_roi_align(const xe_kernel_args *a, xe_status *st);     /* CPU only */
+xe_code xe_cpu_max_unpool(const xe_kernel_args *a, xe_status *st);    /* CPU only */
 
 /* A per-op kernel's place in a device's kernel table (xe_device_ops.kernels). */
 typedef enum xe_kernel_id {
@@ -125,6 +138,10 @@ typedef enum xe_kernel_id {
     XE_KERNEL_dynamic_quant_matmul, /* CPU only: quantize in one pass, the int8 product, rescale */
     XE_KERNEL_quant_conv2d,         /* CPU only: oneDNN's int8 convolution, or an exact loop */
     XE_KERNEL_nms,                  /* CPU only by design: a sort and a greedy pass per class */
+    XE_KERNEL_grid_sample,          /* CPU only: a loop over the sampled points */
+    XE_KERNEL_deform_conv2d,        /* CPU only: sampled columns times the weights */
+    XE_KERNEL_roi_align,            /* CPU only: a loop over the regions' bins */
+    XE_KERNEL_max_unpool,           /* CPU only: a scatter into zeros */
     XE_KERNEL_COUNT,
     XE_KERNEL_NONE = -1 /* the op has no per-op kernel */
 } xe_kernel_id;

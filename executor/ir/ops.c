@@ -25,6 +25,40 @@ typedef struct builtin_impl {
 #define IMPL(infer_name, kernel_name)                                                              \
     ((builtin_impl){xe_infer_##infer_name, XE_KERNEL_##kernel_name})
 
+/* Built-in op `op` among the CPU-only ones (data-dependent counts, engine steps, ONNX's samplers);
+   XE_KERNEL_COUNT for any other. */
+static builtin_impl impl_by_cpu_op(int op)
+{
+    switch (op) {
+    case XE_OP_UNIQUE:
+        return IMPL(unique, unique);
+    case XE_OP_NONZERO:
+        return IMPL(nonzero, nonzero);
+    case XE_OP_BITCAST:
+        return IMPL(bitcast, bitcast);
+    case XE_OP_DET:
+        return IMPL(det, det);
+    case XE_OP_RECURRENT:
+        return IMPL(recurrent, recurrent);
+    case XE_OP_DYNAMIC_QUANT_MATMUL:
+        return IMPL(dynamic_quant_matmul, dynamic_quant_matmul);
+    case XE_OP_QUANT_CONV2D:
+        return IMPL(quant_conv2d, quant_conv2d);
+    case XE_OP_NON_MAX_SUPPRESSION:
+        return IMPL(nms, nms);
+    case XE_OP_GRID_SAMPLE:
+        return IMPL(grid_sample, grid_sample);
+    case XE_OP_DEFORM_CONV2D:
+        return IMPL(deform_conv2d, deform_conv2d);
+    case XE_OP_ROI_ALIGN:
+        return IMPL(roi_align, roi_align);
+    case XE_OP_MAX_UNPOOL:
+        return IMPL(max_unpool, max_unpool);
+    default:
+        return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
+    }
+}
+
 /* Built-in op `op` by its name (shape and data-movement ops, nn ops, collectives). */
 static builtin_impl impl_by_op(int op)
 {
@@ -69,32 +103,7 @@ static builtin_impl impl_by_op(int op)
     case XE_OP_BROADCAST:
         return IMPL(collective, broadcast);
     default:
-        return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
-    }
-}
-
-/* Built-in op `op` by its name: the CPU-only ops of a kernel of their own. */
-static builtin_impl impl_by_cpu_op(int op)
-{
-    switch (op) {
-    case XE_OP_UNIQUE:
-        return IMPL(unique, unique);
-    case XE_OP_NONZERO:
-        return IMPL(nonzero, nonzero);
-    case XE_OP_BITCAST:
-        return IMPL(bitcast, bitcast);
-    case XE_OP_DET:
-        return IMPL(det, det);
-    case XE_OP_RECURRENT:
-        return IMPL(recurrent, recurrent);
-    case XE_OP_DYNAMIC_QUANT_MATMUL:
-        return IMPL(dynamic_quant_matmul, dynamic_quant_matmul);
-    case XE_OP_QUANT_CONV2D:
-        return IMPL(quant_conv2d, quant_conv2d);
-    case XE_OP_NON_MAX_SUPPRESSION:
-        return IMPL(nms, nms);
-    default:
-        return (builtin_impl){NULL, XE_KERNEL_COUNT}; /* decided by its class */
+        return impl_by_cpu_op(op);
     }
 }
 
@@ -133,8 +142,6 @@ static builtin_impl impl_by_class(xe_op_class cls)
 static builtin_impl impl_of(const xe_op_def *d, int op)
 {
     builtin_impl impl = impl_by_op(op);
-    if (impl.kernel == XE_KERNEL_COUNT)
-        impl = impl_by_cpu_op(op);
     return impl.kernel == XE_KERNEL_COUNT ? impl_by_class(d->cls) : impl;
 }
 

@@ -107,6 +107,10 @@ B(scatter_elements);
 B(nonzero);
 B(compress);
 B(nms);
+B(grid_sample);
+B(deform_conv);
+B(roi_align);
+B(max_unpool);
 B(loop);
 B(scan);
 B(sequence_empty);
@@ -322,6 +326,15 @@ static const ox_entry table[] = {
     F("NonZero", nonzero, ""),
     {"Compress", 9, 0, ox_b_compress, "axis", -1, 0},
     {"NonMaxSuppression", 10, 0, ox_b_nms, "center_point_box", -1, 0},
+    /* sampling at computed places (ops/sample.c) */
+    {"GridSample", 16, 0, ox_b_grid_sample, "align_corners mode padding_mode", -1, 0},
+    {"DeformConv", 19, 0, ox_b_deform_conv,
+     "dilations group kernel_shape offset_group pads strides", -1, 0},
+    {"RoiAlign", 10, 0, ox_b_roi_align,
+     "coordinate_transformation_mode mode output_height output_width sampling_ratio "
+     "spatial_scale",
+     -1, 0},
+    {"MaxUnpool", 9, 0, ox_b_max_unpool, "kernel_shape pads strides", -1, 0},
     /* unrolled at import; sequences are lists of nodes (ops/loop.c, ops/scan.c, ops/sequence.c) */
     {"Loop", 1, 0, ox_b_loop, "body", -1, 0},
     {"Scan", 8, 8, ox_b_scan, "body directions num_scan_inputs", -1, 0},
