@@ -10,7 +10,10 @@
  *     unsupported dtype listed), a foreign domain's node shows that domain's
  *     opset, an opset beyond 32 bits is reported as written;
  *   - an output that passes an input through is saved under its own name
- *     (x.npy, not x_1.npy), as the Python package names it.
+ *     (x.npy, not x_1.npy), as the Python package names it;
+ *   - --shape and --dim pin a symbolic dim at load (the graph written with
+ *     it known, a feed of another size refused), and a pin that names nothing
+ *     is an error that lists every such pin.
  */
 #include <criterion/criterion.h>
 #include <limits.h>
@@ -57,6 +60,43 @@ Test(rough, to_xg_of_a_dynamic_batch_needs_no_feeds)
     /* running it still needs the feed (the message says so; random values only with --seed) */
     cr_assert_eq(xt_sh("", XLAC_RUN " " DATA "/dynamic.onnx --save-outputs o", &o), 2, "%s", o);
     cr_assert(strstr(o, "input x is not fed"), "%s", o);
+    free(o);
+}
+
+Test(rough, shape_and_dim_pin_symbolic_dims_at_load)
+{
+    char *o = NULL;
+    cr_assert_eq(xt_sh("", XLAC_RUN " " DATA "/dynamic.onnx --dim batch=4 --to-xg d.xg", &o), 0,
+                 "%s", o);
+    free(o);
+    char *text = xt_read_file(xt_path("d.xg"), NULL);
+    cr_assert(text && strstr(text, "input x: f32[4,3]"), "%s", text);
+    free(text);
+    cr_assert_eq(xt_sh("", XLAC_RUN " " DATA "/dynamic.onnx --shape x=2,3 --to-xg e.xg", &o), 0,
+                 "%s", o);
+    free(o);
+    text = xt_read_file(xt_path("e.xg"), NULL);
+    cr_assert(text && strstr(text, "input x: f32[2,3]"), "%s", text);
+    free(text);
+    /* random values of the pinned size run (python/tests/test_dim_pins.py: other sizes refused) */
+    cr_assert_eq(xt_sh("", XLAC_RUN " " DATA "/dynamic.onnx --shape x=2,3 --seed 1 --print-outputs",
+                       &o),
+                 0, "%s", o);
+    free(o);
+    /* pins that name nothing, or contradict the model, each listed; exit 2 */
+    cr_assert_eq(xt_sh("", XLAC_RUN " " DATA "/dynamic.onnx --dim bach=4 --shape x=2,5 --shape y=1 "
+                       "--seed 1",
+                       &o),
+                 2, "%s", o);
+    cr_assert(strstr(o, "'bach' names no dim") && strstr(o, "'y' names no graph input") &&
+                  strstr(o, "makes dim 1 of input 'x' 5, the model declares 3"),
+              "%s", o);
+    free(o);
+    cr_assert_eq(xt_sh("", XLAC_RUN " " DATA "/dynamic.onnx --dim batch=", &o), 2, "%s", o);
+    cr_assert(strstr(o, "--dim wants one value"), "%s", o);
+    free(o);
+    cr_assert_eq(xt_sh("", XLAC_RUN " " DATA "/dynamic.onnx --shape x=2,", &o), 2, "%s", o);
+    cr_assert(strstr(o, "a dim is missing after the last comma"), "%s", o);
     free(o);
 }
 

@@ -79,5 +79,12 @@ xe_graph *xe_load_graph(const char *path, const xe_onnx_options *opt, xe_status 
             path, first_byte(path));
         return NULL;
     }
+    if (opt && opt->n_pins) {
+        xe_fail(st, XE_ERR_USAGE,
+                "%s: shapes pinned at load (--shape, --dim) apply to ONNX models; a .xg graph "
+                "declares its own",
+                path);
+        return NULL;
+    }
     return xe_parse_file(path, st); /* .xg (named so, or empty), or the parser's own error for it */
 }

@@ -51,6 +51,8 @@ _SIGNATURES = {
     "xe_capi_dtype_name": (_S, [_I]),
     "xe_capi_code_name": (_S, [_I]),
     "xe_capi_open_with": (_I, [_S, _S, _S, _S, _I, ctypes.POINTER(_P), _S, _SZ]),
+    "xe_capi_open_pinned": (_I, [_S, _S, _S, _S, _I, _I, ctypes.POINTER(_I), ctypes.POINTER(_S),
+                                 ctypes.POINTER(_I64), ctypes.POINTER(_P), _S, _SZ]),
     "xe_capi_run_into": (_I, [_P, ctypes.POINTER(_P), ctypes.POINTER(_I), ctypes.POINTER(_I),
                               ctypes.POINTER(_I64), ctypes.POINTER(_P), _S, _SZ]),
     "xe_capi_tensor_dtype": (_I, [_P]),

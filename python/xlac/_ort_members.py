@@ -121,8 +121,8 @@ CLASSES = {
         "add_session_config_entry": (MAPPED, "'xlac.NAME' is the flag --NAME; other keys are hints"),
         "get_session_config_entry": (SUPPORTED, ""),
         "has_providers": (SUPPORTED, "False"),
-        "add_free_dimension_override_by_name": (HINT, "the fed arrays decide symbolic dims"),
-        "add_free_dimension_override_by_denotation": (HINT, "the fed arrays decide symbolic dims"),
+        "add_free_dimension_override_by_name": (SUPPORTED, "the dims fixed at load"),
+        "add_free_dimension_override_by_denotation": (SUPPORTED, "the dims fixed at load"),
         "set_load_cancellation_flag": (HINT, "loading cannot be cancelled"),
     }, **_SO_REFUSED),
     "RunOptions": {

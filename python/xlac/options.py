@@ -179,6 +179,7 @@ class SessionOptions(_Hinted):
         super().__init__()
         object.__setattr__(self, "_entries", {})
         object.__setattr__(self, "_extra_hints", [])
+        object.__setattr__(self, "_dim_pins", [])  # (0 by dim_param | 1 by denotation, name, value)
 
     def add_session_config_entry(self, key, value):
         """'xlac.NAME' -> the xlac flag --NAME=value (XLAC_FLAGS=--help lists them; 'xlac.auto_jit'
@@ -215,15 +216,27 @@ class SessionOptions(_Hinted):
     def has_providers(self):
         return False
 
+    def _pin(self, kind, what, name, value):
+        if not isinstance(name, str) or not name:
+            raise errors.XlacUsageError("%s: the dim's name must be a non-empty string, got %r" % (what, name))
+        if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+            raise errors.XlacUsageError("%s(%r): the value must be an int of 0 or more, got %r"
+                                        % (what, name, value))
+        self._dim_pins.append((kind, name, value))
+
     def add_free_dimension_override_by_name(self, dim_name, dim_value):
-        """A hint: symbolic dims are decided by the fed arrays."""
-        self._extra_hints.append(("add_free_dimension_override_by_name(%r)" % (dim_name,), dim_value,
-                                  "symbolic dims are decided by the fed arrays"))
+        """Every input dim of the model whose name (dim_param) is dim_name is dim_value, fixed at
+        load: the model imports at that size and a fed array of another is refused."""
+        self._pin(0, "add_free_dimension_override_by_name", dim_name, dim_value)
 
     def add_free_dimension_override_by_denotation(self, dim_denotation, dim_value):
-        """A hint: symbolic dims are decided by the fed arrays."""
-        self._extra_hints.append(("add_free_dimension_override_by_denotation(%r)" % (dim_denotation,),
-                                  dim_value, "symbolic dims are decided by the fed arrays"))
+        """Every input dim of the model whose denotation is dim_denotation is dim_value, fixed at
+        load, as add_free_dimension_override_by_name."""
+        self._pin(1, "add_free_dimension_override_by_denotation", dim_denotation, dim_value)
+
+    def dim_pins(self):
+        """The free dimension overrides, in the order they were added: (kind, name, value)."""
+        return list(self._dim_pins)
 
     def set_load_cancellation_flag(self, value):
         """A hint: loading a model in xlac cannot be cancelled."""

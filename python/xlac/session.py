@@ -254,10 +254,15 @@ class InferenceSession:
         self._start_ns = time.time_ns()
         err = ctypes.create_string_buffer(8192)
         h = ctypes.c_void_p()
-        code = self._lib.xe_capi_open_with(
+        pins = so.dim_pins() if hasattr(so, "dim_pins") else []
+        n = len(pins)
+        kinds = (ctypes.c_int * (n + 1))(*[k for k, _, _ in pins])
+        names = (ctypes.c_char_p * (n + 1))(*[name.encode() for _, name, _ in pins])
+        values = (ctypes.c_int64 * (n + 1))(*[v for _, _, v in pins])
+        code = self._lib.xe_capi_open_pinned(
             self._model.path.encode(), device.encode(), config.encode() if config else None,
             self._trace.encode() if self._trace else None, 1 if so.log_severity_level == 0 else 0,
-            ctypes.byref(h), err, len(err))
+            n, kinds, names, values, ctypes.byref(h), err, len(err))
         if code != 0:
             self._raise(code, self._model.message(err.value.decode(errors="replace")))
         self._handle = h

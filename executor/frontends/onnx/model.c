@@ -266,19 +266,24 @@ static bool input_type(ox_ctx *c, const Onnx__ValueInfoProto *v, int position, x
         bool known = dim->value_case == ONNX__TENSOR_SHAPE_PROTO__DIMENSION__VALUE_DIM_VALUE &&
                      dim->dim_value >= 0;
         t->shape.dims[d] = known ? dim->dim_value : XE_DIM_UNKNOWN;
+        int64_t pinned;
+        if (ox_pin_dim(c, v, d, &pinned)) /* checked against the declaration (pins.c) */
+            known = (t->shape.dims[d] = pinned) >= 0;
         if (!known && c->pin && c->pin[position].rank == t->shape.rank)
             t->shape.dims[d] = c->pin[position].dims[d];
-        if (known && dim->dim_value && numel > (INT64_MAX / 16) / dim->dim_value) {
+        int64_t size = known ? t->shape.dims[d] : 0;
+        if (size && numel > (INT64_MAX / 16) / size) {
             ox_error_add(&c->errs, false, "%s: graph input '%s': its dims overflow a 64-bit size",
                          c->path, name);
             return false;
         }
-        numel *= known && dim->dim_value ? dim->dim_value : 1;
+        numel *= size ? size : 1;
     }
     return true;
 }
 
-/* Initializers as constants; graph inputs (that are not initializers) as inputs. */
+/* Initializers as constants; graph inputs (that are not initializers) as inputs, with the
+ * caller's pins (pins.c, checked by load). */
 static xe_code add_sources(ox_ctx *c, xe_status *st)
 {
     const Onnx__GraphProto *g = c->model->graph;
@@ -632,10 +637,15 @@ static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_o
     return g;
 }
 
-/* The declared inputs alone (their types with symbolic dims), or NULL. */
-static xe_graph *declared_inputs(ox_model *m)
+/* The declared inputs alone (their types with symbolic dims, the caller's pins applied), or
+ * NULL. */
+static xe_graph *declared_inputs(ox_model *m, const xe_onnx_options *opt)
 {
-    ox_ctx c = {.path = m->path, .files = m->files, .model = m->model, .build_nodes = build_nodes};
+    ox_ctx c = {.path = m->path,
+                .files = m->files,
+                .opt = opt,
+                .model = m->model,
+                .build_nodes = build_nodes};
     xe_status st;
     xe_status_clear(&st);
     if (!(c.g = xe_graph_new(m->path)))
@@ -656,9 +666,27 @@ static xe_graph *declared_inputs(ox_model *m)
     return out;
 }
 
+/* The caller's pins against the model (pins.c): false, every problem in *st, before any import. */
+static bool pins_fit(ox_model *m, const xe_onnx_options *opt, xe_status *st)
+{
+    if (!opt || !opt->n_pins || !m->model->graph)
+        return true;
+    ox_ctx c = {.path = m->path, .opt = opt, .model = m->model, .build_nodes = build_nodes};
+    ox_pins_check(&c);
+    bool fit = !c.errs.n_unsupported && !c.errs.n_other;
+    if (!fit)
+        report(&c, st);
+    ctx_free(&c);
+    return fit;
+}
+
 /* m's first import, and the model kept for a maker when it has symbolic dims; m is taken. */
 static xe_graph *load(ox_model *m, const xe_onnx_options *opt, xe_status *st)
 {
+    if (!pins_fit(m, opt, st)) {
+        model_free(m);
+        return NULL;
+    }
     /* initializers kept from the first import for a second (per_signature): loaded once */
     m->n_inits = m->model->graph ? m->model->graph->n_initializer : 0;
     if (!(m->inits = calloc(m->n_inits + 1, sizeof *m->inits))) {
@@ -668,7 +696,7 @@ static xe_graph *load(ox_model *m, const xe_onnx_options *opt, xe_status *st)
     }
     xe_graph *g = import(m, opt, NULL, st);
     if (!g && m->model->graph) {
-        xe_graph *declared = declared_inputs(m);
+        xe_graph *declared = declared_inputs(m, opt);
         if (declared && has_symbolic_dims(declared)) {
             xe_status_clear(st);
             if (opt && opt->report) {

@@ -146,6 +146,10 @@ int ox_reshape_dims(ox_b *b, int x, const int64_t *dims, int rank, const char *t
 
 /* declared.c: whether name is one of g's initializers. */
 bool ox_is_initializer(const Onnx__GraphProto *g, const char *name);
+/* pins.c: whether a pin (xe_onnx_options.pins) gives dim d of graph input v a value; every pin
+ * checked against the model, the problems listed in c->errs. */
+bool ox_pin_dim(const ox_ctx *c, const Onnx__ValueInfoProto *v, size_t d, int64_t *value);
+void ox_pins_check(ox_ctx *c);
 /* declared.c: the declared inputs of og (their types from declared, named as the import names them)
    and a stand-in per output, for a graph maker; NULL with *st set when an output declares no
    tensor type. path names the model. */

@@ -35,6 +35,17 @@ void xe_capi_close(xe_capi_session *s);
 int xe_capi_open_with(const char *path, const char *device, const char *plugin_config,
                       const char *profile_path, int flags, xe_capi_session **out, char *err,
                       size_t err_len);
+/*
+ * The same with symbolic dims of an ONNX model pinned at load (onnxruntime's
+ * free dimension overrides): pin k sets every input dim whose dim_param
+ * (kinds[k] 0) or denotation (kinds[k] 1) is names[k] to values[k]; a pin
+ * that names no dim of the model, or contradicts one it declares, fails the
+ * open with every such problem listed.
+ */
+int xe_capi_open_pinned(const char *path, const char *device, const char *plugin_config,
+                        const char *profile_path, int flags, int n_pins, const int *kinds,
+                        const char *const *names, const int64_t *values, xe_capi_session **out,
+                        char *err, size_t err_len);
 /* Writes the session's graph as it runs (after the passes: clustered) as .xg text to path. */
 int xe_capi_write_graph(const xe_capi_session *s, const char *path, char *err, size_t err_len);
 /* Stops the session's trace recording (profile_path); the file is written once no recorder is left.

@@ -26,14 +26,36 @@
  */
 typedef xe_tensor *(*xe_onnx_bind_fn)(const char *name, int position, void *user);
 
+/* What a pin fixes (xe_onnx_pin). */
+typedef enum xe_onnx_pin_kind {
+    XE_ONNX_PIN_SHAPE,      /* graph input `name`'s whole shape (xlac-run --shape) */
+    XE_ONNX_PIN_DIM,        /* every dim whose dim_param is `name` (xlac-run --dim) */
+    XE_ONNX_PIN_DENOTATION, /* every dim whose denotation is `name` */
+} xe_onnx_pin_kind;
+
+/*
+ * A shape fixed at load, as onnxruntime's free dimension overrides and
+ * OpenVINO's reshape: the pinned dims become known dims of the inputs'
+ * declared types, so a fed array of another size is refused. A pin that
+ * names nothing in the model, or contradicts a dim it declares, is an error.
+ */
+typedef struct xe_onnx_pin {
+    xe_onnx_pin_kind kind;
+    const char *name;
+    int rank;                  /* XE_ONNX_PIN_SHAPE: the shape's rank */
+    int64_t dims[XE_MAX_RANK]; /* the shape; a dim pin's value is dims[0] */
+} xe_onnx_pin;
+
 typedef struct xe_onnx_options {
-    xe_onnx_bind_fn bind; /* NULL: graph inputs are never known at load time */
-    void *user;           /* passed to bind */
-    char **report;        /* not NULL: on an import error, every error line (malloc'd; the
-                             status holds only what fits in its buffer) */
-    bool nodes_at_load;   /* a model that does not import at made-up sizes of its symbolic dims
-                             fails with that error, instead of being built at the first fed shapes
-                             (a host that needs the nodes at load: the onnxruntime EP) */
+    xe_onnx_bind_fn bind;    /* NULL: graph inputs are never known at load time */
+    void *user;              /* passed to bind */
+    const xe_onnx_pin *pins; /* n_pins shapes fixed at load (may be NULL) */
+    int n_pins;
+    char **report;      /* not NULL: on an import error, every error line (malloc'd; the
+                           status holds only what fits in its buffer) */
+    bool nodes_at_load; /* a model that does not import at made-up sizes of its symbolic dims
+                           fails with that error, instead of being built at the first fed shapes
+                           (a host that needs the nodes at load: the onnxruntime EP) */
 } xe_onnx_options;
 
 /* Loads an ONNX model file; NULL with *st set on failure. opt may be NULL. */

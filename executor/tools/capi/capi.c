@@ -21,10 +21,12 @@ struct xe_capi_session {
     xe_tensor **outs; /* last run's outputs, NULL where none */
 };
 
-/* The one place a model file becomes a graph: .xg text or an ONNX model, picked by content. */
-static xe_graph *capi_load(const char *path, xe_status *st)
+/* The one place a model file becomes a graph: .xg text or an ONNX model, picked by content;
+ * pins (may be NULL) fix symbolic dims of an ONNX model. */
+static xe_graph *capi_load(const char *path, const xe_onnx_pin *pins, int n_pins, xe_status *st)
 {
-    return xe_load_graph(path, NULL, st);
+    xe_onnx_options o = {.pins = pins, .n_pins = n_pins};
+    return xe_load_graph(path, n_pins ? &o : NULL, st);
 }
 
 static int fail_out(const xe_status *st, char *err, size_t err_len)
@@ -83,6 +85,39 @@ int xe_capi_open_with(const char *path, const char *device, const char *plugin_c
                       const char *profile_path, int flags, xe_capi_session **out, char *err,
                       size_t err_len)
 {
+    return xe_capi_open_pinned(path, device, plugin_config, profile_path, flags, 0, NULL, NULL,
+                               NULL, out, err, err_len);
+}
+
+/* The pins of xe_capi_open_pinned as the importer takes them; NULL (*st set) when they are not
+ * valid or memory runs out. */
+static xe_onnx_pin *make_pins(int n, const int *kinds, const char *const *names,
+                              const int64_t *values, xe_status *st)
+{
+    xe_onnx_pin *p = calloc((size_t)n + 1, sizeof *p);
+    if (!p)
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory"), NULL;
+    for (int k = 0; k < n; k++) {
+        if ((kinds[k] != 0 && kinds[k] != 1) || !names[k]) {
+            free(p);
+            return xe_fail(st, XE_ERR_USAGE,
+                           "pin %d: a kind of 0 (dim name) or 1 (denotation) "
+                           "and a name are needed",
+                           k),
+                   NULL;
+        }
+        p[k] = (xe_onnx_pin){.kind = kinds[k] ? XE_ONNX_PIN_DENOTATION : XE_ONNX_PIN_DIM,
+                             .name = names[k],
+                             .dims = {values[k]}};
+    }
+    return p;
+}
+
+int xe_capi_open_pinned(const char *path, const char *device, const char *plugin_config,
+                        const char *profile_path, int flags, int n_pins, const int *kinds,
+                        const char *const *names, const int64_t *values, xe_capi_session **out,
+                        char *err, size_t err_len)
+{
     xe_status st;
     xe_status_clear(&st);
     *out = NULL;
@@ -91,10 +126,16 @@ int xe_capi_open_with(const char *path, const char *device, const char *plugin_c
                               .log_placement = (flags & XE_CAPI_LOG_PLACEMENT) != 0};
     if (parse_device(device, &opt, &st) != XE_OK)
         return fail_out(&st, err, err_len);
+    xe_onnx_pin *pins = n_pins > 0 ? make_pins(n_pins, kinds, names, values, &st) : NULL;
+    if (n_pins > 0 && !pins)
+        return fail_out(&st, err, err_len);
     xe_capi_session *h = calloc(1, sizeof *h);
-    if (!h)
+    if (!h) {
+        free(pins);
         return fail_out(&(xe_status){XE_ERR_NOMEM, "out of memory"}, err, err_len);
-    xe_graph *g = capi_load(path, &st);
+    }
+    xe_graph *g = capi_load(path, pins, n_pins > 0 ? n_pins : 0, &st);
+    free(pins);
     if (!g || copy_side(h, g, 0, &st) != XE_OK || copy_side(h, g, 1, &st) != XE_OK ||
         !(h->outs = calloc((size_t)h->n[1] + 1, sizeof *h->outs))) {
         if (st.code == XE_OK)

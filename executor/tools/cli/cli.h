@@ -58,6 +58,9 @@ typedef struct cli_options {
     int n_carries;
     bool compare;     /* --compare: op by op against clustered (compare.c) */
     double tolerance; /* --tolerance R: rtol = atol = R for floats; 0: per-dtype defaults */
+    xe_onnx_pin pins[CLI_MAX_ITEMS];    /* --shape NAME=d0,d1,.. and --dim NAME=V, in order */
+    char pin_names[CLI_MAX_ITEMS][512]; /* pins[k].name points here */
+    int n_pins;
 } cli_options;
 
 /* What cli_parse decided. */

@@ -285,7 +285,11 @@ static xe_graph *load_graph(const cli_options *o, cli_bound *bound, xe_status *s
 {
     char *report = NULL;
     cli_bind_ctx bc = {.o = o, .bound = bound};
-    xe_onnx_options oo = {.bind = cli_bind_input, .user = &bc, .report = &report};
+    xe_onnx_options oo = {.bind = cli_bind_input,
+                          .user = &bc,
+                          .report = &report,
+                          .pins = o->pins,
+                          .n_pins = o->n_pins};
     xe_graph *g = xe_load_graph(o->graph, &oo, st);
     if (!g && st->code == XE_ERR_IO)
         st->code = XE_ERR_USAGE; /* a graph that cannot be read is a usage error: exit 2 */

@@ -23,6 +23,11 @@ static const char usage[] =
     "  --feed DIR              run once with DIR/NAME.npy (or NAME.pb, or input_K.pb for the\n"
     "                          K-th input: ONNX TensorProto files) for each input (repeatable:\n"
     "                          one session, one run per folder, e.g. several shapes of `?` dims)\n"
+    "  --shape NAME=d0,d1,...  an ONNX model: input NAME's shape fixed at load (repeatable;\n"
+    "                          NAME= alone: a scalar); its symbolic dims become known, so\n"
+    "                          the model imports once and every feed must have that shape\n"
+    "  --dim NAME=V            an ONNX model: every input dim named NAME (its dim_param) is V\n"
+    "                          (repeatable); both as onnxruntime's free dimension overrides\n"
     "  --seed N                random values, from seed N, for the inputs nothing feeds:\n"
     "                          floats uniform in [-1,1), ints in [-10,10], bools 0/1;\n"
     "                          without --seed, an input that nothing feeds is an error\n"
@@ -148,6 +153,42 @@ static cli_parse_result add_carry(const char *v, cli_options *o)
     return CLI_RUN;
 }
 
+/* --shape NAME=d0,d1,... (kind XE_ONNX_PIN_SHAPE; NAME= alone: a scalar) or --dim NAME=V: the
+ * name is what comes before the last '=', so that a name may hold one. */
+static cli_parse_result add_pin(const char *v, xe_onnx_pin_kind kind, cli_options *o)
+{
+    const char *eq = strrchr(v, '=');
+    if (!eq || eq == v)
+        return bad(kind == XE_ONNX_PIN_SHAPE ? "--shape wants NAME=d0,d1,... , got '%s'"
+                                             : "--dim wants NAME=VALUE, got '%s'",
+                   v);
+    if (o->n_pins == CLI_MAX_ITEMS || (size_t)(eq - v) >= sizeof o->pin_names[0])
+        return bad("too many pins, or a name too long, at '%s'", v);
+    xe_onnx_pin *p = &o->pins[o->n_pins];
+    *p = (xe_onnx_pin){.kind = kind, .name = o->pin_names[o->n_pins]};
+    memcpy(o->pin_names[o->n_pins], v, (size_t)(eq - v));
+    o->pin_names[o->n_pins][eq - v] = '\0';
+    for (const char *s = eq + 1; *s || (kind == XE_ONNX_PIN_DIM && p->rank == 0);) {
+        char *end;
+        errno = 0;
+        long long d = strtoll(s, &end, 10);
+        if (errno || end == s || d < 0 || p->rank == XE_MAX_RANK || (*end && *end != ',') ||
+            (kind == XE_ONNX_PIN_DIM && p->rank == 1))
+            return bad(kind == XE_ONNX_PIN_SHAPE
+                           ? "--shape wants dims of 0 or more, at most 8, comma-separated: '%s'"
+                           : "--dim wants one value of 0 or more: '%s'",
+                       v);
+        p->dims[p->rank++] = d;
+        s = *end ? end + 1 : end;
+        if (*end && !*s)
+            return bad("a dim is missing after the last comma in '%s'", v);
+    }
+    if (kind == XE_ONNX_PIN_DIM)
+        p->rank = 0;
+    o->n_pins++;
+    return CLI_RUN;
+}
+
 static cli_parse_result set_timeout(const char *v, cli_options *o)
 {
     char *end;
@@ -164,6 +205,8 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
 {
     if (!strcmp(a, "--input"))
         return add_input(v, o);
+    if (!strcmp(a, "--shape") || !strcmp(a, "--dim"))
+        return add_pin(v, a[2] == 's' ? XE_ONNX_PIN_SHAPE : XE_ONNX_PIN_DIM, o);
     if (!strcmp(a, "--feed")) {
         if (o->n_feeds == CLI_MAX_ITEMS)
             return bad("too many --feed options%s", "");
@@ -203,6 +246,8 @@ static cli_parse_result parse_valued(const char *a, const char *v, cli_options *
 static bool takes_value(const char *a)
 {
     static const char *const valued[] = {"--input",
+                                         "--shape",
+                                         "--dim",
                                          "--feed",
                                          "--save-outputs",
                                          "--profile",
