@@ -141,19 +141,6 @@ static void dim_taps(const sampler *s, int k, float x, taps *t)
         t->off[j] = tap_offset(s, k, i0 - 1 + j);
 }
 
-/* Element i of a float tensor's data as a double. */
-static inline double at(const void *p, xe_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case XE_F32:
-        return ((const float *)p)[i];
-    case XE_F64:
-        return ((const double *)p)[i];
-    default:
-        return xe_f16_to_f32(((const xe_f16 *)p)[i]);
-    }
-}
-
 /* The value of one channel's image img at the taps t[0..nd) (their weights' products). */
 static double interpolate(const sampler *s, const void *img, xe_dtype dt, const taps *t)
 {
@@ -168,7 +155,7 @@ static double interpolate(const sampler *s, const void *img, xe_dtype dt, const 
             w *= t[k].w[j[k]];
         }
         if (off >= 0)
-            sum += w * at(img, dt, off);
+            sum += w * xe_load_f64(img, dt, off);
         int k = s->nd - 1;
         while (k >= 0 && ++j[k] == t[k].n)
             j[k--] = 0;
@@ -220,7 +207,7 @@ xe_code xe_cpu_grid_sample(const xe_kernel_args *a, xe_status *st)
             taps t[MAX_DIMS];
             int64_t g0 = (b * points + p) * s.nd;
             for (int k = 0; k < s.nd; k++) {
-                double g = at(grid->data, grid->dtype, g0 + s.nd - 1 - k);
+                double g = xe_load_f64(grid->data, grid->dtype, g0 + s.nd - 1 - k);
                 dim_taps(&s, k, coordinate(&s, k, g), &t[k]);
             }
             for (int64_t ch = 0; ch < c; ch++) {

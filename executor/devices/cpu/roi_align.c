@@ -52,19 +52,6 @@ static point bilinear(const roi_run *r, double y, double x)
                    {hy * hx, hy * lx, ly * hx, ly * lx}};
 }
 
-/* Element i of a float tensor's data as a double. */
-static inline double at(const void *p, xe_dtype dt, int64_t i)
-{
-    switch (dt) {
-    case XE_F32:
-        return ((const float *)p)[i];
-    case XE_F64:
-        return ((const double *)p)[i];
-    default:
-        return xe_f16_to_f32(((const xe_f16 *)p)[i]);
-    }
-}
-
 /* One bin's value over its gh x gw points pts of image img. */
 static double bin_value(const roi_run *r, const point *pts, int64_t n, const void *img, xe_dtype dt,
                         int64_t count)
@@ -74,7 +61,7 @@ static double bin_value(const roi_run *r, const point *pts, int64_t n, const voi
         const point *p = &pts[i];
         double q[4];
         for (int k = 0; k < 4; k++)
-            q[k] = p->w[k] * at(img, dt, p->pos[k]);
+            q[k] = p->w[k] * xe_load_f64(img, dt, p->pos[k]);
         if (!r->max) {
             v += q[0] + q[1] + q[2] + q[3];
             continue;
@@ -163,7 +150,7 @@ static xe_code one_region(const xe_kernel_args *a, const roi_run *r, int64_t k, 
     const xe_tensor *x = a->in[0], *rois = a->in[1];
     double box[4];
     for (int j = 0; j < 4; j++)
-        box[j] = at(rois->data, rois->dtype, k * 4 + j);
+        box[j] = xe_load_f64(rois->data, rois->dtype, k * 4 + j);
     region g = region_of(r, box);
     int64_t bins = r->oh * r->ow, per_bin = g.gh * g.gw, count = per_bin > 1 ? per_bin : 1;
     if (!reserve(pts, cap, per_bin * bins))
