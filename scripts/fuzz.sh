@@ -2,7 +2,7 @@
 # Runs the fuzz targets of tests/fuzz (built with clang, ASan+UBSan, in
 # build-fuzz/), one at a time, each for a fixed time, under nice:
 #
-#   scripts/fuzz.sh --seconds 30            every target 30 s (the CI slice)
+#   scripts/fuzz.sh --seconds 15            every target 15 s (the CI slice)
 #   scripts/fuzz.sh --minutes 20            a campaign: every target 20 min
 #   scripts/fuzz.sh --minutes 60 xg disk    a long campaign of two targets
 #

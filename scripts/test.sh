@@ -7,7 +7,7 @@
 # builds with gcc (build-asan) and with clang (build-asan-clang: adds
 # -fsanitize=pointer-overflow, which GCC's UBSan misses, and clang's own OpenMP),
 # the threaded scenario (tsan_threads) in a ThreadSanitizer build, and a 30 s
-# libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 30).
+# libFuzzer run per fuzz target (scripts/fuzz.sh --seconds 15).
 # --asan-gcc / --asan-clang: only that sanitizer build. --no-fuzz / --no-tsan skip those parts.
 # scripts/check_sizes.sh (STYLE.md's size rules), scripts/check_layers.sh (docs/architecture.md's
 # layers: no circle, no upward arrow) and scripts/check_format.sh (.clang-format) count as one test each;
@@ -240,9 +240,9 @@ if [ "$quick" -eq 0 ]; then
         echo "== tsan: $((SECONDS - start_tsan)) s"
     fi
     if [ "$fuzz" -eq 1 ]; then
-        echo "== fuzz: 30 s per target"
+        echo "== fuzz: 15 s per target"
         start_fuzz=$SECONDS
-        if scripts/fuzz.sh --seconds 30; then
+        if scripts/fuzz.sh --seconds 15; then
             passed=$((passed + 1))
         else
             failed=$((failed + 1)); failed_names+=("fuzz")
