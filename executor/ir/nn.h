@@ -35,6 +35,10 @@ typedef struct xe_window {
 xe_code xe_window_read(const xe_node *n, const xe_shape *x, const xe_shape *w, xe_window *p,
                        xe_status *st);
 
+/* Whether every input has input 0's dtype (a convolution's weight and bias); fails naming the
+ * first that does not. */
+xe_code xe_same_dtype_as_input(const xe_type *in, int n_in, xe_status *st);
+
 /* quant_conv2d's x_zero_point (0 when absent), checked against x's dtype (u8 or i8). */
 xe_code xe_quant_conv_zero_point(const xe_node *n, xe_dtype x, int32_t *zp, xe_status *st);
 /* quant_conv2d's output: f32 (scale 1, zero point 0) without y_scale, else y_dtype (u8 or i8),

@@ -199,15 +199,21 @@ static xe_code need_float(const xe_node *n, xe_dtype dt, const char *what, xe_st
     return XE_OK;
 }
 
-xe_code xe_infer_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
+xe_code xe_same_dtype_as_input(const xe_type *in, int n_in, xe_status *st)
 {
-    xe_window p;
-    if (need_float(n, in[0].dtype, "input", st) != XE_OK)
-        return st->code;
     for (int k = 1; k < n_in; k++)
         if (in[k].dtype != in[0].dtype)
             return xe_fail(st, XE_ERR_GRAPH, "input %d is %s, the input is %s", k,
                            xe_dtype_name(in[k].dtype), xe_dtype_name(in[0].dtype));
+    return XE_OK;
+}
+
+xe_code xe_infer_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out, xe_status *st)
+{
+    xe_window p;
+    if (need_float(n, in[0].dtype, "input", st) != XE_OK ||
+        xe_same_dtype_as_input(in, n_in, st) != XE_OK)
+        return st->code;
     if (xe_window_read(n, &in[0].shape, &in[1].shape, &p, st) != XE_OK)
         return st->code;
     if (n_in == 3 && (in[2].shape.rank != 1 || in[2].shape.dims[0] != p.m))

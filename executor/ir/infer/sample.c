@@ -91,10 +91,8 @@ xe_code xe_infer_deform_conv2d(const xe_node *n, const xe_type *in, int n_in, xe
     if (in[0].dtype != XE_F32 && in[0].dtype != XE_F64)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "deform_conv2d needs f32 or f64, got %s",
                        xe_dtype_name(in[0].dtype));
-    for (int k = 1; k < n_in; k++)
-        if (in[k].dtype != in[0].dtype)
-            return xe_fail(st, XE_ERR_GRAPH, "input %d is %s, the input is %s", k,
-                           xe_dtype_name(in[k].dtype), xe_dtype_name(in[0].dtype));
+    if (xe_same_dtype_as_input(in, n_in, st) != XE_OK)
+        return st->code;
     if (xe_window_read(n, &in[0].shape, &in[1].shape, &p, st) != XE_OK)
         return st->code;
     int64_t og = xe_node_attr_int(n, "offset_groups", 1);

@@ -181,14 +181,23 @@ xe_code ox_b_hardmax(ox_b *b)
     return done(b, rr == r ? y : ox_reshape(b, y, t->shape.dims, r));
 }
 
-/* (x - mean) / sqrt(var + eps) over axes, with mean and 1/sqrt(var + eps) returned. */
-static int normalize(ox_b *b, int x, const int64_t *axes, int n, double eps, int *mean, int *inv)
+/* (x - mean) / sqrt(var + eps) over axes, with mean and 1/sqrt(var + eps) returned (and var,
+ * kept dims, where var_out is not NULL). */
+static int normalize_var(ox_b *b, int x, const int64_t *axes, int n, double eps, int *mean,
+                         int *inv, int *var_out)
 {
     *mean = ox_reduce(b, XE_OP_REDUCE_MEAN, x, axes, n, true);
     int d = ox_bin(b, XE_OP_SUB, x, *mean);
     int var = ox_reduce(b, XE_OP_REDUCE_MEAN, ox_bin(b, XE_OP_MUL, d, d), axes, n, true);
+    if (var_out)
+        *var_out = var;
     *inv = ox_un(b, XE_OP_RSQRT, ox_bin(b, XE_OP_ADD, var, like(b, var, eps)));
     return ox_bin(b, XE_OP_MUL, d, *inv);
+}
+
+static int normalize(ox_b *b, int x, const int64_t *axes, int n, double eps, int *mean, int *inv)
+{
+    return normalize_var(b, x, axes, n, eps, mean, inv, NULL);
 }
 
 xe_code ox_b_layer_norm(ox_b *b)
@@ -251,15 +260,13 @@ static int per_channel(ox_b *b, int v, int r)
 static xe_code batch_norm_training(ox_b *b, int x, int r, double eps)
 {
     int64_t axes[XE_MAX_RANK] = {0};
-    int n = 1 + tail_axes(2, r, axes + 1), mean, inv;
-    int y = normalize(b, x, axes, n, eps, &mean, &inv);
+    int n = 1 + tail_axes(2, r, axes + 1), mean, inv, var;
+    int y = normalize_var(b, x, axes, n, eps, &mean, &inv, &var);
     y = ox_bin(b, XE_OP_MUL, y, per_channel(b, ox_in(b, 1), r));
     ox_out(b, 0, ox_bin(b, XE_OP_ADD, y, per_channel(b, ox_in(b, 2), r)));
     double m = ox_float(b, "momentum", 0.9);
-    int batch[2] = {ox_reshape(b, mean, (int64_t[]){-1}, 1), -1};
-    int d = ox_bin(b, XE_OP_SUB, x, mean);
-    int var = ox_reduce(b, XE_OP_REDUCE_MEAN, ox_bin(b, XE_OP_MUL, d, d), axes, n, false);
-    batch[1] = var;
+    int batch[2] = {ox_reshape(b, mean, (int64_t[]){-1}, 1),
+                    ox_reshape(b, var, (int64_t[]){-1}, 1)};
     for (int k = 1; k <= 2 && k < ox_n_out(b); k++) {
         int run = ox_bin(b, XE_OP_MUL, ox_in(b, 2 + k), like(b, x, m));
         ox_out(b, k,
