@@ -67,8 +67,9 @@ xe_code xe_specs_get(xe_session *s, xe_tensor *const *in, xe_spec_use *u, xe_sta
 void xe_specs_put(xe_session *s, xe_spec_use *u);
 /* generalise.c: a (built at the fed shapes) rewritten to serve every size, b the same model
    built with each symbolic dim of tmpl one larger; NULL when what differs cannot be rewritten.
-   *extras: the values of the inputs it adds after tmpl's. */
+   *extras: the values of the inputs it adds after tmpl's; why (why_len bytes, may be NULL): the
+   first thing that could not be rewritten, or empty. */
 xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl,
-                        xe_tensor ***extras, int *n_extras);
+                        xe_tensor ***extras, int *n_extras, char *why, size_t why_len);
 
 #endif

@@ -22,6 +22,7 @@
  * the plugin's cache goes shape-generic after two sizes as it does for any
  * graph with `?` dims.
  */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -74,7 +75,23 @@ typedef struct gen {
     xe_tensor **extras; /* values of the constants made inputs */
     int n_extras;
     xe_status st;
+    char *why; /* the first thing that cannot be rewritten (why_len bytes) */
+    size_t why_len;
 } gen;
+
+/* Records, once, why node i (of a) keeps the graph from serving every size; false. */
+static bool why_not(gen *g, int i, const char *what)
+{
+    if (g->why && g->why_len && !g->why[0]) {
+        const xe_node *n = i >= 0 ? g->a->nodes[i] : NULL;
+        if (n)
+            snprintf(g->why, g->why_len, "node '%s' (%s): %s", n->name ? n->name : "?",
+                     xe_op_name(n->op), what);
+        else
+            snprintf(g->why, g->why_len, "%s", what);
+    }
+    return false;
+}
 
 /* 2. constant i of a (b's differs) becomes an input of c. */
 static bool const_to_input(gen *g, int i)
@@ -159,9 +176,10 @@ static bool general_node(gen *g, int i)
 {
     const xe_node *x = g->a->nodes[i], *y = g->b->nodes[i];
     if (!same_structure(x, y))
-        return false;
+        return why_not(g, i, "the graph one size larger has another node here");
     if (x->op == XE_OP_CONST)
-        return same_value(x->value, y->value) || const_to_input(g, i);
+        return same_value(x->value, y->value) || const_to_input(g, i) ||
+               why_not(g, i, "a constant of another rank or dtype at the larger size");
     for (int k = 0; k < x->n_attrs; k++) {
         const xe_attr *p = &x->attrs[k], *q = &y->attrs[k];
         if (p->name[0] == '@' || same_attr(p, q))
@@ -171,8 +189,11 @@ static bool general_node(gen *g, int i)
             (((x->op == XE_OP_RESHAPE || x->op == XE_OP_BROADCAST_TO) &&
               !strcmp(p->name, "shape") && general_shape(g, i, p, q, x->op == XE_OP_RESHAPE)) ||
              (x->op == XE_OP_SLICE && !strcmp(p->name, "end") && general_end(g, i, p, q)));
-        if (!ok)
-            return false;
+        if (!ok) {
+            char what[96];
+            snprintf(what, sizeof what, "attribute '%s' depends on the sizes", p->name);
+            return why_not(g, i, what);
+        }
     }
     return true;
 }
@@ -205,18 +226,28 @@ static bool check_types(gen *g, const xe_graph *tmpl)
 }
 
 xe_graph *xe_generalise(const xe_graph *a, const xe_graph *b, const xe_graph *tmpl,
-                        xe_tensor ***extras, int *n_extras)
+                        xe_tensor ***extras, int *n_extras, char *why, size_t why_len)
 {
-    gen g = {.a = a, .b = b};
+    gen g = {.a = a, .b = b, .why = why, .why_len = why_len};
     xe_status_clear(&g.st);
+    if (why && why_len)
+        why[0] = 0;
     *extras = NULL;
     *n_extras = 0;
     bool ok = a->n_nodes == b->n_nodes && a->n_inputs == tmpl->n_inputs &&
-              b->n_inputs == a->n_inputs && a->n_outputs == b->n_outputs &&
-              (g.c = xe_graph_clone(a, &g.st)) != NULL;
+              b->n_inputs == a->n_inputs && a->n_outputs == b->n_outputs;
+    if (!ok) {
+        char what[128];
+        snprintf(what, sizeof what,
+                 "its structure depends on the sizes (%d nodes, %d at the larger sizes)",
+                 a->n_nodes, b->n_nodes);
+        why_not(&g, -1, what);
+    }
+    ok = ok && (g.c = xe_graph_clone(a, &g.st)) != NULL;
     for (int i = 0; ok && i < a->n_nodes; i++)
         ok = general_node(&g, i);
-    ok = ok && check_types(&g, tmpl);
+    ok = ok && (check_types(&g, tmpl) ||
+                why_not(&g, -1, "the rewritten graph does not infer the types it was built with"));
     if (!ok) {
         for (int k = 0; k < g.n_extras; k++)
             xe_tensor_release(g.extras[k]);

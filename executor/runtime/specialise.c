@@ -12,6 +12,7 @@
  * plugin's process-wide cache, so an evicted graph's clusters find their programs again.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +33,7 @@ struct xe_specs {
     pthread_mutex_t lock;
     spec slot[XE_MAX_SPECIALISED];
     uint64_t tick;
+    bool noted; /* note_kept_sizes has spoken */
 };
 
 xe_specs *xe_specs_new(void)
@@ -95,31 +97,135 @@ static int victim(xe_specs *c)
     return best;
 }
 
-/*
- * The graph built at shapes, rewritten to serve every size when the same
- * model built with each symbolic dim one larger tells what depends on the
- * sizes (generalise.c); as built otherwise.
- */
-static xe_graph *specialise(const xe_graph *t, const xe_shape *shapes, spec *e, xe_status *st)
+/* The sizes the second build takes, tried in turn until one builds and rewrites (generalise.c). */
+typedef enum larger_by {
+    PLUS_ONE,       /* each symbolic dim one larger */
+    PLUS_ONE_BUT_1, /* the same, but a dim fed as 1 stays 1: an export that bakes a size of 1
+                       (the one new token of a decode step) builds at no other */
+    N_LARGER
+} larger_by;
+
+static const char *const larger_what[N_LARGER] = {"with each symbolic dim one larger",
+                                                  "with the dims fed as 1 kept"};
+
+/* shapes with each symbolic dim of t grown as by says; NULL when nothing grows, or nothing is kept
+ * at 1 that PLUS_ONE grew (the same sizes again). */
+static xe_shape *larger_shapes(const xe_graph *t, const xe_shape *shapes, larger_by by)
 {
-    xe_graph *g = xe_graph_specialise(t, shapes, st);
-    xe_shape *larger = g ? calloc((size_t)t->n_inputs + 1, sizeof *larger) : NULL;
+    xe_shape *larger = calloc((size_t)t->n_inputs + 1, sizeof *larger);
+    bool grown = false, kept = false;
     for (int k = 0; larger && k < t->n_inputs; k++) {
         larger[k] = shapes[k];
-        for (int d = 0; d < larger[k].rank; d++)
-            larger[k].dims[d] += t->nodes[t->inputs[k]]->type.shape.dims[d] < 0;
+        for (int d = 0; d < larger[k].rank; d++) {
+            int64_t *x = &larger[k].dims[d];
+            if (t->nodes[t->inputs[k]]->type.shape.dims[d] >= 0)
+                continue;
+            if (by != PLUS_ONE && *x == 1) {
+                kept = true;
+                continue;
+            }
+            *x += 1;
+            grown = true;
+        }
     }
-    xe_status ignored;
-    xe_status_clear(&ignored);
-    xe_graph *h = larger ? xe_graph_specialise(t, larger, &ignored) : NULL;
-    xe_graph *general = h ? xe_generalise(g, h, t, &e->extras, &e->n_extras) : NULL;
-    free(larger);
+    if (!grown || (by == PLUS_ONE_BUT_1 && !kept)) {
+        free(larger);
+        return NULL;
+    }
+    return larger;
+}
+
+/* The first error line of msg (past an import's count line) into out (len bytes), without the
+ * "FILE: " prefixes that name the model at every level. */
+static void first_error(const char *msg, const char *file, char *out, size_t len)
+{
+    const char *nl = strchr(msg, '\n');
+    msg = nl && nl[1] ? nl + 1 : msg;
+    size_t n = strcspn(msg, "\n"), flen = file ? strlen(file) : 0, o = 0;
+    for (size_t i = 0; i < n && o + 1 < len;) {
+        if (flen && i + flen + 2 <= n && !strncmp(msg + i, file, flen) && msg[i + flen] == ':' &&
+            msg[i + flen + 1] == ' ') {
+            i += flen + 2;
+            continue;
+        }
+        out[o++] = msg[i++];
+    }
+    out[o < len ? o : len - 1] = 0;
+}
+
+/* g (built at shapes) rewritten to serve every size, compared with t built at larger; NULL with
+ * the reason in why (why_len bytes) when it cannot be. */
+static xe_graph *generalise_at(const xe_graph *t, const xe_graph *g, const xe_shape *larger,
+                               spec *e, char *why, size_t why_len)
+{
+    xe_status st;
+    xe_status_clear(&st);
+    xe_graph *h = larger ? xe_graph_specialise(t, larger, &st) : NULL;
+    xe_graph *general = h ? xe_generalise(g, h, t, &e->extras, &e->n_extras, why, why_len) : NULL;
+    if (!h && why_len > 40) { /* its first error, past the count line of an import's list */
+        int n = snprintf(why, why_len, "it does not build: ");
+        first_error(larger ? st.msg : "out of memory", t->file, why + n, why_len - (size_t)n);
+    }
     xe_graph_destroy(h);
+    return general;
+}
+
+/*
+ * The graph built at shapes, rewritten to serve every size when the same
+ * model built with its symbolic dims larger (larger_by, in turn) tells what
+ * depends on the sizes (generalise.c); as built otherwise, with the reasons
+ * in why (why_len bytes; empty when rewritten).
+ */
+static xe_graph *specialise(const xe_graph *t, const xe_shape *shapes, spec *e, char *why,
+                            size_t why_len, xe_status *st)
+{
+    xe_graph *g = xe_graph_specialise(t, shapes, st);
+    xe_graph *general = NULL;
+    size_t len = 0;
+    why[0] = 0;
+    for (int by = PLUS_ONE; g && !general && by < N_LARGER; by++) {
+        xe_shape *larger = larger_shapes(t, shapes, by);
+        if (!larger)
+            continue;
+        char tried[320];
+        general = generalise_at(t, g, larger, e, tried, sizeof tried);
+        free(larger);
+        if (!general && len + 32 < why_len)
+            len += (size_t)snprintf(why + len, why_len - len, "%s%s: %s", len ? "; " : "",
+                                    larger_what[by], tried);
+    }
     if (general) {
+        why[0] = 0;
         xe_graph_destroy(g);
         g = general;
     }
     return g;
+}
+
+/* Says once per session that a signature's graph keeps its sizes, and why: its clusters compile
+ * per size. */
+static void note_kept_sizes(xe_session *s, const xe_shape *shapes, const char *why)
+{
+    xe_specs *c = s->specs;
+    pthread_mutex_lock(&c->lock);
+    bool first = !c->noted;
+    c->noted = true;
+    pthread_mutex_unlock(&c->lock);
+    if (!first)
+        return;
+    char sizes[256] = "";
+    size_t len = 0;
+    for (int k = 0; k < s->graph->n_inputs && len + 24 < sizeof sizes; k++) {
+        len += (size_t)snprintf(sizes + len, sizeof sizes - len, "%s[", k ? " " : "");
+        for (int d = 0; d < shapes[k].rank && len + 24 < sizeof sizes; d++)
+            len += (size_t)snprintf(sizes + len, sizeof sizes - len, "%s%lld", d ? "," : "",
+                                    (long long)shapes[k].dims[d]);
+        len += (size_t)snprintf(sizes + len, sizeof sizes - len, "]");
+    }
+    fprintf(stderr,
+            "xlac: note: %s at input shapes %s keeps its sizes (%s); its clusters compile per "
+            "size (said once per session)\n",
+            s->graph->file ? s->graph->file : "the graph", sizes, why);
 }
 
 /* Builds and prepares the graph for the fed shapes into e. */
@@ -129,7 +235,10 @@ static xe_code build(xe_session *s, xe_tensor *const *in, int n, spec *e, xe_sta
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     for (int k = 0; k < n; k++)
         e->shapes[k] = in[k]->shape;
-    e->graph = specialise(s->graph, e->shapes, e, st);
+    char why[1024];
+    e->graph = specialise(s->graph, e->shapes, e, why, sizeof why, st);
+    if (e->graph && why[0])
+        note_kept_sizes(s, e->shapes, why);
     if (!e->graph || xe_session_prepare(s, &e->graph, st) != XE_OK) {
         spec_clear(e);
         return st->code;
@@ -198,7 +307,8 @@ void xe_specs_put(xe_session *s, xe_spec_use *u)
 xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *shapes, int *n_extras, xe_status *st)
 {
     spec e = {0};
-    xe_graph *out = specialise(g, shapes, &e, st);
+    char why[1024];
+    xe_graph *out = specialise(g, shapes, &e, why, sizeof why, st);
     *n_extras = out && out->n_inputs == g->n_inputs + e.n_extras && !out->maker ? e.n_extras : -1;
     if (out && !e.n_extras && out->n_inputs == g->n_inputs) {
         bool general = true; /* a generalised graph has g's symbolic input types */
