@@ -1,8 +1,8 @@
 /*
- * The graph as a model's declaration gives it (model.c's fallback when the
- * import at made-up sizes of the symbolic dims fails but every op is one
- * xlac imports): its inputs of the declared types and, per output, a
- * stand-in const of the declared type. The session never runs it: the
+ * The graph as a model's declaration gives it (model.c, for a model whose
+ * import needs sizes for its symbolic dims and whose ops are all ones xlac
+ * imports): its inputs of the declared types and, per output, a stand-in
+ * const of the declared type. The session never runs it: the
  * graph maker builds the nodes at the first fed shapes.
  */
 #include <string.h>
@@ -39,7 +39,8 @@ static xe_code declared_output(xe_graph *g, const Onnx__ValueInfoProto *v, xe_st
     xe_type t;
     const char *value = v->name ? v->name : "";
     if (!output_type(v, &t))
-        return xe_fail(st, XE_ERR_UNSUPPORTED, "graph output '%s' declares no tensor type", value);
+        return xe_fail(st, XE_ERR_UNSUPPORTED,
+                       "graph output '%s' declares no tensor type with a shape", value);
     char *want = ox_sanitize(value), *name = want ? xe_graph_fresh_name(g, want) : NULL;
     xe_shape empty = {.rank = 1, .dims = {0}};
     xe_tensor *z = name ? xe_tensor_new(t.dtype, &empty, XE_DEV_CPU, st) : NULL;

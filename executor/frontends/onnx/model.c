@@ -586,55 +586,96 @@ static xe_shape *probe_shapes(const Onnx__GraphProto *og, int *n)
     return p;
 }
 
-/*
- * A model whose import needs its symbolic dims (shape computations over
- * them): imported once at probe sizes (every unknown dim OX_PROBE_DIM) for
- * its names and output types, and given a maker that imports
- * it again per input-shape signature. NULL (probe's errors in *st) when
- * the probe import fails too.
- */
-static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_onnx_options *opt,
-                               xe_status *st)
+/* The maker for m on g: the graph built per input-shape signature; g's inputs take the declared
+ * types. False (g destroyed) when the two disagree on the inputs. */
+static bool give_maker(ox_model *m, xe_graph *g, const xe_graph *declared, int n, xe_status *st)
 {
-    int n;
-    xe_shape *probe = probe_shapes(m->model->graph, &n);
     xe_graph_maker *mk = calloc(1, sizeof *mk);
-    xe_graph *g = probe && m->inits && mk ? import(m, opt, probe, st) : NULL;
-    free(probe);
-    if (!probe || !m->inits || !mk) {
-        xe_fail(st, XE_ERR_NOMEM, "out of memory");
-    } else if (!g && st->code == XE_ERR_GRAPH && !(opt && opt->nodes_at_load) && ops_known(m)) {
-        /* every op imports, but the probe's sizes are made up (a model may work only at its traced
-         * sizes, or only where 3 -> down -> up is 3 again), so what they make invalid says nothing
-         * of the model: the nodes are built at the first fed shapes, where an error names the real
-         * sizes. An op xlac does not import is still refused here, at load; so is a model whose
-         * outputs declare no type to stand in for them (the probe's error stands then). */
-        xe_status probe_error = *st;
-        xe_status_clear(st);
-        if ((g = ox_declared_graph(m->model->graph, m->path, declared, st))) {
-            int len = (int)strcspn(probe_error.msg, "\n");
-            fprintf(stderr,
-                    "xlac: note: %s does not import at made-up sizes of its symbolic dims (%.*s); "
-                    "it is built at the first fed shapes\n",
-                    m->path, len > 300 ? 300 : len, probe_error.msg);
-        }
-        if (g && opt && opt->report) {
-            free(*opt->report);
-            *opt->report = NULL;
-        } else if (!g) {
-            *st = probe_error;
-        }
-    }
-    if (!g || n != g->n_inputs || n != declared->n_inputs) {
+    if (!mk || n != g->n_inputs || n != declared->n_inputs) {
+        if (!mk)
+            xe_fail(st, XE_ERR_NOMEM, "out of memory");
         free(mk);
         xe_graph_destroy(g);
-        return NULL;
+        return false;
     }
     for (int k = 0; k < n; k++)
         g->nodes[g->inputs[k]]->type = declared->nodes[declared->inputs[k]]->type;
     *mk = (xe_graph_maker){.make = make, .release = model_free, .user = m};
     xe_graph_set_maker(g, mk);
-    return g;
+    return true;
+}
+
+/*
+ * For the onnxruntime EP, which must know at load which nodes it runs
+ * (nodes_at_load): the model imported at probe sizes (every unknown dim
+ * OX_PROBE_DIM) for its nodes, with a maker that imports it again per
+ * input-shape signature. NULL (the probe's errors in *st) when the probe
+ * import fails: the graph stays with onnxruntime.
+ */
+static xe_graph *probed(ox_model *m, const xe_graph *declared, const xe_onnx_options *opt,
+                        xe_status *st)
+{
+    int n;
+    xe_shape *probe = probe_shapes(m->model->graph, &n);
+    xe_graph *g = probe ? import(m, opt, probe, st) : NULL;
+    if (!probe)
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    free(probe);
+    return g && give_maker(m, g, declared, n, st) ? g : NULL;
+}
+
+/* The probe's sizes dropped from g's outputs: they keep their rank and dtype, every dim unknown. */
+static void forget_sizes(xe_graph *g)
+{
+    for (int k = 0; k < g->n_outputs; k++) {
+        xe_shape *s = &g->nodes[g->outputs[k]]->type.shape;
+        for (int d = 0; d < s->rank; d++)
+            s->dims[d] = XE_DIM_UNKNOWN;
+    }
+}
+
+/*
+ * A model whose import needs its symbolic dims (shape computations over
+ * them), which the import with `?` dims (its errors in *st) could not fold:
+ * the declared graph (its inputs, and per output a stand-in of its declared
+ * type) and a maker, so that the nodes are built at each fed signature,
+ * where every shape computation folds and an error names the real sizes.
+ * No size is made up. An output that declares no shape takes its rank
+ * (only) from an import at probe sizes; when that fails too, or an op,
+ * domain or attribute is one that xlac does not import, the first
+ * import's errors stand.
+ */
+static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_onnx_options *opt,
+                               xe_status *st)
+{
+    if (opt && opt->nodes_at_load) {
+        xe_status_clear(st);
+        return probed(m, declared, opt, st);
+    }
+    if (st->code != XE_ERR_GRAPH || !ops_known(m))
+        return NULL;
+    xe_status first = *st;
+    xe_status_clear(st);
+    xe_graph *g = ox_declared_graph(m->model->graph, m->path, declared, st);
+    if (!g && st->code == XE_ERR_UNSUPPORTED) { /* an output declares no shape: its rank */
+        xe_status why = *st;
+        xe_status_clear(st);
+        if ((g = probed(m, declared, opt, st))) {
+            forget_sizes(g);
+            return g;
+        }
+        *st = first;
+        size_t len = strlen(st->msg);
+        snprintf(st->msg + len, sizeof st->msg - len, "\n%s", why.msg);
+        return NULL;
+    }
+    if (!g)
+        return NULL;
+    if (opt && opt->report) {
+        free(*opt->report);
+        *opt->report = NULL;
+    }
+    return give_maker(m, g, declared, declared->n_inputs, st) ? g : NULL;
 }
 
 /* The declared inputs alone (their types with symbolic dims, the caller's pins applied), or
@@ -698,11 +739,6 @@ static xe_graph *load(ox_model *m, const xe_onnx_options *opt, xe_status *st)
     if (!g && m->model->graph) {
         xe_graph *declared = declared_inputs(m, opt);
         if (declared && has_symbolic_dims(declared)) {
-            xe_status_clear(st);
-            if (opt && opt->report) {
-                free(*opt->report);
-                *opt->report = NULL;
-            }
             g = per_signature(m, declared, opt, st);
             if (g)
                 m = NULL; /* the maker owns it */

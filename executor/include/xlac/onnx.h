@@ -53,9 +53,11 @@ typedef struct xe_onnx_options {
     int n_pins;
     char **report;      /* not NULL: on an import error, every error line (malloc'd; the
                            status holds only what fits in its buffer) */
-    bool nodes_at_load; /* a model that does not import at made-up sizes of its symbolic dims
-                           fails with that error, instead of being built at the first fed shapes
-                           (a host that needs the nodes at load: the onnxruntime EP) */
+    bool nodes_at_load; /* a model whose import needs sizes for its symbolic dims is imported
+                           at probe sizes (every such dim 3) for its nodes, and fails with that
+                           import's errors, instead of being built at each fed signature from
+                           its declaration (a host that needs the nodes at load: the
+                           onnxruntime EP) */
 } xe_onnx_options;
 
 /* Loads an ONNX model file; NULL with *st set on failure. opt may be NULL. */
