@@ -207,6 +207,44 @@ Test(e2e, a_slower_cluster_is_demoted_with_the_default_flags)
     xt_tmp_remove();
 }
 
+/*
+ * A demotion is remembered beside the program in the disk cache (codegen/cache/verdict.c): the next
+ * process loads the program and runs the signature per op from its first call, with a warning that
+ * names the verdict file; --demote=0 runs it compiled, and without the file it is measured again.
+ */
+Test(e2e, a_demotion_is_remembered_by_the_disk_cache)
+{
+    xt_write_file(xt_path("big.xg"), "xlac.graph v1\ninput x: f32[512,512]\ninput y: f32[512,512]\n"
+                                     "a = mul(x, y)\nb = add(a, x)\nc = tanh(b)\noutput c\n");
+    xt_write_file(xt_path("slowcc"), "#!/bin/sh\nexec cc \"$@\" -O0 -fno-openmp\n");
+    cr_assert_eq(chmod(xt_path("slowcc"), 0755), 0);
+    char cc[200], flags[300], off[300];
+    snprintf(cc, sizeof cc, "CC=%s", xt_path("slowcc"));
+    snprintf(flags, sizeof flags, "XLAC_FLAGS=--stats --cache_dir=%s", xt_path("cache"));
+    snprintf(off, sizeof off, "XLAC_FLAGS=--stats --demote=0 --cache_dir=%s", xt_path("cache"));
+    const char *env[] = {"XLAC_AUTO_JIT=2", flags, cc, NULL};
+    xt_result r = xlac_run(true, env, xt_path("big.xg"), "--iterations", "8");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, " demoted=1 probes=2\n"), "the first process demotes: %s", r.err);
+    xt_result_free(&r);
+    r = xlac_run(true, env, xt_path("big.xg"), "--iterations", "8");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    const char *w = strstr(r.err, "xlac: warning: cluster_0 ran slower compiled (");
+    cr_assert(w && strstr(w, " in an earlier run; it runs per op (verdict ") && strstr(w, ".slow: "),
+              "%s", r.err);
+    cr_assert(strstr(r.err, " compiles=0 cache_hits=0 disk_hits=1 ") && strstr(r.err, " fallbacks=8 "),
+              "every call per op, the first included: %s", r.err);
+    cr_assert(strstr(r.err, " demoted=1 probes=0\n"), "%s", r.err);
+    xt_result_free(&r);
+    const char *keep[] = {"XLAC_AUTO_JIT=2", off, cc, NULL};
+    r = xlac_run(true, keep, xt_path("big.xg"), "--iterations", "3");
+    cr_assert_eq(r.rc, 0, "%s", r.err);
+    cr_assert(strstr(r.err, " launches=3 ") && strstr(r.err, " fallbacks=0 "), "%s", r.err);
+    cr_assert(!strstr(r.err, "in an earlier run"), "--demote=0 reads no verdict: %s", r.err);
+    xt_result_free(&r);
+    xt_tmp_remove();
+}
+
 static void check_dump_runs(const char *name)
 {
     xt_result r = xlac_run(false, NULL, xt_path(name), "--save-outputs", xt_path("again"));

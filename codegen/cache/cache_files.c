@@ -155,11 +155,12 @@ static int older_first(const void *a, const void *b)
     return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
 }
 
-/* A writer's temp file (".<hex>.xlac.XXXXXX") untouched for an hour: its process died mid-write. */
+/* A writer's temp file (".<hex>.xlac.XXXXXX", a verdict's ".<hex>.slow.XXXXXX") untouched for an
+ * hour: its process died mid-write. */
 static void drop_if_stale_temp(int dfd, const char *name)
 {
     struct stat sb;
-    if (name[0] == '.' && strstr(name, ".xlac.") &&
+    if (name[0] == '.' && (strstr(name, ".xlac.") || strstr(name, ".slow.")) &&
         fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode) &&
         sb.st_mtime < time(NULL) - 3600)
         unlinkat(dfd, name, 0);

@@ -74,6 +74,14 @@ void xg_disk_reject(xg_disk *d, const char *key, const char *why);
 bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_target target,
                    xg_artifact *a);
 
+/* verdict.c: demotions remembered beside the programs ("<hex>.slow"). */
+/* The verdict file of key's program. */
+void xg_verdict_path(const xg_disk *d, const char *key, char *buf, size_t len);
+/* Records that key's program ran slower compiled than per op (failures only warn). */
+void xg_verdict_store(xg_disk *d, const char *key, double compiled_us, double per_op_us);
+/* Whether an earlier process demoted key's program, and on what times. */
+bool xg_verdict_load(xg_disk *d, const char *key, double *compiled_us, double *per_op_us);
+
 /* cache_lock.c: one build per signature across the processes of one cache folder. */
 typedef enum xg_claim {
     XG_CLAIM_OURS,   /* this process holds key's lock: build, store, then xg_disk_release */

@@ -194,5 +194,9 @@ bool xg_wants_probe(const xg_launch *l, xg_entry *sig, xg_entry *e);
  * lock); after XG_DEMOTE_RUNS of them (the first excluded), the verdict.
  */
 void xg_note_run(const xg_launch *l, xg_entry *sig, xg_entry *e, double us);
+/* Under the lock: program entry e (cluster name), loaded from disk, was demoted by an earlier
+ * process on these times (verdict.c): demoted now, counted and recorded. */
+void xg_demoted_earlier(xg_cache *c, xg_entry *e, const char *name, bool generic,
+                        double compiled_us, double per_op_us);
 
 #endif

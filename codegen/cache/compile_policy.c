@@ -12,7 +12,9 @@
  *      signature runs per op from then on (under must-compile it is an
  *      error naming the cluster);
  *   5. a program demoted (demote.c: its compiled runs were slower than
- *      the per-op runs of the same signature) runs per op from then on.
+ *      the per-op runs of the same signature) runs per op from then on, and
+ *      so does a later process that loads it from the disk cache, from its
+ *      first run (its verdict, verdict.c).
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -157,11 +159,15 @@ static void say_compiled(const job *j, xe_code code, bool disk_hit, double ms, c
 }
 
 /* Records a finished compile under the lock; then warns on failure (once: the entry is marked
- * failed). */
-static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, double ms,
+ * failed). Whether prog may run now: false when the entry is gone (out of memory: prog destroyed)
+ * or an earlier process demoted it (verdict.c). */
+static bool finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, double ms,
                        const xe_status *st)
 {
     xg_cache *c = j->c;
+    double slow_us = 0, per_op_us = 0; /* an earlier process's verdict on the program (verdict.c) */
+    bool slow = code == XE_OK && disk_hit && !j->must && c->o.demote &&
+                xg_verdict_load(&c->disk, j->key, &slow_us, &per_op_us);
     pthread_mutex_lock(&c->lock);
     xg_entry *e = xg_entry_get(c, j->key);
     xg_cluster_state *s = xg_cluster_get(c, j->fp, j->name);
@@ -169,6 +175,8 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
         e->compiling = false;
         e->prog = prog;
         e->failed = code != XE_OK;
+        if (slow)
+            xg_demoted_earlier(c, e, j->name, j->generic, slow_us, per_op_us);
     }
     if (code != XE_OK) {
         /* warned below; under must-compile the caller returns the error */
@@ -185,6 +193,15 @@ static void finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
         xg_program_destroy(prog);
     pthread_mutex_unlock(&c->lock);
     say_compiled(j, code, disk_hit, ms, st);
+    if (slow && e) {
+        char path[4200];
+        xg_verdict_path(&c->disk, j->key, path, sizeof path);
+        xg_log(&c->o, XG_LOG_WARNING,
+               "%s ran slower compiled (%.3f ms) than per op (%.3f ms) in an earlier run; it runs "
+               "per op (verdict %s: delete it, or --demote=0, to run it compiled)",
+               j->name, slow_us / 1e3, per_op_us / 1e3, path);
+    }
+    return e && !slow;
 }
 
 static void *async_main(void *arg)
@@ -198,7 +215,7 @@ static void *async_main(void *arg)
     xe_status st;
     xe_status_clear(&st);
     xe_code code = compile_job(j, &prog, &disk, &ms, &st);
-    finish_job(j, code, prog, disk, ms, &st);
+    (void)finish_job(j, code, prog, disk, ms, &st); /* nobody waits to run it */
     xg_cache *c = j->c;
     job_free(j);
     pthread_mutex_lock(&c->lock);
@@ -346,9 +363,11 @@ xg_decision xg_decide(xg_launch *l, xe_text *key, xg_entry **out, xg_entry **sig
 /*
  * Compiles (or loads) the program for key: on a background thread when
  * async (*prog stays NULL: per op this time), else here. A failure
- * without must-compile has already warned and leaves *prog NULL.
+ * without must-compile has already warned and leaves *prog NULL; so does a
+ * program that an earlier process demoted (*slow set, verdict.c).
  */
-static xe_code compile_now(xg_cache *c, job *j, bool async, xg_program **prog, xe_status *st)
+static xe_code compile_now(xg_cache *c, job *j, bool async, xg_program **prog, bool *slow,
+                           xe_status *st)
 {
     pthread_t th;
     if (async) {
@@ -367,7 +386,10 @@ static xe_code compile_now(xg_cache *c, job *j, bool async, xg_program **prog, x
     double ms = 0;
     xe_code code = compile_job(j, prog, &disk, &ms, st);
     xe_status keep = *st;
-    finish_job(j, code, *prog, disk, ms, &keep);
+    if (!finish_job(j, code, *prog, disk, ms, &keep) && code == XE_OK) {
+        *prog = NULL; /* the entry's, or gone: this call runs per op */
+        *slow = true;
+    }
     job_free(j);
     if (code != XE_OK) {
         *prog = NULL;
@@ -382,8 +404,13 @@ xe_code xg_compile_signature(const xg_launch *l, const char *key, xg_program **p
 {
     xg_cache *c = l->c;
     job *j = job_new(l, key, st);
+    bool slow = false;
+    xe_code code =
+        j ? compile_now(c, j, c->o.async_compilation && !l->must, prog, &slow, st) : XE_OK;
+    if (slow && l->info)
+        l->info->reason = WHY_SLOW;
     if (j)
-        return compile_now(c, j, c->o.async_compilation && !l->must, prog, st);
+        return code;
     if (st->code == XE_OK)
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xg_mark_failed(c, key, l->name, l->must ? NULL : "compile", st);

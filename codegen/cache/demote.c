@@ -21,11 +21,14 @@
  *      more than XG_DEMOTE_MARGIN and XG_DEMOTE_FLOOR_US (jitter of a run
  *      of a few microseconds is no verdict): the program is demoted (every shape a
  *      shape-generic one served), a warning, xg_stats.demoted, a record
- *      for xg_cache_demotions.
+ *      for xg_cache_demotions, and the verdict on disk (verdict.c), so that
+ *      a later process loading the program from the disk cache runs it per
+ *      op from its first run (compile_policy.c, xg_demoted_earlier).
  * Every field read here is under the cache's lock.
  */
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cache_state.h"
@@ -120,16 +123,37 @@ static void demote(const xg_launch *l, const xg_entry *sig, xg_entry *e)
 void xg_note_run(const xg_launch *l, xg_entry *sig, xg_entry *e, double us)
 {
     xg_cache *c = l->c;
+    char *verdict = NULL; /* the demoted program's key, for its verdict on disk (verdict.c) */
+    double compiled_us = 0, per_op_us = 0;
     pthread_mutex_lock(&c->lock);
     /* another thread compiled meanwhile: not like the per-op runs, not counted */
     if (xg_quiet_run(c, us) && !e->slow) {
         if (sig->timed++ > 0 && (sig->run_us == 0 || us < sig->run_us))
             sig->run_us = us;
         if (sig->timed == XG_DEMOTE_RUNS + 1 &&
-            sig->run_us > sig->per_op_us * XG_DEMOTE_MARGIN + XG_DEMOTE_FLOOR_US)
+            sig->run_us > sig->per_op_us * XG_DEMOTE_MARGIN + XG_DEMOTE_FLOOR_US) {
             demote(l, sig, e);
+            verdict = strdup(e->key);
+            compiled_us = sig->run_us;
+            per_op_us = sig->per_op_us;
+        }
     }
     pthread_mutex_unlock(&c->lock);
+    if (verdict) /* outside the lock: a file */
+        xg_verdict_store(&c->disk, verdict, compiled_us, per_op_us);
+    free(verdict);
+}
+
+void xg_demoted_earlier(xg_cache *c, xg_entry *e, const char *name, bool generic,
+                        double compiled_us, double per_op_us)
+{
+    e->slow = true;
+    c->stats.demoted++;
+    xg_demotion d = {.generic = generic, .compiled_us = compiled_us, .per_op_us = per_op_us};
+    snprintf(d.cluster, sizeof d.cluster, "%s", name ? name : "");
+    snprintf(d.types, sizeof d.types, "(an earlier run's verdict)");
+    if (c->n_demotions < XG_DEMOTIONS_KEPT)
+        c->demotions[c->n_demotions++] = d;
 }
 
 int xg_cache_demotions(xg_cache *c, xg_demotion *out, int max)

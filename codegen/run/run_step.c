@@ -44,10 +44,12 @@ static xg_program *specific_program(const xg_launch *l, xe_code *code, xe_status
 static xe_code timed_compile(const xg_launch *l, xg_program **prog, xe_status *st)
 {
     double t0 = xg_now_ms();
+    l->info->reason = NULL; /* WHY_SLOW after it when an earlier process demoted the program */
     xe_code code = xg_compile_signature(l, l->key, prog, st);
     l->info->compile_ms = xg_now_ms() - t0;
     l->info->compiled = *prog != NULL;
     l->info->reason = *prog                                   ? NULL
+                      : l->info->reason                       ? l->info->reason
                       : l->c->o.async_compilation && !l->must ? WHY_ASYNC
                                                               : WHY_COMPILE;
     return code;

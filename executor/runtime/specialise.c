@@ -237,7 +237,7 @@ static xe_code build(xe_session *s, xe_tensor *const *in, int n, spec *e, xe_sta
         e->shapes[k] = in[k]->shape;
     char why[1024];
     e->graph = specialise(s->graph, e->shapes, e, why, sizeof why, st);
-    if (e->graph && why[0])
+    if (e->graph && why[0] && !s->opt.no_passes && xe_graph_pass_count() > 0) /* clusters */
         note_kept_sizes(s, e->shapes, why);
     if (!e->graph || xe_session_prepare(s, &e->graph, st) != XE_OK) {
         spec_clear(e);
