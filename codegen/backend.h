@@ -45,6 +45,9 @@ typedef struct xg_renderer {
         *shared_kw; /* qualifier of the arrays block_reduce combines through (with block_reduce) */
     const char *h2f, *f2h; /* f16 <-> f32 (scalar.h): "xe_h2f_vec" in C (branch-free: the loop
                               vectorizes), "xe_h2f" in CUDA; the same bits either way */
+    bool f16_word_gather;  /* an f16 load at an index the compiler cannot prove contiguous reads
+                              the aligned 32-bit word holding it and shifts (emit.c): gcc has no
+                              16-bit gather, and one such load kept the whole loop scalar */
     bool simd_pragmas;     /* per-pass "#pragma omp simd reduction(...)" */
     bool row_cache;        /* a row kernel may keep costly values in a per-row stack buffer */
     bool narrow_index;     /* index math may be 32-bit when every tensor is small */

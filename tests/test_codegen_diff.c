@@ -240,6 +240,15 @@ Test(codegen_diff, generic_concat_slice_f16_and_empty_means, .timeout = 300)
         "xlac.graph v1\ninput x: f16[6,5]\na = mul(x, x)\nb = mul(a, a)\nm = reduce_mean(b, axes=[1], keepdims=true)\n"
         "c = sub(b, m)\nd = cast(c, to=f32)\noutput d\n",
         "xlac.graph v1\ninput x: i32[3,0]\na = neg(x)\nm = reduce_mean(a, axes=[1])\noutput m\n",
+        /* f16 loads at scattered indices (a transpose, a broadcast through it, a column sum), odd
+           sizes so that the last element is the low half of a word (emit.c's word gather) */
+        "xlac.graph v1\ninput x: f16[3,5,7]\ninput b: f16[7]\nt = transpose(x, perm=[1,0,2])\n"
+        "a = add(t, b)\nn = neg(a)\noutput n\n",
+        "xlac.graph v1\ninput x: f16[3,5,7]\ninput b: f16[3]\nt = transpose(x, perm=[2,1,0])\n"
+        "a = mul(t, b)\ns = reduce_sum(a, axes=[0])\noutput s\n",
+        "xlac.graph v1\ninput x: f16[3,10,7]\ninput b: f16[2,7]\nr = reshape(x, shape=[3,5,14])\n"
+        "t = transpose(r, perm=[1,0,2])\ns = reshape(t, shape=[5,3,2,7])\na = add(s, b)\n"
+        "n = neg(a)\noutput n\n",
     };
     for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++) {
         check_graph(graphs[i], graphs[i], false);

@@ -192,6 +192,18 @@ Test(vectorize, chain_of_every_unary_op, .timeout = 120)
         5);
 }
 
+/* An f16 load at an index gcc cannot prove contiguous (attention's split into heads: a reshape, a
+ * transpose and a reshape, each index a / and % of the loop's): gcc has no 16-bit gather, so the
+ * load reads its aligned 32-bit word (emit.c), and the loop vectorizes. */
+Test(vectorize, f16_through_reshapes_and_a_transpose, .timeout = 120)
+{
+    check_graph("f16 heads",
+                "xlac.graph v1\ninput x: f16[64,40,32]\ninput b: f16[2,8]\n"
+                "r = reshape(x, shape=[64,80,16])\nt = transpose(r, perm=[1,0,2])\n"
+                "s = reshape(t, shape=[80,64,2,8])\na = add(s, b)\ne = exp(a)\noutput e\n",
+                1);
+}
+
 Test(vectorize, binary_compare_select, .timeout = 120)
 {
     check_graph(

@@ -47,6 +47,52 @@ void xg_dim_text(const em *e, int node, int d, char *buf, size_t len)
 }
 
 /* int64_t vN = expr; */
+/* The XG_VAR_* of index variable number v (0 when unrecorded). */
+static unsigned var_flags(const em *e, long v)
+{
+    return v >= 0 && v < e->cap_var_flags ? e->var_flags[v] : 0;
+}
+
+unsigned xg_index_flags(const em *e, const char *text)
+{
+    unsigned f = 0;
+    for (const char *c = text; *c;) {
+        if (!isalpha((unsigned char)*c) && *c != '_') { /* numbers with their suffixes too */
+            bool number = isdigit((unsigned char)*c);
+            c++;
+            while (number && isalnum((unsigned char)*c))
+                c++;
+            continue;
+        }
+        const char *w = c;
+        while (isalnum((unsigned char)*c) || *c == '_')
+            c++;
+        size_t n = (size_t)(c - w);
+        if (n == 1 && (*w == 'i' || *w == 'j' || *w == 'k'))
+            f |= XG_VAR_INNER;
+        else if (*w == 'v' && n > 1 && strspn(w + 1, "0123456789") == n - 1)
+            f |= var_flags(e, strtol(w + 1, NULL, 10));
+    }
+    if ((f & XG_VAR_INNER) && strpbrk(text, "/%"))
+        f |= XG_VAR_SCATTERED;
+    return f;
+}
+
+/* Records vN's flags (the table grows; out of memory, a variable is simply unrecorded). */
+static void record_flags(em *e, int v, unsigned f)
+{
+    if (v >= e->cap_var_flags) {
+        int cap = 2 * v + 64;
+        unsigned char *t = realloc(e->var_flags, (size_t)cap);
+        if (!t)
+            return;
+        memset(t + e->cap_var_flags, 0, (size_t)(cap - e->cap_var_flags));
+        e->var_flags = t;
+        e->cap_var_flags = cap;
+    }
+    e->var_flags[v] = (unsigned char)f;
+}
+
 void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...)
 {
     char expr[512];
@@ -54,7 +100,9 @@ void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(expr, sizeof expr, fmt, ap);
     va_end(ap);
+    int v = e->var;
     new_var(e, name, len);
+    record_flags(e, v, xg_index_flags(e, expr));
     xg_out(e, "    xg_idx %s = %s;\n", name, expr);
 }
 
@@ -164,6 +212,15 @@ void xg_memo_add(em *e, int node, const idx *ix, const char *var)
 
 /* ---- values ------------------------------------------------------------------------- */
 
+/* Whether this machine (the C target's) stores the low half of a 32-bit word first. */
+static bool little_endian(void)
+{
+    const uint32_t one = 1;
+    unsigned char first;
+    memcpy(&first, &one, 1);
+    return first == 1;
+}
+
 /* Loads a materialized node at ix. */
 void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len)
 {
@@ -171,7 +228,16 @@ void xg_emit_load(em *e, int node, const idx *ix, char *var, size_t len)
     char off[24];
     xg_flat_of(e, node, ix, off, sizeof off);
     new_var(e, var, len);
-    if (dt == XE_F16)
+    if (dt == XE_F16 && e->b->render.f16_word_gather && little_endian() &&
+        (xg_index_flags(e, off) & XG_VAR_SCATTERED)) {
+        /* the aligned word that holds p[off] (never past a page: an aligned 4 bytes) */
+        xg_out(e,
+               "    uint32_t %sw;\n"
+               "    __builtin_memcpy(&%sw, (const void *)((__UINTPTR_TYPE__)(p%d + %s) & "
+               "~(__UINTPTR_TYPE__)3), 4);\n"
+               "    float %s = %s((uint16_t)(%sw >> (((__UINTPTR_TYPE__)(p%d + %s) & 2) * 8)));\n",
+               var, var, node, off, var, e->b->render.h2f, var, node, off);
+    } else if (dt == XE_F16)
         xg_out(e, "    float %s = %s(p%d[%s]);\n", var, e->b->render.h2f, node, off);
     else
         xg_out(e, "    %s %s = p%d[%s];\n", value_type(dt), var, node, off);

@@ -52,6 +52,8 @@ typedef struct em {
     struct kept_kernel *kept; /* the kernels kept so far, by identity (xg_kernel_end) */
     int n_kept, cap_kept;
     int var;
+    unsigned char *var_flags; /* per index variable vN: XG_VAR_* (xg_let_index) */
+    int cap_var_flags;
     int n_memo;
     memo m[MAX_MEMO];
     char (*rowvar)[16]; /* row kernels: the register holding a node's value for the current row */
@@ -84,7 +86,15 @@ void xg_out(em *e, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 void xg_dim_text(const em *e, int node, int d, char *buf, size_t len);
 /* Elements of node's shape, as text. */
 void xg_numel_text(const em *e, int node, char *buf, size_t len);
-/* xg_idx vN = expr; (name gets vN) */
+/* What an index variable depends on (xg_let_index; 0 for a literal or an outer loop's). */
+enum {
+    XG_VAR_INNER = 1,     /* on the innermost loop's index (i, j, k) */
+    XG_VAR_SCATTERED = 2, /* a / or % of such a value, or built from one: the compiler cannot
+                             prove a load at it contiguous (a gather) */
+};
+/* The XG_VAR_* of index text (a variable, a literal, "i"). */
+unsigned xg_index_flags(const em *e, const char *text);
+/* xg_idx vN = expr; (name gets vN; its XG_VAR_* recorded) */
 void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
 void xg_idx_from_flat(em *e, int node, const char *flat, idx *ix);

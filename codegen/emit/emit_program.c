@@ -37,6 +37,7 @@ static void emitter_free(em *e)
     free(e->rowvar);
     free(e->rc_phases);
     free(e->rc_first);
+    free(e->var_flags);
     free(e);
 }
 

@@ -483,6 +483,7 @@ const xg_backend xg_backend_c = {
             .h2f = "xe_h2f_vec", /* xe_h2f's branches kept a fused f16 loop scalar: 100 ms where the
                                     per-op kernels took 11 */
             .f2h = "xe_f2h_vec",
+            .f16_word_gather = true,
             .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
                          "    for (xg_idx i = 0; i < n; i++) {\n",
             .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
