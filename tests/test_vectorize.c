@@ -236,6 +236,11 @@ Test(vectorize, softmax_op_and_log_softmax, .timeout = 120)
         "softmax op",
         "xlac.graph v1\ninput x: f32[64,1024]\nz = mul(x, x)\ny = softmax(z, axis=1)\noutput y\n",
         3);
+    /* f16: computed in f32, its max over int32 keys and its sum in float, as f32's */
+    check_graph(
+        "f16 softmax op",
+        "xlac.graph v1\ninput x: f16[64,1024]\nz = mul(x, x)\ny = softmax(z, axis=1)\noutput y\n",
+        3);
     check_graph(
         "log-softmax",
         "xlac.graph v1\ninput x: f32[512,1024]\nm = reduce_max(x, axes=[1], keepdims=true)\n"

@@ -237,7 +237,8 @@ static void softmax_max_pass(em *e, int x, const bool *mask, int saved, bool sim
                              const red_ops *max, idx *ix)
 {
     xe_dtype dt = e->p->types[x].dtype;
-    red_ops key = xg_red_ops_vec(e, XE_OP_REDUCE_MAX, dt);
+    /* f16 and bf16 are computed in f32: their maximum is f32's, over int32 keys */
+    red_ops key = xg_red_ops_vec(e, XE_OP_REDUCE_MAX, dt == XE_F16 || dt == XE_BF16 ? XE_F32 : dt);
     char v[16];
     if (key.key)
         xg_out(e, "    int32_t mk = %s;\n", key.init);
@@ -280,7 +281,8 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     xg_out(e, "    %s m = -1.0%s / 0.0%s, sum = 0;\n", vt, f, f);
     idx ix;
     int saved = e->n_memo;
-    bool simd = dt == XE_F32 || dt == XE_F64; /* the reductions declared for these */
+    /* the reductions declared for these (f16 and bf16 are computed in f32, m and sum floats) */
+    bool simd = dt == XE_F32 || dt == XE_F64 || dt == XE_F16 || dt == XE_BF16;
     softmax_max_pass(e, x, mask, saved, simd, &max, &ix);
     if (e->b->render.block_reduce)
         e->b->render.block_reduce(e, &max, "m", "shm");
