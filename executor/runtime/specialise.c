@@ -154,13 +154,14 @@ static void first_error(const char *msg, const char *file, char *out, size_t len
 }
 
 /* g (built at shapes) rewritten to serve every size, compared with t built at larger; NULL with
- * the reason in why (why_len bytes) when it cannot be. */
+ * the reason in why (why_len bytes) when it cannot be. *built: t builds at larger. */
 static xe_graph *generalise_at(const xe_graph *t, const xe_graph *g, const xe_shape *larger,
-                               spec *e, char *why, size_t why_len)
+                               spec *e, char *why, size_t why_len, bool *built)
 {
     xe_status st;
     xe_status_clear(&st);
     xe_graph *h = larger ? xe_graph_specialise(t, larger, &st) : NULL;
+    *built |= h != NULL;
     xe_graph *general = h ? xe_generalise(g, h, t, &e->extras, &e->n_extras, why, why_len) : NULL;
     if (!h && why_len > 40) { /* its first error, past the count line of an import's list */
         int n = snprintf(why, why_len, "it does not build: ");
@@ -174,11 +175,14 @@ static xe_graph *generalise_at(const xe_graph *t, const xe_graph *g, const xe_sh
  * The graph built at shapes, rewritten to serve every size when the same
  * model built with its symbolic dims larger (larger_by, in turn) tells what
  * depends on the sizes (generalise.c); as built otherwise, with the reasons
- * in why (why_len bytes; empty when rewritten).
+ * in why (why_len bytes; empty when rewritten). *built: the model built at
+ * some larger sizes (false: it may work only at the sizes it was exported
+ * at).
  */
 static xe_graph *specialise(const xe_graph *t, const xe_shape *shapes, spec *e, char *why,
-                            size_t why_len, xe_status *st)
+                            size_t why_len, bool *built, xe_status *st)
 {
+    *built = false;
     xe_graph *g = xe_graph_specialise(t, shapes, st);
     xe_graph *general = NULL;
     size_t len = 0;
@@ -188,7 +192,7 @@ static xe_graph *specialise(const xe_graph *t, const xe_shape *shapes, spec *e, 
         if (!larger)
             continue;
         char tried[320];
-        general = generalise_at(t, g, larger, e, tried, sizeof tried);
+        general = generalise_at(t, g, larger, e, tried, sizeof tried, built);
         free(larger);
         if (!general && len + 32 < why_len)
             len += (size_t)snprintf(why + len, why_len - len, "%s%s: %s", len ? "; " : "",
@@ -202,9 +206,9 @@ static xe_graph *specialise(const xe_graph *t, const xe_shape *shapes, spec *e, 
     return g;
 }
 
-/* Says once per session that a signature's graph keeps its sizes, and why: its clusters compile
- * per size. */
-static void note_kept_sizes(xe_session *s, const xe_shape *shapes, const char *why)
+/* Says once per session that a signature's graph keeps its sizes, and why, and what follows: its
+ * clusters compile per size, or (clusters or not) it may run at these sizes only. */
+static void note_kept_sizes(xe_session *s, const xe_shape *shapes, const char *why, bool built)
 {
     xe_specs *c = s->specs;
     pthread_mutex_lock(&c->lock);
@@ -223,9 +227,10 @@ static void note_kept_sizes(xe_session *s, const xe_shape *shapes, const char *w
         len += (size_t)snprintf(sizes + len, sizeof sizes - len, "]");
     }
     fprintf(stderr,
-            "xlac: note: %s at input shapes %s keeps its sizes (%s); its clusters compile per "
-            "size (said once per session)\n",
-            s->graph->file ? s->graph->file : "the graph", sizes, why);
+            "xlac: note: %s at input shapes %s keeps its sizes (%s); %s (said once per session)\n",
+            s->graph->file ? s->graph->file : "the graph", sizes, why,
+            !built ? "it may run only at the sizes it was exported at, each size built on its own"
+                   : "its clusters compile per size");
 }
 
 /* Builds and prepares the graph for the fed shapes into e. */
@@ -236,9 +241,11 @@ static xe_code build(xe_session *s, xe_tensor *const *in, int n, spec *e, xe_sta
     for (int k = 0; k < n; k++)
         e->shapes[k] = in[k]->shape;
     char why[1024];
-    e->graph = specialise(s->graph, e->shapes, e, why, sizeof why, st);
-    if (e->graph && why[0] && !s->opt.no_passes && xe_graph_pass_count() > 0) /* clusters */
-        note_kept_sizes(s, e->shapes, why);
+    bool built;
+    e->graph = specialise(s->graph, e->shapes, e, why, sizeof why, &built, st);
+    bool clusters = !s->opt.no_passes && xe_graph_pass_count() > 0;
+    if (e->graph && why[0] && (clusters || !built))
+        note_kept_sizes(s, e->shapes, why, built);
     if (!e->graph || xe_session_prepare(s, &e->graph, st) != XE_OK) {
         spec_clear(e);
         return st->code;
@@ -308,7 +315,8 @@ xe_graph *xe_graph_general(const xe_graph *g, const xe_shape *shapes, int *n_ext
 {
     spec e = {0};
     char why[1024];
-    xe_graph *out = specialise(g, shapes, &e, why, sizeof why, st);
+    bool built;
+    xe_graph *out = specialise(g, shapes, &e, why, sizeof why, &built, st);
     *n_extras = out && out->n_inputs == g->n_inputs + e.n_extras && !out->maker ? e.n_extras : -1;
     if (out && !e.n_extras && out->n_inputs == g->n_inputs) {
         bool general = true; /* a generalised graph has g's symbolic input types */
