@@ -5,9 +5,12 @@
  * const of the declared type. The session never runs it: the
  * graph maker builds the nodes at the first fed shapes.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "onnx_impl.h"
+
+#define OX_PROBE_DIM 3 /* an unknown dim's size in the probe import: not 1, which broadcasts */
 
 bool ox_is_initializer(const Onnx__GraphProto *g, const char *name)
 {
@@ -100,4 +103,26 @@ xe_graph *ox_declared_graph(const Onnx__GraphProto *og, const char *path, const 
         return NULL;
     }
     return g;
+}
+
+/* Per graph input (initializers left out), the shape its unknown dims take in the probe import. */
+xe_shape *ox_probe_shapes(const Onnx__GraphProto *og, int *n)
+{
+    xe_shape *p = calloc(og->n_input + 1, sizeof *p);
+    *n = 0;
+    for (size_t k = 0; p && k < og->n_input; k++) {
+        const Onnx__ValueInfoProto *v = og->input[k];
+        const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
+        bool init = false;
+        for (size_t j = 0; j < og->n_initializer && !init; j++)
+            init =
+                og->initializer[j]->name && v->name && !strcmp(og->initializer[j]->name, v->name);
+        if (init)
+            continue;
+        xe_shape *s = &p[(*n)++];
+        s->rank = tt && tt->shape && tt->shape->n_dim <= XE_MAX_RANK ? (int)tt->shape->n_dim : 0;
+        for (int d = 0; d < s->rank; d++)
+            s->dims[d] = OX_PROBE_DIM;
+    }
+    return p;
 }

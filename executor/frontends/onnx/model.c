@@ -445,8 +445,6 @@ static Onnx__ModelProto *unpack_file(const char *path, xe_status *st)
     return m;
 }
 
-#define OX_PROBE_DIM 3 /* an unknown dim's size in the probe import: not 1, which broadcasts */
-
 /* What a model built per input-shape signature keeps (the maker's user data). */
 typedef struct ox_model {
     Onnx__ModelProto *model;
@@ -564,28 +562,6 @@ static bool has_symbolic_dims(const xe_graph *g)
     return false;
 }
 
-/* Per graph input (initializers left out), the shape its unknown dims take in the probe import. */
-static xe_shape *probe_shapes(const Onnx__GraphProto *og, int *n)
-{
-    xe_shape *p = calloc(og->n_input + 1, sizeof *p);
-    *n = 0;
-    for (size_t k = 0; p && k < og->n_input; k++) {
-        const Onnx__ValueInfoProto *v = og->input[k];
-        const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
-        bool init = false;
-        for (size_t j = 0; j < og->n_initializer && !init; j++)
-            init =
-                og->initializer[j]->name && v->name && !strcmp(og->initializer[j]->name, v->name);
-        if (init)
-            continue;
-        xe_shape *s = &p[(*n)++];
-        s->rank = tt && tt->shape && tt->shape->n_dim <= XE_MAX_RANK ? (int)tt->shape->n_dim : 0;
-        for (int d = 0; d < s->rank; d++)
-            s->dims[d] = OX_PROBE_DIM;
-    }
-    return p;
-}
-
 /* The maker for m on g: the graph built per input-shape signature; g's inputs take the declared
  * types. False (g destroyed) when the two disagree on the inputs. */
 static bool give_maker(ox_model *m, xe_graph *g, const xe_graph *declared, int n, xe_status *st)
@@ -607,8 +583,8 @@ static bool give_maker(ox_model *m, xe_graph *g, const xe_graph *declared, int n
 
 /*
  * For the onnxruntime EP, which must know at load which nodes it runs
- * (nodes_at_load): the model imported at probe sizes (every unknown dim
- * OX_PROBE_DIM) for its nodes, with a maker that imports it again per
+ * (nodes_at_load): the model imported at probe sizes (ox_probe_shapes) for
+ * its nodes, with a maker that imports it again per
  * input-shape signature. NULL (the probe's errors in *st) when the probe
  * import fails: the graph stays with onnxruntime.
  */
@@ -616,7 +592,7 @@ static xe_graph *probed(ox_model *m, const xe_graph *declared, const xe_onnx_opt
                         xe_status *st)
 {
     int n;
-    xe_shape *probe = probe_shapes(m->model->graph, &n);
+    xe_shape *probe = ox_probe_shapes(m->model->graph, &n);
     xe_graph *g = probe ? import(m, opt, probe, st) : NULL;
     if (!probe)
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
@@ -648,34 +624,41 @@ static void forget_sizes(xe_graph *g)
 static xe_graph *per_signature(ox_model *m, const xe_graph *declared, const xe_onnx_options *opt,
                                xe_status *st)
 {
-    if (opt && opt->nodes_at_load) {
-        xe_status_clear(st);
-        return probed(m, declared, opt, st);
-    }
-    if (st->code != XE_ERR_GRAPH || !ops_known(m))
-        return NULL;
-    xe_status first = *st;
+    char **report = opt ? opt->report : NULL, *first_report = report ? *report : NULL;
+    if (report) /* the first import's list: a probe import writes its own */
+        *report = NULL;
+    xe_graph *g = NULL;
+    xe_status first = *st, why;
     xe_status_clear(st);
-    xe_graph *g = ox_declared_graph(m->model->graph, m->path, declared, st);
-    if (!g && st->code == XE_ERR_UNSUPPORTED) { /* an output declares no shape: its rank */
-        xe_status why = *st;
-        xe_status_clear(st);
-        if ((g = probed(m, declared, opt, st))) {
-            forget_sizes(g);
-            return g;
+    xe_status_clear(&why);
+    if (opt && opt->nodes_at_load) {
+        g = probed(m, declared, opt, st);
+    } else if (first.code == XE_ERR_GRAPH && ops_known(m)) {
+        g = ox_declared_graph(m->model->graph, m->path, declared, st);
+        if (g && !give_maker(m, g, declared, declared->n_inputs, st)) {
+            g = NULL;                                      /* destroyed */
+        } else if (!g && st->code == XE_ERR_UNSUPPORTED) { /* an output declares no shape */
+            why = *st;
+            xe_status_clear(st);
+            if ((g = probed(m, declared, opt, st))) /* its rank, from the probe's nodes */
+                forget_sizes(g);
         }
+    }
+    if (g || (opt && opt->nodes_at_load)) { /* built, or the probe's errors are the EP's */
+        free(first_report);
+        return g;
+    }
+    if (report) { /* the first import's errors stand */
+        free(*report);
+        *report = first_report;
+    }
+    if (st->code != XE_ERR_NOMEM) {
         *st = first;
         size_t len = strlen(st->msg);
-        snprintf(st->msg + len, sizeof st->msg - len, "\n%s", why.msg);
-        return NULL;
+        if (why.code != XE_OK)
+            snprintf(st->msg + len, sizeof st->msg - len, "\n%s", why.msg);
     }
-    if (!g)
-        return NULL;
-    if (opt && opt->report) {
-        free(*opt->report);
-        *opt->report = NULL;
-    }
-    return give_maker(m, g, declared, declared->n_inputs, st) ? g : NULL;
+    return NULL;
 }
 
 /* The declared inputs alone (their types with symbolic dims, the caller's pins applied), or

@@ -155,6 +155,9 @@ void ox_pins_check(ox_ctx *c);
    tensor type. path names the model. */
 xe_graph *ox_declared_graph(const Onnx__GraphProto *og, const char *path, const xe_graph *declared,
                             xe_status *st);
+/* Per graph input of og (initializers left out), its declared rank with every dim 3: the probe
+   import's shapes (the onnxruntime EP's, and an undeclared output's rank); *n of them, calloc'd. */
+xe_shape *ox_probe_shapes(const Onnx__GraphProto *og, int *n);
 
 /* table.c */
 const ox_entry *ox_find_op(const char *type, int opset, bool *known_type);
