@@ -42,9 +42,11 @@ static double tolerance(xe_dtype dt)
     return dt == XE_F64 ? 1e-12 : dt == XE_F32 ? 1e-5 : 0;
 }
 
-static void compare(const xe_tensor *got, const xe_tensor *want, const char *text, int out)
+/* tol < 0: the dtype's tolerance */
+static void compare(const xe_tensor *got, const xe_tensor *want, double tol, const char *text,
+                    int out)
 {
-    ref_expect_same_output(got, want, tolerance(want->dtype), text, out);
+    ref_expect_same_output(got, want, tol < 0 ? tolerance(want->dtype) : tol, text, out);
 }
 
 /* Declared input types of g; inputs whose leading dim is `lead` get lead * scale there. */
@@ -63,7 +65,7 @@ static void input_types(const xe_graph *g, int64_t lead, int scale, xe_type *typ
  * itself rejects these shapes: a graph whose attributes pin its shapes.
  */
 static bool run_and_compare(xg_program *p, xe_session *s, const xe_graph *g, const xe_type *types,
-                            const char *text)
+                            double tol, const char *text)
 {
     int n_in = g->n_inputs, n_out = g->n_outputs;
     xe_tensor *in[8] = {0}, *got[8] = {0}, *want[8] = {0};
@@ -73,7 +75,7 @@ static bool run_and_compare(xg_program *p, xe_session *s, const xe_graph *g, con
     if (ran) {
         cr_assert_eq(xg_program_run(p, in, n_in, got, n_out, &st), XE_OK, "%s\n%s", st.msg, text);
         for (int k = 0; k < n_out; k++) {
-            compare(got[k], want[k], text, k);
+            compare(got[k], want[k], tol, text, k);
             xe_tensor_release(got[k]);
             xe_tensor_release(want[k]);
         }
@@ -87,9 +89,10 @@ static bool run_and_compare(xg_program *p, xe_session *s, const xe_graph *g, con
  * Builds the graph of `text` (its declared shapes, which must be known)
  * as one cluster, runs it and compares with the op-by-op run of
  * `ref_text` (the same graph, possibly with unknown leading dims). With
- * generic, also at the leading dim tripled; returns whether that ran.
+ * generic, also at the leading dim tripled; returns whether that ran. tol < 0:
+ * the dtype's tolerance.
  */
-static bool check_graph(const char *text, const char *ref_text, bool generic)
+static bool check_graph_within(const char *text, const char *ref_text, bool generic, double tol)
 {
     xe_graph *g = xe_parse_string(text, "rand.xg", &st);
     cr_assert_not_null(g, "%s\n%s", st.msg, text);
@@ -109,13 +112,19 @@ static bool check_graph(const char *text, const char *ref_text, bool generic)
     cr_assert_eq(xg_program_load(a, g, types, &o, &p, &st), XE_OK, "%s", st.msg);
     xe_session *s = xe_session_new(rg, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
     cr_assert_not_null(s, "%s", st.msg);
-    cr_assert(run_and_compare(p, s, g, types, text), "the reference failed: %s\n%s", st.msg, text);
-    bool second = generic && lead > 1 && run_and_compare(p, s, g, scaled, text);
+    cr_assert(run_and_compare(p, s, g, types, tol, text), "the reference failed: %s\n%s", st.msg,
+              text);
+    bool second = generic && lead > 1 && run_and_compare(p, s, g, scaled, tol, text);
     xe_session_destroy(s);
     xg_program_destroy(p);
     xg_artifact_destroy(a);
     xe_graph_destroy(g);
     return second;
+}
+
+static bool check_graph(const char *text, const char *ref_text, bool generic)
+{
+    return check_graph_within(text, ref_text, generic, -1);
 }
 
 Test(codegen_diff, random_graphs_match_op_by_op, .timeout = 900)
@@ -265,30 +274,8 @@ Test(codegen_diff, f16_softmax_matches_op_by_op_within_an_f16_step)
 {
     const char *text =
         "xlac.graph v1\ninput x: f16[6,37]\nz = mul(x, x)\ny = softmax(z, axis=1)\noutput y\n";
-    xe_graph *g = xe_parse_string(text, "softmax.xg", &st);
-    cr_assert_not_null(g, "%s", st.msg);
-    xe_type t = g->nodes[g->inputs[0]]->type;
-    xg_options o;
-    xg_options_default(&o);
-    xg_artifact *a = NULL;
-    xg_program *p = NULL;
-    cr_assert_eq(xg_build(g, &t, false, XG_TARGET_C, 0, &o, &a, &st), XE_OK, "%s", st.msg);
-    cr_assert_eq(xg_program_load(a, g, &t, &o, &p, &st), XE_OK, "%s", st.msg);
-    xe_graph *rg = xe_parse_string(text, "softmax_ref.xg", &st); /* the session's own */
-    cr_assert_not_null(rg, "%s", st.msg);
-    xe_session *s = xe_session_new(rg, &(xe_session_options){.place = XE_PLACE_CPU}, &st);
-    cr_assert_not_null(s, "%s", st.msg);
-    xe_tensor *in = input_for(&t, 7), *got = NULL, *want = NULL;
-    cr_assert_eq(xe_session_run(s, &in, &want, &st), XE_OK, "%s", st.msg);
-    cr_assert_eq(xg_program_run(p, &in, 1, &got, 1, &st), XE_OK, "%s", st.msg);
-    ref_expect_same_output(got, want, 1e-3, text, 0);
-    xe_tensor_release(in);
-    xe_tensor_release(got);
-    xe_tensor_release(want);
-    xe_session_destroy(s);
-    xg_program_destroy(p);
-    xg_artifact_destroy(a);
-    xe_graph_destroy(g);
+    check_graph_within(text, text, false, 1e-3);
+    check_graph_within(text, text, true, 1e-3);
 }
 
 /* compare/logical/cast, argmax, NaN- and inf-producing math, pow, reduce_prod, iota, constants, matmul */
@@ -359,7 +346,7 @@ Test(codegen_diff, one_generic_program_serves_many_batch_sizes)
     cr_assert_not_null(s, "%s", st.msg);
     for (int rows = 3; rows <= 3000; rows *= 10) {
         xe_type t[2] = {{XE_F32, {2, {rows, 64}}}, {XE_F32, {2, {rows, 64}}}};
-        cr_assert(run_and_compare(p, s, xe_session_graph(s), t, text));
+        cr_assert(run_and_compare(p, s, xe_session_graph(s), t, -1, text));
     }
     xe_session_destroy(s);
     xg_program_destroy(p);
