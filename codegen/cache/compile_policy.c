@@ -404,13 +404,13 @@ xe_code xg_compile_signature(const xg_launch *l, const char *key, xg_program **p
 {
     xg_cache *c = l->c;
     job *j = job_new(l, key, st);
-    bool slow = false;
-    xe_code code =
-        j ? compile_now(c, j, c->o.async_compilation && !l->must, prog, &slow, st) : XE_OK;
-    if (slow && l->info)
-        l->info->reason = WHY_SLOW;
-    if (j)
+    if (j) {
+        bool slow = false;
+        xe_code code = compile_now(c, j, c->o.async_compilation && !l->must, prog, &slow, st);
+        if (slow && l->info)
+            l->info->reason = WHY_SLOW;
         return code;
+    }
     if (st->code == XE_OK)
         xe_fail(st, XE_ERR_NOMEM, "out of memory");
     xg_mark_failed(c, key, l->name, l->must ? NULL : "compile", st);

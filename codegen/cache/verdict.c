@@ -28,23 +28,20 @@
 
 void xg_verdict_path(const xg_disk *d, const char *key, char *buf, size_t len)
 {
-    char name[64];
-    xg_disk_name(key, name, sizeof name);
-    char *dot = strrchr(name, '.');
-    if (dot)
-        *dot = '\0';
-    snprintf(buf, len, "%s/%s.slow", d->dir ? d->dir : "", name);
+    char hex[33];
+    xg_hash_hex(key, strlen(key), hex);
+    snprintf(buf, len, "%s/%s.slow", d->dir ? d->dir : "", hex);
 }
 
 void xg_verdict_store(xg_disk *d, const char *key, double compiled_us, double per_op_us)
 {
     if (!d->dir || d->readonly)
         return;
-    char path[4200], tmp[4300], name[64];
+    char path[4200], tmp[4300], hex[33];
     xg_verdict_path(d, key, path, sizeof path);
-    xg_disk_name(key, name, sizeof name);
+    xg_hash_hex(key, strlen(key), hex);
     /* ".<hex>.slow.XXXXXX": hidden, and dropped if a crash leaves it (cache_files.c) */
-    snprintf(tmp, sizeof tmp, "%s/.%.32s.slow.XXXXXX", d->dir, name);
+    snprintf(tmp, sizeof tmp, "%s/.%s.slow.XXXXXX", d->dir, hex);
     int fd = mkstemp(tmp);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
     bool ok = f && fprintf(f, "xlac-slow 1 %.3f %.3f\n", compiled_us, per_op_us) > 0;

@@ -160,12 +160,12 @@ static xe_graph *generalise_at(const xe_graph *t, const xe_graph *g, const xe_sh
 {
     xe_status st;
     xe_status_clear(&st);
-    xe_graph *h = larger ? xe_graph_specialise(t, larger, &st) : NULL;
+    xe_graph *h = xe_graph_specialise(t, larger, &st);
     *built |= h != NULL;
     xe_graph *general = h ? xe_generalise(g, h, t, &e->extras, &e->n_extras, why, why_len) : NULL;
     if (!h && why_len > 40) { /* its first error, past the count line of an import's list */
         int n = snprintf(why, why_len, "it does not build: ");
-        first_error(larger ? st.msg : "out of memory", t->file, why + n, why_len - (size_t)n);
+        first_error(st.msg, t->file, why + n, why_len - (size_t)n);
     }
     xe_graph_destroy(h);
     return general;
@@ -217,15 +217,11 @@ static void note_kept_sizes(xe_session *s, const xe_shape *shapes, const char *w
     pthread_mutex_unlock(&c->lock);
     if (!first)
         return;
-    char sizes[256] = "";
+    char sizes[256] = "", one[160];
     size_t len = 0;
-    for (int k = 0; k < s->graph->n_inputs && len + 24 < sizeof sizes; k++) {
-        len += (size_t)snprintf(sizes + len, sizeof sizes - len, "%s[", k ? " " : "");
-        for (int d = 0; d < shapes[k].rank && len + 24 < sizeof sizes; d++)
-            len += (size_t)snprintf(sizes + len, sizeof sizes - len, "%s%lld", d ? "," : "",
-                                    (long long)shapes[k].dims[d]);
-        len += (size_t)snprintf(sizes + len, sizeof sizes - len, "]");
-    }
+    for (int k = 0; k < s->graph->n_inputs && len + 1 < sizeof sizes; k++)
+        len += (size_t)snprintf(sizes + len, sizeof sizes - len, "%s%s", k ? " " : "",
+                                xe_shape_str(&shapes[k], one, sizeof one));
     fprintf(stderr,
             "xlac: note: %s at input shapes %s keeps its sizes (%s); %s (said once per session)\n",
             s->graph->file ? s->graph->file : "the graph", sizes, why,

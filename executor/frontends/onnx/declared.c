@@ -113,11 +113,7 @@ xe_shape *ox_probe_shapes(const Onnx__GraphProto *og, int *n)
     for (size_t k = 0; p && k < og->n_input; k++) {
         const Onnx__ValueInfoProto *v = og->input[k];
         const Onnx__TypeProto__Tensor *tt = v->type ? v->type->tensor_type : NULL;
-        bool init = false;
-        for (size_t j = 0; j < og->n_initializer && !init; j++)
-            init =
-                og->initializer[j]->name && v->name && !strcmp(og->initializer[j]->name, v->name);
-        if (init)
+        if (ox_is_initializer(og, v->name ? v->name : ""))
             continue;
         xe_shape *s = &p[(*n)++];
         s->rank = tt && tt->shape && tt->shape->n_dim <= XE_MAX_RANK ? (int)tt->shape->n_dim : 0;
