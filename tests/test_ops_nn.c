@@ -133,6 +133,33 @@ Test(nn_ops, gather)
     gather_out_of_range(XE_DEV_CPU);
 }
 
+/* Gathers large enough to be split among threads, at row sizes of 1, 2, 4, 8 and 12 bytes and
+   splits inside an outer block (3 blocks of 50001 rows between 2 threads); indices negative too. */
+Test(nn_ops, gather_large_rows_split_among_threads, .timeout = 120)
+{
+    static const struct {
+        xe_dtype dt;
+        int64_t inner;
+    } kinds[] = {{XE_BOOL, 1}, {XE_F16, 1}, {XE_F32, 1}, {XE_I64, 1}, {XE_F32, 3}};
+    ref_seed(12);
+    for (int k = 0; k < 5; k++) {
+        xe_shape ds = ref_shape(3, (int64_t[]){3, 40000, kinds[k].inner});
+        xe_shape is = ref_shape(1, (int64_t[]){50001});
+        xe_tensor *data = ref_random_tensor(kinds[k].dt, &ds, -9, 9);
+        xe_tensor *ix = ref_random_tensor(k % 2 ? XE_I32 : XE_I64, &is, -40000, 39999);
+        xe_tensor *in[2] = {data, ix};
+        ref_op o;
+        ref_set_int(ref_op_new(&o, XE_OP_GATHER, in, 2), "axis", 1);
+        xe_shape out;
+        double *want = gather_ref(data, ix, 1, &out);
+        ref_expect_run(XE_DEV_CPU, &o, in, 2, &out, want, NULL, "gather");
+        free(want);
+        ref_op_free(&o);
+        xe_tensor_release(data);
+        xe_tensor_release(ix);
+    }
+}
+
 Test(nn_ops, gather_gpu)
 {
     REF_SKIP_WITHOUT_GPU();

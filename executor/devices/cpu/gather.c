@@ -9,6 +9,7 @@
 #include <omp.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "kernels.h"
@@ -41,6 +42,53 @@ static xe_code check_indices(const xe_kernel_args *a, const xe_tensor *ix, int64
     return XE_OK;
 }
 
+/* The n indices as offsets in [0, dim) (a negative one counts from the end); NULL out of memory. */
+static int64_t *normalised_indices(const xe_tensor *ix, int64_t dim, int64_t n)
+{
+    int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    for (int64_t k = 0; v && k < n; k++) {
+        int64_t x = index_at(ix, k);
+        v[k] = x < 0 ? x + dim : x;
+    }
+    return v;
+}
+
+/*
+ * Rows [r0, r1) of the output's outer * nix rows of `row` bytes each.
+ * Rows of 1, 2, 4 or 8 bytes (a gather along the last axis: a resize's
+ * taps, an index table) are copies of a constant size, which the compiler
+ * makes single loads and stores. One memcpy call per element and a
+ * division per row made such a gather of 8M floats take 4 ms, about a
+ * tenth of memory speed.
+ */
+static void gather_rows(char *dst, const char *src, const int64_t *v, int64_t nix, int64_t dim,
+                        size_t row, int64_t r0, int64_t r1)
+{
+    int64_t o = r0 / nix, k = r0 % nix;
+    for (int64_t r = r0; r < r1; o++, k = 0) {
+        int64_t end = nix - k < r1 - r ? nix : k + (r1 - r);
+        const char *s = src + (size_t)(o * dim) * row;
+        char *d = dst + (size_t)r * row;
+        int64_t m = end - k;
+#define XE_GATHER_FIXED(N) /* memcpy of a constant size: one load and store, any alignment */      \
+    for (int64_t q = 0; q < m; q++)                                                                \
+        memcpy(d + (size_t)q * (N), s + (size_t)v[k + q] * (N), (N));
+        if (row == 4) {
+            XE_GATHER_FIXED(4)
+        } else if (row == 8) {
+            XE_GATHER_FIXED(8)
+        } else if (row == 2) {
+            XE_GATHER_FIXED(2)
+        } else if (row == 1) {
+            XE_GATHER_FIXED(1)
+        } else {
+            XE_GATHER_FIXED(row)
+        }
+#undef XE_GATHER_FIXED
+        r += m;
+    }
+}
+
 xe_code xe_cpu_gather(const xe_kernel_args *a, xe_status *st)
 {
     const xe_tensor *data = a->in[0], *ix = a->in[1];
@@ -54,16 +102,20 @@ xe_code xe_cpu_gather(const xe_kernel_args *a, xe_status *st)
         inner *= data->shape.dims[d];
     if (check_indices(a, ix, dim, axis, st) != XE_OK)
         return st->code;
-    size_t row = (size_t)inner * xe_dtype_size(data->dtype);
-    const char *src = data->data;
-    char *dst = a->out->data;
     int64_t rows = outer * nix;
-#pragma omp parallel for schedule(static) if (a->out->nbytes >= PARALLEL_MIN_BYTES)
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t o = r / nix, v = index_at(ix, r % nix);
-        v = v < 0 ? v + dim : v;
-        memcpy(dst + (size_t)r * row, src + (size_t)(o * dim + v) * row, row);
-    }
+    if (rows == 0 || inner == 0)
+        return XE_OK;
+    int64_t *v = normalised_indices(ix, dim, nix);
+    if (!v)
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (gather): out of memory for %lld indices",
+                       a->node->name, (long long)nix);
+    size_t row = (size_t)inner * xe_dtype_size(data->dtype);
+    int threads = a->out->nbytes >= PARALLEL_MIN_BYTES ? omp_get_max_threads() : 1;
+#pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
+    for (int t = 0; t < threads; t++)
+        gather_rows(a->out->data, data->data, v, nix, dim, row, rows * t / threads,
+                    rows * (t + 1) / threads);
+    free(v);
     return XE_OK;
 }
 
