@@ -43,14 +43,18 @@ typedef struct xg_renderer {
         *first_thread; /* prefix of a statement only one thread of the row runs ("" when one) */
     const char
         *shared_kw; /* qualifier of the arrays block_reduce combines through (with block_reduce) */
-    const char *h2f, *f2h; /* f16 <-> f32 (scalar.h): "xe_h2f_vec" in C (branch-free: the loop
-                              vectorizes), "xe_h2f" in CUDA; the same bits either way */
-    bool f16_word_gather;  /* an f16 load at an index the compiler cannot prove contiguous reads
-                              the aligned 32-bit word holding it and shifts (emit.c): gcc has no
-                              16-bit gather, and one such load kept the whole loop scalar */
-    bool simd_pragmas;     /* per-pass "#pragma omp simd reduction(...)" */
-    bool row_cache;        /* a row kernel may keep costly values in a per-row stack buffer */
-    bool narrow_index;     /* index math may be 32-bit when every tensor is small */
+    const char *h2f, *f2h;    /* f16 <-> f32 (scalar.h): "xe_h2f_vec" in C (branch-free: the loop
+                                 vectorizes), "xe_h2f" in CUDA; the same bits either way */
+    bool f16_word_gather;     /* an f16 load at an index the compiler cannot prove contiguous reads
+                                 the aligned 32-bit word holding it and shifts (emit.c): gcc has no
+                                 16-bit gather, and one such load kept the whole loop scalar */
+    bool opaque_pow2_strides; /* an inner loop's constant stride that is a power of two of 32
+                                 elements or more is read from a variable set once per kernel
+                                 (xg_kernel_end): gcc 12 vectorizes no loop whose access has
+                                 such a constant stride ("no vectype"), a run-time one it does */
+    bool simd_pragmas;        /* per-pass "#pragma omp simd reduction(...)" */
+    bool row_cache;           /* a row kernel may keep costly values in a per-row stack buffer */
+    bool narrow_index;        /* index math may be 32-bit when every tensor is small */
 
     /* -- emitter hooks -- */
     void (*prelude)(struct em *e); /* the program's first lines: types, scalar.h, declarations */

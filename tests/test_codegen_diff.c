@@ -667,3 +667,52 @@ Test(codegen_diff, softmax_rows_are_simd_loops)
         check_graph(text, text, false);
     }
 }
+
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
+/* A concat along an outer axis tests its ranges once per row: one simd loop per operand (and per
+   operand of a concat of it: 3 + 1 here), each with the rest of the loop's body; along the last axis, or with
+   more operands than the kernel may copy its loop for, one loop. All match op by op. */
+Test(codegen_diff, concat_along_an_outer_axis_runs_a_simd_loop_per_operand, .timeout = 300)
+{
+    static const char *const texts[] = {
+        "xlac.graph v1\ninput x: f32[2,3,4,8]\ninput y: f32[2,5,4,8]\ninput z: f32[2,2,4,8]\n"
+        "input w: f32[2,10,1,8]\nc = concat(x, y, z, axis=1)\nd = concat(c, w, axis=2)\n"
+        "e = mul(d, d)\nf = exp(e)\noutput f\n",
+        "xlac.graph v1\ninput x: f32[2,3,4,8]\ninput y: f32[2,3,4,5]\nc = concat(x, y, axis=3)\n"
+        "e = neg(c)\noutput e\n",
+    };
+    static const int loops[] = {4, 1};
+    for (int i = 0; i < 2; i++) {
+        char *src = c_source(texts[i]);
+        cr_expect_eq(count_of(src, "#pragma omp simd\n"), loops[i], "%s", src);
+        free(src);
+        check_graph(texts[i], texts[i], false);
+        check_graph(texts[i], texts[i], true);
+    }
+}
+
+/* A transposed read whose stride along the simd loop is a power of two of 32 or more is read
+   through xg_sN (gcc 12 vectorizes no such constant stride); one that is not, as a literal. */
+Test(codegen_diff, power_of_two_strides_along_the_simd_loop_are_opaque)
+{
+    const char *pow2 = "xlac.graph v1\ninput x: f32[2,64,32]\nt = transpose(x, perm=[0,2,1])\n"
+                       "g = gelu(t)\noutput g\n";
+    const char *other = "xlac.graph v1\ninput x: f32[2,64,48]\nt = transpose(x, perm=[0,2,1])\n"
+                        "g = gelu(t)\noutput g\n";
+    char *src = c_source(pow2);
+    cr_expect(strstr(src, "j * (xg_s32)") && strstr(src, "__asm__(\"\" : \"+r\"(xg_s32));"), "%s",
+              src);
+    free(src);
+    src = c_source(other);
+    cr_expect(!strstr(src, "xg_s") && strstr(src, "j * (48LL)"), "%s", src);
+    free(src);
+    check_graph(pow2, pow2, false);
+    check_graph(other, other, false);
+}

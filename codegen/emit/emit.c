@@ -147,6 +147,29 @@ void xg_idx_from_flat(em *e, int node, const char *flat, idx *ix)
     }
 }
 
+/*
+ * The stride of dim d of node's shape as text: its literal, or, where the
+ * backend asks (opaque_pow2_strides) and dim d's index moves by steps
+ * along the inner loop (no / or % of it), a power of two of 32 or more as
+ * the variable xg_sN that xg_kernel_end sets once per kernel.
+ */
+static void dim_stride_text(em *e, int node, int d, const char *index, char *buf, size_t len)
+{
+    stride_text(e, node, d + 1, buf, len);
+    unsigned f = xg_index_flags(e, index); /* a scattered index is a gather load anyway */
+    if (!e->b->render.opaque_pow2_strides || e->p->generic || !(f & XG_VAR_INNER) ||
+        (f & XG_VAR_SCATTERED))
+        return;
+    const xe_shape *s = shape_of(e, node);
+    int64_t st = 1;
+    for (int k = d + 1; k < s->rank; k++)
+        st *= s->dims[k];
+    if (st < 32 || (st & (st - 1)))
+        return;
+    e->opaque_strides |= (uint64_t)1 << __builtin_ctzll((unsigned long long)st);
+    snprintf(buf, len, "xg_s%lld", (long long)st);
+}
+
 /* Flat offset of an idx in node's shape (a variable). */
 void xg_flat_of(em *e, int node, const idx *ix, char *buf, size_t len)
 {
@@ -159,7 +182,7 @@ void xg_flat_of(em *e, int node, const idx *ix, char *buf, size_t len)
         if (!strcmp(ix->d[d], "0"))
             continue;
         char st[256];
-        stride_text(e, node, d + 1, st, sizeof st);
+        dim_stride_text(e, node, d, ix->d[d], st, sizeof st);
         size_t u = strlen(expr);
         snprintf(expr + u, sizeof expr - u, " + %s * (%s)", ix->d[d], st);
     }
@@ -530,6 +553,7 @@ void xg_kernel_end(em *e)
         return;
     }
     if (xg_kernel_shared(e, body)) {
+        e->opaque_strides = 0;
         xe_text_truncate(&e->text, e->kernel_at);
         free(body);
         free(used);
@@ -543,6 +567,11 @@ void xg_kernel_end(em *e)
         if (e->p->mat[i] && used[i])
             xg_out(e, "    %s *%s p%d = (%s *)B[%d];\n", store_type(e->p->types[i].dtype),
                    e->b->render.restrict_kw, i, store_type(e->p->types[i].dtype), i);
+    for (int b = 0; b < 64; b++) /* the compiler must not see these constants (dim_stride_text) */
+        if (e->opaque_strides >> b & 1)
+            xg_out(e, "    xg_idx xg_s%lld = %lldLL;\n    __asm__(\"\" : \"+r\"(xg_s%lld));\n",
+                   1LL << b, 1LL << b, 1LL << b);
+    e->opaque_strides = 0;
     xg_out(e, "%s", body);
     free(body);
     free(used);

@@ -9,6 +9,7 @@
 #define XG_EMIT_IMPL_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "backend.h"
@@ -54,6 +55,7 @@ typedef struct em {
     int var;
     unsigned char *var_flags; /* per index variable vN: XG_VAR_* (xg_let_index) */
     int cap_var_flags;
+    uint64_t opaque_strides; /* the current kernel's strides 2^b read from xg_s<2^b> (bit b) */
     int n_memo;
     memo m[MAX_MEMO];
     char (*rowvar)[16]; /* row kernels: the register holding a node's value for the current row */

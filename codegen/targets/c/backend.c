@@ -484,6 +484,8 @@ const xg_backend xg_backend_c = {
                                     per-op kernels took 11 */
             .f2h = "xe_f2h_vec",
             .f16_word_gather = true,
+            .opaque_pow2_strides =
+                true, /* a transposed read's gelu: 10 ms scalar, 1.9 vectorized */
             .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
                          "    for (xg_idx i = 0; i < n; i++) {\n",
             .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
