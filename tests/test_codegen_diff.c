@@ -716,3 +716,18 @@ Test(codegen_diff, power_of_two_strides_along_the_simd_loop_are_opaque)
     check_graph(pow2, pow2, false);
     check_graph(other, other, false);
 }
+
+/* A reshape's operand read in a loop nest of L = 8: its dims whose strides are multiples of 8 come
+   from the row r (computed once per row, as a GroupNorm's per-group statistics), the others from
+   i; both match op by op, fixed and shape-generic (where every dim comes from i). */
+Test(codegen_diff, reshape_dims_that_hold_per_row_come_from_the_row)
+{
+    const char *text = "xlac.graph v1\ninput x: f32[2,8,4,16]\ninput s: f32[2,2,1]\ninput w: f32[8,1,1]\n"
+                       "r = reshape(x, shape=[2,2,256])\na = sub(r, s)\nb = reshape(a, shape=[2,8,4,16])\n"
+                       "c = mul(b, w)\nt = reshape(c, shape=[2,8,8,8])\ne = exp(t)\noutput e\n";
+    char *src = c_source(text);
+    cr_expect(strstr(src, "(r / (32LL)) % 2LL") && !strstr(src, "i / (256LL)"), "%s", src);
+    free(src);
+    check_graph(text, text, false);
+    check_graph(text, text, true);
+}

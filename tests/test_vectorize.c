@@ -293,12 +293,19 @@ Test(vectorize, layer_norm_rows, .timeout = 120)
 
 /* A transposed read at a constant power-of-two stride along the simd loop (SegFormer's tokens back
    to channels before a gelu): through xg_sN the loop vectorizes; as a literal gcc 12 kept it scalar
-   (10 ms where the vectorized loop takes 1.9), and a concat along an outer axis, unswitched. */
+   (10 ms where the vectorized loop takes 1.9); a GroupNorm's statistics read once per row (a
+   gather per element kept the loop scalar); and a concat along an outer axis, unswitched. */
 Test(vectorize, transposed_reads_and_outer_concats, .timeout = 120)
 {
     check_graph("transposed gelu",
                 "xlac.graph v1\ninput x: f32[8,128,1024]\nt = transpose(x, perm=[0,2,1])\n"
                 "g = gelu(t)\noutput g\n",
+                1);
+    check_graph("group norm's statistics",
+                "xlac.graph v1\ninput x: f32[8,192,32,32]\ninput m: f32[8,8,1]\n"
+                "input w: f32[192,1,1]\nr = reshape(x, shape=[8,8,24576])\na = sub(r, m)\n"
+                "b = reshape(a, shape=[8,192,32,32])\nc = mul(b, w)\nd = sigmoid(c)\n"
+                "e = mul(c, d)\noutput e\n",
                 1);
     check_graph("outer concat",
                 "xlac.graph v1\ninput x: f32[8,256,32,32]\ninput y: f32[8,256,32,32]\n"

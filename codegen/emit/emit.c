@@ -126,6 +126,31 @@ static void stride_text(const em *e, int node, int from, char *buf, size_t len)
 
 /* ---- index maps ---------------------------------------------------------------- */
 
+/*
+ * In a fixed-shape loop nest (i = r * L + j, j < L), dim d of an index
+ * from i whose stride is a multiple of L depends on the row only: from r,
+ * so it is computed once per row (a GroupNorm's per-group statistics
+ * through its reshape were a gather per element, and kept gcc from
+ * vectorizing the loop: 12 ms where the per-op kernels took 3). False
+ * when it is not such a dim.
+ */
+static bool idx_dim_from_row(em *e, const xe_shape *s, int d, const char *flat, char *out,
+                             size_t len)
+{
+    int64_t st = 1;
+    for (int k = d + 1; k < s->rank; k++)
+        st *= s->dims[k];
+    if (!e->nest_l || strcmp(flat, "i") || st % e->nest_l)
+        return false;
+    long long rows = (long long)(st / e->nest_l);
+    if (d == 0)
+        xg_let_index(e, out, len, "r / (%lld%s)", rows, LL(e));
+    else
+        xg_let_index(e, out, len, "(r / (%lld%s)) %% %lld%s", rows, LL(e), (long long)s->dims[d],
+                     LL(e));
+    return true;
+}
+
 /* Multi-index of node's shape from a flat offset variable. */
 void xg_idx_from_flat(em *e, int node, const char *flat, idx *ix)
 {
@@ -138,6 +163,8 @@ void xg_idx_from_flat(em *e, int node, const char *flat, idx *ix)
             snprintf(ix->d[d], sizeof ix->d[d], "0");
             continue;
         }
+        if (idx_dim_from_row(e, s, d, flat, ix->d[d], sizeof ix->d[d]))
+            continue;
         stride_text(e, node, d + 1, st, sizeof st);
         xg_dim_text(e, node, d, dim, sizeof dim);
         if (d == 0)
@@ -511,6 +538,7 @@ void xg_kernel_begin(em *e, int step)
     char name[32];
     xg_step_name(step, name, sizeof name);
     e->n_memo = 0;
+    e->nest_l = 0;
     for (int i = 0; i < e->p->body->n_nodes; i++)
         e->rowvar[i][0] = '\0';
     e->sig_at = e->text.len;

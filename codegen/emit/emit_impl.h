@@ -56,6 +56,7 @@ typedef struct em {
     unsigned char *var_flags; /* per index variable vN: XG_VAR_* (xg_let_index) */
     int cap_var_flags;
     uint64_t opaque_strides; /* the current kernel's strides 2^b read from xg_s<2^b> (bit b) */
+    int64_t nest_l; /* a fixed-shape CPU loop nest's inner length L (i = r * L + j); 0: none */
     int n_memo;
     memo m[MAX_MEMO];
     char (*rowvar)[16]; /* row kernels: the register holding a node's value for the current row */

@@ -148,6 +148,7 @@ static const char *nest_begin_c(em *e, int root, idx *ix)
     }
     snprintf(ix->d[sh->rank - 1], sizeof ix->d[0], "%s", sh->dims[sh->rank - 1] == 1 ? "0" : "j");
     snprintf(ix->flat, sizeof ix->flat, "i");
+    e->nest_l = e->p->generic ? 0 : sh->dims[sh->rank - 1]; /* i = r * L + j (idx_dim_from_row) */
     return outer ? "#pragma omp simd\n"
                  : "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n";
 }
