@@ -106,15 +106,21 @@ void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...)
     xg_out(e, "    xg_idx %s = %s;\n", name, expr);
 }
 
+/* Product of dims [from, rank) of a fixed shape (1 when empty). */
+static int64_t fixed_stride(const xe_shape *s, int from)
+{
+    int64_t st = 1;
+    for (int d = from; d < s->rank; d++)
+        st *= s->dims[d];
+    return st;
+}
+
 /* Product of dims [from, rank) of node's shape, as text ("1" when empty). */
 static void stride_text(const em *e, int node, int from, char *buf, size_t len)
 {
     const xe_shape *s = shape_of(e, node);
     if (!e->p->generic) {
-        int64_t st = 1;
-        for (int d = from; d < s->rank; d++)
-            st *= s->dims[d];
-        snprintf(buf, len, "%lld%s", (long long)st, LL(e));
+        snprintf(buf, len, "%lld%s", (long long)fixed_stride(s, from), LL(e));
         return;
     }
     snprintf(buf, len, "1");
@@ -137,9 +143,7 @@ static void stride_text(const em *e, int node, int from, char *buf, size_t len)
 static bool idx_dim_from_row(em *e, const xe_shape *s, int d, const char *flat, char *out,
                              size_t len)
 {
-    int64_t st = 1;
-    for (int k = d + 1; k < s->rank; k++)
-        st *= s->dims[k];
+    int64_t st = fixed_stride(s, d + 1);
     if (!e->nest_l || strcmp(flat, "i") || st % e->nest_l)
         return false;
     long long rows = (long long)(st / e->nest_l);
@@ -187,10 +191,7 @@ static void dim_stride_text(em *e, int node, int d, const char *index, char *buf
     if (!e->b->render.opaque_pow2_strides || e->p->generic || !(f & XG_VAR_INNER) ||
         (f & XG_VAR_SCATTERED))
         return;
-    const xe_shape *s = shape_of(e, node);
-    int64_t st = 1;
-    for (int k = d + 1; k < s->rank; k++)
-        st *= s->dims[k];
+    int64_t st = fixed_stride(shape_of(e, node), d + 1);
     if (st < 32 || (st & (st - 1)))
         return;
     e->opaque_strides |= (uint64_t)1 << __builtin_ctzll((unsigned long long)st);

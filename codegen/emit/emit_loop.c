@@ -67,6 +67,15 @@ static bool depends_on_loop(const char *t, const bool *dep, int n_vars, const xg
     return false;
 }
 
+/* How much a line of generated code deepens its braces ('{' less '}'). */
+static int brace_delta(const char *line)
+{
+    int d = 0;
+    for (const char *c = line; *c; c++)
+        d += *c == '{' ? 1 : *c == '}' ? -1 : 0;
+    return d;
+}
+
 /*
  * The statements of a CPU loop body (text from mark on, emitted without
  * the inner loop's header) are split: those that do not depend on the
@@ -108,8 +117,7 @@ static char *hoist_row_invariants(em *e, size_t mark, const xg_step *s, bool **d
             xg_out(e, "%s\n", line);
         else
             used += (size_t)sprintf(rest + used, "%s\n", line);
-        for (const char *c = line; *c; c++)
-            depth += *c == '{' ? 1 : *c == '}' ? -1 : 0;
+        depth += brace_delta(line);
     }
     free(body);
     *dep_out = dep;
@@ -140,14 +148,6 @@ static char **split_lines(const char *text, int *n)
         c += len + (nl != NULL);
     }
     return lines;
-}
-
-static int brace_delta(const char *line)
-{
-    int d = 0;
-    for (const char *c = line; *c; c++)
-        d += *c == '{' ? 1 : *c == '}' ? -1 : 0;
-    return d;
 }
 
 /* A chain's branch header ("    if (C) {", "    else if (C) {", "    else {"): C in cond. */

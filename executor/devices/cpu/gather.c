@@ -26,31 +26,31 @@ static int64_t index_at(const xe_tensor *ix, int64_t k)
     return ix->dtype == XE_I32 ? ((const int32_t *)ix->data)[k] : ((const int64_t *)ix->data)[k];
 }
 
-/* Every index within [-dim, dim); the first bad one is an error that names it. */
-static xe_code check_indices(const xe_kernel_args *a, const xe_tensor *ix, int64_t dim, int axis,
-                             xe_status *st)
+/*
+ * The indices as offsets in [0, dim) (a negative one counts from the end), in *out (malloc'd);
+ * every index must be within [-dim, dim): the first bad one is an error that names it.
+ */
+static xe_code normalised_indices(const xe_kernel_args *a, const xe_tensor *ix, int64_t dim,
+                                  int axis, int64_t **out, xe_status *st)
 {
     int64_t n = xe_tensor_numel(ix);
+    int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
+    if (!v)
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (gather): out of memory for %lld indices",
+                       a->node->name, (long long)n);
     for (int64_t k = 0; k < n; k++) {
-        int64_t v = index_at(ix, k);
-        if (v < -dim || v >= dim)
+        int64_t x = index_at(ix, k);
+        if (x < -dim || x >= dim) {
+            free(v);
             return xe_fail(st, XE_ERR_RUNTIME,
                            "node %s (gather): index %lld (at position %lld) is out of range for "
                            "axis %d of size %lld",
-                           a->node->name, (long long)v, (long long)k, axis, (long long)dim);
-    }
-    return XE_OK;
-}
-
-/* The n indices as offsets in [0, dim) (a negative one counts from the end); NULL out of memory. */
-static int64_t *normalised_indices(const xe_tensor *ix, int64_t dim, int64_t n)
-{
-    int64_t *v = malloc((size_t)(n ? n : 1) * sizeof *v);
-    for (int64_t k = 0; v && k < n; k++) {
-        int64_t x = index_at(ix, k);
+                           a->node->name, (long long)x, (long long)k, axis, (long long)dim);
+        }
         v[k] = x < 0 ? x + dim : x;
     }
-    return v;
+    *out = v;
+    return XE_OK;
 }
 
 /*
@@ -66,10 +66,9 @@ static void gather_rows(char *dst, const char *src, const int64_t *v, int64_t ni
 {
     int64_t o = r0 / nix, k = r0 % nix;
     for (int64_t r = r0; r < r1; o++, k = 0) {
-        int64_t end = nix - k < r1 - r ? nix : k + (r1 - r);
+        int64_t m = nix - k < r1 - r ? nix - k : r1 - r; /* the rest of block o, or of the range */
         const char *s = src + (size_t)(o * dim) * row;
         char *d = dst + (size_t)r * row;
-        int64_t m = end - k;
 #define XE_GATHER_FIXED(N) /* memcpy of a constant size: one load and store, any alignment */      \
     for (int64_t q = 0; q < m; q++)                                                                \
         memcpy(d + (size_t)q * (N), s + (size_t)v[k + q] * (N), (N));
@@ -100,15 +99,13 @@ xe_code xe_cpu_gather(const xe_kernel_args *a, xe_status *st)
         outer *= data->shape.dims[d];
     for (int d = axis + 1; d < data->shape.rank; d++)
         inner *= data->shape.dims[d];
-    if (check_indices(a, ix, dim, axis, st) != XE_OK)
+    int64_t *v = NULL, rows = outer * nix;
+    if (normalised_indices(a, ix, dim, axis, &v, st) != XE_OK)
         return st->code;
-    int64_t rows = outer * nix;
-    if (rows == 0 || inner == 0)
+    if (rows == 0 || inner == 0) {
+        free(v);
         return XE_OK;
-    int64_t *v = normalised_indices(ix, dim, nix);
-    if (!v)
-        return xe_fail(st, XE_ERR_NOMEM, "node %s (gather): out of memory for %lld indices",
-                       a->node->name, (long long)nix);
+    }
     size_t row = (size_t)inner * xe_dtype_size(data->dtype);
     int threads = a->out->nbytes >= PARALLEL_MIN_BYTES ? omp_get_max_threads() : 1;
 #pragma omp parallel for schedule(static) num_threads(threads) if (threads > 1)
