@@ -327,6 +327,10 @@ Test(engine, matmul_forms_with_constant_weights)
         matmul_case(3, (int64_t[]){3, 17, 33}, 2, (int64_t[]){33, 65}, ta, tb);
         matmul_case(3, (int64_t[]){2, 5, 40}, 3, (int64_t[]){2, 40, 24}, ta, tb);
         matmul_case(4, (int64_t[]){2, 1, 9, 16}, 3, (int64_t[]){3, 16, 8}, ta, tb);
+        /* rows of b a multiple of 256 bytes: where oneDNN takes b plain, it is stored padded
+           (dnnl_matmul.c padded_plain), a batch of them too */
+        matmul_case(2, (int64_t[]){24, 64}, 2, (int64_t[]){64, 256}, ta, tb);
+        matmul_case(3, (int64_t[]){2, 5, 128}, 3, (int64_t[]){2, 128, 64}, ta, tb);
     }
     matmul_case(2, (int64_t[]){1, 768}, 2, (int64_t[]){768, 768}, false, false);
     matmul_case(2, (int64_t[]){128, 256}, 2, (int64_t[]){256, 768}, false, true);
@@ -336,14 +340,16 @@ Test(engine, matmul_forms_with_constant_weights)
 }
 
 /*
- * x [2, 5, 16] @ const b [16, 8], as a transformer's linear layer: the batch is folded into the
+ * x [2, 5, 16] @ const b [16, 64], as a transformer's linear layer: the batch is folded into the
  * rows and b packed once (a rank-3 product kept b plain and read it on every run). The second
- * run, after b's data was zeroed, must still compute with the packed copy.
+ * run, after b's data was zeroed, must still compute with the packed copy. (Where oneDNN takes
+ * b plain, as its gemm-based matmul on AVX2 does, b is copied only when its rows are padded:
+ * 64 floats are 256 bytes, so they are; 8 were read in place and this test failed there.)
  */
 Test(engine, folded_batch_packs_the_weights_once)
 {
     ref_seed(12);
-    xe_shape xs = ref_shape(3, (int64_t[]){2, 5, 16}), bs = ref_shape(2, (int64_t[]){16, 8});
+    xe_shape xs = ref_shape(3, (int64_t[]){2, 5, 16}), bs = ref_shape(2, (int64_t[]){16, 64});
     xe_tensor *b = ref_random_tensor(XE_F32, &bs, -1, 1), *b0 = ref_random_tensor(XE_F32, &bs, 0, 0);
     memcpy(b0->data, b->data, b->nbytes);
     xe_graph *g = xe_graph_new("engine.xg");
