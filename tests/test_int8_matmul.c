@@ -7,7 +7,8 @@
  *   - the loop for the other pairs (u8 x u8, i8 x u8);
  *   - operands at the extremes (255 x 127, 255 x -128: a pair of products
  *     past int16, which an AVX2 u8 x s8 instruction saturates), also with
- *     oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA), as on an AVX2-only machine.
+ *     oneDNN held to AVX2 (ONEDNN_MAX_CPU_ISA), as on an AVX2-only machine,
+ *     where constant s8 weights are split so that no pair saturates.
  */
 #include <criterion/criterion.h>
 #include <dnnl.h>
@@ -139,6 +140,12 @@ static void every_path(void)
     /* a transformer's linear layer: the batch folded into the rows, the weights packed once */
     case_of(XE_U8, XE_I8, 3, (int64_t[]){2, 16, 256}, 2, (int64_t[]){256, 64}, false, false, true, 0);
     case_of(XE_U8, XE_I8, 3, (int64_t[]){2, 16, 256}, 2, (int64_t[]){256, 64}, false, false, true, 1);
+    /* without VNNI the constant weights are split in two (dnnl_matmul.c split_weights), here into
+       [256, 256] bytes, whose rows the primitive may take padded: the extremes of both signs
+       (-128 is 64 x -2 + 0, 127 is 64 x 1 + 63) and random values */
+    for (int extreme = -1; extreme <= 1; extreme++)
+        case_of(XE_U8, XE_I8, 3, (int64_t[]){2, 16, 256}, 2, (int64_t[]){256, 128}, false, false, true,
+                extreme);
 }
 
 Test(int8_matmul, exact_on_every_path)

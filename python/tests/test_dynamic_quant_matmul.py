@@ -100,6 +100,15 @@ def test_against_onnxruntime(B, S, K, N):
     m = model(K, N, products=3)
     want = ort.InferenceSession(m.SerializeToString(), providers=["CPUExecutionProvider"]).run(None, {"x": x})
     got = run(m, x)
+    # Without VNNI onnxruntime's u8 x s8 kernel sums pairs of products in int16 with saturation
+    # (an AMD EPYC with AVX2 only: 20 % of the output's range off the definition here), and xlac
+    # stays exact; the comparison then says nothing about xlac, and xlac's bound against the
+    # definition is test_fused_equals_the_composition_and_the_definition's.
+    for p, w in enumerate(want):
+        d = reference(m, x, p)[0]
+        if np.abs(w - d).max() > 1e-3 * np.abs(d).max():
+            pytest.skip("onnxruntime's int8 product saturates on this CPU: %.3g of the output's range "
+                        "off the ONNX definition" % (np.abs(w - d).max() / np.abs(d).max()))
     for w, g in zip(want, got):
         # onnxruntime's own quantization may put an element one step to the side (its rounding
         # of x / scale); bound: 1e-3 of the output's range (measured: within 2e-6 here)

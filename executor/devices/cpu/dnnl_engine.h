@@ -27,7 +27,13 @@ dnnl_stream_t xe_dnnl_stream(void);
 xe_code xe_dnnl_check(dnnl_status_t s, const xe_node *n, const char *what, xe_status *st);
 
 /* Scratch slots of a thread (one per activation an op converts at a time). */
-enum { XE_DNNL_SCRATCH_SRC, XE_DNNL_SCRATCH_DST, XE_DNNL_SCRATCH_WEIGHTS, XE_DNNL_SCRATCH_COUNT };
+enum {
+    XE_DNNL_SCRATCH_SRC,
+    XE_DNNL_SCRATCH_DST,
+    XE_DNNL_SCRATCH_WEIGHTS,
+    XE_DNNL_SCRATCH_PRODUCT, /* a split int8 product's [A L | A H] (dnnl_matmul.c) */
+    XE_DNNL_SCRATCH_COUNT
+};
 /* The calling thread's scratch buffer `slot`, at least bytes long, 64-byte aligned; NULL on OOM. */
 void *xe_dnnl_scratch(int slot, size_t bytes);
 

@@ -22,11 +22,21 @@
  * The 8-bit products are oneDNN's int8 matmul (u8 or s8 source, s8
  * weights, s32 destination, no scales: the quantization arithmetic around
  * it is the graph's), its weights packed as the f32 ones are; u8 weights
- * (MatMulInteger allows them) stay in matmul.c's loop, and so does every
- * 8-bit product on a CPU without VNNI: there oneDNN's u8 x s8 (and s8 x s8)
- * sums pairs of products in int16 with saturation (vpmaddubsw), so 255 x
- * 127 + 255 x 127 comes out wrong (test_int8_matmul, with oneDNN held to
- * AVX2); onnxruntime's AVX2 kernel saturates the same way.
+ * (MatMulInteger allows them) stay in matmul.c's loop. On a CPU without
+ * VNNI oneDNN's u8 x s8 (and s8 x s8) sums pairs of products in int16 with
+ * saturation (vpmaddubsw), so 255 x 127 + 255 x 127 comes out wrong
+ * (test_int8_matmul, with oneDNN held to AVX2); onnxruntime's AVX2 kernel
+ * saturates the same way. There a u8 x constant s8 product is made exact by
+ * splitting the weights once (split_weights, below): w = 64 h + l with
+ * l = w & 63 in [0, 63] and h = w >> 6 in [-2, 1], stored side by side as
+ * one [K, 2N] operand [L | H]. No weight exceeds 63 in magnitude, so a pair
+ * sums to at most 2 x 255 x 63 = 32130 and never saturates; one product
+ * gives [A L | A H] exactly, and C = A L + 64 A H, wrapping modulo 2^32 as
+ * matmul.c's loop does. The split product runs at about the f32 product's
+ * speed (twice the columns at twice the rate); the quantize_dynamic BERT of
+ * bench/beyond_models.py on a Zen 3 with AVX2 only: 64 -> 13 ms at batch 1
+ * (with quant_matmul.c's quantization vectorized). Other int8 products there
+ * (s8 activations, two inputs, transposes) stay in the loop.
  *
  * f16 products (models stored in half precision) compute in f32 on the
  * same primitive, rounded once to f16 at the end: A is widened into a
@@ -50,6 +60,7 @@ typedef struct mm_key {
     bool ta, tb;
     dnnl_data_type_t at, bt, ct; /* the operands' and the result's element types */
     bool half;                   /* f16 operands and result, computed in f32 (above) */
+    bool split;                  /* int8 without VNNI: B split into [L | H] (above) */
     const void *b_const; /* constant right operand packed into b_packed; NULL: read in place */
 } mm_key;
 
@@ -84,7 +95,8 @@ static bool shape_eq(const xe_shape *x, const xe_shape *y)
 static bool key_eq(const mm_key *x, const mm_key *y)
 {
     return shape_eq(&x->a, &y->a) && shape_eq(&x->b, &y->b) && x->ta == y->ta && x->tb == y->tb &&
-           x->b_const == y->b_const && x->at == y->at && x->bt == y->bt && x->half == y->half;
+           x->b_const == y->b_const && x->at == y->at && x->bt == y->bt && x->half == y->half &&
+           x->split == y->split;
 }
 
 /*
@@ -181,8 +193,11 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
     const mm_key *k = &m->key;
     int r = k->a.rank > k->b.rank ? k->a.rank : k->b.rank;
     r = r < 2 ? 2 : r;
+    xe_shape bs = k->b;
+    if (k->split)
+        bs.dims[1] *= 2; /* [L | H] */
     operand_md(&m->a_md, &k->a, k->ta, true, r, k->at);
-    operand_md(&m->b_plain, &k->b, k->tb, false, r, k->bt);
+    operand_md(&m->b_plain, &bs, k->tb, false, r, k->bt);
     dnnl_dims_t cd;
     for (int d = 0; d < r; d++) {
         int64_t x = m->a_md.dims[d], y = m->b_plain.dims[d];
@@ -219,17 +234,49 @@ static xe_code make_matmul(mm_prim *m, const xe_node *n, xe_status *st)
     return xe_dnnl_primitive(&d, NULL, &m->mm, &m->pd, n, st);
 }
 
-/* Constant right operand b into the primitive's layout, once. */
+/* s8 weights w [K, N] as [L | H] [K, 2N]: l = w & 63, h = w >> 6, w = 64 h + l (above). */
+static int8_t *split_weights(const int8_t *w, int64_t K, int64_t N)
+{
+    int8_t *s = aligned_alloc(64, ((size_t)(K * 2 * N) + 63) / 64 * 64);
+    if (!s)
+        return NULL;
+    for (int64_t k = 0; k < K; k++)
+        for (int64_t n = 0; n < N; n++) {
+            int v = w[k * N + n];
+            s[k * 2 * N + n] = (int8_t)(v & 63);
+            s[k * 2 * N + N + n] = (int8_t)((v - (v & 63)) / 64); /* floor(v / 64), no shift of
+                                                                     a negative value */
+        }
+    return s;
+}
+
+/* Constant right operand b into the primitive's layout, once (split first, for int8 without
+   VNNI). */
 static xe_code pack_b(mm_prim *m, const void *b, const xe_node *n, xe_status *st)
 {
+    int8_t *split = NULL;
+    if (m->key.split) {
+        if (!(split = split_weights(b, m->key.b.dims[0], m->key.b.dims[1])))
+            return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory for split weights",
+                           n->name);
+        if (!m->b_in) { /* the primitive reads [L | H] as it is */
+            m->b_packed = split;
+            return XE_OK;
+        }
+        b = split;
+    }
     if (!m->b_in)
         return XE_OK;
     size_t bytes = dnnl_memory_desc_get_size(&m->b_md);
-    if (!(m->b_packed = aligned_alloc(64, (bytes + 63) / 64 * 64)))
+    if (!(m->b_packed = aligned_alloc(64, (bytes + 63) / 64 * 64))) {
+        free(split);
         return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory for packed weights",
                        n->name);
+    }
     memset(m->b_packed, 0, bytes); /* a padded layout's gaps are never read; kept defined */
-    return xe_dnnl_reorder_run(m->b_in, &m->b_plain, b, &m->b_md, m->b_packed, n, st);
+    xe_code r = xe_dnnl_reorder_run(m->b_in, &m->b_plain, b, &m->b_md, m->b_packed, n, st);
+    free(split);
+    return r;
 }
 
 /* A new primitive for key k (its constant right operand packed, when it has one). */
@@ -362,13 +409,34 @@ static bool engine_types(const xe_kernel_args *a, mm_key *k)
         k->bt = a->cache && xe_dnnl_input_is_const(a, 1) ? dnnl_f16 : dnnl_f32;
         return true;
     }
-    if ((x == XE_U8 || x == XE_I8) && y == XE_I8 && z == XE_I32 && xe_dnnl_int8_exact()) {
+    if ((x == XE_U8 || x == XE_I8) && y == XE_I8 && z == XE_I32) {
+        k->split = !xe_dnnl_int8_exact();
+        if (k->split && (x != XE_U8 || !a->cache || !xe_dnnl_input_is_const(a, 1) || k->ta ||
+                         k->tb || k->b.rank != 2))
+            return false; /* saturating pairs and no split: the exact loop */
         k->at = x == XE_U8 ? dnnl_u8 : dnnl_s8;
         k->bt = dnnl_s8;
         k->ct = dnnl_s32;
         return true;
     }
     return false;
+}
+
+/* A split int8 product: [A L | A H] into scratch, then C = A L + 64 A H modulo 2^32 (above). */
+static xe_code run_split(const xe_kernel_args *a, const mm_prim *m, xe_status *st)
+{
+    int64_t N = m->key.b.dims[1], M = N > 0 ? xe_tensor_numel(a->out) / N : 0;
+    uint32_t *d = xe_dnnl_scratch(XE_DNNL_SCRATCH_PRODUCT, (size_t)(M * 2 * N) * sizeof *d);
+    if (!d)
+        return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory", a->node->name);
+    if (run_plain(a, m, a->in[0]->data, NULL, d, st) != XE_OK)
+        return st->code;
+    uint32_t *c = a->out->data;
+#pragma omp parallel for schedule(static) if (M * N >= (1 << 15))
+    for (int64_t i = 0; i < M; i++)
+        for (int64_t j = 0; j < N; j++)
+            c[i * N + j] = d[i * 2 * N + j] + (d[i * 2 * N + N + j] << 6);
+    return XE_OK;
 }
 
 xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
@@ -387,8 +455,9 @@ xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
     mm_prim *m = mm_prim_get(a, &k, &owned, st);
     if (!m)
         return st->code;
-    xe_code r = k.half ? run_half(a, m, st)
-                       : run_plain(a, m, a->in[0]->data, a->in[1]->data, a->out->data, st);
+    xe_code r = k.half    ? run_half(a, m, st)
+                : k.split ? run_split(a, m, st)
+                          : run_plain(a, m, a->in[0]->data, a->in[1]->data, a->out->data, st);
     if (owned)
         mm_prim_free(m);
     return r;

@@ -7,9 +7,10 @@
  *
  * in three passes instead of some thirty per-op kernels: the range of x (one read), the u8
  * quantization of x (one read, one write of a quarter of its bytes), the exact i32 product of the
- * u8 and i8 operands (oneDNN's int8 matmul where the CPU has VNNI, w packed once by dnnl_matmul.c
- * as for any constant weights; elsewhere a loop here, since oneDNN's AVX2 kernel saturates in
- * int16) and the rescale, acc - zp colsum(w) (colsum folded at import) as f32, times xs * w_scale.
+ * u8 and i8 operands (oneDNN's int8 matmul, w packed once by dnnl_matmul.c as for any constant
+ * weights, and split in two first where the CPU has no VNNI, since oneDNN's AVX2 kernel saturates
+ * in int16; the loop here for what oneDNN refuses) and the rescale, acc - zp colsum(w) (colsum
+ * folded at import) as f32, times xs * w_scale.
  *
  * The arithmetic is the per-op composition's (frontends/onnx/ops/quant.c), operation for
  * operation, so the results are the same bits: the range holds 0 and is taken with xe_min_f32 /
@@ -31,19 +32,21 @@
 /* Lanes of the range's accumulators (a vector's worth, so the loop vectorises). */
 #define LANES 16
 
-/* ox_round_even's composition: r = floor(v + 0.5), minus 1 where v + 0.5 was an odd integer. */
+/* ox_round_even's composition: r = floor(v + 0.5), minus 1 where v + 0.5 was an odd integer.
+   Selects, not branches, here and below: with branches gcc 12 vectorized quantize's loop only
+   with AVX-512's masks, and on an AVX2 machine it took 4 ms of a 128 x 1024 product's 5. */
 static inline float round_even(float v)
 {
     float xh = v + 0.5f, r = xe_floor_f32(xh);
     int odd = xe_floor_f32(r / 2.0f) * 2.0f != r;
-    return (xh == r) & odd ? r - 1.0f : r;
+    return xe_select_f32((xh == r) & odd, r - 1.0f, r);
 }
 
 /* min(max(round_even(v), 0), 255) cast to u8 (truncating, NaN gives 0), as the composition. */
 static inline uint8_t saturate_u8(float v)
 {
     float c = xe_min_f32(xe_max_f32(round_even(v), 0.0f), 255.0f);
-    return c == c ? (uint8_t)(int32_t)c : 0;
+    return (uint8_t)(int32_t)xe_select_f32(c == c, c, 0.0f);
 }
 
 /* [lo, hi] of x[0..n) and 0, by xe_min_f32 and xe_max_f32 (their order does not matter). */
@@ -79,7 +82,7 @@ static void quantize(const float *x, int64_t n, float scale, float zp, uint8_t *
 #pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         float c = xe_min_f32(xe_max_f32(round_even(x[i] / scale) + zp, 0.0f), 255.0f);
-        q[i] = c == c ? (uint8_t)(int32_t)c : 0;
+        q[i] = (uint8_t)(int32_t)xe_select_f32(c == c, c, 0.0f);
     }
 }
 
