@@ -245,6 +245,18 @@ Test(vectorize, binary_compare_select, .timeout = 120)
         1);
 }
 
+/* QuantizeLinear's round half to even as the ONNX import writes it: a select on the logical and of
+   two compares (a ?: there stayed scalar on AVX2: gcc 12 if-converts it only with AVX-512 masks) */
+Test(vectorize, select_on_a_logical_and, .timeout = 120)
+{
+    check_graph("round half to even",
+                "xlac.graph v1\ninput x: f32[64,4096]\ninput s: f32[1]\ninput h: f32[1]\n"
+                "input t: f32[1]\ninput o: f32[1]\nd = div(x, s)\na = add(d, h)\nf = floor(a)\n"
+                "e = equal(a, f)\nq = div(f, t)\nr = floor(q)\nm = mul(r, t)\nn = not_equal(m, f)\n"
+                "k = logical_and(e, n)\nb = sub(f, o)\ny = select(k, b, f)\noutput y\n",
+                1);
+}
+
 Test(vectorize, softmax_rows_long_and_short, .timeout = 120)
 {
     static const char *const shapes[] = {"f32[512,4096]", "f32[4,64,64]", "f32[16,1024]"};
