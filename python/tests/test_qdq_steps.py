@@ -192,8 +192,16 @@ def test_against_onnxruntime_fused():
     ref, = ort_run(m, f, optimized=False)
     got, _ = xlac_run(m, f)
     r = np.abs(ref).max()
+    off = np.abs(fused - ref).max()
+    if off > 0.03 * r:
+        # Without VNNI onnxruntime's u8 x s8 kernels saturate pairs of products in int16: on an
+        # AMD EPYC with AVX2 only its fused output was 0.21 of the range off the reference, and
+        # xlac's (the reference's f32 form there) as far from it. Nothing to say about xlac then;
+        # test_against_the_qdq_reference holds it.
+        pytest.skip("onnxruntime's fused int8 kernels are %.3g of the output's range off the QDQ "
+                    "reference on this CPU" % (off / r))
     assert np.abs(got[0] - fused).max() <= 0.03 * r
-    assert np.abs(fused - ref).max() <= 0.03 * r
+    assert off <= 0.03 * r
 
 
 def test_clustered_within_the_same_bound():
