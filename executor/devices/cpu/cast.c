@@ -159,15 +159,6 @@ static void cast_one(const cast_job *c, const void *p, int64_t k)
         return true;                                                                               \
     } while (0)
 
-/* A float to u8 or i8 as xe_f64_to_range casts it (truncated, NaN 0, saturated), by selects that
-   vectorize: the double and int64 of xe_f64_to_range kept a QDQ model's f32 -> u8 casts scalar
-   (5 ns an element on an AVX2 machine). Clamped first, a value truncates inside the range. */
-static inline XE_VEC_INLINE int32_t f32_to_narrow(float x, float lo, float hi)
-{
-    float c = xe_min_f32(xe_max_f32(x, lo), hi);
-    return (int32_t)xe_select_f32(c == c, c, 0.0f);
-}
-
 static bool same_shape(const xe_shape *p, const xe_shape *q)
 {
     if (p->rank != q->rank)
@@ -185,9 +176,9 @@ static bool cast_fast(const xe_kernel_args *a)
         return false;
     int64_t n = xe_tensor_numel(a->out);
     if (from == XE_F32 && to == XE_U8)
-        CAST_LOOP(float, uint8_t, (uint8_t)f32_to_narrow(x[i], 0.0f, 255.0f));
+        CAST_LOOP(float, uint8_t, (uint8_t)xe_f32_to_narrow(x[i], 0.0f, 255.0f));
     if (from == XE_F32 && to == XE_I8)
-        CAST_LOOP(float, int8_t, (int8_t)f32_to_narrow(x[i], -128.0f, 127.0f));
+        CAST_LOOP(float, int8_t, (int8_t)xe_f32_to_narrow(x[i], -128.0f, 127.0f));
     if (from == XE_U8 && to == XE_F32)
         CAST_LOOP(uint8_t, float, (float)x[i]);
     if (from == XE_I8 && to == XE_F32)

@@ -394,7 +394,8 @@ static xe_code run_half(const xe_kernel_args *a, const mm_prim *m, xe_status *st
     return XE_OK;
 }
 
-/* The engine's element types of f32 x f32 -> f32 and u8/i8 x i8 -> i32; false for anything else. */
+/* The engine's element types of f32 x f32 -> f32 and u8/i8 x i8 -> i32 (k->b_const already set);
+   false for anything else. */
 static bool engine_types(const xe_kernel_args *a, mm_key *k)
 {
     xe_dtype x = a->in[0]->dtype, y = a->in[1]->dtype, z = a->out->dtype;
@@ -406,13 +407,12 @@ static bool engine_types(const xe_kernel_args *a, mm_key *k)
         z == XE_F16) { /* computed in f32; constant weights packed from f16 */
         k->half = true;
         k->at = k->ct = dnnl_f32;
-        k->bt = a->cache && xe_dnnl_input_is_const(a, 1) ? dnnl_f16 : dnnl_f32;
+        k->bt = k->b_const ? dnnl_f16 : dnnl_f32;
         return true;
     }
     if ((x == XE_U8 || x == XE_I8) && y == XE_I8 && z == XE_I32) {
         k->split = !xe_dnnl_int8_exact();
-        if (k->split && (x != XE_U8 || !a->cache || !xe_dnnl_input_is_const(a, 1) || k->ta ||
-                         k->tb || k->b.rank != 2))
+        if (k->split && (x != XE_U8 || !k->b_const || k->ta || k->tb || k->b.rank != 2))
             return false; /* saturating pairs and no split: the exact loop */
         k->at = x == XE_U8 ? dnnl_u8 : dnnl_s8;
         k->bt = dnnl_s8;
@@ -444,13 +444,13 @@ xe_code xe_dnnl_matmul(const xe_kernel_args *a, xe_status *st)
     mm_key k = {.a = a->in[0]->shape,
                 .b = a->in[1]->shape,
                 .ta = xe_node_attr_bool(a->node, "transpose_a", false),
-                .tb = xe_node_attr_bool(a->node, "transpose_b", false)};
+                .tb = xe_node_attr_bool(a->node, "transpose_b", false),
+                .b_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL};
     fold_batch(&k);
     if (!engine_types(a, &k) || xe_tensor_numel(a->out) == 0 || !xe_tensor_numel(a->in[0]) ||
         !xe_tensor_numel(a->in[1]))
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (matmul): not for the engine",
                        a->node->name);
-    k.b_const = a->cache && xe_dnnl_input_is_const(a, 1) ? a->in[1]->data : NULL;
     bool owned;
     mm_prim *m = mm_prim_get(a, &k, &owned, st);
     if (!m)

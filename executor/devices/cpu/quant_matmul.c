@@ -45,8 +45,7 @@ static inline float round_even(float v)
 /* min(max(round_even(v), 0), 255) cast to u8 (truncating, NaN gives 0), as the composition. */
 static inline uint8_t saturate_u8(float v)
 {
-    float c = xe_min_f32(xe_max_f32(round_even(v), 0.0f), 255.0f);
-    return (uint8_t)(int32_t)xe_select_f32(c == c, c, 0.0f);
+    return (uint8_t)xe_f32_to_narrow(round_even(v), 0.0f, 255.0f);
 }
 
 /* [lo, hi] of x[0..n) and 0, by xe_min_f32 and xe_max_f32 (their order does not matter). */
@@ -81,8 +80,7 @@ static void quantize(const float *x, int64_t n, float scale, float zp, uint8_t *
 {
 #pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
-        float c = xe_min_f32(xe_max_f32(round_even(x[i] / scale) + zp, 0.0f), 255.0f);
-        q[i] = (uint8_t)(int32_t)xe_select_f32(c == c, c, 0.0f);
+        q[i] = (uint8_t)xe_f32_to_narrow(round_even(x[i] / scale) + zp, 0.0f, 255.0f);
     }
 }
 
