@@ -244,3 +244,89 @@ Test(onnx_load, a_data_file_shorter_than_a_tensor_is_an_error_naming_it)
     cr_assert_null(g);
     cr_expect(strstr(st.msg, "data.bin") && strstr(st.msg, "initializer 'b'"), "%s", st.msg);
 }
+
+/* A host's keeper that counts its drops (the test's block outlives it). */
+static int drops;
+static void count_drop(xe_tensor_keeper *k)
+{
+    (void)k;
+    drops++;
+}
+
+/* y = x + w, z = c & b, the two initializers external data named "w" and "b" (for host blocks). */
+static pb host_model(int64_t w_offset, int64_t w_len)
+{
+    pb g = {0}, m = {0}, opset = {0};
+    int64_t d16[1] = {16}, d7[1] = {7};
+    ext_tensor(&g, "w", 1, d16, 1, "w", (size_t)w_offset, (size_t)w_len);
+    ext_tensor(&g, "b", 9, d7, 1, "b", 0, 7);
+    node(&g, "Add", "x", "w", "y");
+    node(&g, "And", "c", "b", "z");
+    pb_graph_value(&g, 11, "x", 1, d16, 1);
+    pb_graph_value(&g, 11, "c", 9, d7, 1);
+    pb_graph_value(&g, 12, "y", 1, d16, 1);
+    pb_graph_value(&g, 12, "z", 9, d7, 1);
+    pb_int(&m, 1, 8);
+    pb_int(&opset, 2, 17);
+    pb_msg(&m, 8, &opset);
+    pb_str(&g, 2, "g");
+    pb_msg(&m, 7, &g);
+    return m;
+}
+
+/* The onnxruntime EP hands its weights to the importer as blocks of its memory (plugin/ort_ep). */
+Test(onnx_load, a_model_in_memory_reads_the_hosts_blocks_as_its_external_data)
+{
+    _Alignas(64) static float w[32];
+    static uint8_t b[7] = {0, 2, 0, 2, 0, 2, 0};
+    for (int i = 0; i < 32; i++)
+        w[i] = (float)i * 0.25f;
+    xe_tensor_keeper keeper = {.refcount = 1, .drop = count_drop};
+    xe_onnx_block blocks[2] = {{.name = "w", .data = w, .len = sizeof w, .keeper = &keeper},
+                               {.name = "b", .data = b, .len = sizeof b}};
+    xe_onnx_options o = {.blocks = blocks, .n_blocks = 2};
+    drops = 0;
+    pb m = host_model(16 * sizeof(float), 16 * sizeof(float)); /* w[16..32): 64-byte aligned */
+    xe_graph *g = xe_onnx_load_memory(m.b, m.n, "<host>", &o, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    const xe_tensor *wt = constant(g, "w"), *bt = constant(g, "b");
+    cr_assert(wt && bt);
+    cr_expect(wt->data == w + 16 && wt->keeper == &keeper, "an aligned tensor views the block");
+    cr_expect(!bt->keeper && bt->data != (void *)b, "a bool tensor is a copy");
+    for (int i = 0; i < 7; i++)
+        cr_expect_eq(((const uint8_t *)bt->data)[i], i % 2, "b[%d] is 0 or 1", i);
+    cr_expect_eq(keeper.refcount, 2, "the view holds the host's keeper");
+    xe_graph_destroy(g);
+    cr_expect_eq(keeper.refcount, 1, "let go with the graph");
+    cr_expect_eq(drops, 0);
+    free(m.b);
+
+    m = host_model(4, 16 * sizeof(float)); /* w[1..17): not aligned, a copy */
+    g = xe_onnx_load_memory(m.b, m.n, "<host>", &o, &st);
+    cr_assert_not_null(g, "%s", st.msg);
+    wt = constant(g, "w");
+    cr_assert(wt && !wt->keeper);
+    for (int i = 0; i < 16; i++)
+        cr_expect_eq(((const float *)wt->data)[i], (float)(i + 1) * 0.25f, "w[%d]", i);
+    xe_graph_destroy(g);
+    free(m.b);
+}
+
+Test(onnx_load, a_block_too_short_or_not_given_is_an_error_naming_it)
+{
+    _Alignas(64) static float w[16];
+    static uint8_t b[7];
+    xe_onnx_block blocks[2] = {{.name = "w", .data = w, .len = sizeof w},
+                               {.name = "b", .data = b, .len = sizeof b}};
+    xe_onnx_options o = {.blocks = blocks, .n_blocks = 2};
+    pb m = host_model(4, 16 * sizeof(float)); /* 4 bytes past the block's end */
+    cr_assert_null(xe_onnx_load_memory(m.b, m.n, "<host>", &o, &st));
+    cr_expect(strstr(st.msg, "initializer 'w'") && strstr(st.msg, "block 'w' holds 64 bytes"), "%s",
+              st.msg);
+    o.n_blocks = 1; /* no "b" */
+    cr_assert_null(xe_onnx_load_memory(m.b, m.n, "<host>", &o, &st));
+    cr_expect(strstr(st.msg, "'b' names no block"), "%s", st.msg);
+    cr_assert_null(xe_onnx_load_memory(m.b, m.n, "<host>", NULL, &st));
+    cr_expect(strstr(st.msg, "external data is not allowed here"), "%s", st.msg);
+    free(m.b);
+}

@@ -17,10 +17,15 @@
  * shape folds at import. Up to XO_MAX_SIGNATURES sessions are kept; the
  * least recently used one no run holds makes room for a new one.
  *
- * Compute wraps onnxruntime's input buffers as xlac tensors (no copy: the
- * weights among them are onnxruntime's constant initializers), runs the
- * session and copies each output into the buffer onnxruntime allocates
- * for it.
+ * The fused node's big constant initializers (its weights) are copied once,
+ * here, and its graphs hold them as constants (xo_model_own_weights): a
+ * product's weights are then packed once into the engine's layout, as
+ * xlac-run's are, not read from onnxruntime's plain buffers at each run.
+ * onnxruntime still hands them to Compute; they are not read there.
+ *
+ * Compute wraps onnxruntime's other input buffers as xlac tensors (no
+ * copy), runs the session and copies each output into the buffer
+ * onnxruntime allocates for it.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -472,6 +477,10 @@ xe_code xo_compile(const xo_api *a, const OrtGraph *graph, const OrtNode *fused,
     *out = NULL;
     if (xo_model_read(a, graph, &m, st) != XE_OK)
         return st->code;
+    if (xo_model_own_weights(a, &m, st) != XE_OK) { /* the session outlives Compile's graph */
+        xo_model_free(&m);
+        return st->code;
+    }
     xo_fused *f = calloc(1, sizeof *f);
     xe_code c = f && (f->config = session_config(config))
                     ? XE_OK

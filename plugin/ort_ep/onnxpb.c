@@ -122,18 +122,31 @@ void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int ran
 
 /* ---- the model ---------------------------------------------------------------- */
 
-/* An initializer's size in bytes (0 when it is not one, or its type is not one xlac holds). */
-static size_t init_bytes(const xo_value *v)
+/* A value's size in bytes by its type (0 when its rank or element type is not known). */
+static size_t value_bytes(const xo_value *v)
 {
     size_t n = xo_elem_size(v->elem);
     for (int d = 0; d < v->rank; d++)
         n *= (size_t)(v->dims[d] > 0 ? v->dims[d] : 0);
-    return v->init && v->rank >= 0 ? n : 0;
+    return v->rank >= 0 ? n : 0;
+}
+
+/* An initializer's size in bytes (0 when it is not one, or its type is not one xlac holds). */
+static size_t init_bytes(const xo_value *v)
+{
+    return v->init ? value_bytes(v) : 0;
 }
 
 static bool embedded(const xo_value *v)
 {
     return v->init && v->rank >= 0 && xo_elem_size(v->elem) && init_bytes(v) <= XO_EMBED_MAX_BYTES;
+}
+
+/* Whether v is a big initializer of a type xlac holds: external data when imported. */
+static bool external(const xo_value *v)
+{
+    return (v->init || v->weight) && !v->data && v->rank >= 0 && xo_elem_size(v->elem) &&
+           !embedded(v);
 }
 
 /* Value v's TensorProto from its kept or fed bytes (v->data). */
@@ -199,6 +212,13 @@ static void node_proto(const xo_model *m, int k, xe_text *g)
     xo_pb_msg(g, 1, &p);
 }
 
+/* The blocks of one import's external data (xe_onnx_block), their names beside them. */
+typedef struct xo_blocks {
+    xe_onnx_block *b;
+    char (*names)[32];
+    int n;
+} xo_blocks;
+
 /* What one write keeps: per value whether a taken node writes it, and whether it was listed. */
 typedef struct writer {
     const xo_api *a;
@@ -206,7 +226,8 @@ typedef struct writer {
     const bool *take;
     bool *made, *listed;
     int *ins, n_ins;
-    int *unfold; /* per node: a Gemm's x (unfold_gemm), -2 for its trailing Reshape, -1 */
+    int *unfold;       /* per node: a Gemm's x (unfold_gemm), -2 for its trailing Reshape, -1 */
+    xo_blocks *blocks; /* NULL: big initializers are inputs (the dump) */
     xe_text g;
 } writer;
 
@@ -340,6 +361,42 @@ static void identity_proto(const writer *w, int t, xe_text *g)
     simple_node(g, "Identity", name, ins, 1, out, n->name);
 }
 
+/* Big initializer j as a TensorProto whose data is external, in a block named name: the weight's
+   copy, or onnxruntime's bytes. */
+static xe_code external_tensor(writer *w, int j, const char *name, xe_status *st)
+{
+    const xo_value *v = &w->m->values[j];
+    void *data = v->weight ? v->weight->data : NULL;
+    if (!v->weight &&
+        xo_check(w->a, XO(w->a->ort, GetTensorMutableData)((OrtValue *)v->init, &data),
+                 "GetTensorMutableData", st))
+        return st->code;
+    xo_blocks *bs = w->blocks;
+    size_t n = value_bytes(v);
+    snprintf(bs->names[bs->n], sizeof bs->names[bs->n], "%s", name);
+    bs->b[bs->n] = (xe_onnx_block){.name = bs->names[bs->n],
+                                   .data = data,
+                                   .len = n,
+                                   .keeper = v->weight ? &v->weight->keeper : NULL};
+    bs->n++;
+    char len[32];
+    snprintf(len, sizeof len, "%zu", n);
+    xe_text p = {0}, loc = {0}, size = {0};
+    for (int d = 0; d < v->rank; d++)
+        xo_pb_int(&p, 1, v->dims[d]);
+    xo_pb_int(&p, 2, v->elem);
+    xo_pb_str(&p, 8, name);
+    xo_pb_str(&loc, 1, "location");
+    xo_pb_str(&loc, 2, name);
+    xo_pb_msg(&p, 13, &loc);
+    xo_pb_str(&size, 1, "length");
+    xo_pb_str(&size, 2, len);
+    xo_pb_msg(&p, 13, &size);
+    xo_pb_int(&p, 14, 1); /* data_location EXTERNAL */
+    xo_pb_msg(&w->g, 5, &p);
+    return XE_OK;
+}
+
 /* Inputs: the values taken nodes read and none writes, first read first. */
 static xe_code graph_inputs(writer *w, xe_status *st)
 {
@@ -356,6 +413,9 @@ static xe_code graph_inputs(writer *w, xe_status *st)
                 data_tensor(&w->g, &w->m->values[v], name);
             } else if (embedded(&w->m->values[v])) {
                 if (xo_pb_tensor(w->a, &w->g, 5, name, w->m->values[v].init, st) != XE_OK)
+                    return st->code;
+            } else if (w->blocks && external(&w->m->values[v])) {
+                if (external_tensor(w, v, name, st) != XE_OK)
                     return st->code;
             } else if (value_info(w->m, v, &w->g, 11, st) != XE_OK) {
                 return st->code;
@@ -417,10 +477,11 @@ static char *model_proto(const xo_model *m, xe_text *g, size_t *len)
     return t.oom ? (xe_text_free(&t), NULL) : t.buf ? t.buf : calloc(1, 1);
 }
 
-char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
-                     int n_outputs, size_t *len, int **in_values, int *n_in_values, xe_status *st)
+static char *write_model(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
+                         int n_outputs, size_t *len, int **in_values, int *n_in_values,
+                         xo_blocks *blocks, xe_status *st)
 {
-    writer w = {.a = a, .m = m, .take = take};
+    writer w = {.a = a, .m = m, .take = take, .blocks = blocks};
     w.made = calloc((size_t)m->n_values + 1, 1);
     w.listed = calloc((size_t)m->n_values + 1, 1);
     w.ins = malloc(((size_t)m->n_values + 1) * sizeof *w.ins);
@@ -460,17 +521,33 @@ char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const
     return out;
 }
 
+char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
+                     int n_outputs, size_t *len, int **in_values, int *n_in_values, xe_status *st)
+{
+    return write_model(a, m, take, outputs, n_outputs, len, in_values, n_in_values, NULL, st);
+}
+
 xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
                           int n_outputs, int **in_values, int *n_in_values, char **report,
                           xe_status *st)
 {
     size_t len = 0;
-    char *bytes = xo_model_write(a, m, take, outputs, n_outputs, &len, in_values, n_in_values, st);
-    if (!bytes)
-        return NULL;
-    xe_onnx_options o = {.report = report, .nodes_at_load = true}; /* what is taken must import */
-    xe_graph *g = xe_onnx_load_memory(bytes, len, "<onnxruntime graph>", &o, st);
-    free(bytes);
+    xo_blocks bs = {.b = calloc((size_t)m->n_values + 1, sizeof *bs.b),
+                    .names = calloc((size_t)m->n_values + 1, sizeof *bs.names)};
+    char *bytes = bs.b && bs.names ? write_model(a, m, take, outputs, n_outputs, &len, in_values,
+                                                 n_in_values, &bs, st)
+                                   : NULL;
+    if (!bs.b || !bs.names)
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+    xe_graph *g = NULL;
+    if (bytes) {
+        xe_onnx_options o = {.report = report,
+                             .nodes_at_load = true, /* what is taken must import */
+                             .blocks = bs.b,
+                             .n_blocks = bs.n};
+        g = xe_onnx_load_memory(bytes, len, "<onnxruntime graph>", &o, st);
+    }
+    free(bytes), free(bs.b), free(bs.names);
     return g;
 }
 
@@ -493,7 +570,7 @@ static int named_value(const xo_model *m, const char *report, const char *s)
    tensor of rank at most 1, no initializer (shape arithmetic computed outside). */
 static bool shape_like(const xo_value *x)
 {
-    return !x->init && !x->data && x->rank >= 0 && x->rank <= 1 &&
+    return !x->init && !x->data && !x->weight && x->rank >= 0 && x->rank <= 1 &&
            (x->elem == 7 || x->elem == 6); /* INT64, INT32 */
 }
 
@@ -508,7 +585,7 @@ static bool trace(const xo_model *m, const bool *take, int v, char *seen, int *s
         const xo_value *x = &m->values[v = stack[--top]];
         int k = x->producer;
         if (k < 0 || !take[k]) { /* a leaf: computed outside, a graph input or an initializer */
-            if (!x->init && !x->data && !shape_like(x))
+            if (!x->init && !x->data && !x->weight && !shape_like(x))
                 return false;
             continue;
         }
@@ -583,6 +660,39 @@ xe_code xo_model_keep(const xo_api *a, xo_model *m, xe_status *st)
             v->owned = true;
         }
         v->init = NULL;
+    }
+    return XE_OK;
+}
+
+static void weight_drop(xe_tensor_keeper *k)
+{
+    xo_weight *w = (xo_weight *)k;
+    free(w->data);
+    free(w);
+}
+
+xe_code xo_model_own_weights(const xo_api *a, xo_model *m, xe_status *st)
+{
+    for (int k = 0; k < m->n_values; k++) {
+        xo_value *v = &m->values[k];
+        if (!v->init || v->weight || !external(v))
+            continue;
+        void *src = NULL;
+        size_t n = value_bytes(v);
+        if (xo_check(a, XO(a->ort, GetTensorMutableData)((OrtValue *)v->init, &src),
+                     "GetTensorMutableData", st))
+            return st->code;
+        xo_weight *w = calloc(1, sizeof *w);
+        void *data = aligned_alloc(64, (n + 63) / 64 * 64 + 64);
+        if (!w || !data) {
+            free(w), free(data);
+            return xe_fail(st, XE_ERR_NOMEM, "out of memory (a copy of initializer %s, %zu bytes)",
+                           v->name, n);
+        }
+        if (n)
+            memcpy(data, src, n);
+        *w = (xo_weight){.keeper = {.refcount = 1, .drop = weight_drop}, .data = data, .len = n};
+        v->weight = w;
     }
     return XE_OK;
 }

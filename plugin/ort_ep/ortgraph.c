@@ -473,6 +473,8 @@ void xo_model_free(xo_model *m)
         free(m->values[k].name);
         if (m->values[k].owned)
             free((void *)m->values[k].data);
+        if (m->values[k].weight)
+            xe_keeper_release(&m->values[k].weight->keeper);
         for (int d = 0; d < XE_MAX_RANK; d++)
             free(m->values[k].params[d]);
     }

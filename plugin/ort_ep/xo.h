@@ -64,6 +64,14 @@ void xo_pb_tensor_raw(xe_text *t, int field, const char *name, int elem, int ran
  */
 size_t xo_elem_size(int elem);
 
+/* A big initializer's bytes, copied once for the graphs a fused node builds (xo_model_own_weights),
+   which view them as external data (xe_onnx_block): 64-byte aligned, freed with the last view. */
+typedef struct xo_weight {
+    xe_tensor_keeper keeper; /* first: the keeper is the weight */
+    void *data;
+    size_t len;
+} xo_weight;
+
 /* One value (a tensor) of the graph read. */
 typedef struct xo_value {
     char *name;                /* onnxruntime's name */
@@ -75,6 +83,7 @@ typedef struct xo_value {
     const void *data;  /* bytes written into the model in place of init: a small initializer's,
                           kept past Compile, or a value fed at Compute (see xo_value_inputs) */
     bool owned;        /* data is the model's own copy (freed with it) */
+    xo_weight *weight; /* a big initializer's copy (xo_model_own_weights), held by the model */
     int producer;      /* the node that writes it, -1 for inputs and initializers */
     bool graph_output; /* an output of the graph read */
 } xo_value;
@@ -120,13 +129,16 @@ int xo_model_find(const xo_model *m, const char *name);
  * them writes (small constant initializers written in, the rest inputs,
  * listed in *in_values), outputs those of outputs[] (NULL: every value
  * that a node not taken reads or that is a graph output). Returns the
- * bytes (free), NULL with *st set.
+ * bytes (free), NULL with *st set. (The model a person reads: the dump.
+ * xo_model_import writes big initializers as external data instead.)
  */
 char *xo_model_write(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
                      int n_outputs, size_t *len, int **in_values, int *n_in_values, xe_status *st);
 /* The same, imported by xlac (the ONNX front end): NULL with *st set (and *report its lines) on
- *failure; in_values is set (free it) whenever the model could be written, even when the import
- *fails. */
+ * failure; in_values is set (free it) whenever the model could be written, even when the import
+ * fails. Big initializers of a type xlac holds are no inputs here: they are written as external
+ * data naming blocks (xe_onnx_block) of their bytes, a weight's copy where the model has one
+ * (xo_model_own_weights), else onnxruntime's own bytes, so that they import as constants. */
 xe_graph *xo_model_import(const xo_api *a, const xo_model *m, const bool *take, const int *outputs,
                           int n_outputs, int **in_values, int *n_in_values, char **report,
                           xe_status *st);
@@ -147,6 +159,14 @@ int xo_value_inputs(const xo_model *m, const bool *take, const char *report, int
 /* Copies the bytes of every initializer small enough to be written in into the model (owned) and
    forgets every OrtValue: the model outlives the graph it was read from (Compile's). */
 xe_code xo_model_keep(const xo_api *a, xo_model *m, xe_status *st);
+/*
+ * Copies every other initializer of a type xlac holds into the model (xo_weight): the graphs
+ * imported from it then hold them as constants, which library steps pack once and generated code
+ * reads as constants, and which compiled programs in the process-wide cache may hold after
+ * onnxruntime's session (and its initializers) are gone. Without it, an import views
+ * onnxruntime's own bytes (GetCapability's graphs, which live only during the call).
+ */
+xe_code xo_model_own_weights(const xo_api *a, xo_model *m, xe_status *st);
 
 /* What a fused node keeps between Compile and its runs (compute.c). */
 typedef struct xo_fused xo_fused;

@@ -15,6 +15,12 @@ outputs must agree with plain onnxruntime's at every feed.
   left to onnxruntime, which runs convolution networks faster (0);
 - patch_embedding: a Conv then three MatMul + Tanh (convolutions a quarter of the products, as a
   ViT's patch embedding is a few percent of its): taken (1);
+- weights: MatMul + Add + Relu with a 128 KiB weight (bigger than what the EP writes into the model
+  xlac imports: the fused node's graph holds a copy of it as a constant, plugin/ort_ep/onnxpb.c);
+  a session of it is run and dropped, then one of the same graph with other weights, then the
+  first model again in a new session (whose compiled program the process-wide cache still holds,
+  with the constants of the first session's graph): each agrees with plain onnxruntime (1 fused
+  node each);
 - debug_once: with the provider option flags "--clustering_debug" (the arithmetic case alone), the
   clustering summary is printed once: GetCapability's, not again by the fused node's session.
 
@@ -148,6 +154,45 @@ DEBUG_CASE = "arithmetic"
 SUMMARY = "xlac clustering summary"
 
 
+def weights_model(seed):
+    rng = np.random.RandomState(seed)
+    x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 64, 128])
+    y = helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 64, 256])
+    inits = [numpy_helper.from_array(rng.randn(128, 256).astype(np.float32), "w"),
+             numpy_helper.from_array(rng.randn(256).astype(np.float32), "b")]
+    nodes = [helper.make_node("MatMul", ["x", "w"], ["m"]), helper.make_node("Add", ["m", "b"], ["a"]),
+             helper.make_node("Relu", ["a"], ["y"])]
+    return graph_model(nodes, [x], [y], inits)
+
+
+def weights_case(ort, tmp):
+    """Why the weights case fails (None: it passed), and the fused nodes of its last session."""
+    import gc
+    paths = []
+    for seed in (5, 6):
+        paths.append(os.path.join(tmp, "weights%d.onnx" % seed))
+        with open(paths[-1], "wb") as f:
+            f.write(weights_model(seed).SerializeToString())
+    feed = {"x": np.random.RandomState(7).randn(1, 64, 128).astype(np.float32)}
+    n = 0
+    for k, path in enumerate((paths[0], paths[1], paths[0])):
+        want = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, feed)[0]
+        so = ort.SessionOptions()
+        so.enable_profiling = True
+        so.profile_file_prefix = os.path.join(tmp, "weights%d" % k)
+        so.add_provider_for_devices([d for d in ort.get_ep_devices() if d.ep_name == EP], {})
+        sess = ort.InferenceSession(path, sess_options=so)
+        got = sess.run(None, feed)[0]
+        if not np.allclose(want, got, rtol=1e-5, atol=1e-5):
+            return "session %d: max |diff| %g" % (k, np.abs(want - got).max()), 0
+        n = fused_nodes(sess)
+        if n != 1:
+            return "session %d: %d fused nodes, want 1" % (k, n), n
+        del sess
+        gc.collect()
+    return None, n
+
+
 def fused_nodes(sess):
     with open(sess.end_profiling()) as f:
         events = json.load(f)
@@ -181,6 +226,8 @@ def child(lib):
         if not why and n != want_fused:
             why = "%d fused nodes, want %d" % (n, want_fused)
         print(json.dumps({"case": name, "why": why, "fused": n}), flush=True)
+    why, n = weights_case(ort, tmp)
+    print(json.dumps({"case": "weights", "why": why, "fused": n}), flush=True)
 
 
 def main():
@@ -201,7 +248,7 @@ def main():
             seen[r["case"]] = r
     passed = failed = 0
     results = []
-    for name in CASES:
+    for name in list(CASES) + ["weights"]:
         r = seen.get(name)
         why = r["why"] if r else "not run (exit %d): %s" % (p.returncode, p.stderr.strip()[-600:])
         results.append((name, why, "%d fused nodes" % r["fused"] if r else ""))

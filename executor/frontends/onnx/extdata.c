@@ -14,6 +14,11 @@
  * checked against the file's size, without overflow, before any byte is
  * touched.
  *
+ * A model held in memory (xe_onnx_load_memory) has no folder: its external
+ * data can only name blocks of the host's memory (xe_onnx_block, how the
+ * onnxruntime EP hands over its weights), found by exact name, viewed or
+ * copied by the same rule, each view holding the block's keeper.
+ *
  * The mapped file must not be shrunk while a model from it is in use (a
  * read past its new end is SIGBUS), as with onnxruntime, which maps
  * external data too: docs/files-and-signals.md.
@@ -47,10 +52,20 @@ typedef struct ox_file {
     ox_mapping *map;
 } ox_file;
 
+/* A block of the host's memory that the model names (xe_onnx_block), kept for one load. */
+typedef struct ox_block {
+    char *name;
+    const uint8_t *data;
+    size_t len;
+    xe_tensor_keeper *keeper; /* retained while the table holds it */
+} ox_block;
+
 struct ox_files {
-    char *dir; /* the model's folder */
+    char *dir; /* the model's folder; NULL: a model held in memory, whose data are blocks */
     ox_file *v;
     int n, cap;
+    ox_block *blocks;
+    int n_blocks;
 };
 
 static void mapping_drop(xe_tensor_keeper *k)
@@ -71,6 +86,29 @@ ox_files *ox_files_new(const char *dir)
     return f;
 }
 
+ox_files *ox_files_host(const xe_onnx_block *b, int n)
+{
+    ox_files *f = calloc(1, sizeof *f);
+    if (f && !(f->blocks = calloc((size_t)n + 1, sizeof *f->blocks))) {
+        free(f);
+        return NULL;
+    }
+    for (int i = 0; f && i < n; i++) {
+        ox_block *k = &f->blocks[f->n_blocks];
+        *k = (ox_block){.name = strdup(b[i].name ? b[i].name : ""),
+                        .data = b[i].data,
+                        .len = b[i].len,
+                        .keeper = b[i].keeper};
+        if (!k->name) {
+            ox_files_free(f);
+            return NULL;
+        }
+        xe_keeper_retain(k->keeper);
+        f->n_blocks++;
+    }
+    return f;
+}
+
 void ox_files_free(ox_files *f)
 {
     if (!f)
@@ -79,6 +117,11 @@ void ox_files_free(ox_files *f)
         free(f->v[i].location);
         xe_keeper_release(&f->v[i].map->keeper);
     }
+    for (int i = 0; i < f->n_blocks; i++) {
+        free(f->blocks[i].name);
+        xe_keeper_release(f->blocks[i].keeper);
+    }
+    free(f->blocks);
     free(f->v);
     free(f->dir);
     free(f);
@@ -197,15 +240,14 @@ static ox_mapping *file_mapping(ox_files *f, const char *loc, const char *what, 
     return m;
 }
 
-/* Bytes nbytes at the tensor's offset in m: a view when aligned and not bool, else a copy. */
-static xe_tensor *take(ox_mapping *m, int64_t off, xe_dtype dt, const xe_shape *s, size_t nbytes,
-                       xe_status *st)
+/* nbytes at `at`, inside k's memory: a view when aligned and not bool, else a copy. */
+static xe_tensor *take(const uint8_t *at, xe_tensor_keeper *k, xe_dtype dt, const xe_shape *s,
+                       size_t nbytes, xe_status *st)
 {
     if (!nbytes) /* an empty file has no mapping to point into */
         return xe_tensor_new(dt, s, XE_DEV_CPU, st);
-    const uint8_t *at = (const uint8_t *)m->base + off;
-    if (dt != XE_BOOL && off % OX_VIEW_ALIGN == 0)
-        return xe_tensor_view(dt, s, at, &m->keeper, st);
+    if (dt != XE_BOOL && (uintptr_t)at % OX_VIEW_ALIGN == 0)
+        return xe_tensor_view(dt, s, at, k, st);
     xe_tensor *x = xe_tensor_new(dt, s, XE_DEV_CPU, st);
     if (!x)
         return NULL;
@@ -214,6 +256,27 @@ static xe_tensor *take(ox_mapping *m, int64_t off, xe_dtype dt, const xe_shape *
         for (size_t i = 0; i < nbytes; i++)
             ((uint8_t *)x->data)[i] = ((uint8_t *)x->data)[i] != 0;
     return x;
+}
+
+/* The bytes at off in the host's block called loc (the model is held in memory). */
+static xe_tensor *host_tensor(const ox_files *f, const char *loc, int64_t off, xe_dtype dt,
+                              const xe_shape *s, size_t nbytes, const char *what, xe_status *st)
+{
+    const ox_block *b = NULL;
+    for (int i = 0; !b && i < f->n_blocks; i++)
+        if (!strcmp(f->blocks[i].name, loc))
+            b = &f->blocks[i];
+    if (!b) {
+        xe_fail(st, XE_ERR_GRAPH, "%s: external data '%s' names no block the host gave", what, loc);
+        return NULL;
+    }
+    if ((uint64_t)off > b->len || nbytes > b->len - (uint64_t)off) {
+        xe_fail(st, XE_ERR_GRAPH,
+                "%s: the host's block '%s' holds %zu bytes, the tensor needs %zu at offset %lld",
+                what, loc, b->len, nbytes, (long long)off);
+        return NULL;
+    }
+    return take(b->data + off, b->keeper, dt, s, nbytes, st);
 }
 
 xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, const xe_shape *s,
@@ -234,6 +297,8 @@ xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, c
                 (long long)len, nbytes);
         return NULL;
     }
+    if (!f->dir)
+        return host_tensor(f, loc, off, dt, s, nbytes, what, st);
     if (snprintf(path, sizeof path, "%s/%s", f->dir, loc) >= (int)sizeof path) {
         xe_fail(st, XE_ERR_GRAPH, "%s: external data path too long", what);
         return NULL;
@@ -247,5 +312,5 @@ xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, c
                 path, m->len, nbytes, (long long)off);
         return NULL;
     }
-    return take(m, off, dt, s, nbytes, st);
+    return take((const uint8_t *)m->base + off, &m->keeper, dt, s, nbytes, st);
 }

@@ -771,6 +771,11 @@ xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name,
     ox_model *m = model_new(name, NULL, st);
     if (!m)
         return NULL;
+    if (opt && opt->n_blocks > 0 && !(m->files = ox_files_host(opt->blocks, opt->n_blocks))) {
+        model_free(m);
+        xe_fail(st, XE_ERR_NOMEM, "out of memory");
+        return NULL;
+    }
     if (!(m->model = unpack_bytes(data, len, name, st))) {
         model_free(m);
         return NULL;

@@ -193,6 +193,9 @@ xe_tensor *ox_tensor(const Onnx__TensorProto *t, ox_files *files, const char *wh
 
 /* extdata.c: the external data files of one model, mapped once each (see the file's comment). */
 ox_files *ox_files_new(const char *dir);
+/* A model held in memory: its external data are the host's n blocks b (copied, keepers retained).
+ */
+ox_files *ox_files_host(const xe_onnx_block *b, int n);
 void ox_files_free(ox_files *f); /* the mappings live on while tensors view them */
 /* The tensor of dtype dt and shape s (its data present checked) whose bytes t's keys locate. */
 xe_tensor *ox_ext_tensor(ox_files *f, const Onnx__TensorProto *t, xe_dtype dt, const xe_shape *s,

@@ -46,6 +46,25 @@ typedef struct xe_onnx_pin {
     int64_t dims[XE_MAX_RANK]; /* the shape; a dim pin's value is dims[0] */
 } xe_onnx_pin;
 
+/*
+ * Memory of the host's that a model held in memory names as external data
+ * (xe_onnx_options.blocks; how an embedding host hands over its weights
+ * without writing their bytes into the model): an initializer whose
+ * data_location is EXTERNAL at location `name` reads its bytes from data
+ * (its offset and length checked against len, as a file's are). A tensor at
+ * a 64-byte aligned address views the block without a copy and retains
+ * keeper while it lives (keeper NULL: the host keeps the memory alive and
+ * unchanged longer than every graph, tensor and compiled program made from
+ * the model, which the process-wide program cache can make forever); any
+ * other is copied.
+ */
+typedef struct xe_onnx_block {
+    const char *name;
+    const void *data;
+    size_t len;
+    xe_tensor_keeper *keeper;
+} xe_onnx_block;
+
 typedef struct xe_onnx_options {
     xe_onnx_bind_fn bind;    /* NULL: graph inputs are never known at load time */
     void *user;              /* passed to bind */
@@ -58,6 +77,9 @@ typedef struct xe_onnx_options {
                            import's errors, instead of being built at each fed signature from
                            its declaration (a host that needs the nodes at load: the
                            onnxruntime EP) */
+    const xe_onnx_block *blocks; /* xe_onnx_load_memory's external data (n_blocks of them; read
+                                    during the call only: views retain their keepers) */
+    int n_blocks;
 } xe_onnx_options;
 
 /* Loads an ONNX model file; NULL with *st set on failure. opt may be NULL. */
@@ -66,7 +88,8 @@ xe_graph *xe_onnx_load(const char *path, const xe_onnx_options *opt, xe_status *
 /*
  * The same from len bytes of a ModelProto held in memory (a host that has
  * the model as its own objects writes them so): name stands for the file in
- * messages; external data is refused. The bytes are not needed after.
+ * messages; external data is refused unless it names one of opt's blocks.
+ * The bytes are not needed after.
  */
 xe_graph *xe_onnx_load_memory(const void *data, size_t len, const char *name,
                               const xe_onnx_options *opt, xe_status *st);
