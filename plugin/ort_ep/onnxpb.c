@@ -142,11 +142,14 @@ static bool embedded(const xo_value *v)
     return v->init && v->rank >= 0 && xo_elem_size(v->elem) && init_bytes(v) <= XO_EMBED_MAX_BYTES;
 }
 
-/* Whether v is a big initializer of a type xlac holds: external data when imported. */
+/* Whether v is a big initializer of a type xlac holds, every dim known: external data when
+   imported. */
 static bool external(const xo_value *v)
 {
-    return (v->init || v->weight) && !v->data && v->rank >= 0 && xo_elem_size(v->elem) &&
-           !embedded(v);
+    bool known = (v->init || v->weight) && !v->data && v->rank >= 0 && xo_elem_size(v->elem);
+    for (int d = 0; known && d < v->rank; d++)
+        known = v->dims[d] >= 0;
+    return known && !embedded(v);
 }
 
 /* Value v's TensorProto from its kept or fed bytes (v->data). */
