@@ -134,6 +134,31 @@ Test(onnx, every_mapped_op_matches_numpy)
     cr_assert_eq(bad, 0);
 }
 
+/* Issue 37: Reshape, Flatten, Squeeze, Unsqueeze (both opsets' forms) and Identity cost no copy
+ * op by op: each output views its fed input's bytes (the same address), and holds its values. */
+Test(onnx, shape_only_ops_view_their_input)
+{
+    static const char *const names[] = {"Reshape",   "Flatten",     "Squeeze", "Squeeze11",
+                                        "Unsqueeze", "Unsqueeze11", "Identity"};
+    for (size_t k = 0; k < sizeof names / sizeof *names; k++) {
+        char p[512];
+        snprintf(p, sizeof p, "%s/%s.onnx", DATA, names[k]);
+        xe_graph *g = xe_onnx_load(p, NULL, &st);
+        cr_assert_not_null(g, "%s: %s", names[k], st.msg);
+        xe_tensor *in[1] = {npy(names[k], "in", 0)}, *want = npy(names[k], "out", 0);
+        xe_tensor **outs = run_model(g, in);
+        cr_assert_not_null(outs, "%s: %s", names[k], st.msg);
+        char why[256] = "";
+        cr_expect(same(outs[0], want, why, sizeof why), "%s: %s", names[k], why);
+        cr_expect(outs[0]->data == in[0]->data, "%s: the output is a copy, not a view",
+                  names[k]);
+        xe_tensor_release(outs[0]);
+        xe_tensor_release(want);
+        xe_tensor_release(in[0]);
+        free(outs);
+    }
+}
+
 static char *slurp(const char *path, size_t *len)
 {
     char *data;

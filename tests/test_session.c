@@ -1,8 +1,8 @@
 /*
  * Sessions end to end through the public API: parse, run, feed `?` dims
  * with several shapes, data-dependent shapes (unique), composite nodes
- * and `get`, the placement log, feeding errors, and the user data of a
- * registered op reaching its kernel.
+ * and `get`, the placement log, feeding errors, the user data of a
+ * registered op reaching its kernel, and reshapes that view their input.
  */
 #include <criterion/criterion.h>
 #include <math.h>
@@ -186,4 +186,28 @@ Test(session, registered_op_kernel_gets_its_user_data)
     xe_tensor_release(in);
     xe_tensor_release(out);
     xe_session_destroy(s);
+}
+
+/* A reshape op by op views its input's bytes (XE_OPF_VIEW): a chain of them over an intermediate
+ * keeps that tensor alive past the run, and a reader of both sees the same values. */
+Test(session, reshapes_view_their_input_and_keep_it_alive)
+{
+    xe_session *s = session_from("xlac.graph v1\ninput x: f32[2,3]\n"
+                                 "a = exp(x)\nb = reshape(a, shape=[3,2])\nc = reshape(b, shape=[6])\n"
+                                 "d = neg(b)\ne = reshape(x, shape=[6])\noutput c\noutput d\noutput e\n",
+                                 NULL);
+    float xv[] = {0, 1, -1, 2, 0.5f, -3};
+    xe_tensor *in[1] = {f32_tensor(2, (int64_t[]){2, 3}, xv)};
+    xe_tensor *out[3] = {0};
+    cr_assert_eq(xe_session_run(s, in, out, &st), XE_OK, "%s", st.msg);
+    cr_expect(out[2]->data == in[0]->data, "reshape(x) is a view of the fed x");
+    cr_expect(out[0]->keeper != NULL && out[0]->shape.rank == 1 && out[0]->shape.dims[0] == 6,
+              "c views exp(x)'s buffer");
+    xe_tensor_release(out[1]);
+    xe_tensor_release(out[2]);
+    xe_tensor_release(in[0]);
+    xe_session_destroy(s); /* c alone holds exp(x) now */
+    for (int i = 0; i < 6; i++)
+        cr_expect_float_eq(((float *)out[0]->data)[i], expf(xv[i]), 1e-6f, "c[%d]", i);
+    xe_tensor_release(out[0]);
 }

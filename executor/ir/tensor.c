@@ -83,6 +83,45 @@ xe_tensor *xe_tensor_view(xe_dtype dt, const xe_shape *shape, const void *data, 
     return t;
 }
 
+/* What an alias of an owned tensor holds: the tensor (xe_tensor_alias). */
+typedef struct alias_keeper {
+    xe_tensor_keeper keeper; /* first: the keeper is the alias's */
+    xe_tensor *base;
+} alias_keeper;
+
+static void alias_drop(xe_tensor_keeper *k)
+{
+    alias_keeper *a = (alias_keeper *)k;
+    xe_tensor_release(a->base);
+    free(a);
+}
+
+xe_tensor *xe_tensor_alias(xe_tensor *base, const xe_shape *shape, xe_status *st)
+{
+    if ((size_t)xe_shape_numel(shape) * xe_dtype_size(base->dtype) != base->nbytes) {
+        xe_fail(st, XE_ERR_RUNTIME, "an alias of %zu bytes as %lld elements", base->nbytes,
+                (long long)xe_shape_numel(shape));
+        return NULL;
+    }
+    xe_tensor *t = NULL;
+    if (base->keeper || base->borrowed) { /* its memory is held elsewhere already: share that */
+        t = xe_tensor_view(base->dtype, shape, base->data, base->keeper, st);
+    } else {
+        alias_keeper *a = malloc(sizeof *a);
+        if (!a) {
+            xe_fail(st, XE_ERR_NOMEM, "out of memory");
+            return NULL;
+        }
+        *a = (alias_keeper){.keeper = {.refcount = 1, .drop = alias_drop},
+                            .base = xe_tensor_retain(base)};
+        t = xe_tensor_view(base->dtype, shape, base->data, &a->keeper, st);
+        xe_keeper_release(&a->keeper); /* the view's now, or dropped with base when it failed */
+    }
+    if (t)
+        t->device = base->device;
+    return t;
+}
+
 xe_tensor *xe_tensor_retain(xe_tensor *t)
 {
     if (t) /* atomic: a compiled program's constants are shared by sessions on several threads */

@@ -144,6 +144,18 @@ static xe_code infer_actual(const xe_node *n, const xe_op_def *d, xe_tensor *con
     return c;
 }
 
+/* Whether n's output (of type t) is its first input's bytes as they are, on a host device: a view
+ * op (reshape), or a cast to the type it has (the ONNX importer's copy that names a graph output,
+ * an Identity's). */
+static bool views_input(const xe_node *n, const xe_op_def *d, xe_tensor *const *in,
+                        const xe_type *t)
+{
+    if (n->n_inputs < 1 || in[0]->device != n->device || !xe_device_is_host(n->device) ||
+        in[0]->dtype != t->dtype)
+        return false;
+    return (d->flags & XE_OPF_VIEW) || n->op == XE_OP_CAST;
+}
+
 /* Runs a regular op; *result receives the new output on the node's device. */
 static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tensor **in,
                           xe_tensor **result, xe_status *st)
@@ -159,6 +171,8 @@ static xe_code run_kernel(run *r, const xe_node *n, const xe_op_def *d, xe_tenso
     xe_type t;
     if (infer_actual(n, d, in, &t, st) != XE_OK)
         return st->code;
+    if (views_input(n, d, in, &t))
+        return (*result = xe_tensor_alias(in[0], &t.shape, st)) ? XE_OK : st->code;
     xe_tensor *out = NULL;
     bool dynamic = d->flags & XE_OPF_DATA_DEPENDENT_SHAPE;
     if (!dynamic && !(out = xe_tensor_new(t.dtype, &t.shape, dev, st)))

@@ -1,5 +1,7 @@
 /*
- * CPU kernels of the shape ops. reshape is a copy; transpose, slice and
+ * CPU kernels of the shape ops. reshape is a copy here, for the callers
+ * that ask for one: op by op the executor views its input instead
+ * (XE_OPF_VIEW, runtime/exec.c); transpose, slice and
  * broadcast_to are strided copies through the broadcast iterator (each
  * gets the input's strides rearranged over the output's dims), except the
  * transpose that swaps the two innermost dims, which is a tiled copy;

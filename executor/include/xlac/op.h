@@ -53,6 +53,8 @@ enum xe_op_flags {
         1 << 7, /* f32 math is a libm call no compiler vectorizes: a loop of its own */
     XE_OPF_KERNEL_CACHE = 1 << 8, /* its CPU kernel keeps a per-node cache (xe_kernel_args.cache) */
     XE_OPF_INT_ONLY = 1 << 9,     /* operands must be integers (i32 i64 and the narrow ones) */
+    XE_OPF_VIEW = 1 << 10, /* the output is its first input's bytes under another shape: run op by
+                              op on a host device, it views them (xe_tensor_alias), no copy */
 };
 
 /* An expression column of ops.def that the op does not define on that type. */

@@ -43,6 +43,12 @@ xe_tensor *xe_tensor_wrap(xe_dtype dt, const xe_shape *shape, xe_device dev, voi
 /* A host tensor over data inside k's memory (read-only to the executor); k is retained. */
 xe_tensor *xe_tensor_view(xe_dtype dt, const xe_shape *shape, const void *data, xe_tensor_keeper *k,
                           xe_status *st);
+/*
+ * base's bytes under another shape of as many elements (a reshape's output, op by op): a host
+ * tensor that views them and holds base (or base's own keeper) while it lives. Read-only to the
+ * executor, as every input is. NULL with *st set when the element counts differ.
+ */
+xe_tensor *xe_tensor_alias(xe_tensor *base, const xe_shape *shape, xe_status *st);
 xe_tensor *xe_tensor_retain(xe_tensor *t);
 void xe_tensor_release(xe_tensor *t);
 int64_t xe_tensor_numel(const xe_tensor *t);
