@@ -80,8 +80,8 @@ static void node(pb *graph, const char *op, const char *a, const char *b, const 
     pb_msg(graph, 1, &n);
 }
 
-/* ModelProto {ir_version 8, opset 17, graph} written to path. */
-static void write_model(const char *path, pb *graph)
+/* ModelProto {ir_version 8, opset 17, graph} (graph is taken). */
+static pb model_of(pb *graph)
 {
     pb m = {0}, opset = {0};
     pb_int(&m, 1, 8);
@@ -89,7 +89,29 @@ static void write_model(const char *path, pb *graph)
     pb_msg(&m, 8, &opset);
     pb_str(graph, 2, "g");
     pb_msg(&m, 7, graph);
+    return m;
+}
+
+/* The same written to path. */
+static void write_model(const char *path, pb *graph)
+{
+    pb m = model_of(graph);
     pb_write_file(&m, path);
+}
+
+/* y = x + w (f32[n]), z = c & b (bool[7]), the two initializers external data at the places given. */
+static void add_and_graph(pb *g, int64_t n, const char *w_loc, size_t w_off, size_t w_len,
+                          const char *b_loc, size_t b_off)
+{
+    int64_t dn[1] = {n}, d7[1] = {7};
+    ext_tensor(g, "w", 1, dn, 1, w_loc, w_off, w_len);
+    ext_tensor(g, "b", 9, d7, 1, b_loc, b_off, 7);
+    node(g, "Add", "x", "w", "y");
+    node(g, "And", "c", "b", "z");
+    pb_graph_value(g, 11, "x", 1, dn, 1);
+    pb_graph_value(g, 11, "c", 9, d7, 1);
+    pb_graph_value(g, 12, "y", 1, dn, 1);
+    pb_graph_value(g, 12, "z", 9, d7, 1);
 }
 
 /* Weight k's element i: distinct per weight and position, exact in f32. */
@@ -208,15 +230,7 @@ static void write_odd_offsets(void)
     cr_assert_eq(fwrite(buf, 1, 30, f), 30u);
     cr_assert_eq(fclose(f), 0);
     pb g = {0};
-    int64_t d5[1] = {5}, d7[1] = {7};
-    ext_tensor(&g, "f", 1, d5, 1, "data.bin", 3, 20);
-    ext_tensor(&g, "b", 9, d7, 1, "data.bin", 23, 7);
-    node(&g, "Add", "x", "f", "y");
-    node(&g, "And", "c", "b", "z");
-    pb_graph_value(&g, 11, "x", 1, d5, 1);
-    pb_graph_value(&g, 11, "c", 9, d7, 1);
-    pb_graph_value(&g, 12, "y", 1, d5, 1);
-    pb_graph_value(&g, 12, "z", 9, d7, 1);
+    add_and_graph(&g, 5, "data.bin", 3, 20, "data.bin", 23);
     write_model(xt_path("model.onnx"), &g);
 }
 
@@ -225,7 +239,7 @@ Test(onnx_load, tensors_at_unaligned_offsets_and_bools_load_exactly)
     write_odd_offsets();
     xe_graph *g = xe_load_graph(xt_path("model.onnx"), NULL, &st);
     cr_assert_not_null(g, "%s", st.msg);
-    const xe_tensor *f = constant(g, "f"), *b = constant(g, "b");
+    const xe_tensor *f = constant(g, "w"), *b = constant(g, "b");
     cr_assert(f && b);
     cr_assert_eq((uintptr_t)f->data % sizeof(float), 0u, "a float tensor's data is aligned");
     cr_expect(!f->keeper && !b->keeper, "an unaligned tensor and a bool one are copies");
@@ -253,25 +267,12 @@ static void count_drop(xe_tensor_keeper *k)
     drops++;
 }
 
-/* y = x + w, z = c & b, the two initializers external data named "w" and "b" (for host blocks). */
+/* add_and_graph over the host's blocks "w" (16 floats) and "b" (for host blocks). */
 static pb host_model(int64_t w_offset, int64_t w_len)
 {
-    pb g = {0}, m = {0}, opset = {0};
-    int64_t d16[1] = {16}, d7[1] = {7};
-    ext_tensor(&g, "w", 1, d16, 1, "w", (size_t)w_offset, (size_t)w_len);
-    ext_tensor(&g, "b", 9, d7, 1, "b", 0, 7);
-    node(&g, "Add", "x", "w", "y");
-    node(&g, "And", "c", "b", "z");
-    pb_graph_value(&g, 11, "x", 1, d16, 1);
-    pb_graph_value(&g, 11, "c", 9, d7, 1);
-    pb_graph_value(&g, 12, "y", 1, d16, 1);
-    pb_graph_value(&g, 12, "z", 9, d7, 1);
-    pb_int(&m, 1, 8);
-    pb_int(&opset, 2, 17);
-    pb_msg(&m, 8, &opset);
-    pb_str(&g, 2, "g");
-    pb_msg(&m, 7, &g);
-    return m;
+    pb g = {0};
+    add_and_graph(&g, 16, "w", (size_t)w_offset, (size_t)w_len, "b", 0);
+    return model_of(&g);
 }
 
 /* The onnxruntime EP hands its weights to the importer as blocks of its memory (plugin/ort_ep). */
