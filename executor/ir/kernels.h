@@ -67,6 +67,9 @@ xe_code xe_infer_max_unpool(const xe_node *n, const xe_type *in, int n_in, xe_ty
 /* quant_conv2d (infer/quant_conv.c) */
 xe_code xe_infer_quant_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                               xe_status *st);
+/* quant_add (infer/quant_add.c) */
+xe_code xe_infer_quant_add(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
+                           xe_status *st);
 /* collectives (collective.c) */
 xe_code xe_infer_collective(const xe_node *n, const xe_type *in, int n_in, xe_type *out,
                             xe_status *st);
@@ -119,6 +122,7 @@ xe_code xe_cpu_det(const xe_kernel_args *a, xe_status *st);       /* CPU only by
 xe_code xe_cpu_recurrent(const xe_kernel_args *a, xe_status *st); /* CPU only (oneDNN's RNN) */
 xe_code xe_cpu_dynamic_quant_matmul(const xe_kernel_args *a, xe_status *st); /* CPU only */
 xe_code xe_cpu_quant_conv2d(const xe_kernel_args *a, xe_status *st);         /* CPU only */
+xe_code xe_cpu_quant_add(const xe_kernel_args *a, xe_status *st);            /* CPU only */
 xe_code xe_cpu_nms(const xe_kernel_args *a, xe_status *st);           /* CPU only by design */
 xe_code xe_cpu_grid_sample(const xe_kernel_args *a, xe_status *st);   /* CPU only */
 xe_code xe_cpu_deform_conv2d(const xe_kernel_args *a, xe_status *st); /* CPU only */
@@ -137,6 +141,7 @@ typedef enum xe_kernel_id {
     XE_KERNEL_recurrent,            /* CPU only: oneDNN's RNN primitive, or a loop */
     XE_KERNEL_dynamic_quant_matmul, /* CPU only: quantize in one pass, the int8 product, rescale */
     XE_KERNEL_quant_conv2d,         /* CPU only: oneDNN's int8 convolution, or an exact loop */
+    XE_KERNEL_quant_add,            /* CPU only: dequantize, add, quantize in one pass */
     XE_KERNEL_nms,                  /* CPU only by design: a sort and a greedy pass per class */
     XE_KERNEL_grid_sample,          /* CPU only: a loop over the sampled points */
     XE_KERNEL_deform_conv2d,        /* CPU only: sampled columns times the weights */

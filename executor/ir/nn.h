@@ -39,6 +39,19 @@ xe_code xe_window_read(const xe_node *n, const xe_shape *x, const xe_shape *w, x
  * first that does not. */
 xe_code xe_same_dtype_as_input(const xe_type *in, int n_in, xe_status *st);
 
+/* Zero point attribute `name` of n for a value of dtype dt (u8 or i8): 0 when absent, else an
+   integer in dt's range. */
+xe_code xe_quant_zero_point(const xe_node *n, const char *name, xe_dtype dt, int32_t *zp,
+                            xe_status *st);
+/* quant_add's quantizations (infer/quant_add.c): a's, b's and y's scale and zero point. */
+typedef struct xe_quant_add_params {
+    float a_scale, b_scale, y_scale;
+    int32_t a_zero, b_zero, y_zero;
+    xe_dtype y_dt;
+} xe_quant_add_params;
+/* quant_add's attributes for operands of dtypes a and b (u8 or i8), checked, into *q. */
+xe_code xe_quant_add_read(const xe_node *n, xe_dtype a, xe_dtype b, xe_quant_add_params *q,
+                          xe_status *st);
 /* quant_conv2d's x_zero_point (0 when absent), checked against x's dtype (u8 or i8). */
 xe_code xe_quant_conv_zero_point(const xe_node *n, xe_dtype x, int32_t *zp, xe_status *st);
 /* quant_conv2d's output: f32 (scale 1, zero point 0) without y_scale, else y_dtype (u8 or i8),

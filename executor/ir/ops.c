@@ -44,6 +44,8 @@ static builtin_impl impl_by_cpu_op(int op)
         return IMPL(dynamic_quant_matmul, dynamic_quant_matmul);
     case XE_OP_QUANT_CONV2D:
         return IMPL(quant_conv2d, quant_conv2d);
+    case XE_OP_QUANT_ADD:
+        return IMPL(quant_add, quant_add);
     case XE_OP_NON_MAX_SUPPRESSION:
         return IMPL(nms, nms);
     case XE_OP_GRID_SAMPLE:
@@ -271,7 +273,8 @@ const char *xe_op_narrow_reason(int op, const xe_type *in, int n_in, const xe_ty
                                                                     : NULL;
     case XE_CLASS_NN:
         return op == XE_OP_GATHER || op == XE_OP_TILE || op == XE_OP_PAD || op == XE_OP_BITCAST ||
-                       op == XE_OP_DYNAMIC_QUANT_MATMUL || op == XE_OP_QUANT_CONV2D
+                       op == XE_OP_DYNAMIC_QUANT_MATMUL || op == XE_OP_QUANT_CONV2D ||
+                       op == XE_OP_QUANT_ADD
                    /* 8-bit operands: their shape functions check */
                    ? NULL
                    : "the narrow dtypes (u8 i8 i16 u16 u32 u64 bf16) have no kernel for this op";

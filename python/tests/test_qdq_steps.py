@@ -1,7 +1,8 @@
 """Convs between QDQ pairs, as onnxruntime's quantize_static writes them, which xlac imports as
 quant_conv2d steps (executor/frontends/onnx/ops/qdq.c): the int8 convolution of the
 quantized input and weights, rescaled per channel, and the next QuantizeLinear folded in when it
-is the Conv's only reader.
+is the Conv's only reader; and the residual Add between QDQ pairs as one quant_add step, the
+composition's arithmetic bit for bit.
 
 Which numbers: xlac follows the QDQ reference (DequantizeLinear, Conv in real arithmetic,
 QuantizeLinear), here onnxruntime with its optimizations off. The int8 sum is exact where the
@@ -157,6 +158,7 @@ def test_against_the_qdq_reference(act, per_channel, seed, tmp_path):
     f = feeds_of(seed)
     ref, = ort_run(m, f, optimized=False)
     got, ops = xlac_run(m, f, tmp_path)
+    assert ops.count("quant_add") == 1, ops  # the residual add, on every CPU
     if INT8:
         assert ops.count("quant_conv2d") == 4, ops
         assert "conv2d" not in ops, ops

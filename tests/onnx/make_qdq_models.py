@@ -110,6 +110,44 @@ def by_hand(name, opset, qtype, per_axis, listing, tmp):
     save(name, p, {"x": x}, listing)
 
 
+def residual_block(listing, tmp):
+    """Conv + x -> Relu, quantized: the Add between QDQ pairs that xlac makes one quant_add."""
+    w = rng.uniform(-0.5, 0.5, (4, 4, 3, 3)).astype(np.float32)
+    b = rng.uniform(-0.2, 0.2, (4,)).astype(np.float32)
+    m = float_model([helper.make_node("Conv", ["x", "w", "b"], ["c"], pads=[1, 1, 1, 1]),
+                     helper.make_node("Add", ["c", "x"], ["a"]), helper.make_node("Relu", ["a"], ["y"])],
+                    [helper.make_tensor_value_info("x", F, [1, 4, 8, 8])],
+                    [helper.make_tensor_value_info("y", F, [1, 4, 8, 8])], [("w", w), ("b", b)])
+    quantized("qdq_residual_per_channel", m, (1, 4, 8, 8), True, listing, tmp)
+
+
+def add_by_hand(name, a, b, y, listing, tmp):
+    """Q(Add(DQ(Q(x, a)), DQ(Q(x, b))), y) over one input x; a, b, y: (scale, zero point, dtype).
+    Outputs: the quantized sum, its DequantizeLinear, and DQ(Q(x, a)) (a second reader)."""
+    shape = (2, 3, 4, 5)
+    inits, nodes = [], []
+    for tag, (s, z, t) in (("a", a), ("b", b), ("y", y)):
+        inits += [("s" + tag, np.array(s, np.float32)), ("z" + tag, np.array(z, t))]
+    nodes = [helper.make_node("QuantizeLinear", ["x", "sa", "za"], ["qa"]),
+             helper.make_node("QuantizeLinear", ["x", "sb", "zb"], ["qb"]),
+             helper.make_node("DequantizeLinear", ["qa", "sa", "za"], ["da"]),
+             helper.make_node("DequantizeLinear", ["qb", "sb", "zb"], ["db"]),
+             helper.make_node("Add", ["da", "db"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "sy", "zy"], ["q"]),
+             helper.make_node("DequantizeLinear", ["q", "sy", "zy"], ["y"]),
+             helper.make_node("DequantizeLinear", ["qa", "sa", "za"], ["da2"])]
+    qtype = helper.np_dtype_to_tensor_dtype(np.dtype(y[2]))
+    m = float_model(nodes, [helper.make_tensor_value_info("x", F, list(shape))],
+                    [helper.make_tensor_value_info("q", qtype, list(shape)),
+                     helper.make_tensor_value_info("y", F, list(shape)),
+                     helper.make_tensor_value_info("da2", F, list(shape))], inits, opset=13)
+    p = os.path.join(tmp, name + ".onnx")
+    onnx.save(m, p)
+    x = rng.uniform(-40, 40, shape).astype(np.float32)
+    x.flat[:4] = [1e6, -1e6, 0.25, -0.25]  # saturation at both ends, and halves
+    save(name, p, {"x": x}, listing)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     listing = []
@@ -121,6 +159,12 @@ def main():
         by_hand("qdq_opset19_u8_axis", 19, TensorProto.UINT8, True, listing, tmp)
         by_hand("qdq_opset21_i16", 21, TensorProto.INT16, False, listing, tmp)
         by_hand("qdq_opset21_u16_axis", 21, TensorProto.UINT16, True, listing, tmp)
+        residual_block(listing, tmp)
+        # exact scales: sums of halves over y's 0.5, so a rounding tie wherever (qa - 128) is odd
+        add_by_hand("qdq_add_u8_ties", (0.25, 128, np.uint8), (0.5, -3, np.int8), (0.5, 10, np.uint8),
+                    listing, tmp)
+        add_by_hand("qdq_add_i8", (0.137, -7, np.int8), (0.21, 5, np.int8), (0.291, -5, np.int8),
+                    listing, tmp)
     with open(os.path.join(OUT, "list.txt"), "w") as f:
         f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, onnxruntime's NAME.outK.npy (make_qdq_models.py)\n")
         f.write("\n".join(listing) + "\n")

@@ -102,6 +102,7 @@ const xe_kernel_fn xe_cpu_kernels[XE_KERNEL_COUNT] = {
     [XE_KERNEL_recurrent] = xe_cpu_recurrent,
     [XE_KERNEL_dynamic_quant_matmul] = xe_cpu_dynamic_quant_matmul,
     [XE_KERNEL_quant_conv2d] = xe_cpu_quant_conv2d,
+    [XE_KERNEL_quant_add] = xe_cpu_quant_add,
     [XE_KERNEL_nms] = xe_cpu_nms,
     [XE_KERNEL_grid_sample] = xe_cpu_grid_sample,
     [XE_KERNEL_deform_conv2d] = xe_cpu_deform_conv2d,

@@ -309,6 +309,11 @@ int ox_column_sums(ox_b *b, int w);
    the form qdq.c says, as the int8 product rescaled; -1, with nothing built, when it is not that
    form. */
 int ox_qdq_product(ox_b *b, bool trans_b);
+/* b's Add of two DequantizeLinear outputs (u8 or i8, per tensor, one shape) whose only reader is a
+   per-tensor QuantizeLinear, built as one quant_add bound to both outputs (the QuantizeLinear
+   absorbed): true; false, with nothing built, when it is not that form; true with b failed when
+   building failed. */
+bool ox_qdq_add(ox_b *b);
 int ox_n_out(ox_b *b);
 xe_code ox_unsupported(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 xe_code ox_invalid(ox_b *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

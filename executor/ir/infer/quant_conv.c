@@ -20,9 +20,8 @@
 #include "kernels.h"
 #include "nn.h"
 
-/* Zero point attribute `name` of a value of dtype dt (u8 or i8): 0 when absent. */
-static xe_code zero_point(const xe_node *n, const char *name, xe_dtype dt, int32_t *zp,
-                          xe_status *st)
+xe_code xe_quant_zero_point(const xe_node *n, const char *name, xe_dtype dt, int32_t *zp,
+                            xe_status *st)
 {
     const xe_attr *a = xe_node_attr(n, name);
     int64_t lo = dt == XE_U8 ? 0 : -128, hi = dt == XE_U8 ? 255 : 127;
@@ -36,7 +35,7 @@ static xe_code zero_point(const xe_node *n, const char *name, xe_dtype dt, int32
 
 xe_code xe_quant_conv_zero_point(const xe_node *n, xe_dtype x, int32_t *zp, xe_status *st)
 {
-    return zero_point(n, "x_zero_point", x, zp, st);
+    return xe_quant_zero_point(n, "x_zero_point", x, zp, st);
 }
 
 xe_code xe_quant_conv_output(const xe_node *n, xe_dtype *dt, float *scale, int32_t *zp,
@@ -54,7 +53,7 @@ xe_code xe_quant_conv_output(const xe_node *n, xe_dtype *dt, float *scale, int32
         return xe_fail(st, XE_ERR_GRAPH, "y_dtype must be u8 or i8");
     *dt = d ? d->dtype : XE_U8;
     *scale = (float)s->f;
-    return zero_point(n, "y_zero_point", *dt, zp, st);
+    return xe_quant_zero_point(n, "y_zero_point", *dt, zp, st);
 }
 
 /* Whether operand k, [M] f32, is one per output channel. */

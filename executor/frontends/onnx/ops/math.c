@@ -36,6 +36,8 @@ xe_code ox_b_unary(ox_b *b)
 
 xe_code ox_b_binary(ox_b *b)
 {
+    if (b->entry->op == XE_OP_ADD && ox_qdq_add(b)) /* between QDQ pairs: qdq.c */
+        return ox_status(b);
     return done(b, ox_bin(b, b->entry->op, ox_in(b, 0), ox_in(b, 1)));
 }
 
