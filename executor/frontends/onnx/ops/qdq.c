@@ -40,8 +40,8 @@
  * every scale and zero point per tensor and a and b of one known shape (a QDQ ResNet's residual
  * add), is one quant_add(a, b) on every CPU (ir/infer/quant_add.c): the same f32 operations in
  * one pass over bytes, bit for bit the composition's, where the composition ran its casts per op
- * and its arithmetic over f32 tensors (at batch 8 of the bench's QDQ ResNet, about a fifth of the
- * run).
+ * and its arithmetic over f32 tensors (the bench's QDQ ResNet at batch 8, op by op: 12.8 ->
+ * 7.1 ms).
  *
  * The DequantizeLinear nodes stay built for any other reader; when the Conv was their only one,
  * the loader drops them as dead. Scales that are zero, not finite or subnormal keep the f32 form.
