@@ -150,7 +150,7 @@ static const char *nest_begin_c(em *e, int root, idx *ix)
     snprintf(ix->flat, sizeof ix->flat, "i");
     e->nest_l = e->p->generic ? 0 : sh->dims[sh->rank - 1]; /* i = r * L + j (idx_dim_from_row) */
     return outer ? "#pragma omp simd\n"
-                 : "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n";
+                 : "#pragma omp parallel for simd if (parallel : n >= 32768) schedule(static)\n";
 }
 
 /*
@@ -220,10 +220,10 @@ static void reduce_c(em *e, int step, const xg_step *s, const xe_node *r, int x,
     bool full = xe_shape_numel(&e->p->types[node].shape) == 1 && !argmax;
     if (full) { /* one output: threads and lanes split K */
         xg_out(e, "    %s acc = %s;\n", ro.acc_type, ro.init);
-        xg_out(
-            e,
-            "#pragma omp parallel for simd reduction(%s : acc) if (K >= 32768) schedule(static)\n",
-            ro.omp);
+        xg_out(e,
+               "#pragma omp parallel for simd reduction(%s : acc) if (parallel : K >= 32768) "
+               "schedule(static)\n",
+               ro.omp);
         xg_out(e, "    for (int64_t k = 0; k < K; k++) {\n");
         xg_emit_accumulate(e, x, mask, "0", false, &ro, "acc");
         xg_out(e, "    }\n");
@@ -487,8 +487,9 @@ const xg_backend xg_backend_c = {
             .f16_word_gather = true,
             .opaque_pow2_strides =
                 true, /* a transposed read's gelu: 10 ms scalar, 1.9 vectorized */
-            .flat_loop = "#pragma omp parallel for simd if (n >= 32768) schedule(static)\n"
-                         "    for (xg_idx i = 0; i < n; i++) {\n",
+            .flat_loop =
+                "#pragma omp parallel for simd if (parallel : n >= 32768) schedule(static)\n"
+                "    for (xg_idx i = 0; i < n; i++) {\n",
             .rows_loop = "#pragma omp parallel for if (O > 1 && O * K >= 32768) schedule(static)\n"
                          "    for (xg_idx o = 0; o < O; o++) {\n",
             .panel_rows_loop = "    for (xg_idx o = r0; o < r1; o++) {\n",

@@ -361,14 +361,14 @@ static void convert_half(const void *from, void *to, int64_t n, bool to_half)
     if (to_half) {
         const float *f = from;
         xe_f16 *h = to;
-#pragma omp parallel for simd schedule(static) if (n >= (1 << 15))
+#pragma omp parallel for simd schedule(static) if (parallel : n >= (1 << 15))
         for (int64_t i = 0; i < n; i++)
             h[i] = xe_f2h_vec(f[i]);
         return;
     }
     const xe_f16 *h = from;
     float *f = to;
-#pragma omp parallel for simd schedule(static) if (n >= (1 << 15))
+#pragma omp parallel for simd schedule(static) if (parallel : n >= (1 << 15))
     for (int64_t i = 0; i < n; i++)
         f[i] = xe_h2f_vec(h[i]);
 }

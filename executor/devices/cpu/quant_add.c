@@ -23,9 +23,8 @@
         const TA *x = a->in[0]->data;                                                              \
         const TB *y = a->in[1]->data;                                                              \
         TY *o = a->out->data;                                                                      \
-        _Pragma("omp parallel for simd if (n >= PARALLEL_MIN) schedule(static)") for (int64_t i =  \
-                                                                                          0;       \
-                                                                                      i < n; i++)  \
+        _Pragma("omp parallel for simd if (parallel : n >= PARALLEL_MIN) schedule(static)") for (  \
+            int64_t i = 0; i < n; i++)                                                             \
         {                                                                                          \
             float v = ((float)x[i] - za) * sa + ((float)y[i] - zb) * sb;                           \
             float r = nearbyintf(v / ys) + zy;                                                     \

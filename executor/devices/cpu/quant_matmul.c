@@ -78,7 +78,7 @@ static void value_range(const float *x, int64_t n, float *lo, float *hi)
 /* q = saturate(round_even(x / scale) + zp), n elements. */
 static void quantize(const float *x, int64_t n, float scale, float zp, uint8_t *q)
 {
-#pragma omp parallel for simd schedule(static) if (n >= PARALLEL_MIN)
+#pragma omp parallel for simd schedule(static) if (parallel : n >= PARALLEL_MIN)
     for (int64_t i = 0; i < n; i++) {
         q[i] = (uint8_t)xe_f32_to_narrow(round_even(x[i] / scale) + zp, 0.0f, 255.0f);
     }
