@@ -148,6 +148,30 @@ def add_by_hand(name, a, b, y, listing, tmp):
     save(name, p, {"x": x}, listing)
 
 
+def add_captured(listing, tmp):
+    """An Add between QDQ pairs whose sum an If branch also reads by name (a subgraph's capture):
+    not the QuantizeLinear's alone, so it must stay an f32 Add."""
+    shape = [2, 3, 4]
+    s, z = np.array(0.05, np.float32), np.array(128, np.uint8)
+    branch = helper.make_graph([helper.make_node("Identity", ["s"], ["t"])], "then", [],
+                               [helper.make_tensor_value_info("t", F, shape)])
+    other = helper.make_graph([helper.make_node("Neg", ["s"], ["e"])], "else", [],
+                              [helper.make_tensor_value_info("e", F, shape)])
+    nodes = [helper.make_node("QuantizeLinear", ["x", "s0", "z0"], ["qa"]),
+             helper.make_node("DequantizeLinear", ["qa", "s0", "z0"], ["da"]),
+             helper.make_node("DequantizeLinear", ["qa", "s0", "z0"], ["db"]),
+             helper.make_node("Add", ["da", "db"], ["s"]),
+             helper.make_node("QuantizeLinear", ["s", "s0", "z0"], ["q"]),
+             helper.make_node("If", ["c"], ["w"], then_branch=branch, else_branch=other)]
+    m = float_model(nodes, [helper.make_tensor_value_info("x", F, shape)],
+                    [helper.make_tensor_value_info("q", TensorProto.UINT8, shape),
+                     helper.make_tensor_value_info("w", F, shape)],
+                    [("s0", s), ("z0", z), ("c", np.array(True))], opset=13)
+    p = os.path.join(tmp, "qdq_add_captured.onnx")
+    onnx.save(m, p)
+    save("qdq_add_captured", p, {"x": rng.uniform(-3, 3, shape).astype(np.float32)}, listing)
+
+
 def main():
     os.makedirs(OUT, exist_ok=True)
     listing = []
@@ -165,6 +189,7 @@ def main():
                     listing, tmp)
         add_by_hand("qdq_add_i8", (0.137, -7, np.int8), (0.21, 5, np.int8), (0.291, -5, np.int8),
                     listing, tmp)
+        add_captured(listing, tmp)
     with open(os.path.join(OUT, "list.txt"), "w") as f:
         f.write("# NAME INPUTS OUTPUTS: NAME.onnx, NAME.inK.npy, onnxruntime's NAME.outK.npy (make_qdq_models.py)\n")
         f.write("\n".join(listing) + "\n")

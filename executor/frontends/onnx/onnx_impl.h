@@ -283,7 +283,7 @@ bool ox_dynamic_quant_fuse(ox_b *b);
 /* Looking around a node of the top-level graph (quant_fuse.c): whether np is the standard-domain
    op `type`; the node that writes `name` (NULL: a graph input or initializer); the const node
    built for value `name` if it has dtype dt (else -1); whether np is a top-level node; the one
-   node that reads `name`, once, when it is no graph output (else NULL). */
+   node that reads `name`, once, when it is no graph output and no subgraph reads it (else NULL). */
 const Onnx__NodeProto *ox_sole_reader(const Onnx__GraphProto *g, const char *name);
 bool ox_op_is(const Onnx__NodeProto *np, const char *type);
 const Onnx__NodeProto *ox_writer(const Onnx__GraphProto *g, const char *name);

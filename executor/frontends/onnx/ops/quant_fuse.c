@@ -52,16 +52,30 @@ bool ox_op_is(const Onnx__NodeProto *np, const char *type)
            (!np->domain || !np->domain[0] || is(np->domain, "ai.onnx"));
 }
 
-/* How many reads of value `name` (nodes' inputs, graph outputs) the top-level graph holds. */
-static int uses(const Onnx__GraphProto *g, const char *name)
+/* How many reads of value `name` (nodes' inputs, graph outputs) graph g holds, with those of the
+   subgraphs of its nodes' attributes (If, Loop and Scan bodies read the enclosing graph's values
+   by name; a name a subgraph defines for itself counts too, which only refuses a fusion). */
+static int uses_in(const Onnx__GraphProto *g, const char *name, int depth)
 {
     int n = 0;
-    for (size_t i = 0; i < g->n_node; i++)
-        for (size_t j = 0; j < g->node[i]->n_input; j++)
-            n += is(g->node[i]->input[j], name);
+    if (!g || depth >= OX_MAX_NESTING)
+        return depth >= OX_MAX_NESTING; /* too deep to look: a use, so nothing fuses */
+    for (size_t i = 0; i < g->n_node; i++) {
+        const Onnx__NodeProto *np = g->node[i];
+        for (size_t j = 0; j < np->n_input; j++)
+            n += is(np->input[j], name);
+        for (size_t a = 0; a < np->n_attribute; a++) /* the importer's proto has no GRAPHS */
+            n += uses_in(np->attribute[a]->g, name, depth + 1);
+    }
     for (size_t k = 0; k < g->n_output; k++)
         n += is(g->output[k]->name, name);
     return n;
+}
+
+/* The reads of `name` in the top-level graph, its subgraphs' included. */
+static int uses(const Onnx__GraphProto *g, const char *name)
+{
+    return uses_in(g, name, 0);
 }
 
 const Onnx__NodeProto *ox_sole_reader(const Onnx__GraphProto *g, const char *name)
