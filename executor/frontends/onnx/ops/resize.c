@@ -87,10 +87,23 @@ static double keys(double s, double a)
 
 /* The first tap's offset from floor(x) along an axis at scale: -1 for cubic, 0 for linear,
  * further out under antialias when downsampling (the kernel stretched by 1/scale). */
-static int64_t first_tap(const resize *r, double scale)
+/* first_tap in double: finite or not, before any conversion (taps_fit). */
+static double first_tap_at(const resize *r, double scale)
 {
     double s = r->antialias && scale < 1 ? scale : 1;
-    return (int64_t)floor(-(r->mode == 3 ? 2 : 1) / s) + 1;
+    return floor(-(r->mode == 3 ? 2 : 1) / s) + 1;
+}
+
+static int64_t first_tap(const resize *r, double scale)
+{
+    return (int64_t)first_tap_at(r, scale);
+}
+
+/* Whether an axis at scale needs at most OX_RESIZE_TAPS taps per position (antialias at a small
+   scale widens the kernel by 1 / scale). */
+static bool taps_fit(const resize *r, double scale)
+{
+    return r->mode == 0 || 2 - 2 * first_tap_at(r, scale) <= OX_RESIZE_TAPS;
 }
 
 /* The number of taps per output position along an axis at scale. */
@@ -349,6 +362,12 @@ xe_code ox_b_resize(ox_b *b)
     int64_t in[XE_MAX_RANK];
     int rank = s->rank;
     memcpy(in, s->dims, sizeof in);
+    for (int d = 0; d < rank; d++)
+        if (!taps_fit(&r, scale[d]))
+            return ox_unsupported(b,
+                                  "Resize at scale %g along axis %d needs more than %d taps per "
+                                  "output position (antialias at a small scale)",
+                                  scale[d], d, OX_RESIZE_TAPS);
     for (int d = 0; d < rank; d++)
         if (out[d] != in[d] || scale[d] != 1 || r.roi[d] != 0 || r.roi[XE_MAX_RANK + d] != 1)
             y = resize_axis(b, &r, y, d, in[d], out[d], scale[d]);
