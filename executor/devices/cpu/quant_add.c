@@ -13,6 +13,7 @@
 
 #include "kernels.h"
 #include "nn.h"
+#include "scalar_narrow.h"
 
 /* Below this many elements, one thread. */
 #define PARALLEL_MIN (1 << 16)
@@ -28,7 +29,7 @@
         {                                                                                          \
             float v = ((float)x[i] - za) * sa + ((float)y[i] - zb) * sb;                           \
             float r = nearbyintf(v / ys) + zy;                                                     \
-            o[i] = (TY)(r < (LO) ? (LO) : r > (HI) ? (HI) : r);                                    \
+            o[i] = (TY)xe_f32_to_narrow(r, (LO), (HI));                                            \
         }                                                                                          \
     } while (0)
 
