@@ -54,10 +54,9 @@ xe_code xe_quant_add_read(const xe_node *n, xe_dtype a, xe_dtype b, xe_quant_add
                           xe_status *st);
 /* quant_conv2d's x_zero_point (0 when absent), checked against x's dtype (u8 or i8). */
 xe_code xe_quant_conv_zero_point(const xe_node *n, xe_dtype x, int32_t *zp, xe_status *st);
-/* quant_conv2d's output: f32 (scale 1, zero point 0) without y_scale, else y_dtype (u8 or i8),
-   y_scale and y_zero_point, checked. */
-xe_code xe_quant_conv_output(const xe_node *n, xe_dtype *dt, float *scale, int32_t *zp,
-                             xe_status *st);
+/* A quantized step's output (quant_conv2d, quant_add): f32 (scale 1, zero point 0) without
+   y_scale, else y_dtype (u8 or i8, default u8), y_scale and y_zero_point, checked. */
+xe_code xe_quant_output(const xe_node *n, xe_dtype *dt, float *scale, int32_t *zp, xe_status *st);
 
 /*
  * The k in [0, n) with 0 <= x0 + k*s < lim, as [*lo, *hi): the output

@@ -86,7 +86,7 @@ xe_code xe_cpu_quant_conv2d(const xe_kernel_args *a, xe_status *st)
                        .bias = a->n_in > 3 ? a->in[3]->data : NULL};
     xe_window p;
     if (xe_quant_conv_zero_point(a->node, q.x_dt, &q.x_zero, st) != XE_OK ||
-        xe_quant_conv_output(a->node, &q.y_dt, &q.y_scale, &q.y_zero, st) != XE_OK ||
+        xe_quant_output(a->node, &q.y_dt, &q.y_scale, &q.y_zero, st) != XE_OK ||
         xe_window_read(a->node, &a->in[0]->shape, &a->in[1]->shape, &p, st) != XE_OK)
         return xe_status_prefix(st, "node %s (quant_conv2d): ", a->node->name);
     xe_code r = xe_dnnl_quant_conv2d(a, &p, &q, st);

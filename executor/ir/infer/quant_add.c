@@ -36,18 +36,14 @@ xe_code xe_quant_add_read(const xe_node *n, xe_dtype a, xe_dtype b, xe_quant_add
                           xe_status *st)
 {
     *q = (xe_quant_add_params){.y_dt = XE_U8};
-    const xe_attr *d = xe_node_attr(n, "y_dtype");
-    if (d && (d->kind != XE_ATTR_DTYPE || !eight_bit(d->dtype)))
-        return xe_fail(st, XE_ERR_GRAPH, "y_dtype must be u8 or i8");
-    if (d)
-        q->y_dt = d->dtype;
     if (scale(n, "a_scale", &q->a_scale, st) != XE_OK ||
         scale(n, "b_scale", &q->b_scale, st) != XE_OK ||
         scale(n, "y_scale", &q->y_scale, st) != XE_OK ||
         xe_quant_zero_point(n, "a_zero_point", a, &q->a_zero, st) != XE_OK ||
         xe_quant_zero_point(n, "b_zero_point", b, &q->b_zero, st) != XE_OK)
         return st->code;
-    return xe_quant_zero_point(n, "y_zero_point", q->y_dt, &q->y_zero, st);
+    /* y_scale is present, so this reads y_dtype (u8 by default) and y_zero_point. */
+    return xe_quant_output(n, &q->y_dt, &q->y_scale, &q->y_zero, st);
 }
 
 xe_code xe_infer_quant_add(const xe_node *n, const xe_type *in, int n_in, xe_type *out,

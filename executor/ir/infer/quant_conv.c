@@ -38,8 +38,7 @@ xe_code xe_quant_conv_zero_point(const xe_node *n, xe_dtype x, int32_t *zp, xe_s
     return xe_quant_zero_point(n, "x_zero_point", x, zp, st);
 }
 
-xe_code xe_quant_conv_output(const xe_node *n, xe_dtype *dt, float *scale, int32_t *zp,
-                             xe_status *st)
+xe_code xe_quant_output(const xe_node *n, xe_dtype *dt, float *scale, int32_t *zp, xe_status *st)
 {
     const xe_attr *s = xe_node_attr(n, "y_scale"), *d = xe_node_attr(n, "y_dtype");
     *dt = XE_F32, *scale = 1.0f, *zp = 0;
@@ -79,7 +78,7 @@ xe_code xe_infer_quant_conv2d(const xe_node *n, const xe_type *in, int n_in, xe_
     xe_dtype y;
     xe_window p;
     if (xe_quant_conv_zero_point(n, in[0].dtype, &zp, st) != XE_OK ||
-        xe_quant_conv_output(n, &y, &y_scale, &y_zp, st) != XE_OK ||
+        xe_quant_output(n, &y, &y_scale, &y_zp, st) != XE_OK ||
         xe_window_read(n, &in[0].shape, &in[1].shape, &p, st) != XE_OK ||
         per_channel(in, 2, "scale", p.m, st) != XE_OK ||
         (n_in == 4 && per_channel(in, 3, "bias", p.m, st) != XE_OK))
