@@ -86,30 +86,36 @@ static double keys(double s, double a)
 }
 
 /* The first tap's offset from floor(x) along an axis at scale: -1 for cubic, 0 for linear,
- * further out under antialias when downsampling (the kernel stretched by 1/scale). */
-/* first_tap in double: finite or not, before any conversion (taps_fit). */
+ * further out under antialias when downsampling (the kernel stretched by 1/scale). In double,
+ * finite or not: taps_fit checks it before any conversion. */
 static double first_tap_at(const resize *r, double scale)
 {
     double s = r->antialias && scale < 1 ? scale : 1;
     return floor(-(r->mode == 3 ? 2 : 1) / s) + 1;
 }
 
-static int64_t first_tap(const resize *r, double scale)
+/* The number of taps per output position along an axis at scale, in double (taps_fit). */
+static double n_taps_at(const resize *r, double scale)
 {
-    return (int64_t)first_tap_at(r, scale);
+    return r->mode == 0 ? 1 : 2 - 2 * first_tap_at(r, scale);
 }
 
 /* Whether an axis at scale needs at most OX_RESIZE_TAPS taps per position (antialias at a small
    scale widens the kernel by 1 / scale). */
 static bool taps_fit(const resize *r, double scale)
 {
-    return r->mode == 0 || 2 - 2 * first_tap_at(r, scale) <= OX_RESIZE_TAPS;
+    return n_taps_at(r, scale) <= OX_RESIZE_TAPS;
 }
 
-/* The number of taps per output position along an axis at scale. */
+/* first_tap_at and n_taps_at as integers, for an axis taps_fit has passed. */
+static int64_t first_tap(const resize *r, double scale)
+{
+    return (int64_t)first_tap_at(r, scale);
+}
+
 static int64_t n_taps(const resize *r, double scale)
 {
-    return r->mode == 0 ? 1 : 2 - 2 * first_tap(r, scale);
+    return (int64_t)n_taps_at(r, scale);
 }
 
 /* Taps (positions clamped to the edge) and weights of source coordinate x; the kernel is
