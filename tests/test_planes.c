@@ -2,11 +2,13 @@
  * Transposed planes (executor/devices/cpu/planes.c), the CPU's NCHW <-> NHWC conversion, and
  * the engine's reorders that use it (dnnl_engine.c). The transpose is checked element by element
  * against the definition dst[i][c][r] = src[i][r][c] for every element size it specialises (1, 2,
- * 4 bytes) and one it does not (8), at sizes that fill its 16-byte tiles and 64-element blocks
- * exactly, leave edges in both directions, and have a side of 1; the values are distinct per
- * position, so a misplaced element cannot pass. The reorders: xe_dnnl_reorder_run between plain
- * NCHW and NHWC (which takes the planes) must give what oneDNN's own reorder primitive gives,
- * run directly; and a reorder to a blocked layout (nChw16c) must still be oneDNN's.
+ * 4, 8 bytes in tiles; 16, 32, 64 as channel blocks) and one it does not (3), at sizes that fill
+ * its 16-byte tiles and 64- or 16-element blocks exactly, leave edges in both directions, and
+ * have a side of 1; the values are distinct per position, so a misplaced element cannot pass. The
+ * reorders: xe_dnnl_reorder_run between plain NCHW and NHWC, and between either and the dense
+ * channel-blocked nChw8c and nChw16c (which take the planes), must give what oneDNN's own reorder
+ * primitive gives, run directly; so must those whose last channel block is padded (C = 19, 3),
+ * which stay oneDNN's.
  */
 #include <criterion/criterion.h>
 #include <stdint.h>
@@ -55,13 +57,13 @@ Test(planes, transposes_every_element_size_and_edge)
         {1, 1, 1},    {1, 1, 77},    {1, 77, 1},    {2, 65, 63},  {1, 17, 129},  {4, 256, 49},
         {2, 49, 256}, {1, 200, 300}, {1, 300, 200}, {5, 7, 9},
     };
-    static const size_t sizes[] = {1, 2, 4, 8};
+    static const size_t sizes[] = {1, 2, 3, 4, 8, 16, 32, 64};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
         for (size_t e = 0; e < sizeof sizes / sizeof sizes[0]; e++)
             check_transpose(shapes[s][0], shapes[s][1], shapes[s][2], sizes[e]);
 }
 
-/* A plain 4-D layout of dtype t: "abcd" (NCHW), "acdb" (NHWC) or the blocked nChw16c. */
+/* A 4-D layout of dtype t: "abcd" (NCHW), "acdb" (NHWC) or a blocked one (nChw8c, nChw16c). */
 static dnnl_memory_desc_t md_of(const dnnl_dims_t dims, dnnl_data_type_t t, dnnl_format_tag_t tag)
 {
     dnnl_memory_desc_t md;
@@ -99,13 +101,22 @@ static void check_reorder(const dnnl_dims_t dims, dnnl_data_type_t t, dnnl_forma
 
 Test(planes, engine_reorders_match_onednn)
 {
-    static const dnnl_dim_t shapes[][4] = {{8, 32, 64, 64}, {1, 3, 224, 224}, {2, 19, 7, 5}};
+    static const dnnl_dim_t shapes[][4] = {
+        {8, 32, 64, 64}, {1, 3, 224, 224}, {2, 19, 7, 5}, {1, 64, 1, 3}, {2, 48, 9, 13}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         check_reorder(shapes[s], dnnl_u8, dnnl_abcd, dnnl_acdb);
         check_reorder(shapes[s], dnnl_u8, dnnl_acdb, dnnl_abcd);
         check_reorder(shapes[s], dnnl_s8, dnnl_acdb, dnnl_abcd);
         check_reorder(shapes[s], dnnl_f32, dnnl_abcd, dnnl_acdb);
         check_reorder(shapes[s], dnnl_f32, dnnl_acdb, dnnl_abcd);
-        check_reorder(shapes[s], dnnl_f32, dnnl_abcd, dnnl_aBcd16b); /* blocked: oneDNN's */
+        static const dnnl_format_tag_t blocked[] = {dnnl_aBcd8b, dnnl_aBcd16b};
+        static const dnnl_data_type_t types[] = {dnnl_f32, dnnl_u8, dnnl_s8};
+        for (int b = 0; b < 2; b++)
+            for (int t = 0; t < 3; t++) {
+                check_reorder(shapes[s], types[t], dnnl_abcd, blocked[b]);
+                check_reorder(shapes[s], types[t], dnnl_acdb, blocked[b]);
+                check_reorder(shapes[s], types[t], blocked[b], dnnl_abcd);
+                check_reorder(shapes[s], types[t], blocked[b], dnnl_acdb);
+            }
     }
 }

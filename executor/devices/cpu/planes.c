@@ -16,8 +16,9 @@
  * transpose a k x k tile. The tiles go through blocks of 64 x 64
  * elements, so a block's reads and writes both stay in the L1 cache; what
  * does not fill a tile is copied element by element. Elements are moved,
- * never converted, so the result is bit-exact for any 1, 2 or 4-byte type;
- * other sizes take the element loop.
+ * never converted, so the result is bit-exact for any type; 8-byte
+ * elements take 2x2 tiles, 16-, 32- and 64-byte ones (a blocked layout's
+ * channel block, dnnl_engine.c) fixed-size copies, other sizes memcpy.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -31,14 +32,28 @@
 
 /* Below this many bytes, the calling thread does it all. */
 #define PARALLEL_MIN_BYTES (1 << 17)
-/* A block's side, in elements (a multiple of every tile's side). */
+/* A block's side, in elements (a multiple of every tile's side); 16 for elements over 4 bytes,
+   so that a block stays within 16 KB. */
 #define BLOCK 64
+#define WIDE_BLOCK 16
 
 /* Element by element, elements of type T: d[c * ds + r] = s[r * ss + c]. */
 #define ELEMENTS(T, s, ss, d, ds, nr, nc)                                                          \
     for (int64_t r = 0; r < (nr); r++)                                                             \
         for (int64_t c = 0; c < (nc); c++)                                                         \
             ((T *)(void *)(d))[c * (ds) + r] = ((const T *)(const void *)(s))[r * (ss) + c];
+
+/* The wide elements: a channel block of a blocked layout (8 or 16 channels of 1, 2 or 4 bytes)
+   moved as one, by the vector moves a fixed-size copy compiles to. */
+typedef struct {
+    uint64_t q[2];
+} bytes16;
+typedef struct {
+    uint64_t q[4];
+} bytes32;
+typedef struct {
+    uint64_t q[8];
+} bytes64;
 
 /* Element by element over rows [0, nr), columns [0, nc); strides in elements of es bytes. */
 static void transpose_elements(const char *s, int64_t ss, char *d, int64_t ds, int64_t nr,
@@ -50,6 +65,14 @@ static void transpose_elements(const char *s, int64_t ss, char *d, int64_t ds, i
         ELEMENTS(uint16_t, s, ss, d, ds, nr, nc)
     else if (es == 4)
         ELEMENTS(uint32_t, s, ss, d, ds, nr, nc)
+    else if (es == 8)
+        ELEMENTS(uint64_t, s, ss, d, ds, nr, nc)
+    else if (es == 16)
+        ELEMENTS(bytes16, s, ss, d, ds, nr, nc)
+    else if (es == 32)
+        ELEMENTS(bytes32, s, ss, d, ds, nr, nc)
+    else if (es == 64)
+        ELEMENTS(bytes64, s, ss, d, ds, nr, nc)
     else
         for (int64_t r = 0; r < nr; r++)
             for (int64_t c = 0; c < nc; c++)
@@ -83,14 +106,15 @@ static void transpose_elements(const char *s, int64_t ss, char *d, int64_t ds, i
 TILE_FN(tile_1, 16, _mm_unpacklo_epi8, _mm_unpackhi_epi8)
 TILE_FN(tile_2, 8, _mm_unpacklo_epi16, _mm_unpackhi_epi16)
 TILE_FN(tile_4, 4, _mm_unpacklo_epi32, _mm_unpackhi_epi32)
+TILE_FN(tile_8, 2, _mm_unpacklo_epi64, _mm_unpackhi_epi64)
 
 typedef void (*tile_fn)(const char *s, int64_t ss, char *d, int64_t ds);
 
 /* The tile of elements of es bytes, and its side; NULL where there is none. */
 static tile_fn tile_for(size_t es, int64_t *k)
 {
-    *k = es == 0 || es > 4 ? 0 : 16 / (int64_t)es;
-    return es == 1 ? tile_1 : es == 2 ? tile_2 : es == 4 ? tile_4 : NULL;
+    *k = es == 0 || es > 8 ? 0 : 16 / (int64_t)es;
+    return es == 1 ? tile_1 : es == 2 ? tile_2 : es == 4 ? tile_4 : es == 8 ? tile_8 : NULL;
 }
 #else
 typedef void (*tile_fn)(const char *s, int64_t ss, char *d, int64_t ds);
@@ -121,15 +145,16 @@ void xe_cpu_transpose_planes(const void *src, void *dst, int64_t n, int64_t rows
 {
     const char *s = src;
     char *d = dst;
-    int64_t rb = (rows + BLOCK - 1) / BLOCK, plane = rows * cols * (int64_t)es;
+    int64_t side = es > 4 ? WIDE_BLOCK : BLOCK;
+    int64_t rb = (rows + side - 1) / side, plane = rows * cols * (int64_t)es;
     bool wide = (double)n * (double)plane >= PARALLEL_MIN_BYTES;
 #pragma omp parallel for collapse(2) schedule(static) if (wide)
     for (int64_t i = 0; i < n; i++)
         for (int64_t b = 0; b < rb; b++) {
-            int64_t r = b * BLOCK, nr = rows - r < BLOCK ? rows - r : BLOCK;
-            for (int64_t c = 0; c < cols; c += BLOCK)
+            int64_t r = b * side, nr = rows - r < side ? rows - r : side;
+            for (int64_t c = 0; c < cols; c += side)
                 transpose_block(s + i * plane + (r * cols + c) * (int64_t)es, cols,
                                 d + i * plane + (c * rows + r) * (int64_t)es, rows, nr,
-                                cols - c < BLOCK ? cols - c : BLOCK, es);
+                                cols - c < side ? cols - c : side, es);
         }
 }
