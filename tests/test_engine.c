@@ -580,3 +580,132 @@ Test(engine, conv_post_ops_sum_and_activations)
     for (size_t i = 0; i < sizeof geos / sizeof *geos; i++)
         post_case(&geos[i], 9, 10);
 }
+
+/* ---- chained layouts: a cluster's chain of convs hands on values in the engine's layout ---- */
+
+/* The offset of NCHW element (n, c, y, x) of a [N, C, H, W] value in layout tag (nhwc or
+   nChw8c). */
+static int64_t chained_at(dnnl_format_tag_t tag, const xe_shape *s, int64_t n, int64_t c, int64_t y,
+                          int64_t x)
+{
+    int64_t C = s->dims[1], H = s->dims[2], W = s->dims[3];
+    if (tag == dnnl_nhwc)
+        return ((n * H + y) * W + x) * C + c;
+    return (((n * (C / 8) + c / 8) * H + y) * W + x) * 8 + c % 8;
+}
+
+/* t (NCHW) rewritten into layout tag (to), or back from it (!to), as a new tensor of t's type. */
+static xe_tensor *relayout(const xe_tensor *t, dnnl_format_tag_t tag, bool to)
+{
+    const xe_shape *s = &t->shape;
+    xe_tensor *r = ref_zeros(XE_F32, s);
+    const float *src = t->data;
+    float *dst = r->data;
+    int64_t i = 0;
+    for (int64_t n = 0; n < s->dims[0]; n++)
+        for (int64_t c = 0; c < s->dims[1]; c++)
+            for (int64_t y = 0; y < s->dims[2]; y++)
+                for (int64_t x = 0; x < s->dims[3]; x++, i++) {
+                    int64_t j = chained_at(tag, s, n, c, y, x);
+                    if (to)
+                        dst[j] = src[i];
+                    else
+                        dst[i] = src[j];
+                }
+    return r;
+}
+
+/* One geometry in chain layout tag: each side chained or not, with and without a residual sum, the
+   output (back in NCHW) against the plain conv's within float rounding. */
+static void chained_case(const conv_geo *g, dnnl_format_tag_t tag)
+{
+    int64_t M = g->mg * g->groups, C = g->cg * g->groups;
+    xe_shape ws = ref_shape(4, (int64_t[]){M, g->cg, g->k[0], g->k[1]}), bs = ref_shape(1, &M);
+    xe_tensor *w = ref_random_tensor(XE_F32, &ws, -1, 1), *b = ref_random_tensor(XE_F32, &bs, -1, 1);
+    xe_session *s = conv_session(g, w, b, 10);
+    xe_shape xs = ref_shape(4, (int64_t[]){2, C, 9, 10});
+    xe_tensor *x = ref_random_tensor(XE_F32, &xs, -1, 1), *plain = run1(s, x);
+    const xe_graph *gr = xe_session_graph(s);
+    const xe_node *n = NULL;
+    for (int i = 0; i < gr->n_nodes; i++)
+        if (gr->nodes[i]->op == XE_OP_CONV2D)
+            n = gr->nodes[i];
+    xe_tensor *res = ref_random_tensor(XE_F32, &plain->shape, -2, 2);
+    xe_tensor *x_ch = relayout(x, tag, true), *res_ch = relayout(res, tag, true);
+    xe_kernel_cache slot = {0};
+    xe_dnnl_chain_layout_set(tag);
+    static const unsigned sides[] = {XE_DNNL_SRC_CHAIN, XE_DNNL_DST_CHAIN, XE_DNNL_LAYOUTS};
+    for (int si = 0; si < 3; si++)
+        for (int sum = 0; sum < 2; sum++) {
+            unsigned post = sides[si] | (sum ? XE_DNNL_POST_SUM : 0u);
+            bool src = post & XE_DNNL_SRC_CHAIN, dst = post & XE_DNNL_DST_CHAIN;
+            xe_tensor *out = ref_zeros(XE_F32, &plain->shape), *in[3] = {src ? x_ch : x, w, b};
+            xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out, .cache = &slot};
+            const xe_tensor *r = sum ? (dst ? res_ch : res) : NULL;
+            cr_assert_eq(xe_dnnl_conv2d_post(&a, r, post, &st), XE_OK, "%s", st.msg);
+            xe_tensor *got = dst ? relayout(out, tag, false) : xe_tensor_retain(out);
+            for (int64_t i = 0; i < xe_tensor_numel(got); i++) {
+                double want = at(plain, i) + (sum ? at(res, i) : 0);
+                cr_assert(fabs(at(got, i) - want) <= 1e-4 * (1 + fabs(want)),
+                          "%s, post %#x, groups %lld, element %lld: %g, want %g",
+                          tag == dnnl_nhwc ? "nhwc" : "nChw8c", post, (long long)g->groups,
+                          (long long)i, at(got, i), want);
+            }
+            xe_tensor_release(got);
+            xe_tensor_release(out);
+        }
+    xe_dnnl_chain_layout_set(dnnl_format_tag_undef);
+    if (slot.free)
+        slot.free(slot.data);
+    xe_tensor_release(x_ch);
+    xe_tensor_release(res_ch);
+    xe_tensor_release(res);
+    xe_tensor_release(plain);
+    xe_tensor_release(x);
+    xe_session_destroy(s);
+    xe_tensor_release(w);
+    xe_tensor_release(b);
+}
+
+Test(engine, chained_convs_read_and_write_the_chain_layout)
+{
+    ref_seed(12);
+    static const conv_geo geos[] = {
+        {.cg = 16, .mg = 32, .groups = 1, .k = {3, 3}, .s = {1, 1}, .d = {1, 1}, .pads = {1, 1, 1, 1}},
+        {.cg = 1, .mg = 1, .groups = 24, .k = {3, 3}, .s = {2, 2}, .d = {1, 1}, .pads = {1, 1, 1, 1}},
+        {.cg = 8, .mg = 16, .groups = 1, .k = {1, 1}, .s = {2, 2}, .d = {1, 1}},
+        {.cg = 8, .mg = 8, .groups = 2, .k = {3, 3}, .s = {1, 1}, .d = {1, 1}, .pads = {1, 1, 1, 1}},
+    };
+    static const dnnl_format_tag_t tags[] = {dnnl_nhwc, dnnl_nChw8c};
+    for (int t = 0; t < 2; t++)
+        for (size_t i = 0; i < sizeof geos / sizeof *geos; i++)
+            chained_case(&geos[i], tags[t]);
+}
+
+/* A chained side whose channels nChw8c would pad is refused (the plan never makes one). */
+Test(engine, an_unblockable_chained_conv_is_refused)
+{
+    ref_seed(13);
+    conv_geo g = {.cg = 4, .mg = 4, .groups = 1, .k = {1, 1}, .s = {1, 1}, .d = {1, 1}};
+    xe_shape ws = ref_shape(4, (int64_t[]){4, 4, 1, 1}), bs = ref_shape(1, (int64_t[]){4});
+    xe_tensor *w = ref_random_tensor(XE_F32, &ws, -1, 1), *b = ref_random_tensor(XE_F32, &bs, -1, 1);
+    xe_session *s = conv_session(&g, w, b, 5);
+    const xe_graph *gr = xe_session_graph(s);
+    const xe_node *n = NULL;
+    for (int i = 0; i < gr->n_nodes; i++)
+        if (gr->nodes[i]->op == XE_OP_CONV2D)
+            n = gr->nodes[i];
+    xe_shape xs = ref_shape(4, (int64_t[]){1, 4, 5, 5});
+    xe_tensor *x = ref_random_tensor(XE_F32, &xs, -1, 1), *out = ref_zeros(XE_F32, &xs), *in[3] = {x, w, b};
+    xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out};
+    xe_dnnl_chain_layout_set(dnnl_nChw8c);
+    cr_expect_eq(xe_dnnl_conv2d_post(&a, NULL, XE_DNNL_LAYOUTS, &st), XE_ERR_UNSUPPORTED);
+    cr_expect(strstr(st.msg, "not a multiple of 8"), "%s", st.msg);
+    xe_status_clear(&st);
+    xe_dnnl_chain_layout_set(dnnl_format_tag_undef);
+    xe_tensor_release(out);
+    xe_tensor_release(x);
+    xe_session_destroy(s);
+    xe_tensor_release(w);
+    xe_tensor_release(b);
+}

@@ -1,6 +1,7 @@
 /*
- * Channels-last values between the convs of a cluster (codegen/plan/layout.c):
- * which values of a plan stay NHWC, and that a cluster with such chains,
+ * Chained values between the convs of a cluster (codegen/plan/layout.c):
+ * which values of a plan stay in the engine's conv layout (NHWC with
+ * AVX-512, nChw8c without: this machine's), and that a cluster with such chains,
  * cut at every kind of border (a body output, a reduction, a per-channel
  * operand, an NCHW operand of a residual add, a conv's weights), computes
  * what op by op computes (xlac-run --compare on the compiled cluster).
@@ -16,8 +17,8 @@
 #define XLAC_RUN XLAC_BINARY_DIR "/bin/xlac-run"
 
 
-/* Checks that exactly the nodes named in `nhwc` (space-separated) hold channels-last values. */
-static void expect_nhwc(const char *text, const char *nhwc)
+/* Checks that exactly the nodes named in `chained` (space-separated) hold chained values. */
+static void expect_chained(const char *text, const char *chained)
 {
     xe_graph *g;
     xg_plan *p = xt_plan_of(text, &g);
@@ -25,24 +26,24 @@ static void expect_nhwc(const char *text, const char *nhwc)
         const char *name = g->nodes[i]->name;
         size_t n = strlen(name);
         bool want = false;
-        for (const char *q = nhwc; (q = strstr(q, name)); q += n)
-            want = want || ((q == nhwc || q[-1] == ' ') && (q[n] == ' ' || q[n] == '\0'));
-        cr_assert_eq(p->nhwc[i], want, "node %s: nhwc %d, want %d\n%s", name, p->nhwc[i], want, text);
+        for (const char *q = chained; (q = strstr(q, name)); q += n)
+            want = want || ((q == chained || q[-1] == ' ') && (q[n] == ' ' || q[n] == '\0'));
+        cr_assert_eq(p->chained[i], want, "node %s: chained %d, want %d\n%s", name, p->chained[i], want, text);
     }
     xg_plan_destroy(p);
     xe_graph_destroy(g);
 }
 
-#define HEAD "xlac.graph v1\ninput x: f32[1,4,6,6]\nw = const(f32[4,4,1,1], 0.25)\n"
+#define HEAD "xlac.graph v1\ninput x: f32[1,8,6,6]\nw = const(f32[8,8,1,1], 0.25)\n"
 
 Test(layout, a_chain_between_convs_stays_channels_last)
 {
     /* c1 -> relu -> c2 -> add(c2, r1) -> relu -> c3 -> reduce: the reduction reads c3 in NCHW */
-    expect_nhwc(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\ns = add(c2, r1)\n"
+    expect_chained(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\ns = add(c2, r1)\n"
                      "r2 = relu(s)\nc3 = conv2d(r2, w)\nm = reduce_mean(c3, axes=[2,3])\noutput m\n",
                 "c1 r1 c2 s r2");
     /* ReLU6 as maximum and minimum with scalars: still elementwise at one index */
-    expect_nhwc(HEAD "c1 = conv2d(x, w)\nz = const(f32[], 0)\nsix = const(f32[], 6)\nmx = maximum(c1, z)\n"
+    expect_chained(HEAD "c1 = conv2d(x, w)\nz = const(f32[], 0)\nsix = const(f32[], 6)\nmx = maximum(c1, z)\n"
                      "r6 = minimum(mx, six)\nc2 = conv2d(r6, w)\noutput c2\n",
                 "c1 mx r6");
 }
@@ -50,22 +51,33 @@ Test(layout, a_chain_between_convs_stays_channels_last)
 Test(layout, borders_end_the_chain)
 {
     /* a body output is handed back NCHW, and so is what reaches it */
-    expect_nhwc(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\noutput c2\noutput r1\n", "");
+    expect_chained(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\noutput c2\noutput r1\n", "");
     /* a per-channel operand is indexed by channel: its reader and the conv before it stay NCHW */
-    expect_nhwc(HEAD "c1 = conv2d(x, w)\nsc = const(f32[1,4,1,1], [1,2,3,4])\nm = mul(c1, sc)\n"
+    expect_chained(HEAD "c1 = conv2d(x, w)\nsc = const(f32[1,8,1,1], [1,2,3,4,5,6,7,8])\nm = mul(c1, sc)\n"
                      "c2 = conv2d(m, w)\noutput c2\n",
                 "");
     /* a residual add with the cluster's NCHW input: the add and its conv stay NCHW */
-    expect_nhwc(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\ns = add(c2, x)\nc3 = conv2d(s, w)\n"
+    expect_chained(HEAD "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\ns = add(c2, x)\nc3 = conv2d(s, w)\n"
                      "output c3\n",
                 "c1 r1");
     /* a value read as a conv's weights is not an activation */
-    expect_nhwc("xlac.graph v1\ninput x: f32[4,4,1,1]\ninput y: f32[1,4,6,6]\n"
-                "w = const(f32[4,4,1,1], 0.5)\nc1 = conv2d(x, w)\nr = relu(c1)\nc2 = conv2d(y, r)\nr2 = relu(c2)\n"
+    expect_chained("xlac.graph v1\ninput x: f32[8,8,1,1]\ninput y: f32[1,8,6,6]\n"
+                "w = const(f32[8,8,1,1], 0.5)\nc1 = conv2d(x, w)\nr = relu(c1)\nc2 = conv2d(y, r)\nr2 = relu(c2)\n"
                 "c3 = conv2d(r2, w)\noutput c3\n",
                 "c2 r2");
+    /* channel counts that are not multiples of 8 (nChw8c would pad them) are not chained: the
+       4-channel chain is dropped; of the second, c2 reads the chained r1 and writes 12 channels
+       NCHW */
+    expect_chained("xlac.graph v1\ninput x: f32[1,4,6,6]\nw = const(f32[4,4,1,1], 0.25)\n"
+                "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w)\noutput c2\n",
+                "");
+    expect_chained("xlac.graph v1\ninput x: f32[1,8,6,6]\nw = const(f32[8,8,1,1], 0.25)\n"
+                "w12 = const(f32[12,8,1,1], 0.25)\nw3 = const(f32[8,12,1,1], 0.25)\n"
+                "c1 = conv2d(x, w)\nr1 = relu(c1)\nc2 = conv2d(r1, w12)\nr2 = relu(c2)\n"
+                "c3 = conv2d(r2, w3)\noutput c3\n",
+                "c1 r1");
     /* nothing but elementwise ops: nothing to gain, nothing changed */
-    expect_nhwc("xlac.graph v1\ninput x: f32[1,4,6,6]\nr = relu(x)\ne = exp(r)\noutput e\n", "");
+    expect_chained("xlac.graph v1\ninput x: f32[1,4,6,6]\nr = relu(x)\ne = exp(r)\noutput e\n", "");
 }
 
 static void make_tmp(void)
@@ -100,10 +112,10 @@ Test(layout, clusters_with_borders_match_op_by_op, .init = make_tmp, .fini = xt_
     cr_assert_not_null(p, "%s", plan);
     /* c1 writes channels-last; c2 and c3 (the residual add of r1 as its post-op) read and write it;
        c4 reads it and writes NCHW for the per-channel mul; c5 and c6 are NCHW (x, the reduction) */
-    cr_assert_eq(xt_occurrences(p, "input converted from NCHW, output channels-last"), 1, "%s", p);
-    cr_assert_eq(xt_occurrences(p, "input and output channels-last"), 2, "%s", p);
-    cr_assert_eq(xt_occurrences(p, "post-ops; input and output channels-last"), 1, "%s", p);
-    cr_assert_eq(xt_occurrences(p, "input channels-last (NHWC), output converted to NCHW"), 1, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "input converted from NCHW, output in the engine's conv layout"), 1, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "input and output in the engine's conv layout"), 2, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "post-ops; input and output in the engine's conv layout"), 1, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "input in the engine's conv layout (NHWC with AVX-512, nChw8c blocks without), output converted to NCHW"), 1, "%s", p);
     free(p);
     xt_result_free(&r);
 }

@@ -300,9 +300,9 @@ bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
                        .out = o,
                        .residual = -1,
                        .act = activation(p, o, &x),
-                       .src_nhwc = p->nhwc[p->body->nodes[m]->inputs[0]],
-                       .dst_nhwc = p->nhwc[o]};
-    if (p->nhwc[m] != p->nhwc[o]) /* the primitive writes o in the conv's layout */
+                       .src_chained = p->chained[p->body->nodes[m]->inputs[0]],
+                       .dst_chained = p->chained[o]};
+    if (p->chained[m] != p->chained[o]) /* the primitive writes o in the conv's layout */
         return false;
     int uses =
         e->act == XG_CONV_SILU || e->act == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
@@ -311,7 +311,7 @@ bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
     if (p->uses[m] != 1 || (x != o && (p->mat[x] || p->uses[x] != uses)))
         return false;
     e->residual = residual_of(p, x, m);
-    return e->residual >= 0 && p->nhwc[e->residual] == e->dst_nhwc;
+    return e->residual >= 0 && p->chained[e->residual] == e->dst_chained;
 }
 
 bool xg_conv_layout(const xg_plan *p, int i, xg_conv_epi *e)
@@ -320,13 +320,13 @@ bool xg_conv_layout(const xg_plan *p, int i, xg_conv_epi *e)
         return false;
     int m = p->steps[i].outs[0];
     const xe_node *n = p->body->nodes[m];
-    if (n->op != XE_OP_CONV2D || !(p->nhwc[m] || p->nhwc[n->inputs[0]]))
+    if (n->op != XE_OP_CONV2D || !(p->chained[m] || p->chained[n->inputs[0]]))
         return false;
     *e = (xg_conv_epi){.conv = m,
                        .out = m,
                        .residual = -1,
                        .act = XG_CONV_NONE,
-                       .src_nhwc = p->nhwc[n->inputs[0]],
-                       .dst_nhwc = p->nhwc[m]};
+                       .src_chained = p->chained[n->inputs[0]],
+                       .dst_chained = p->chained[m]};
     return true;
 }

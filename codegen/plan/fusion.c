@@ -547,7 +547,7 @@ void xg_plan_destroy(xg_plan *p)
     free(p->uses);
     free(p->steps);
     free(p->soff);
-    free(p->nhwc);
+    free(p->chained);
     free(p);
 }
 
@@ -696,8 +696,8 @@ xe_code xg_plan_build(const xe_graph *body, const xe_type *in_types, bool generi
     p->steps = calloc((size_t)n + 1, sizeof *p->steps);
     p->soff = calloc((size_t)n + 1, sizeof *p->soff);
     p->uses = xe_graph_use_counts(body);
-    p->nhwc = calloc((size_t)n + 1, sizeof *p->nhwc);
-    if (!p->types || !p->mat || !p->steps || !p->soff || !p->uses || !p->nhwc) {
+    p->chained = calloc((size_t)n + 1, sizeof *p->chained);
+    if (!p->types || !p->mat || !p->steps || !p->soff || !p->uses || !p->chained) {
         xg_plan_destroy(p);
         return xe_fail(st, XE_ERR_NOMEM, "out of memory planning a cluster");
     }

@@ -1,17 +1,22 @@
 /*
- * Channels-last values between the convs of a cluster. A conv library step
- * (the engine's primitive, which on AVX-512 works channels-last) converts
- * its NCHW input to NHWC and its output back on every run; in a chain of
- * convs with elementwise ops between them (a bias-free activation, a
- * residual add, ReLU6 as maximum and minimum with scalars) those two
- * conversions cost more than the convs themselves at small channel
- * counts (MobileNetV2 at batch 1: 8.3 ms of reorders against 7.3 ms of
- * convolution per run). So the values of such a chain stay NHWC in
- * memory, typed as before, and only the chain's borders convert.
+ * Chained values between the convs of a cluster. A conv library step (the
+ * engine's primitive) converts its NCHW input into the layout its kernels
+ * work in and its output back on every run; in a chain of convs with
+ * elementwise ops between them (a bias-free activation, a residual add,
+ * ReLU6 as maximum and minimum with scalars) those two conversions cost
+ * more than the convs themselves at small channel counts (MobileNetV2 at
+ * batch 1: 8.3 ms of reorders against 7.3 ms of convolution per run). So
+ * the values of such a chain stay in the engine's layout in memory, typed
+ * as before, and only the chain's borders convert. The engine picks that
+ * layout per process (executor/devices/cpu/dnnl_engine.h): channels-last
+ * (NHWC) where oneDNN's AVX-512 kernels work, blocks of 8 channels
+ * (nChw8c) where its AVX2 kernels do; the plan is the same either way.
  *
- * A set S of body nodes holds NHWC values. Its members are f32 rank-4
+ * A set S of body nodes holds chained values. Its members are f32 rank-4
  * conv2d nodes and elementwise nodes (unary, binary, compare, logical,
- * select, cast) of rank 4, and S is the largest set in which
+ * select, cast) of rank 4 whose channel count is a multiple of
+ * XG_CHAIN_CHANNELS (8: a blocked value without padding, so a loop's flat
+ * index covers it exactly), and S is the largest set in which
  *   (a) every operand of an elementwise member is a member or has one
  *       element: the generated loop reads all of them at the same flat
  *       index, so they must agree on the layout (a per-channel operand
@@ -21,8 +26,8 @@
  *   (c) no member is a body output: the cluster hands back NCHW.
  * It is found by starting from every candidate and dropping those that
  * break a rule until none does. The generated code does not change: a
- * loop over same-shaped values is the same loop in either layout. Only
- * the convs do, told by the plan which of their sides are NHWC.
+ * loop over same-shaped values is the same loop in any layout of them. Only
+ * the convs do, told by the plan which of their sides are chained.
  */
 #include <stdbool.h>
 
@@ -48,7 +53,7 @@ static bool candidate(const xg_plan *p, int i)
 {
     const xe_node *n = p->body->nodes[i];
     const xe_type *t = &p->types[i];
-    if (t->shape.rank != 4)
+    if (t->shape.rank != 4 || t->shape.dims[1] % XG_CHAIN_CHANNELS != 0)
         return false;
     if (n->op == XE_OP_CONV2D)
         return t->dtype == XE_F32 && n->n_inputs >= 2 && p->types[n->inputs[0]].dtype == XE_F32;
@@ -86,8 +91,8 @@ static bool drop_breakers(const xg_plan *p, bool *s)
     return dropped;
 }
 
-/* Whether any conv reads or writes an NHWC value: else the set is dropped whole (nothing to gain).
- */
+/* Whether any conv reads or writes a chained value: else the set is dropped whole (nothing to
+   gain). */
 static bool any_conv_side(const xg_plan *p, const bool *s)
 {
     for (int i = 0; i < p->body->n_nodes; i++) {
@@ -101,7 +106,7 @@ static bool any_conv_side(const xg_plan *p, const bool *s)
 void xg_plan_layouts(xg_plan *p)
 {
     const xe_graph *b = p->body;
-    bool *s = p->nhwc;
+    bool *s = p->chained;
     for (int i = 0; i < b->n_nodes; i++)
         s[i] = candidate(p, i);
     for (int k = 0; k < b->n_outputs; k++) /* (c) */

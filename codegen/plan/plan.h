@@ -78,7 +78,7 @@ typedef struct xg_plan {
     bool generic; /* sizes read from S[] instead of literals */
     int *soff;    /* offset of each node's dims in S[] */
     int n_sizes;
-    bool *nhwc; /* a rank-4 value kept channels-last in memory between convs (layout.c) */
+    bool *chained; /* a rank-4 value kept in the engine's conv layout between convs (layout.c) */
 } xg_plan;
 
 /* values.c: the kind of step node n makes (loop, reduce, softmax, library). */
@@ -163,16 +163,20 @@ typedef struct xg_conv_epi {
     int conv, out; /* the conv (read by nothing else) and the step's one output, of its shape */
     int residual;  /* a buffer of the conv's shape and dtype summed in, or -1 */
     xg_conv_act act;
-    bool src_nhwc, dst_nhwc; /* the conv's input, and out (and residual), are channels-last */
+    bool src_chained, dst_chained; /* the conv's input, and out (and residual), are chained */
 } xg_conv_epi;
 
 /* Whether LIBRARY step i is an f32 conv2d whose next step the library can apply as post-ops. */
 bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e);
-/* Whether LIBRARY step i is a conv2d that reads or writes a channels-last value: e, the conv alone.
- */
+/* Whether LIBRARY step i is a conv2d that reads or writes a chained value: e, the conv alone. */
 bool xg_conv_layout(const xg_plan *p, int i, xg_conv_epi *e);
 
-/* layout.c: which rank-4 values stay channels-last between the convs of the cluster (p->nhwc). */
+/* The channel counts a chained value may have: multiples of this, so that the engine's blocked
+   layout (nChw8c, executor/devices/cpu/dnnl_engine.h) holds it without padding. */
+#define XG_CHAIN_CHANNELS 8
+
+/* layout.c: which rank-4 values stay in the engine's conv layout between the convs of the
+   cluster (p->chained). */
 void xg_plan_layouts(xg_plan *p);
 
 /* Concrete types of every body node for the given input types. */

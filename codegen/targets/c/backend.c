@@ -244,6 +244,9 @@ static void reduce_c(em *e, int step, const xg_step *s, const xe_node *r, int x,
 /* ---- plan text ---------------------------------------------------------------- */
 
 /* How the C program runs step i: what the OpenMP threads share, and how many. */
+/* The layout of a chain's values (codegen/plan/layout.c), as the engine picks it per process. */
+#define CONV_LAYOUT "the engine's conv layout (NHWC with AVX-512, nChw8c blocks without)"
+
 /* How library step i runs: a conv (its post-ops and layouts) or a matmul (its epilogue). */
 static void library_text(const xg_plan *p, int i, char *buf, size_t len)
 {
@@ -251,14 +254,14 @@ static void library_text(const xg_plan *p, int i, char *buf, size_t len)
     if (p->body->nodes[s->outs[0]]->op == XE_OP_CONV2D) {
         xg_conv_epi ce;
         int m = s->outs[0];
-        bool src = p->nhwc[p->body->nodes[m]->inputs[0]], dst = p->nhwc[m];
+        bool src = p->chained[p->body->nodes[m]->inputs[0]], dst = p->chained[m];
         snprintf(buf, len,
                  "oneDNN convolution primitive (f64: im2col and OpenBLAS), made once per program "
                  "with its constant weights packed once, on the OpenMP team%s%s",
                  xg_conv_epilogue(p, i, &ce) ? "; the next step runs inside it as post-ops" : "",
-                 src && dst ? "; input and output channels-last (NHWC), no conversion"
-                 : src      ? "; input channels-last (NHWC), output converted to NCHW"
-                 : dst      ? "; input converted from NCHW, output channels-last (NHWC)"
+                 src && dst ? "; input and output in " CONV_LAYOUT ", no conversion"
+                 : src      ? "; input in " CONV_LAYOUT ", output converted to NCHW"
+                 : dst      ? "; input converted from NCHW, output in " CONV_LAYOUT
                             : "");
     } else if (i + 1 < p->n_steps && p->steps[i + 1].panel)
         snprintf(

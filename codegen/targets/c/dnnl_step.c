@@ -32,7 +32,8 @@ xe_code xg_c_conv_epilogue(xg_program *p, const xg_conv_epi *e, xe_tensor **bufs
                                     [XG_CONV_SILU] = XE_DNNL_POST_SILU,
                                     [XG_CONV_HARDSWISH] = XE_DNNL_POST_HARDSWISH};
     unsigned post = (e->residual >= 0 ? XE_DNNL_POST_SUM : 0) | acts[e->act] |
-                    (e->src_nhwc ? XE_DNNL_SRC_NHWC : 0) | (e->dst_nhwc ? XE_DNNL_DST_NHWC : 0);
+                    (e->src_chained ? XE_DNNL_SRC_CHAIN : 0) |
+                    (e->dst_chained ? XE_DNNL_DST_CHAIN : 0);
     if (a.out->dtype != XE_F32 || (e->residual >= 0 && !bufs[e->residual]))
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s: no conv epilogue here", n->name);
     return xe_dnnl_conv2d_post(&a, e->residual >= 0 ? bufs[e->residual] : NULL, post, st);

@@ -4,14 +4,15 @@
  * shelf of its kernel cache (xe_kernel_args.cache, dnnl_engine.h), with the
  * reorders around it.
  *
- * The primitive picks its own layouts (format `any`): on this machine's
- * AVX-512 that is channels-last (nhwc) or the blocked nChw16c for
- * activations and OIhw16i16o-like blocks for the weights. The executor's
- * tensors are NCHW, so each run converts the input into that layout and
- * the output back, through per-thread scratch buffers, except where the
- * caller says a side is already NHWC (XE_DNNL_SRC_NHWC, _DST_NHWC: the
- * convs of a compiled cluster's chain hand each other channels-last
- * values, codegen/plan/layout.c), which nhwc primitives read in place. Constant weights (a const
+ * The primitive picks its own layouts (format `any`): on AVX-512 that is
+ * channels-last (nhwc) or the blocked nChw16c for activations, on AVX2
+ * the blocked nChw8c, and OIhw16i16o-like blocks for the weights. The
+ * executor's tensors are NCHW, so each run converts the input into that
+ * layout and the output back, through per-thread scratch buffers, except
+ * where the caller says a side is already in the chain layout
+ * (XE_DNNL_SRC_CHAIN, _DST_CHAIN: the convs of a compiled cluster's chain
+ * hand each other such values, codegen/plan/layout.c; nhwc or nChw8c,
+ * xe_dnnl_chain_layout), which primitives of that layout read in place. Constant weights (a const
  * node of the graph: model weights) are converted once, when the primitive is made, and kept beside
  * it; other weights are converted per run. Groups are oneDNN's grouped weights [g, M/g, C/g, kh,
  * kw]; depthwise is the case C/g = M/g = 1. The algorithm is always direct: the Winograd variant
@@ -40,6 +41,7 @@ typedef struct conv_prim {
     xe_window p;                   /* the geometry it was made for */
     bool bias;                     /* made with a bias input */
     unsigned post;                 /* XE_DNNL_POST_* applied to the output */
+    dnnl_format_tag_t chain;       /* the chained sides' layout (xe_dnnl_chain_layout) */
     const void *w_const;           /* constant weights packed into w_packed; NULL: per run */
     dnnl_data_type_t src_dt, w_dt; /* f32 f32, or u8/s8 s8 (int8: quant_conv2d) */
     const void *q_scale;           /* int8: the scale tensor's data the primitive was made with */
@@ -92,6 +94,7 @@ static bool conv_prim_fits(const conv_prim *c, const xe_window *p, bool bias, co
     /* the int64 fields, n through groups, have no padding between them */
     return memcmp(&c->p, p, offsetof(xe_window, ceil_mode)) == 0 && c->bias == bias &&
            c->w_const == w_const && c->post == post && is_int8(c) == (q != NULL) &&
+           (!(post & XE_DNNL_LAYOUTS) || c->chain == xe_dnnl_chain_layout()) &&
            (!q || (c->src_dt == dnnl_type_of(q->x_dt) && c->q_scale == q->scale &&
                    c->x_zero == q->x_zero && c->dst_dt == dnnl_type_of(q->y_dt) &&
                    c->y_scale == q->y_scale && c->y_zero == q->y_zero));
@@ -164,8 +167,8 @@ static xe_code post_attr(const conv_prim *c, dnnl_primitive_attr_t *attr, const 
     return xe_dnnl_check(s, n, "post-ops", st);
 }
 
-/* The plain (NCHW, or NHWC where c->post says so; OIHW or GOIHW; x) layouts of the four operands.
- */
+/* The plain layouts of the four operands (NCHW, or c->chain where c->post says so; OIHW or GOIHW;
+   x). */
 static void plain_mds(conv_prim *c, dnnl_memory_desc_t *any_src, dnnl_memory_desc_t *any_w,
                       dnnl_memory_desc_t *any_dst)
 {
@@ -174,9 +177,9 @@ static void plain_mds(conv_prim *c, dnnl_memory_desc_t *any_src, dnnl_memory_des
     dnnl_dims_t src = {p->n, p->c, p->h, p->w}, dst = {p->n, p->m, p->oh, p->ow}, b = {p->m};
     dnnl_dims_t w = {p->m, p->c / g, p->kh, p->kw}, gw = {g, p->m / g, p->c / g, p->kh, p->kw};
     dnnl_memory_desc_init_by_tag(&c->src_plain, 4, src, c->src_dt,
-                                 c->post & XE_DNNL_SRC_NHWC ? dnnl_nhwc : dnnl_nchw);
+                                 c->post & XE_DNNL_SRC_CHAIN ? c->chain : dnnl_nchw);
     dnnl_memory_desc_init_by_tag(&c->dst_plain, 4, dst, c->dst_dt,
-                                 c->post & XE_DNNL_DST_NHWC ? dnnl_nhwc : dnnl_nchw);
+                                 c->post & XE_DNNL_DST_CHAIN ? c->chain : dnnl_nchw);
     dnnl_memory_desc_init_by_tag(&c->b_md, 1, b, dnnl_f32, dnnl_a);
     if (g == 1)
         dnnl_memory_desc_init_by_tag(&c->w_plain, 4, w, c->w_dt, dnnl_oihw);
@@ -270,6 +273,7 @@ static conv_prim *conv_prim_make(const xe_kernel_args *a, const xe_window *p, bo
     c->bias = bias;
     c->w_const = w_const;
     c->post = post;
+    c->chain = xe_dnnl_chain_layout();
     c->src_dt = c->w_dt = c->dst_dt = dnnl_f32;
     if ((q && quant_fields(c, q, a->node, st) != XE_OK) || make_conv(c, a->node, st) != XE_OK ||
         (w_const && pack_weights(c, w_const, a->node, st) != XE_OK)) {
@@ -410,6 +414,13 @@ xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, 
     if (a->out->dtype != XE_F32 || xe_tensor_numel(a->out) == 0 || p.c == 0)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): not for the engine",
                        a->node->name);
+    if (xe_dnnl_chain_layout() == dnnl_nChw8c && /* blocks of 8 channels, none padded */
+        (((post & XE_DNNL_SRC_CHAIN) && p.c % 8 != 0) ||
+         ((post & XE_DNNL_DST_CHAIN) && p.m % 8 != 0)))
+        return xe_fail(st, XE_ERR_UNSUPPORTED,
+                       "node %s (conv2d): a chained side of %lld or %lld channels, not a multiple "
+                       "of 8 (nChw8c)",
+                       a->node->name, (long long)p.c, (long long)p.m);
     return conv_on(a, &p, residual, post, NULL, st);
 }
 

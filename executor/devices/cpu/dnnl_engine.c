@@ -323,6 +323,23 @@ bool xe_dnnl_int8_exact(void)
     return known == 2;
 }
 
+static _Atomic dnnl_format_tag_t chain_tag = dnnl_format_tag_undef;
+
+dnnl_format_tag_t xe_dnnl_chain_layout(void)
+{
+    if (chain_tag == dnnl_format_tag_undef) {
+        dnnl_cpu_isa_t isa = dnnl_get_effective_cpu_isa();
+        chain_tag =
+            (isa & dnnl_cpu_isa_avx512_core) == dnnl_cpu_isa_avx512_core ? dnnl_nhwc : dnnl_nChw8c;
+    }
+    return chain_tag;
+}
+
+void xe_dnnl_chain_layout_set(dnnl_format_tag_t tag)
+{
+    chain_tag = tag;
+}
+
 bool xe_cpu_int8_engine(void)
 {
     return xe_dnnl_int8_exact();

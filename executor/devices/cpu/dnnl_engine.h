@@ -101,12 +101,22 @@ enum {
     XE_DNNL_POST_SILU = 1 << 4,      /* out = out * sigmoid(out) (swish, beta 1) */
     XE_DNNL_POST_HARDSWISH = 1 << 5, /* out = out * min(max(out / 6 + 1/2, 0), 1) */
     /* Layouts, not post-ops: the input (SRC) or the output and residual (DST), typed [N, C, H, W],
-       are channels-last (NHWC) in memory: a compiled cluster's chain of convs
-       (codegen/plan/layout.c). */
-    XE_DNNL_SRC_NHWC = 1 << 6,
-    XE_DNNL_DST_NHWC = 1 << 7,
-    XE_DNNL_LAYOUTS = XE_DNNL_SRC_NHWC | XE_DNNL_DST_NHWC,
+       are in the chain layout (xe_dnnl_chain_layout) in memory: a compiled cluster's chain of
+       convs (codegen/plan/layout.c). */
+    XE_DNNL_SRC_CHAIN = 1 << 6,
+    XE_DNNL_DST_CHAIN = 1 << 7,
+    XE_DNNL_LAYOUTS = XE_DNNL_SRC_CHAIN | XE_DNNL_DST_CHAIN,
 };
+/*
+ * The layout of the values a chain of convs hands on, the one oneDNN 2.6's f32 convolutions work
+ * in here, so that they read and write them in place: channels-last (nhwc) where the effective
+ * ISA has AVX-512, blocks of 8 channels (nChw8c, C a multiple of 8) below it, where the jit:avx2
+ * kernels picked nChw8c and every conv of a chain paid two reorders (0.1-0.6 ms each at batch 8
+ * of a ResNet). xe_dnnl_chain_layout_set fixes it for the tests (dnnl_nhwc or dnnl_nChw8c;
+ * dnnl_format_tag_undef: back to the ISA's choice) before any chained conv is made.
+ */
+dnnl_format_tag_t xe_dnnl_chain_layout(void);
+void xe_dnnl_chain_layout_set(dnnl_format_tag_t tag);
 /* conv2d (f32) with post-ops post (residual: the tensor summed in, NULL without SUM) into a->out;
    XE_ERR_UNSUPPORTED for what the engine cannot run (the caller runs the steps separately). */
 xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, unsigned post,
