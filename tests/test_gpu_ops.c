@@ -432,7 +432,7 @@ Test(gpu_ops, unary)
     SKIP_WITHOUT_GPU();
     rng_state = 5;
     const char *float_ops[] = {"exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "erf",
-                               "sin", "cos", "floor", "ceil", "gelu"};
+                               "sin", "cos", "floor", "ceil", "round", "gelu"};
     for (size_t o = 0; o < sizeof float_ops / sizeof float_ops[0]; o++) {
         unary_all(float_ops[o], NULL, FLOAT_DTYPES, 3, FILL_SPECIAL);
         unary_all(float_ops[o], NULL, FLOAT_DTYPES, 3, FILL_POS);

@@ -223,6 +223,7 @@ static double ref_unary(const char *op, bool approximate, double x)
     if (!strcmp(op, "cos")) return cos(x);
     if (!strcmp(op, "floor")) return floor(x);
     if (!strcmp(op, "ceil")) return ceil(x);
+    if (!strcmp(op, "round")) return nearbyint(x);
     if (!strcmp(op, "gelu"))
         return approximate ? 0.5 * x * (1 + tanh(sqrt(2 / M_PI) * (x + 0.044715 * x * x * x)))
                            : 0.5 * x * (1 + erf(x / sqrt(2)));

@@ -320,7 +320,7 @@ xe_code ox_b_trig(ox_b *b)
     return done(b, y);
 }
 
-/* Round: half to even. r = floor(x + 0.5), minus 1 where x + 0.5 was an odd integer. */
+/* Round: to the nearest integer, ties to even (the op round, nearbyint). */
 xe_code ox_b_round(ox_b *b)
 {
     return done(b, ox_round_even(b, ox_in(b, 0)));
@@ -328,14 +328,7 @@ xe_code ox_b_round(ox_b *b)
 
 int ox_round_even(ox_b *b, int x)
 {
-    int half = like(b, x, 0.5), two = like(b, x, 2);
-    int xh = ox_bin(b, XE_OP_ADD, x, half), r = ox_un(b, XE_OP_FLOOR, xh);
-    int tie = ox_bin(b, XE_OP_EQUAL, xh, r);
-    int odd =
-        ox_bin(b, XE_OP_NOT_EQUAL,
-               ox_bin(b, XE_OP_MUL, ox_un(b, XE_OP_FLOOR, ox_bin(b, XE_OP_DIV, r, two)), two), r);
-    return ox_select(b, ox_bin(b, XE_OP_LOGICAL_AND, tie, odd),
-                     ox_bin(b, XE_OP_SUB, r, like(b, x, 1)), r);
+    return ox_un(b, XE_OP_ROUND, x);
 }
 
 xe_code ox_b_gelu(ox_b *b)
