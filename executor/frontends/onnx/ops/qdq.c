@@ -38,10 +38,12 @@
  *
  * An Add between QDQ pairs, QuantizeLinear(Add(DequantizeLinear(a), DequantizeLinear(b))) with
  * every scale and zero point per tensor and a and b of one known shape (a QDQ ResNet's residual
- * add), is one quant_add(a, b) on every CPU (ir/infer/quant_add.c): the same f32 operations in
- * one pass over bytes, bit for bit the composition's, where the composition ran its casts per op
- * and its arithmetic over f32 tensors (the bench's QDQ ResNet at batch 8, op by op: 12.8 ->
- * 7.1 ms).
+ * add), is one quant_add(a, b) (ir/infer/quant_add.c): the same f32 operations in one pass over
+ * bytes, bit for bit the composition's, where the composition ran its casts per op and its
+ * arithmetic over f32 tensors (the bench's QDQ ResNet at batch 8, op by op: 12.8 -> 7.1 ms).
+ * Also only with VNNI: without it the convolutions around the add are f32, the pairs f32 loops
+ * that a cluster fuses with them (ops/quant.c: a DequantizeLinear of a QuantizeLinear reads its
+ * f32 value), and a quant_add's narrow values would cut the network into a cluster per conv.
  *
  * The DequantizeLinear nodes stay built for any other reader; when the Conv was their only one,
  * the loader drops them as dead. Scales that are zero, not finite or subnormal keep the f32 form.
@@ -327,7 +329,7 @@ static bool same_known_shape(ox_b *b, int q, int r)
 
 bool ox_qdq_add(ox_b *b)
 {
-    if (b->failed || b->n_in != 2 || !ox_top_level(b->c, b->np))
+    if (b->failed || b->n_in != 2 || !ox_top_level(b->c, b->np) || !xe_cpu_int8_engine())
         return false;
     const Onnx__NodeProto *da = dq_of(b, 0), *db = dq_of(b, 1);
     int qa, qb;

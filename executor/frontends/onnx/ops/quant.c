@@ -138,6 +138,30 @@ static bool common(ox_b *b, int x, int *axis)
     return ox_axis(b, a, r, axis);
 }
 
+/*
+ * When x is this import's QuantizeLinear to an integer type (its last node: the cast of the
+ * rounded, zero-pointed and clamped f32 value v, below), v; else -1. DequantizeLinear then reads
+ * v in place of f32(x): an integer within the type's range converts exactly both ways, so that is
+ * the same value, but for a NaN, which the cast makes 0 and the caller selects so. Between QDQ
+ * pairs the values then stay f32 from one op to the next, where each pair cast to the narrow type
+ * and back (without VNNI, where no int8 step takes the pair): in a cluster the narrow value
+ * ended it, so every conv of a QDQ network was a cluster of its own, with its casts per op and
+ * its layouts converted at both sides.
+ */
+static int quantized_f32(ox_b *b, int x)
+{
+    const xe_graph *g = b->c->g;
+    const xe_node *n = g->nodes[x];
+    if (n->op != XE_OP_CAST || n->n_inputs != 1 || !ox_top_level(b->c, b->np))
+        return -1;
+    int v = n->inputs[0];
+    const Onnx__NodeProto *q = ox_writer(b->c->model->graph, b->np->input[0]);
+    if (!ox_op_is(q, "QuantizeLinear") || g->nodes[v]->op != XE_OP_MINIMUM ||
+        ox_type(b, v)->dtype != XE_F32)
+        return -1;
+    return v;
+}
+
 xe_code ox_b_dequantize(ox_b *b)
 {
     int x = ox_in(b, 0), axis;
@@ -153,7 +177,11 @@ xe_code ox_b_dequantize(ox_b *b)
     int r = ox_rank(b, x);
     const xe_shape *xs = &ox_type(b, x)->shape;
     int scale = per_axis(b, ox_cast(b, ox_in(b, 1), XE_F32), r, axis, xs, "the scale");
-    int y = ox_cast(b, x, XE_F32);
+    int v = quantized_f32(b, x), y;
+    if (v >= 0) /* f32(x) is v, but for NaN: cast gives 0 */
+        y = ox_select(b, ox_bin(b, XE_OP_EQUAL, v, v), v, ox_scalar(b, XE_F32, 0));
+    else
+        y = ox_cast(b, x, XE_F32);
     if (ox_in(b, 2) >= 0) {
         if (ox_type(b, ox_in(b, 2))->dtype != in)
             return ox_invalid(b, "the zero point's dtype must be the input's");
@@ -217,7 +245,7 @@ xe_code ox_b_quantize(ox_b *b)
     double lo, hi;
     quant_range(to, &lo, &hi);
     y = ox_bin(b, XE_OP_MAXIMUM, y, ox_scalar(b, XE_F32, lo));
-    y = ox_bin(b, XE_OP_MINIMUM, y, ox_scalar(b, XE_F32, hi));
+    y = ox_bin(b, XE_OP_MINIMUM, y, ox_scalar(b, XE_F32, hi)); /* quantized_f32 reads this */
     return done(b, ox_cast(b, y, to));
 }
 
