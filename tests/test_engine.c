@@ -117,6 +117,17 @@ static xe_session *conv_session(const conv_geo *g, xe_tensor *w, xe_tensor *b, i
     return session_of(gr);
 }
 
+/* The conv2d node of graph g (one of conv_session's). */
+static const xe_node *conv_node(const xe_graph *g)
+{
+    const xe_node *n = NULL;
+    for (int i = 0; i < g->n_nodes; i++)
+        if (g->nodes[i]->op == XE_OP_CONV2D)
+            n = g->nodes[i];
+    cr_assert_not_null(n);
+    return n;
+}
+
 /* One geometry: three runs (two inputs of one shape, then a new batch and height). */
 static void conv_geo_case(const conv_geo *g, int64_t h, int64_t wd)
 {
@@ -435,10 +446,7 @@ typedef struct shared_slot_job {
 static void *shared_slot_worker(void *arg)
 {
     shared_slot_job *j = arg;
-    const xe_node *n = NULL;
-    for (int i = 0; i < j->g->n_nodes; i++)
-        if (j->g->nodes[i]->op == XE_OP_CONV2D)
-            n = j->g->nodes[i];
+    const xe_node *n = conv_node(j->g);
     xe_tensor *w = j->g->nodes[n->inputs[1]]->value, *b = j->g->nodes[n->inputs[2]]->value;
     xe_shape xs = ref_shape(4, (int64_t[]){j->batch, 16, 7, 7}), ys = ref_shape(4, (int64_t[]){j->batch, 16, 7, 7});
     xe_status ts;
@@ -523,21 +531,44 @@ static double post_ref(unsigned post, double v)
     return v;
 }
 
-/* One geometry, each post-op combination, with and without a cache slot, against doubles. */
-static void post_case(const conv_geo *g, int64_t h, int64_t wd)
+/* A conv of geometry g with random weights and bias, its input x [2, C, h, wd] and its plain
+   output (conv + bias, op by op), and a residual of that shape, for the engine's calls. */
+typedef struct conv_fixture {
+    xe_tensor *w, *b, *x, *plain, *res;
+    xe_session *s;
+    const xe_graph *g;
+    const xe_node *n;
+} conv_fixture;
+
+static conv_fixture fixture_make(const conv_geo *g, int64_t h, int64_t wd)
 {
     int64_t M = g->mg * g->groups, C = g->cg * g->groups;
     xe_shape ws = ref_shape(4, (int64_t[]){M, g->cg, g->k[0], g->k[1]}), bs = ref_shape(1, &M);
-    xe_tensor *w = ref_random_tensor(XE_F32, &ws, -1, 1), *b = ref_random_tensor(XE_F32, &bs, -1, 1);
-    xe_session *s = conv_session(g, w, b, wd);
+    conv_fixture f = {.w = ref_random_tensor(XE_F32, &ws, -1, 1), .b = ref_random_tensor(XE_F32, &bs, -1, 1)};
+    f.s = conv_session(g, f.w, f.b, wd);
     xe_shape xs = ref_shape(4, (int64_t[]){2, C, h, wd});
-    xe_tensor *x = ref_random_tensor(XE_F32, &xs, -1, 1), *plain = run1(s, x); /* conv + bias */
-    const xe_graph *gr = xe_session_graph(s);
-    const xe_node *n = NULL;
-    for (int i = 0; i < gr->n_nodes; i++)
-        if (gr->nodes[i]->op == XE_OP_CONV2D)
-            n = gr->nodes[i];
-    xe_tensor *res = ref_random_tensor(XE_F32, &plain->shape, -2, 2);
+    f.x = ref_random_tensor(XE_F32, &xs, -1, 1);
+    f.plain = run1(f.s, f.x);
+    f.g = xe_session_graph(f.s);
+    f.n = conv_node(f.g);
+    f.res = ref_random_tensor(XE_F32, &f.plain->shape, -2, 2);
+    return f;
+}
+
+static void fixture_free(conv_fixture *f)
+{
+    xe_tensor_release(f->res);
+    xe_tensor_release(f->plain);
+    xe_tensor_release(f->x);
+    xe_session_destroy(f->s);
+    xe_tensor_release(f->w);
+    xe_tensor_release(f->b);
+}
+
+/* One geometry, each post-op combination, with and without a cache slot, against doubles. */
+static void post_case(const conv_geo *g, int64_t h, int64_t wd)
+{
+    conv_fixture f = fixture_make(g, h, wd);
     xe_kernel_cache slot = {0};
     static const unsigned posts[] = {XE_DNNL_POST_SUM, XE_DNNL_POST_GELU, XE_DNNL_POST_SUM | XE_DNNL_POST_GELU_TANH,
                                      XE_DNNL_POST_SIGMOID, XE_DNNL_POST_SILU, XE_DNNL_POST_SUM | XE_DNNL_POST_SILU,
@@ -545,13 +576,13 @@ static void post_case(const conv_geo *g, int64_t h, int64_t wd)
     for (size_t pi = 0; pi < sizeof posts / sizeof *posts; pi++)
         for (int cached = 0; cached < 2; cached++) {
             unsigned post = posts[pi];
-            xe_tensor *out = ref_zeros(XE_F32, &plain->shape), *in[3] = {x, w, b};
-            xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out,
+            xe_tensor *out = ref_zeros(XE_F32, &f.plain->shape), *in[3] = {f.x, f.w, f.b};
+            xe_kernel_args a = {.graph = f.g, .node = f.n, .n_in = 3, .in = in, .out = out,
                                 .cache = cached ? &slot : NULL};
             bool sum = post & XE_DNNL_POST_SUM;
-            cr_assert_eq(xe_dnnl_conv2d_post(&a, sum ? res : NULL, post, &st), XE_OK, "%s", st.msg);
+            cr_assert_eq(xe_dnnl_conv2d_post(&a, sum ? f.res : NULL, post, &st), XE_OK, "%s", st.msg);
             for (int64_t i = 0; i < xe_tensor_numel(out); i++) {
-                double want = post_ref(post, at(plain, i) + (sum ? at(res, i) : 0));
+                double want = post_ref(post, at(f.plain, i) + (sum ? at(f.res, i) : 0));
                 cr_assert(fabs(at(out, i) - want) <= 1e-4 * (1 + fabs(want)),
                           "post %u cached %d groups %lld element %lld: %g, want %g", post, cached,
                           (long long)g->groups, (long long)i, at(out, i), want);
@@ -560,12 +591,7 @@ static void post_case(const conv_geo *g, int64_t h, int64_t wd)
         }
     if (slot.free)
         slot.free(slot.data);
-    xe_tensor_release(res);
-    xe_tensor_release(plain);
-    xe_tensor_release(x);
-    xe_session_destroy(s);
-    xe_tensor_release(w);
-    xe_tensor_release(b);
+    fixture_free(&f);
 }
 
 Test(engine, conv_post_ops_sum_and_activations)
@@ -619,19 +645,8 @@ static xe_tensor *relayout(const xe_tensor *t, dnnl_format_tag_t tag, bool to)
    output (back in NCHW) against the plain conv's within float rounding. */
 static void chained_case(const conv_geo *g, dnnl_format_tag_t tag)
 {
-    int64_t M = g->mg * g->groups, C = g->cg * g->groups;
-    xe_shape ws = ref_shape(4, (int64_t[]){M, g->cg, g->k[0], g->k[1]}), bs = ref_shape(1, &M);
-    xe_tensor *w = ref_random_tensor(XE_F32, &ws, -1, 1), *b = ref_random_tensor(XE_F32, &bs, -1, 1);
-    xe_session *s = conv_session(g, w, b, 10);
-    xe_shape xs = ref_shape(4, (int64_t[]){2, C, 9, 10});
-    xe_tensor *x = ref_random_tensor(XE_F32, &xs, -1, 1), *plain = run1(s, x);
-    const xe_graph *gr = xe_session_graph(s);
-    const xe_node *n = NULL;
-    for (int i = 0; i < gr->n_nodes; i++)
-        if (gr->nodes[i]->op == XE_OP_CONV2D)
-            n = gr->nodes[i];
-    xe_tensor *res = ref_random_tensor(XE_F32, &plain->shape, -2, 2);
-    xe_tensor *x_ch = relayout(x, tag, true), *res_ch = relayout(res, tag, true);
+    conv_fixture f = fixture_make(g, 9, 10);
+    xe_tensor *x_ch = relayout(f.x, tag, true), *res_ch = relayout(f.res, tag, true);
     xe_kernel_cache slot = {0};
     xe_dnnl_chain_layout_set(tag);
     static const unsigned sides[] = {XE_DNNL_SRC_CHAIN, XE_DNNL_DST_CHAIN, XE_DNNL_LAYOUTS};
@@ -639,13 +654,13 @@ static void chained_case(const conv_geo *g, dnnl_format_tag_t tag)
         for (int sum = 0; sum < 2; sum++) {
             unsigned post = sides[si] | (sum ? XE_DNNL_POST_SUM : 0u);
             bool src = post & XE_DNNL_SRC_CHAIN, dst = post & XE_DNNL_DST_CHAIN;
-            xe_tensor *out = ref_zeros(XE_F32, &plain->shape), *in[3] = {src ? x_ch : x, w, b};
-            xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out, .cache = &slot};
-            const xe_tensor *r = sum ? (dst ? res_ch : res) : NULL;
+            xe_tensor *out = ref_zeros(XE_F32, &f.plain->shape), *in[3] = {src ? x_ch : f.x, f.w, f.b};
+            xe_kernel_args a = {.graph = f.g, .node = f.n, .n_in = 3, .in = in, .out = out, .cache = &slot};
+            const xe_tensor *r = sum ? (dst ? res_ch : f.res) : NULL;
             cr_assert_eq(xe_dnnl_conv2d_post(&a, r, post, &st), XE_OK, "%s", st.msg);
             xe_tensor *got = dst ? relayout(out, tag, false) : xe_tensor_retain(out);
             for (int64_t i = 0; i < xe_tensor_numel(got); i++) {
-                double want = at(plain, i) + (sum ? at(res, i) : 0);
+                double want = at(f.plain, i) + (sum ? at(f.res, i) : 0);
                 cr_assert(fabs(at(got, i) - want) <= 1e-4 * (1 + fabs(want)),
                           "%s, post %#x, groups %lld, element %lld: %g, want %g",
                           tag == dnnl_nhwc ? "nhwc" : "nChw8c", post, (long long)g->groups,
@@ -659,12 +674,7 @@ static void chained_case(const conv_geo *g, dnnl_format_tag_t tag)
         slot.free(slot.data);
     xe_tensor_release(x_ch);
     xe_tensor_release(res_ch);
-    xe_tensor_release(res);
-    xe_tensor_release(plain);
-    xe_tensor_release(x);
-    xe_session_destroy(s);
-    xe_tensor_release(w);
-    xe_tensor_release(b);
+    fixture_free(&f);
 }
 
 Test(engine, chained_convs_read_and_write_the_chain_layout)
@@ -687,25 +697,14 @@ Test(engine, an_unblockable_chained_conv_is_refused)
 {
     ref_seed(13);
     conv_geo g = {.cg = 4, .mg = 4, .groups = 1, .k = {1, 1}, .s = {1, 1}, .d = {1, 1}};
-    xe_shape ws = ref_shape(4, (int64_t[]){4, 4, 1, 1}), bs = ref_shape(1, (int64_t[]){4});
-    xe_tensor *w = ref_random_tensor(XE_F32, &ws, -1, 1), *b = ref_random_tensor(XE_F32, &bs, -1, 1);
-    xe_session *s = conv_session(&g, w, b, 5);
-    const xe_graph *gr = xe_session_graph(s);
-    const xe_node *n = NULL;
-    for (int i = 0; i < gr->n_nodes; i++)
-        if (gr->nodes[i]->op == XE_OP_CONV2D)
-            n = gr->nodes[i];
-    xe_shape xs = ref_shape(4, (int64_t[]){1, 4, 5, 5});
-    xe_tensor *x = ref_random_tensor(XE_F32, &xs, -1, 1), *out = ref_zeros(XE_F32, &xs), *in[3] = {x, w, b};
-    xe_kernel_args a = {.graph = gr, .node = n, .n_in = 3, .in = in, .out = out};
+    conv_fixture f = fixture_make(&g, 5, 5);
+    xe_tensor *out = ref_zeros(XE_F32, &f.plain->shape), *in[3] = {f.x, f.w, f.b};
+    xe_kernel_args a = {.graph = f.g, .node = f.n, .n_in = 3, .in = in, .out = out};
     xe_dnnl_chain_layout_set(dnnl_nChw8c);
     cr_expect_eq(xe_dnnl_conv2d_post(&a, NULL, XE_DNNL_LAYOUTS, &st), XE_ERR_UNSUPPORTED);
     cr_expect(strstr(st.msg, "not a multiple of 8"), "%s", st.msg);
     xe_status_clear(&st);
     xe_dnnl_chain_layout_set(dnnl_format_tag_undef);
     xe_tensor_release(out);
-    xe_tensor_release(x);
-    xe_session_destroy(s);
-    xe_tensor_release(w);
-    xe_tensor_release(b);
+    fixture_free(&f);
 }
