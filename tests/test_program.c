@@ -298,3 +298,41 @@ Test(lifetime, a_transposed_operand_keeps_its_source, .timeout = 120)
           "z = add(r, r)\noutput s\noutput z\n",
           0, -1);
 }
+
+/*
+ * A reshape of a product, read by another product and handed out: its step only copied the
+ * product, so it does not run and its buffer is a view of the product's (lifetime.c). Proven by
+ * the two outputs' addresses, the program's view_of, the plan text, and the values against op by
+ * op. On the way, a view of a body input (rx) and one of a view (rr).
+ */
+Test(lifetime, a_copying_reshape_is_a_view, .timeout = 120)
+{
+    const char *text = "xlac.graph v1\ninput x: f32[4,6]\ninput w: f32[6,8]\n"
+                       "m = matmul(x, w)\nr = reshape(m, shape=[2,16])\nrr = reshape(r, shape=[32])\n"
+                       "rx = reshape(x, shape=[24])\nwt = const(f32[16,3], 0.25)\n"
+                       "q = matmul(r, wt)\noutput m\noutput r\noutput q\noutput rr\noutput rx\n";
+    built b = {0};
+    build(&b, text);
+    cr_assert_geq(xt_occurrences(b.a->plan_text, "launch: none: a view of"), 1, "%s", b.a->plan_text);
+    xg_options o;
+    xg_options_default(&o);
+    xg_program *p = NULL;
+    cr_assert_eq(xg_program_load(b.a, b.g, b.types, &o, &p, &st), XE_OK, "%s", st.msg);
+    xe_tensor *out[5] = {0};
+    cr_assert_eq(xg_program_run(p, b.in, b.g->n_inputs, out, 5, &st), XE_OK, "%s", st.msg);
+    int views = 0;
+    for (int j = 0; j < p->body->n_nodes; j++)
+        views += p->view_of[j] >= 0;
+    cr_assert_geq(views, 1, "%s", b.a->plan_text);
+    cr_expect_eq(out[1]->data, out[0]->data, "r is not a view of m\n%s", b.a->plan_text);
+    cr_expect_eq(out[1]->shape.dims[0], 2);
+    xg_program_destroy(p);
+    xe_tensor *want[5] = {0};
+    ref_run_graph(text, b.in, want);
+    for (int k = 0; k < 5; k++) {
+        expect_close(out[k], want[k], 1e-6, b.g->nodes[b.g->outputs[k]]->name);
+        xe_tensor_release(out[k]);
+        xe_tensor_release(want[k]);
+    }
+    unbuild(&b);
+}

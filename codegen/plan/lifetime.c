@@ -6,6 +6,13 @@
  * hands a later layer the pages an earlier one let go, so a first run does
  * not fault in fresh pages for each (the ONNX encoder's first launch was
  * 1.5x its steady one).
+ *
+ * A loop step whose one output is a reshape of a value in memory only
+ * copies it (the plan materializes the reshape because a library step or
+ * a row kernel reads it, or because it is a body output): on a host that
+ * step does not run, and its buffer is a view of its input's
+ * (xe_tensor_alias, which holds the input's bytes while it lives), as op
+ * by op. DeBERTa's attention copied 2 MB three times a layer so at batch 8.
  */
 #include <limits.h>
 #include <stdlib.h>
@@ -26,18 +33,39 @@ static void mark_read(void *ctx, int buf)
         m->dies[buf] = m->step;
 }
 
+int xg_step_view_source(const xg_plan *plan, int i)
+{
+    const xg_step *s = &plan->steps[i];
+    if (s->kind != XG_STEP_LOOP || s->n_outs != 1 || s->panel || s->attention)
+        return -1;
+    const xe_node *n = plan->body->nodes[s->outs[0]];
+    if (n->op != XE_OP_RESHAPE || n->n_inputs != 1 || !plan->mat[n->inputs[0]] ||
+        plan->types[n->inputs[0]].dtype != plan->types[s->outs[0]].dtype)
+        return -1;
+    return n->inputs[0];
+}
+
+bool xg_step_is_view(const xg_program *p, int i)
+{
+    return p->view_of[p->plan->steps[i].outs[0]] >= 0;
+}
+
 xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
 {
     const xg_plan *plan = p->plan;
     int n = plan->body->n_nodes;
     p->born = malloc(sizeof *p->born * (size_t)(n + 1));
     p->dies = malloc(sizeof *p->dies * (size_t)(n + 1));
-    if (!p->born || !p->dies)
+    p->view_of = malloc(sizeof *p->view_of * (size_t)(n + 1));
+    if (!p->born || !p->dies || !p->view_of)
         return xe_fail(st, XE_ERR_NOMEM, "out of memory");
     for (int j = 0; j < n; j++) {
         p->born[j] = -1; /* inputs and constants: borrowed for the whole run */
         p->dies[j] = -1;
+        p->view_of[j] = -1;
     }
+    for (int i = 0; xe_device_is_host(p->device) && i < plan->n_steps; i++)
+        p->view_of[plan->steps[i].outs[0]] = xg_step_view_source(plan, i);
     for (int i = 0; i < plan->n_steps; i++)
         for (int k = 0; k < plan->steps[i].n_outs; k++) {
             int o = plan->steps[i].outs[k];
@@ -88,7 +116,13 @@ xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last
     for (int j = 0; j < p->body->n_nodes; j++) {
         if (p->born[j] < first || p->born[j] > last || bufs[j])
             continue;
-        if (!(bufs[j] = xe_tensor_new(types[j].dtype, &types[j].shape, p->device, st)))
+        int v = p->view_of[j];
+        if (v >= 0 && !bufs[v]) /* its step reads v, so v lives until it */
+            return xe_fail(st, XE_ERR_RUNTIME, "node %s: the buffer it views is gone",
+                           p->body->nodes[j]->name);
+        bufs[j] = v >= 0 ? xe_tensor_alias(bufs[v], &types[j].shape, st)
+                         : xe_tensor_new(types[j].dtype, &types[j].shape, p->device, st);
+        if (!bufs[j])
             return st->code;
         ptrs[j] = bufs[j]->data;
     }

@@ -166,6 +166,11 @@ typedef struct xg_conv_epi {
     bool src_chained, dst_chained; /* the conv's input, and out (and residual), are chained */
 } xg_conv_epi;
 
+/* lifetime.c: the input of step i's one output when the step only copies that materialized value
+   into a reshape of it (a plain loop step, not a matmul's panel or inside an attention), else
+   -1. On a host such a step does not run: its buffer is a view of the input's. */
+int xg_step_view_source(const xg_plan *plan, int i);
+
 /* Whether LIBRARY step i is an f32 conv2d whose next step the library can apply as post-ops. */
 bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e);
 /* Whether LIBRARY step i is a conv2d that reads or writes a chained value: e, the conv alone. */

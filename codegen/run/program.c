@@ -78,6 +78,7 @@ void xg_program_destroy(xg_program *p)
     xg_shares_free(&p->shares);
     free(p->born);
     free(p->dies);
+    free(p->view_of);
     free(p->fn);
     xe_graph_destroy(p->body);
     free(p->in_types);
@@ -402,6 +403,8 @@ static xe_code run_step(xg_program *p, int i, int last, const xe_type *types, xe
     const xg_step *s = &p->plan->steps[i];
     xg_conv_epi ce;
     *next = i + 1;
+    if (xg_step_is_view(p, i))
+        return XE_OK; /* its buffer views its input's (lifetime.c) */
     if (xg_runs_attention(p, i)) {
         *next = last + 1;
         return p->backend->runner.attention(p, i, last, types, bufs, ptrs, S, st);
@@ -478,7 +481,9 @@ static xe_code run_steps(xg_program *p, const xe_type *types, xe_tensor **bufs, 
                                  st)) != XE_OK)
             break;
         share_ptrs(p, ptrs, shared, i, last);
-        double t0 = xe_device_is_host(p->device) && xe_trace_on() ? xe_now_us() : 0;
+        double t0 = xe_device_is_host(p->device) && xe_trace_on() && !xg_step_is_view(p, i)
+                        ? xe_now_us()
+                        : 0;
         c = run_step(p, i, last, types, bufs, ptrs, shared, S, &next, st);
         if (t0 > 0 && c == XE_OK)
             trace_step(p, i, next, t0);

@@ -23,6 +23,8 @@ struct xg_program {
     int *born,
         *dies; /* per node: the step that writes it and the last that reads it (lifetime.c; -1 and
                   INT_MAX for inputs, constants and outputs, which live the whole run) */
+    int *view_of; /* per node: the node whose buffer its own views (a reshape's copy step that does
+                     not run, lifetime.c), else -1 */
     xe_tensor *
         *consts; /* per node: a materialized constant on the program's device, made at load */
     void *priv;  /* the backend's own state (C: the dlopen handle; CUDA: cuda/program.c's) */
@@ -38,7 +40,10 @@ xe_code xg_lifetimes_build(xg_program *p, xe_status *st);
 /* The last step that runs together with step i (a matmul's panel or cuBLASLt epilogue steps), else
  * i. */
 int xg_group_last(const xg_program *p, int i);
-/* Makes the buffers steps [first, last] write that do not exist yet, their pointers in ptrs. */
+/* Whether step i of p does not run: its one output views its input's buffer (p->view_of). */
+bool xg_step_is_view(const xg_program *p, int i);
+/* Makes the buffers steps [first, last] write that do not exist yet, their pointers in ptrs: a
+   view's is its input's buffer under its own shape. */
 xe_code xg_buffers_make(xg_program *p, const xe_type *types, int first, int last, xe_tensor **bufs,
                         void **ptrs, xe_status *st);
 /* Releases the made buffers that no step after step done reads. */

@@ -330,6 +330,11 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
         library_text(p, i, buf, len);
         return;
     case XG_STEP_LOOP:
+        if (xg_step_view_source(p, i) >= 0) {
+            snprintf(buf, len, "none: a view of %s's buffer (a reshape), not a copy",
+                     p->body->nodes[xg_step_view_source(p, i)]->name);
+            return;
+        }
         xg_items_text(p, items, "elements", n, sizeof n);
         snprintf(buf, len, "OpenMP parallel for over %s (rows, or elements), simd inside", n);
         return;
