@@ -64,8 +64,9 @@ xe_code xg_lifetimes_build(xg_program *p, xe_status *st)
         p->dies[j] = -1;
         p->view_of[j] = -1;
     }
-    for (int i = 0; xe_device_is_host(p->device) && i < plan->n_steps; i++)
-        p->view_of[plan->steps[i].outs[0]] = xg_step_view_source(plan, i);
+    if (xe_device_is_host(p->device)) /* xe_tensor_alias makes host tensors */
+        for (int i = 0; i < plan->n_steps; i++)
+            p->view_of[plan->steps[i].outs[0]] = xg_step_view_source(plan, i);
     for (int i = 0; i < plan->n_steps; i++)
         for (int k = 0; k < plan->steps[i].n_outs; k++) {
             int o = plan->steps[i].outs[k];

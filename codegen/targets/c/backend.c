@@ -243,7 +243,6 @@ static void reduce_c(em *e, int step, const xg_step *s, const xe_node *r, int x,
 
 /* ---- plan text ---------------------------------------------------------------- */
 
-/* How the C program runs step i: what the OpenMP threads share, and how many. */
 /* The layout of a chain's values (codegen/plan/layout.c), as the engine picks it per process. */
 #define CONV_LAYOUT "the engine's conv layout (NHWC with AVX-512, nChw8c blocks without)"
 
@@ -310,6 +309,7 @@ static bool attention_text(const xg_plan *p, int i, char *buf, size_t len)
     return true;
 }
 
+/* How the C program runs step i: what the OpenMP threads share, and how many. */
 static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
 {
     const xg_step *s = &p->steps[i];
@@ -317,6 +317,7 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
     bool per_block;
     int64_t items = xg_step_items(p, i, p->types, NULL, &per_block);
     char n[64];
+    int view;
     if (attention_text(p, i, buf, len))
         return;
     if (s->panel) {
@@ -330,9 +331,9 @@ static void launch_text_c(const xg_plan *p, int i, char *buf, size_t len)
         library_text(p, i, buf, len);
         return;
     case XG_STEP_LOOP:
-        if (xg_step_view_source(p, i) >= 0) {
+        if ((view = xg_step_view_source(p, i)) >= 0) {
             snprintf(buf, len, "none: a view of %s's buffer (a reshape), not a copy",
-                     p->body->nodes[xg_step_view_source(p, i)]->name);
+                     p->body->nodes[view]->name);
             return;
         }
         xg_items_text(p, items, "elements", n, sizeof n);

@@ -181,19 +181,29 @@ static int plain_4d_order(const dnnl_memory_desc_t *m)
     return -1;
 }
 
+/* Whether from and to lay out one 4-D value: one type, one shape (what planes.c's reorders need).
+ */
+static bool same_4d_value(const dnnl_memory_desc_t *from, const dnnl_memory_desc_t *to)
+{
+    if (from->data_type != to->data_type || from->ndims != 4 || to->ndims != 4)
+        return false;
+    for (int i = 0; i < 4; i++)
+        if (from->dims[i] != to->dims[i])
+            return false;
+    return true;
+}
+
 /*
- * A reorder between plain NCHW and NHWC of one type as transposed planes (planes.c, several
- * times faster than oneDNN 2.6's reorder there); false when from -> to is not one.
+ * A reorder between plain NCHW and NHWC of one 4-D value (same_4d_value) as transposed planes
+ * (planes.c, several times faster than oneDNN 2.6's reorder there); false when from -> to is not
+ * one.
  */
 static bool transpose_nchw(const dnnl_memory_desc_t *from, const void *src,
                            const dnnl_memory_desc_t *to, void *dst)
 {
     int a = plain_4d_order(from), b = plain_4d_order(to);
-    if (a < 0 || b < 0 || a == b || from->data_type != to->data_type)
+    if (a < 0 || b < 0 || a == b)
         return false;
-    for (int i = 0; i < 4; i++)
-        if (from->dims[i] != to->dims[i])
-            return false;
     int64_t c = from->dims[1], hw = from->dims[2] * from->dims[3];
     xe_cpu_transpose_planes(src, dst, from->dims[0], a == 0 ? c : hw, a == 0 ? hw : c,
                             dnnl_data_type_size(from->data_type));
@@ -223,18 +233,14 @@ static int64_t channel_block(const dnnl_memory_desc_t *m)
 }
 
 /*
- * A reorder between plain NCHW or NHWC and a dense channel-blocked layout of one type as
- * transposed planes of channel blocks (planes.h); false when from -> to is not one. oneDNN 2.6's
- * reorder took 0.1-0.6 ms each way around every AVX2 convolution of a ResNet at batch 8.
+ * A reorder of one 4-D value (same_4d_value) between plain NCHW or NHWC and a dense
+ * channel-blocked layout as transposed planes of channel blocks (planes.h); false when from -> to
+ * is not one. oneDNN 2.6's reorder took 0.1-0.6 ms each way around every AVX2 convolution of a
+ * ResNet at batch 8.
  */
 static bool block_channels(const dnnl_memory_desc_t *from, const void *src,
                            const dnnl_memory_desc_t *to, void *dst)
 {
-    if (from->data_type != to->data_type || from->ndims != 4 || to->ndims != 4)
-        return false;
-    for (int i = 0; i < 4; i++)
-        if (from->dims[i] != to->dims[i])
-            return false;
     int a = plain_4d_order(from), b = plain_4d_order(to);
     int64_t kf = channel_block(from), kt = channel_block(to), k = kf ? kf : kt;
     if (!((a >= 0 && kt) || (kf && b >= 0)))
@@ -256,7 +262,8 @@ xe_code xe_dnnl_reorder_run(dnnl_primitive_t r, const dnnl_memory_desc_t *from, 
                             const dnnl_memory_desc_t *to, void *dst, const xe_node *n,
                             xe_status *st)
 {
-    if (transpose_nchw(from, src, to, dst) || block_channels(from, src, to, dst))
+    if (same_4d_value(from, to) &&
+        (transpose_nchw(from, src, to, dst) || block_channels(from, src, to, dst)))
         return XE_OK;
     xe_dnnl_arg args[2] = {{DNNL_ARG_FROM, from, src}, {DNNL_ARG_TO, to, dst}};
     return xe_dnnl_execute(r, args, 2, n, st);
