@@ -414,7 +414,8 @@ xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, 
     if (a->out->dtype != XE_F32 || xe_tensor_numel(a->out) == 0 || p.c == 0)
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): not for the engine",
                        a->node->name);
-    if (xe_dnnl_chain_layout() == dnnl_nChw8c && /* blocks of 8 channels, none padded */
+    /* blocks of 8 channels, none padded: the plan's XG_CHAIN_CHANNELS (codegen/plan/plan.h) */
+    if (xe_dnnl_chain_layout() == dnnl_nChw8c &&
         (((post & XE_DNNL_SRC_CHAIN) && p.c % 8 != 0) ||
          ((post & XE_DNNL_DST_CHAIN) && p.m % 8 != 0)))
         return xe_fail(st, XE_ERR_UNSUPPORTED,
