@@ -415,9 +415,8 @@ xe_code xe_dnnl_conv2d_post(const xe_kernel_args *a, const xe_tensor *residual, 
         return xe_fail(st, XE_ERR_UNSUPPORTED, "node %s (conv2d): not for the engine",
                        a->node->name);
     /* blocks of 8 channels, none padded: the plan's XG_CHAIN_CHANNELS (codegen/plan/plan.h) */
-    if (xe_dnnl_chain_layout() == dnnl_nChw8c &&
-        (((post & XE_DNNL_SRC_CHAIN) && p.c % 8 != 0) ||
-         ((post & XE_DNNL_DST_CHAIN) && p.m % 8 != 0)))
+    if (xe_dnnl_chain_layout() == dnnl_nChw8c && (((post & XE_DNNL_SRC_CHAIN) && p.c % 8 != 0) ||
+                                                  ((post & XE_DNNL_DST_CHAIN) && p.m % 8 != 0)))
         return xe_fail(st, XE_ERR_UNSUPPORTED,
                        "node %s (conv2d): a chained side of %lld or %lld channels, not a multiple "
                        "of 8 (nChw8c)",
