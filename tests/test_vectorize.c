@@ -257,6 +257,17 @@ Test(vectorize, select_on_a_logical_and, .timeout = 120)
                 1);
 }
 
+/* torch's where(isnan(p), 0, p) after an f16 softmax, with an f16 add and exp (each op rounded to f16
+   by xe_f16_round_vec): a ?: of f16 values (floats in the loop) with a constant arm stayed scalar on
+   AVX2 (13 % of an fp16 BERT's run) */
+Test(vectorize, f16_select_of_isnan, .timeout = 120)
+{
+    check_graph("f16 where isnan",
+                "xlac.graph v1\ninput p: f16[64,4,128]\ninput b: f16[128]\nz = const(f16[], 0)\n"
+                "a = add(p, b)\ne = exp(a)\nn = not_equal(e, e)\ny = select(n, z, e)\noutput y\n",
+                1);
+}
+
 Test(vectorize, softmax_rows_long_and_short, .timeout = 120)
 {
     static const char *const shapes[] = {"f32[512,4096]", "f32[4,64,64]", "f32[16,1024]"};

@@ -440,10 +440,12 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         break;
     case XE_CLASS_SELECT: /* floats by scalar.h's bit select: gcc 12 vectorizes a ?: of floats on
                              a u8 condition only with AVX-512's masks (a QDQ model's rounding: 30 ms
-                             scalar on AVX2 for 8 x 32 x 64 x 64); integers keep ?:, whose other arm
-                             is not evaluated */
-        if (dt == XE_F32 || dt == XE_F64)
-            snprintf(text, sizeof text, "xe_select_%s(%s, %s, %s)", dt == XE_F32 ? "f32" : "f64",
+                             scalar on AVX2 for 8 x 32 x 64 x 64; an fp16 BERT's where(isnan(p), 0,
+                             p) after each softmax, 13 % of its run); f16 and bf16 values are floats
+                             here (value_type). Integers keep ?:, whose other arm is not evaluated
+                           */
+        if (dt == XE_F64 || !strcmp(value_type(dt), "float"))
+            snprintf(text, sizeof text, "xe_select_%s(%s, %s, %s)", dt == XE_F64 ? "f64" : "f32",
                      a[0], a[1], a[2]);
         else
             snprintf(text, sizeof text, "%s ? %s : %s", a[0], a[1], a[2]);
@@ -463,7 +465,10 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         break;
     }
     new_var(e, var, len);
-    if (dt == XE_F16) /* computed in float, rounded to f16 at every op, as op by op */
+    if (dt == XE_F16 &&
+        e->b->render.f16_round) /* computed in float, rounded to f16 at every op, as op by op */
+        xg_out(e, "    float %s = %s(%s);\n", var, e->b->render.f16_round, text);
+    else if (dt == XE_F16)
         xg_out(e, "    float %s = %s(%s(%s));\n", var, e->b->render.h2f, e->b->render.f2h, text);
     else
         xg_out(e, "    %s %s = %s;\n", value_type(dt), var, text);

@@ -301,6 +301,30 @@ static inline XE_VEC_INLINE uint16_t xe_f2h_vec(float f)
 }
 
 /*
+ * xe_h2f_vec(xe_f2h_vec(x)) bit for bit (checked on every float), in half the operations: a
+ * generated f16 loop rounds every op's result to f16 and goes on in float. |x| + 2^13 of its
+ * binade, whose ulp is the half's step there, rounds |x| to 11 bits (to even, as f2h) and the
+ * subtraction is exact; the binade is held to the halves' denormal step (2^-24) below and to 2^15
+ * above, so that every large value comes out above 65504, which is infinity. A NaN keeps f2h's
+ * ten payload bits, quiet. Under gcc's -fassociative-math (generated code's --fast_math) the
+ * addition and subtraction would cancel: the conversions instead.
+ */
+static inline XE_VEC_INLINE float xe_f16_round_vec(float x)
+{
+#if defined(__ASSOCIATIVE_MATH__)
+    return xe_h2f_vec(xe_f2h_vec(x));
+#else
+    uint32_t b = xe_f32_bits(x), a = b & 0x7fffffffu, e = a & 0x7f800000u;
+    e = e < (113u << 23) ? 113u << 23 : e > (142u << 23) ? 142u << 23 : e;
+    float m = xe_f32_of_bits(e + (13u << 23));
+    float r = (xe_f32_of_bits(a) + m) - m;
+    uint32_t rb = xe_select_u32(r > 65504.0f, 0x7f800000u, xe_f32_bits(r));
+    rb = xe_select_u32(a > 0x7f800000u, (a & 0x007fe000u) | 0x7fc00000u, rb);
+    return xe_f32_of_bits(rb | (b & 0x80000000u));
+#endif
+}
+
+/*
  * exp(x + lo), lo a small correction to x (0, or the low part of an argument
  * computed in double). Cody-Waite: x = n ln2 + r with |r| <= ln2 / 2, ln2 in
  * two parts so that n * LN2_HI is exact; exp(r) by Cephes' degree-6 minimax

@@ -52,7 +52,7 @@
 #include <string.h>
 
 #include "dnnl_engine.h"
-#include "scalar.h"
+#include "half.h"
 
 /* The key of a primitive: both operand shapes as stored, transposes, the packed constant. */
 typedef struct mm_key {
@@ -353,26 +353,6 @@ static xe_code run_plain(const xe_kernel_args *ka, const mm_prim *m, const void 
     return xe_dnnl_execute(m->mm, args, 3, ka->node, st);
 }
 
-/* n f16 values widened to f32, or f32 values rounded to f16 (to_half), as one OpenMP loop of the
-   branch-free conversions (scalar.h), which vectorize: the out-of-line xe_f16_to_f32 made an f16
-   product of BERT's 128 x 256 x 1024 three times its f32 time. */
-static void convert_half(const void *from, void *to, int64_t n, bool to_half)
-{
-    if (to_half) {
-        const float *f = from;
-        xe_f16 *h = to;
-#pragma omp parallel for simd schedule(static) if (parallel : n >= (1 << 15))
-        for (int64_t i = 0; i < n; i++)
-            h[i] = xe_f2h_vec(f[i]);
-        return;
-    }
-    const xe_f16 *h = from;
-    float *f = to;
-#pragma omp parallel for simd schedule(static) if (parallel : n >= (1 << 15))
-    for (int64_t i = 0; i < n; i++)
-        f[i] = xe_h2f_vec(h[i]);
-}
-
 /* An f16 product: A (and B unless packed) widened into scratch, C in f32 scratch, rounded once. */
 static xe_code run_half(const xe_kernel_args *a, const mm_prim *m, xe_status *st)
 {
@@ -385,12 +365,12 @@ static xe_code run_half(const xe_kernel_args *a, const mm_prim *m, xe_status *st
     if (!fa || !fc || (!m->b_packed && !fb))
         return xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory widening f16",
                        a->node->name);
-    convert_half(a->in[0]->data, fa, na, false);
+    xe_cpu_widen_f16(a->in[0]->data, fa, na);
     if (fb)
-        convert_half(a->in[1]->data, fb, nb, false);
+        xe_cpu_widen_f16(a->in[1]->data, fb, nb);
     if (run_plain(a, m, fa, fb, fc, st) != XE_OK)
         return st->code;
-    convert_half(fc, a->out->data, nc, true);
+    xe_cpu_narrow_f16(fc, a->out->data, nc);
     return XE_OK;
 }
 
