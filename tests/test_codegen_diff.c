@@ -731,3 +731,31 @@ Test(codegen_diff, reshape_dims_that_hold_per_row_come_from_the_row)
     check_graph(text, text, false);
     check_graph(text, text, true);
 }
+
+/* A reshape whose index is not flat (after a transpose or a broadcast) maps its dims run by run
+   (emit.c idx_for_reshape): merged runs ([2,2] -> 4), split ones (6 -> [2,3]), size-1 dims on
+   either side, a run that is neither ([4,6] -> [3,8]), and the decode step's key expansion (a
+   broadcast over a new head dim, merged, then transposed). Each against op by op; the split of
+   a merged run must be the run's own / and %, not the whole flat offset's. */
+Test(codegen_diff, reshapes_after_transposes_map_dim_runs, .timeout = 300)
+{
+    const char *text =
+        "xlac.graph v1\ninput x: f32[2,4,6,5]\ninput k: f32[2,2,17,8]\n"
+        "t = transpose(x, perm=[0,2,1,3])\n"          /* [2,6,4,5] */
+        "r = reshape(t, shape=[2,1,2,3,4,5])\n"       /* split 6, a size-1 dim */
+        "u = transpose(r, perm=[0,1,3,2,4,5])\n"      /* [2,1,3,2,4,5] */
+        "m = reshape(u, shape=[6,8,5])\n"             /* [2,1,3] -> 6, [2,4] -> 8 */
+        "v = transpose(m, perm=[1,0,2])\n"            /* [8,6,5] */
+        "w = reshape(v, shape=[4,2,3,10])\n"          /* 8 -> [4,2], [6,5] -> [3,10] */
+        "e = exp(w)\n"
+        "q = reshape(k, shape=[2,2,1,17,8])\n"
+        "b = broadcast_to(q, shape=[2,2,2,17,8])\n"
+        "h = reshape(b, shape=[2,4,17,8])\n"
+        "s = transpose(h, perm=[0,1,3,2])\n"
+        "y = mul(s, s)\noutput e\noutput y\n";
+    char *src = c_source(text);
+    cr_expect(!strstr(src, "/ (272LL)"), "b's head dims came from h's flat offset:\n%s", src);
+    free(src);
+    check_graph(text, text, false);
+    check_graph(text, text, true);
+}
