@@ -530,13 +530,21 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         break;
     }
     new_var(e, var, len);
-    if (dt == XE_F16 &&
-        e->b->render.f16_round) /* computed in float, rounded to f16 at every op, as op by op */
-        xg_out(e, "    float %s = %s(%s);\n", var, e->b->render.f16_round, text);
-    else if (dt == XE_F16)
-        xg_out(e, "    float %s = %s(%s(%s));\n", var, e->b->render.h2f, e->b->render.f2h, text);
-    else
+    if (dt == XE_F16) { /* computed in float, rounded to f16 at every op, as op by op */
+        char rounded[600];
+        xg_f16_round_text(e, text, rounded, sizeof rounded);
+        xg_out(e, "    float %s = %s;\n", var, rounded);
+    } else {
         xg_out(e, "    %s %s = %s;\n", value_type(dt), var, text);
+    }
+}
+
+void xg_f16_round_text(const em *e, const char *x, char *buf, size_t len)
+{
+    if (e->b->render.f16_round)
+        snprintf(buf, len, "%s(%s)", e->b->render.f16_round, x);
+    else
+        snprintf(buf, len, "%s(%s(%s))", e->b->render.h2f, e->b->render.f2h, x);
 }
 
 static bool same_idx(const idx *a, const idx *b)

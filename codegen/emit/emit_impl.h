@@ -100,6 +100,8 @@ unsigned xg_index_flags(const em *e, const char *text);
 /* xg_idx vN = expr; (name gets vN; its XG_VAR_* recorded) */
 void xg_let_index(em *e, char *name, size_t len, const char *fmt, ...)
     __attribute__((format(printf, 4, 5)));
+/* The float value x rounded to f16 and back, as text: the backend's f16_round, else h2f(f2h(x)). */
+void xg_f16_round_text(const em *e, const char *x, char *buf, size_t len);
 void xg_idx_from_flat(em *e, int node, const char *flat, idx *ix);
 void xg_flat_of(em *e, int node, const idx *ix, char *buf, size_t len);
 void xg_memo_add(em *e, int node, const idx *ix, const char *var);

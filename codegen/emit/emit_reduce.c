@@ -171,16 +171,18 @@ void xg_emit_accumulate(em *e, int x, const bool *mask, const char *o, bool colu
 void xg_emit_finish(em *e, const xe_node *r, xe_dtype dt, const char *acc, const char *K, char *buf,
                     size_t len)
 {
-    /* f16: rounded to f16, as the per-op kernel stores it */
-    const char *pre = dt == XE_F16 ? "xe_h2f(xe_f2h(" : "", *post = dt == XE_F16 ? "))" : "";
+    char v[512];
     if (r->op == XE_OP_REDUCE_MEAN && xe_dtype_is_float(dt))
-        snprintf(buf, len, "%s(%s)(%s / (%s)(%s))%s", pre, value_type(dt), acc,
-                 dt == XE_F32 ? "float" : "double", K, post);
+        snprintf(v, sizeof v, "(%s)(%s / (%s)(%s))", value_type(dt), acc,
+                 dt == XE_F32 ? "float" : "double", K);
     else if (r->op == XE_OP_REDUCE_MEAN) /* ints: 0 over an empty axis, as the per-op kernel */
-        snprintf(buf, len, "%s(%s)((%s) ? %s / (%s) : 0)%s", pre, value_type(dt), K, acc, K, post);
+        snprintf(v, sizeof v, "(%s)((%s) ? %s / (%s) : 0)", value_type(dt), K, acc, K);
     else
-        snprintf(buf, len, "%s(%s)%s%s", pre, value_type(dt), acc, post);
-    (void)e;
+        snprintf(v, sizeof v, "(%s)%s", value_type(dt), acc);
+    if (dt == XE_F16) /* rounded to f16, as the per-op kernel stores it */
+        xg_f16_round_text(e, v, buf, len);
+    else
+        snprintf(buf, len, "%s", v);
 }
 
 /*

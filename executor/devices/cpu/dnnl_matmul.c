@@ -296,13 +296,19 @@ static bool small_rows(const mm_key *k)
            xe_small_rows_available();
 }
 
-/* key k's constant B packed for small_rows.c (B stored [K, N], or [N, K] when transposed). */
+/* N, the columns of op(B), of a rank-2 B stored [K, N], or [N, K] when transposed. */
+static int64_t b_columns(const mm_key *k)
+{
+    return k->b.dims[k->tb ? 0 : 1];
+}
+
+/* key k's constant B packed for small_rows.c. */
 static xe_code pack_small(mm_prim *m, const xe_node *n, xe_status *st)
 {
     const mm_key *k = &m->key;
-    int64_t rows = k->b.dims[0], cols = k->b.dims[1];
-    int64_t K = k->tb ? cols : rows, N = k->tb ? rows : cols;
-    m->small_b = xe_small_rows_pack(k->b_const, k->half, K, N, k->tb ? 1 : cols, k->tb ? cols : 1);
+    int64_t K = k->a.dims[1], N = b_columns(k), stored_cols = k->b.dims[1];
+    m->small_b = xe_small_rows_pack(k->b_const, k->half, K, N, k->tb ? 1 : stored_cols,
+                                    k->tb ? stored_cols : 1);
     return m->small_b ? XE_OK
                       : xe_fail(st, XE_ERR_NOMEM, "node %s (matmul): out of memory packing weights",
                                 n->name);
@@ -383,8 +389,7 @@ static xe_code run_plain(const xe_kernel_args *ka, const mm_prim *m, const void 
                          void *c, xe_status *st)
 {
     if (m->small_b) {
-        int64_t M = m->key.a.dims[0], K = m->key.a.dims[1];
-        xe_small_rows_run(a, m->small_b, c, M, K, m->key.tb ? m->key.b.dims[0] : m->key.b.dims[1]);
+        xe_small_rows_run(a, m->small_b, c, m->key.a.dims[0], m->key.a.dims[1], b_columns(&m->key));
         return XE_OK;
     }
     xe_dnnl_arg args[3] = {{DNNL_ARG_SRC, &m->a_md, a},
