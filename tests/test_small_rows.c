@@ -94,3 +94,16 @@ Test(small_rows, a_parallel_product)
     check(8, 256, 1000, false, false, false);
     check(5, 300, 700, true, false, true);
 }
+
+/* The rows the engine sends here: none without the kernel, one where oneDNN's AVX-512 matmul
+   (weights packed once) is the faster, up to XE_SMALL_ROWS on AVX2 alone. */
+Test(small_rows, the_engine_limit_follows_the_cpu)
+{
+    int limit = xe_small_rows_limit();
+    if (!xe_small_rows_available())
+        cr_assert_eq(limit, 0);
+    else if (__builtin_cpu_supports("avx512f"))
+        cr_assert_eq(limit, 1);
+    else
+        cr_assert_eq(limit, XE_SMALL_ROWS);
+}

@@ -46,9 +46,11 @@
  * scalar loop (an fp16 BERT spent 80 % of its time there).
  *
  * Products of at most XE_SMALL_ROWS rows (after the fold above) by constant f32 or f16 weights,
- * a decode step's, run on small_rows.c's kernel where the CPU has AVX2 and FMA, with B packed once
- * there and no oneDNN primitive: oneDNN 2.6's AVX2 gemm packs B again at every call, which made
- * a decode step's logits product (8 x 256 x 8192) 1.5 ms in the model against 0.28 now.
+ * a decode step's, run on small_rows.c's kernel where the CPU has AVX2 and FMA but no AVX-512,
+ * with B packed once there and no oneDNN primitive: oneDNN 2.6's AVX2 gemm packs B again at every
+ * call, which made a decode step's logits product (8 x 256 x 8192) 1.5 ms in the model against
+ * 0.28 now. With AVX-512 only single-row products go there: oneDNN packs B once and is faster
+ * at 8 rows (xe_small_rows_limit).
  *
  * f64 (and the integer loops) stay in matmul.c: oneDNN has no f64 matmul.
  * XE_ERR_UNSUPPORTED means "run the BLAS path".
@@ -288,12 +290,13 @@ static xe_code pack_b(mm_prim *m, const void *b, const xe_node *n, xe_status *st
 }
 
 /* Whether key k is a product of a few rows by constant f32 (or f16) weights, for small_rows.c
-   (above): A [M, K] plain with M <= XE_SMALL_ROWS, B one constant matrix, on a CPU with AVX2. */
+   (above): A [M, K] plain with M <= xe_small_rows_limit() (8 on AVX2, 1 on AVX-512), B one
+   constant matrix. */
 static bool small_rows(const mm_key *k)
 {
     return k->b_const && k->a.rank == 2 && k->b.rank == 2 && !k->ta && !k->split &&
-           k->at == dnnl_f32 && (k->bt == dnnl_f32 || k->half) && k->a.dims[0] <= XE_SMALL_ROWS &&
-           xe_small_rows_available();
+           k->at == dnnl_f32 && (k->bt == dnnl_f32 || k->half) &&
+           k->a.dims[0] <= xe_small_rows_limit();
 }
 
 /* N, the columns of op(B), of a rank-2 B stored [K, N], or [N, K] when transposed. */

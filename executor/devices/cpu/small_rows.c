@@ -109,6 +109,13 @@ bool xe_small_rows_available(void)
     return known == 2;
 }
 
+int xe_small_rows_limit(void)
+{
+    if (!xe_small_rows_available())
+        return 0;
+    return __builtin_cpu_supports("avx512f") ? 1 : XE_SMALL_ROWS;
+}
+
 void xe_small_rows_run(const float *a, const float *packed, float *c, int64_t M, int64_t K,
                        int64_t N)
 {
@@ -123,6 +130,11 @@ void xe_small_rows_run(const float *a, const float *packed, float *c, int64_t M,
 bool xe_small_rows_available(void)
 {
     return false;
+}
+
+int xe_small_rows_limit(void)
+{
+    return 0;
 }
 
 void xe_small_rows_run(const float *a, const float *packed, float *c, int64_t M, int64_t K,

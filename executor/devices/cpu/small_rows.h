@@ -17,6 +17,14 @@
 bool xe_small_rows_available(void);
 
 /*
+ * The most rows the engine sends to the kernel on this CPU: XE_SMALL_ROWS with AVX2 and FMA but
+ * no AVX-512 (oneDNN's AVX2 gemm packs constant weights again at every call), 1 with AVX-512
+ * (oneDNN's AVX-512 matmul packs them once, and at 8 rows it is the faster of the two: a decode
+ * step's products 0.69-0.75 ms against 0.95-1.11), 0 without AVX2 and FMA.
+ */
+int xe_small_rows_limit(void);
+
+/*
  * B [K, N], element (k, n) at b[k * sk + n * sn], f32 (half false) or f16 (half true, widened
  * exactly), packed into ceil(N / 16) panels of K x 16 values, zero past N; NULL when out of
  * memory. Free it with free().
