@@ -77,10 +77,23 @@ bool xg_disk_parse(const unsigned char *buf, size_t len, const char *key, xg_tar
 /* verdict.c: demotions remembered beside the programs ("<hex>.slow"). */
 /* The verdict file of key's program. */
 void xg_verdict_path(const xg_disk *d, const char *key, char *buf, size_t len);
+/* A compiled program's loss to its per-op runs: the best times of each, and how many processes
+ * found it slower. */
+typedef struct xg_verdict {
+    double compiled_us, per_op_us;
+    int agreed;
+} xg_verdict;
+/* Slower compiled by this factor or more: one process's verdict holds; a closer one is measured
+ * again by the next process (verdict.c). */
+#define XG_VERDICT_SURE 1.2
+/* Whether v holds from the first run of a later process (a clear loss, or agreed by two). */
+bool xg_verdict_sure(const xg_verdict *v);
 /* Records that key's program ran slower compiled than per op (failures only warn). */
-void xg_verdict_store(xg_disk *d, const char *key, double compiled_us, double per_op_us);
+void xg_verdict_store(xg_disk *d, const char *key, const xg_verdict *v);
+/* Removes key's verdict: measured again, the program was the faster (failures only warn). */
+void xg_verdict_drop(xg_disk *d, const char *key);
 /* Whether an earlier process demoted key's program, and on what times. */
-bool xg_verdict_load(xg_disk *d, const char *key, double *compiled_us, double *per_op_us);
+bool xg_verdict_load(xg_disk *d, const char *key, xg_verdict *v);
 
 /* cache_lock.c: one build per signature across the processes of one cache folder. */
 typedef enum xg_claim {

@@ -45,7 +45,9 @@ typedef struct xg_entry {
     xg_program *prog; /* loaded program, NULL until compiled */
     int seen;         /* times this signature was asked for */
     bool failed, compiling;
-    bool slow; /* demoted: its compiled runs were slower than its per-op runs */
+    bool slow;   /* demoted: its compiled runs were slower than its per-op runs */
+    int recheck; /* loaded with an earlier process's close verdict (verdict.c), agreed by this
+                    many: measured again, the verdict rewritten or removed */
     /* the measurements are the signature's (a shape-generic program's are in the entry of the
        shape measured) */
     double per_op_us;        /* fastest per-op run reported (xg_cluster_per_op_time), 0: none */

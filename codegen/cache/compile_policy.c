@@ -14,7 +14,8 @@
  *   5. a program demoted (demote.c: its compiled runs were slower than
  *      the per-op runs of the same signature) runs per op from then on, and
  *      so does a later process that loads it from the disk cache, from its
- *      first run (its verdict, verdict.c).
+ *      first run (its verdict, verdict.c), when the loss was clear or two
+ *      processes found it; a closer one is measured again.
  */
 #include <pthread.h>
 #include <stdio.h>
@@ -160,14 +161,15 @@ static void say_compiled(const job *j, xe_code code, bool disk_hit, double ms, c
 
 /* Records a finished compile under the lock; then warns on failure (once: the entry is marked
  * failed). Whether prog may run now: false when the entry is gone (out of memory: prog destroyed)
- * or an earlier process demoted it (verdict.c). */
+ * or an earlier process demoted it for sure (verdict.c; a close verdict is measured again). */
 static bool finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, double ms,
                        const xe_status *st)
 {
     xg_cache *c = j->c;
-    double slow_us = 0, per_op_us = 0; /* an earlier process's verdict on the program (verdict.c) */
-    bool slow = code == XE_OK && disk_hit && !j->must && c->o.demote &&
-                xg_verdict_load(&c->disk, j->key, &slow_us, &per_op_us);
+    xg_verdict v = {0}; /* an earlier process's verdict on the program (verdict.c) */
+    bool had = code == XE_OK && disk_hit && !j->must && c->o.demote &&
+               xg_verdict_load(&c->disk, j->key, &v);
+    bool slow = had && xg_verdict_sure(&v);
     pthread_mutex_lock(&c->lock);
     xg_entry *e = xg_entry_get(c, j->key);
     xg_cluster_state *s = xg_cluster_get(c, j->fp, j->name);
@@ -176,7 +178,9 @@ static bool finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
         e->prog = prog;
         e->failed = code != XE_OK;
         if (slow)
-            xg_demoted_earlier(c, e, j->name, j->generic, slow_us, per_op_us);
+            xg_demoted_earlier(c, e, j->name, j->generic, v.compiled_us, v.per_op_us);
+        else if (had)
+            e->recheck = v.agreed;
     }
     if (code != XE_OK) {
         /* warned below; under must-compile the caller returns the error */
@@ -193,13 +197,20 @@ static bool finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
         xg_program_destroy(prog);
     pthread_mutex_unlock(&c->lock);
     say_compiled(j, code, disk_hit, ms, st);
-    if (slow && e) {
+    if (had && e) {
         char path[4200];
         xg_verdict_path(&c->disk, j->key, path, sizeof path);
-        xg_log(&c->o, XG_LOG_WARNING,
-               "%s ran slower compiled (%.3f ms) than per op (%.3f ms) in an earlier run; it runs "
-               "per op (verdict %s: delete it, or --demote=0, to run it compiled)",
-               j->name, slow_us / 1e3, per_op_us / 1e3, path);
+        if (slow)
+            xg_log(&c->o, XG_LOG_WARNING,
+                   "%s ran slower compiled (%.3f ms) than per op (%.3f ms) in an earlier run; it "
+                   "runs per op (verdict %s: delete it, or --demote=0, to run it compiled)",
+                   j->name, v.compiled_us / 1e3, v.per_op_us / 1e3, path);
+        else
+            xg_log(&c->o, XG_LOG_INFO,
+                   "%s ran slower compiled (%.3f ms) than per op (%.3f ms) in an earlier run, too "
+                   "close to hold on one run's word; it runs compiled and is measured again "
+                   "(verdict %s)",
+                   j->name, v.compiled_us / 1e3, v.per_op_us / 1e3, path);
     }
     return e && !slow;
 }

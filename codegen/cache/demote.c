@@ -23,7 +23,9 @@
  *      shape-generic one served), a warning, xg_stats.demoted, a record
  *      for xg_cache_demotions, and the verdict on disk (verdict.c), so that
  *      a later process loading the program from the disk cache runs it per
- *      op from its first run (compile_policy.c, xg_demoted_earlier).
+ *      op from its first run (compile_policy.c, xg_demoted_earlier) when
+ *      the loss was clear; a close one that process measures again, and
+ *      the verdict is rewritten (agreed by two: it holds) or removed.
  * Every field read here is under the cache's lock.
  */
 #include <pthread.h>
@@ -123,25 +125,35 @@ static void demote(const xg_launch *l, const xg_entry *sig, xg_entry *e)
 void xg_note_run(const xg_launch *l, xg_entry *sig, xg_entry *e, double us)
 {
     xg_cache *c = l->c;
-    char *verdict = NULL; /* the demoted program's key, for its verdict on disk (verdict.c) */
-    double compiled_us = 0, per_op_us = 0;
+    char *key = NULL; /* the program's key, when its verdict on disk is written or removed */
+    bool store = false;
+    xg_verdict v = {0};
     pthread_mutex_lock(&c->lock);
     /* another thread compiled meanwhile: not like the per-op runs, not counted */
     if (xg_quiet_run(c, us) && !e->slow) {
         if (sig->timed++ > 0 && (sig->run_us == 0 || us < sig->run_us))
             sig->run_us = us;
-        if (sig->timed == XG_DEMOTE_RUNS + 1 &&
-            sig->run_us > sig->per_op_us * XG_DEMOTE_MARGIN + XG_DEMOTE_FLOOR_US) {
-            demote(l, sig, e);
-            verdict = strdup(e->key);
-            compiled_us = sig->run_us;
-            per_op_us = sig->per_op_us;
+        if (sig->timed == XG_DEMOTE_RUNS + 1) {
+            store = sig->run_us > sig->per_op_us * XG_DEMOTE_MARGIN + XG_DEMOTE_FLOOR_US;
+            if (store)
+                demote(l, sig, e);
+            v = (xg_verdict){sig->run_us, sig->per_op_us, e->recheck + 1};
+            if (store || e->recheck)
+                key = strdup(e->key);
+            if (!store && e->recheck)
+                xg_log(&c->o, XG_LOG_INFO,
+                       "%s ran faster compiled (%.3f ms) than per op (%.3f ms) this time; the "
+                       "earlier run's verdict is removed",
+                       l->name ? l->name : "", sig->run_us / 1e3, sig->per_op_us / 1e3);
+            e->recheck = 0;
         }
     }
     pthread_mutex_unlock(&c->lock);
-    if (verdict) /* outside the lock: a file */
-        xg_verdict_store(&c->disk, verdict, compiled_us, per_op_us);
-    free(verdict);
+    if (key && store) /* outside the lock: a file */
+        xg_verdict_store(&c->disk, key, &v);
+    else if (key)
+        xg_verdict_drop(&c->disk, key);
+    free(key);
 }
 
 void xg_demoted_earlier(xg_cache *c, xg_entry *e, const char *name, bool generic,

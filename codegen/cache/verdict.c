@@ -8,7 +8,17 @@
  * A verdict is a file "<hex>.slow" beside the program's "<hex>.xlac" (the
  * key's hash, cache_disk.c), one line:
  *
- *   xlac-slow 1 COMPILED_US PER_OP_US
+ *   xlac-slow 2 COMPILED_US PER_OP_US AGREED
+ *
+ * AGREED counts the processes that found the program slower. A clear loss
+ * (compiled slower than per op by XG_VERDICT_SURE or more) is taken from
+ * one process. A close one is not: on a shared machine the best of a few
+ * runs moves by several percent, and a verdict on disk is kept for good.
+ * The next process that loads the program runs it compiled and measures
+ * it again (compile_policy.c); if it loses again the verdict is rewritten
+ * agreed by two and holds from then on, and if it wins the verdict is
+ * removed (demote.c). A line of another version is no verdict: the
+ * program is measured again.
  *
  * It is read as the program files are (cache_files.c: a regular file of
  * ours that nobody else can write, under a size cap) and written to a temp
@@ -33,7 +43,12 @@ void xg_verdict_path(const xg_disk *d, const char *key, char *buf, size_t len)
     snprintf(buf, len, "%s/%s.slow", d->dir ? d->dir : "", hex);
 }
 
-void xg_verdict_store(xg_disk *d, const char *key, double compiled_us, double per_op_us)
+bool xg_verdict_sure(const xg_verdict *v)
+{
+    return v->agreed >= 2 || v->compiled_us >= v->per_op_us * XG_VERDICT_SURE;
+}
+
+void xg_verdict_store(xg_disk *d, const char *key, const xg_verdict *v)
 {
     if (!d->dir || d->readonly)
         return;
@@ -44,7 +59,8 @@ void xg_verdict_store(xg_disk *d, const char *key, double compiled_us, double pe
     snprintf(tmp, sizeof tmp, "%s/.%s.slow.XXXXXX", d->dir, hex);
     int fd = mkstemp(tmp);
     FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-    bool ok = f && fprintf(f, "xlac-slow 1 %.3f %.3f\n", compiled_us, per_op_us) > 0;
+    bool ok =
+        f && fprintf(f, "xlac-slow 2 %.3f %.3f %d\n", v->compiled_us, v->per_op_us, v->agreed) > 0;
     if (f)
         ok = fclose(f) == 0 && ok;
     else if (fd >= 0)
@@ -57,7 +73,18 @@ void xg_verdict_store(xg_disk *d, const char *key, double compiled_us, double pe
     }
 }
 
-bool xg_verdict_load(xg_disk *d, const char *key, double *compiled_us, double *per_op_us)
+void xg_verdict_drop(xg_disk *d, const char *key)
+{
+    if (!d->dir || d->readonly)
+        return;
+    char path[4200];
+    xg_verdict_path(d, key, path, sizeof path);
+    if (unlink(path) != 0 && errno != ENOENT)
+        fprintf(stderr, "xlac: warning: cannot remove the demotion verdict %s (%s)\n", path,
+                strerror(errno));
+}
+
+bool xg_verdict_load(xg_disk *d, const char *key, xg_verdict *v)
 {
     if (!d->dir)
         return false;
@@ -73,6 +100,8 @@ bool xg_verdict_load(xg_disk *d, const char *key, double *compiled_us, double *p
     free(buf);
     int version = 0;
     char end = 0;
-    return sscanf(line, "xlac-slow %d %lf %lf%c", &version, compiled_us, per_op_us, &end) == 4 &&
-           version == 1 && end == '\n' && *compiled_us > *per_op_us && *per_op_us > 0;
+    return sscanf(line, "xlac-slow %d %lf %lf %d%c", &version, &v->compiled_us, &v->per_op_us,
+                  &v->agreed, &end) == 5 &&
+           version == 2 && end == '\n' && v->compiled_us > v->per_op_us && v->per_op_us > 0 &&
+           v->agreed >= 1;
 }
