@@ -48,28 +48,20 @@ typedef struct call {
 static call one_call(xg_cache *c, const xe_graph *g, double per_op_us)
 {
     xe_status st;
-    xe_shape sh = {2, {ROWS, 8}};
-    xe_tensor *x = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st), *y = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
-    cr_assert(x && y, "%s", st.msg);
-    for (int i = 0; i < ROWS * 8; i++) {
-        ((float *)x->data)[i] = (float)(i % 7);
-        ((float *)y->data)[i] = 0.5f;
-    }
-    xe_tensor *in[2] = {x, y}, *out[1] = {NULL};
+    xe_tensor *in[2], *out[1] = {NULL};
+    xt_mul_add_inputs(ROWS, in);
     xg_outcome oc = XG_FALLBACK;
     xg_run_info info = {.can_probe = true};
     cr_assert_eq(xg_run_cluster_info(c, g, NULL, "cluster_0", XE_DEV_CPU, in, out, false, &oc, &info, &st), XE_OK,
                  "%s", st.msg);
     call r = {.ran = oc == XG_RAN, .reason = info.reason};
     if (r.ran) {
-        for (int i = 0; i < ROWS * 8; i++)
-            cr_assert_float_eq(((float *)out[0]->data)[i], 1.5f * (float)(i % 7), 1e-6);
-        xe_tensor_release(out[0]);
+        xt_mul_add_check(out[0], ROWS);
     }
     if (!r.ran || info.probe)
         xg_cluster_per_op_time(c, g, NULL, XE_DEV_CPU, in, per_op_us);
-    xe_tensor_release(x);
-    xe_tensor_release(y);
+    xe_tensor_release(in[0]);
+    xe_tensor_release(in[1]);
     return r;
 }
 
@@ -121,9 +113,11 @@ static void write_verdict(const char *path, const char *line)
     cr_assert_eq(fclose(f), 0);
 }
 
-/* A first process demotes (1 ns per op): the program on disk, and its verdict; its path. */
-static void demoting_first_process(xt_cache_dir *f, char *path, size_t len)
+/* A new folder f where a first process demoted (1 ns per op): the program on disk and its
+ * verdict, whose path goes to path. */
+static void demoted_in_a_first_process(xt_cache_dir *f, char *path, size_t len)
 {
+    xt_cache_dir_init(f, "verdict", text);
     bool ran[8];
     xg_stats s = process(f, 8, 0.001, ran);
     cr_assert_eq(s.compiles, 1);
@@ -138,9 +132,8 @@ static void demoting_first_process(xt_cache_dir *f, char *path, size_t len)
 Test(verdict, a_clear_loss_holds_from_the_first_run_of_the_next_process)
 {
     xt_cache_dir f;
-    xt_cache_dir_init(&f, "verdict", text);
     char path[512];
-    demoting_first_process(&f, path, sizeof path); /* compiled us against 0.001: clear */
+    demoted_in_a_first_process(&f, path, sizeof path); /* compiled us against 0.001: clear */
     bool ran[3];
     xg_stats s = process(&f, 3, KEPT, ran);
     cr_assert_eq(s.disk_hits, 1);
@@ -156,9 +149,8 @@ Test(verdict, a_clear_loss_holds_from_the_first_run_of_the_next_process)
 Test(verdict, a_close_loss_is_measured_again_and_removed_when_the_program_wins)
 {
     xt_cache_dir f;
-    xt_cache_dir_init(&f, "verdict", text);
     char path[512];
-    demoting_first_process(&f, path, sizeof path);
+    demoted_in_a_first_process(&f, path, sizeof path);
     write_verdict(path, "xlac-slow 2 1100.000 1000.000 1\n"); /* 10 % slower, one process's word */
     bool ran[8];
     xg_stats s = process(&f, 8, KEPT, ran); /* any compiled run beats 20 ms */
@@ -178,9 +170,8 @@ Test(verdict, a_close_loss_is_measured_again_and_removed_when_the_program_wins)
 Test(verdict, a_close_loss_found_again_is_agreed_by_two_and_holds)
 {
     xt_cache_dir f;
-    xt_cache_dir_init(&f, "verdict", text);
     char path[512];
-    demoting_first_process(&f, path, sizeof path);
+    demoted_in_a_first_process(&f, path, sizeof path);
     write_verdict(path, "xlac-slow 2 1100.000 1000.000 1\n");
     bool ran[8];
     xg_stats s = process(&f, 8, 0.001, ran); /* measured again, and it loses again */
@@ -201,9 +192,8 @@ Test(verdict, a_close_loss_found_again_is_agreed_by_two_and_holds)
 Test(verdict, a_line_of_another_version_or_malformed_is_no_verdict)
 {
     xt_cache_dir f;
-    xt_cache_dir_init(&f, "verdict", text);
     char path[512];
-    demoting_first_process(&f, path, sizeof path);
+    demoted_in_a_first_process(&f, path, sizeof path);
     const char *lines[] = {"xlac-slow 1 2000.000 1000.000\n", "xlac-slow 2 2000.000 1000.000 0\n",
                            "xlac-slow 2 900.000 1000.000 1\n", "xlac-slow 2 2000.000 1000.000 1"};
     for (int k = 0; k < 4; k++) {

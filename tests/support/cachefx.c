@@ -94,3 +94,24 @@ void xt_cache_dir_fini(xt_cache_dir *k)
     cr_assert_eq(system(cmd), 0);
     xe_graph_destroy(k->g);
 }
+
+void xt_mul_add_inputs(int rows, xe_tensor *in[2])
+{
+    xe_status st;
+    xe_shape sh = {2, {rows, 8}};
+    for (int k = 0; k < 2; k++) {
+        in[k] = xe_tensor_new(XE_F32, &sh, XE_DEV_CPU, &st);
+        cr_assert_not_null(in[k], "%s", st.msg);
+    }
+    for (int i = 0; i < rows * 8; i++) {
+        ((float *)in[0]->data)[i] = (float)(i % 7);
+        ((float *)in[1]->data)[i] = 0.5f;
+    }
+}
+
+void xt_mul_add_check(xe_tensor *out, int rows)
+{
+    for (int i = 0; i < rows * 8; i++)
+        cr_assert_float_eq(((float *)out->data)[i], 1.5f * (float)(i % 7), 1e-6, "element %d", i);
+    xe_tensor_release(out);
+}

@@ -3,7 +3,8 @@
  * test_cache_hostile, test_cache_processes, test_compile_guard,
  * test_signature): stderr captured into a temp file (for the one-warning
  * promises), the cache's counters as a value, and the
- * module files ("<hex>.xlac") of a cache folder.
+ * module files ("<hex>.xlac") of a cache folder; and test_demote's and
+ * test_verdict's graph.
  */
 #ifndef XLAC_TEST_CACHEFX_H
 #define XLAC_TEST_CACHEFX_H
@@ -38,5 +39,11 @@ typedef struct xt_cache_dir {
 void xt_cache_dir_init(xt_cache_dir *k, const char *tag, const char *graph_text);
 /* Removes the folder (whatever modes a test left in it) and frees the graph. */
 void xt_cache_dir_fini(xt_cache_dir *k);
+
+/* The demotion tests' graph, b = mul(x, y) + x over rows x 8 f32: in[0] = x with x[i] = i % 7,
+ * in[1] = y = 0.5 (two new tensors). */
+void xt_mul_add_inputs(int rows, xe_tensor *in[2]);
+/* Asserts that out holds what that graph gives those inputs (1.5 * (i % 7)), and releases it. */
+void xt_mul_add_check(xe_tensor *out, int rows);
 
 #endif
