@@ -81,3 +81,22 @@ def test_onnx_clustered_matches_onnxruntime(tmp_path):
     out = json.loads(r.stdout.strip().splitlines()[-1])
     assert out["err"] < 1e-5, out
     assert out["stats"]["clusters"] >= 1, out
+
+
+def test_a_scalar_input_stays_0_d():
+    """A 0-d array fed to an input of shape [] (a diffusion model's timestep, a zero point) runs
+    as onnxruntime runs it; np.ascontiguousarray had made it [1], refused as the wrong shape.
+    The same through OrtValue.ortvalue_from_numpy."""
+    g = helper.make_graph([helper.make_node("Mul", ["a", "t"], ["y"])], "scalar",
+                          [helper.make_tensor_value_info("a", TensorProto.FLOAT, [3]),
+                           helper.make_tensor_value_info("t", TensorProto.FLOAT, [])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])])
+    m = helper.make_model(g, opset_imports=[helper.make_opsetid("", 17)])
+    m.ir_version = 8
+    sess = xlac.InferenceSession(m.SerializeToString())
+    a = np.arange(3, dtype=np.float32)
+    for t in (np.array(2.5, np.float32), np.float32(2.5), xlac.OrtValue.ortvalue_from_numpy(np.array(2.5, np.float32))):
+        y, = sess.run(None, {"a": a, "t": t})
+        np.testing.assert_array_equal(y, a * 2.5)
+    with pytest.raises(xlac.errors.XlacUsageError, match=r"expected f32\[\], got f32\[1\]"):
+        sess.run(None, {"a": a, "t": np.array([2.5], np.float32)})

@@ -54,7 +54,7 @@ class OrtValue:
     @staticmethod
     def ortvalue_from_numpy(numpy_obj, device_type="cpu", device_id=0, vendor_id=-1):
         _host(device_type, device_id, "OrtValue.ortvalue_from_numpy")
-        return OrtValue(np.ascontiguousarray(numpy_obj))
+        return OrtValue(np.require(numpy_obj, requirements="C"))  # keeps a 0-d array 0-d
 
     @staticmethod
     def ortvalue_from_numpy_with_onnx_type(data, onnx_element_type):
@@ -62,7 +62,7 @@ class OrtValue:
             raise errors.XlacUnsupportedError("ortvalue_from_numpy_with_onnx_type: ONNX element type %r is "
                                               "not supported (xlac takes %s)" % (
                                                   onnx_element_type, sorted(_ONNX_TYPES)))
-        arr = np.ascontiguousarray(data)
+        arr = np.require(data, requirements="C")
         want = np.dtype(_ONNX_TYPES[onnx_element_type])
         return OrtValue(arr if arr.dtype == want else arr.view(want))
 

@@ -384,7 +384,7 @@ class InferenceSession:
             if x.dtype != a.dtype:
                 raise errors.XlacUsageError("input %s: expected dtype %s (%s), got %s" % (
                     a.name, a.dtype, a.xlac_type, x.dtype))
-            arrays.append(np.ascontiguousarray(x))
+            arrays.append(np.require(x, requirements="C"))  # ascontiguousarray makes 0-d 1-d
         return arrays
 
     def _enter(self):
