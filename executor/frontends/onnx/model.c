@@ -97,14 +97,22 @@ static bool check_attrs(ox_ctx *c, const Onnx__NodeProto *np, const ox_entry *e)
 static const ox_entry *entry_for(ox_ctx *c, const Onnx__NodeProto *np)
 {
     bool xlac = np->domain && !strcmp(np->domain, OX_XLAC_DOMAIN), known = xlac;
-    if (np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx") && !xlac) {
+    bool ms = np->domain && !strcmp(np->domain, OX_MS_DOMAIN);
+    if (np->domain && np->domain[0] && strcmp(np->domain, "ai.onnx") && !xlac && !ms) {
         node_error(c, np, true,
-                   "op domain is not supported (only ai.onnx and " OX_XLAC_DOMAIN " are)");
+                   "op domain is not supported (only ai.onnx, " OX_XLAC_DOMAIN " and " OX_MS_DOMAIN
+                   " are)");
         return NULL;
     }
     const char *type = np->op_type ? np->op_type : "";
-    const ox_entry *e = xlac ? ox_find_xlac_op(type) : ox_find_op(type, c->opset, &known);
-    if (!e)
+    const ox_entry *e = xlac ? ox_find_xlac_op(type)
+                        : ms ? ox_find_ms_op(type)
+                             : ox_find_op(type, c->opset, &known);
+    if (!e && ms)
+        node_error(c, np, true,
+                   "onnxruntime's contrib op is not supported (of " OX_MS_DOMAIN ", xlac reads "
+                   "QLinearAdd, QLinearMul, QLinearGlobalAveragePool and QGemm)");
+    else if (!e)
         node_error(c, np, true,
                    known ? "op is not supported at this opset" : "op is not supported");
     return e && check_attrs(c, np, e) ? e : NULL;

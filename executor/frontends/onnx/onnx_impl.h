@@ -166,6 +166,9 @@ bool ox_takes_sequences(const ox_entry *e);
 /* The domain of xlac's own ops (the collectives), and their lookup. */
 #define OX_XLAC_DOMAIN "com.xlac"
 const ox_entry *ox_find_xlac_op(const char *type);
+/* Domain com.microsoft: the few of onnxruntime's contrib ops that xlac reads (QOperator models). */
+#define OX_MS_DOMAIN "com.microsoft"
+const ox_entry *ox_find_ms_op(const char *type);
 
 /* errors.c */
 void ox_error_add(ox_errors *e, bool unsupported, const char *fmt, ...)
@@ -289,12 +292,13 @@ bool ox_op_is(const Onnx__NodeProto *np, const char *type);
 const Onnx__NodeProto *ox_writer(const Onnx__GraphProto *g, const char *name);
 int ox_const_node(ox_b *b, const char *name, xe_dtype dt);
 bool ox_top_level(const ox_ctx *c, const Onnx__NodeProto *np);
-/* A Conv between QDQ pairs (qdq.c): quant_conv2d's operands (q, w, scale[, bias]), x's
-   zero point, and the QuantizeLinear of its output that it takes over (NULL: none). */
+/* A Conv between QDQ pairs (qdq.c) or a QLinearConv: quant_conv2d's operands (q, w, scale[,
+   bias]), x's zero point, the output's quantization (y_dt u8 or i8; f32: none) and the
+   QuantizeLinear of the Conv's output that it takes over (NULL: none). */
 typedef struct ox_qdq_conv {
     int in[4], n_in;
     int64_t x_zero;
-    const Onnx__NodeProto *quantize; /* its output is the node's; its scale and zero point: */
+    const Onnx__NodeProto *quantize; /* its output is the node's */
     float y_scale;
     int64_t y_zero;
     xe_dtype y_dt;
@@ -302,6 +306,29 @@ typedef struct ox_qdq_conv {
 /* Whether b's Conv (2-D, top-level) reads DequantizeLinear outputs that quant_conv2d can take
    (the form: qdq.c); false, with nothing built, otherwise or when b failed. */
 bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m);
+/* Whether b's QLinearConv can be one quant_conv2d with its output quantized (the form:
+   ops/qlinear_conv.c); false, with nothing built, otherwise or when b failed. */
+bool ox_qlinear_conv_match(ox_b *b, ox_qdq_conv *m);
+/* b's QLinearAdd (com.microsoft) as one quant_add where the int8 engine is and its operands are
+   per-tensor constants of one known shape; -1, with nothing built, otherwise (qdq.c). */
+int ox_qlinear_add_step(ox_b *b);
+/* ops/qlinear.c, the QLinear* operators' compositions. Input k of b (a scale or zero point) as
+   a scalar, or, 1-D of n elements with axis >= 0, as [1, .., n, .., 1] of rank r, n at axis; -1
+   (b failed) otherwise. */
+int ox_ql_param(ox_b *b, int k, int r, int axis, const char *what);
+/* DequantizeLinear of input k by inputs ks and kz (kz < 0 or absent: none), per axis (-1: per
+   tensor). */
+int ox_ql_dequantize(ox_b *b, int k, int ks, int kz, int axis, const char *what);
+/* QuantizeLinear of f32 y by the one-element inputs ks and kz (absent: 0) to u8 or i8. */
+int ox_ql_quantize(ox_b *b, int y, int ks, int kz, xe_dtype to);
+/* Whether input k is u8 or i8 and zero point input z (z < 0 or absent: none) has its dtype;
+   else b failed. */
+bool ox_ql_eight_bit(ox_b *b, int k, int z, const char *what);
+/* ops/conv.c: the convolution of x by wt (+ bias, or -1) with the window attributes of b's node
+   (Conv's: strides, pads, dilations, group, auto_pad, kernel_shape), as conv2d of f32 or f64
+   values over 1 to 3 spatial dims, or, given q, as quant_conv2d (2-D) of q's operands; -1 with b
+   failed when refused. */
+int ox_conv_build(ox_b *b, int x, int wt, int bias, const ox_qdq_conv *q);
 /* colsum[n] = sum_k W[k, n] of the i8 const node w [K, N], as a new i32 const [N] (quant_fuse.c).
  */
 int ox_column_sums(ox_b *b, int w);

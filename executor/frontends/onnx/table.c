@@ -130,6 +130,11 @@ B(dynamic_quantize);
 B(bit_shift);
 B(matmul_integer);
 B(qlinear_matmul);
+B(qlinear_conv);
+B(conv_integer);
+B(qlinear_binary);
+B(qlinear_global_pool);
+B(qgemm);
 #undef B
 
 #define U(type, xop)                                                                               \
@@ -216,6 +221,10 @@ static const ox_entry table[] = {
     {"DynamicQuantizeLinear", 11, 0, ox_b_dynamic_quantize, "", -1, 0},
     {"MatMulInteger", 10, 0, ox_b_matmul_integer, "", -1, 0},
     {"QLinearMatMul", 10, 0, ox_b_qlinear_matmul, "", -1, 0},
+    {"QLinearConv", 10, 0, ox_b_qlinear_conv, "auto_pad dilations group kernel_shape pads strides",
+     -1, 0},
+    {"ConvInteger", 10, 0, ox_b_conv_integer, "auto_pad dilations group kernel_shape pads strides",
+     -1, 0},
     BIN("BitwiseAnd", BITWISE_AND),
     BIN("BitwiseOr", BITWISE_OR),
     BIN("BitwiseXor", BITWISE_XOR),
@@ -396,5 +405,22 @@ const ox_entry *ox_find_xlac_op(const char *type)
     for (size_t i = 0; i < sizeof xlac_table / sizeof *xlac_table; i++)
         if (!strcmp(xlac_table[i].type, type))
             return &xlac_table[i];
+    return NULL;
+}
+
+/* Domain com.microsoft: the quantized operators onnxruntime's quantize_static writes in
+   QOperator format around QLinearConv (ops/qlinear_ms.c); its other contrib ops are refused. */
+static const ox_entry ms_table[] = {
+    {"QLinearAdd", 1, 0, ox_b_qlinear_binary, "", XE_OP_ADD, 0},
+    {"QLinearMul", 1, 0, ox_b_qlinear_binary, "", XE_OP_MUL, 0},
+    {"QLinearGlobalAveragePool", 1, 0, ox_b_qlinear_global_pool, "channels_last", -1, 0},
+    {"QGemm", 1, 0, ox_b_qgemm, "alpha transA transB", -1, 0},
+};
+
+const ox_entry *ox_find_ms_op(const char *type)
+{
+    for (size_t i = 0; i < sizeof ms_table / sizeof *ms_table; i++)
+        if (!strcmp(ms_table[i].type, type))
+            return &ms_table[i];
     return NULL;
 }

@@ -69,20 +69,29 @@ static void out_as(ox_b *b, int k, int y, xe_dtype dt)
         ox_out(b, k, dt == XE_F16 || dt == XE_BF16 ? ox_cast(b, y, dt) : y);
 }
 
-/* x must be [N,C,H,W] (a Conv: [N,C,L] to [N,C,D,H,W]) f32 or f64 (f16 and bf16 arrive widened). */
-static bool is_2d(ox_b *b, int x, bool conv)
+/* x must be [N,C,H,W] (a Conv: [N,C,L] to [N,C,D,H,W]). */
+static bool conv_rank(ox_b *b, int x, bool conv)
 {
     if (x < 0)
         return false;
-    const xe_type *t = ox_type(b, x);
-    if (t->shape.rank != 4 && !(conv && (t->shape.rank == 3 || t->shape.rank == 5))) {
+    int r = ox_type(b, x)->shape.rank;
+    if (r != 4 && !(conv && (r == 3 || r == 5))) {
         ox_unsupported(b, "only %s %s is supported (input rank %d)", conv ? "1-D to 3-D" : "2-D",
-                       b->np->op_type, t->shape.rank);
+                       b->np->op_type, r);
         return false;
     }
-    if (t->dtype != XE_F32 && t->dtype != XE_F64) {
+    return true;
+}
+
+/* ... and f32 or f64 (f16 and bf16 arrive widened). */
+static bool is_2d(ox_b *b, int x, bool conv)
+{
+    if (!conv_rank(b, x, conv))
+        return false;
+    xe_dtype dt = ox_type(b, x)->dtype;
+    if (dt != XE_F32 && dt != XE_F64) {
         ox_unsupported(b, "%s of %s is not supported (f32 or f64)", b->np->op_type,
-                       xe_dtype_name(t->dtype));
+                       xe_dtype_name(dt));
         return false;
     }
     return true;
@@ -148,7 +157,7 @@ static int window_op(ox_b *b, int op, const int *in, int n_in, const win *w, int
     int n_at = 4;
     if (q) {
         a[n_at++] = OX_I("x_zero_point", q->x_zero);
-        if (q->quantize) {
+        if (q->y_dt != XE_F32) {
             a[n_at++] = (ox_at){.name = "y_scale", .kind = XE_ATTR_FLOAT, .f = q->y_scale};
             a[n_at++] = OX_I("y_zero_point", q->y_zero);
             a[n_at++] = OX_DT("y_dtype", q->y_dt);
@@ -285,30 +294,60 @@ static int conv3d(ox_b *b, int x, int wt, int bias, win *w)
     return ox_transpose(b, reshaped(b, y, y5, 5), back, 5);
 }
 
+/* The window of b's node (Conv, QLinearConv, ConvInteger) over x, a checked rank, and weight
+   wt: false (b failed) when its attributes are refused. */
+static bool conv_window(ox_b *b, int x, int wt, win *w)
+{
+    w->sp = ox_rank(b, x) - 2;
+    const xe_shape *ws = &ox_type(b, wt)->shape;
+    if (ws->rank != w->sp + 2) {
+        ox_unsupported(b, "%s needs a %d-D weight for a %d-D input", b->np->op_type, w->sp + 2,
+                       w->sp + 2);
+        return false;
+    }
+    for (int d = 0; d < w->sp; d++) {
+        if (ws->dims[2 + d] < 0 || ws->dims[0] < 0 || ws->dims[1] < 0) {
+            ox_unsupported(b, "%s needs a weight with known dims", b->np->op_type);
+            return false;
+        }
+        w->k[d] = ws->dims[2 + d];
+    }
+    int64_t ks[3];
+    int nk = ox_ints(b, "kernel_shape", ks, 3);
+    bool same = nk == w->sp;
+    for (int d = 0; same && d < w->sp; d++)
+        same = ks[d] == w->k[d];
+    if (nk >= 0 && !same) {
+        ox_invalid(b, "kernel_shape does not match the weight's kernel dims");
+        return false;
+    }
+    return window(b, x, w);
+}
+
+/* The f32 or f64 convolution over w's spatial dims. */
+static int conv_nd(ox_b *b, int x, int wt, int bias, win *w)
+{
+    return w->sp == 2   ? conv2d(b, x, wt, bias, w, 0)
+           : w->sp == 1 ? conv1d(b, x, wt, bias, w)
+                        : conv3d(b, x, wt, bias, w);
+}
+
+int ox_conv_build(ox_b *b, int x, int wt, int bias, const ox_qdq_conv *q)
+{
+    win w = {0};
+    if (wt < 0 || !(q ? conv_rank(b, x, false) : is_2d(b, x, true)) || !conv_window(b, x, wt, &w))
+        return -1;
+    if (q)
+        return window_op(b, XE_OP_QUANT_CONV2D, q->in, q->n_in, &w, 0, q);
+    return conv_nd(b, x, wt, bias, &w);
+}
+
 xe_code ox_b_conv(ox_b *b)
 {
     xe_dtype dt = widen_inputs(b);
     int x = ox_in(b, 0), wt = ox_in(b, 1), bias = ox_in(b, 2);
     win w = {0};
-    if (!is_2d(b, x, true) || wt < 0)
-        return ox_status(b);
-    w.sp = ox_rank(b, x) - 2;
-    const xe_shape *ws = &ox_type(b, wt)->shape;
-    if (ws->rank != w.sp + 2)
-        return ox_unsupported(b, "Conv needs a %d-D weight for a %d-D input", w.sp + 2, w.sp + 2);
-    for (int d = 0; d < w.sp; d++) {
-        if (ws->dims[2 + d] < 0 || ws->dims[0] < 0 || ws->dims[1] < 0)
-            return ox_unsupported(b, "Conv needs a weight with known dims");
-        w.k[d] = ws->dims[2 + d];
-    }
-    int64_t ks[3];
-    int nk = ox_ints(b, "kernel_shape", ks, 3);
-    bool same = nk == w.sp;
-    for (int d = 0; same && d < w.sp; d++)
-        same = ks[d] == w.k[d];
-    if (nk >= 0 && !same)
-        return ox_invalid(b, "kernel_shape does not match the weight's kernel dims");
-    if (!window(b, x, &w))
+    if (!is_2d(b, x, true) || wt < 0 || !conv_window(b, x, wt, &w))
         return ox_status(b);
     ox_qdq_conv q;
     if (w.sp == 2 && ox_qdq_conv_match(b, &q)) /* a Conv between QDQ pairs: qdq.c */
@@ -319,10 +358,7 @@ xe_code ox_b_conv(ox_b *b)
             b->failed = true;
         return out_as(b, 0, y, dt), ox_status(b);
     }
-    int y = w.sp == 2   ? conv2d(b, x, wt, bias, &w, 0)
-            : w.sp == 1 ? conv1d(b, x, wt, bias, &w)
-                        : conv3d(b, x, wt, bias, &w);
-    out_as(b, 0, y, dt);
+    out_as(b, 0, conv_nd(b, x, wt, bias, &w), dt);
     return ox_status(b);
 }
 

@@ -211,13 +211,13 @@ static bool output_quantize(ox_b *b, ox_qdq_conv *m)
     const float *s = scale_of(b, q, 1, 0, &pc);
     const char *zp = input(q, 2);
     int64_t od = node_int(q, "output_dtype", 0); /* ONNX: 2 UINT8, 3 INT8 */
+    xe_dtype dt = od == 3 ? XE_I8 : XE_U8;
     if (zp[0])
-        m->y_dt = ox_const_node(b, zp, XE_U8) >= 0 ? XE_U8 : XE_I8;
-    else
-        m->y_dt = od == 3 ? XE_I8 : XE_U8;
-    if (!s || !isnormal(*s) || *s < 0 || (od && od != (m->y_dt == XE_U8 ? 2 : 3)) ||
-        !const_scalar_int(b, zp, m->y_dt, &m->y_zero))
+        dt = ox_const_node(b, zp, XE_U8) >= 0 ? XE_U8 : XE_I8;
+    if (!s || !isnormal(*s) || *s < 0 || (od && od != (dt == XE_U8 ? 2 : 3)) ||
+        !const_scalar_int(b, zp, dt, &m->y_zero))
         return false;
+    m->y_dt = dt;
     m->y_scale = *s;
     m->quantize = q;
     return true;
@@ -247,6 +247,77 @@ bool ox_qdq_conv_match(ox_b *b, ox_qdq_conv *m)
     m->n_in = bias >= 0 ? 4 : 3;
     m->y_dt = XE_F32;
     output_quantize(b, m);
+    return true;
+}
+
+/* The f32 constant `name`: one element, or m (rank 1; *per_channel); NULL for anything else. */
+static const float *scales_named(ox_b *b, const char *name, int64_t m, bool *per_channel)
+{
+    int k = ox_const_node(b, name, XE_F32);
+    const xe_tensor *t = k >= 0 ? b->c->g->nodes[k]->value : NULL;
+    int64_t n = t ? xe_tensor_numel(t) : 0;
+    *per_channel = n > 1;
+    return t && t->shape.rank <= 1 && (n == 1 || n == m) ? t->data : NULL;
+}
+
+/* A scale that quant_conv2d takes as an attribute: one positive normal f32 constant. */
+static bool positive_scale(ox_b *b, const char *name, float *v)
+{
+    bool pc;
+    const float *s = scales_named(b, name, 1, &pc);
+    *v = s ? *s : 0.0f;
+    return s && isnormal(*v) && *v > 0;
+}
+
+/* QLinearConv's bias B (input 8): absent (-2), or an i32 constant [m] as f32 B * scale (the
+   combined scales' const node s), DequantizeLinear's arithmetic; -1 for anything else. */
+static int qlinear_bias(ox_b *b, int s, int64_t m)
+{
+    const char *name = input(b->np, 8);
+    if (!name[0])
+        return -2;
+    int q = ox_const_node(b, name, XE_I32);
+    const xe_tensor *t = q >= 0 ? b->c->g->nodes[q]->value : NULL;
+    if (!t || xe_tensor_numel(t) != m)
+        return -1;
+    xe_tensor *v = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {m}});
+    if (!v)
+        return -1;
+    const float *sc = b->c->g->nodes[s]->value->data;
+    for (int64_t i = 0; i < m; i++)
+        ((float *)v->data)[i] = (float)((const int32_t *)t->data)[i] * sc[i];
+    return ox_const(b, v);
+}
+
+bool ox_qlinear_conv_match(ox_b *b, ox_qdq_conv *m)
+{
+    *m = (ox_qdq_conv){.y_dt = XE_F32};
+    if (b->failed || !xe_cpu_int8_engine() || !ox_top_level(b->c, b->np))
+        return false;
+    int x = ox_in(b, 0), w = ox_const_node(b, input(b->np, 3), XE_I8), yz = ox_in(b, 7);
+    const xe_type *xt = x >= 0 ? ox_type(b, x) : NULL;
+    if (!xt || xt->shape.rank != 4 || (xt->dtype != XE_U8 && xt->dtype != XE_I8) || w < 0 ||
+        ox_type(b, w)->shape.rank != 4 || !const_zeros(b, input(b->np, 5), XE_I8) || yz < 0)
+        return false;
+    int64_t mo = ox_type(b, w)->shape.dims[0];
+    float xs;
+    bool pc;
+    const float *ws = scales_named(b, input(b->np, 4), mo, &pc);
+    xe_dtype y_dt = ox_type(b, yz)->dtype;
+    if (!ws || !positive_scale(b, input(b->np, 1), &xs) ||
+        !const_scalar_int(b, input(b->np, 2), xt->dtype, &m->x_zero) ||
+        !positive_scale(b, input(b->np, 6), &m->y_scale) || (y_dt != XE_U8 && y_dt != XE_I8) ||
+        !const_scalar_int(b, input(b->np, 7), y_dt, &m->y_zero))
+        return false;
+    int s = combined_scales(b, xs, ws, pc, mo), bias = s < 0 ? -1 : qlinear_bias(b, s, mo);
+    if (bias == -1)
+        return false;
+    *m = (ox_qdq_conv){.in = {x, w, s, bias},
+                       .n_in = bias >= 0 ? 4 : 3,
+                       .x_zero = m->x_zero,
+                       .y_scale = m->y_scale,
+                       .y_zero = m->y_zero,
+                       .y_dt = y_dt};
     return true;
 }
 
@@ -357,4 +428,35 @@ bool ox_qdq_add(ox_b *b)
     }
     ox_out(b, 0, y); /* read by nobody now: any value will do */
     return true;
+}
+
+/* Input k of b's QLinearAdd (A, As, Az, B, Bs, Bz, Cs, Cz): a per-tensor constant scale (*s) and
+   zero point (*z, of input v's dtype; absent: 0). */
+static bool ql_operand(ox_b *b, int v, int k, float *s, int64_t *z)
+{
+    xe_dtype dt = ox_type(b, ox_in(b, v))->dtype;
+    return positive_scale(b, input(b->np, k), s) && const_scalar_int(b, input(b->np, k + 1), dt, z);
+}
+
+int ox_qlinear_add_step(ox_b *b)
+{
+    if (b->failed || b->n_in < 7 || !ox_top_level(b->c, b->np) || !xe_cpu_int8_engine())
+        return -1;
+    int qa = ox_in(b, 0), qb = ox_in(b, 3);
+    float as, bs, ys;
+    int64_t az, bz, yz;
+    xe_dtype y_dt = ox_type(b, qa)->dtype;
+    if (qa < 0 || qb < 0 || !same_known_shape(b, qa, qb) || !ql_operand(b, 0, 1, &as, &az) ||
+        !ql_operand(b, 3, 4, &bs, &bz) || !positive_scale(b, input(b->np, 6), &ys) ||
+        !const_scalar_int(b, input(b->np, 7), y_dt, &yz))
+        return -1;
+    int in[2] = {qa, qb};
+    ox_at at[7] = {{.name = "a_scale", .kind = XE_ATTR_FLOAT, .f = as},
+                   OX_I("a_zero_point", az),
+                   {.name = "b_scale", .kind = XE_ATTR_FLOAT, .f = bs},
+                   OX_I("b_zero_point", bz),
+                   {.name = "y_scale", .kind = XE_ATTR_FLOAT, .f = ys},
+                   OX_I("y_zero_point", yz),
+                   OX_DT("y_dtype", y_dt)};
+    return ox_op(b, XE_OP_QUANT_ADD, in, 2, at, 7);
 }
