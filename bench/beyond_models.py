@@ -8,7 +8,9 @@ Families (torch modules with random weights, configs in code, nothing downloaded
   (QInt8 weights: DynamicQuantizeLinear + MatMulInteger);
 - int8, static: a small ResNet (ResNet-10-shaped, BasicBlocks, 64x64 images), quantized by
   quantize_static (QDQ, uint8 activations, int8 weights per channel, MinMax over a few calibration
-  batches; quant_pre_process first), with the f32 row of the same net beside it;
+  batches; quant_pre_process first), with the f32 row of the same net beside it; the same
+  quantization in QOperator format (QLinearConv, and onnxruntime's com.microsoft QLinearAdd and
+  QLinearGlobalAveragePool), and the ResNet through quantize_dynamic (ConvInteger);
 - fp16: the same BERT and ResNet converted by onnxruntime.transformers.float16's
   convert_float_to_float16(keep_io_types=True);
 - an LSTM + GRU text classifier, a diffusion-style UNet (GroupNorm, SiLU, timestep embedding,
@@ -364,6 +366,8 @@ MODELS = {
     "bert_int8": ("bert", "int8_dynamic"),
     "resnet": ("resnet", "f32"),
     "resnet_int8": ("resnet", "int8_static"),
+    "resnet_int8_qop": ("resnet", "int8_qoperator"),
+    "resnet_int8_dyn": ("resnet", "int8_dynamic"),
     "bert_fp16": ("bert", "fp16"),
     "resnet_fp16": ("resnet", "fp16"),
     "lstm_gru": ("lstm_gru", "f32"),
@@ -374,6 +378,7 @@ MODELS = {
     "decode": ("decode", "f32"),
 }
 FORMAT_LABELS = {"f32": "", "int8_dynamic": ", int8 `quantize_dynamic`", "int8_static": ", int8 `quantize_static` QDQ",
+                 "int8_qoperator": ", int8 `quantize_static` QOperator",
                  "fp16": ", fp16"}
 
 
@@ -470,7 +475,7 @@ def derived(folder, fmt, inputs):
     if fmt == "int8_dynamic":
         from onnxruntime.quantization import QuantType, quantize_dynamic
         quantize_dynamic(src, tmp, weight_type=QuantType.QInt8)
-    elif fmt == "int8_static":
+    elif fmt in ("int8_static", "int8_qoperator"):
         from onnxruntime.quantization import CalibrationMethod, QuantFormat, QuantType, quantize_static
         from onnxruntime.quantization.shape_inference import quant_pre_process
         pre = os.path.join(folder, "model.pre.onnx")
@@ -480,7 +485,8 @@ def derived(folder, fmt, inputs):
             log("   quant_pre_process failed (%s); quantizing the export as it is" % rm.error_line(e))
             pre = src
         name, x = next(iter(inputs.items()))
-        quantize_static(pre, tmp, Calibration(name, x.shape[0], x.shape[-1]), quant_format=QuantFormat.QDQ,
+        qf = QuantFormat.QDQ if fmt == "int8_static" else QuantFormat.QOperator
+        quantize_static(pre, tmp, Calibration(name, x.shape[0], x.shape[-1]), quant_format=qf,
                         activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8, per_channel=True,
                         calibrate_method=CalibrationMethod.MinMax)
     elif fmt == "fp16":
