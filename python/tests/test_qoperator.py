@@ -169,6 +169,18 @@ def past_one_f32(w, wz):
     return (255 * np.abs(w.astype(np.int64) - wz).sum(axis=(1, 2, 3))).max() > 2 ** 24
 
 
+def test_a_per_channel_scale_of_another_length_is_refused():
+    """w_scale of M + 1 elements for M output channels: an error naming it, not a broadcast."""
+    op, _, _ = qlinear_case(3, np.uint8, True, True)
+    inits = {i.name: numpy_helper.to_array(i) for i in op.graph.initializer}
+    inits["ws"] = np.concatenate([inits["ws"], inits["ws"][:1]])
+    g = op.graph
+    bad = model(list(g.node), inits, list(g.input), list(g.output))
+    with pytest.raises(xlac.errors.XlacError,
+                       match=r"w's scale and zero point has \d+ elements but the input's axis 0 has"):
+        xlac.InferenceSession(bad.SerializeToString())
+
+
 @pytest.mark.parametrize("case", ["one_f32", "split", "u8_per_channel", "f64", "runtime_zero_point"])
 def test_conv_integer_exact(case, tmp_path):
     """Sums past 2^24 (x near 255, weights of one sign) where the case says so: there some
@@ -344,5 +356,7 @@ def test_qgemm(quantized_out, trans_b, per_column, tmp_path):
 def test_other_contrib_ops_are_refused_by_name():
     node = helper.make_node("FusedMatMul", ["a", "a"], ["y"], domain="com.microsoft")
     m = ms_model(node, {}, [helper.make_tensor_value_info("a", TensorProto.FLOAT, [2, 2])], TensorProto.FLOAT)
-    with pytest.raises(xlac.errors.XlacError, match=r"FusedMatMul.*contrib op is not supported .*QGemm"):
+    with pytest.raises(xlac.errors.XlacError, match=r"FusedMatMul.*contrib op is not supported "
+                       r"\(of com.microsoft, xlac reads QLinearAdd, QLinearMul, "
+                       r"QLinearGlobalAveragePool and QGemm\)"):
         xlac.InferenceSession(m.SerializeToString())

@@ -108,11 +108,14 @@ static const ox_entry *entry_for(ox_ctx *c, const Onnx__NodeProto *np)
     const ox_entry *e = xlac ? ox_find_xlac_op(type)
                         : ms ? ox_find_ms_op(type)
                              : ox_find_op(type, c->opset, &known);
-    if (!e && ms)
-        node_error(c, np, true,
-                   "onnxruntime's contrib op is not supported (of " OX_MS_DOMAIN ", xlac reads "
-                   "QLinearAdd, QLinearMul, QLinearGlobalAveragePool and QGemm)");
-    else if (!e)
+    if (!e && ms) {
+        char ops[256], msg[400];
+        ox_ms_op_list(ops, sizeof ops);
+        snprintf(msg, sizeof msg,
+                 "onnxruntime's contrib op is not supported (of " OX_MS_DOMAIN ", xlac reads %s)",
+                 ops);
+        node_error(c, np, true, msg);
+    } else if (!e)
         node_error(c, np, true,
                    known ? "op is not supported at this opset" : "op is not supported");
     return e && check_attrs(c, np, e) ? e : NULL;

@@ -169,6 +169,8 @@ const ox_entry *ox_find_xlac_op(const char *type);
 /* Domain com.microsoft: the few of onnxruntime's contrib ops that xlac reads (QOperator models). */
 #define OX_MS_DOMAIN "com.microsoft"
 const ox_entry *ox_find_ms_op(const char *type);
+/* Their names as "A, B and C" into buf (cut to size). */
+void ox_ms_op_list(char *buf, size_t size);
 
 /* errors.c */
 void ox_error_add(ox_errors *e, bool unsupported, const char *fmt, ...)
@@ -312,10 +314,16 @@ bool ox_qlinear_conv_match(ox_b *b, ox_qdq_conv *m);
 /* b's QLinearAdd (com.microsoft) as one quant_add where the int8 engine is and its operands are
    per-tensor constants of one known shape; -1, with nothing built, otherwise (qdq.c). */
 int ox_qlinear_add_step(ox_b *b);
+/* ops/quant.c. Scale or zero point v shaped to broadcast against x (shape xs, rank r): a single
+   element becomes a scalar, a 1-D one of x's dim `axis` becomes [1,..,C,..,1]; -1 (b failed) for
+   any other shape or length. */
+int ox_quant_per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const char *what);
+/* The range [lo, hi] of quantized integer type dt. */
+void ox_quant_range(xe_dtype dt, double *lo, double *hi);
 /* ops/qlinear.c, the QLinear* operators' compositions. Input k of b (a scale or zero point) as
-   a scalar, or, 1-D of n elements with axis >= 0, as [1, .., n, .., 1] of rank r, n at axis; -1
-   (b failed) otherwise. */
-int ox_ql_param(ox_b *b, int k, int r, int axis, const char *what);
+   a scalar, or, with axis >= 0, one per element of xs's dim axis as ox_quant_per_axis shapes it;
+   -1 (b failed) otherwise. */
+int ox_ql_param(ox_b *b, int k, int axis, const xe_shape *xs, const char *what);
 /* DequantizeLinear of input k by inputs ks and kz (kz < 0 or absent: none), per axis (-1: per
    tensor). */
 int ox_ql_dequantize(ox_b *b, int k, int ks, int kz, int axis, const char *what);

@@ -4,6 +4,7 @@
  * unsupported) and, for table-driven builders, the executor op. Lookup is
  * a linear scan: a model has at most a few thousand nodes.
  */
+#include <stdio.h>
 #include <string.h>
 
 #include "onnx_impl.h"
@@ -423,4 +424,15 @@ const ox_entry *ox_find_ms_op(const char *type)
         if (!strcmp(ms_table[i].type, type))
             return &ms_table[i];
     return NULL;
+}
+
+void ox_ms_op_list(char *buf, size_t size)
+{
+    size_t n = sizeof ms_table / sizeof *ms_table, used = 0;
+    buf[0] = '\0';
+    for (size_t i = 0; i < n && used < size; i++) {
+        const char *sep = i == 0 ? "" : i + 1 == n ? " and " : ", ";
+        int w = snprintf(buf + used, size - used, "%s%s", sep, ms_table[i].type);
+        used += w > 0 ? (size_t)w : 0;
+    }
 }

@@ -135,6 +135,18 @@ static int combined_scales(ox_b *b, float xs, const float *ws, bool per_channel,
     return ox_const(b, scale);
 }
 
+/* f32(t[i]) * s[i] of the i32 constant t [m] (s[0] for every i unless per_channel) as a new f32
+   const [m], DequantizeLinear's arithmetic; -1 when out of memory. */
+static int dequantized_i32(ox_b *b, const xe_tensor *t, const float *s, bool per_channel, int64_t m)
+{
+    xe_tensor *v = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {m}});
+    if (!v)
+        return -1;
+    for (int64_t i = 0; i < m; i++)
+        ((float *)v->data)[i] = (float)((const int32_t *)t->data)[i] * s[per_channel ? i : 0];
+    return ox_const(b, v);
+}
+
 /* The bias as f32 [m]: Conv input 2 a constant f32, or DequantizeLinear of an i32 constant with
    zero points zero ((float)B * scale, DequantizeLinear's arithmetic). -2: no bias; -1: neither. */
 static int bias_of(ox_b *b, int64_t m)
@@ -152,12 +164,7 @@ static int bias_of(ox_b *b, int64_t m)
     const xe_tensor *t = q >= 0 ? b->c->g->nodes[q]->value : NULL;
     if (!s || xe_tensor_numel(t) != m || !const_zeros(b, input(d, 2), XE_I32))
         return -1;
-    xe_tensor *v = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {m}});
-    if (!v)
-        return -1;
-    for (int64_t i = 0; i < m; i++)
-        ((float *)v->data)[i] = (float)((const int32_t *)t->data)[i] * s[pc ? i : 0];
-    return ox_const(b, v);
+    return dequantized_i32(b, t, s, pc, m);
 }
 
 /* x's side: q (u8 or i8, not a constant), its scale and zero point, per tensor. */
@@ -280,13 +287,7 @@ static int qlinear_bias(ox_b *b, int s, int64_t m)
     const xe_tensor *t = q >= 0 ? b->c->g->nodes[q]->value : NULL;
     if (!t || xe_tensor_numel(t) != m)
         return -1;
-    xe_tensor *v = ox_new_tensor(b, XE_F32, &(xe_shape){.rank = 1, .dims = {m}});
-    if (!v)
-        return -1;
-    const float *sc = b->c->g->nodes[s]->value->data;
-    for (int64_t i = 0; i < m; i++)
-        ((float *)v->data)[i] = (float)((const int32_t *)t->data)[i] * sc[i];
-    return ox_const(b, v);
+    return dequantized_i32(b, t, b->c->g->nodes[s]->value->data, true, m);
 }
 
 bool ox_qlinear_conv_match(ox_b *b, ox_qdq_conv *m)

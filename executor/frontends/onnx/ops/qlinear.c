@@ -7,45 +7,41 @@
  */
 #include "onnx_impl.h"
 
-int ox_ql_param(ox_b *b, int k, int r, int axis, const char *what)
+int ox_ql_param(ox_b *b, int k, int axis, const xe_shape *xs, const char *what)
 {
     int v = ox_in(b, k);
     if (v < 0)
         return b->failed ? -1 : (ox_invalid(b, "%s is missing", what), -1);
-    const xe_shape *s = &ox_type(b, v)->shape;
-    int64_t n = xe_shape_numel(s), dims[XE_MAX_RANK] = {0};
-    if (s->rank <= 1 && n == 1)
-        return ox_reshape(b, v, dims, 0);
-    if (axis < 0 || axis >= r || s->rank != 1 || n < 1) {
-        ox_unsupported(b, "%s of %lld elements is not supported (%s)", what, (long long)n,
-                       axis >= 0 ? "one element, or one per channel" : "one element");
+    int64_t n = xe_shape_numel(&ox_type(b, v)->shape);
+    if (axis < 0 && n != 1) {
+        ox_unsupported(b, "%s of %lld elements is not supported (one element)", what, (long long)n);
         return -1;
     }
-    for (int d = 0; d < r; d++)
-        dims[d] = d == axis ? n : 1;
-    return ox_reshape(b, v, dims, r);
+    return ox_quant_per_axis(b, v, xs->rank, axis, xs, what);
 }
 
 int ox_ql_dequantize(ox_b *b, int k, int ks, int kz, int axis, const char *what)
 {
-    int v = ox_in(b, k), r = v >= 0 ? ox_rank(b, v) : 0;
+    int v = ox_in(b, k);
+    const xe_shape *xs = &ox_type(b, v)->shape;
     int y = ox_cast(b, v, XE_F32);
     if (kz >= 0 && ox_in(b, kz) >= 0)
-        y = ox_bin(b, XE_OP_SUB, y, ox_cast(b, ox_ql_param(b, kz, r, axis, what), XE_F32));
-    return ox_bin(b, XE_OP_MUL, y, ox_cast(b, ox_ql_param(b, ks, r, axis, what), XE_F32));
+        y = ox_bin(b, XE_OP_SUB, y, ox_cast(b, ox_ql_param(b, kz, axis, xs, what), XE_F32));
+    return ox_bin(b, XE_OP_MUL, y, ox_cast(b, ox_ql_param(b, ks, axis, xs, what), XE_F32));
 }
 
 int ox_ql_quantize(ox_b *b, int y, int ks, int kz, xe_dtype to)
 {
-    int q =
-        ox_bin(b, XE_OP_DIV, y, ox_cast(b, ox_ql_param(b, ks, 0, -1, "the output scale"), XE_F32));
-    q = ox_round_even(b, q);
+    const xe_shape *ys = &ox_type(b, y)->shape;
+    int s = ox_cast(b, ox_ql_param(b, ks, -1, ys, "the output scale"), XE_F32);
+    int q = ox_round_even(b, ox_bin(b, XE_OP_DIV, y, s));
     if (kz >= 0 && ox_in(b, kz) >= 0)
         q = ox_bin(b, XE_OP_ADD, q,
-                   ox_cast(b, ox_ql_param(b, kz, 0, -1, "the output zero point"), XE_F32));
-    q = ox_bin(b, XE_OP_MAXIMUM, q, ox_scalar(b, XE_F32, to == XE_U8 ? 0 : -128));
-    return ox_cast(b, ox_bin(b, XE_OP_MINIMUM, q, ox_scalar(b, XE_F32, to == XE_U8 ? 255 : 127)),
-                   to);
+                   ox_cast(b, ox_ql_param(b, kz, -1, ys, "the output zero point"), XE_F32));
+    double lo, hi;
+    ox_quant_range(to, &lo, &hi);
+    q = ox_bin(b, XE_OP_MAXIMUM, q, ox_scalar(b, XE_F32, lo));
+    return ox_cast(b, ox_bin(b, XE_OP_MINIMUM, q, ox_scalar(b, XE_F32, hi)), to);
 }
 
 bool ox_ql_eight_bit(ox_b *b, int k, int z, const char *what)

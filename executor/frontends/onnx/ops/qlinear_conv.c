@@ -40,10 +40,11 @@
 static int dequantized_bias(ox_b *b)
 {
     int bias = ox_in(b, 8);
-    if (ox_type(b, bias)->dtype != XE_I32)
-        return ox_invalid(b, "B must be i32"), -1;
-    int xs = ox_cast(b, ox_ql_param(b, 1, 0, -1, "x_scale"), XE_F32);
-    int ws = ox_cast(b, ox_ql_param(b, 4, 1, 0, "w_scale"), XE_F32);
+    const xe_type *t = ox_type(b, bias);
+    if (t->dtype != XE_I32 || t->shape.rank != 1)
+        return ox_invalid(b, "B must be i32 of one dim"), -1;
+    int xs = ox_cast(b, ox_ql_param(b, 1, -1, &t->shape, "x_scale"), XE_F32);
+    int ws = ox_cast(b, ox_ql_param(b, 4, 0, &t->shape, "w_scale"), XE_F32);
     return ox_bin(b, XE_OP_MUL, ox_cast(b, bias, XE_F32), ox_bin(b, XE_OP_MUL, xs, ws));
 }
 
@@ -118,30 +119,6 @@ static int weights_const(ox_b *b, const float *c, int64_t n)
     return ox_const(b, t);
 }
 
-/* i32 of the exact f32 convolution of x by the centred weights c, split as 16 hi + lo past the
-   bound (c: n values over m channels, overwritten); -1 (nothing built) when even the parts are
-   past it. */
-static int exact_f32_conv(ox_b *b, int x, float *c, int64_t n, int64_t m)
-{
-    if (within_f32(c, n, m))
-        return ox_cast(b, ox_conv_build(b, x, weights_const(b, c, n), -1, NULL), XE_I32);
-    float *hi = malloc((size_t)n * sizeof *hi);
-    if (!hi)
-        return -1;
-    for (int64_t i = 0; i < n; i++) {
-        hi[i] = floorf(c[i] / 16.0f);
-        c[i] -= 16.0f * hi[i]; /* lo, in [0, 15] */
-    }
-    int y = -1;
-    if (within_f32(hi, n, m) && within_f32(c, n, m)) {
-        int yh = ox_cast(b, ox_conv_build(b, x, weights_const(b, hi, n), -1, NULL), XE_I32);
-        int yl = ox_cast(b, ox_conv_build(b, x, weights_const(b, c, n), -1, NULL), XE_I32);
-        y = ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MUL, yh, ox_scalar(b, XE_I32, 16)), yl);
-    }
-    free(hi);
-    return y;
-}
-
 /* x - xz in dt (f32 or f64), xz input 2 of b (absent: 0; one element). */
 static int centred_x(ox_b *b, xe_dtype dt)
 {
@@ -154,6 +131,32 @@ static int centred_x(ox_b *b, xe_dtype dt)
         return -1;
     }
     return ox_bin(b, XE_OP_SUB, x, ox_cast(b, ox_reshape(b, ox_in(b, 2), none, 0), dt));
+}
+
+/* i32 of the exact f32 convolution of x - xz by the centred weights c, split as 16 hi + lo past
+   the bound (c: n values over m channels, overwritten); -1, with nothing built, when even the
+   parts are past it. */
+static int exact_f32_conv(ox_b *b, float *c, int64_t n, int64_t m)
+{
+    if (within_f32(c, n, m))
+        return ox_cast(b, ox_conv_build(b, centred_x(b, XE_F32), weights_const(b, c, n), -1, NULL),
+                       XE_I32);
+    float *hi = malloc((size_t)n * sizeof *hi);
+    if (!hi)
+        return -1;
+    for (int64_t i = 0; i < n; i++) {
+        hi[i] = floorf(c[i] / 16.0f);
+        c[i] -= 16.0f * hi[i]; /* lo, in [0, 15] */
+    }
+    int y = -1;
+    if (within_f32(hi, n, m) && within_f32(c, n, m)) {
+        int x = centred_x(b, XE_F32);
+        int yh = ox_cast(b, ox_conv_build(b, x, weights_const(b, hi, n), -1, NULL), XE_I32);
+        int yl = ox_cast(b, ox_conv_build(b, x, weights_const(b, c, n), -1, NULL), XE_I32);
+        y = ox_bin(b, XE_OP_ADD, ox_bin(b, XE_OP_MUL, yh, ox_scalar(b, XE_I32, 16)), yl);
+    }
+    free(hi);
+    return y;
 }
 
 /* The f64 form: both operands centred in f64, exact. */
@@ -186,7 +189,7 @@ xe_code ox_b_conv_integer(ox_b *b)
         return ox_status(b);
     int64_t n = 0, m = 0;
     float *c = centred_weights(b, &n, &m);
-    int y = c ? exact_f32_conv(b, centred_x(b, XE_F32), c, n, m) : -1;
+    int y = c ? exact_f32_conv(b, c, n, m) : -1;
     free(c);
     if (y < 0 && !b->failed)
         y = f64_conv(b);

@@ -79,8 +79,9 @@ xe_code ox_b_qgemm(ox_b *b)
     if (b->n_in > 6 && ox_in(b, 6) >= 0) {
         if (ox_type(b, ox_in(b, 6))->dtype != XE_I32)
             return ox_invalid(b, "C must be i32");
-        int s = ox_bin(b, XE_OP_MUL, ox_cast(b, ox_ql_param(b, 1, 0, -1, "a_scale"), XE_F32),
-                       ox_cast(b, ox_ql_param(b, 4, 1, 0, "b_scale"), XE_F32));
+        const xe_shape *ys = &ox_type(b, y)->shape; /* [M, N]: b_scale per column */
+        int s = ox_bin(b, XE_OP_MUL, ox_cast(b, ox_ql_param(b, 1, -1, ys, "a_scale"), XE_F32),
+                       ox_cast(b, ox_ql_param(b, 4, 1, ys, "b_scale"), XE_F32));
         s = alpha != 1.0 ? ox_bin(b, XE_OP_MUL, s, ox_scalar(b, XE_F32, alpha)) : s;
         y = ox_bin(b, XE_OP_ADD, y, ox_bin(b, XE_OP_MUL, ox_cast(b, ox_in(b, 6), XE_F32), s));
     }

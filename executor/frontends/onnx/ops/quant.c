@@ -41,8 +41,7 @@ static bool quant_dtype(xe_dtype dt)
     return dt == XE_U8 || dt == XE_I8 || dt == XE_U16 || dt == XE_I16 || xe_dtype_is_subbyte(dt);
 }
 
-/* The range [lo, hi] of quantized integer type dt. */
-static void quant_range(xe_dtype dt, double *lo, double *hi)
+void ox_quant_range(xe_dtype dt, double *lo, double *hi)
 {
     int bits = xe_dtype_bits(dt);
     bool is_signed = !xe_dtype_is_unsigned(dt);
@@ -50,10 +49,6 @@ static void quant_range(xe_dtype dt, double *lo, double *hi)
     *hi = is_signed ? ldexp(1, bits - 1) - 1 : ldexp(1, bits) - 1;
 }
 
-/*
- * Scale or zero point v shaped to broadcast against x (rank r): a single element becomes a scalar,
- * a 1-D one of x's dim `axis` becomes [1,..,C,..,1]. -1 (b failed) for any other shape.
- */
 /* Blocked: v of x's rank with ceil(dim / block) along axis, each element repeated block times
  * along it (a broadcast over a new dim after axis, merged into it, cut to x's dim). */
 static int blocked(ox_b *b, int v, int r, int axis, const xe_shape *xs, int64_t block,
@@ -84,13 +79,10 @@ static int blocked(ox_b *b, int v, int r, int axis, const xe_shape *xs, int64_t 
     return ox_slice(b, ox_reshape(b, u, wide, r), lo, hi);
 }
 
-static int per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const char *what)
+int ox_quant_per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const char *what)
 {
     if (v < 0)
         return -1;
-    int64_t block = ox_int(b, "block_size", 0);
-    if (block > 0)
-        return blocked(b, v, r, axis, xs, block, what);
     const xe_shape *s = &ox_type(b, v)->shape;
     int64_t n = xe_shape_numel(s), dims[XE_MAX_RANK] = {0};
     if (s->rank <= 1 && n == 1)
@@ -109,6 +101,15 @@ static int per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const c
     for (int d = 0; d < r; d++)
         dims[d] = d == axis ? n : 1;
     return ox_reshape(b, v, dims, r);
+}
+
+/* v per axis, or blocked when the node has a block_size. */
+static int per_axis(ox_b *b, int v, int r, int axis, const xe_shape *xs, const char *what)
+{
+    int64_t block = ox_int(b, "block_size", 0);
+    if (v >= 0 && block > 0)
+        return blocked(b, v, r, axis, xs, block, what);
+    return ox_quant_per_axis(b, v, r, axis, xs, what);
 }
 
 /* The checks both ops share: a block size of 0 or more, an axis in range, a scale. *axis
@@ -243,7 +244,7 @@ xe_code ox_b_quantize(ox_b *b)
         y = ox_bin(b, XE_OP_ADD, y,
                    per_axis(b, ox_cast(b, ox_in(b, 2), XE_F32), r, axis, xs, "the zero point"));
     double lo, hi;
-    quant_range(to, &lo, &hi);
+    ox_quant_range(to, &lo, &hi);
     y = ox_bin(b, XE_OP_MAXIMUM, y, ox_scalar(b, XE_F32, lo));
     y = ox_bin(b, XE_OP_MINIMUM, y, ox_scalar(b, XE_F32, hi)); /* quantized_f32 reads this */
     return done(b, ox_cast(b, y, to));
