@@ -358,15 +358,15 @@ void xlac_plugin_shutdown(xlac_state *s)
     xlac_replay_free(s);
     if (s->tracing &&
         !atomic_load(&s->n_sessions)) { /* a wrapper (timeout, bash -c) that ran nothing */
-        xe_trace_discard();
-        s->tracing = false;
+        xe_trace_discard(s->tracing);
     } else if (s->tracing) { /* after the cache: background compiles are in it */
         xe_status st;
         xe_status_clear(&st);
-        if (xe_trace_stop(&st) != XE_OK)
+        if (xe_trace_stop(s->tracing, &st) != XE_OK)
             fprintf(stderr, "xlac: error: %s\n", st.msg);
-        s->tracing = false;
     }
+    free(s->tracing);
+    s->tracing = NULL;
     xlac_report_free(s);
     xlac_config_free(s);
     if (s->installed)

@@ -68,7 +68,7 @@ static void interrupted(int signo, void *user)
     if (xlac_report_write(s, signo, &st) != XE_OK)
         fprintf(stderr, "xlac: error: %s\n", st.msg);
     if (s->tracing && !atomic_load(&s->n_sessions))
-        xe_trace_discard();
+        xe_trace_discard(s->tracing);
 }
 
 __attribute__((constructor)) static void xlac_preload_init(void)

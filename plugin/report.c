@@ -37,10 +37,14 @@ xe_code xlac_report_setup(xlac_state *s, xe_status *st)
         xe_trace_totals_on();
     if (s->tracing || !s->flags.trace_path)
         return XE_OK;
-    if (xe_trace_start(s->flags.trace_path, st) != XE_OK)
+    if (!(s->tracing = strdup(s->flags.trace_path)))
+        return xe_fail(st, XE_ERR_NOMEM, "out of memory starting a trace");
+    if (xe_trace_start(s->tracing, st) != XE_OK) {
+        free(s->tracing);
+        s->tracing = NULL;
         return xe_status_prefix(st, "XLAC_FLAGS: --trace: ");
-    s->tracing = true;
-    xe_trace_set_family(s->family_start);
+    }
+    xe_trace_set_family(s->tracing, s->family_start);
     return XE_OK;
 }
 

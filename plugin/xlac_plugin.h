@@ -70,7 +70,7 @@ typedef struct xlac_state {
     xlac_replay *replays;        /* clusters dumped for replay (--dump_inputs) */
     int n_replays, cap_replays;
     atomic_ullong n_compiling;   /* compiles begun (the terminal's progress line) */
-    bool tracing;                /* --trace started the process's trace */
+    char *tracing;               /* the file --trace is recording (owned); NULL: none */
     pthread_mutex_t report_lock; /* guards graphs and reports */
     char **graphs;               /* --summary: each clustered graph's summary as JSON */
     int n_graphs, cap_graphs;

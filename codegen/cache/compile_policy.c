@@ -39,6 +39,7 @@ typedef struct job {
     int n_in;
     bool generic;
     bool must; /* must-compile: a failure is the caller's error, not a warning */
+    int owner; /* the trace owner of the thread that asked (xe_trace_owner) */
     xg_target target;
     int arch;
 } job;
@@ -218,6 +219,7 @@ static bool finish_job(job *j, xe_code code, xg_program *prog, bool disk_hit, do
 static void *async_main(void *arg)
 {
     job *j = arg;
+    xe_trace_owner_swap(j->owner); /* its slices are the asking session's */
     if (xe_trace_on())
         xe_trace_name_thread("xlac compile");
     xg_program *prog = NULL;
@@ -250,6 +252,7 @@ static job *job_new(const xg_launch *l, const char *key, xe_status *st)
     j->types = calloc((size_t)j->n_in + 1, sizeof *j->types);
     j->generic = strstr(key, "|generic:") != NULL;
     j->must = l->must;
+    j->owner = xe_trace_owner();
     const char *bar = strchr(key, '|'); /* key = "VERSION|FINGERPRINT|..." */
     snprintf(j->fp, sizeof j->fp, "%.*s", bar ? (int)strcspn(bar + 1, "|") : 0, bar ? bar + 1 : "");
     j->target = l->target;

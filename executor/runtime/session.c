@@ -60,7 +60,7 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
     if (opt && own_options(s, opt, st) != XE_OK)
         goto fail;
     if (s->opt.profile_path) {
-        if (xe_trace_start(s->opt.profile_path, st) != XE_OK)
+        if (xe_trace_start_for(s->opt.profile_path, s->id + 1, st) != XE_OK)
             goto fail;
         s->tracing = true;
     }
@@ -72,7 +72,10 @@ xe_session *xe_session_new(xe_graph *g, const xe_session_options *opt, xe_status
         }
         return s;
     }
-    if (xe_session_prepare(s, &s->graph, st) != XE_OK)
+    int was = xe_trace_owner_swap(s->id + 1); /* the clustering pass's slices are this session's */
+    xe_code c = xe_session_prepare(s, &s->graph, st);
+    xe_trace_owner_swap(was);
+    if (c != XE_OK)
         goto fail;
     s->stateful = has_stateful(s->graph);
     return s;
@@ -86,7 +89,7 @@ xe_code xe_session_end_profiling(xe_session *s, xe_status *st)
     if (!s->tracing)
         return XE_OK;
     s->tracing = false;
-    return xe_trace_stop(st);
+    return xe_trace_stop(s->opt.profile_path, st);
 }
 
 void xe_session_destroy(xe_session *s)
@@ -144,7 +147,8 @@ static void trace_run(xe_session *s, int mode, double t0)
     xe_trace_slice(name, "run", t0, t1 - t0, args);
 }
 
-xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs, xe_status *st)
+/* xe_session_run on this thread, its trace owner set. */
+static xe_code run_fed(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs, xe_status *st)
 {
     const xe_graph *g = s->graph;
     for (int i = 0; i < g->n_inputs; i++)
@@ -164,6 +168,14 @@ xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outp
         c = run_graph(s, u.graph, all, outputs, st);
     free(all);
     xe_specs_put(s, &u);
+    return c;
+}
+
+xe_code xe_session_run(xe_session *s, xe_tensor *const *inputs, xe_tensor **outputs, xe_status *st)
+{
+    int was = xe_trace_owner_swap(s->id + 1); /* its slices go to its profile (trace.h) */
+    xe_code c = run_fed(s, inputs, outputs, st);
+    xe_trace_owner_swap(was);
     return c;
 }
 

@@ -9,7 +9,16 @@
  *
  * A thread's track id is given on its first event (a thread-local number,
  * from 1); device streams use ids from GPU_TID. Timestamps are written
- * relative to the earliest event, so a trace begins at 0. Recording is
+ * relative to the earliest event, so a trace begins at 0.
+ *
+ * Several files may be recorded at once (two sessions that profile, each
+ * to its own file): each recording keeps its path, its start time and its
+ * owner, and events carry the owner of the thread that recorded them
+ * (xe_trace_owner_swap: a session while it runs, its background compiles).
+ * A file gets the events that ended after its start and that are its
+ * owner's or nobody's (owner 0); a recording of owner 0 gets every event.
+ * Events no recording can still want are dropped when a file is written.
+ * Recording is
  * best effort (an event that cannot be stored is dropped); writing checks
  * every write, and the file is written whole or not at all (xe_publish: a
  * temp file beside it, renamed into place), so a full disk leaves the
@@ -35,7 +44,16 @@ typedef struct event {
     char *name, *cat, *args; /* args: the inside of a JSON object, or NULL */
     double start, dur;       /* microseconds on xe_now_us's clock */
     int tid;
+    int owner; /* the recording thread's owner; 0: nobody's */
 } event;
+
+typedef struct recording {
+    char *path;
+    int users;     /* starts for this path not yet stopped */
+    int owner;     /* whose events the file takes; 0: everyone's */
+    double start;  /* xe_now_us at the first start */
+    double family; /* xe_publish's rule; 0: this process's file replaces the previous one */
+} recording;
 
 typedef struct track_name {
     int tid;
@@ -46,22 +64,34 @@ atomic_int xe_trace_mode;
 
 static struct {
     pthread_mutex_t lock;
-    char *path; /* the file, while a recording is under way */
-    int users;  /* starts not yet stopped */
+    recording *recs; /* the files being recorded */
+    int n_recs, cap_recs;
     event *ev;
     size_t n, cap;
     track_name *names;
     int n_names, cap_names;
     double run_us; /* XE_TRACE_TOTALS */
     unsigned long long runs;
-    double family_start; /* xe_publish's rule; 0: this process's file replaces the previous one */
-    int interrupted;     /* the signal that interrupted the run, 0: none */
-    bool failed;         /* a write failed: why */
+    int interrupted; /* the signal that interrupted the run, 0: none */
+    bool failed;     /* a write failed: why */
     char why[sizeof(((xe_status *)0)->msg)];
 } T = {.lock = PTHREAD_MUTEX_INITIALIZER};
 
 static atomic_int next_tid = 1;
 static _Thread_local int my_tid;
+static _Thread_local int my_owner;
+
+int xe_trace_owner_swap(int owner)
+{
+    int was = my_owner;
+    my_owner = owner;
+    return was;
+}
+
+int xe_trace_owner(void)
+{
+    return my_owner;
+}
 
 static int thread_tid(void)
 {
@@ -99,24 +129,49 @@ void xe_trace_name_thread(const char *name)
     pthread_mutex_unlock(&T.lock);
 }
 
-xe_code xe_trace_start(const char *path, xe_status *st)
+/* Under the lock: the recording of path, or NULL. */
+static recording *find(const char *path)
+{
+    for (int i = 0; i < T.n_recs; i++)
+        if (strcmp(T.recs[i].path, path) == 0)
+            return &T.recs[i];
+    return NULL;
+}
+
+xe_code xe_trace_start_for(const char *path, int owner, xe_status *st)
 {
     if (!path || !*path)
         return xe_fail(st, XE_ERR_USAGE, "trace: no file name");
     int tid = thread_tid();
+    double now = xe_now_us();
     pthread_mutex_lock(&T.lock);
     xe_code c = XE_OK;
-    if (T.path && strcmp(T.path, path) != 0)
-        c = xe_fail(st, XE_ERR_USAGE, "trace %s: a trace is already being written to %s", path,
-                    T.path);
-    else if (!T.path && !(T.path = strdup(path)))
-        c = xe_fail(st, XE_ERR_NOMEM, "out of memory starting a trace");
-    if (c == XE_OK && T.users++ == 0) {
+    recording *r = find(path);
+    if (r) { /* joined: a file two owners share takes every event */
+        r->users++;
+        if (r->owner != owner)
+            r->owner = 0;
+    } else {
+        recording *grown = XE_VEC_GROW(T.recs, T.cap_recs, T.n_recs + 1, 4);
+        char *copy = grown ? strdup(path) : NULL;
+        if (grown)
+            T.recs = grown;
+        if (!copy)
+            c = xe_fail(st, XE_ERR_NOMEM, "out of memory starting a trace");
+        else
+            T.recs[T.n_recs++] = (recording){copy, 1, owner, now, 0};
+    }
+    if (c == XE_OK) {
         set_name(tid, "main");
         atomic_fetch_or(&xe_trace_mode, XE_TRACE_EVENTS);
     }
     pthread_mutex_unlock(&T.lock);
     return c;
+}
+
+xe_code xe_trace_start(const char *path, xe_status *st)
+{
+    return xe_trace_start_for(path, 0, st);
 }
 
 static bool grow(void)
@@ -140,10 +195,11 @@ static void add(int tid, const char *name, const char *cat, double start_us, dou
                args ? strdup(args) : NULL,
                start_us,
                isfinite(dur_us) && dur_us > 0 ? dur_us : 0,
-               tid};
+               tid,
+               my_owner};
     bool ok = e.name && e.cat && (!args || e.args) && isfinite(start_us);
     pthread_mutex_lock(&T.lock);
-    ok = ok && T.users > 0 && grow();
+    ok = ok && T.n_recs > 0 && grow();
     if (ok)
         T.ev[T.n++] = e;
     pthread_mutex_unlock(&T.lock);
@@ -226,19 +282,26 @@ static void json_string(FILE *f, const char *s)
     fputc('"', f);
 }
 
-static double earliest(void)
+/* Whether recording r's file takes event e. */
+static bool takes(const recording *r, const event *e)
 {
-    double t = T.n ? T.ev[0].start : 0;
-    for (size_t i = 1; i < T.n; i++)
-        if (T.ev[i].start < t)
+    return (!r->owner || !e->owner || e->owner == r->owner) && e->start + e->dur >= r->start;
+}
+
+static double earliest(const recording *r)
+{
+    double t = INFINITY;
+    for (size_t i = 0; i < T.n; i++)
+        if (takes(r, &T.ev[i]) && T.ev[i].start < t)
             t = T.ev[i].start;
-    return t;
+    return isfinite(t) ? t : r->start;
 }
 
 static xe_code write_events(FILE *f, void *user, xe_status *st)
 {
-    (void)user, (void)st;
-    double origin = earliest();
+    (void)st;
+    const recording *r = user;
+    double origin = earliest(r);
     fputs("{\"traceEvents\":[\n{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":1,\"tid\":0,"
           "\"args\":{\"name\":\"xlac\"}}",
           f);
@@ -251,6 +314,8 @@ static xe_code write_events(FILE *f, void *user, xe_status *st)
     }
     for (size_t i = 0; i < T.n; i++) {
         const event *e = &T.ev[i];
+        if (!takes(r, e))
+            continue;
         fputs(",\n{\"name\":", f);
         json_string(f, e->name);
         fputs(",\"cat\":", f);
@@ -272,13 +337,15 @@ static xe_code write_events(FILE *f, void *user, xe_status *st)
     return XE_OK;
 }
 
-static xe_code write_file(const char *path, xe_status *st)
+/* Under the lock: writes recording r's file. */
+static xe_code write_file(const recording *r, xe_status *st)
 {
+    const char *path = r->path;
     static char
         last[4200]; /* this process's last trace (under the lock): a later one replaces it */
     char used[4200];
-    double family = strcmp(last, path) ? T.family_start : 0;
-    xe_code c = xe_publish(path, write_events, NULL, family, used, sizeof used, st);
+    double family = strcmp(last, path) ? r->family : 0;
+    xe_code c = xe_publish(path, write_events, (void *)r, family, used, sizeof used, st);
     if (c == XE_OK)
         snprintf(last, sizeof last, "%s", used);
     if (c != XE_OK) {
@@ -293,30 +360,61 @@ static xe_code write_file(const char *path, xe_status *st)
     return c;
 }
 
-/* Under the lock: drops every event and name. */
+/* Under the lock: frees event i's strings. */
+static void free_event(size_t i)
+{
+    free(T.ev[i].name);
+    free(T.ev[i].cat);
+    free(T.ev[i].args);
+}
+
+/* Under the lock: drops every event and name (no recording is left). */
 static void clear(void)
 {
-    for (size_t i = 0; i < T.n; i++) {
-        free(T.ev[i].name);
-        free(T.ev[i].cat);
-        free(T.ev[i].args);
-    }
+    for (size_t i = 0; i < T.n; i++)
+        free_event(i);
     for (int i = 0; i < T.n_names; i++)
         free(T.names[i].name);
     free(T.ev);
     free(T.names);
-    free(T.path);
+    free(T.recs);
     T.ev = NULL;
     T.names = NULL;
-    T.path = NULL;
+    T.recs = NULL;
     T.n = T.cap = 0;
     T.n_names = T.cap_names = 0;
+    T.n_recs = T.cap_recs = 0;
+    atomic_fetch_and(&xe_trace_mode, ~XE_TRACE_EVENTS);
 }
 
-void xe_trace_set_family(double start)
+/* Under the lock: ends recording r (written or not); keeps the events the others still take. */
+static void end(recording *r)
+{
+    free(r->path);
+    *r = T.recs[--T.n_recs];
+    if (!T.n_recs) {
+        clear();
+        return;
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < T.n; i++) {
+        bool wanted = false;
+        for (int k = 0; k < T.n_recs && !wanted; k++)
+            wanted = takes(&T.recs[k], &T.ev[i]);
+        if (wanted)
+            T.ev[kept++] = T.ev[i];
+        else
+            free_event(i);
+    }
+    T.n = kept;
+}
+
+void xe_trace_set_family(const char *path, double start)
 {
     pthread_mutex_lock(&T.lock);
-    T.family_start = start;
+    recording *r = path ? find(path) : NULL;
+    if (r)
+        r->family = start;
     pthread_mutex_unlock(&T.lock);
 }
 
@@ -330,13 +428,21 @@ bool xe_trace_failed(xe_status *st)
     return failed;
 }
 
-void xe_trace_discard(void)
+/* Under the lock: leaves path's recording; the last to leave writes the file when write. */
+static xe_code leave(const char *path, bool write, xe_status *st)
+{
+    recording *r = path ? find(path) : NULL;
+    if (!r || --r->users > 0)
+        return XE_OK;
+    xe_code c = write ? write_file(r, st) : XE_OK;
+    end(r);
+    return c;
+}
+
+void xe_trace_discard(const char *path)
 {
     pthread_mutex_lock(&T.lock);
-    if (T.users > 0 && --T.users == 0) {
-        atomic_fetch_and(&xe_trace_mode, ~XE_TRACE_EVENTS);
-        clear();
-    }
+    (void)leave(path, false, NULL);
     pthread_mutex_unlock(&T.lock);
 }
 
@@ -351,26 +457,25 @@ xe_code xe_trace_interrupted(int signo, xe_status *st)
 {
     pthread_mutex_lock(&T.lock);
     xe_code c = XE_OK;
-    if (T.users > 0 && T.path) {
-        atomic_fetch_and(&xe_trace_mode, ~XE_TRACE_EVENTS);
+    if (T.n_recs > 0)
         T.interrupted = signo;
-        c = write_file(T.path, st);
-        T.users = 0;
-        clear();
+    while (T.n_recs > 0) { /* every file, what it has; the first failure is the one told */
+        xe_status each;
+        xe_status_clear(&each);
+        if (write_file(&T.recs[T.n_recs - 1], &each) != XE_OK && c == XE_OK) {
+            c = each.code;
+            *st = each;
+        }
+        end(&T.recs[T.n_recs - 1]);
     }
     pthread_mutex_unlock(&T.lock);
     return c;
 }
 
-xe_code xe_trace_stop(xe_status *st)
+xe_code xe_trace_stop(const char *path, xe_status *st)
 {
     pthread_mutex_lock(&T.lock);
-    xe_code c = XE_OK;
-    if (T.users > 0 && --T.users == 0) {
-        atomic_fetch_and(&xe_trace_mode, ~XE_TRACE_EVENTS);
-        c = write_file(T.path, st);
-        clear();
-    }
+    xe_code c = leave(path, true, st);
     pthread_mutex_unlock(&T.lock);
     return c;
 }

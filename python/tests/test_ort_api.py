@@ -222,7 +222,7 @@ def test_profiling_writes_onnxruntimes_schema_and_a_chrome_trace(graph, tmp_path
     # xlac's own trace beside it, with what onnxruntime's schema has no name for
     trace = json.load(open(path[: -len(".json")] + ".trace.json"))
     assert any(e.get("name") == "run 0" for e in trace["traceEvents"]), trace["traceEvents"][:5]
-    # three sessions with one prefix, within a second (one trace at a time in a process): three
+    # three sessions with one prefix, within a second: three
     # names, three files
     paths = []
     for _ in range(3):
@@ -231,6 +231,39 @@ def test_profiling_writes_onnxruntimes_schema_and_a_chrome_trace(graph, tmp_path
         paths.append(s.end_profiling())
     assert len(set(paths)) == 3 and all(os.path.exists(p) for p in paths), paths
     assert all(p.endswith("_%d.json" % os.getpid()) or "_%d_" % os.getpid() in p for p in paths), paths
+
+
+
+@pytest.mark.parametrize("auto_jit", [0, 2])
+def test_two_sessions_profile_at_once_each_to_its_own_file(graph, tmp_path, auto_jit):
+    # onnxruntime lets every session profile; a session left unended must not stop the next one
+    def profiled(prefix):
+        so = xlac.SessionOptions()
+        so.enable_profiling = True
+        so.profile_file_prefix = str(tmp_path / prefix)
+        return xlac.InferenceSession(graph(GRAPH), so, auto_jit=auto_jit)
+
+    a, b = profiled("a"), profiled("b")
+    for sess in (a, b, a, a):  # a: three runs, b: one
+        sess.run(None, feeds())
+    pa = a.end_profiling()
+    b.run(None, feeds())  # after a's file is written: b's only
+    c = profiled("c")  # started while b records
+    c.run(None, feeds())
+    pb, pc = b.end_profiling(), c.end_profiling()
+    runs = {}
+    for name, path in (("a", pa), ("b", pb), ("c", pc)):
+        events = json.load(open(path))
+        runs[name] = [e for e in events if e["name"] == "model_run"]
+        nodes = [e for e in events if e["cat"] == "Node"]
+        assert nodes, (name, events[:3])
+        # every kernel lies inside one of this file's own runs
+        assert all(any(r["ts"] <= n["ts"] <= r["ts"] + r["dur"] + 1 for r in runs[name])
+                   for n in nodes), name
+        trace = json.load(open(path[: -len(".json")] + ".trace.json"))["traceEvents"]
+        ids = {e["args"]["session"] for e in trace if e.get("cat") == "run"}
+        assert len(ids) == 1, (name, ids)
+    assert [len(runs[k]) for k in "abc"] == [3, 2, 1], runs
 
 
 def test_metadata_inputs_outputs(graph):

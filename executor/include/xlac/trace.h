@@ -1,9 +1,11 @@
 /*
  * The process's timeline: Chrome trace-event JSON that Perfetto
- * (ui.perfetto.dev) and chrome://tracing open. One trace per process,
+ * (ui.perfetto.dev) and chrome://tracing open. One recording per file,
  * started by whoever asks first (xlac-run --trace, a session's
  * profile_path, the plugin's XLAC_FLAGS=--trace) and written when the
- * last of them stops. Every thread that records gets its own track
+ * last of them stops; other files may be recorded at the same time (two
+ * sessions that profile), each with the events from its start to its
+ * stop that are its owner's. Every thread that records gets its own track
  * (named: "main", "xlac compile", ...); a GPU's stream has a track of its
  * own, fed with kernel times from CUDA events.
  *
@@ -33,26 +35,40 @@ static inline bool xe_trace_on(void)
 }
 
 /*
- * Starts recording (or joins the recording under way) for a file at path.
- * A second start with another path keeps the first file and fails
- * (XE_ERR_USAGE, naming both). The calling thread's track is "main".
+ * Starts recording a file at path that takes every event (or joins the
+ * recording of path under way). The calling thread's track is "main".
  */
 xe_code xe_trace_start(const char *path, xe_status *st);
 /*
- * Leaves the recording; the last to leave writes the file (errors name it) and frees the events.
- * The file is written whole or not at all (xe_publish): on failure the previous file stays.
+ * The same for a file that takes only owner's events and nobody's (owner 0;
+ * see xe_trace_owner_swap): a session's profile. Joined by another owner,
+ * the file takes every event.
  */
-xe_code xe_trace_stop(xe_status *st);
-/* Leaves the recording without writing anything (a process that ran no session). */
-void xe_trace_discard(void);
+xe_code xe_trace_start_for(const char *path, int owner, xe_status *st);
+/*
+ * Leaves the recording of path; the last to leave writes the file (errors name it) and the
+ * events no other recording takes are freed. The file is written whole or not at all
+ * (xe_publish): on failure the previous file stays. A path not being recorded: nothing.
+ */
+xe_code xe_trace_stop(const char *path, xe_status *st);
+/* Leaves the recording of path without writing anything (a process that ran no session). */
+void xe_trace_discard(const char *path);
 /* A write of the trace failed in this process: true, and *st says which file and why. */
 bool xe_trace_failed(xe_status *st);
-/* xe_publish's family_start for the file (a plugin inherited by the processes of one run). */
-void xe_trace_set_family(double start);
+/* xe_publish's family_start for path's file (a plugin inherited by the processes of one run). */
+void xe_trace_set_family(const char *path, double start);
+
 /*
- * The run is being interrupted by signal signo: writes the events so far
- * (with an "interrupted" instant event and "interrupted":true at the top)
- * and ends the recording. On an ordinary thread, never in a signal handler.
+ * The calling thread's events are owner's from now on (a session id; 0:
+ * nobody's); returns the previous owner, to be put back.
+ */
+int xe_trace_owner_swap(int owner);
+/* The calling thread's owner (handed to a thread that works for it). */
+int xe_trace_owner(void);
+/*
+ * The run is being interrupted by signal signo: writes every file's events
+ * so far (with an "interrupted" instant event and "interrupted":true at the
+ * top) and ends the recordings. On an ordinary thread, never in a signal handler.
  */
 xe_code xe_trace_interrupted(int signo, xe_status *st);
 /* From now on a written trace is marked interrupted by signo. */
