@@ -17,7 +17,8 @@
  * (xe_trace_owner_swap: a session while it runs, its background compiles).
  * A file gets the events that ended after its start and that are its
  * owner's or nobody's (owner 0); a recording of owner 0 gets every event.
- * Events no recording can still want are dropped when a file is written.
+ * An event no file takes is not kept, and those no file still takes are
+ * dropped when a file is written.
  * Recording is
  * best effort (an event that cannot be stored is dropped); writing checks
  * every write, and the file is written whole or not at all (xe_publish: a
@@ -174,6 +175,21 @@ xe_code xe_trace_start(const char *path, xe_status *st)
     return xe_trace_start_for(path, 0, st);
 }
 
+/* Whether recording r's file takes event e. */
+static bool takes(const recording *r, const event *e)
+{
+    return (!r->owner || !e->owner || e->owner == r->owner) && e->start + e->dur >= r->start;
+}
+
+/* Under the lock: whether any file being recorded takes event e. */
+static bool wanted(const event *e)
+{
+    for (int k = 0; k < T.n_recs; k++)
+        if (takes(&T.recs[k], e))
+            return true;
+    return false;
+}
+
 static bool grow(void)
 {
     if (T.n < T.cap)
@@ -199,7 +215,7 @@ static void add(int tid, const char *name, const char *cat, double start_us, dou
                my_owner};
     bool ok = e.name && e.cat && (!args || e.args) && isfinite(start_us);
     pthread_mutex_lock(&T.lock);
-    ok = ok && T.n_recs > 0 && grow();
+    ok = ok && wanted(&e) && grow(); /* a session nobody profiles keeps nothing */
     if (ok)
         T.ev[T.n++] = e;
     pthread_mutex_unlock(&T.lock);
@@ -280,12 +296,6 @@ static void json_string(FILE *f, const char *s)
             fputc(c, f);
     }
     fputc('"', f);
-}
-
-/* Whether recording r's file takes event e. */
-static bool takes(const recording *r, const event *e)
-{
-    return (!r->owner || !e->owner || e->owner == r->owner) && e->start + e->dur >= r->start;
 }
 
 static double earliest(const recording *r)
@@ -398,10 +408,7 @@ static void end(recording *r)
     }
     size_t kept = 0;
     for (size_t i = 0; i < T.n; i++) {
-        bool wanted = false;
-        for (int k = 0; k < T.n_recs && !wanted; k++)
-            wanted = takes(&T.recs[k], &T.ev[i]);
-        if (wanted)
+        if (wanted(&T.ev[i]))
             T.ev[kept++] = T.ev[i];
         else
             free_event(i);
