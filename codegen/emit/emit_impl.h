@@ -94,6 +94,8 @@ enum {
     XG_VAR_INNER = 1,     /* on the innermost loop's index (i, j, k) */
     XG_VAR_SCATTERED = 2, /* a / or % of such a value, or built from one: the compiler cannot
                              prove a load at it contiguous (a gather) */
+    XG_VAR_F16_TWIN = 4,  /* a value: vN is v(N-1) rounded to f16 (xg_emit_compute), so a store
+                             of vN converts v(N-1) (xg_emit_store) */
 };
 /* The XG_VAR_* of index text (a variable, a literal, "i"). */
 unsigned xg_index_flags(const em *e, const char *text);
