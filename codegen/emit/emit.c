@@ -520,6 +520,22 @@ static void emit_shape_op(em *e, const xe_node *n, int node, const idx *ix, char
     }
 }
 
+/*
+ * An f16 op's result: computed in float (text) and rounded to f16, as op by op, each its own
+ * variable, the rounded one (var) marked as the other's twin so that a store converts the
+ * unrounded float (xg_emit_store).
+ */
+static void f16_result(em *e, const char *text, char *var, size_t len)
+{
+    char raw[24], rounded[600];
+    new_var(e, raw, sizeof raw);
+    xg_out(e, "    float %s = %s;\n", raw, text);
+    new_var(e, var, len);
+    xg_f16_round_text(e, raw, rounded, sizeof rounded);
+    xg_out(e, "    float %s = %s;\n", var, rounded);
+    record_flags(e, e->var - 1, XG_VAR_F16_TWIN);
+}
+
 /* Computes node at ix from its operands (never a load of the node itself). */
 void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
 {
@@ -569,14 +585,8 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         snprintf(text, sizeof text, "0");
         break;
     }
-    if (dt == XE_F16) { /* computed in float, rounded to f16 at every op, as op by op */
-        char raw[24], rounded[600];
-        new_var(e, raw, sizeof raw);
-        xg_out(e, "    float %s = %s;\n", raw, text);
-        new_var(e, var, len);
-        xg_f16_round_text(e, raw, rounded, sizeof rounded);
-        xg_out(e, "    float %s = %s;\n", var, rounded);
-        record_flags(e, e->var - 1, XG_VAR_F16_TWIN);
+    if (dt == XE_F16) {
+        f16_result(e, text, var, len);
     } else {
         new_var(e, var, len);
         xg_out(e, "    %s %s = %s;\n", value_type(dt), var, text);
