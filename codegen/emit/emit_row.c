@@ -234,7 +234,7 @@ static void softmax_pass(em *e, int x, const bool *mask, int saved, bool simd, c
 
 /* softmax's first pass, the row's maximum into m (on the CPU in f32 over int32 keys). */
 static void softmax_max_pass(em *e, int x, const bool *mask, int saved, bool simd,
-                             const red_ops *max, idx *ix)
+                             const red_ops *max, bool keep, idx *ix)
 {
     xe_dtype dt = e->p->types[x].dtype;
     /* f16 and bf16 are computed in f32: their maximum is f32's, over int32 keys */
@@ -244,12 +244,33 @@ static void softmax_max_pass(em *e, int x, const bool *mask, int saved, bool sim
         xg_out(e, "    int32_t mk = %s;\n", key.init);
     softmax_pass(e, x, mask, saved, simd, key.key ? &key : max, key.key ? "mk" : "m", ix);
     xg_emit_val(e, x, ix, v, sizeof v);
+    if (keep)
+        xg_out(e, "    sx[k] = %s;\n", v);
     if (key.key) {
         xg_emit_combine(e, &key, "mk", v);
         xg_out(e, "    }\n    m = xe_of_key_f32(mk);\n");
     } else {
         xg_out(e, "    m = xe_max_%s(m, %s);\n    }\n", sfx(dt), v);
     }
+}
+
+/*
+ * Whether softmax keeps its f16 or bf16 row's values, as floats, from the max pass for the exp
+ * pass in a stack buffer (sx, declared here), as row kernels keep a costly value (the row cache:
+ * CPU, static shapes, at most XG_ROW_CACHE_BYTES): the exp pass then reads a float instead of
+ * loading, widening and rounding again what the row is made of (fp16 BERT's scores plus the
+ * mask: its softmax step was 95 us a layer for 64K elements).
+ */
+static bool softmax_keeps_row(em *e, int x, const bool *mask)
+{
+    xe_dtype dt = e->p->types[x].dtype;
+    int64_t K = row_length(shape_of(e, x), mask);
+    if (!e->b->render.row_cache || e->p->generic || (dt != XE_F16 && dt != XE_BF16) || K <= 0 ||
+        K * (int64_t)sizeof(float) > XG_ROW_CACHE_BYTES)
+        return false;
+    xg_out(e, "    _Alignas(64) float sx[%lld]; /* the row's values, from the max pass */\n",
+           (long long)K);
+    return true;
 }
 
 /*
@@ -283,11 +304,15 @@ void xg_emit_softmax_kernel(em *e, int step, const xg_step *s)
     int saved = e->n_memo;
     /* the reductions declared for these (f16 and bf16 are computed in f32, m and sum floats) */
     bool simd = dt == XE_F32 || dt == XE_F64 || dt == XE_F16 || dt == XE_BF16;
-    softmax_max_pass(e, x, mask, saved, simd, &max, &ix);
+    bool keep = softmax_keeps_row(e, x, mask);
+    softmax_max_pass(e, x, mask, saved, simd, &max, keep, &ix);
     if (e->b->render.block_reduce)
         e->b->render.block_reduce(e, &max, "m", "shm");
     softmax_pass(e, x, mask, saved, simd, &sum, "sum", &ix);
-    xg_emit_val(e, x, &ix, v, sizeof v);
+    if (keep)
+        snprintf(v, sizeof v, "sx[k]");
+    else
+        xg_emit_val(e, x, &ix, v, sizeof v);
     xg_flat_of(e, x, &ix, off, sizeof off);
     xg_out(e, "    %s ev = %s(%s - m);\n    sum += ev;\n", vt, dt == XE_F64 ? "exp" : "xe_exp_f32",
            v);
