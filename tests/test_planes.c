@@ -3,8 +3,9 @@
  * the engine's reorders that use it (dnnl_engine.c). The transpose is checked element by element
  * against the definition dst[i][c][r] = src[i][r][c] for every element size it specialises (1, 2,
  * 4, 8 bytes in tiles; 16, 32, 64 as channel blocks) and one it does not (3), at sizes that fill
- * its 16-byte tiles and 64- or 16-element blocks exactly, leave edges in both directions, and
- * have a side of 1; the values are distinct per position, so a misplaced element cannot pass. The
+ * its tiles (16-, 8- and 4-wide for 4-byte elements) and 64- or 16-element blocks exactly, leave
+ * edges in both directions that the narrower tiles take in part (24 x 40, 31 x 47), and have a
+ * side of 1; the values are distinct per position, so a misplaced element cannot pass. The
  * reorders: xe_dnnl_reorder_run between plain NCHW and NHWC, and between either and the dense
  * channel-blocked nChw8c and nChw16c (which take the planes), must give what oneDNN's own reorder
  * primitive gives, run directly; so must those whose last channel block is padded (C = 19, 3),
@@ -55,7 +56,8 @@ Test(planes, transposes_every_element_size_and_edge)
     static const int64_t shapes[][3] = {
         {1, 16, 16},  {1, 64, 64},   {2, 128, 64},  {1, 3, 4096}, {8, 32, 4096}, {3, 4096, 32},
         {1, 1, 1},    {1, 1, 77},    {1, 77, 1},    {2, 65, 63},  {1, 17, 129},  {4, 256, 49},
-        {2, 49, 256}, {1, 200, 300}, {1, 300, 200}, {5, 7, 9},
+        {2, 49, 256}, {1, 200, 300}, {1, 300, 200}, {5, 7, 9},    {1, 24, 40},   {2, 8, 1000},
+        {2, 1000, 8}, {1, 31, 47},   {3, 12, 20},
     };
     static const size_t sizes[] = {1, 2, 3, 4, 8, 16, 32, 64};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
