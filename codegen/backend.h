@@ -43,10 +43,13 @@ typedef struct xg_renderer {
         *first_thread; /* prefix of a statement only one thread of the row runs ("" when one) */
     const char
         *shared_kw; /* qualifier of the arrays block_reduce combines through (with block_reduce) */
-    const char *h2f, *f2h;    /* f16 <-> f32 (scalar.h): "xe_h2f_vec" in C (branch-free: the loop
-                                 vectorizes), "xe_h2f" in CUDA; the same bits either way */
-    const char *f16_round;    /* a float rounded to f16 and back, one function (scalar.h's
-                                 xe_f16_round_vec in C); NULL: h2f(f2h(x)) */
+    const char *h2f, *f2h; /* f16 <-> f32 (scalar.h): "xe_h2f_vec" in C (branch-free: the loop
+                              vectorizes), "xe_h2f" in CUDA; the same bits either way */
+    const char *f16_round; /* a float rounded to f16 and back, one function (scalar.h's
+                              xe_f16_round_vec in C); NULL: h2f(f2h(x)) */
+    const char *h2f_row, *f2h_row; /* n f16 values <-> n floats, (from, to, n): a loop nest's f16
+                                      rows staged in float stack rows (emit_f16_rows.c); NULL:
+                                      none */
     bool f16_word_gather;     /* an f16 load at an index the compiler cannot prove contiguous reads
                                  the aligned 32-bit word holding it and shifts (emit.c): gcc has no
                                  16-bit gather, and one such load kept the whole loop scalar */

@@ -278,6 +278,37 @@ Test(codegen_diff, f16_softmax_matches_op_by_op_within_an_f16_step)
     check_graph_within(text, text, true, 1e-3);
 }
 
+/*
+ * f16 rows staged in float (codegen/emit/emit_f16_rows.c): a loop nest's f16 loads and stores at
+ * its element go through float stack rows the CPU's conversions fill and drain. Rows of 40 (16-,
+ * then 8-wide vectors, then a scalar tail), 64 and 17; unrounded values stored (each store
+ * rounds its op's float) beyond f16's range (inf), in its denormals, NaN (sqrt of a negative) and
+ * in between (x * x + x), so a store that rounded otherwise than to nearest even would fail; a concat along the outer axis (its
+ * branches unswitched into one simd loop each); two outputs. The source shows the staging and
+ * every result is bit for bit the per-op kernels'; a generic plan (no fixed row) stages nothing.
+ */
+Test(codegen_diff, f16_rows_staged_in_float_match_op_by_op, .timeout = 300)
+{
+    static const char *const graphs[] = {
+        "xlac.graph v1\ninput x: f16[32,40]\ninput y: f16[32,40]\na = add(x, y)\nr = relu(a)\n"
+        "output r\n",
+        "xlac.graph v1\ninput x: f16[24,64]\nb = const(f16[], 40000)\nt = const(f16[], 0.001)\n"
+        "u = mul(x, b)\nq = sqrt(x)\ns = add(u, q)\nv = mul(x, t)\nw = mul(v, t)\n"
+        "z = mul(x, x)\no = add(z, x)\noutput s\noutput w\noutput o\n",
+        "xlac.graph v1\ninput x: f16[16,17]\ninput y: f16[16,17]\nc = concat(x, y, axis=0)\n"
+        "e = exp(c)\nn = neg(e)\noutput n\n",
+    };
+    for (size_t i = 0; i < sizeof graphs / sizeof graphs[0]; i++) {
+        char *src = c_source(graphs[i]);
+        /* the concat's loads are at its branches' indices, not the element's: its stores alone */
+        cr_expect(strstr(src, "xg_f2h_row(xg_out") && (i == 2 || strstr(src, "xg_h2f_row(p")),
+                  "case %zu: no staged f16 rows\n%s", i, src);
+        free(src);
+        check_graph(graphs[i], graphs[i], false);
+        check_graph(graphs[i], graphs[i], true);
+    }
+}
+
 /* compare/logical/cast, argmax, NaN- and inf-producing math, pow, reduce_prod, iota, constants, matmul */
 Test(codegen_diff, random_graphs_with_more_ops_match_op_by_op, .timeout = 900)
 {

@@ -685,6 +685,7 @@ void xg_kernel_begin(em *e, int step)
     xg_step_name(step, name, sizeof name);
     e->n_memo = 0;
     e->nest_l = 0;
+    e->nest_rows = false;
     for (int i = 0; i < e->p->body->n_nodes; i++)
         e->rowvar[i][0] = '\0';
     e->sig_at = e->text.len;

@@ -57,6 +57,8 @@ typedef struct em {
     int cap_var_flags;
     uint64_t opaque_strides; /* the current kernel's strides 2^b read from xg_s<2^b> (bit b) */
     int64_t nest_l; /* a fixed-shape CPU loop nest's inner length L (i = r * L + j); 0: none */
+    bool nest_rows; /* the CPU loop nest splits its rows (among threads, or a panel's), each row
+                       one simd loop; false: its inner loop is the one split */
     int n_memo;
     memo m[MAX_MEMO];
     char (*rowvar)[16]; /* row kernels: the register holding a node's value for the current row */
@@ -127,6 +129,10 @@ void xg_emit_scalar_text(em *e);
 /* ---- emit_loop.c, emit_reduce.c, emit_row.c: kernels ---- */
 
 void xg_emit_loop_kernel(em *e, int step, const xg_step *s);
+/* emit_f16_rows.c: a loop nest body's f16 loads and stores at its element through float stack
+   rows; the body rewritten (malloc'd), the rows' declarations and fills appended to before, their
+   drains to after; NULL when nothing is staged. */
+char *xg_stage_f16_rows(em *e, const char *body, xe_text *before, xe_text *after);
 void xg_emit_reduce_kernel(em *e, int step, const xg_step *s);
 void xg_emit_row_kernel(em *e, int step, const xg_step *s);
 void xg_emit_softmax_kernel(em *e, int step, const xg_step *s);

@@ -275,8 +275,21 @@ void xg_emit_loop_kernel(em *e, int step, const xg_step *s)
         bool *dep = NULL;
         char *rest = hoist_row_invariants(e, mark, s, &dep);
         int loops = 1;
-        if (rest)
+        xe_text before = {0}, after = {0};
+        char *staged = rest ? xg_stage_f16_rows(e, rest, &before, &after) : NULL;
+        if (staged) {
+            free(rest);
+            rest = staged;
+        }
+        if (before.oom || after.oom)
+            e->oom = true;
+        else if (rest) {
+            xg_out(e, "%s", before.buf ? before.buf : "");
             emit_simd_loops(e, inner, rest, dep, s, &loops);
+            xg_out(e, "%s", after.buf ? after.buf : "");
+        }
+        xe_text_free(&before);
+        xe_text_free(&after);
         free(rest);
         free(dep);
     }
