@@ -284,8 +284,8 @@ Test(codegen_diff, f16_softmax_matches_op_by_op_within_an_f16_step)
  * then 8-wide vectors, then a scalar tail), 64 and 17; unrounded values stored (each store
  * rounds its op's float) beyond f16's range (inf), in its denormals, NaN (sqrt of a negative) and
  * in between (x * x + x), so a store that rounded otherwise than to nearest even would fail; a concat along the outer axis (its
- * branches unswitched into one simd loop each); two outputs. The source shows the staging and
- * every result is bit for bit the per-op kernels'; a generic plan (no fixed row) stages nothing.
+ * branches unswitched into one simd loop each); two outputs. The source shows the staging (and
+ * no second rounding of a relu's half) and every result is bit for bit the per-op kernels'.
  */
 Test(codegen_diff, f16_rows_staged_in_float_match_op_by_op, .timeout = 300)
 {
@@ -303,6 +303,12 @@ Test(codegen_diff, f16_rows_staged_in_float_match_op_by_op, .timeout = 300)
         /* the concat's loads are at its branches' indices, not the element's: its stores alone */
         cr_expect(strstr(src, "xg_f2h_row(xg_out") && (i == 2 || strstr(src, "xg_h2f_row(p")),
                   "case %zu: no staged f16 rows\n%s", i, src);
+        if (i == 0) { /* relu of a half is a half: only the add's result is rounded (keeps_f16) */
+            int rounds = 0;
+            for (const char *c = src; (c = strstr(c, "= xe_f16_round_vec(")); c++)
+                rounds++;
+            cr_expect_eq(rounds, 1, "relu after add: %d roundings\n%s", rounds, src);
+        }
         free(src);
         check_graph(graphs[i], graphs[i], false);
         check_graph(graphs[i], graphs[i], true);

@@ -536,6 +536,26 @@ static void f16_result(em *e, const char *text, char *var, size_t len)
     record_flags(e, e->var - 1, XG_VAR_F16_TWIN);
 }
 
+/*
+ * Whether node is an f16 op whose result is one of its f16 operands' values, or such a value
+ * negated (relu, neg, abs, maximum, minimum, select): every f16 value in generated code is a half
+ * already (loaded, or rounded when computed), so rounding the result again changes no bit but a
+ * signalling NaN's quiet bit (an input's, loaded where the load is not staged in a float row,
+ * emit_f16_rows.c): its f16 store sets it anyway; widened to f32 it stays signalling. An fp16
+ * ResNet's ReLU after each residual add rounded twice.
+ */
+static bool keeps_f16(const em *e, const xe_node *n)
+{
+    int first = n->op == XE_OP_SELECT ? 1 : 0;
+    if (n->op != XE_OP_RELU && n->op != XE_OP_NEG && n->op != XE_OP_ABS && n->op != XE_OP_MAXIMUM &&
+        n->op != XE_OP_MINIMUM && n->op != XE_OP_SELECT)
+        return false;
+    for (int k = first; k < n->n_inputs; k++)
+        if (e->p->types[n->inputs[k]].dtype != XE_F16)
+            return false;
+    return true;
+}
+
 /* Computes node at ix from its operands (never a load of the node itself). */
 void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
 {
@@ -585,7 +605,7 @@ void xg_emit_compute(em *e, int node, const idx *ix, char *var, size_t len)
         snprintf(text, sizeof text, "0");
         break;
     }
-    if (dt == XE_F16) {
+    if (dt == XE_F16 && !keeps_f16(e, n)) {
         f16_result(e, text, var, len);
     } else {
         new_var(e, var, len);
