@@ -80,6 +80,51 @@ Test(layout, borders_end_the_chain)
     expect_chained("xlac.graph v1\ninput x: f32[1,4,6,6]\nr = relu(x)\ne = exp(r)\noutput e\n", "");
 }
 
+static void make_tmp(void);
+
+/* A conv1d's [N, C, W] <-> [N, C, 1, W] reshapes keep a chained value's bytes: the chain goes
+   through them and the elementwise op between (Wav2Vec2's feature convs); a reshape that moves
+   channels does not. */
+Test(layout, a_chain_goes_through_reshapes_of_spatial_ones)
+{
+    expect_chained("xlac.graph v1\ninput x: f32[1,8,1,20]\nw = const(f32[8,8,1,3], 0.25)\n"
+                   "c1 = conv2d(x, w)\ns = reshape(c1, shape=[1,8,18])\nt = tanh(s)\n"
+                   "u = reshape(t, shape=[1,8,1,18])\nc2 = conv2d(u, w)\noutput c2\n",
+                   "c1 s t u");
+    expect_chained("xlac.graph v1\ninput x: f32[1,8,1,20]\nw = const(f32[8,8,1,3], 0.25)\n"
+                   "w16 = const(f32[8,16,1,3], 0.25)\nc1 = conv2d(x, w)\n"
+                   "s = reshape(c1, shape=[1,16,9])\nt = tanh(s)\nu = reshape(t, shape=[1,16,1,9])\n"
+                   "c2 = conv2d(u, w16)\noutput c2\n",
+                   "");
+}
+
+/* The same chain run clustered against op by op, its convs reading and writing the conv layout. */
+Test(layout, conv1d_chain_matches_op_by_op, .init = make_tmp, .fini = xt_tmp_fini, .timeout = 120)
+{
+    const char *text =
+        "xlac.graph v1\ninput x: f32[2,16,1,40]\nw = const(f32[16,16,1,3], 0.05)\n"
+        "c1 = conv2d(x, w, strides=[1,2])\ns1 = reshape(c1, shape=[2,16,19])\ng1 = tanh(s1)\n"
+        "u1 = reshape(g1, shape=[2,16,1,19])\nc2 = conv2d(u1, w, strides=[1,2])\n"
+        "s2 = reshape(c2, shape=[2,16,9])\ng2 = sigmoid(s2)\nu2 = reshape(g2, shape=[2,16,1,9])\n"
+        "c3 = conv2d(u2, w)\noutput c3\n";
+    xt_write_file(xt_path("conv1d.xg"), text);
+    char dump[512], plan[600];
+    snprintf(dump, sizeof dump, "XLAC_DUMP_TO=%s/dump", xt_tmp);
+    snprintf(plan, sizeof plan, "%s/dump/module_0000.cluster_0.plan.txt", xt_tmp);
+    const char *env[] = {"XLAC_AUTO_JIT=2", "XLAC_FLAGS=--disk_cache=0", dump, NULL};
+    const char *argv[] = {XLAC_RUN, xt_path("conv1d.xg"), "--seed", "5", "--compare", NULL};
+    xt_result r = xt_run_in(xt_tmp, true, env, argv);
+    cr_assert_eq(r.rc, 0, "%s%s", r.out, r.err);
+    cr_assert(strstr(r.out, "op by op against 1 cluster(s)"), "%s%s", r.out, r.err);
+    char *p = xt_read_file(plan, NULL);
+    cr_assert_not_null(p, "%s", plan);
+    cr_assert_eq(xt_occurrences(p, "input converted from NCHW, output in the engine's conv layout"), 1, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "input and output in the engine's conv layout"), 1, "%s", p);
+    cr_assert_eq(xt_occurrences(p, "output converted to NCHW"), 1, "%s", p);
+    free(p);
+    xt_result_free(&r);
+}
+
 static void make_tmp(void)
 {
     xt_tmp_make("/tmp/xlac_layout_XXXXXX");

@@ -13,8 +13,12 @@
  * (nChw8c) where its AVX2 kernels do; the plan is the same either way.
  *
  * A set S of body nodes holds chained values. Its members are f32 rank-4
- * conv2d nodes and elementwise nodes (unary, binary, compare, logical,
- * select, cast) of rank 4 whose channel count is a multiple of
+ * conv2d nodes, elementwise nodes (unary, binary, compare, logical,
+ * select, cast) of rank 3 or 4, and reshapes that only insert or remove
+ * spatial dims of 1 (a conv1d's [N, C, W] <-> [N, C, 1, W], Wav2Vec2's
+ * feature convs: the bytes of both layouts are the same for either shape,
+ * [N][W][C] channels-last, [N][C/8][W][8] blocked, and a reshape keeps
+ * the flat index), whose channel count is a multiple of
  * XG_CHAIN_CHANNELS (8: a blocked value without padding, so a loop's flat
  * index covers it exactly), and S is the largest set in which
  *   (a) every operand of an elementwise member is a member or has one
@@ -30,6 +34,7 @@
  * the convs do, told by the plan which of their sides are chained.
  */
 #include <stdbool.h>
+#include <string.h>
 
 #include "plan.h"
 #include "xlac/op.h"
@@ -49,12 +54,38 @@ static bool elementwise(const xe_node *n)
     }
 }
 
+/* The spatial dims of s (those after N and C) that are not 1, in order, into d; their count. */
+static int spatial_not_one(const xe_shape *s, int64_t *d)
+{
+    int k = 0;
+    for (int a = 2; a < s->rank; a++)
+        if (s->dims[a] != 1)
+            d[k++] = s->dims[a];
+    return k;
+}
+
+/* Whether reshape node i only inserts or removes spatial dims of 1 (a conv1d's [N, C, W] to
+   [N, C, 1, W] and back), which leaves a chained value's bytes as they are. */
+static bool reshape_keeps_bytes(const xg_plan *p, int i)
+{
+    const xe_shape *to = &p->types[i].shape, *from = &p->types[p->body->nodes[i]->inputs[0]].shape;
+    int64_t a[XE_MAX_RANK], b[XE_MAX_RANK];
+    if (from->rank < 3 || from->rank > 4 || from->dims[0] != to->dims[0] ||
+        from->dims[1] != to->dims[1])
+        return false;
+    int na = spatial_not_one(from, a), nb = spatial_not_one(to, b);
+    return na == nb && memcmp(a, b, (size_t)na * sizeof *a) == 0;
+}
+
 static bool candidate(const xg_plan *p, int i)
 {
     const xe_node *n = p->body->nodes[i];
     const xe_type *t = &p->types[i];
-    if (t->shape.rank != 4 || t->shape.dims[1] % XG_CHAIN_CHANNELS != 0)
+    if (t->shape.rank < 3 || t->shape.rank > 4 || t->shape.dims[1] % XG_CHAIN_CHANNELS != 0 ||
+        (t->shape.rank == 3 && n->op == XE_OP_CONV2D))
         return false;
+    if (n->op == XE_OP_RESHAPE)
+        return t->dtype == p->types[n->inputs[0]].dtype && reshape_keeps_bytes(p, i);
     if (n->op == XE_OP_CONV2D)
         return t->dtype == XE_F32 && n->n_inputs >= 2 && p->types[n->inputs[0]].dtype == XE_F32;
     if (!elementwise(n))
