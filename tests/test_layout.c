@@ -98,15 +98,17 @@ Test(layout, a_chain_goes_through_reshapes_of_spatial_ones)
                    "");
 }
 
-/* The same chain run clustered against op by op, its convs reading and writing the conv layout. */
+/* Such a chain run clustered against op by op, its convs reading and writing the conv layout and
+   taking the activations between the reshapes as post-ops. */
 Test(layout, conv1d_chain_matches_op_by_op, .init = make_tmp, .fini = xt_tmp_fini, .timeout = 120)
 {
     const char *text =
         "xlac.graph v1\ninput x: f32[2,16,1,40]\nw = const(f32[16,16,1,3], 0.05)\n"
-        "c1 = conv2d(x, w, strides=[1,2])\ns1 = reshape(c1, shape=[2,16,19])\ng1 = tanh(s1)\n"
+        "c1 = conv2d(x, w, strides=[1,2])\ns1 = reshape(c1, shape=[2,16,19])\ng1 = gelu(s1)\n"
         "u1 = reshape(g1, shape=[2,16,1,19])\nc2 = conv2d(u1, w, strides=[1,2])\n"
-        "s2 = reshape(c2, shape=[2,16,9])\ng2 = sigmoid(s2)\nu2 = reshape(g2, shape=[2,16,1,9])\n"
-        "c3 = conv2d(u2, w)\noutput c3\n";
+        "s2 = reshape(c2, shape=[2,16,9])\nsg = sigmoid(s2)\ng2 = mul(s2, sg)\n"
+        "u2 = reshape(g2, shape=[2,16,1,9])\nc3 = conv2d(u2, w)\nt = tanh(c3)\n"
+        "s3 = reshape(t, shape=[2,16,7])\no = add(s3, s3)\noutput o\n";
     xt_write_file(xt_path("conv1d.xg"), text);
     char dump[512], plan[600];
     snprintf(dump, sizeof dump, "XLAC_DUMP_TO=%s/dump", xt_tmp);
@@ -121,6 +123,9 @@ Test(layout, conv1d_chain_matches_op_by_op, .init = make_tmp, .fini = xt_tmp_fin
     cr_assert_eq(xt_occurrences(p, "input converted from NCHW, output in the engine's conv layout"), 1, "%s", p);
     cr_assert_eq(xt_occurrences(p, "input and output in the engine's conv layout"), 1, "%s", p);
     cr_assert_eq(xt_occurrences(p, "output converted to NCHW"), 1, "%s", p);
+    /* the GELU and the SiLU between the reshapes run inside the convs as oneDNN post-ops
+       (epilogue.c); c3's tanh is not one of theirs */
+    cr_assert_eq(xt_occurrences(p, "runs inside it as post-ops"), 2, "%s", p);
     free(p);
     xt_result_free(&r);
 }

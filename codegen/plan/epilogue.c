@@ -287,6 +287,38 @@ static xg_conv_act activation(const xg_plan *p, int o, int *x)
     return a;
 }
 
+/* v = reshape(u), u inline and read by v alone: u, else -1. A reshape moves no element (in NCHW,
+   or as a chained member, layout.c), so an elementwise post-op may look through it: a conv1d's
+   [N, C, 1, W] -> [N, C, W] -> GELU -> [N, C, 1, W] (Wav2Vec2's feature convs). */
+static int reshaped(const xg_plan *p, int v)
+{
+    const xe_node *n = p->body->nodes[v];
+    if (n->op != XE_OP_RESHAPE)
+        return -1;
+    int u = n->inputs[0];
+    return !p->mat[u] && p->uses[u] == 1 ? u : -1;
+}
+
+/* The activation of o, looking through a reshape on each side of it: *x its operand (the conv
+   itself when a reshape of it is all that is between), else XG_CONV_NONE (*x = o). */
+static xg_conv_act activation_through_reshapes(const xg_plan *p, int o, int m, int *x)
+{
+    int top = reshaped(p, o);
+    xg_conv_act a = activation(p, top >= 0 ? top : o, x);
+    if (a == XG_CONV_NONE || top < 0)
+        return activation(p, o, x);
+    int uses = a == XG_CONV_SILU || a == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
+    const xe_node *n = p->body->nodes[*x];
+    if (*x != m && n->op == XE_OP_RESHAPE && n->inputs[0] == m && !p->mat[*x] &&
+        p->uses[*x] == uses && p->uses[m] == 1)
+        *x = m;
+    if (*x != m) { /* a residual under a reshape: not taken */
+        *x = o;
+        return XG_CONV_NONE;
+    }
+    return a;
+}
+
 bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
 {
     if (i + 1 >= p->n_steps || p->steps[i].kind != XG_STEP_LIBRARY || p->steps[i + 1].panel ||
@@ -306,6 +338,11 @@ bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
         return false;
     int uses =
         e->act == XG_CONV_SILU || e->act == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
+    if (e->act == XG_CONV_NONE && reshaped(p, o) >= 0) {
+        e->act = activation_through_reshapes(p, o, m, &x);
+        if (e->act != XG_CONV_NONE)
+            return true; /* x is m, read by the reshape alone (activation_through_reshapes) */
+    }
     if (e->act != XG_CONV_NONE && x == m)
         return p->uses[m] == uses;
     if (p->uses[m] != 1 || (x != o && (p->mat[x] || p->uses[x] != uses)))

@@ -2,7 +2,8 @@
  * The C target's library step for a convolution with its epilogue: the
  * step after a conv2d that is act(conv), conv + residual or
  * act(conv + residual), act one of GELU, sigmoid, SiLU, HardSwish
- * (xg_conv_epilogue; not ReLU or Clip, whose oneDNN forms lose NaN), runs inside the conv's oneDNN
+ * (xg_conv_epilogue; not ReLU or Clip, whose oneDNN forms lose NaN; act possibly between
+ * reshapes of the conv's output, a conv1d's), runs inside the conv's oneDNN
  * call as post-ops (sum, then one eltwise), so the conv's output is written once, already finished,
  * instead of written, read back and written again by a generated loop. The primitive lives in the
  * conv node's slot of the program's kernel cache, as plain conv steps' do. What the engine refuses
