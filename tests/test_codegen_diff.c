@@ -315,6 +315,27 @@ Test(codegen_diff, f16_rows_staged_in_float_match_op_by_op, .timeout = 300)
     }
 }
 
+/* An f32 softmax whose row is computed in its kernel (scores plus a gathered bias, DeBERTa's
+   shape of it) keeps the row from its max pass for its exp pass (emit_row.c softmax_keeps_row);
+   one of a materialized row does not. Both match op by op. */
+Test(codegen_diff, f32_softmax_of_a_computed_row_keeps_it)
+{
+    static const struct {
+        const char *text;
+        bool kept;
+    } cases[] = {
+        {"xlac.graph v1\ninput x: f32[6,37]\ninput b: f32[37]\nz = mul(x, x)\na = add(z, b)\n"
+         "y = softmax(a, axis=1)\noutput y\n", true},
+        {"xlac.graph v1\ninput x: f32[6,37]\ny = softmax(x, axis=1)\noutput y\n", false},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *src = c_source(cases[i].text);
+        cr_expect_eq(strstr(src, "float sx[") != NULL, cases[i].kept, "case %zu\n%s", i, src);
+        free(src);
+        check_graph(cases[i].text, cases[i].text, false);
+    }
+}
+
 /* compare/logical/cast, argmax, NaN- and inf-producing math, pow, reduce_prod, iota, constants, matmul */
 Test(codegen_diff, random_graphs_with_more_ops_match_op_by_op, .timeout = 900)
 {
