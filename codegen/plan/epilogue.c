@@ -299,18 +299,24 @@ static int reshaped(const xg_plan *p, int v)
     return !p->mat[u] && p->uses[u] == 1 ? u : -1;
 }
 
-/* The activation of o, looking through a reshape on each side of it: *x its operand (the conv
-   itself when a reshape of it is all that is between), else XG_CONV_NONE (*x = o). */
-static xg_conv_act activation_through_reshapes(const xg_plan *p, int o, int m, int *x)
+/* How many times an activation reads its operand: a gated one (SiLU, HardSwish) twice. */
+static int act_reads(xg_conv_act a)
 {
-    int top = reshaped(p, o);
-    xg_conv_act a = activation(p, top >= 0 ? top : o, x);
-    if (a == XG_CONV_NONE || top < 0)
-        return activation(p, o, x);
-    int uses = a == XG_CONV_SILU || a == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
+    return a == XG_CONV_SILU || a == XG_CONV_HARDSWISH ? 2 : 1;
+}
+
+/* The activation of top, o = reshape(top) (reshaped): *x the conv m itself when a reshape of it
+   is all that is between, else XG_CONV_NONE (*x = o). */
+static xg_conv_act activation_through_reshapes(const xg_plan *p, int o, int top, int m, int *x)
+{
+    xg_conv_act a = activation(p, top, x);
+    if (a == XG_CONV_NONE) {
+        *x = o;
+        return a;
+    }
     const xe_node *n = p->body->nodes[*x];
     if (*x != m && n->op == XE_OP_RESHAPE && n->inputs[0] == m && !p->mat[*x] &&
-        p->uses[*x] == uses && p->uses[m] == 1)
+        p->uses[*x] == act_reads(a) && p->uses[m] == 1)
         *x = m;
     if (*x != m) { /* a residual under a reshape: not taken */
         *x = o;
@@ -336,10 +342,9 @@ bool xg_conv_epilogue(const xg_plan *p, int i, xg_conv_epi *e)
                        .dst_chained = p->chained[o]};
     if (p->chained[m] != p->chained[o]) /* the primitive writes o in the conv's layout */
         return false;
-    int uses =
-        e->act == XG_CONV_SILU || e->act == XG_CONV_HARDSWISH ? 2 : 1; /* gated: read twice */
-    if (e->act == XG_CONV_NONE && reshaped(p, o) >= 0) {
-        e->act = activation_through_reshapes(p, o, m, &x);
+    int uses = act_reads(e->act), top = reshaped(p, o);
+    if (e->act == XG_CONV_NONE && top >= 0) {
+        e->act = activation_through_reshapes(p, o, top, m, &x);
         if (e->act != XG_CONV_NONE)
             return true; /* x is m, read by the reshape alone (activation_through_reshapes) */
     }
