@@ -278,6 +278,15 @@ Test(codegen_diff, f16_softmax_matches_op_by_op_within_an_f16_step)
     check_graph_within(text, text, true, 1e-3);
 }
 
+/* How many times what occurs in text. */
+static int count_of(const char *text, const char *what)
+{
+    int n = 0;
+    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
+        n++;
+    return n;
+}
+
 /*
  * f16 rows staged in float (codegen/emit/emit_f16_rows.c): a loop nest's f16 loads and stores at
  * its element go through float stack rows the CPU's conversions fill and drain. Rows of 40 (16-,
@@ -304,9 +313,7 @@ Test(codegen_diff, f16_rows_staged_in_float_match_op_by_op, .timeout = 300)
         cr_expect(strstr(src, "xg_f2h_row(xg_out") && (i == 2 || strstr(src, "xg_h2f_row(p")),
                   "case %zu: no staged f16 rows\n%s", i, src);
         if (i == 0) { /* relu of a half is a half: only the add's result is rounded (keeps_f16) */
-            int rounds = 0;
-            for (const char *c = src; (c = strstr(c, "= xe_f16_round_vec(")); c++)
-                rounds++;
+            int rounds = count_of(src, "= xe_f16_round_vec(");
             cr_expect_eq(rounds, 1, "relu after add: %d roundings\n%s", rounds, src);
         }
         free(src);
@@ -724,14 +731,6 @@ Test(codegen_diff, softmax_rows_are_simd_loops)
         free(src);
         check_graph(text, text, false);
     }
-}
-
-static int count_of(const char *text, const char *what)
-{
-    int n = 0;
-    for (const char *p = strstr(text, what); p; p = strstr(p + 1, what))
-        n++;
-    return n;
 }
 
 /* A concat along an outer axis tests its ranges once per row: one simd loop per operand (and per
